@@ -1,0 +1,69 @@
+# Kiln: thin wrapper around CMake. `make demo` and `make check` work on a fresh machine.
+BUILD      ?= build
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+VENV       := .venv
+PY         := $(VENV)/bin/python
+SYSPY      := /usr/bin/python3
+MODELS     := $(BUILD)/models
+FUZZ_SECONDS ?= 60
+ASAN_BUILD ?= build-asan
+
+.PHONY: all kiln demo check quick test asan fuzz deps venv models bench clean format help
+
+all: kiln
+
+help:
+	@echo "make            build build/kiln (release)"
+	@echo "make demo       build Kiln, make a small model, run it and check it"
+	@echo "make check      install test dependencies and run every test (also under ASan/UBSan)"
+	@echo "make quick      build and run unit tests and the node conformance suite only"
+	@echo "make fuzz       run the libFuzzer targets for FUZZ_SECONDS each"
+
+kiln:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: kiln
+	@$(SYSPY) scripts/demo.py --kiln $(BUILD)/kiln --out $(BUILD)/demo
+
+# ---- test dependencies: Debian packages and a pinned Python environment ----
+APT_PKGS := python3-venv python3-torch python3-torchvision clang libclang-rt-14-dev
+deps:
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null; \
+	fi
+	@$(MAKE) --no-print-directory venv
+
+venv: $(VENV)/.done
+$(VENV)/.done: requirements-test.txt
+	@echo "creating $(VENV) with requirements-test.txt"
+	@$(SYSPY) -m venv $(VENV)
+	@$(PY) -m pip install -q --disable-pip-version-check -r requirements-test.txt
+	@touch $@
+
+ONNX_DATA = $(shell $(PY) -c "import onnx,os;print(os.path.join(os.path.dirname(onnx.__file__),'backend','test','data'))" 2>/dev/null)
+
+models: kiln
+	@$(SYSPY) scripts/export_models.py --out $(MODELS)
+
+check: deps
+	@$(MAKE) --no-print-directory models
+	@bash tests/run_checks.sh "$(ONNX_DATA)" "$(abspath $(MODELS))" $(FUZZ_SECONDS)
+
+quick: kiln
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L quick
+
+fuzz:
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKILN_FUZZ=ON -DCMAKE_C_COMPILER=clang \
+	  -DKILN_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@cd $(FUZZ_BUILD) && ctest --output-on-failure -L fuzz
+
+format:
+	@clang-format -i include/*.h src/*/*.[ch] tools/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,134 @@
+/* Kiln base layer: status and errors, arenas, dynamic arrays, strings, hashing.
+ * Every other stage includes this header; it includes only the C library. */
+#ifndef KILN_BASE_H
+#define KILN_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- status ------------------------------------------------------------
+ * A fallible function returns kiln_status: NULL means success, anything else
+ * is a heap-allocated error that the caller owns (free with kiln_status_free).
+ * KILN_TRY propagates an error and adds the caller's file:line as context. */
+
+typedef enum kiln_code {
+  KILN_OK_CODE = 0,
+  KILN_ERR_INVALID,     /* bad input: malformed model, bad attribute, ...  (exit 2) */
+  KILN_ERR_UNSUPPORTED, /* valid input that Kiln does not handle yet       (exit 2) */
+  KILN_ERR_IO,          /* a file could not be read or written             (exit 2) */
+  KILN_ERR_OOM,         /* out of memory or size overflow                  (exit 1) */
+  KILN_ERR_FAILED,      /* the work itself failed (mismatch, runtime error) (exit 1) */
+  KILN_ERR_INTERNAL,    /* a bug in Kiln                                    (exit 1) */
+  KILN_CODE_COUNT
+} kiln_code;
+
+typedef struct kiln_error *kiln_status;
+#define KILN_OK ((kiln_status)NULL)
+
+kiln_status kiln_status_make(kiln_code code, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Prepends "context: " to the message of st (which must be an error); returns st. */
+kiln_status kiln_status_annotate(kiln_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+kiln_code kiln_status_code(kiln_status st);
+const char *kiln_status_message(kiln_status st); /* "" for KILN_OK */
+const char *kiln_status_where(kiln_status st);   /* "file.c:123" of the origin */
+const char *kiln_code_name(kiln_code code);
+void kiln_status_free(kiln_status st);
+/* Exit status the CLI uses for an error code: 2 for bad input, 1 otherwise. */
+int kiln_status_exit_code(kiln_status st);
+
+#define kiln_error(code, ...) kiln_status_make((code), __FILE__, __LINE__, __VA_ARGS__)
+#define kiln_invalid(...) kiln_error(KILN_ERR_INVALID, __VA_ARGS__)
+#define kiln_unsupported(...) kiln_error(KILN_ERR_UNSUPPORTED, __VA_ARGS__)
+
+#define KILN_TRY(expr)                                                                             \
+  do {                                                                                             \
+    kiln_status kiln_try_st_ = (expr);                                                             \
+    if (kiln_try_st_ != KILN_OK) return kiln_try_st_;                                              \
+  } while (0)
+
+/* Like KILN_TRY but prepends a formatted context to the message. */
+#define KILN_TRYF(expr, ...)                                                                       \
+  do {                                                                                             \
+    kiln_status kiln_try_st_ = (expr);                                                             \
+    if (kiln_try_st_ != KILN_OK) return kiln_status_annotate(kiln_try_st_, __VA_ARGS__);           \
+  } while (0)
+
+/* ---- checked arithmetic (for sizes that come from input) ---- */
+bool kiln_mul_overflow_i64(int64_t a, int64_t b, int64_t *out);
+bool kiln_add_overflow_i64(int64_t a, int64_t b, int64_t *out);
+
+/* ---- memory ---- */
+void *kiln_xmalloc(size_t n);           /* aborts on OOM: for small internal allocations only */
+void *kiln_xcalloc(size_t n, size_t m); /* idem */
+void *kiln_xrealloc(void *p, size_t n); /* idem */
+char *kiln_xstrdup(const char *s);
+
+/* ---- arena ---------------------------------------------------------------
+ * A bump allocator that owns everything of one compilation; freed in one call.
+ * Allocations are zeroed and 16-byte aligned. */
+typedef struct kiln_arena kiln_arena;
+kiln_arena *kiln_arena_new(void);
+void kiln_arena_free(kiln_arena *a);
+void *kiln_arena_alloc(kiln_arena *a, size_t n);
+void *kiln_arena_calloc(kiln_arena *a, size_t count, size_t size); /* NULL on overflow */
+char *kiln_arena_strdup(kiln_arena *a, const char *s);
+char *kiln_arena_strndup(kiln_arena *a, const char *s, size_t n);
+char *kiln_arena_printf(kiln_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+size_t kiln_arena_bytes(const kiln_arena *a);
+
+/* ---- dynamic arrays ------------------------------------------------------
+ * KILN_VEC(T) is {T *data; int len, cap;}; kiln_vec_push grows with realloc.
+ * Arrays inside IR are arena-owned: use kiln_arena_vec_push. */
+#define KILN_VEC(T)                                                                                \
+  struct {                                                                                         \
+    T *data;                                                                                       \
+    int len, cap;                                                                                  \
+  }
+void kiln_vec_grow_(void **data, int *cap, int need, size_t elem);
+void kiln_arena_vec_grow_(kiln_arena *a, void **data, int *cap, int need, size_t elem);
+#define kiln_vec_push(v, x)                                                                        \
+  do {                                                                                             \
+    if ((v)->len + 1 > (v)->cap)                                                                   \
+      kiln_vec_grow_((void **)&(v)->data, &(v)->cap, (v)->len + 1, sizeof(*(v)->data));            \
+    (v)->data[(v)->len++] = (x);                                                                   \
+  } while (0)
+#define kiln_arena_vec_push(a, v, x)                                                               \
+  do {                                                                                             \
+    if ((v)->len + 1 > (v)->cap)                                                                   \
+      kiln_arena_vec_grow_((a), (void **)&(v)->data, &(v)->cap, (v)->len + 1,                      \
+                           sizeof(*(v)->data));                                                    \
+    (v)->data[(v)->len++] = (x);                                                                   \
+  } while (0)
+#define kiln_vec_free(v) (free((v)->data), (v)->data = NULL, (v)->len = (v)->cap = 0)
+
+/* ---- string builder ---- */
+typedef struct kiln_strbuf {
+  char *data;
+  size_t len, cap;
+} kiln_strbuf;
+void kiln_strbuf_printf(kiln_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kiln_strbuf_vprintf(kiln_strbuf *b, const char *fmt, va_list ap);
+void kiln_strbuf_append(kiln_strbuf *b, const char *s, size_t n);
+void kiln_strbuf_free(kiln_strbuf *b);
+
+/* ---- hash map: string key -> int64 value (open addressing, owns key copies) ---- */
+typedef struct kiln_strmap {
+  char **keys;
+  int64_t *vals;
+  size_t cap, len;
+} kiln_strmap;
+void kiln_strmap_put(kiln_strmap *m, const char *key, int64_t val);
+bool kiln_strmap_get(const kiln_strmap *m, const char *key, int64_t *out_val);
+void kiln_strmap_free(kiln_strmap *m);
+uint64_t kiln_hash_bytes(const void *p, size_t n, uint64_t seed); /* FNV-1a 64 */
+
+/* ---- files ---- */
+/* Reads a whole file into a malloc'd buffer (NUL-terminated, not counted in *out_len). */
+kiln_status kiln_read_file(const char *path, char **out_data, size_t *out_len);
+kiln_status kiln_write_file(const char *path, const void *data, size_t len);
+
+#endif

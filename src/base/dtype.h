@@ -1,0 +1,82 @@
+/* Element types. Numbering follows ONNX TensorProto.DataType so import is a
+ * range check. Sub-byte types (int4, uint4, float4e2m1, int2, uint2) are held
+ * unpacked in memory, one element per byte; only the file formats pack them.
+ * Strings are held as `char *` elements (NUL-terminated, owned by the tensor). */
+#ifndef KILN_DTYPE_H
+#define KILN_DTYPE_H
+
+#include "base.h"
+
+typedef enum kiln_dtype {
+  KILN_UNDEFINED = 0,
+  KILN_F32 = 1,
+  KILN_U8 = 2,
+  KILN_I8 = 3,
+  KILN_U16 = 4,
+  KILN_I16 = 5,
+  KILN_I32 = 6,
+  KILN_I64 = 7,
+  KILN_STRING = 8,
+  KILN_BOOL = 9,
+  KILN_F16 = 10,
+  KILN_F64 = 11,
+  KILN_U32 = 12,
+  KILN_U64 = 13,
+  KILN_C64 = 14,  /* complex64: not supported beyond being named */
+  KILN_C128 = 15, /* complex128: idem */
+  KILN_BF16 = 16,
+  KILN_F8E4M3FN = 17,
+  KILN_F8E4M3FNUZ = 18,
+  KILN_F8E5M2 = 19,
+  KILN_F8E5M2FNUZ = 20,
+  KILN_U4 = 21,
+  KILN_I4 = 22,
+  KILN_F4E2M1 = 23,
+  KILN_F8E8M0 = 24,
+  KILN_U2 = 25,
+  KILN_I2 = 26,
+  KILN_DTYPE_COUNT
+} kiln_dtype;
+
+typedef enum kiln_dtype_class {
+  KILN_CLASS_NONE, /* undefined, complex */
+  KILN_CLASS_FLOAT,
+  KILN_CLASS_SINT,
+  KILN_CLASS_UINT, /* bool counts as uint */
+  KILN_CLASS_STRING,
+} kiln_dtype_class;
+
+const char *kiln_dtype_name(kiln_dtype t);             /* short IR name: "f32", "i64", "bool" */
+const char *kiln_dtype_onnx_name(kiln_dtype t);        /* "FLOAT", "INT64", ... */
+bool kiln_dtype_from_name(const char *s, kiln_dtype *out); /* parses the short name */
+bool kiln_dtype_valid(int t);                          /* in range and not complex/undefined */
+size_t kiln_dtype_size(kiln_dtype t);                  /* bytes per element in memory */
+kiln_dtype_class kiln_dtype_class_of(kiln_dtype t);
+bool kiln_dtype_is_float(kiln_dtype t);
+bool kiln_dtype_is_int(kiln_dtype t); /* signed or unsigned integer, not bool */
+int kiln_dtype_bits(kiln_dtype t);    /* storage bits in files (4 for int4, 1 byte for bool) */
+
+/* Scalar conversions. Rounding is to nearest, ties to even. */
+float kiln_f16_to_f32(uint16_t h);
+uint16_t kiln_f32_to_f16(float f);
+uint16_t kiln_f64_to_f16(double d); /* rounds once, directly from double */
+float kiln_bf16_to_f32(uint16_t h);
+uint16_t kiln_f32_to_bf16(float f);
+double kiln_f8_to_f64(kiln_dtype t, uint8_t v);
+/* saturate: ONNX's saturate attribute (clamp to max finite instead of inf/nan) */
+uint8_t kiln_f64_to_f8(kiln_dtype t, double v, bool saturate);
+double kiln_f4e2m1_to_f64(uint8_t v);
+uint8_t kiln_f64_to_f4e2m1(double v, bool saturate);
+
+/* Element access by index on a buffer of dtype t. Loading a float type gives its
+ * exact value as double; integer types load exactly as int64/uint64. Storing a
+ * double into an integer type truncates toward zero and wraps modulo 2^bits
+ * (the C-cast behaviour ONNX Cast is tested with); into a float type it rounds. */
+double kiln_load_f64(kiln_dtype t, const void *p, size_t i);
+int64_t kiln_load_i64(kiln_dtype t, const void *p, size_t i);  /* floats truncate */
+uint64_t kiln_load_u64(kiln_dtype t, const void *p, size_t i); /* floats truncate */
+void kiln_store_f64(kiln_dtype t, void *p, size_t i, double v);
+void kiln_store_i64(kiln_dtype t, void *p, size_t i, int64_t v); /* wraps for narrower ints */
+void kiln_store_u64(kiln_dtype t, void *p, size_t i, uint64_t v);
+
+#endif

@@ -1,0 +1,33 @@
+/* A dense tensor in host memory: dtype, shape, row-major data. Tensors made by
+ * kiln_tensor_new own their data (malloc) and are freed with kiln_tensor_free. */
+#ifndef KILN_TENSOR_H
+#define KILN_TENSOR_H
+
+#include "dtype.h"
+
+#define KILN_MAX_RANK 8
+
+typedef struct kiln_tensor {
+  kiln_dtype dtype;
+  int rank;
+  int64_t dims[KILN_MAX_RANK];
+  int64_t numel;
+  void *data; /* numel * kiln_dtype_size(dtype) bytes; for strings, numel char* */
+  bool owns_data;
+} kiln_tensor;
+
+/* Checks the shape (rank, non-negative dims, element count and byte size
+ * without overflow) and allocates zeroed data. */
+kiln_status kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *dims, kiln_tensor **out);
+kiln_status kiln_tensor_new_scalar_f64(kiln_dtype dtype, double v, kiln_tensor **out);
+kiln_status kiln_tensor_clone(const kiln_tensor *t, kiln_tensor **out);
+void kiln_tensor_free(kiln_tensor *t);
+size_t kiln_tensor_nbytes(const kiln_tensor *t);
+/* Checks and returns the element count of a shape; error on negative dims or overflow. */
+kiln_status kiln_shape_numel(int rank, const int64_t *dims, int64_t *out);
+/* Same shape and dtype; data compared bitwise-equal (NaNs with equal bits are equal). */
+bool kiln_tensor_same_shape(const kiln_tensor *a, const kiln_tensor *b);
+/* Formats "f32[2,3]" into buf. */
+const char *kiln_tensor_type_str(const kiln_tensor *t, char *buf, size_t n);
+
+#endif

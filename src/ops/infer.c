@@ -1,0 +1,57 @@
+/* Shape and type inference over a graph, with each op's infer function. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+/* Fills what `have` leaves unknown from `got`. */
+static void merge_type(kiln_type *have, const kiln_type *got) {
+  if (got->kind == KILN_TYPE_UNKNOWN) return;
+  if (have->kind == KILN_TYPE_UNKNOWN || (have->kind == got->kind && have->rank < 0)) {
+    kiln_dtype keep = have->dtype;
+    *have = *got;
+    if (!have->dtype) have->dtype = keep;
+    return;
+  }
+  if (have->kind != got->kind) return;
+  if (!have->dtype) have->dtype = got->dtype;
+  if (have->rank != got->rank) return;
+  for (int i = 0; i < have->rank; i++)
+    if (have->dims[i].value < 0 && !have->dims[i].sym) have->dims[i] = got->dims[i];
+}
+
+static kiln_status infer_node(kiln_graph *g, const kiln_node *n) {
+  const kiln_op_impl *impl = kiln_op_get(n->op);
+  if (!impl->infer) return KILN_OK;
+  const kiln_type *in[64];
+  const kiln_tensor *cin[64];
+  kiln_type out[64];
+  if (n->n_inputs > 64 || n->n_outputs > 64) return KILN_OK;
+  for (int i = 0; i < n->n_inputs; i++) {
+    int id = n->inputs[i];
+    in[i] = id >= 0 ? &g->values.data[id].type : NULL;
+    cin[i] = id >= 0 && g->values.data[id].kind == KILN_VALUE_CONST ? g->values.data[id].data
+                                                                       : NULL;
+  }
+  for (int i = 0; i < n->n_outputs; i++) out[i] = kiln_type_unknown();
+  kiln_infer_ctx ctx = {g, n, n->n_inputs, in, cin, n->n_outputs, out};
+  KILN_TRY(impl->infer(&ctx));
+  for (int i = 0; i < n->n_outputs; i++)
+    if (n->outputs[i] >= 0) merge_type(&g->values.data[n->outputs[i]].type, &out[i]);
+  return KILN_OK;
+}
+
+kiln_status kiln_ops_infer_graph(kiln_graph *g) {
+  for (int i = 0; i < g->nodes.len; i++) {
+    const kiln_node *n = &g->nodes.data[i];
+    if (kiln_op_get(n->op)->eval) KILN_TRY(kiln_op_check(g, n)); /* arity */
+    for (int a = 0; a < n->n_attrs; a++) {
+      const kiln_attr *at = &n->attrs[a];
+      if (at->kind == KILN_ATTR_GRAPH && at->g) KILN_TRY(kiln_ops_infer_graph(at->g));
+      for (int k = 0; at->kind == KILN_ATTR_GRAPHS && k < at->n; k++)
+        KILN_TRY(kiln_ops_infer_graph(at->graphs[k]));
+    }
+    KILN_TRY(infer_node(g, n));
+  }
+  return KILN_OK;
+}

@@ -1,0 +1,38 @@
+# Conformance and end-to-end tests, registered when their data is available.
+#  KILN_ONNX_DATA: onnx/backend/test/data of the pinned onnx package (set by `make check`)
+#  KILN_MODELS:    folder of models exported by scripts/export_models.py
+# Labels: quick (everyday iteration), asan (also run in the sanitizer build).
+set(KILN_ONNX_DATA "" CACHE PATH "onnx/backend/test/data folder of the onnx package")
+set(KILN_MODELS "" CACHE PATH "folder of exported real models (ONNX test layout)")
+set(KILN_EXPECT_DIR ${CMAKE_SOURCE_DIR}/tests/conformance)
+
+foreach(t ${KILN_UNIT_TESTS})
+  get_filename_component(name ${t} NAME_WE)
+  set_tests_properties(unit.${name} PROPERTIES LABELS "quick;asan")
+endforeach()
+
+if(KILN_ONNX_DATA AND EXISTS ${KILN_ONNX_DATA}/node)
+  foreach(suite node pytorch-converted pytorch-operator simple)
+    add_test(NAME conformance.${suite}
+             COMMAND kiln_cli test-onnx ${KILN_ONNX_DATA}/${suite} --quiet --timeout 600
+                     --expect ${KILN_EXPECT_DIR}/${suite}.expect)
+    set_tests_properties(conformance.${suite} PROPERTIES LABELS "quick;asan" TIMEOUT 3000)
+  endforeach()
+endif()
+
+if(KILN_MODELS AND EXISTS ${KILN_MODELS})
+  add_test(NAME models.pytorch
+           COMMAND kiln_cli test-onnx ${KILN_MODELS} --rtol 1e-3 --atol 1e-4)
+  set_tests_properties(models.pytorch PROPERTIES LABELS "models" TIMEOUT 2400)
+endif()
+
+if(EXISTS ${CMAKE_SOURCE_DIR}/tests/malformed/run_malformed.sh)
+  add_test(NAME malformed.models
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/malformed/run_malformed.sh
+                   ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/malformed)
+  set_tests_properties(malformed.models PROPERTIES LABELS "asan" TIMEOUT 1800)
+endif()
+
+add_test(NAME cli.usage COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/test_cli.sh
+                                 $<TARGET_FILE:kiln_cli>)
+set_tests_properties(cli.usage PROPERTIES LABELS "quick;asan")

@@ -1,0 +1,202 @@
+/* kiln run MODEL --input NAME=FILE ... [--output-dir DIR]: run with the interpreter. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+
+static const char *const run_help =
+    "usage: kiln run MODEL --input NAME=FILE ... [--output-dir DIR] [options]\n\n"
+    "Runs MODEL with the reference interpreter. Each graph input needs --input NAME=FILE\n"
+    "(.npy or .pb TensorProto). Outputs are written to DIR/NAME.npy (or .pb with\n"
+    "--format pb); without --output-dir they are only summarized.\n\n"
+    "options:\n"
+    "  --backend interp         the backend (only 'interp' in this build)\n"
+    "  --expect NAME=FILE       compare output NAME with FILE (exit 1 on mismatch)\n"
+    "  --rtol R --atol A        tolerances of --expect (default 1e-3, 1e-7)\n"
+    "  --format npy|pb          file format of written outputs (default npy)\n"
+    "  --trace                  print each node as it runs\n";
+
+typedef struct run_opts {
+  const char *model, *out_dir, *format;
+  KILN_VEC(const char *) inputs;
+  KILN_VEC(const char *) expects;
+  double rtol, atol;
+  kiln_interp_opts interp;
+} run_opts;
+
+static int parse_args(int argc, char **argv, run_opts *o) {
+  o->rtol = 1e-3;
+  o->atol = 1e-7;
+  o->format = "npy";
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(run_help, stdout);
+      return 0;
+    }
+    if (kiln_cli_opt(argc, argv, &i, "--input", &v)) {
+      if (!v || !strchr(v, '=')) return kiln_cli_usage("run", "--input needs NAME=FILE");
+      kiln_vec_push(&o->inputs, v);
+    } else if (kiln_cli_opt(argc, argv, &i, "--expect", &v)) {
+      if (!v || !strchr(v, '=')) return kiln_cli_usage("run", "--expect needs NAME=FILE");
+      kiln_vec_push(&o->expects, v);
+    } else if (kiln_cli_opt(argc, argv, &i, "--output-dir", &v)) {
+      if (!v) return kiln_cli_usage("run", "--output-dir needs a folder");
+      o->out_dir = v;
+    } else if (kiln_cli_opt(argc, argv, &i, "--format", &v)) {
+      if (!v || (strcmp(v, "npy") && strcmp(v, "pb")))
+        return kiln_cli_usage("run", "--format is npy or pb");
+      o->format = v;
+    } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
+      if (!v || strcmp(v, "interp"))
+        return kiln_cli_usage("run", "unknown backend '%s' (this build has: interp)", v ? v : "");
+    } else if (kiln_cli_opt(argc, argv, &i, "--rtol", &v)) {
+      if (kiln_cli_double(v, &o->rtol)) return kiln_cli_usage("run", "--rtol needs a number");
+    } else if (kiln_cli_opt(argc, argv, &i, "--atol", &v)) {
+      if (kiln_cli_double(v, &o->atol)) return kiln_cli_usage("run", "--atol needs a number");
+    } else if (!strcmp(argv[i], "--trace")) {
+      o->interp.trace = true;
+    } else if (argv[i][0] == '-') {
+      return kiln_cli_usage("run", "unknown option '%s'", argv[i]);
+    } else if (o->model) {
+      return kiln_cli_usage("run", "more than one model given");
+    } else {
+      o->model = argv[i];
+    }
+  }
+  if (!o->model) return kiln_cli_usage("run", "no model given");
+  return -1; /* go on */
+}
+
+/* Finds "NAME=FILE" for name in list; returns FILE or NULL. */
+static const char *find_arg(const char *const *list, int n, const char *name) {
+  size_t k = strlen(name);
+  for (int i = 0; i < n; i++)
+    if (!strncmp(list[i], name, k) && list[i][k] == '=') return list[i] + k + 1;
+  return NULL;
+}
+
+static kiln_status check_arg_names(const kiln_graph *g, const char *const *list, int n,
+                                   const int *ids, int n_ids, const char *what) {
+  for (int i = 0; i < n; i++) {
+    const char *eq = strchr(list[i], '=');
+    bool found = false;
+    for (int k = 0; k < n_ids && !found; k++) {
+      const char *name = g->values.data[ids[k]].name;
+      found = strlen(name) == (size_t)(eq - list[i]) && !strncmp(name, list[i], strlen(name));
+    }
+    if (!found)
+      return kiln_invalid("the model has no %s named '%.*s'", what, (int)(eq - list[i]), list[i]);
+  }
+  return KILN_OK;
+}
+
+static kiln_status load_inputs(const kiln_graph *g, const run_opts *o, kiln_val **vals) {
+  KILN_TRY(check_arg_names(g, o->inputs.data, o->inputs.len, g->inputs.data, g->inputs.len, "input"));
+  for (int i = 0; i < g->inputs.len; i++) {
+    const kiln_value *v = &g->values.data[g->inputs.data[i]];
+    const char *file = find_arg(o->inputs.data, o->inputs.len, v->name);
+    if (!file) return kiln_invalid("input '%s' is not given (use --input %s=FILE)", v->name, v->name);
+    KILN_TRYF(kiln_tensor_file_read(file, &v->type, &vals[i]), "input '%s'", v->name);
+    if (vals[i]->kind == KILN_TYPE_TENSOR && v->type.kind == KILN_TYPE_TENSOR &&
+        v->type.dtype && vals[i]->t->dtype != v->type.dtype)
+      return kiln_invalid("input '%s': file '%s' holds %s, the model expects %s", v->name, file,
+                          kiln_dtype_name(vals[i]->t->dtype), kiln_dtype_name(v->type.dtype));
+  }
+  return KILN_OK;
+}
+
+static void safe_name(const char *name, char *buf, size_t n) {
+  size_t k = 0;
+  for (; name[k] && k + 1 < n; k++) {
+    char c = name[k];
+    buf[k] = (c == '/' || c == '\\' || c == ':' || (k == 0 && c == '.')) ? '_' : c;
+  }
+  buf[k] = 0;
+}
+
+static kiln_status write_outputs(const kiln_graph *g, const run_opts *o, kiln_val **outs) {
+  if (o->out_dir && mkdir(o->out_dir, 0777) != 0) {
+    struct stat sb;
+    if (stat(o->out_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+      return kiln_error(KILN_ERR_IO, "cannot create output folder '%s'", o->out_dir);
+  }
+  for (int i = 0; i < g->outputs.len; i++) {
+    const char *name = g->values.data[g->outputs.data[i]].name;
+    char tb[128], fn[200], path[4096];
+    if (outs[i]->kind != KILN_TYPE_TENSOR || !outs[i]->t) {
+      printf("output %s: (non-tensor value)\n", name);
+      continue;
+    }
+    printf("output %-20s %s", name, kiln_tensor_type_str(outs[i]->t, tb, sizeof tb));
+    if (o->out_dir) {
+      safe_name(name, fn, sizeof fn);
+      snprintf(path, sizeof path, "%s/%s.%s", o->out_dir, fn, o->format);
+      if (!strcmp(o->format, "pb")) KILN_TRY(kiln_pb_write_tensor(path, outs[i]->t, name));
+      else KILN_TRY(kiln_npy_write(path, outs[i]->t));
+      printf("  -> %s", path);
+    }
+    printf("\n");
+  }
+  return KILN_OK;
+}
+
+static kiln_status check_expects(const kiln_graph *g, const run_opts *o, kiln_val **outs,
+                                 int *mismatches) {
+  KILN_TRY(check_arg_names(g, o->expects.data, o->expects.len, g->outputs.data,
+                           g->outputs.len, "output"));
+  for (int i = 0; i < g->outputs.len; i++) {
+    const kiln_value *v = &g->values.data[g->outputs.data[i]];
+    const char *file = find_arg(o->expects.data, o->expects.len, v->name);
+    if (!file) continue;
+    kiln_val *want;
+    KILN_TRYF(kiln_tensor_file_read(file, &v->type, &want), "expected output '%s'", v->name);
+    char msg[512];
+    bool ok = kiln_cli_compare(outs[i], want, o->rtol, o->atol, msg, sizeof msg);
+    printf("check %-20s %s%s%s\n", v->name, ok ? "ok" : "MISMATCH", ok ? "" : ": ", ok ? "" : msg);
+    *mismatches += !ok;
+    kiln_val_free(want);
+  }
+  return KILN_OK;
+}
+
+static kiln_status run_model(const run_opts *o, int *mismatches) {
+  kiln_graph *g;
+  KILN_TRY(kiln_cli_load(o->model, &g));
+  int n_in = g->inputs.len, n_out = g->outputs.len;
+  kiln_val **ins = kiln_xcalloc((size_t)n_in + 1, sizeof *ins);
+  kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  kiln_status st = load_inputs(g, o, ins);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (!st) st = kiln_interp_run(g, &o->interp, n_in, ins, outs);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (!st) {
+    printf("ran %s with the interpreter in %.1f ms (%d nodes)\n", o->model,
+           (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6, g->nodes.len);
+    st = write_outputs(g, o, outs);
+  }
+  if (!st) st = check_expects(g, o, outs, mismatches);
+  for (int i = 0; i < n_in; i++) kiln_val_free(ins[i]);
+  for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
+  free(ins);
+  free(outs);
+  kiln_graph_free(g);
+  return st;
+}
+
+int kiln_cmd_run(int argc, char **argv) {
+  run_opts o;
+  memset(&o, 0, sizeof o);
+  int rc = parse_args(argc, argv, &o);
+  int mismatches = 0;
+  if (rc < 0) {
+    kiln_status st = run_model(&o, &mismatches);
+    rc = st ? kiln_cli_fail("run", st) : mismatches ? 1 : 0;
+  }
+  kiln_vec_free(&o.inputs);
+  kiln_vec_free(&o.expects);
+  return rc;
+}

@@ -1,0 +1,109 @@
+/* kiln: the command-line driver. One file per subcommand (cmd_*.c). */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} command;
+
+static const command commands[] = {
+    {"info", kiln_cmd_info, "inputs, outputs, opsets, op histogram and parameter count of a model"},
+    {"print", kiln_cmd_print, "print a model as Kiln's text IR"},
+    {"run", kiln_cmd_run, "run a model with the reference interpreter"},
+    {"test-onnx", kiln_cmd_test_onnx, "run ONNX test cases (model.onnx + test_data_set_*)"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: kiln COMMAND [options]\n\n"
+             "Kiln compiles ONNX models; this build runs them with its reference interpreter.\n\n"
+             "commands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\n'kiln COMMAND --help' describes each command.\n"
+             "Exit status: 0 success, 1 the work failed, 2 bad usage or bad input.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "kiln: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}
+
+int kiln_cli_fail(const char *cmd, kiln_status st) {
+  fprintf(stderr, "kiln %s: error: %s\n", cmd, kiln_status_message(st));
+  int code = kiln_status_exit_code(st);
+  kiln_status_free(st);
+  return code;
+}
+
+int kiln_cli_usage(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "kiln %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n(see 'kiln %s --help')\n", cmd);
+  va_end(ap);
+  return 2;
+}
+
+int kiln_cli_opt(int argc, char **argv, int *i, const char *name, const char **value) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n) != 0) return 0;
+  if (a[n] == '=') {
+    *value = a + n + 1;
+    return 1;
+  }
+  if (a[n] != 0) return 0;
+  *value = *i + 1 < argc ? argv[++*i] : NULL;
+  return 1;
+}
+
+int kiln_cli_double(const char *s, double *out) {
+  char *end;
+  if (!s || !*s) return -1;
+  *out = strtod(s, &end);
+  return *end ? -1 : 0;
+}
+
+int kiln_cli_int(const char *s, long *out) {
+  char *end;
+  if (!s || !*s) return -1;
+  *out = strtol(s, &end, 10);
+  return *end ? -1 : 0;
+}
+
+kiln_status kiln_cli_load(const char *path, kiln_graph **out) {
+  size_t n = strlen(path);
+  if (n > 5 && !strcmp(path + n - 5, ".kiln")) {
+    char *text;
+    size_t len;
+    KILN_TRY(kiln_read_file(path, &text, &len));
+    kiln_status st = kiln_graph_parse(text, path, out);
+    free(text);
+    KILN_TRY(st);
+  } else {
+    KILN_TRY(kiln_onnx_load(path, out));
+  }
+  kiln_status st = kiln_ops_infer_graph(*out);
+  if (st) {
+    kiln_graph_free(*out);
+    *out = NULL;
+  }
+  return st;
+}
