@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "onnx/onnx.h"
+#include "kiln.h"
 
 /* Each subcommand: argc/argv start at the subcommand name. Returns the exit status. */
 int kiln_cmd_info(int argc, char **argv);

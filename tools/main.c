@@ -88,22 +88,4 @@ int kiln_cli_int(const char *s, long *out) {
   return *end ? -1 : 0;
 }
 
-kiln_status kiln_cli_load(const char *path, kiln_graph **out) {
-  size_t n = strlen(path);
-  if (n > 5 && !strcmp(path + n - 5, ".kiln")) {
-    char *text;
-    size_t len;
-    KILN_TRY(kiln_read_file(path, &text, &len));
-    kiln_status st = kiln_graph_parse(text, path, out);
-    free(text);
-    KILN_TRY(st);
-  } else {
-    KILN_TRY(kiln_onnx_load(path, out));
-  }
-  kiln_status st = kiln_ops_infer_graph(*out);
-  if (st) {
-    kiln_graph_free(*out);
-    *out = NULL;
-  }
-  return st;
-}
+kiln_status kiln_cli_load(const char *path, kiln_graph **out) { return kiln_load_graph(path, out); }

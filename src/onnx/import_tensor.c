@@ -297,8 +297,8 @@ static kiln_status open_external(kiln_onnx_src *s, const tensor_msg *m, int *out
   real_base = realpath(s->base_dir, NULL);
   real_file = realpath(full.data, NULL);
   if (!real_base || !real_file) {
-    st = kiln_error(KILN_ERR_IO, "tensor '%s': cannot open external data '%s': %s",
-                    m->name ? m->name : "", full.data, strerror(errno));
+    st = kiln_wire_error(&s->w, KILN_ERR_IO, m->offset, "tensor '%s': cannot open external data '%s': %s",
+                         m->name ? m->name : "", full.data, strerror(errno));
     goto done;
   }
   size_t bl = strlen(real_base);
@@ -328,49 +328,69 @@ static kiln_status pread_all(int fd, void *dst, size_t n, int64_t off, const cha
   return KILN_OK;
 }
 
-static kiln_status read_external(kiln_onnx_src *s, const tensor_msg *m, kiln_tensor *t) {
+/* The tensor of the message's dtype and shape, allocated only once the data
+ * present has been checked to fill it: a few bytes of input never make a huge
+ * allocation. */
+static kiln_status alloc_tensor(kiln_onnx_src *s, const tensor_msg *m, kiln_tensor **out) {
+  kiln_status st = kiln_tensor_new((kiln_dtype)m->dtype, m->rank, m->dims, out);
+  if (st) st = kiln_status_annotate(st, "%s: tensor '%s' at byte %zu", s->w.path,
+                                    m->name ? m->name : "", m->offset);
+  return st;
+}
+
+static kiln_status read_external(kiln_onnx_src *s, const tensor_msg *m, int64_t numel,
+                                 kiln_tensor **out) {
   if (!s->base_dir)
     return terr(s, m, KILN_ERR_INVALID, "external data is not allowed here (no model folder)");
-  if (t->dtype == KILN_STRING) return terr(s, m, KILN_ERR_INVALID, "string tensors cannot be external");
+  if (m->dtype == KILN_STRING)
+    return terr(s, m, KILN_ERR_INVALID, "string tensors cannot be external");
   if (!m->ext_location) return terr(s, m, KILN_ERR_INVALID, "external data has no location");
   int64_t off = 0, len = -1;
   if (m->ext_offset) KILN_TRY(parse_size(s, m, m->ext_offset, &off));
   if (m->ext_length) KILN_TRY(parse_size(s, m, m->ext_length, &len));
   size_t need;
-  KILN_TRY(kiln_onnx_packed_bytes(t->dtype, t->numel, &need));
+  KILN_TRY(kiln_onnx_packed_bytes((kiln_dtype)m->dtype, numel, &need));
   int fd;
   KILN_TRY(open_external(s, m, &fd));
   struct stat sb;
   kiln_status st = KILN_OK;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) st = terr(s, m, KILN_ERR_INVALID, "external data is not a regular file");
-  else if (len < 0) len = off <= sb.st_size ? sb.st_size - off : -1;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+    st = terr(s, m, KILN_ERR_INVALID, "external data is not a regular file");
+  else if (len < 0)
+    len = off <= sb.st_size ? sb.st_size - off : -1;
   if (!st && (len != (int64_t)need || off > sb.st_size || len > sb.st_size - off)) {
     char msg[160];
     snprintf(msg, sizeof msg, "external data has %lld bytes at offset %lld, the tensor needs %zu",
              (long long)len, (long long)off, need);
     st = terr(s, m, KILN_ERR_INVALID, msg);
   }
-  if (!st) st = pread_all(fd, t->data, need, off, m->name ? m->name : "");
+  if (!st) st = alloc_tensor(s, m, out);
+  if (!st) st = pread_all(fd, (*out)->data, need, off, m->name ? m->name : "");
   close(fd);
-  if (!st && sub_byte(t->dtype)) unpack_bits(t->data, t->data, t->numel, kiln_dtype_bits(t->dtype));
+  if (!st && sub_byte((*out)->dtype))
+    unpack_bits((*out)->data, (*out)->data, numel, kiln_dtype_bits((*out)->dtype));
   return st;
 }
 
 /* ---- TensorProto ---- */
 
-static kiln_status fill_raw(kiln_onnx_src *s, const tensor_msg *m, kiln_tensor *t) {
-  if (t->dtype == KILN_STRING) return terr(s, m, KILN_ERR_INVALID, "string tensors cannot use raw_data");
+static kiln_status read_raw(kiln_onnx_src *s, const tensor_msg *m, int64_t numel,
+                            kiln_tensor **out) {
+  if (m->dtype == KILN_STRING)
+    return terr(s, m, KILN_ERR_INVALID, "string tensors cannot use raw_data");
   size_t need;
-  KILN_TRY(kiln_onnx_packed_bytes(t->dtype, t->numel, &need));
+  KILN_TRY(kiln_onnx_packed_bytes((kiln_dtype)m->dtype, numel, &need));
   if (m->raw_len != need) {
     char msg[128];
     snprintf(msg, sizeof msg, "raw_data has %zu bytes, the shape needs %zu", m->raw_len, need);
     return terr(s, m, KILN_ERR_INVALID, msg);
   }
-  if (sub_byte(t->dtype)) unpack_bits(t->data, m->raw, t->numel, kiln_dtype_bits(t->dtype));
+  KILN_TRY(alloc_tensor(s, m, out));
+  kiln_tensor *t = *out;
+  if (sub_byte(t->dtype)) unpack_bits(t->data, m->raw, numel, kiln_dtype_bits(t->dtype));
   else if (need) memcpy(t->data, m->raw, need);
   if (t->dtype == KILN_BOOL)
-    for (int64_t i = 0; i < t->numel; i++) ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
+    for (int64_t i = 0; i < numel; i++) ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
   return KILN_OK;
 }
 
@@ -385,14 +405,20 @@ static kiln_status check_dtype(kiln_onnx_src *s, const tensor_msg *m) {
   return terr(s, m, KILN_ERR_INVALID, msg);
 }
 
-static kiln_status fill_tensor(kiln_onnx_src *s, const tensor_msg *m, const uint8_t *data,
-                               size_t len, kiln_tensor *t) {
-  if (m->location == 1) return read_external(s, m, t);
+static kiln_status build_tensor(kiln_onnx_src *s, const tensor_msg *m, const uint8_t *data,
+                                size_t len, kiln_tensor **out) {
+  KILN_TRY(check_dtype(s, m));
+  int64_t numel;
+  kiln_status st = kiln_shape_numel(m->rank, m->dims, &numel);
+  if (st) return kiln_status_annotate(st, "%s: tensor '%s' at byte %zu", s->w.path,
+                                      m->name ? m->name : "", m->offset);
+  if (m->location == 1) return read_external(s, m, numel, out);
   if (m->location != 0) return terr(s, m, KILN_ERR_INVALID, "invalid data_location");
-  if (m->has_raw) return fill_raw(s, m, t);
+  if (m->has_raw) return read_raw(s, m, numel, out);
   uint32_t field;
-  KILN_TRY(check_typed(s, m, t->dtype, t->numel, &field));
-  return decode_typed(s, data, len, field, t);
+  KILN_TRY(check_typed(s, m, (kiln_dtype)m->dtype, numel, &field));
+  KILN_TRY(alloc_tensor(s, m, out));
+  return decode_typed(s, data, len, field, *out);
 }
 
 kiln_status kiln_onnx_read_tensor(kiln_onnx_src *s, const uint8_t *data, size_t len,
@@ -409,13 +435,7 @@ kiln_status kiln_onnx_read_tensor(kiln_onnx_src *s, const uint8_t *data, size_t 
     if ((st = kiln_wire_next(&r, &f)) || !f.num) break;
     if ((st = survey_field(s, &r, &f, scratch, &m))) break;
   }
-  if (!st) st = check_dtype(s, &m);
-  if (!st) {
-    st = kiln_tensor_new((kiln_dtype)m.dtype, m.rank, m.dims, &t);
-    if (st) st = kiln_status_annotate(st, "%s: tensor '%s' at byte %zu", s->w.path,
-                                      m.name ? m.name : "", m.offset);
-  }
-  if (!st) st = fill_tensor(s, &m, data, len, t);
+  if (!st) st = build_tensor(s, &m, data, len, &t);
   if (!st && out_name && a) *out_name = m.name ? m.name : "";
   if (!a) kiln_arena_free(scratch);
   if (st) {
@@ -476,6 +496,23 @@ static kiln_status sparse_fields(kiln_onnx_src *s, const uint8_t *data, size_t l
   }
 }
 
+/* A sparse tensor's dense form is allocated from its dims alone, so it is capped:
+ * a few bytes of input must not ask for terabytes. */
+#define MAX_SPARSE_DENSE_BYTES ((int64_t)1 << 30)
+
+static kiln_status check_dense_size(kiln_onnx_src *s, size_t off, kiln_dtype dt,
+                                    const tensor_msg *m) {
+  int64_t numel, bytes;
+  kiln_status st = kiln_shape_numel(m->rank, m->dims, &numel);
+  if (st) return kiln_status_annotate(st, "%s: sparse tensor at byte %zu", s->w.path, off);
+  if (kiln_mul_overflow_i64(numel, (int64_t)kiln_dtype_size(dt), &bytes) ||
+      bytes > MAX_SPARSE_DENSE_BYTES)
+    return kiln_wire_error(&s->w, KILN_ERR_UNSUPPORTED, off,
+                           "sparse tensor of %lld elements: dense form above %lld bytes",
+                           (long long)numel, (long long)MAX_SPARSE_DENSE_BYTES);
+  return KILN_OK;
+}
+
 kiln_status kiln_onnx_read_sparse(kiln_onnx_src *s, const uint8_t *data, size_t len,
                                   kiln_arena *a, const char **out_name, kiln_tensor **out) {
   size_t off = (size_t)(data - s->w.base);
@@ -488,6 +525,7 @@ kiln_status kiln_onnx_read_sparse(kiln_onnx_src *s, const uint8_t *data, size_t 
     st = kiln_wire_error(&s->w, KILN_ERR_INVALID, off, "sparse tensor lacks values or indices");
   if (!st && vals->dtype == KILN_STRING)
     st = kiln_wire_error(&s->w, KILN_ERR_UNSUPPORTED, off, "sparse string tensors");
+  if (!st) st = check_dense_size(s, off, vals->dtype, &m);
   if (!st) st = kiln_tensor_new(vals->dtype, m.rank, m.dims, &dense);
   if (!st) st = scatter(s, off, vals, idx, dense);
   kiln_tensor_free(vals);

@@ -29,6 +29,12 @@ void kiln_onnx_release(const kiln_onnx_src *s, const uint8_t *p, size_t n);
 /* Bytes a tensor of numel elements of dtype t takes in a file (sub-byte types packed). */
 kiln_status kiln_onnx_packed_bytes(kiln_dtype t, int64_t numel, size_t *out);
 
+/* ---- import.c ---- */
+/* Maps a file read-only (or reads it when it cannot be mapped); release with kiln_onnx_unmap. */
+kiln_status kiln_onnx_map_file(const char *path, uint8_t **out, size_t *out_len, bool *mapped);
+void kiln_onnx_unmap(uint8_t *data, size_t len, bool mapped);
+char *kiln_onnx_dir_of(const char *path); /* malloc'd folder of a path ("." if none) */
+
 /* ---- export_tensor.c ---- */
 /* Writes the fields of a TensorProto (raw_data, or string_data for strings). */
 kiln_status kiln_onnx_put_tensor(kiln_wire_writer *w, const kiln_tensor *t, const char *name);

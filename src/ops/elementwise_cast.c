@@ -4,8 +4,8 @@
  * (out of range is undefined in the spec; the wrap is deterministic), int -> int
  * wraps, anything -> bool is "nonzero", float8 targets saturate unless
  * saturate=0, float8e8m0 rounds as round_mode says. Strings parse as numbers
- * ("1e-5", "INF", "-inf", "NaN") and numbers print as Python's repr does
- * (shortest digits that read back to the same value: "0.1", "1e-05"). */
+ * ("1e-5", "INF", "-inf", "NaN") and numbers print as numpy's str does (the
+ * ONNX reference): shortest digits that read back to the same value. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -36,6 +36,13 @@ static uint8_t to_e8m0(double v, const kiln_ew_cast_opts *o) {
   return (uint8_t)(e + up);
 }
 
+/* float4e2m1 has no NaN and the spec leaves NaN's cast unspecified; ONNX's test
+ * data (made with ml_dtypes) gives 0x8 (-0) for NaN and 0x0 for -NaN. */
+static uint8_t to_f4e2m1(double v, const kiln_ew_cast_opts *o) {
+  if (isnan(v)) return signbit(v) ? 0x0 : 0x8;
+  return kiln_f64_to_f4e2m1(v, o->saturate);
+}
+
 static void store_float(kiln_dtype d, void *p, size_t j, double v, const kiln_ew_cast_opts *o) {
   switch (d) {
   case KILN_F8E4M3FN:
@@ -43,7 +50,7 @@ static void store_float(kiln_dtype d, void *p, size_t j, double v, const kiln_ew
   case KILN_F8E5M2:
   case KILN_F8E5M2FNUZ: ((uint8_t *)p)[j] = kiln_f64_to_f8(d, v, o->saturate); break;
   case KILN_F8E8M0: ((uint8_t *)p)[j] = to_e8m0(v, o); break;
-  case KILN_F4E2M1: ((uint8_t *)p)[j] = kiln_f64_to_f4e2m1(v, o->saturate); break;
+  case KILN_F4E2M1: ((uint8_t *)p)[j] = to_f4e2m1(v, o); break;
   default: kiln_store_f64(d, p, j, v); break;
   }
 }
@@ -88,28 +95,34 @@ static bool reads_back(const char *text, double v, kiln_dtype t) {
   return back == v;
 }
 
-/* Python repr of a float of dtype t: shortest round-tripping digits, positional
- * for exponents in [-4, 16), else "1.5e-05". */
+/* Positional printing holds below 10^digits of the type (numpy 2's str). */
+static double positional_limit(kiln_dtype t) {
+  return t == KILN_F64 ? 1e16 : (t == KILN_F16 ? 1e3 : 1e7);
+}
+
+/* A float of dtype t as numpy's str prints it: the shortest digits that read back
+ * as the same value, positional ("0.1", "65504.0") for 1e-4 <= |v| < 10^digits,
+ * else scientific with a two-digit exponent ("1e-05", "6.55e+04"). */
 static void format_float(double v, kiln_dtype t, char *out, size_t n) {
   if (isnan(v) || isinf(v)) {
     snprintf(out, n, "%s", isnan(v) ? "nan" : (v < 0 ? "-inf" : "inf"));
     return;
   }
   char e[48];
-  for (int p = 1; p <= 17; p++) {
+  int p = 1;
+  for (; p < 17; p++) {
     snprintf(e, sizeof e, "%.*e", p - 1, v);
-    if (reads_back(e, v, t) || p == 17) {
-      char *ep = strchr(e, 'e');
-      int x = atoi(ep + 1);
-      if (x >= -4 && x < 16) {
-        snprintf(out, n, "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, v);
-        if (!strchr(out, '.')) strncat(out, ".0", n - strlen(out) - 1);
-      } else {
-        *ep = 0;
-        snprintf(out, n, "%se%c%02d", e, x < 0 ? '-' : '+', abs(x));
-      }
-      return;
-    }
+    if (reads_back(e, v, t)) break;
+  }
+  snprintf(e, sizeof e, "%.*e", p - 1, v);
+  char *ep = strchr(e, 'e');
+  int x = atoi(ep + 1);
+  if (v == 0 || (fabs(v) >= 1e-4 && fabs(v) < positional_limit(t))) {
+    snprintf(out, n, "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, v);
+    if (!strchr(out, '.')) strncat(out, ".0", n - strlen(out) - 1);
+  } else {
+    *ep = 0;
+    snprintf(out, n, "%se%c%02d", e, x < 0 ? '-' : '+', abs(x));
   }
 }
 
@@ -199,6 +212,15 @@ kiln_status kiln_ew_cast_to(const kiln_node *node, kiln_dtype *out) {
   return KILN_OK;
 }
 
+static kiln_status eval_cast_to(const kiln_eval_ctx *ctx, kiln_dtype *to) {
+  kiln_status st = kiln_ew_cast_to(ctx->node, to);
+  if (st) {
+    char buf[160];
+    return kiln_status_annotate(st, "%s", kiln_node_label(ctx->node, buf, sizeof buf));
+  }
+  return KILN_OK;
+}
+
 static kiln_status cast_opts(const kiln_eval_ctx *ctx, kiln_ew_cast_opts *o) {
   int64_t sat = 1;
   if (ctx->node->opset >= 19) KILN_TRY(kiln_node_int(ctx->node, "saturate", 1, &sat));
@@ -224,11 +246,7 @@ kiln_status kiln_ew_eval_cast(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   kiln_dtype to;
-  kiln_status st = kiln_ew_cast_to(ctx->node, &to);
-  if (st) {
-    char buf[160];
-    return kiln_status_annotate(st, "%s", kiln_node_label(ctx->node, buf, sizeof buf));
-  }
+  KILN_TRY(eval_cast_to(ctx, &to));
   return cast_run(ctx, x, to);
 }
 
@@ -245,11 +263,7 @@ kiln_status kiln_ew_eval_bitcast(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   kiln_dtype to;
-  kiln_status st = kiln_ew_cast_to(ctx->node, &to);
-  if (st) {
-    char buf[160];
-    return kiln_status_annotate(st, "%s", kiln_node_label(ctx->node, buf, sizeof buf));
-  }
+  KILN_TRY(eval_cast_to(ctx, &to));
   if (x->dtype == KILN_STRING || to == KILN_STRING)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "BitCast does not take strings");
   if (kiln_dtype_bits(x->dtype) != kiln_dtype_bits(to) ||

@@ -113,11 +113,11 @@ F(f_celu) {
 F(f_selu) { return x[0].f > 0 ? p->gamma * x[0].f : p->gamma * p->alpha * expm1(x[0].f); }
 F(f_hardsigmoid) { return isnan(x[0].f) ? x[0].f : clamp01(p->alpha * x[0].f + p->beta); }
 F(f_leakyrelu) { return x[0].f < 0 ? p->alpha * x[0].f : x[0].f; }
-F(f_thresholdedrelu) { return x[0].f > p->alpha || isnan(x[0].f) ? x[0].f : 0; }
+F(f_thresholdedrelu) { return x[0].f > p->alpha ? x[0].f : 0; } /* NaN: "otherwise", 0 */
 F(f_swish) { return x[0].f * sigmoid(p->alpha * x[0].f); }
 F(f_shrink) {
   double a = x[0].f;
-  return a < -p->lambd ? a + p->bias : (a > p->lambd ? a - p->bias : (isnan(a) ? a : 0));
+  return a < -p->lambd ? a + p->bias : (a > p->lambd ? a - p->bias : 0); /* NaN: 0 */
 }
 F(f_gelu) {
   double a = x[0].f;
@@ -226,38 +226,25 @@ U(s_eq) {
 }
 
 /* ---- variadic (any number of broadcast inputs; NaN propagates in Max/Min) ---- */
-F(f_max) {
+static double f_pick(const kiln_ew_arg *x, int n, bool max) {
   double r = x[0].f;
-  for (int k = 1; k < p->n; k++)
-    if (isnan(x[k].f) || x[k].f > r) r = isnan(r) ? r : x[k].f;
+  for (int k = 1; k < n && !isnan(r); k++)
+    if (isnan(x[k].f) || (max ? x[k].f > r : x[k].f < r)) r = x[k].f;
   return r;
 }
-F(f_min) {
-  double r = x[0].f;
-  for (int k = 1; k < p->n; k++)
-    if (isnan(x[k].f) || x[k].f < r) r = isnan(r) ? r : x[k].f;
-  return r;
-}
-I(i_max) {
-  int64_t r = x[0].i;
-  for (int k = 1; k < p->n; k++) r = x[k].i > r ? x[k].i : r;
-  return r;
-}
-I(i_min) {
-  int64_t r = x[0].i;
-  for (int k = 1; k < p->n; k++) r = x[k].i < r ? x[k].i : r;
-  return r;
-}
-U(u_max) {
-  uint64_t r = x[0].u;
-  for (int k = 1; k < p->n; k++) r = x[k].u > r ? x[k].u : r;
-  return r;
-}
-U(u_min) {
-  uint64_t r = x[0].u;
-  for (int k = 1; k < p->n; k++) r = x[k].u < r ? x[k].u : r;
-  return r;
-}
+F(f_max) { return f_pick(x, p->n, true); }
+F(f_min) { return f_pick(x, p->n, false); }
+
+#define PICK(name, T, m, op)                                                                       \
+  static T name(const kiln_ew_arg *x, kiln_ew_params *p) {                                         \
+    T r = x[0].m;                                                                                  \
+    for (int k = 1; k < p->n; k++) r = x[k].m op r ? x[k].m : r;                                   \
+    return r;                                                                                      \
+  }
+PICK(i_max, int64_t, i, >)
+PICK(i_min, int64_t, i, <)
+PICK(u_max, uint64_t, u, >)
+PICK(u_min, uint64_t, u, <)
 F(f_sum) {
   double r = 0;
   for (int k = 0; k < p->n; k++) r += x[k].f;

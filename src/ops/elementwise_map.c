@@ -112,23 +112,15 @@ static kiln_status read_float(const kiln_node *node, const char *name, float dfl
   return KILN_OK;
 }
 
-/* BitShift's direction: "LEFT" (0) or "RIGHT" (1). */
-static kiln_status read_direction(const kiln_eval_ctx *ctx, int64_t *mode) {
-  const char *dir;
-  KILN_TRY(kiln_node_string(ctx->node, "direction", "", &dir));
-  if (strcmp(dir, "LEFT") == 0) *mode = 0;
-  else if (strcmp(dir, "RIGHT") == 0) *mode = 1;
-  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "direction '%s' is not LEFT or RIGHT", dir);
-  return KILN_OK;
-}
-
-static kiln_status read_gelu(const kiln_eval_ctx *ctx, int64_t *mode) {
-  const char *a;
-  KILN_TRY(kiln_node_string(ctx->node, "approximate", "none", &a));
-  if (strcmp(a, "none") == 0) *mode = 0;
-  else if (strcmp(a, "tanh") == 0) *mode = 1;
-  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "approximate '%s' is not none or tanh", a);
-  return KILN_OK;
+/* Reads a string attribute that must be one of choices[] (NULL-terminated); *out is
+ * its index. */
+static kiln_status read_choice(const kiln_eval_ctx *ctx, const char *name, const char *dflt,
+                               const char *const *choices, int64_t *out) {
+  const char *v;
+  KILN_TRY(kiln_node_string(ctx->node, name, dflt, &v));
+  for (int64_t k = 0; choices[k]; k++)
+    if (strcmp(v, choices[k]) == 0) return *out = k, KILN_OK;
+  return kiln_eval_error(ctx, KILN_ERR_INVALID, "attribute %s='%s' is not valid", name, v);
 }
 
 static kiln_status read_isinf(const kiln_node *node, int64_t *mode) {
@@ -159,8 +151,10 @@ static kiln_status read_params(const kiln_eval_ctx *ctx, kiln_ew_params *p) {
     KILN_TRY(read_float(nd, "bias", 0.0f, &p->bias));
     return read_float(nd, "lambd", 0.5f, &p->lambd);
   case KILN_OP_Mod: return kiln_node_int(nd, "fmod", 0, &p->mode);
-  case KILN_OP_BitShift: return read_direction(ctx, &p->mode);
-  case KILN_OP_Gelu: return read_gelu(ctx, &p->mode);
+  case KILN_OP_BitShift:
+    return read_choice(ctx, "direction", "", (const char *[]){"LEFT", "RIGHT", NULL}, &p->mode);
+  case KILN_OP_Gelu:
+    return read_choice(ctx, "approximate", "none", (const char *[]){"none", "tanh", NULL}, &p->mode);
   case KILN_OP_IsInf: return read_isinf(nd, &p->mode);
   default: return KILN_OK;
   }
@@ -242,11 +236,33 @@ static kiln_status check_same_dtype(const kiln_eval_ctx *ctx, int n, const kiln_
   return KILN_OK;
 }
 
+/* PRelu's slope broadcasts to X one way; PRelu-1/6 also takes one slope per
+ * channel (dim 1) as a 1-D tensor. */
+static kiln_status prelu_slope(const kiln_eval_ctx *ctx, const kiln_tensor **ts, kiln_tensor *view) {
+  const kiln_tensor *x = ts[0], *s = ts[1];
+  if (ctx->node->opset < 7 && s->rank == 1 && x->rank >= 2 && s->dims[0] == x->dims[1] &&
+      s->dims[0] != 1) {
+    *view = *s;
+    view->owns_data = false;
+    view->rank = x->rank - 1;
+    for (int d = 1; d < view->rank; d++) view->dims[d] = 1;
+    ts[1] = s = view;
+  }
+  bool ok = s->rank <= x->rank;
+  for (int d = 0; ok && d < s->rank; d++) {
+    int64_t sd = s->dims[s->rank - 1 - d], xd = x->dims[x->rank - 1 - d];
+    ok = sd == 1 || sd == xd;
+  }
+  if (!ok) return kiln_eval_error(ctx, KILN_ERR_INVALID, "slope does not broadcast to X");
+  return KILN_OK;
+}
+
 /* Collects the inputs the map reads (Clip-11+: only x; bounds become params). */
 static kiln_status gather_inputs(kiln_eval_ctx *ctx, const kiln_tensor **ts, int *n,
                                  kiln_tensor *view) {
   *n = ctx->node->op == KILN_OP_Clip ? 1 : ctx->n_in;
   for (int k = 0; k < *n; k++) KILN_TRY(kiln_eval_in_req(ctx, k, &ts[k]));
+  if (ctx->node->op == KILN_OP_PRelu) return prelu_slope(ctx, ts, view);
   if (*n == 2) {
     bool used;
     KILN_TRY(kiln_ew_legacy_bcast(ctx, ts[0], ts[1], view, &used));

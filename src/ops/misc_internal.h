@@ -15,6 +15,7 @@ void kiln_misc_register_attention(kiln_op_impl *table); /* misc_attention.c */
 void kiln_misc_register_seqmodel(kiln_op_impl *table);  /* misc_seqmodel.c */
 void kiln_misc_register_detect(kiln_op_impl *table);    /* misc_detect.c */
 void kiln_misc_register_string(kiln_op_impl *table);    /* misc_string.c */
+void kiln_misc_register_tfidf(kiln_op_impl *table);     /* misc_tfidf.c */
 void kiln_misc_register_random(kiln_op_impl *table);    /* misc_random.c */
 
 /* Sets the arity and the kernel of one table entry. */
@@ -43,5 +44,20 @@ kiln_status kiln_misc_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t,
 
 /* n * m with an error naming the node on overflow. */
 kiln_status kiln_misc_mul(const kiln_eval_ctx *ctx, int64_t n, int64_t m, int64_t *out);
+
+/* ---- UTF-8 (misc_regex.c) ---- */
+/* Decodes one code point from s (n bytes available); returns its length, or 0 for an
+ * invalid or truncated sequence. */
+size_t kiln_misc_utf8_decode(const char *s, size_t n, uint32_t *out);
+/* Encodes c (<= 0x10FFFF) into out (4 bytes room); returns the length. */
+size_t kiln_misc_utf8_encode(uint32_t c, char *out);
+
+/* ---- RE2-syntax regular expressions (misc_regex.c) ----
+ * A Thompson-NFA matcher (linear time, like RE2) for the RE2 syntax subset without
+ * Unicode classes (\p); unsupported syntax is a compile error. */
+typedef struct kiln_misc_regex kiln_misc_regex;
+kiln_status kiln_misc_regex_compile(const char *pattern, kiln_misc_regex **out);
+bool kiln_misc_regex_fullmatch(const kiln_misc_regex *re, const char *s);
+void kiln_misc_regex_free(kiln_misc_regex *re);
 
 #endif

@@ -97,7 +97,7 @@ static kiln_status qmm_out(kiln_eval_ctx *ctx, const qmm *q, kiln_tensor **y) {
 
 static void qmm_compute(const qmm *q, kiln_tensor *y, int64_t lo, int64_t hi) {
   kiln_dtype st = q->as->dtype;
-  int64_t nbatch = q->m * q->n ? y->numel / (q->m * q->n) : 0;
+  int64_t mn = q->m * q->n, nbatch = mn > 0 ? y->numel / mn : 0;
   for (int64_t bi = 0; bi < nbatch; bi++) {
     int64_t offa = 0, offb = 0, rem = bi;
     for (int i = q->brank - 1; i >= 0; i--) {

@@ -97,6 +97,45 @@ int kiln_nn_cmp(const kiln_tensor *t, int64_t i, int64_t j) {
   }
 }
 
+kiln_status kiln_nn_reduce_map(const kiln_eval_ctx *ctx, int rank, const int64_t *dims,
+                               const bool *mask, int64_t **out_map) {
+  int64_t ostr[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0}, s = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    ostr[d] = mask[d] ? 0 : s;
+    if (!mask[d]) s *= dims[d];
+  }
+  int64_t numel = kiln_nn_prod(dims, 0, rank);
+  KILN_TRY(kiln_nn_alloc(ctx, numel, sizeof(int64_t), (void **)out_map));
+  int64_t *map = *out_map, off = 0;
+  for (int64_t i = 0; i < numel; i++) {
+    map[i] = off;
+    for (int d = rank - 1; d >= 0; d--) {
+      off += ostr[d];
+      if (++idx[d] < dims[d]) break;
+      off -= ostr[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln_nn_bcast_map(const kiln_eval_ctx *ctx, const kiln_tensor *t, int rank,
+                              const int64_t *dims, int64_t **out_map) {
+  if (t->rank > rank)
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "a tensor of rank %d does not broadcast to rank %d",
+                           t->rank, rank);
+  bool mask[KILN_MAX_RANK];
+  for (int d = 0; d < rank; d++) {
+    int td = d - (rank - t->rank);
+    int64_t e = td >= 0 ? t->dims[td] : 1;
+    if (e != 1 && e != dims[d])
+      return kiln_eval_error(ctx, KILN_ERR_INVALID, "a dim of %lld does not broadcast to %lld",
+                             (long long)e, (long long)dims[d]);
+    mask[d] = e == 1;
+  }
+  return kiln_nn_reduce_map(ctx, rank, dims, mask, out_map);
+}
+
 /* ---- checks ---- */
 
 kiln_status kiln_nn_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what) {

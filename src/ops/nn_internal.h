@@ -34,6 +34,15 @@ void kiln_nn_store_i64(kiln_tensor *t, const int64_t *v);
 /* Compares elements i and j of t in their own dtype (<0, 0, >0); NaN sorts above everything. */
 int kiln_nn_cmp(const kiln_tensor *t, int64_t i, int64_t j);
 
+/* map[i] = the offset, in the reduced tensor, of element i of a tensor of shape dims, where
+ * the dims with mask[d] are reduced (the reduced tensor's shape is dims with those dims 1). */
+kiln_status kiln_nn_reduce_map(const kiln_eval_ctx *ctx, int rank, const int64_t *dims,
+                               const bool *mask, int64_t **out_map);
+/* map[i] = the offset in t of element i of the shape dims that t broadcasts to
+ * (unidirectionally); error when it does not. */
+kiln_status kiln_nn_bcast_map(const kiln_eval_ctx *ctx, const kiln_tensor *t, int rank,
+                              const int64_t *dims, int64_t **out_map);
+
 /* ---- checks ---- */
 /* Error unless t's dtype is a float type. */
 kiln_status kiln_nn_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what);

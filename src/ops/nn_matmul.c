@@ -163,7 +163,7 @@ static kiln_status sub_zero_point(kiln_eval_ctx *ctx, const kiln_tensor *x, cons
   if (!zp) return KILN_OK;
   if (!kiln_dtype_is_int(zp->dtype))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "zero point must be an integer tensor");
-  int64_t lines = per_row ? rows : cols, mats = rows * cols ? x->numel / (rows * cols) : 0;
+  int64_t lines = per_row ? rows : cols, mats = rows * cols > 0 ? x->numel / (rows * cols) : 0;
   bool scalar = zp->numel == 1, vec = zp->numel == lines, full = zp->numel == lines * mats;
   if (!scalar && !vec && !full)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "zero point has %lld elements",
@@ -283,7 +283,7 @@ static kiln_status gemm_compute(kiln_eval_ctx *ctx, const gemm_attrs *g, const k
   if (!st) {
     gemm_operand(av, M, K, g->trans_a, am);
     gemm_operand(bv, K, N, g->trans_b, bm);
-    if (M * N) memset(yv, 0, (size_t)(M * N) * sizeof(double));
+    if (M * N > 0) memset(yv, 0, (size_t)(M * N) * sizeof(double));
     mm_f64(M, N, K, am, bm, yv);
     for (int64_t i = 0; i < M; i++)
       for (int64_t j = 0; j < N; j++)
@@ -310,7 +310,7 @@ static kiln_status gemm_compute_int(kiln_eval_ctx *ctx, const gemm_attrs *g, con
       for (int64_t k = 0; k < K; k++) am[i * K + k] = g->trans_a ? av[k * M + i] : av[i * K + k];
     for (int64_t k = 0; k < K; k++)
       for (int64_t j = 0; j < N; j++) bm[k * N + j] = g->trans_b ? bv[j * K + k] : bv[k * N + j];
-    if (M * N) memset(yv, 0, (size_t)(M * N) * sizeof(int64_t));
+    if (M * N > 0) memset(yv, 0, (size_t)(M * N) * sizeof(int64_t));
     mm_i64(M, N, K, am, bm, yv);
     bool exact = g->alpha == 1.0f && g->beta == 1.0f;
     for (int64_t i = 0; i < M; i++)

@@ -2,9 +2,9 @@
  * Softmax, LogSoftmax, Hardmax, CumSum, CumProd and TopK in reduce_axis.c.
  *
  * Reduce*: the axes are an attribute before opset 18 (ReduceSum: before 13) and an optional
- * int64 input from then on, where noop_with_empty_axes=1 makes an empty axes list reduce
- * nothing (the op's element transform, e.g. the square of ReduceSumSquare, still applies, as
- * in the ONNX reference). Floats reduce in double; Sum, Prod, SumSquare, L1, Max and Min of
+ * int64 input from then on, where noop_with_empty_axes=1 makes an empty axes list return the
+ * input unchanged (as the spec and ONNX Runtime say; the ONNX Python reference applies the
+ * op's element transform, e.g. the square of ReduceSumSquare, instead). Floats reduce in double; Sum, Prod, SumSquare, L1, Max and Min of
  * integer dtypes are exact (wrapping); the others of integers go through double. */
 #include <math.h>
 #include <stdlib.h>
@@ -49,6 +49,7 @@ static bool axes_are_input(const kiln_node *n) {
 typedef struct red_axes {
   bool mask[KILN_MAX_RANK];
   bool keepdims;
+  bool noop; /* noop_with_empty_axes with no axes: the output is the input */
 } red_axes;
 
 static kiln_status mark_axes(const kiln_node *node, const int64_t *axes, int n, int rank,
@@ -98,6 +99,7 @@ static kiln_status red_axes_get(const kiln_node *node, const kiln_tensor *axes_t
   }
   if (n <= 0) {
     for (int d = 0; d < rank; d++) ra->mask[d] = !noop;
+    ra->noop = noop != 0;
     return KILN_OK;
   }
   kiln_status st = mark_axes(node, axes, n, rank, ra);
@@ -113,28 +115,6 @@ static void red_out_shape(int rank, const int64_t *dims, const red_axes *ra, int
     else if (ra->keepdims) out_dims[r++] = 1;
   }
   *out_rank = r;
-}
-
-/* map[i] = offset in the output of input element i. */
-static kiln_status red_map(const kiln_eval_ctx *ctx, const kiln_tensor *x, const red_axes *ra,
-                           int64_t **out_map) {
-  int64_t ostr[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0}, s = 1;
-  for (int d = x->rank - 1; d >= 0; d--) {
-    ostr[d] = ra->mask[d] ? 0 : s;
-    if (!ra->mask[d]) s *= x->dims[d];
-  }
-  KILN_TRY(kiln_nn_alloc(ctx, x->numel, sizeof(int64_t), (void **)out_map));
-  int64_t *map = *out_map, off = 0;
-  for (int64_t i = 0; i < x->numel; i++) {
-    map[i] = off;
-    for (int d = x->rank - 1; d >= 0; d--) {
-      off += ostr[d];
-      if (++idx[d] < x->dims[d]) break;
-      off -= ostr[d] * idx[d];
-      idx[d] = 0;
-    }
-  }
-  return KILN_OK;
 }
 
 static double red_init_f64(red_kind k) {
@@ -263,6 +243,9 @@ static kiln_status red_compute(kiln_eval_ctx *ctx, red_kind k, const kiln_tensor
 static kiln_status eval_reduce(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
+  if (!kiln_dtype_is_float(x->dtype) && !kiln_dtype_is_int(x->dtype) && x->dtype != KILN_BOOL)
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "unsupported dtype %s",
+                           kiln_dtype_name(x->dtype));
   red_axes ra;
   KILN_TRY(red_axes_get(ctx->node, axes_are_input(ctx->node) ? kiln_eval_in(ctx, 1) : NULL,
                         x->rank, &ra));
@@ -271,8 +254,12 @@ static kiln_status eval_reduce(kiln_eval_ctx *ctx) {
   red_out_shape(x->rank, x->dims, &ra, &orank, odims);
   kiln_tensor *y;
   KILN_TRY(kiln_eval_out(ctx, 0, x->dtype, orank, odims, &y));
+  if (ra.noop) {
+    memcpy(y->data, x->data, kiln_tensor_nbytes(x));
+    return KILN_OK;
+  }
   int64_t *map = NULL;
-  KILN_TRY(red_map(ctx, x, &ra, &map));
+  KILN_TRY(kiln_nn_reduce_map(ctx, x->rank, x->dims, ra.mask, &map));
   kiln_status st = red_compute(ctx, red_kind_of(ctx->node->op), x, map, y);
   free(map);
   return st;
