@@ -20,7 +20,6 @@ import sys
 import time
 import warnings
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -20,7 +20,8 @@ kiln_status kiln_load_graph(const char *path, kiln_graph **out) {
   } else {
     KILN_TRY(kiln_onnx_load(path, out));
   }
-  kiln_status st = kiln_ops_infer_graph(*out);
+  kiln_status st = kiln_ops_validate_model(*out);
+  if (!st) st = kiln_ops_infer_graph(*out);
   if (st) {
     kiln_graph_free(*out);
     *out = NULL;

@@ -120,10 +120,13 @@ static kiln_status relocate(const parser *p, const kiln_gtext_tok *t, kiln_statu
 static kiln_status parse_dtype(parser *p, kiln_dtype *out) {
   const kiln_gtext_tok *t = peek(p);
   char name[32];
-  if (t->kind != KILN_TOK_IDENT || t->len >= (int)sizeof name) return expected(p, "an element type");
+  if (t->kind != KILN_TOK_IDENT || t->len >= (int)sizeof name)
+    return expected(p, "an element type");
   snprintf(name, sizeof name, "%.*s", t->len, t->p);
-  if (!strcmp(name, "undef")) *out = KILN_UNDEFINED;
-  else if (!kiln_dtype_from_name(name, out)) return err_at(p, t, "unknown element type '%s'", name);
+  if (!strcmp(name, "undef"))
+    *out = KILN_UNDEFINED;
+  else if (!kiln_dtype_from_name(name, out))
+    return err_at(p, t, "unknown element type '%s'", name);
   next(p);
   return KILN_OK;
 }
@@ -238,7 +241,8 @@ static kiln_status count_elements(parser *p, int64_t *out) {
     const kiln_gtext_tok *s = &p->toks[++i];
     if (kiln_gtext_punct(s, "]")) break;
     if (!kiln_gtext_punct(s, ","))
-      return err_at(p, s, "expected ',' or ']' in tensor data, found %s", describe(s, buf, sizeof buf));
+      return err_at(p, s, "expected ',' or ']' in tensor data, found %s",
+                    describe(s, buf, sizeof buf));
     i++;
   }
   *out = n + 1;
@@ -281,7 +285,8 @@ static kiln_status parse_tensor_lit(parser *p, kiln_tensor **out) {
   int64_t dims[KILN_MAX_RANK];
   int rank = 0;
   KILN_TRY(parse_dtype(p, &dt));
-  if (!kiln_dtype_valid((int)dt)) return err_at(p, at, "a tensor cannot hold %s data", kiln_dtype_name(dt));
+  if (!kiln_dtype_valid((int)dt))
+    return err_at(p, at, "a tensor cannot hold %s data", kiln_dtype_name(dt));
   KILN_TRY(expect(p, "["));
   if (!accept(p, "]")) {
     do {
@@ -317,9 +322,9 @@ static kiln_attr_kind list_keyword(const kiln_gtext_tok *t) {
   static const struct {
     const char *w;
     kiln_attr_kind k;
-  } kw[] = {{"floats", KILN_ATTR_FLOATS},   {"ints", KILN_ATTR_INTS},
-            {"strings", KILN_ATTR_STRINGS}, {"tensors", KILN_ATTR_TENSORS},
-            {"graphs", KILN_ATTR_GRAPHS},   {"sparse_tensors", KILN_ATTR_SPARSE_TENSORS},
+  } kw[] = {{"floats", KILN_ATTR_FLOATS},    {"ints", KILN_ATTR_INTS},
+            {"strings", KILN_ATTR_STRINGS},  {"tensors", KILN_ATTR_TENSORS},
+            {"graphs", KILN_ATTR_GRAPHS},    {"sparse_tensors", KILN_ATTR_SPARSE_TENSORS},
             {"types", KILN_ATTR_TYPE_PROTOS}};
   for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
     if (kiln_gtext_word(t, kw[i].w)) return kw[i].k;
@@ -330,8 +335,10 @@ static kiln_attr_kind list_keyword(const kiln_gtext_tok *t) {
 static kiln_status fill_list(parser *p, kiln_graph *g, kiln_attr *a, const kiln_attr *el,
                              const kiln_gtext_tok *const *at, int n) {
   a->n = n;
-  size_t sz = a->kind == KILN_ATTR_FLOATS ? sizeof(float) : a->kind == KILN_ATTR_INTS ? sizeof(int64_t)
-              : a->kind == KILN_ATTR_TYPE_PROTOS ? sizeof(kiln_type) : sizeof(void *);
+  size_t sz = a->kind == KILN_ATTR_FLOATS        ? sizeof(float)
+              : a->kind == KILN_ATTR_INTS        ? sizeof(int64_t)
+              : a->kind == KILN_ATTR_TYPE_PROTOS ? sizeof(kiln_type)
+                                                 : sizeof(void *);
   void *arr = kiln_arena_calloc(g->arena, (size_t)(n ? n : 1), sz);
   for (int i = 0; i < n; i++) {
     const kiln_attr *e = &el[i];
@@ -339,7 +346,8 @@ static kiln_status fill_list(parser *p, kiln_graph *g, kiln_attr *a, const kiln_
     case KILN_ATTR_FLOATS: ((float *)arr)[i] = e->kind == KILN_ATTR_INT ? (float)e->i : e->f; break;
     case KILN_ATTR_INTS: ((int64_t *)arr)[i] = e->i; break;
     case KILN_ATTR_STRINGS:
-      if (strlen(e->s) != e->s_len) return err_at(p, at[i], "a list string cannot contain a NUL byte");
+      if (strlen(e->s) != e->s_len)
+        return err_at(p, at[i], "a list string cannot contain a NUL byte");
       ((const char **)arr)[i] = e->s;
       break;
     case KILN_ATTR_TENSORS:
@@ -435,9 +443,7 @@ static kiln_status parse_attr_value(parser *p, kiln_graph *g, kiln_attr *a) {
   const kiln_gtext_tok *t = peek(p);
   memset(a, 0, sizeof *a);
   switch (t->kind) {
-  case KILN_TOK_INT:
-    a->kind = KILN_ATTR_INT;
-    return parse_int(p, &a->i);
+  case KILN_TOK_INT: a->kind = KILN_ATTR_INT; return parse_int(p, &a->i);
   case KILN_TOK_FLOAT:
     a->kind = KILN_ATTR_FLOAT;
     if (!kiln_gtext_store_float(KILN_F32, t->p, (size_t)t->len, &a->f, 0))
@@ -455,27 +461,37 @@ static kiln_status parse_attr_value(parser *p, kiln_graph *g, kiln_attr *a) {
   }
 }
 
-/* attrs := '{' [attr {',' attr}] '}'    attr := (IDENT | STRING) '=' attr_value */
+/* attr := (IDENT | STRING) '=' attr_value    (names unique within the node: seen) */
+static kiln_status parse_attr(parser *p, kiln_graph *g, kiln_strmap *seen, kiln_attr *a) {
+  const kiln_gtext_tok *nt = peek(p);
+  const char *name;
+  if (nt->kind != KILN_TOK_IDENT && nt->kind != KILN_TOK_STRING)
+    return expected(p, "an attribute name");
+  KILN_TRY(tok_cstr(p, g, next(p), &name));
+  if (!name[0]) return err_at(p, nt, "an attribute name cannot be empty");
+  if (kiln_strmap_get(seen, name, NULL))
+    return err_at(p, nt, "attribute '%s' is given twice", name);
+  kiln_strmap_put(seen, name, 0);
+  KILN_TRY(expect(p, "="));
+  KILN_TRY(parse_attr_value(p, g, a));
+  a->name = name;
+  return KILN_OK;
+}
+
+/* attrs := '{' [attr {',' attr}] '}' */
 static kiln_status parse_attrs(parser *p, kiln_graph *g, kiln_attr **out, int *out_n) {
   KILN_VEC(kiln_attr) v = {0};
-  KILN_TRY(expect(p, "{"));
-  if (!kiln_gtext_punct(peek(p), "}")) {
+  kiln_strmap seen = {0};
+  kiln_status st = expect(p, "{");
+  if (!st && !kiln_gtext_punct(peek(p), "}")) {
     do {
-      const kiln_gtext_tok *nt = peek(p);
       kiln_attr a;
-      const char *name;
-      if (nt->kind != KILN_TOK_IDENT && nt->kind != KILN_TOK_STRING)
-        return expected(p, "an attribute name");
-      KILN_TRY(tok_cstr(p, g, next(p), &name));
-      if (!name[0]) return err_at(p, nt, "an attribute name cannot be empty");
-      for (int i = 0; i < v.len; i++)
-        if (!strcmp(v.data[i].name, name)) return err_at(p, nt, "attribute '%s' is given twice", name);
-      KILN_TRY(expect(p, "="));
-      KILN_TRY(parse_attr_value(p, g, &a));
-      a.name = name;
+      if ((st = parse_attr(p, g, &seen, &a)) != KILN_OK) break;
       kiln_arena_vec_push(g->arena, &v, a);
     } while (accept(p, ","));
   }
+  kiln_strmap_free(&seen);
+  KILN_TRY(st);
   KILN_TRY(expect(p, "}"));
   *out = v.data;
   *out_n = v.len;
@@ -608,6 +624,7 @@ static kiln_status parse_op_ref(parser *p, kiln_graph *g, const char **domain, c
     if (t->kind != KILN_TOK_IDENT && t->kind != KILN_TOK_STRING) return expected(p, "an op");
     KILN_TRY(tok_cstr(p, g, next(p), op));
   }
+  if (!(*op)[0]) return err_at(p, t, "an op type cannot be empty");
   bool onnx = !(*domain)[0] || !strcmp(*domain, "ai.onnx");
   if (onnx && kiln_op_lookup(*domain, *op) == KILN_OP_UNKNOWN)
     return err_at(p, t, "unknown op '%s'", *op);
@@ -670,13 +687,17 @@ static kiln_status parse_node(parser *p, kiln_graph *g) {
   KILN_TRY(parse_out_types(p, g, &r, &types));
   if (peek(p)->kind == KILN_TOK_AT) KILN_TRY(tok_cstr(p, g, next(p), &name));
   int *outs = kiln_arena_calloc(g->arena, (size_t)r.names.len + 1, sizeof(int));
-  KILN_TRY(relocate(p, op_tok, kiln_graph_add_node(g, op, domain, name, n_in, ins, r.names.len,
-                                                    r.names.data, outs)));
+  KILN_TRY(relocate(
+      p, op_tok,
+      kiln_graph_add_node(g, op, domain, name, n_in, ins, r.names.len, r.names.data, outs)));
   kiln_node *n = &g->nodes.data[g->nodes.len - 1];
   if (has_opset) n->opset = opset;
   for (int i = 0, k = 0; i < r.names.len; i++)
     if (outs[i] >= 0) g->values.data[outs[i]].type = types[k++];
-  for (int i = 0; i < n_attrs; i++) *kiln_node_add_attr(g, g->nodes.len - 1, attrs[i].name, 0) = attrs[i];
+  /* The parsed array (arena-owned) becomes the node's: kiln_node_add_attr copies the array
+   * on every call, which is quadratic in time and arena memory for a long attribute list. */
+  n->attrs = attrs;
+  n->n_attrs = n_attrs;
   return KILN_OK;
 }
 
@@ -684,7 +705,8 @@ static kiln_status parse_node(parser *p, kiln_graph *g) {
 static kiln_status parse_stmt(parser *p, kiln_graph *g) {
   const kiln_gtext_tok *t = peek(p);
   if (kiln_gtext_word(t, "opset")) return parse_opset(p, g);
-  if (kiln_gtext_word(t, "ir_version") || kiln_gtext_word(t, "producer")) return parse_module_fact(p, g);
+  if (kiln_gtext_word(t, "ir_version") || kiln_gtext_word(t, "producer"))
+    return parse_module_fact(p, g);
   if (kiln_gtext_word(t, "outer")) return parse_outer(p, g);
   if (t->kind == KILN_TOK_VALUE && kiln_gtext_punct(peek2(p), "=") &&
       kiln_gtext_word(&p->toks[p->pos + 2], "const"))
@@ -711,13 +733,17 @@ static kiln_status parse_params(parser *p, kiln_graph *g, declared **decl, int *
       declared d;
       d.tok = peek(p);
       if (d.tok->kind != KILN_TOK_VALUE) return expected(p, "a value (%name)");
-      if (decl) KILN_TRY(tok_cstr(p, g, next(p), &d.name));
-      else KILN_TRY(new_value_name(p, g, next(p), &d.name));
+      if (decl)
+        KILN_TRY(tok_cstr(p, g, next(p), &d.name));
+      else
+        KILN_TRY(new_value_name(p, g, next(p), &d.name));
       KILN_TRY(expect(p, ":"));
       KILN_TRY(parse_type(p, g, &d.type));
       int id;
-      if (decl) kiln_arena_vec_push(g->arena, &v, d);
-      else KILN_TRY(relocate(p, d.tok, kiln_graph_add_input2(g, d.name, d.type, &id)));
+      if (decl)
+        kiln_arena_vec_push(g->arena, &v, d);
+      else
+        KILN_TRY(relocate(p, d.tok, kiln_graph_add_input2(g, d.name, d.type, &id)));
     } while (accept(p, ","));
   }
   KILN_TRY(expect(p, ")"));
@@ -738,7 +764,8 @@ static kiln_status parse_return(parser *p, kiln_graph *g, const declared *decl, 
       int id;
       char b1[128], b2[128];
       KILN_TRY(parse_ref(p, g, &id));
-      if (n >= n_decl) return err_at(p, t, "more return values than the %d declared outputs", n_decl);
+      if (n >= n_decl)
+        return err_at(p, t, "more return values than the %d declared outputs", n_decl);
       const kiln_value *v = &g->values.data[id];
       if (strcmp(v->name, decl[n].name) != 0)
         return err_at(p, t, "return value %%%s does not match the declared output %%%s", v->name,

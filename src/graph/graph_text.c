@@ -9,7 +9,9 @@
 
 /* ---- character classes (locale independent) ---- */
 static bool is_digit(int c) { return c >= '0' && c <= '9'; }
-static bool is_hex(int c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+static bool is_hex(int c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 static bool is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 static bool ident_start(int c) { return is_alpha(c) || c == '_'; }
 static bool ident_char(int c) { return is_alpha(c) || is_digit(c) || c == '_' || c == '.'; }
@@ -193,8 +195,9 @@ static kiln_status lex_sigil(lexer *lx, kiln_gtext_tok_kind kind) {
     return KILN_OK;
   }
   while (name_char((unsigned char)*e)) e++;
-  if (e == s) return lex_error(lx, q, "expected a name or a quoted string after '%s'",
-                               kind == KILN_TOK_VALUE ? "%" : "@");
+  if (e == s)
+    return lex_error(lx, q, "expected a name or a quoted string after '%s'",
+                     kind == KILN_TOK_VALUE ? "%" : "@");
   push(lx, kind, q, s, e, false);
   return KILN_OK;
 }
@@ -306,19 +309,28 @@ void kiln_gtext_quote(kiln_strbuf *b, const char *s, size_t n) {
   kiln_strbuf_append(b, "\"", 1);
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
-    const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
-                    : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
-    if (esc) kiln_strbuf_append(b, esc, 2);
-    else if (c < 0x20 || c >= 0x7f) kiln_strbuf_printf(b, "\\x%02x", c);
-    else kiln_strbuf_append(b, (const char *)&s[i], 1);
+    const char *esc = c == '"'    ? "\\\""
+                      : c == '\\' ? "\\\\"
+                      : c == '\n' ? "\\n"
+                      : c == '\t' ? "\\t"
+                      : c == '\r' ? "\\r"
+                                  : NULL;
+    if (esc)
+      kiln_strbuf_append(b, esc, 2);
+    else if (c < 0x20 || c >= 0x7f)
+      kiln_strbuf_printf(b, "\\x%02x", c);
+    else
+      kiln_strbuf_append(b, (const char *)&s[i], 1);
   }
   kiln_strbuf_append(b, "\"", 1);
 }
 
 void kiln_gtext_ident(kiln_strbuf *b, const char *s) {
   if (!s) s = "";
-  if (kiln_gtext_is_ident(s)) kiln_strbuf_append(b, s, strlen(s));
-  else kiln_gtext_quote(b, s, strlen(s));
+  if (kiln_gtext_is_ident(s))
+    kiln_strbuf_append(b, s, strlen(s));
+  else
+    kiln_gtext_quote(b, s, strlen(s));
 }
 
 void kiln_gtext_name(kiln_strbuf *b, char sigil, const char *s) {
@@ -326,8 +338,10 @@ void kiln_gtext_name(kiln_strbuf *b, char sigil, const char *s) {
   bool bare = s[0] != 0;
   for (const char *c = s; *c && bare; c++) bare = name_char((unsigned char)*c);
   kiln_strbuf_append(b, &sigil, 1);
-  if (bare) kiln_strbuf_append(b, s, strlen(s));
-  else kiln_gtext_quote(b, s, strlen(s));
+  if (bare)
+    kiln_strbuf_append(b, s, strlen(s));
+  else
+    kiln_gtext_quote(b, s, strlen(s));
 }
 
 /* ---- exact number text ---- */
@@ -428,9 +442,12 @@ void kiln_gtext_format_float(kiln_strbuf *b, kiln_dtype t, const void *data, siz
   double v = load_double(t, data, i);
   uint64_t bits = raw_bits(t, data, i);
   if (isnan(v)) {
-    if (bits == canonical_nan(t, false)) kiln_strbuf_printf(b, "nan");
-    else if (bits == canonical_nan(t, true)) kiln_strbuf_printf(b, "-nan");
-    else kiln_strbuf_printf(b, "nan:0x%0*llx", (kiln_dtype_bits(t) + 3) / 4, (unsigned long long)bits);
+    if (bits == canonical_nan(t, false))
+      kiln_strbuf_printf(b, "nan");
+    else if (bits == canonical_nan(t, true))
+      kiln_strbuf_printf(b, "-nan");
+    else
+      kiln_strbuf_printf(b, "nan:0x%0*llx", (kiln_dtype_bits(t) + 3) / 4, (unsigned long long)bits);
     return;
   }
   if (isinf(v)) {
@@ -445,10 +462,12 @@ void kiln_gtext_format_float(kiln_strbuf *b, kiln_dtype t, const void *data, siz
       return;
     }
   }
-  /* The shortest %.Ng that reads back exactly; more digits never hurt, so bisect on N. */
-  int lo = 1, hi = 17;
-  snprintf(buf, sizeof buf, "%.17g", v);
-  if (!round_trips(t, buf, bits)) {
+  /* The shortest %.Ng that reads back exactly; more digits never hurt, so bisect on N.
+   * 9 digits always suffice for f32 and 17 for anything that converts exactly to double. */
+  int lo = 1, hi = t == KILN_F32 ? 9 : 17;
+  char best[sizeof buf];
+  snprintf(best, sizeof best, "%.*g", hi, v);
+  if (t != KILN_F32 && !round_trips(t, best, bits)) {
     /* Only a format whose rounding is not injective on its own values gets here. */
     kiln_strbuf_printf(b, "nan:0x%0*llx", (kiln_dtype_bits(t) + 3) / 4, (unsigned long long)bits);
     return;
@@ -456,18 +475,23 @@ void kiln_gtext_format_float(kiln_strbuf *b, kiln_dtype t, const void *data, siz
   while (lo < hi) {
     int mid = (lo + hi) / 2;
     snprintf(buf, sizeof buf, "%.*g", mid, v);
-    if (round_trips(t, buf, bits)) hi = mid;
-    else lo = mid + 1;
+    if (round_trips(t, buf, bits)) {
+      hi = mid;
+      strcpy(best, buf);
+    } else {
+      lo = mid + 1;
+    }
   }
-  snprintf(buf, sizeof buf, "%.*g", lo, v);
-  kiln_strbuf_printf(b, "%s", buf);
+  kiln_strbuf_append(b, best, strlen(best));
 }
 
 void kiln_gtext_format_int(kiln_strbuf *b, kiln_dtype t, const void *data, size_t i) {
   if (t == KILN_BOOL) {
     uint8_t v = ((const uint8_t *)data)[i];
-    if (v <= 1) kiln_strbuf_printf(b, v ? "true" : "false");
-    else kiln_strbuf_printf(b, "%u", v);
+    if (v <= 1)
+      kiln_strbuf_printf(b, v ? "true" : "false");
+    else
+      kiln_strbuf_printf(b, "%u", v);
   } else if (t == KILN_U64) {
     kiln_strbuf_printf(b, "%llu", (unsigned long long)((const uint64_t *)data)[i]);
   } else {
@@ -535,7 +559,9 @@ bool kiln_gtext_store_int(kiln_dtype t, const char *text, size_t len, void *data
   if (!kiln_gtext_parse_i64(text, len, &v)) return false;
   int_range(t, &lo, &hi);
   if (v < lo || v > hi) return false;
-  if (t == KILN_BOOL) ((uint8_t *)data)[i] = (uint8_t)v;
-  else kiln_store_i64(t, data, i, v);
+  if (t == KILN_BOOL)
+    ((uint8_t *)data)[i] = (uint8_t)v;
+  else
+    kiln_store_i64(t, data, i, v);
   return true;
 }

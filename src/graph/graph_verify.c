@@ -33,9 +33,11 @@ static const char *vname(const kiln_graph *g, int id) {
 }
 
 static kiln_status verify_type(const kiln_type *t) {
-  if ((unsigned)t->kind >= KILN_TYPE_KIND_COUNT) return kiln_invalid("type kind %d is out of range", (int)t->kind);
+  if ((unsigned)t->kind >= KILN_TYPE_KIND_COUNT)
+    return kiln_invalid("type kind %d is out of range", (int)t->kind);
   if (t->kind == KILN_TYPE_UNKNOWN) return KILN_OK;
-  if ((unsigned)t->dtype >= KILN_DTYPE_COUNT) return kiln_invalid("element type %d is out of range", (int)t->dtype);
+  if ((unsigned)t->dtype >= KILN_DTYPE_COUNT)
+    return kiln_invalid("element type %d is out of range", (int)t->dtype);
   if (t->rank < -1 || t->rank > KILN_MAX_RANK)
     return kiln_invalid("rank %d is outside -1..%d", t->rank, KILN_MAX_RANK);
   if (t->elem_seq && t->kind != KILN_TYPE_OPTIONAL)
@@ -46,7 +48,8 @@ static kiln_status verify_type(const kiln_type *t) {
 static kiln_status verify_tensor(const kiln_tensor *t) {
   int64_t numel;
   if (!t) return kiln_invalid("tensor is NULL");
-  if (!kiln_dtype_valid((int)t->dtype)) return kiln_invalid("tensor element type %d is not valid", (int)t->dtype);
+  if (!kiln_dtype_valid((int)t->dtype))
+    return kiln_invalid("tensor element type %d is not valid", (int)t->dtype);
   KILN_TRY(kiln_shape_numel(t->rank, t->dims, &numel));
   if (numel != t->numel)
     return kiln_invalid("tensor numel %lld does not match its shape (%lld)", (long long)t->numel,
@@ -73,7 +76,8 @@ static kiln_status verify_value_def(const vctx *c, int id) {
   case KILN_VALUE_INPUT: return KILN_OK;
   case KILN_VALUE_CONST: return verify_const(v);
   case KILN_VALUE_NODE: {
-    if (v->node < 0 || v->node >= g->nodes.len) return kiln_invalid("defining node %d is out of range", v->node);
+    if (v->node < 0 || v->node >= g->nodes.len)
+      return kiln_invalid("defining node %d is out of range", v->node);
     const kiln_node *n = &g->nodes.data[v->node];
     if (v->out_index < 0 || v->out_index >= n->n_outputs || !n->outputs ||
         n->outputs[v->out_index] != id)
@@ -85,8 +89,10 @@ static kiln_status verify_value_def(const vctx *c, int id) {
     if (v->outer < 0 || v->outer >= g->parent->values.len)
       return kiln_invalid("outer id %d is out of range of the parent graph", v->outer);
     if (c->parent_defined && !c->parent_defined[v->outer])
-      return kiln_invalid("refers to %%%s of the parent graph, which is not defined before the node "
-                          "that holds this graph", vname(g->parent, v->outer));
+      return kiln_invalid(
+          "refers to %%%s of the parent graph, which is not defined before the node "
+          "that holds this graph",
+          vname(g->parent, v->outer));
     return KILN_OK;
   default: return kiln_invalid("value kind %d is out of range", (int)v->kind);
   }
@@ -121,10 +127,14 @@ static kiln_status verify_io(const vctx *c) {
   kiln_status st = KILN_OK;
   for (int i = 0; i < g->inputs.len && !st; i++) {
     int id = g->inputs.data[i];
-    if (id < 0 || id >= g->values.len) st = kiln_invalid("graph input %d refers to value %d, out of range", i, id);
-    else if (g->values.data[id].kind != KILN_VALUE_INPUT) st = kiln_invalid("graph input %%%s is not an input value", vname(g, id));
-    else if (listed[id]) st = kiln_invalid("graph input %%%s is listed twice", vname(g, id));
-    else listed[id] = true;
+    if (id < 0 || id >= g->values.len)
+      st = kiln_invalid("graph input %d refers to value %d, out of range", i, id);
+    else if (g->values.data[id].kind != KILN_VALUE_INPUT)
+      st = kiln_invalid("graph input %%%s is not an input value", vname(g, id));
+    else if (listed[id])
+      st = kiln_invalid("graph input %%%s is listed twice", vname(g, id));
+    else
+      listed[id] = true;
   }
   for (int id = 0; id < g->values.len && !st; id++)
     if (g->values.data[id].kind == KILN_VALUE_INPUT && !listed[id])
@@ -132,13 +142,15 @@ static kiln_status verify_io(const vctx *c) {
   free(listed);
   for (int i = 0; i < g->outputs.len && !st; i++) {
     int id = g->outputs.data[i];
-    if (id < 0 || id >= g->values.len) st = kiln_invalid("graph output %d refers to value %d, out of range", i, id);
+    if (id < 0 || id >= g->values.len)
+      st = kiln_invalid("graph output %d refers to value %d, out of range", i, id);
   }
   return st;
 }
 
 static kiln_status verify_attr_data(const vctx *c, const kiln_attr *a) {
-  bool list = a->kind >= KILN_ATTR_FLOATS && a->kind != KILN_ATTR_SPARSE_TENSOR && a->kind != KILN_ATTR_TYPE_PROTO;
+  bool list = a->kind >= KILN_ATTR_FLOATS && a->kind != KILN_ATTR_SPARSE_TENSOR &&
+              a->kind != KILN_ATTR_TYPE_PROTO;
   if (list && a->n < 0) return kiln_invalid("negative element count %d", a->n);
   int n = list ? a->n : 0;
   switch (a->kind) {
@@ -150,7 +162,8 @@ static kiln_status verify_attr_data(const vctx *c, const kiln_attr *a) {
   case KILN_ATTR_SPARSE_TENSOR: return verify_tensor(a->t);
   case KILN_ATTR_GRAPH:
     if (!a->g) return kiln_invalid("graph is NULL");
-    if (a->g->parent != c->g) return kiln_invalid("its graph's parent is not the graph of the node");
+    if (a->g->parent != c->g)
+      return kiln_invalid("its graph's parent is not the graph of the node");
     return verify_graph(a->g, c->defined, c->depth + 1);
   case KILN_ATTR_TYPE_PROTO: return verify_type(&a->tp);
   case KILN_ATTR_FLOATS: return n && !a->floats ? kiln_invalid("floats is NULL") : KILN_OK;
@@ -181,16 +194,22 @@ static kiln_status verify_attr_data(const vctx *c, const kiln_attr *a) {
   }
 }
 
+static kiln_status verify_attr(const vctx *c, const kiln_attr *a, int i, kiln_strmap *seen) {
+  if (!a->name || !a->name[0]) return kiln_invalid("attribute %d has no name", i);
+  if (kiln_strmap_get(seen, a->name, NULL))
+    return kiln_invalid("attribute '%s' is given twice", a->name);
+  kiln_strmap_put(seen, a->name, i);
+  KILN_TRYF(verify_attr_data(c, a), "attribute '%s'", a->name);
+  return KILN_OK;
+}
+
 static kiln_status verify_attrs(const vctx *c, const kiln_node *n) {
   if (n->n_attrs < 0 || (n->n_attrs && !n->attrs)) return kiln_invalid("bad attribute array");
-  for (int i = 0; i < n->n_attrs; i++) {
-    const kiln_attr *a = &n->attrs[i];
-    if (!a->name || !a->name[0]) return kiln_invalid("attribute %d has no name", i);
-    for (int j = 0; j < i; j++)
-      if (!strcmp(n->attrs[j].name, a->name)) return kiln_invalid("attribute '%s' is given twice", a->name);
-    KILN_TRYF(verify_attr_data(c, a), "attribute '%s'", a->name);
-  }
-  return KILN_OK;
+  kiln_strmap seen = {0};
+  kiln_status st = KILN_OK;
+  for (int i = 0; i < n->n_attrs && !st; i++) st = verify_attr(c, &n->attrs[i], i, &seen);
+  kiln_strmap_free(&seen);
+  return st;
 }
 
 static kiln_status verify_node_ids(const vctx *c, int nid) {
@@ -201,13 +220,15 @@ static kiln_status verify_node_ids(const vctx *c, int nid) {
     return kiln_invalid("bad input or output array");
   for (int i = 0; i < n->n_inputs; i++) {
     int id = n->inputs[i];
-    if (id < -1 || id >= g->values.len) return kiln_invalid("input %d refers to value %d, out of range", i, id);
+    if (id < -1 || id >= g->values.len)
+      return kiln_invalid("input %d refers to value %d, out of range", i, id);
     if (id >= 0 && !c->defined[id])
       return kiln_invalid("input %d (%%%s) is not defined before the node", i, vname(g, id));
   }
   for (int i = 0; i < n->n_outputs; i++) {
     int id = n->outputs[i];
-    if (id < -1 || id >= g->values.len) return kiln_invalid("output %d refers to value %d, out of range", i, id);
+    if (id < -1 || id >= g->values.len)
+      return kiln_invalid("output %d refers to value %d, out of range", i, id);
     if (id < 0) continue;
     const kiln_value *v = &g->values.data[id];
     if (v->kind != KILN_VALUE_NODE || v->node != nid || v->out_index != i)
@@ -247,7 +268,8 @@ static kiln_status verify_body(vctx *c) {
 }
 
 static kiln_status verify_graph(const kiln_graph *g, const bool *parent_defined, int depth) {
-  if (depth > MAX_DEPTH) return kiln_invalid("subgraphs nested more than %d deep (a cycle?)", MAX_DEPTH);
+  if (depth > MAX_DEPTH)
+    return kiln_invalid("subgraphs nested more than %d deep (a cycle?)", MAX_DEPTH);
   if (g->values.len < 0 || g->nodes.len < 0 || g->inputs.len < 0 || g->outputs.len < 0)
     return kiln_invalid("graph '%s': negative array length", g->name ? g->name : "");
   vctx c = {g, parent_defined, kiln_xcalloc((size_t)g->values.len + 1, sizeof(bool)), depth};

@@ -61,7 +61,9 @@ static kiln_status put_attr_lists(kiln_wire_writer *w, const kiln_attr *a) {
     switch (a->kind) {
     case KILN_ATTR_STRINGS: kiln_wire_put_str(w, 9, a->strings[i]); break;
     case KILN_ATTR_TENSORS: KILN_TRY(put_tensor_msg(w, 10, a->tensors[i], NULL)); break;
-    case KILN_ATTR_SPARSE_TENSORS: KILN_TRY(kiln_wire_put_msg(w, 23, put_sparse_msg, a->tensors[i])); break;
+    case KILN_ATTR_SPARSE_TENSORS:
+      KILN_TRY(kiln_wire_put_msg(w, 23, put_sparse_msg, a->tensors[i]));
+      break;
     case KILN_ATTR_GRAPHS: KILN_TRY(kiln_wire_put_msg(w, 11, put_graph, a->graphs[i])); break;
     case KILN_ATTR_TYPE_PROTOS: KILN_TRY(kiln_wire_put_msg(w, 15, put_type_msg, &a->tps[i])); break;
     default: break;
@@ -77,7 +79,9 @@ static kiln_status put_attr(kiln_wire_writer *w, const void *arg) {
   switch (a->kind) {
   case KILN_ATTR_FLOAT: kiln_wire_put_f32(w, 2, a->f); return KILN_OK;
   case KILN_ATTR_INT: kiln_wire_put_int(w, 3, a->i); return KILN_OK;
-  case KILN_ATTR_STRING: kiln_wire_put_bytes(w, 4, a->s ? a->s : "", a->s ? a->s_len : 0); return KILN_OK;
+  case KILN_ATTR_STRING:
+    kiln_wire_put_bytes(w, 4, a->s ? a->s : "", a->s ? a->s_len : 0);
+    return KILN_OK;
   case KILN_ATTR_TENSOR: return put_tensor_msg(w, 5, a->t, NULL);
   case KILN_ATTR_SPARSE_TENSOR: return kiln_wire_put_msg(w, 22, put_sparse_msg, a->t);
   case KILN_ATTR_GRAPH: return kiln_wire_put_msg(w, 6, put_graph, a->g);
@@ -108,8 +112,7 @@ static kiln_status put_node(kiln_wire_writer *w, const void *arg) {
   const node_arg *na = arg;
   const kiln_node *n = na->n;
   for (int i = 0; i < n->n_inputs; i++) kiln_wire_put_str(w, 1, value_name(na->g, n->inputs[i]));
-  for (int i = 0; i < n->n_outputs; i++)
-    kiln_wire_put_str(w, 2, value_name(na->g, n->outputs[i]));
+  for (int i = 0; i < n->n_outputs; i++) kiln_wire_put_str(w, 2, value_name(na->g, n->outputs[i]));
   if (n->name && n->name[0]) kiln_wire_put_str(w, 3, n->name);
   kiln_wire_put_str(w, 4, n->op_type);
   for (int i = 0; i < n->n_attrs; i++) KILN_TRY(kiln_wire_put_msg(w, 5, put_attr, &n->attrs[i]));
@@ -159,7 +162,8 @@ static kiln_status put_opset(kiln_wire_writer *w, const void *arg) {
   return KILN_OK;
 }
 
-/* The IR version that goes with the default-domain opset (onnx.helper.VERSION_TABLE). */
+/* The IR version that goes with the default-domain opset (onnx.helper.VERSION_TABLE),
+ * for graphs that have none (ir_version 0): ONNX requires the field. */
 static int64_t ir_version_for(const kiln_graph *g) {
   if (g->ir_version > 0) return g->ir_version;
   int64_t v = kiln_graph_opset(g, "");
@@ -169,7 +173,7 @@ static int64_t ir_version_for(const kiln_graph *g) {
 static kiln_status put_model(kiln_wire_writer *w, const void *arg) {
   const kiln_graph *g = arg;
   kiln_wire_put_int(w, 1, ir_version_for(g));
-  kiln_wire_put_str(w, 2, g->producer && g->producer[0] ? g->producer : "kiln");
+  kiln_wire_put_str(w, 2, g->producer); /* NULL: none */
   KILN_TRY(kiln_wire_put_msg(w, 7, put_graph, g));
   for (int i = 0; i < g->opsets.len; i++)
     KILN_TRY(kiln_wire_put_msg(w, 8, put_opset, &g->opsets.data[i]));

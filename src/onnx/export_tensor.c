@@ -11,8 +11,8 @@ static bool sub_byte(kiln_dtype t) {
 }
 
 /* Packs elements [first, first + 8/bits * n) of a one-per-byte buffer into n bytes. */
-static void pack_bits(uint8_t *dst, const uint8_t *src, int64_t numel, int64_t first_byte,
-                      size_t n, int bits) {
+static void pack_bits(uint8_t *dst, const uint8_t *src, int64_t numel, int64_t first_byte, size_t n,
+                      int bits) {
   int per = 8 / bits;
   uint8_t mask = (uint8_t)((1u << bits) - 1);
   for (size_t b = 0; b < n; b++) {
@@ -96,8 +96,10 @@ kiln_status kiln_onnx_put_sparse(kiln_wire_writer *w, const kiln_tensor *t) {
 
 static kiln_status put_dim(kiln_wire_writer *w, const void *arg) {
   const kiln_dim *d = arg;
-  if (d->value >= 0) kiln_wire_put_int(w, 1, d->value);
-  else if (d->sym) kiln_wire_put_str(w, 2, d->sym);
+  if (d->value >= 0)
+    kiln_wire_put_int(w, 1, d->value);
+  else if (d->sym)
+    kiln_wire_put_str(w, 2, d->sym);
   return KILN_OK;
 }
 

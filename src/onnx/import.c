@@ -35,7 +35,8 @@ static void use_name(ox_ctx *c, const kiln_strmap *defined, kiln_strmap *seen, n
 static void node_subgraphs_free(ox_ctx *c, const ox_node *n) {
   for (int i = 0; i < n->n_attrs; i++) {
     if (n->attrs[i].g) compute_free_vars(c, n->attrs[i].g);
-    for (int k = 0; n->attrs[i].gs && k < n->attrs[i].a.n; k++) compute_free_vars(c, n->attrs[i].gs[k]);
+    for (int k = 0; n->attrs[i].gs && k < n->attrs[i].a.n; k++)
+      compute_free_vars(c, n->attrs[i].gs[k]);
   }
 }
 
@@ -59,8 +60,7 @@ static void compute_free_vars(ox_ctx *c, ox_graph *og) {
       int ng = at->g ? 1 : at->gs ? at->a.n : 0;
       for (int k = 0; k < ng; k++) {
         const ox_graph *sub = at->g ? at->g : at->gs[k];
-        for (int v = 0; v < sub->n_free; v++)
-          use_name(c, &defined, &seen, &out, sub->free_vars[v]);
+        for (int v = 0; v < sub->n_free; v++) use_name(c, &defined, &seen, &out, sub->free_vars[v]);
       }
     }
   }
@@ -153,8 +153,10 @@ static void build_edges(const ox_graph *og, topo *t) {
       FOR_EACH_USE(n, name, {
         int64_t p;
         if (name[0] && kiln_strmap_get(&t->producer, name, &p)) {
-          if (pass) t->edges[t->edge_start[p] + t->indeg[p]++] = i; /* indeg: fill cursor */
-          else t->edge_start[p + 1]++;
+          if (pass)
+            t->edges[t->edge_start[p] + t->indeg[p]++] = i; /* indeg: fill cursor */
+          else
+            t->edge_start[p + 1]++;
           e++;
         }
       });
@@ -256,7 +258,7 @@ static kiln_status check_op(const kiln_graph *g, const ox_node *n) {
   if (n->domain[0])
     return kiln_unsupported("%s: operators of domain '%s' are not supported",
                             kiln_ox_node_label(n, lb, sizeof lb), n->domain);
-  if (!n->opset && !kiln_graph_opset(g, ""))
+  if (!kiln_graph_opset(g, ""))
     return kiln_invalid("%s: the model has no opset_import for the default ONNX domain",
                         kiln_ox_node_label(n, lb, sizeof lb));
   if (kiln_op_lookup("", n->op_type) == KILN_OP_UNKNOWN)
@@ -277,28 +279,40 @@ static kiln_status resolve_inputs(kiln_graph *g, const ox_node *n, int *ids) {
   return KILN_OK;
 }
 
+static kiln_status check_attr_names(const ox_node *n) {
+  kiln_strmap seen = {0};
+  kiln_status st = KILN_OK;
+  for (int i = 0; i < n->n_attrs && !st; i++) {
+    if (kiln_strmap_get(&seen, n->attrs[i].a.name, NULL)) {
+      char lb[256];
+      st = kiln_invalid("%s: attribute '%s' is given twice", kiln_ox_node_label(n, lb, sizeof lb),
+                        n->attrs[i].a.name);
+    }
+    kiln_strmap_put(&seen, n->attrs[i].a.name, i);
+  }
+  kiln_strmap_free(&seen);
+  return st;
+}
+
 static kiln_status add_node(ox_ctx *c, kiln_graph *g, const ox_node *n) {
   KILN_TRY(check_op(g, n));
+  KILN_TRY(check_attr_names(n));
   int *ids = kiln_arena_calloc(c->scratch, (size_t)n->n_in + 1, sizeof(int));
   KILN_TRY(resolve_inputs(g, n, ids));
-  kiln_attr *attrs = kiln_arena_calloc(c->scratch, (size_t)n->n_attrs + 1, sizeof(kiln_attr));
-  for (int i = 0; i < n->n_attrs; i++) KILN_TRY(build_attr(c, g, n, &n->attrs[i], &attrs[i]));
+  /* the attribute array is set whole: kiln_node_add_attr copies it per attribute */
+  kiln_attr *attrs = kiln_graph_alloc(g, sizeof(kiln_attr) * ((size_t)n->n_attrs + 1));
+  for (int i = 0; i < n->n_attrs; i++) {
+    KILN_TRY(build_attr(c, g, n, &n->attrs[i], &attrs[i]));
+    attrs[i].name = kiln_graph_strdup(g, n->attrs[i].a.name);
+  }
   char lb[256];
   kiln_ox_node_label(n, lb, sizeof lb);
-  KILN_TRYF(kiln_graph_add_node(g, n->op_type, n->domain, n->name, n->n_in, ids, n->n_out,
-                                n->out, NULL),
-            "%s", lb);
-  int id = kiln_graph_last_node(g);
-  if (n->opset) g->nodes.data[id].opset = n->opset;
-  for (int i = 0; i < n->n_attrs; i++) {
-    for (int k = 0; k < i; k++)
-      if (strcmp(attrs[k].name, attrs[i].name) == 0)
-        return kiln_invalid("%s: attribute '%s' is given twice", lb, attrs[i].name);
-    kiln_attr *dst = kiln_node_add_attr(g, id, attrs[i].name, attrs[i].kind);
-    const char *name = dst->name;
-    *dst = attrs[i];
-    dst->name = name;
-  }
+  KILN_TRYF(
+      kiln_graph_add_node(g, n->op_type, n->domain, n->name, n->n_in, ids, n->n_out, n->out, NULL),
+      "%s", lb);
+  kiln_node *node = &g->nodes.data[kiln_graph_last_node(g)];
+  node->n_attrs = n->n_attrs;
+  node->attrs = attrs;
   return KILN_OK;
 }
 
@@ -345,8 +359,7 @@ static kiln_status add_outputs(kiln_graph *g, const ox_graph *og) {
     const ox_vinfo *v = &og->outputs.data[i];
     int id = v->name[0] ? kiln_graph_resolve(g, v->name) : -1;
     if (id < 0)
-      return kiln_invalid("%s.output[%d]: graph output '%s' is not defined", og->path, i,
-                          v->name);
+      return kiln_invalid("%s.output[%d]: graph output '%s' is not defined", og->path, i, v->name);
     kiln_graph_add_output(g, id);
     apply_type(g, id, &v->type);
   }
@@ -380,6 +393,12 @@ static void set_opsets(ox_ctx *c, const ox_model *m) {
     has_default |= !m->opsets.data[i].domain[0];
   }
   if (!has_default && m->ir_version < 3) kiln_graph_set_opset(c->root, "", 1);
+  for (int f = 0; f < m->functions.len; f++) { /* domains only functions import */
+    const ox_function *fn = &m->functions.data[f];
+    for (int i = 0; i < fn->opsets.len; i++)
+      if (!kiln_graph_opset(c->root, fn->opsets.data[i].domain))
+        kiln_graph_set_opset(c->root, fn->opsets.data[i].domain, fn->opsets.data[i].version);
+  }
 }
 
 static kiln_status import_model(ox_ctx *c, const uint8_t *data, size_t len) {
@@ -389,7 +408,7 @@ static kiln_status import_model(ox_ctx *c, const uint8_t *data, size_t len) {
   set_opsets(c, &m);
   c->root->name = kiln_graph_strdup(c->root, m.graph->name);
   c->root->ir_version = m.ir_version;
-  c->root->producer = kiln_graph_strdup(c->root, m.producer);
+  if (m.producer) c->root->producer = kiln_graph_strdup(c->root, m.producer);
   KILN_TRY(build_graph(c, c->root, m.graph));
   KILN_TRYF(kiln_graph_verify(c->root), "model failed verification after import");
   return KILN_OK;
@@ -402,8 +421,10 @@ static kiln_status import_src(kiln_onnx_src *src, const uint8_t *data, size_t le
   c->scratch = kiln_arena_new();
   c->root = kiln_graph_new("");
   kiln_status st = import_model(c, data, len);
-  if (st) kiln_graph_free(c->root);
-  else *out = c->root;
+  if (st)
+    kiln_graph_free(c->root);
+  else
+    *out = c->root;
   kiln_arena_free(c->scratch);
   free(c);
   return st;
@@ -445,8 +466,10 @@ kiln_status kiln_onnx_map_file(const char *path, uint8_t **out, size_t *out_len,
 }
 
 void kiln_onnx_unmap(uint8_t *data, size_t len, bool mapped) {
-  if (mapped) munmap(data, len);
-  else free(data);
+  if (mapped)
+    munmap(data, len);
+  else
+    free(data);
 }
 
 kiln_status kiln_onnx_load(const char *path, kiln_graph **out) {

@@ -4,14 +4,15 @@
  * function's body: formal inputs and outputs become the call's actual names,
  * every other value gets a fresh name ("<function>__<k>__<name>"), attributes
  * that refer to the call's attributes (ref_attr_name) take the call's value or
- * the function's default, and each body node gets the function's opset for its
- * domain. Bodies whose nodes carry subgraphs are not inlined (unsupported). */
+ * the function's default. Bodies whose nodes carry subgraphs, and functions that
+ * import another version of a domain than the model, are not inlined (unsupported). */
 #include <stdio.h>
 #include <string.h>
 
 #include "import_internal.h"
 
 #define MAX_INLINE_DEPTH 32
+#define MAX_INLINED_NODES (1 << 20) /* functions calling functions can grow exponentially */
 
 static kiln_status inline_nodes(ox_ctx *c, ox_model *m, ox_node_vec *nodes, int depth);
 
@@ -55,8 +56,8 @@ static kiln_status body_attrs(const rename_ctx *r, const ox_node *b, ox_node *ou
     if (src->g || src->gs) {
       char lb[256];
       return kiln_unsupported("%s: function '%s' has a node with a subgraph attribute; it cannot "
-                              "be inlined", kiln_ox_node_label(r->call, lb, sizeof lb),
-                              r->fn->name);
+                              "be inlined",
+                              kiln_ox_node_label(r->call, lb, sizeof lb), r->fn->name);
     }
     if (src->ref) {
       const ox_attr *v = find_attr(r->call->attrs, r->call->n_attrs, src->ref);
@@ -73,15 +74,34 @@ static kiln_status body_attrs(const rename_ctx *r, const ox_node *b, ox_node *ou
   return KILN_OK;
 }
 
-static int64_t function_opset(const ox_function *fn, const char *domain) {
-  for (int i = 0; i < fn->opsets.len; i++)
-    if (strcmp(fn->opsets.data[i].domain, domain) == 0) return fn->opsets.data[i].version;
-  return 0;
+/* Kiln keeps one opset version per domain (ONNX export has no per-node opset), so
+ * a function must import the versions the model imports (set_opsets adds the
+ * domains only functions import). */
+static kiln_status check_function_opsets(const ox_model *m, const ox_function *fn,
+                                         const ox_node *call) {
+  for (int i = 0; i < fn->opsets.len; i++) {
+    const kiln_opset *fo = &fn->opsets.data[i];
+    for (int k = 0; k < m->opsets.len; k++) {
+      const kiln_opset *mo = &m->opsets.data[k];
+      if (strcmp(mo->domain, fo->domain) != 0 || mo->version == fo->version) continue;
+      char lb[256];
+      return kiln_unsupported("%s: function '%s' imports version %lld of domain '%s', the model "
+                              "version %lld (Kiln keeps one version per domain)",
+                              kiln_ox_node_label(call, lb, sizeof lb), fn->name,
+                              (long long)fo->version, fo->domain, (long long)mo->version);
+    }
+  }
+  return KILN_OK;
 }
 
-static kiln_status expand_call(ox_ctx *c, const ox_function *fn, const ox_node *call,
-                               ox_node_vec *body) {
+static kiln_status expand_call(ox_ctx *c, const ox_model *m, const ox_function *fn,
+                               const ox_node *call, ox_node_vec *body) {
+  KILN_TRY(check_function_opsets(m, fn, call));
   rename_ctx r = {fn, call, c->inline_count++, c->scratch};
+  c->inlined_nodes += fn->nodes.len;
+  if (c->inlined_nodes > MAX_INLINED_NODES)
+    return kiln_unsupported("inlining model-local functions gives more than %d nodes",
+                            MAX_INLINED_NODES);
   for (int i = 0; i < fn->nodes.len; i++) {
     const ox_node *b = &fn->nodes.data[i];
     ox_node n = *b;
@@ -91,8 +111,6 @@ static kiln_status expand_call(ox_ctx *c, const ox_function *fn, const ox_node *
     for (int k = 0; k < b->n_in; k++) n.in[k] = map_name(&r, b->in[k]);
     for (int k = 0; k < b->n_out; k++) n.out[k] = map_name(&r, b->out[k]);
     KILN_TRY(body_attrs(&r, b, &n));
-    int64_t v = function_opset(fn, n.domain);
-    n.opset = v ? v : call->opset;
     kiln_arena_vec_push(c->scratch, body, n);
   }
   return KILN_OK;
@@ -122,7 +140,7 @@ static kiln_status inline_nodes(ox_ctx *c, ox_model *m, ox_node_vec *nodes, int 
       continue;
     }
     ox_node_vec body = {0};
-    KILN_TRY(expand_call(c, fn, n, &body));
+    KILN_TRY(expand_call(c, m, fn, n, &body));
     KILN_TRY(inline_nodes(c, m, &body, depth + 1));
     for (int k = 0; k < body.len; k++) kiln_arena_vec_push(c->scratch, &out, body.data[k]);
     changed = true;

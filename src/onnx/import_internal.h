@@ -26,7 +26,6 @@ typedef struct ox_node {
   const char **in, **out; /* "" for an omitted optional input/output */
   ox_attr *attrs;
   const char *path; /* "model.graph.node[3]", for messages */
-  int64_t opset;    /* 0: the model's opset for the domain */
 } ox_node;
 
 typedef struct ox_vinfo {
@@ -77,6 +76,7 @@ typedef struct ox_ctx {
   kiln_arena *scratch; /* the ox_* structures; freed after import */
   kiln_graph *root;    /* its arena holds attribute payloads, type symbols */
   int inline_count;    /* for unique names of inlined function values */
+  int64_t inlined_nodes;
 } ox_ctx;
 
 /* import_parse.c */

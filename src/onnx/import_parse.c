@@ -13,8 +13,10 @@
 static kiln_status parse_graph(ox_ctx *c, const uint8_t *data, size_t len, ox_graph *g);
 
 const char *kiln_ox_node_label(const ox_node *n, char *buf, size_t len) {
-  if (n->name && n->name[0]) snprintf(buf, len, "%s '%s' (%s)", n->path, n->name, n->op_type);
-  else snprintf(buf, len, "%s (%s)", n->path, n->op_type);
+  if (n->name && n->name[0])
+    snprintf(buf, len, "%s '%s' (%s)", n->path, n->name, n->op_type);
+  else
+    snprintf(buf, len, "%s (%s)", n->path, n->op_type);
   return buf;
 }
 
@@ -87,8 +89,10 @@ static kiln_status read_floats(ox_ctx *c, const kiln_wire *r, const kiln_wire_fi
   for (size_t i = 0; i < n; i++) {
     float v;
     uint32_t bits = 0;
-    if (f->type == KILN_WIRE_I32) bits = (uint32_t)f->v;
-    else memcpy(&bits, f->data + 4 * i, 4);
+    if (f->type == KILN_WIRE_I32)
+      bits = (uint32_t)f->v;
+    else
+      memcpy(&bits, f->data + 4 * i, 4);
     memcpy(&v, &bits, 4);
     kiln_arena_vec_push(c->scratch, &acc->floats, v);
   }
@@ -124,8 +128,8 @@ static kiln_status new_graph(ox_ctx *c, const uint8_t *data, size_t len, ox_grap
   return parse_graph(c, data, len, *out);
 }
 
-static kiln_status attr_field(ox_ctx *c, const kiln_wire *rp, const kiln_wire_field *f,
-                              ox_attr *a, attr_acc *acc) {
+static kiln_status attr_field(ox_ctx *c, const kiln_wire *rp, const kiln_wire_field *f, ox_attr *a,
+                              attr_acc *acc) {
   kiln_wire r = *rp;
   kiln_tensor *t;
   ox_graph *g;
@@ -154,7 +158,8 @@ static kiln_status attr_field(ox_ctx *c, const kiln_wire *rp, const kiln_wire_fi
     KILN_TRY(kiln_wire_str(&r, f, c->root->arena, &s));
     kiln_arena_vec_push(c->scratch, &acc->strings, s);
     return KILN_OK;
-  case 10: case 23:
+  case 10:
+  case 23:
     NESTED(c, f, own_tensor(c, f, f->num == 23, &t), ".tensors[%d]", acc->tensors.len);
     kiln_arena_vec_push(c->scratch, &acc->tensors, t);
     return KILN_OK;
@@ -173,11 +178,14 @@ static kiln_status attr_field(ox_ctx *c, const kiln_wire *rp, const kiln_wire_fi
 
 /* The kind from the fields present, for models that omit AttributeProto.type. */
 static kiln_attr_kind infer_kind(const attr_acc *acc) {
-  static const struct { int field; kiln_attr_kind kind; } single[] = {
-      {2, KILN_ATTR_FLOAT}, {3, KILN_ATTR_INT},   {4, KILN_ATTR_STRING},
-      {5, KILN_ATTR_TENSOR}, {6, KILN_ATTR_GRAPH}, {22, KILN_ATTR_SPARSE_TENSOR},
-      {14, KILN_ATTR_TYPE_PROTO}, {7, KILN_ATTR_FLOATS}, {8, KILN_ATTR_INTS},
-      {9, KILN_ATTR_STRINGS}, {10, KILN_ATTR_TENSORS}, {11, KILN_ATTR_GRAPHS},
+  static const struct {
+    int field;
+    kiln_attr_kind kind;
+  } single[] = {
+      {2, KILN_ATTR_FLOAT},           {3, KILN_ATTR_INT},         {4, KILN_ATTR_STRING},
+      {5, KILN_ATTR_TENSOR},          {6, KILN_ATTR_GRAPH},       {22, KILN_ATTR_SPARSE_TENSOR},
+      {14, KILN_ATTR_TYPE_PROTO},     {7, KILN_ATTR_FLOATS},      {8, KILN_ATTR_INTS},
+      {9, KILN_ATTR_STRINGS},         {10, KILN_ATTR_TENSORS},    {11, KILN_ATTR_GRAPHS},
       {23, KILN_ATTR_SPARSE_TENSORS}, {15, KILN_ATTR_TYPE_PROTOS}};
   for (size_t i = 0; i < sizeof single / sizeof single[0]; i++)
     if (acc->seen & (1u << single[i].field)) return single[i].kind;
@@ -194,16 +202,31 @@ static kiln_attr_kind infer_kind(const attr_acc *acc) {
 static void finish_attr(ox_ctx *c, ox_attr *a, const attr_acc *acc) {
   kiln_attr *k = &a->a;
   switch (k->kind) {
-  case KILN_ATTR_FLOATS: k->n = acc->floats.len; COPY_LIST(c, k->floats, acc->floats); break;
-  case KILN_ATTR_INTS: k->n = acc->ints.len; COPY_LIST(c, k->ints, acc->ints); break;
-  case KILN_ATTR_STRINGS: k->n = acc->strings.len; COPY_LIST(c, k->strings, acc->strings); break;
+  case KILN_ATTR_FLOATS:
+    k->n = acc->floats.len;
+    COPY_LIST(c, k->floats, acc->floats);
+    break;
+  case KILN_ATTR_INTS:
+    k->n = acc->ints.len;
+    COPY_LIST(c, k->ints, acc->ints);
+    break;
+  case KILN_ATTR_STRINGS:
+    k->n = acc->strings.len;
+    COPY_LIST(c, k->strings, acc->strings);
+    break;
   case KILN_ATTR_TENSORS:
   case KILN_ATTR_SPARSE_TENSORS:
     k->n = acc->tensors.len;
     COPY_LIST(c, k->tensors, acc->tensors);
     break;
-  case KILN_ATTR_GRAPHS: k->n = acc->graphs.len; a->gs = acc->graphs.data; break;
-  case KILN_ATTR_TYPE_PROTOS: k->n = acc->tps.len; COPY_LIST(c, k->tps, acc->tps); break;
+  case KILN_ATTR_GRAPHS:
+    k->n = acc->graphs.len;
+    a->gs = acc->graphs.data;
+    break;
+  case KILN_ATTR_TYPE_PROTOS:
+    k->n = acc->tps.len;
+    COPY_LIST(c, k->tps, acc->tps);
+    break;
   case KILN_ATTR_STRING:
     if (!k->s) k->s = "";
     break;
@@ -254,10 +277,13 @@ static kiln_status node_field(ox_ctx *c, kiln_wire *rp, const kiln_wire_field *f
   const char *s;
   ox_attr a;
   switch (f->num) {
-  case 1: case 2:
+  case 1:
+  case 2:
     KILN_TRY(kiln_wire_str(&r, f, c->scratch, &s));
-    if (f->num == 1) kiln_arena_vec_push(c->scratch, in, s);
-    else kiln_arena_vec_push(c->scratch, out, s);
+    if (f->num == 1)
+      kiln_arena_vec_push(c->scratch, in, s);
+    else
+      kiln_arena_vec_push(c->scratch, out, s);
     return KILN_OK;
   case 3: return kiln_wire_str(&r, f, c->scratch, &n->name);
   case 4: return kiln_wire_str(&r, f, c->scratch, &n->op_type);
@@ -305,22 +331,26 @@ static kiln_status graph_field(ox_ctx *c, kiln_wire *rp, const kiln_wire_field *
     kiln_arena_vec_push(c->scratch, &g->nodes, n);
     return KILN_OK;
   case 2: return kiln_wire_str(&r, f, c->scratch, &g->name);
-  case 5: case 15: {
+  case 5:
+  case 15: {
     KILN_TRY(kiln_wire_bytes(&r, f));
-    size_t mark = kiln_wire_push(S(c), ".%s[%d]", f->num == 5 ? "initializer" : "sparse_initializer",
-                                 g->inits.len);
+    size_t mark = kiln_wire_push(S(c), ".%s[%d]",
+                                 f->num == 5 ? "initializer" : "sparse_initializer", g->inits.len);
     ox_init in = {f->data, f->len, f->num == 15, path_copy(c)};
     kiln_wire_pop(S(c), mark);
     kiln_arena_vec_push(c->scratch, &g->inits, in);
     return KILN_OK;
   }
-  case 11: NESTED(c, f, parse_vinfo(c, f->data, f->len, &v), ".input[%d]", g->inputs.len);
+  case 11:
+    NESTED(c, f, parse_vinfo(c, f->data, f->len, &v), ".input[%d]", g->inputs.len);
     kiln_arena_vec_push(c->scratch, &g->inputs, v);
     return KILN_OK;
-  case 12: NESTED(c, f, parse_vinfo(c, f->data, f->len, &v), ".output[%d]", g->outputs.len);
+  case 12:
+    NESTED(c, f, parse_vinfo(c, f->data, f->len, &v), ".output[%d]", g->outputs.len);
     kiln_arena_vec_push(c->scratch, &g->outputs, v);
     return KILN_OK;
-  case 13: NESTED(c, f, parse_vinfo(c, f->data, f->len, &v), ".value_info[%d]", g->vinfos.len);
+  case 13:
+    NESTED(c, f, parse_vinfo(c, f->data, f->len, &v), ".value_info[%d]", g->vinfos.len);
     kiln_arena_vec_push(c->scratch, &g->vinfos, v);
     return KILN_OK;
   default: return KILN_OK;
@@ -352,7 +382,8 @@ static kiln_status function_field(ox_ctx *c, kiln_wire *rp, const kiln_wire_fiel
   switch (f->num) {
   case 1: return kiln_wire_str(&r, f, c->scratch, &fn->name);
   case 10: return kiln_wire_str(&r, f, c->scratch, &fn->domain);
-  case 4: case 5:
+  case 4:
+  case 5:
     KILN_TRY(kiln_wire_str(&r, f, c->scratch, &s));
     kiln_arena_vec_push(c->scratch, f->num == 4 ? in : out, s);
     return KILN_OK;
@@ -409,8 +440,7 @@ static kiln_status model_field(ox_ctx *c, kiln_wire *rp, const kiln_wire_field *
     NESTED(c, f, parse_function(c, f->data, f->len, &fn), ".functions[%d]", m->functions.len);
     kiln_arena_vec_push(c->scratch, &m->functions, fn);
     return KILN_OK;
-  case 20:
-    return kiln_wire_error(S(c), KILN_ERR_UNSUPPORTED, f->offset, "training_info");
+  case 20: return kiln_wire_error(S(c), KILN_ERR_UNSUPPORTED, f->offset, "training_info");
   default: return KILN_OK;
   }
 }
@@ -419,7 +449,6 @@ kiln_status kiln_ox_parse_model(ox_ctx *c, const uint8_t *data, size_t len, ox_m
   kiln_wire r = kiln_wire_sub(S(c), data, len);
   kiln_wire_field f;
   memset(m, 0, sizeof *m);
-  m->producer = "";
   for (;;) {
     KILN_TRY(kiln_wire_next(&r, &f));
     if (!f.num) break;

@@ -17,9 +17,22 @@
 
 #include "onnx_internal.h"
 
-enum { F_DIMS = 1, F_DTYPE = 2, F_SEGMENT = 3, F_FLOAT = 4, F_INT32 = 5, F_STRING = 6,
-       F_INT64 = 7, F_NAME = 8, F_RAW = 9, F_DOUBLE = 10, F_UINT64 = 11, F_EXTERNAL = 13,
-       F_LOCATION = 14, F_NFIELDS = 15 };
+enum {
+  F_DIMS = 1,
+  F_DTYPE = 2,
+  F_SEGMENT = 3,
+  F_FLOAT = 4,
+  F_INT32 = 5,
+  F_STRING = 6,
+  F_INT64 = 7,
+  F_NAME = 8,
+  F_RAW = 9,
+  F_DOUBLE = 10,
+  F_UINT64 = 11,
+  F_EXTERNAL = 13,
+  F_LOCATION = 14,
+  F_NFIELDS = 15
+};
 
 typedef struct tensor_msg {
   size_t offset; /* of the message, for errors */
@@ -79,9 +92,12 @@ static kiln_status read_entry(kiln_onnx_src *s, const kiln_wire_field *f, kiln_a
     if (e.num == 2) KILN_TRY(kiln_wire_str(&tmp, &e, a, &val));
   }
   if (!key || !val) return KILN_OK;
-  if (strcmp(key, "location") == 0) m->ext_location = val;
-  else if (strcmp(key, "offset") == 0) m->ext_offset = val;
-  else if (strcmp(key, "length") == 0) m->ext_length = val;
+  if (strcmp(key, "location") == 0)
+    m->ext_location = val;
+  else if (strcmp(key, "offset") == 0)
+    m->ext_offset = val;
+  else if (strcmp(key, "length") == 0)
+    m->ext_length = val;
   return KILN_OK;
 }
 
@@ -90,8 +106,8 @@ static kiln_status read_dims(kiln_onnx_src *s, const kiln_wire *r, const kiln_wi
   size_t n;
   KILN_TRY(kiln_wire_count(r, f, KILN_WIRE_VARINT, &n));
   if (n > (size_t)(KILN_MAX_RANK - m->rank))
-    return kiln_wire_error(&s->w, KILN_ERR_UNSUPPORTED, f->offset,
-                           "tensor has more than %d dims", KILN_MAX_RANK);
+    return kiln_wire_error(&s->w, KILN_ERR_UNSUPPORTED, f->offset, "tensor has more than %d dims",
+                           KILN_MAX_RANK);
   uint64_t v[KILN_MAX_RANK];
   KILN_TRY(kiln_wire_get_varints(r, f, v));
   for (size_t i = 0; i < n; i++) m->dims[m->rank++] = (int64_t)v[i];
@@ -113,8 +129,7 @@ static kiln_status survey_field(kiln_onnx_src *s, kiln_wire *r, const kiln_wire_
   switch (f->num) {
   case F_DIMS: return read_dims(s, r, f, m);
   case F_DTYPE: return kiln_wire_i32(r, f, &m->dtype);
-  case F_SEGMENT:
-    return kiln_wire_error(&s->w, KILN_ERR_UNSUPPORTED, f->offset, "tensor segments");
+  case F_SEGMENT: return kiln_wire_error(&s->w, KILN_ERR_UNSUPPORTED, f->offset, "tensor segments");
   case F_NAME: return kiln_wire_str(r, f, a, &m->name);
   case F_RAW:
     KILN_TRY(kiln_wire_bytes(r, f));
@@ -122,8 +137,15 @@ static kiln_status survey_field(kiln_onnx_src *s, kiln_wire *r, const kiln_wire_
     return KILN_OK;
   case F_EXTERNAL: KILN_TRY(kiln_wire_bytes(r, f)); return read_entry(s, f, a, m);
   case F_LOCATION: return kiln_wire_i32(r, f, &m->location);
-  case F_STRING: KILN_TRY(kiln_wire_bytes(r, f)); m->counts[F_STRING]++; return KILN_OK;
-  case F_FLOAT: case F_INT32: case F_INT64: case F_DOUBLE: case F_UINT64:
+  case F_STRING:
+    KILN_TRY(kiln_wire_bytes(r, f));
+    m->counts[F_STRING]++;
+    return KILN_OK;
+  case F_FLOAT:
+  case F_INT32:
+  case F_INT64:
+  case F_DOUBLE:
+  case F_UINT64:
     KILN_TRY(kiln_wire_count(r, f, data_elem_type(f->num), &n));
     m->counts[f->num] += n; /* bounded by the buffer length: no overflow */
     return KILN_OK;
@@ -138,7 +160,8 @@ static uint32_t data_field_of(kiln_dtype t) {
   case KILN_STRING: return F_STRING;
   case KILN_I64: return F_INT64;
   case KILN_F64: return F_DOUBLE;
-  case KILN_U32: case KILN_U64: return F_UINT64;
+  case KILN_U32:
+  case KILN_U64: return F_UINT64;
   default: return F_INT32;
   }
 }
@@ -185,7 +208,8 @@ static kiln_status decode_field(kiln_onnx_src *s, const kiln_wire *r, const kiln
                                 kiln_tensor *t, size_t *pos) {
   if (f->num == F_STRING) {
     char **strs = t->data;
-    if ((int64_t)*pos < t->numel) KILN_TRY(kiln_wire_str(r, f, NULL, (const char **)&strs[(*pos)++]));
+    if ((int64_t)*pos < t->numel)
+      KILN_TRY(kiln_wire_str(r, f, NULL, (const char **)&strs[(*pos)++]));
     return KILN_OK;
   }
   if (f->num == F_FLOAT || f->num == F_DOUBLE) {
@@ -228,8 +252,8 @@ static kiln_status decode_typed(kiln_onnx_src *s, const uint8_t *data, size_t le
   return KILN_OK;
 }
 
-static kiln_status check_typed(kiln_onnx_src *s, const tensor_msg *m, kiln_dtype dt,
-                               int64_t numel, uint32_t *out_field) {
+static kiln_status check_typed(kiln_onnx_src *s, const tensor_msg *m, kiln_dtype dt, int64_t numel,
+                               uint32_t *out_field) {
   uint32_t want = data_field_of(dt);
   char msg[160];
   for (uint32_t fl = F_FLOAT; fl < F_NFIELDS; fl++) {
@@ -290,15 +314,17 @@ static kiln_status open_external(kiln_onnx_src *s, const tensor_msg *m, int *out
   kiln_status st = KILN_OK;
   char *real_base = NULL, *real_file = NULL;
   if (!normalize_rel(m->ext_location, &rel)) {
-    st = terr(s, m, KILN_ERR_INVALID, "external data location must be a relative path inside the model's folder");
+    st = terr(s, m, KILN_ERR_INVALID,
+              "external data location must be a relative path inside the model's folder");
     goto done;
   }
   kiln_strbuf_printf(&full, "%s/%s", s->base_dir, rel.data);
   real_base = realpath(s->base_dir, NULL);
   real_file = realpath(full.data, NULL);
   if (!real_base || !real_file) {
-    st = kiln_wire_error(&s->w, KILN_ERR_IO, m->offset, "tensor '%s': cannot open external data '%s': %s",
-                         m->name ? m->name : "", full.data, strerror(errno));
+    st = kiln_wire_error(&s->w, KILN_ERR_IO, m->offset,
+                         "tensor '%s': cannot open external data '%s': %s", m->name ? m->name : "",
+                         full.data, strerror(errno));
     goto done;
   }
   size_t bl = strlen(real_base);
@@ -333,8 +359,9 @@ static kiln_status pread_all(int fd, void *dst, size_t n, int64_t off, const cha
  * allocation. */
 static kiln_status alloc_tensor(kiln_onnx_src *s, const tensor_msg *m, kiln_tensor **out) {
   kiln_status st = kiln_tensor_new((kiln_dtype)m->dtype, m->rank, m->dims, out);
-  if (st) st = kiln_status_annotate(st, "%s: tensor '%s' at byte %zu", s->w.path,
-                                    m->name ? m->name : "", m->offset);
+  if (st)
+    st = kiln_status_annotate(st, "%s: tensor '%s' at byte %zu", s->w.path, m->name ? m->name : "",
+                              m->offset);
   return st;
 }
 
@@ -374,6 +401,17 @@ static kiln_status read_external(kiln_onnx_src *s, const tensor_msg *m, int64_t 
 
 /* ---- TensorProto ---- */
 
+/* memcpy in slices, letting the OS drop each slice of a mapped file once copied:
+ * loading peaks at one copy of the weights, not one plus the largest tensor. */
+static void copy_released(const kiln_onnx_src *s, uint8_t *dst, const uint8_t *src, size_t n) {
+  const size_t slice = (size_t)4 << 20;
+  for (size_t done = 0; done < n; done += slice) {
+    size_t k = n - done < slice ? n - done : slice;
+    memcpy(dst + done, src + done, k);
+    kiln_onnx_release(s, src + done, k);
+  }
+}
+
 static kiln_status read_raw(kiln_onnx_src *s, const tensor_msg *m, int64_t numel,
                             kiln_tensor **out) {
   if (m->dtype == KILN_STRING)
@@ -387,8 +425,10 @@ static kiln_status read_raw(kiln_onnx_src *s, const tensor_msg *m, int64_t numel
   }
   KILN_TRY(alloc_tensor(s, m, out));
   kiln_tensor *t = *out;
-  if (sub_byte(t->dtype)) unpack_bits(t->data, m->raw, numel, kiln_dtype_bits(t->dtype));
-  else if (need) memcpy(t->data, m->raw, need);
+  if (sub_byte(t->dtype))
+    unpack_bits(t->data, m->raw, numel, kiln_dtype_bits(t->dtype));
+  else
+    copy_released(s, t->data, m->raw, need);
   if (t->dtype == KILN_BOOL)
     for (int64_t i = 0; i < numel; i++) ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
   return KILN_OK;
@@ -410,8 +450,9 @@ static kiln_status build_tensor(kiln_onnx_src *s, const tensor_msg *m, const uin
   KILN_TRY(check_dtype(s, m));
   int64_t numel;
   kiln_status st = kiln_shape_numel(m->rank, m->dims, &numel);
-  if (st) return kiln_status_annotate(st, "%s: tensor '%s' at byte %zu", s->w.path,
-                                      m->name ? m->name : "", m->offset);
+  if (st)
+    return kiln_status_annotate(st, "%s: tensor '%s' at byte %zu", s->w.path,
+                                m->name ? m->name : "", m->offset);
   if (m->location == 1) return read_external(s, m, numel, out);
   if (m->location != 0) return terr(s, m, KILN_ERR_INVALID, "invalid data_location");
   if (m->has_raw) return read_raw(s, m, numel, out);
@@ -421,8 +462,8 @@ static kiln_status build_tensor(kiln_onnx_src *s, const tensor_msg *m, const uin
   return decode_typed(s, data, len, field, *out);
 }
 
-kiln_status kiln_onnx_read_tensor(kiln_onnx_src *s, const uint8_t *data, size_t len,
-                                  kiln_arena *a, const char **out_name, kiln_tensor **out) {
+kiln_status kiln_onnx_read_tensor(kiln_onnx_src *s, const uint8_t *data, size_t len, kiln_arena *a,
+                                  const char **out_name, kiln_tensor **out) {
   tensor_msg m;
   memset(&m, 0, sizeof m);
   m.offset = (size_t)(data - s->w.base);
@@ -464,11 +505,12 @@ static kiln_status scatter(kiln_onnx_src *s, size_t off, const kiln_tensor *vals
       int64_t i = kiln_load_i64(idx->dtype, idx->data, (size_t)(coords ? k * dense->rank + d : k));
       int64_t ext = coords ? dense->dims[d] : dense->numel;
       if (i < 0 || i >= ext)
-        return kiln_wire_error(&s->w, KILN_ERR_INVALID, off, "sparse tensor: index %lld out of range",
-                               (long long)i);
+        return kiln_wire_error(&s->w, KILN_ERR_INVALID, off,
+                               "sparse tensor: index %lld out of range", (long long)i);
       lin = lin * ext + i;
     }
-    memcpy((uint8_t *)dense->data + (size_t)lin * sz, (const uint8_t *)vals->data + (size_t)k * sz, sz);
+    memcpy((uint8_t *)dense->data + (size_t)lin * sz, (const uint8_t *)vals->data + (size_t)k * sz,
+           sz);
   }
   return KILN_OK;
 }
@@ -513,8 +555,8 @@ static kiln_status check_dense_size(kiln_onnx_src *s, size_t off, kiln_dtype dt,
   return KILN_OK;
 }
 
-kiln_status kiln_onnx_read_sparse(kiln_onnx_src *s, const uint8_t *data, size_t len,
-                                  kiln_arena *a, const char **out_name, kiln_tensor **out) {
+kiln_status kiln_onnx_read_sparse(kiln_onnx_src *s, const uint8_t *data, size_t len, kiln_arena *a,
+                                  const char **out_name, kiln_tensor **out) {
   size_t off = (size_t)(data - s->w.base);
   kiln_tensor *vals = NULL, *idx = NULL, *dense = NULL;
   const char *name = "";
@@ -575,8 +617,7 @@ static kiln_status read_shape(kiln_onnx_src *s, const kiln_wire_field *sf, kiln_
     if (f.num != 1) continue;
     KILN_TRY(kiln_wire_bytes(&r, &f));
     if (t->rank == KILN_MAX_RANK)
-      return kiln_wire_error(&s->w, KILN_ERR_UNSUPPORTED, f.offset, "rank above %d",
-                             KILN_MAX_RANK);
+      return kiln_wire_error(&s->w, KILN_ERR_UNSUPPORTED, f.offset, "rank above %d", KILN_MAX_RANK);
     KILN_TRY(read_dim(s, &f, a, &t->dims[t->rank++]));
   }
 }
@@ -658,11 +699,13 @@ static kiln_status read_type_rec(kiln_onnx_src *s, const uint8_t *data, size_t l
     kiln_type elem;
     switch (f.num) {
     case 1: st = read_tensor_type(s, &f, a, out); break;
-    case 4: case 9:
+    case 4:
+    case 9:
       st = read_elem(s, &f, a, &elem);
       if (!st) st = wrap_type(s, &f, elem, out);
       break;
-    case 5: case 8:
+    case 5:
+    case 8:
       st = kiln_wire_error(&s->w, KILN_ERR_UNSUPPORTED, f.offset, "%s types",
                            f.num == 5 ? "map" : "sparse tensor");
       break;

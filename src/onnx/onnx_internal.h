@@ -16,11 +16,11 @@ typedef struct kiln_onnx_src {
 /* ---- import_tensor.c ---- */
 /* Decodes a TensorProto into a new tensor (sub-byte types unpacked, one element
  * per byte). *out_name (if out_name) gets the name, copied into arena a. */
-kiln_status kiln_onnx_read_tensor(kiln_onnx_src *s, const uint8_t *data, size_t len,
-                                  kiln_arena *a, const char **out_name, kiln_tensor **out);
+kiln_status kiln_onnx_read_tensor(kiln_onnx_src *s, const uint8_t *data, size_t len, kiln_arena *a,
+                                  const char **out_name, kiln_tensor **out);
 /* Decodes a SparseTensorProto into a new dense tensor. */
-kiln_status kiln_onnx_read_sparse(kiln_onnx_src *s, const uint8_t *data, size_t len,
-                                  kiln_arena *a, const char **out_name, kiln_tensor **out);
+kiln_status kiln_onnx_read_sparse(kiln_onnx_src *s, const uint8_t *data, size_t len, kiln_arena *a,
+                                  const char **out_name, kiln_tensor **out);
 /* Decodes a TypeProto; symbol names are copied into arena a. */
 kiln_status kiln_onnx_read_type(kiln_onnx_src *s, const uint8_t *data, size_t len, kiln_arena *a,
                                 kiln_type *out);

@@ -40,8 +40,8 @@ kiln_status kiln_pb_read_tensor(const char *path, kiln_tensor **out) {
 }
 
 /* SequenceProto (tensor_values = 3) into a sequence of dtype elem (UNDEFINED: from the items). */
-static kiln_status read_sequence(kiln_onnx_src *s, const uint8_t *data, size_t len,
-                                 kiln_dtype elem, kiln_seq **out) {
+static kiln_status read_sequence(kiln_onnx_src *s, const uint8_t *data, size_t len, kiln_dtype elem,
+                                 kiln_seq **out) {
   kiln_wire r = kiln_wire_sub(&s->w, data, len);
   kiln_wire_field f;
   kiln_seq *seq = kiln_seq_new(elem);
@@ -55,7 +55,8 @@ static kiln_status read_sequence(kiln_onnx_src *s, const uint8_t *data, size_t l
     if (f.num != 3) continue;
     kiln_tensor *t;
     size_t mark = kiln_wire_push(&s->w, ".tensor_values[%d]", seq->len);
-    if (!(st = kiln_wire_bytes(&r, &f))) st = kiln_onnx_read_tensor(s, f.data, f.len, NULL, NULL, &t);
+    if (!(st = kiln_wire_bytes(&r, &f)))
+      st = kiln_onnx_read_tensor(s, f.data, f.len, NULL, NULL, &t);
     kiln_wire_pop(&s->w, mark);
     if (st) break;
     if (seq->elem == KILN_UNDEFINED) seq->elem = t->dtype;
@@ -89,8 +90,10 @@ static kiln_status read_optional(kiln_onnx_src *s, const uint8_t *data, size_t l
     kiln_tensor_free(v->t);
     kiln_seq_free(v->seq);
     v->t = NULL, v->seq = NULL;
-    if (f.num == 3) KILN_TRY(kiln_onnx_read_tensor(s, f.data, f.len, NULL, NULL, &v->t));
-    else KILN_TRY(read_sequence(s, f.data, f.len, expected->dtype, &v->seq));
+    if (f.num == 3)
+      KILN_TRY(kiln_onnx_read_tensor(s, f.data, f.len, NULL, NULL, &v->t));
+    else
+      KILN_TRY(read_sequence(s, f.data, f.len, expected->dtype, &v->seq));
     v->elem_seq = f.num == 5;
   }
 }
@@ -157,9 +160,9 @@ typedef struct npy_kind {
 } npy_kind;
 
 static const npy_kind npy_kinds[] = {
-    {"f2", KILN_F16}, {"f4", KILN_F32}, {"f8", KILN_F64}, {"i1", KILN_I8},  {"i2", KILN_I16},
-    {"i4", KILN_I32}, {"i8", KILN_I64}, {"u1", KILN_U8},  {"u2", KILN_U16}, {"u4", KILN_U32},
-    {"u8", KILN_U64}, {"b1", KILN_BOOL},
+    {"f2", KILN_F16}, {"f4", KILN_F32}, {"f8", KILN_F64}, {"i1", KILN_I8},
+    {"i2", KILN_I16}, {"i4", KILN_I32}, {"i8", KILN_I64}, {"u1", KILN_U8},
+    {"u2", KILN_U16}, {"u4", KILN_U32}, {"u8", KILN_U64}, {"b1", KILN_BOOL},
 };
 
 static kiln_status npy_dtype(const char *descr, kiln_dtype *out) {
@@ -173,7 +176,8 @@ static kiln_status npy_dtype(const char *descr, kiln_dtype *out) {
     return KILN_OK;
   }
   return kiln_unsupported("numpy dtype '%s' is not supported (bfloat16, float8 and 4-bit types "
-                          "have no numpy dtype: use a .pb file)", descr);
+                          "have no numpy dtype: use a .pb file)",
+                          descr);
 }
 
 typedef struct npy_header {
@@ -209,8 +213,10 @@ static const char *npy_shape(const char *p, npy_header *h) {
     if (end == p || errno || d < 0 || h->rank == KILN_MAX_RANK) return NULL;
     h->dims[h->rank++] = d;
     p = skip_ws(end);
-    if (*p == ',') p++;
-    else if (*p != ')') return NULL;
+    if (*p == ',')
+      p++;
+    else if (*p != ')')
+      return NULL;
   }
   return p + 1;
 }
@@ -230,8 +236,10 @@ static const char *npy_entry(const char *p, npy_header *h) {
     return npy_shape(p, h);
   }
   if (strcmp(key, "fortran_order") == 0) {
-    if (strncmp(p, "True", 4) == 0) h->fortran = true;
-    else if (strncmp(p, "False", 5) != 0) return NULL;
+    if (strncmp(p, "True", 4) == 0)
+      h->fortran = true;
+    else if (strncmp(p, "False", 5) != 0)
+      return NULL;
     return p + (h->fortran ? 4 : 5);
   }
   return NULL;
@@ -244,8 +252,10 @@ static kiln_status npy_parse_header(const char *text, npy_header *h) {
   for (p = skip_ws(p); *p != '}'; p = skip_ws(p)) {
     if (!(p = npy_entry(p, h))) return kiln_invalid("malformed .npy header: %s", text);
     p = skip_ws(p);
-    if (*p == ',') p++;
-    else if (*p != '}') return kiln_invalid("malformed .npy header: %s", text);
+    if (*p == ',')
+      p++;
+    else if (*p != '}')
+      return kiln_invalid("malformed .npy header: %s", text);
   }
   if (!h->has_descr || !h->has_shape) return kiln_invalid("incomplete .npy header: %s", text);
   if (h->fortran) return kiln_unsupported(".npy data in Fortran order");
@@ -261,7 +271,8 @@ static kiln_status npy_read_header(FILE *f, npy_header *h) {
     hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
   } else if (pre[6] == 2 || pre[6] == 3) {
     if (fread(pre + 10, 1, 2, f) != 2) return kiln_invalid("truncated .npy header");
-    hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
+    hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 |
+           (uint32_t)pre[11] << 24;
   } else {
     return kiln_unsupported(".npy format version %d", pre[6]);
   }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const char *wire_type_name(unsigned t) {
-  static const char *names[] = {"varint", "64-bit",    "length-delimited", "start-group",
+  static const char *names[] = {"varint",    "64-bit", "length-delimited", "start-group",
                                 "end-group", "32-bit", "invalid (6)",      "invalid (7)"};
   return t < 8 ? names[t] : "invalid";
 }
@@ -90,7 +90,8 @@ static kiln_status bad_varint(const kiln_wire *r, const uint8_t *at, const char 
   for (const uint8_t *q = at; q < r->end && q < at + 10; q++)
     if (!(*q & 0x80)) truncated = false;
   if (r->end - at >= 10) truncated = false;
-  return kiln_wire_error(r->ctx, KILN_ERR_INVALID, off_of(r, at), "%s %s", truncated ? "truncated" : "malformed (over 64 bits)", what);
+  return kiln_wire_error(r->ctx, KILN_ERR_INVALID, off_of(r, at), "%s %s",
+                         truncated ? "truncated" : "malformed (over 64 bits)", what);
 }
 
 static kiln_status read_payload(kiln_wire *r, kiln_wire_field *f, const uint8_t *tag_at) {
@@ -148,8 +149,8 @@ kiln_status kiln_wire_next(kiln_wire *r, kiln_wire_field *f) {
 
 static kiln_status wrong_type(const kiln_wire *r, const kiln_wire_field *f, const char *want) {
   return kiln_wire_error(r->ctx, KILN_ERR_INVALID, f->offset,
-                         "field %u has wire type %s, expected %s", f->num,
-                         wire_type_name(f->type), want);
+                         "field %u has wire type %s, expected %s", f->num, wire_type_name(f->type),
+                         want);
 }
 
 kiln_status kiln_wire_i64(const kiln_wire *r, const kiln_wire_field *f, int64_t *out) {
@@ -204,8 +205,8 @@ kiln_status kiln_wire_count(const kiln_wire *r, const kiln_wire_field *f, kiln_w
     size_t sz = fixed_size(elem);
     if (f->len % sz)
       return kiln_wire_error(r->ctx, KILN_ERR_INVALID, f->offset,
-                             "packed field %u has %zu bytes, not a multiple of %zu", f->num,
-                             f->len, sz);
+                             "packed field %u has %zu bytes, not a multiple of %zu", f->num, f->len,
+                             sz);
     *out = f->len / sz;
     return KILN_OK;
   }
@@ -250,8 +251,10 @@ kiln_status kiln_wire_get_fixed(const kiln_wire *r, const kiln_wire_field *f, ki
 void kiln_wire_put_raw(kiln_wire_writer *w, const void *p, size_t n) {
   w->n += n;
   if (!n) return;
-  if (w->buf) kiln_strbuf_append(w->buf, p, n);
-  else if (w->file && fwrite(p, 1, n, w->file) != n) w->io_error = true;
+  if (w->buf)
+    kiln_strbuf_append(w->buf, p, n);
+  else if (w->file && fwrite(p, 1, n, w->file) != n)
+    w->io_error = true;
 }
 
 void kiln_wire_put_varint(kiln_wire_writer *w, uint64_t v) {

@@ -208,11 +208,12 @@ static kiln_status optional_eval(kiln_eval_ctx *ctx) {
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "attribute 'type' must be a type");
   const kiln_val *x = ctx->n_in > 0 ? ctx->in[0] : NULL;
   if (x) {
-    kiln_dtype dt = x->kind == KILN_TYPE_TENSOR && x->t ? x->t->dtype
+    kiln_dtype dt = x->kind == KILN_TYPE_TENSOR && x->t       ? x->t->dtype
                     : x->kind == KILN_TYPE_SEQUENCE && x->seq ? x->seq->elem
-                                                               : KILN_UNDEFINED;
+                                                              : KILN_UNDEFINED;
     if (ta && ta->tp.dtype && dt && ta->tp.dtype != dt)
-      return kiln_eval_error(ctx, KILN_ERR_INVALID, "input type %s disagrees with attribute 'type' (%s)",
+      return kiln_eval_error(ctx, KILN_ERR_INVALID,
+                             "input type %s disagrees with attribute 'type' (%s)",
                              kiln_dtype_name(dt), kiln_dtype_name(ta->tp.dtype));
     return wrap_optional(ctx, x, &ctx->out[0]);
   }
@@ -243,8 +244,7 @@ static kiln_status optional_infer(kiln_infer_ctx *ctx) {
 /* Opset < 18 takes only optionals in OptionalHasElement/OptionalGetElement. */
 static kiln_status require_optional(kiln_eval_ctx *ctx, const kiln_val *x) {
   if (ctx->node->opset >= 18 || (x && x->kind == KILN_TYPE_OPTIONAL)) return KILN_OK;
-  return kiln_eval_error(ctx, KILN_ERR_INVALID,
-                         "input must be an optional before opset 18, got %s",
+  return kiln_eval_error(ctx, KILN_ERR_INVALID, "input must be an optional before opset 18, got %s",
                          kiln_ctl_kind_name(x));
 }
 

@@ -21,20 +21,21 @@ static void acc_free(stack_acc *a, int n) {
 /* Takes the tensor out of v (freeing v) and appends it; each must have the shape of the first. */
 static kiln_status acc_push(kiln_eval_ctx *ctx, stack_acc *a, kiln_val *v, int k) {
   if (!v || v->kind != KILN_TYPE_TENSOR || !v->t) {
-    kiln_status st = kiln_eval_error(ctx, KILN_ERR_INVALID, "scan output %d must be a tensor, got %s",
-                                     k, kiln_ctl_kind_name(v));
+    kiln_status st = kiln_eval_error(
+        ctx, KILN_ERR_INVALID, "scan output %d must be a tensor, got %s", k, kiln_ctl_kind_name(v));
     kiln_val_free(v);
     return st;
   }
   kiln_tensor *t = v->t;
   v->t = NULL;
   kiln_val_free(v);
-  if (a->items.len > 0 && (!kiln_tensor_same_shape(t, a->items.data[0]) ||
-                           t->dtype != a->items.data[0]->dtype)) {
+  if (a->items.len > 0 &&
+      (!kiln_tensor_same_shape(t, a->items.data[0]) || t->dtype != a->items.data[0]->dtype)) {
     char b1[96], b2[96];
-    kiln_status st = kiln_eval_error(
-        ctx, KILN_ERR_INVALID, "scan output %d changes type between iterations: %s, then %s", k,
-        kiln_tensor_type_str(a->items.data[0], b1, sizeof b1), kiln_tensor_type_str(t, b2, sizeof b2));
+    kiln_status st = kiln_eval_error(ctx, KILN_ERR_INVALID,
+                                     "scan output %d changes type between iterations: %s, then %s",
+                                     k, kiln_tensor_type_str(a->items.data[0], b1, sizeof b1),
+                                     kiln_tensor_type_str(t, b2, sizeof b2));
     kiln_tensor_free(t);
     return st;
   }
@@ -45,7 +46,8 @@ static kiln_status acc_push(kiln_eval_ctx *ctx, stack_acc *a, kiln_val *v, int k
 /* Stacks the items of a along a new axis; item i goes to position reverse ? n-1-i : i. */
 static kiln_status acc_stack(const stack_acc *a, int axis, bool reverse, kiln_tensor **out) {
   const kiln_tensor *first = a->items.data[0];
-  if (first->rank + 1 > KILN_MAX_RANK) return kiln_unsupported("stacked scan output rank too large");
+  if (first->rank + 1 > KILN_MAX_RANK)
+    return kiln_unsupported("stacked scan output rank too large");
   int64_t dims[KILN_MAX_RANK], n = a->items.len;
   for (int i = 0, k = 0; i <= first->rank; i++) dims[i] = i == axis ? n : first->dims[k++];
   KILN_TRY(kiln_tensor_new(first->dtype, first->rank + 1, dims, out));
@@ -95,6 +97,24 @@ static kiln_status check_carried(loop_state *s, int i, const kiln_val *nv) {
   return KILN_OK;
 }
 
+/* Loop-carried value i as the body takes it: a tensor or sequence bound to a body input
+ * declared optional becomes a present optional (the carried value of Loop-16 may start as
+ * an optional and continue as the sequence the body returns). The wrapper is shallow: it
+ * borrows the data, as the body borrows its inputs. */
+static kiln_val *as_body_input(const loop_state *s, int i, kiln_val *wrap) {
+  kiln_val *v = s->carried[i];
+  int id = s->body->inputs.data[2 + i];
+  if (!v || v->kind == KILN_TYPE_OPTIONAL ||
+      s->body->values.data[id].type.kind != KILN_TYPE_OPTIONAL)
+    return v;
+  wrap->kind = KILN_TYPE_OPTIONAL;
+  wrap->t = v->kind == KILN_TYPE_TENSOR ? v->t : NULL;
+  wrap->seq = v->kind == KILN_TYPE_SEQUENCE ? v->seq : NULL;
+  wrap->elem_seq = v->kind == KILN_TYPE_SEQUENCE;
+  wrap->opt_dtype = v->t ? v->t->dtype : v->seq ? v->seq->elem : KILN_UNDEFINED;
+  return wrap;
+}
+
 /* Runs one iteration: consumes outs of the body; returns the new condition. */
 static kiln_status loop_iter(loop_state *s, int64_t it, bool cond, bool *out_cond) {
   int nb = 2 + s->n_carried, no = 1 + s->n_carried + s->n_scan;
@@ -109,13 +129,16 @@ static kiln_status loop_iter(loop_state *s, int64_t it, bool cond, bool *out_con
     in[0] = kiln_val_tensor(ti);
     in[1] = kiln_val_tensor(tc);
     ti = tc = NULL;
-    for (int i = 0; i < s->n_carried; i++) in[2 + i] = s->carried[i];
+    kiln_val *wrap = kiln_xcalloc((size_t)s->n_carried + 1, sizeof *wrap);
+    for (int i = 0; i < s->n_carried; i++) in[2 + i] = as_body_input(s, i, &wrap[i]);
     st = kiln_interp_run_sub(s->ctx, s->body, nb, in, outs);
+    free(wrap);
   }
   const kiln_tensor *c = !st && outs[0] && outs[0]->kind == KILN_TYPE_TENSOR ? outs[0]->t : NULL;
   if (!st && (!c || c->numel != 1 || kiln_dtype_class_of(c->dtype) == KILN_CLASS_STRING))
-    st = kiln_eval_error(s->ctx, KILN_ERR_INVALID, "the body's condition output must be a "
-                                                   "boolean scalar");
+    st = kiln_eval_error(s->ctx, KILN_ERR_INVALID,
+                         "the body's condition output must be a "
+                         "boolean scalar");
   if (!st) *out_cond = kiln_load_f64(c->dtype, c->data, 0) != 0;
   for (int i = 0; !st && i < s->n_carried; i++) st = check_carried(s, i, outs[1 + i]);
   for (int i = 0; !st && i < s->n_carried; i++) {
@@ -257,11 +280,10 @@ static kiln_status scan_seq(scan_cfg *c, kiln_val **state, bool *own,
       if (!nv || nv->kind != KILN_TYPE_TENSOR || !nv->t || nv->t->dtype != ov->t->dtype ||
           !kiln_tensor_same_shape(nv->t, ov->t)) {
         char b1[96], b2[96];
-        st = kiln_eval_error(c->ctx, KILN_ERR_INVALID,
-                             "state variable %d must keep its type %s, the body gave %s", i,
-                             kiln_tensor_type_str(ov->t, b1, sizeof b1),
-                             nv && nv->t ? kiln_tensor_type_str(nv->t, b2, sizeof b2)
-                                         : kiln_ctl_kind_name(nv));
+        st = kiln_eval_error(
+            c->ctx, KILN_ERR_INVALID, "state variable %d must keep its type %s, the body gave %s",
+            i, kiln_tensor_type_str(ov->t, b1, sizeof b1),
+            nv && nv->t ? kiln_tensor_type_str(nv->t, b2, sizeof b2) : kiln_ctl_kind_name(nv));
       }
     }
     for (int i = 0; !st && i < c->n_state; i++) {
@@ -314,8 +336,8 @@ static kiln_status scan_ints(kiln_eval_ctx *ctx, const char *name, int n, int64_
   int len;
   KILN_TRY(kiln_node_ints(ctx->node, name, &v, &len));
   if (len > n)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "attribute '%s' has %d values, expected %d",
-                           name, len, n);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "attribute '%s' has %d values, expected %d", name,
+                           len, n);
   for (int i = 0; i < n; i++) vals[i] = i < len ? v[i] : 0;
   return KILN_OK;
 }
@@ -350,7 +372,8 @@ static kiln_status scan_inputs(scan_cfg *c, int first, const kiln_tensor **scans
       return kiln_eval_error(c->ctx, KILN_ERR_INVALID, "scan input %d must have rank >= 1", j);
     KILN_TRY(kiln_norm_axis(c->ctx, c->in_axis[j], r, &c->in_axis[j]));
     int64_t n = scans[j]->dims[c->in_axis[j]];
-    if (j == 0) *len = n;
+    if (j == 0)
+      *len = n;
     else if (n != *len)
       return kiln_eval_error(c->ctx, KILN_ERR_INVALID,
                              "scan input %d has length %lld along its axis, input 0 has %lld", j,
@@ -418,13 +441,12 @@ static kiln_status scan9_eval(kiln_eval_ctx *ctx) {
   return st;
 }
 
-
 /* ---- Scan-8: batched, with sequence_lens ---- */
 typedef struct scan8_run {
   scan_cfg c;
   int64_t batch, max_len;
-  const kiln_tensor *lens;                  /* NULL: every entry has max_len steps */
-  kiln_val *const *init;                    /* the initial states, [batch, ...] */
+  const kiln_tensor *lens;                     /* NULL: every entry has max_len steps */
+  kiln_val *const *init;                       /* the initial states, [batch, ...] */
   const kiln_tensor *scans[KILN_MAX_RANK * 4]; /* [batch, max_len, ...] */
   kiln_tensor **res; /* the node's outputs: states, then scan outputs (NULL until known) */
 } scan8_run;
@@ -437,8 +459,7 @@ static kiln_status scan8_store(scan8_run *r, int64_t b, const stack_acc *acc) {
     kiln_tensor **o = &r->res[r->c.n_state + k];
     if (!*o) {
       if (e->rank + 2 > KILN_MAX_RANK)
-        return kiln_eval_error(r->c.ctx, KILN_ERR_UNSUPPORTED, "scan output %d: rank too large",
-                               k);
+        return kiln_eval_error(r->c.ctx, KILN_ERR_UNSUPPORTED, "scan output %d: rank too large", k);
       int64_t dims[KILN_MAX_RANK] = {r->batch, r->max_len};
       for (int i = 0; i < e->rank; i++) dims[2 + i] = e->dims[i];
       KILN_TRY(kiln_tensor_new(e->dtype, e->rank + 2, dims, o));
@@ -491,7 +512,8 @@ static kiln_status scan8_prepare(scan8_run *r) {
     const kiln_tensor *x = r->scans[j];
     if (x->rank < 2)
       return kiln_eval_error(ctx, KILN_ERR_INVALID, "scan input %d must have rank >= 2", j);
-    if (j == 0) r->batch = x->dims[0], r->max_len = x->dims[1];
+    if (j == 0)
+      r->batch = x->dims[0], r->max_len = x->dims[1];
     else if (x->dims[0] != r->batch || x->dims[1] != r->max_len)
       return kiln_eval_error(ctx, KILN_ERR_INVALID,
                              "scan input %d has batch and length %lldx%lld, input 0 %lldx%lld", j,
@@ -502,8 +524,8 @@ static kiln_status scan8_prepare(scan8_run *r) {
     const kiln_tensor *s = r->init[i]->t;
     if (s->rank < 1 || s->dims[0] != r->batch)
       return kiln_eval_error(ctx, KILN_ERR_INVALID,
-                             "initial state %d must have the batch size %lld as first dimension",
-                             i, (long long)r->batch);
+                             "initial state %d must have the batch size %lld as first dimension", i,
+                             (long long)r->batch);
     KILN_TRY(kiln_tensor_new(s->dtype, s->rank, s->dims, &r->res[i]));
   }
   r->lens = kiln_eval_in(ctx, 0);
@@ -589,8 +611,10 @@ static kiln_status scan_infer(kiln_infer_ctx *ctx) {
   int64_t in_ax = !v8 && ia && ia->kind == KILN_ATTR_INTS && ia->n > 0 ? ia->ints[0] : 0;
   if (x && x->kind == KILN_TYPE_TENSOR && x->rank > 0) {
     if (in_ax < 0) in_ax += x->rank;
-    if (v8 && x->rank >= 2) batch = x->dims[0], len = x->dims[1];
-    else if (!v8 && in_ax >= 0 && in_ax < x->rank) len = x->dims[in_ax];
+    if (v8 && x->rank >= 2)
+      batch = x->dims[0], len = x->dims[1];
+    else if (!v8 && in_ax >= 0 && in_ax < x->rank)
+      len = x->dims[in_ax];
   }
   for (int k = n_state; k < ctx->n_out; k++) {
     const kiln_type *bt = body_out_type(body, k);
@@ -601,8 +625,8 @@ static kiln_status scan_infer(kiln_infer_ctx *ctx) {
       stacked_type(&tmp, 0, batch, &ctx->out[k]);
       continue;
     }
-    int64_t ax = oa && oa->kind == KILN_ATTR_INTS && k - n_state < oa->n ? oa->ints[k - n_state]
-                                                                          : 0;
+    int64_t ax =
+        oa && oa->kind == KILN_ATTR_INTS && k - n_state < oa->n ? oa->ints[k - n_state] : 0;
     if (ax < 0 && bt->rank >= 0) ax += bt->rank + 1;
     if (ax >= 0 && ax <= KILN_MAX_RANK) stacked_type(bt, (int)ax, len, &ctx->out[k]);
   }
@@ -630,7 +654,8 @@ static kiln_status seqmap_check(kiln_eval_ctx *ctx, const kiln_graph *body, int 
     if (j == 0 && !seq)
       return kiln_eval_error(ctx, KILN_ERR_INVALID, "input 0 must be a sequence, got %s",
                              kiln_ctl_kind_name(v));
-    if (j == 0) *len = v->seq->len;
+    if (j == 0)
+      *len = v->seq->len;
     else if (seq && v->seq->len != *len)
       return kiln_eval_error(ctx, KILN_ERR_INVALID,
                              "input sequence %d has %d elements, input 0 has %d", j, v->seq->len,

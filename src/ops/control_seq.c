@@ -56,8 +56,8 @@ static kiln_status seq_pos(const kiln_eval_ctx *ctx, int i, int n, int hi, int d
   KILN_TRY(kiln_ctl_int_scalar(ctx, i, "the position", &p));
   if (p < -(int64_t)n || p > hi)
     return kiln_eval_error(ctx, KILN_ERR_INVALID,
-                           "position %lld is out of range [%d, %d] for a sequence of %d", (long long)p,
-                           -n, hi, n);
+                           "position %lld is out of range [%d, %d] for a sequence of %d",
+                           (long long)p, -n, hi, n);
   *out = (int)(p < 0 ? p + n : p);
   return KILN_OK;
 }
@@ -78,8 +78,8 @@ static kiln_status seq_empty_infer(kiln_infer_ctx *ctx) {
   const kiln_attr *a = kiln_node_attr(ctx->node, "dtype");
   kiln_type t = kiln_type_unknown();
   t.kind = KILN_TYPE_SEQUENCE;
-  t.dtype = a && a->kind == KILN_ATTR_INT && kiln_dtype_valid((int)a->i) ? (kiln_dtype)a->i
-                                                                          : KILN_F32;
+  t.dtype =
+      a && a->kind == KILN_ATTR_INT && kiln_dtype_valid((int)a->i) ? (kiln_dtype)a->i : KILN_F32;
   ctx->out[0] = t;
   return KILN_OK;
 }
@@ -236,7 +236,8 @@ static kiln_status split_lengths(kiln_eval_ctx *ctx, int64_t dim, int64_t **lens
   if (sp->rank == 0) {
     int64_t c = kiln_load_i64(sp->dtype, sp->data, 0);
     if (c <= 0)
-      return kiln_eval_error(ctx, KILN_ERR_INVALID, "split must be positive, got %lld", (long long)c);
+      return kiln_eval_error(ctx, KILN_ERR_INVALID, "split must be positive, got %lld",
+                             (long long)c);
     *n = dim / c + (dim % c != 0);
     *lens = kiln_xcalloc((size_t)*n + 1, sizeof **lens);
     for (int64_t i = 0; i < *n; i++) (*lens)[i] = i + 1 < *n || dim % c == 0 ? c : dim % c;
@@ -346,9 +347,8 @@ static kiln_status concat_shape(kiln_eval_ctx *ctx, const kiln_seq *s, int axis,
     }
     if (!ok) {
       char b1[96], b2[96];
-      return kiln_eval_error(ctx, KILN_ERR_INVALID,
-                             "element %d (%s) does not match element 0 (%s)", j,
-                             kiln_tensor_type_str(e, b1, sizeof b1),
+      return kiln_eval_error(ctx, KILN_ERR_INVALID, "element %d (%s) does not match element 0 (%s)",
+                             j, kiln_tensor_type_str(e, b1, sizeof b1),
                              kiln_tensor_type_str(e0, b2, sizeof b2));
     }
     int64_t add = new_axis ? 1 : e->dims[axis];

@@ -1,5 +1,5 @@
-/* Ops of the 'elementwise' family (see src/graph/ops.def): their arity, type and
- * shape inference, and the registration of their reference kernels.
+/* Ops of the 'elementwise' family (see src/graph/ops.def): their arity, type
+ * and shape inference, and the registration of their reference kernels.
  *
  * Kernels: elementwise_map.c (the broadcasting loop and attribute reading),
  * elementwise_fns.c (the scalar function of each op), elementwise_cast.c (Cast,
@@ -48,9 +48,7 @@ static kiln_status infer_bcast_same(kiln_infer_ctx *ctx) {
   return tensor_in(ctx, 0) ? infer_bcast(ctx, ctx->in[0]->dtype) : KILN_OK;
 }
 
-static kiln_status infer_bcast_bool(kiln_infer_ctx *ctx) {
-  return infer_bcast(ctx, KILN_BOOL);
-}
+static kiln_status infer_bcast_bool(kiln_infer_ctx *ctx) { return infer_bcast(ctx, KILN_BOOL); }
 
 static kiln_status infer_where(kiln_infer_ctx *ctx) {
   return tensor_in(ctx, 1) ? infer_bcast(ctx, ctx->in[1]->dtype) : KILN_OK;
@@ -78,28 +76,25 @@ static kiln_status infer_identity(kiln_infer_ctx *ctx) {
 
 /* ---- registration ---- */
 
-static void set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, kiln_infer_fn infer,
-                int min_in, int max_in) {
+static void set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, kiln_infer_fn infer, int min_in,
+                int max_in) {
   table[op] = (kiln_op_impl){eval, infer, min_in, max_in, 1, 1};
 }
 
 static const kiln_op unary_same[] = {
-    KILN_OP_Abs,         KILN_OP_Acos,       KILN_OP_Acosh,     KILN_OP_Asin,
-    KILN_OP_Asinh,       KILN_OP_Atan,       KILN_OP_Atanh,     KILN_OP_BitwiseNot,
-    KILN_OP_Ceil,        KILN_OP_Celu,       KILN_OP_Cos,       KILN_OP_Cosh,
-    KILN_OP_Elu,         KILN_OP_Erf,        KILN_OP_Exp,       KILN_OP_Floor,
-    KILN_OP_Gelu,        KILN_OP_HardSigmoid, KILN_OP_HardSwish, KILN_OP_LeakyRelu,
-    KILN_OP_Log,         KILN_OP_Mish,       KILN_OP_Neg,       KILN_OP_Not,
-    KILN_OP_Reciprocal,  KILN_OP_Relu,       KILN_OP_Round,     KILN_OP_Selu,
-    KILN_OP_Shrink,      KILN_OP_Sigmoid,    KILN_OP_Sign,      KILN_OP_Sin,
-    KILN_OP_Sinh,        KILN_OP_Softplus,   KILN_OP_Softsign,  KILN_OP_Sqrt,
-    KILN_OP_Swish,       KILN_OP_Tan,        KILN_OP_Tanh,      KILN_OP_ThresholdedRelu,
+    KILN_OP_Abs,   KILN_OP_Acos,  KILN_OP_Acosh,       KILN_OP_Asin,      KILN_OP_Asinh,
+    KILN_OP_Atan,  KILN_OP_Atanh, KILN_OP_BitwiseNot,  KILN_OP_Ceil,      KILN_OP_Celu,
+    KILN_OP_Cos,   KILN_OP_Cosh,  KILN_OP_Elu,         KILN_OP_Erf,       KILN_OP_Exp,
+    KILN_OP_Floor, KILN_OP_Gelu,  KILN_OP_HardSigmoid, KILN_OP_HardSwish, KILN_OP_LeakyRelu,
+    KILN_OP_Log,   KILN_OP_Mish,  KILN_OP_Neg,         KILN_OP_Not,       KILN_OP_Reciprocal,
+    KILN_OP_Relu,  KILN_OP_Round, KILN_OP_Selu,        KILN_OP_Shrink,    KILN_OP_Sigmoid,
+    KILN_OP_Sign,  KILN_OP_Sin,   KILN_OP_Sinh,        KILN_OP_Softplus,  KILN_OP_Softsign,
+    KILN_OP_Sqrt,  KILN_OP_Swish, KILN_OP_Tan,         KILN_OP_Tanh,      KILN_OP_ThresholdedRelu,
 };
 
 static const kiln_op binary_same[] = {
-    KILN_OP_Add,        KILN_OP_BitShift,   KILN_OP_BitwiseAnd, KILN_OP_BitwiseOr,
-    KILN_OP_BitwiseXor, KILN_OP_Div,        KILN_OP_Mod,        KILN_OP_Mul,
-    KILN_OP_Pow,        KILN_OP_Sub,
+    KILN_OP_Add, KILN_OP_BitShift, KILN_OP_BitwiseAnd, KILN_OP_BitwiseOr, KILN_OP_BitwiseXor,
+    KILN_OP_Div, KILN_OP_Mod,      KILN_OP_Mul,        KILN_OP_Pow,       KILN_OP_Sub,
 };
 
 static const kiln_op binary_bool[] = {

@@ -59,8 +59,8 @@ FUN(f_round, nearbyint(a)) /* half to even in the default rounding mode */
 FUN(f_sigmoid, sigmoid(a))
 FUN(f_softplus, softplus(a))
 FUN(f_softsign, a / (1 + fabs(a)))
-FUN(f_mish, a * tanh(softplus(a)))
-FUN(f_hardswish, a * clamp01(a / 6 + 0.5))
+FUN(f_mish, a *tanh(softplus(a)))
+FUN(f_hardswish, a *clamp01(a / 6 + 0.5))
 FUN(f_abs, fabs(a))
 FUN(f_neg, -a)
 FUN(f_sign, a > 0 ? 1.0 : (a < 0 ? -1.0 : a * 0)) /* 0 and NaN stay */
@@ -168,11 +168,13 @@ U(u_div) {
   if (x[1].u == 0) return p->div_zero = true, 0;
   return x[0].u / x[1].u;
 }
-F(f_mod) { /* floats: always fmod (the sign of the dividend), as the spec demands fmod=1 */
+F(f_mod) { /* floats: always fmod (the sign of the dividend), as the spec
+              demands fmod=1 */
   (void)p;
   return fmod(x[0].f, x[1].f);
 }
-I(i_mod) { /* fmod=0: sign of the divisor (Python); fmod=1: sign of the dividend (C) */
+I(i_mod) { /* fmod=0: sign of the divisor (Python); fmod=1: sign of the dividend
+              (C) */
   int64_t a = x[0].i, b = x[1].i;
   if (b == 0) return p->div_zero = true, 0;
   if (b == -1) return 0;
@@ -201,7 +203,7 @@ BIN(u_xor, uint64_t, u, a ^ b)
 BIN(i_and, int64_t, i, a &b)
 BIN(i_or, int64_t, i, a | b)
 BIN(i_xor, int64_t, i, a ^ b)
-BIN(u_land, uint64_t, u, a && b)
+BIN(u_land, uint64_t, u, a &&b)
 BIN(u_lor, uint64_t, u, a || b)
 BIN(u_lxor, uint64_t, u, (a != 0) != (b != 0))
 U(u_shift) {
@@ -225,7 +227,8 @@ U(s_eq) {
   return strcmp(x[0].s, x[1].s) == 0;
 }
 
-/* ---- variadic (any number of broadcast inputs; NaN propagates in Max/Min) ---- */
+/* ---- variadic (any number of broadcast inputs; NaN propagates in Max/Min)
+ * ---- */
 static double f_pick(const kiln_ew_arg *x, int n, bool max) {
   double r = x[0].f;
   for (int k = 1; k < n && !isnan(r); k++)
@@ -263,10 +266,14 @@ U(u_sum) {
 F(f_mean) { return f_sum(x, p) / p->n; }
 
 /* ---- the table ---- */
-#define FO(fn) {fn, NULL, NULL, NULL, 0}
-#define ALL(name) {f_##name, i_##name, u_##name, NULL, 0}
-#define BOOLS(fu) {NULL, NULL, fu, NULL, 0}
-#define CMPS(name) {f_##name, i_##name, u_##name, NULL, KILN_EW_BOOL_OUT}
+#define FO(fn)                                                                                     \
+  { fn, NULL, NULL, NULL, 0 }
+#define ALL(name)                                                                                  \
+  { f_##name, i_##name, u_##name, NULL, 0 }
+#define BOOLS(fu)                                                                                  \
+  { NULL, NULL, fu, NULL, 0 }
+#define CMPS(name)                                                                                 \
+  { f_##name, i_##name, u_##name, NULL, KILN_EW_BOOL_OUT }
 
 static const kiln_ew_fns fns_table[KILN_OP_COUNT] = {
     [KILN_OP_Acos] = FO(f_acos),

@@ -55,8 +55,8 @@ static bool has_class_fn(const kiln_ew_fns *fns, kiln_dtype_class cls) {
 
 /* Computes output element j from the current offsets of b. */
 static void map_one(const kiln_ew_fns *fns, kiln_ew_params *p, const kiln_tensor *const *ts,
-                    const kiln_ew_bcast *b, kiln_ew_arg *x, kiln_dtype_class cls,
-                    kiln_tensor *out, int64_t j) {
+                    const kiln_ew_bcast *b, kiln_ew_arg *x, kiln_dtype_class cls, kiln_tensor *out,
+                    int64_t j) {
   size_t jj = (size_t)j;
   for (int k = 0; k < b->n; k++) {
     size_t o = (size_t)b->off[k];
@@ -112,8 +112,8 @@ static kiln_status read_float(const kiln_node *node, const char *name, float dfl
   return KILN_OK;
 }
 
-/* Reads a string attribute that must be one of choices[] (NULL-terminated); *out is
- * its index. */
+/* Reads a string attribute that must be one of choices[] (NULL-terminated);
+ * *out is its index. */
 static kiln_status read_choice(const kiln_eval_ctx *ctx, const char *name, const char *dflt,
                                const char *const *choices, int64_t *out) {
   const char *v;
@@ -131,7 +131,8 @@ static kiln_status read_isinf(const kiln_node *node, int64_t *mode) {
   return KILN_OK;
 }
 
-/* Reads the attributes of the node into p (defaults as in every opset version). */
+/* Reads the attributes of the node into p (defaults as in every opset version).
+ */
 static kiln_status read_params(const kiln_eval_ctx *ctx, kiln_ew_params *p) {
   const kiln_node *nd = ctx->node;
   memset(p, 0, sizeof *p);
@@ -154,7 +155,8 @@ static kiln_status read_params(const kiln_eval_ctx *ctx, kiln_ew_params *p) {
   case KILN_OP_BitShift:
     return read_choice(ctx, "direction", "", (const char *[]){"LEFT", "RIGHT", NULL}, &p->mode);
   case KILN_OP_Gelu:
-    return read_choice(ctx, "approximate", "none", (const char *[]){"none", "tanh", NULL}, &p->mode);
+    return read_choice(ctx, "approximate", "none", (const char *[]){"none", "tanh", NULL},
+                       &p->mode);
   case KILN_OP_IsInf: return read_isinf(nd, &p->mode);
   default: return KILN_OK;
   }
@@ -205,8 +207,9 @@ kiln_status kiln_ew_legacy_bcast(const kiln_eval_ctx *ctx, const kiln_tensor *a,
   KILN_TRY(kiln_node_int(ctx->node, "axis", a->rank - b->rank, &axis));
   if (axis < 0) axis += a->rank;
   if (b->rank > a->rank || axis < 0 || axis + b->rank > a->rank)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "cannot broadcast rank %d at axis %lld of rank %d",
-                           b->rank, (long long)axis, a->rank);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID,
+                           "cannot broadcast rank %d at axis %lld of rank %d", b->rank,
+                           (long long)axis, a->rank);
   *view = *b;
   view->owns_data = false;
   view->rank = a->rank;
@@ -238,7 +241,8 @@ static kiln_status check_same_dtype(const kiln_eval_ctx *ctx, int n, const kiln_
 
 /* PRelu's slope broadcasts to X one way; PRelu-1/6 also takes one slope per
  * channel (dim 1) as a 1-D tensor. */
-static kiln_status prelu_slope(const kiln_eval_ctx *ctx, const kiln_tensor **ts, kiln_tensor *view) {
+static kiln_status prelu_slope(const kiln_eval_ctx *ctx, const kiln_tensor **ts,
+                               kiln_tensor *view) {
   const kiln_tensor *x = ts[0], *s = ts[1];
   if (ctx->node->opset < 7 && s->rank == 1 && x->rank >= 2 && s->dims[0] == x->dims[1] &&
       s->dims[0] != 1) {
@@ -257,7 +261,8 @@ static kiln_status prelu_slope(const kiln_eval_ctx *ctx, const kiln_tensor **ts,
   return KILN_OK;
 }
 
-/* Collects the inputs the map reads (Clip-11+: only x; bounds become params). */
+/* Collects the inputs the map reads (Clip-11+: only x; bounds become params).
+ */
 static kiln_status gather_inputs(kiln_eval_ctx *ctx, const kiln_tensor **ts, int *n,
                                  kiln_tensor *view) {
   *n = ctx->node->op == KILN_OP_Clip ? 1 : ctx->n_in;

@@ -55,3 +55,29 @@ kiln_status kiln_ops_infer_graph(kiln_graph *g) {
   }
   return KILN_OK;
 }
+
+static kiln_status validate_input(const kiln_graph *g, int id) {
+  const kiln_value *v = &g->values.data[id];
+  if (v->type.kind == KILN_TYPE_UNKNOWN)
+    return kiln_invalid("graph input '%s' has no type", v->name);
+  if (!kiln_dtype_valid((int)v->type.dtype))
+    return kiln_invalid("graph input '%s' has an invalid element type (%d)", v->name,
+                        (int)v->type.dtype);
+  if (v->type.kind != KILN_TYPE_TENSOR || !kiln_type_is_static(&v->type)) return KILN_OK;
+  int64_t dims[KILN_MAX_RANK], numel, bytes;
+  for (int i = 0; i < v->type.rank; i++) dims[i] = v->type.dims[i].value;
+  KILN_TRYF(kiln_shape_numel(v->type.rank, dims, &numel), "graph input '%s'", v->name);
+  if (kiln_mul_overflow_i64(numel, (int64_t)kiln_dtype_size(v->type.dtype), &bytes))
+    return kiln_invalid("graph input '%s': its byte size overflows 64 bits", v->name);
+  return KILN_OK;
+}
+
+kiln_status kiln_ops_validate_model(const kiln_graph *g) {
+  int64_t opset = kiln_graph_opset(g, "");
+  if (g->opsets.len && (opset < 0 || opset > KILN_MAX_OPSET))
+    return kiln_unsupported("the model imports opset %lld of the default domain; Kiln knows "
+                            "opsets 1 to %d", (long long)opset, KILN_MAX_OPSET);
+  if (g->outputs.len == 0) return kiln_invalid("graph '%s' has no outputs", g->name);
+  for (int i = 0; i < g->inputs.len; i++) KILN_TRY(validate_input(g, g->inputs.data[i]));
+  return KILN_OK;
+}

@@ -184,11 +184,29 @@ static kiln_status run_frame(kiln_interp *ip, frame *f, int n_in, kiln_val *cons
   return st;
 }
 
+/* A declared element type of a graph output must be the computed one. */
+static kiln_status check_output_types(const kiln_graph *g, kiln_val **outputs) {
+  for (int i = 0; i < g->outputs.len; i++) {
+    const kiln_value *v = &g->values.data[g->outputs.data[i]];
+    const kiln_val *o = outputs[i];
+    if (v->type.kind != KILN_TYPE_TENSOR || !v->type.dtype || o->kind != KILN_TYPE_TENSOR ||
+        !o->t || o->t->dtype == v->type.dtype)
+      continue;
+    return kiln_invalid("graph output '%s' is declared %s but the graph computes %s", v->name,
+                        kiln_dtype_name(v->type.dtype), kiln_dtype_name(o->t->dtype));
+  }
+  return KILN_OK;
+}
+
 kiln_status kiln_interp_run(const kiln_graph *g, const kiln_interp_opts *opts, int n_in,
                             kiln_val *const *inputs, kiln_val **outputs) {
   kiln_interp ip = {opts, NULL};
   frame f = {g, NULL, NULL, NULL};
-  return run_frame(&ip, &f, n_in, inputs, outputs);
+  KILN_TRY(run_frame(&ip, &f, n_in, inputs, outputs));
+  kiln_status st = check_output_types(g, outputs);
+  if (st)
+    for (int i = 0; i < g->outputs.len; i++) kiln_val_free(outputs[i]), outputs[i] = NULL;
+  return st;
 }
 
 kiln_status kiln_interp_run_sub(kiln_eval_ctx *ctx, const kiln_graph *sub, int n_in,

@@ -38,16 +38,14 @@ double kiln_misc_round_to(kiln_dtype t, double v) {
   }
 }
 
-kiln_status kiln_misc_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t,
-                                 const char *what) {
+kiln_status kiln_misc_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what) {
   if (!kiln_dtype_is_float(t->dtype))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must be a float tensor, got %s", what,
                            kiln_dtype_name(t->dtype));
   return KILN_OK;
 }
 
-kiln_status kiln_misc_load_all_f64(const kiln_eval_ctx *ctx, const kiln_tensor *t,
-                                   double **out) {
+kiln_status kiln_misc_load_all_f64(const kiln_eval_ctx *ctx, const kiln_tensor *t, double **out) {
   *out = NULL;
   kiln_dtype_class c = kiln_dtype_class_of(t->dtype);
   if (c == KILN_CLASS_NONE || c == KILN_CLASS_STRING)
@@ -106,4 +104,5 @@ void kiln_ops_register_misc(kiln_op_impl *table) {
   kiln_misc_register_detect(table);
   kiln_misc_register_string(table);
   kiln_misc_register_random(table);
+  kiln_misc_register_infer(table);
 }

@@ -43,8 +43,7 @@ static kiln_status attn_heads(kiln_eval_ctx *ctx, attn *a) {
   } else {
     KILN_TRY(kiln_node_int(ctx->node, "q_num_heads", 0, &a->Hq));
     KILN_TRY(kiln_node_int(ctx->node, "kv_num_heads", 0, &a->Hkv));
-    if (a->Hq < 1 || a->Hkv < 1 || q->dims[2] % a->Hq || k->dims[2] % a->Hkv ||
-        v->dims[2] % a->Hkv)
+    if (a->Hq < 1 || a->Hkv < 1 || q->dims[2] % a->Hq || k->dims[2] % a->Hkv || v->dims[2] % a->Hkv)
       return kiln_eval_error(ctx, KILN_ERR_INVALID,
                              "3-D inputs need q_num_heads / kv_num_heads dividing hidden sizes");
     a->Sq = q->dims[1], a->dq = q->dims[2] / a->Hq;
@@ -145,8 +144,10 @@ static double attn_bias(const attn *a, int64_t b, int64_t h, int64_t i, int64_t 
     if (j >= a->mlen) return -INFINITY;
     int64_t off = b * a->mstride[0] + h * a->mstride[1] + i * a->mstride[2] + j;
     double m = kiln_load_f64(a->mask->dtype, a->mask->data, (size_t)off);
-    if (a->mask->dtype == KILN_BOOL) bias = m != 0 ? 0 : -INFINITY;
-    else bias = m;
+    if (a->mask->dtype == KILN_BOOL)
+      bias = m != 0 ? 0 : -INFINITY;
+    else
+      bias = m;
   }
   if (a->causal && j > i + a->P) bias = -INFINITY;
   if (a->nonpad && j >= kiln_load_i64(a->nonpad->dtype, a->nonpad->data, (size_t)b))
@@ -160,7 +161,8 @@ static void attn_row(const attn *a, int64_t b, int64_t h, int64_t i, double *s, 
   for (int64_t j = 0; j < a->T; j++) {
     const double *kr = a->K + ((b * a->Hkv + g) * a->T + j) * a->dq;
     double dot = 0;
-    for (int64_t d = 0; d < a->dq; d++) dot += attn_in(a, a->q, a->Hq, a->Sq, a->dq, b, h, i, d) * kr[d];
+    for (int64_t d = 0; d < a->dq; d++)
+      dot += attn_in(a, a->q, a->Hq, a->Sq, a->dq, b, h, i, d) * kr[d];
     double v = dot * a->scale;
     if (qk && a->mode == 0) qk[j] = v;
     if (a->softcap > 0) v = a->softcap * tanh(v / a->softcap);
@@ -204,8 +206,10 @@ static kiln_status attn_compute(kiln_eval_ctx *ctx, attn *a) {
         }
       }
   kiln_status st;
-  if (a->three_d) st = attn_store(ctx, 0, dt, 3, (int64_t[]){a->B, a->Sq, a->Hq * a->dv}, y);
-  else st = attn_store(ctx, 0, dt, 4, (int64_t[]){a->B, a->Hq, a->Sq, a->dv}, y);
+  if (a->three_d)
+    st = attn_store(ctx, 0, dt, 3, (int64_t[]){a->B, a->Sq, a->Hq * a->dv}, y);
+  else
+    st = attn_store(ctx, 0, dt, 4, (int64_t[]){a->B, a->Hq, a->Sq, a->dv}, y);
   if (!st) st = attn_store(ctx, 1, dt, 4, (int64_t[]){a->B, a->Hkv, a->T, a->dq}, a->K);
   if (!st) st = attn_store(ctx, 2, dt, 4, (int64_t[]){a->B, a->Hkv, a->T, a->dv}, a->V);
   if (!st) st = attn_store(ctx, 3, dt, 4, (int64_t[]){a->B, a->Hq, a->Sq, a->T}, qk);
@@ -222,13 +226,15 @@ static kiln_status eval_attention(kiln_eval_ctx *ctx) {
   a.mask = kiln_eval_in(ctx, 3);
   a.pk = kiln_eval_in(ctx, 4);
   a.pv = kiln_eval_in(ctx, 5);
-  a.nonpad = ctx->node->opset >= 24 ? kiln_eval_in(ctx, 6) : NULL;
+  a.nonpad = kiln_eval_in(ctx, 6);
+  if (a.nonpad && ctx->node->opset < 24)
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "nonpad_kv_seqlen needs opset 24");
   KILN_TRY(kiln_misc_need_float(ctx, a.q, "Q"));
   KILN_TRY(attn_heads(ctx, &a));
   KILN_TRY(attn_past(ctx, &a));
   a.T = a.P + a.Skv;
-  if (a.nonpad && (a.nonpad->rank != 1 || a.nonpad->dims[0] != a.B ||
-                   !kiln_dtype_is_int(a.nonpad->dtype)))
+  if (a.nonpad &&
+      (a.nonpad->rank != 1 || a.nonpad->dims[0] != a.B || !kiln_dtype_is_int(a.nonpad->dtype)))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "nonpad_kv_seqlen must be an int [batch]");
   KILN_TRY(attn_mask_strides(ctx, &a));
   KILN_TRY(attn_attrs(ctx, &a));
@@ -276,9 +282,11 @@ static kiln_status rope_parse(kiln_eval_ctx *ctx, rope *r) {
   const kiln_tensor *c = r->cosc, *s = r->sinc;
   bool ok = c->rank == s->rank && c->dims[c->rank - 1] == r->R / 2;
   for (int i = 0; ok && i < c->rank; i++) ok = c->dims[i] == s->dims[i];
-  if (r->pos) ok = ok && c->rank == 2 && r->pos->rank == 2 && r->pos->dims[0] == r->B &&
-                   r->pos->dims[1] == r->S && kiln_dtype_is_int(r->pos->dtype);
-  else ok = ok && c->rank == 3 && c->dims[0] == r->B && c->dims[1] == r->S;
+  if (r->pos)
+    ok = ok && c->rank == 2 && r->pos->rank == 2 && r->pos->dims[0] == r->B &&
+         r->pos->dims[1] == r->S && kiln_dtype_is_int(r->pos->dtype);
+  else
+    ok = ok && c->rank == 3 && c->dims[0] == r->B && c->dims[1] == r->S;
   if (!ok)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "cos/sin cache shapes do not match the input");
   return KILN_OK;
@@ -292,8 +300,8 @@ static kiln_status rope_row(kiln_eval_ctx *ctx, const rope *r, int64_t b, int64_
   }
   int64_t p = kiln_load_i64(r->pos->dtype, r->pos->data, (size_t)(b * r->S + s));
   if (p < 0 || p >= r->cosc->dims[0])
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "position id %lld out of [0, %lld)",
-                           (long long)p, (long long)r->cosc->dims[0]);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "position id %lld out of [0, %lld)", (long long)p,
+                           (long long)r->cosc->dims[0]);
   *cache_row = p;
   return KILN_OK;
 }
@@ -316,7 +324,8 @@ static kiln_status eval_rotary(kiln_eval_ctx *ctx) {
       int64_t row;
       KILN_TRY(rope_row(ctx, &r, b, s, &row));
       for (int64_t h = 0; h < r.H; h++) {
-        int64_t base = r.three_d ? ((b * r.S + s) * r.H + h) * r.D : ((b * r.H + h) * r.S + s) * r.D;
+        int64_t base =
+            r.three_d ? ((b * r.S + s) * r.H + h) * r.D : ((b * r.H + h) * r.S + s) * r.D;
         for (int64_t d = r.R; d < r.D; d++)
           kiln_store_f64(y->dtype, y->data, (size_t)(base + d),
                          kiln_load_f64(x->dtype, x->data, (size_t)(base + d)));

@@ -67,8 +67,7 @@ static kiln_status nms_parse(kiln_eval_ctx *ctx, nms_args *a) {
   KILN_TRY(kiln_eval_in_req(ctx, 1, &scores));
   if (boxes->rank != 3 || boxes->dims[2] != 4 || scores->rank != 3 ||
       scores->dims[0] != boxes->dims[0] || scores->dims[2] != boxes->dims[1])
-    return kiln_eval_error(ctx, KILN_ERR_INVALID,
-                           "boxes must be [B, N, 4] and scores [B, C, N]");
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "boxes must be [B, N, 4] and scores [B, C, N]");
   a->nb = boxes->dims[0], a->nbox = boxes->dims[1], a->nc = scores->dims[1];
   bool has;
   KILN_TRY(kiln_misc_scalar_i64(ctx, 2, &has, &a->max_out));
@@ -180,10 +179,14 @@ static roi_sample roi_bilinear(int64_t h, int64_t w, double y, double x) {
   if (y < -1.0 || y > (double)h || x < -1.0 || x > (double)w) return s;
   y = fmax(y, 0), x = fmax(x, 0);
   int64_t yl = (int64_t)y, xl = (int64_t)x, yh, xh;
-  if (yl >= h - 1) yh = yl = h - 1, y = (double)yl;
-  else yh = yl + 1;
-  if (xl >= w - 1) xh = xl = w - 1, x = (double)xl;
-  else xh = xl + 1;
+  if (yl >= h - 1)
+    yh = yl = h - 1, y = (double)yl;
+  else
+    yh = yl + 1;
+  if (xl >= w - 1)
+    xh = xl = w - 1, x = (double)xl;
+  else
+    xh = xl + 1;
   double ly = y - (double)yl, lx = x - (double)xl, hy = 1 - ly, hx = 1 - lx;
   s.pos[0] = yl * w + xl, s.pos[1] = yl * w + xh, s.pos[2] = yh * w + xl, s.pos[3] = yh * w + xh;
   s.wt[0] = hy * hx, s.wt[1] = hy * lx, s.wt[2] = ly * hx, s.wt[3] = ly * lx;
@@ -218,8 +221,8 @@ static double roi_bin(const roi_args *a, const kiln_tensor *x, int64_t off, cons
 static kiln_status roi_one(kiln_eval_ctx *ctx, const roi_args *a, int64_t r, kiln_tensor *y) {
   int64_t b = kiln_load_i64(a->bidx->dtype, a->bidx->data, (size_t)r);
   if (b < 0 || b >= a->n)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "batch index %lld out of [0, %lld)",
-                           (long long)b, (long long)a->n);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "batch index %lld out of [0, %lld)", (long long)b,
+                           (long long)a->n);
   double off = a->half_pixel ? 0.5 : 0.0, rc[4];
   for (int k = 0; k < 4; k++)
     rc[k] = kiln_load_f64(a->rois->dtype, a->rois->data, (size_t)(r * 4 + k)) * a->scale - off;
@@ -227,7 +230,8 @@ static kiln_status roi_one(kiln_eval_ctx *ctx, const roi_args *a, int64_t r, kil
   if (!a->half_pixel) rw = fmax(rw, 1.0), rh = fmax(rh, 1.0);
   double geo[4] = {rc[1], rc[0], rh / (double)a->oh, rw / (double)a->ow};
   if (!isfinite(rw) || !isfinite(rh) || rw / (double)a->ow > 1e6 || rh / (double)a->oh > 1e6)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "roi %lld has a bad or huge extent", (long long)r);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "roi %lld has a bad or huge extent",
+                           (long long)r);
   int64_t gh = a->sampling > 0 ? a->sampling : (int64_t)ceil(rh / (double)a->oh);
   int64_t gw = a->sampling > 0 ? a->sampling : (int64_t)ceil(rw / (double)a->ow);
   for (int64_t c = 0; c < a->c; c++) {

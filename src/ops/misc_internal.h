@@ -17,6 +17,8 @@ void kiln_misc_register_detect(kiln_op_impl *table);    /* misc_detect.c */
 void kiln_misc_register_string(kiln_op_impl *table);    /* misc_string.c */
 void kiln_misc_register_tfidf(kiln_op_impl *table);     /* misc_tfidf.c */
 void kiln_misc_register_random(kiln_op_impl *table);    /* misc_random.c */
+/* Sets the infer function of every misc op (misc_infer.c); call after the above. */
+void kiln_misc_register_infer(kiln_op_impl *table);
 
 /* Sets the arity and the kernel of one table entry. */
 void kiln_misc_set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, int min_in, int max_in,
@@ -30,8 +32,7 @@ double kiln_misc_round_to(kiln_dtype t, double v);
 
 /* Loads a whole tensor as doubles (malloc'd; caller frees). Error on overflow or a
  * non-numeric dtype. */
-kiln_status kiln_misc_load_all_f64(const kiln_eval_ctx *ctx, const kiln_tensor *t,
-                                   double **out);
+kiln_status kiln_misc_load_all_f64(const kiln_eval_ctx *ctx, const kiln_tensor *t, double **out);
 
 /* Reads the scalar (or single-element) value of an optional input as int64 / double;
  * *present is false when the input is omitted. */
@@ -39,8 +40,7 @@ kiln_status kiln_misc_scalar_i64(const kiln_eval_ctx *ctx, int i, bool *present,
 kiln_status kiln_misc_scalar_f64(const kiln_eval_ctx *ctx, int i, bool *present, double *out);
 
 /* Checks that t is a float tensor ("what" names it in the message). */
-kiln_status kiln_misc_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t,
-                                 const char *what);
+kiln_status kiln_misc_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what);
 
 /* n * m with an error naming the node on overflow. */
 kiln_status kiln_misc_mul(const kiln_eval_ctx *ctx, int64_t n, int64_t m, int64_t *out);

@@ -58,10 +58,14 @@ static kiln_status loss_parse(kiln_eval_ctx *ctx, loss_args *a) {
   }
   const char *red;
   KILN_TRY(kiln_node_string(ctx->node, "reduction", "mean", &red));
-  if (!strcmp(red, "none")) a->red = RED_NONE;
-  else if (!strcmp(red, "sum")) a->red = RED_SUM;
-  else if (!strcmp(red, "mean")) a->red = RED_MEAN;
-  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown reduction '%s'", red);
+  if (!strcmp(red, "none"))
+    a->red = RED_NONE;
+  else if (!strcmp(red, "sum"))
+    a->red = RED_SUM;
+  else if (!strcmp(red, "mean"))
+    a->red = RED_MEAN;
+  else
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown reduction '%s'", red);
   return KILN_OK;
 }
 

@@ -227,9 +227,8 @@ static kiln_status qconv_shapes(const kiln_eval_ctx *ctx, const kiln_tensor *x,
 }
 
 /* Accumulates one output element (batch b, channel oc, position opos[]). */
-static int64_t qconv_point(const qconv *g, const kiln_tensor *x, int64_t xz,
-                           const kiln_tensor *w, int64_t wz, int64_t b, int64_t oc,
-                           const int64_t *opos) {
+static int64_t qconv_point(const qconv *g, const kiln_tensor *x, int64_t xz, const kiln_tensor *w,
+                           int64_t wz, int64_t b, int64_t oc, const int64_t *opos) {
   int64_t ksz = 1, acc = 0;
   for (int i = 0; i < g->sr; i++) ksz *= g->k[i];
   int64_t c0 = (oc / g->mg) * g->cg;
@@ -300,8 +299,7 @@ static kiln_status eval_qlinear_conv(kiln_eval_ctx *ctx) {
   KILN_TRY(qvec_check(ctx, io.ws, g.m, "w_scale"));
   KILN_TRY(qvec_check(ctx, io.wz, g.m, "w_zero_point"));
   if (io.bias && (io.bias->rank != 1 || io.bias->dims[0] != g.m))
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "B must be 1-D of length %lld",
-                           (long long)g.m);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "B must be 1-D of length %lld", (long long)g.m);
   int64_t dims[KILN_MAX_RANK] = {g.n, g.m};
   for (int i = 0; i < g.sr; i++) dims[i + 2] = g.out[i];
   kiln_tensor *y;

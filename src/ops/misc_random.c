@@ -233,7 +233,8 @@ static kiln_status eval_multinomial(kiln_eval_ctx *ctx) {
   double *cum = kiln_xmalloc((size_t)C * sizeof(double));
   for (int64_t b = 0; b < B; b++) {
     double mx = -INFINITY, tot = 0;
-    for (int64_t c = 0; c < C; c++) mx = fmax(mx, kiln_load_f64(x->dtype, x->data, (size_t)(b * C + c)));
+    for (int64_t c = 0; c < C; c++)
+      mx = fmax(mx, kiln_load_f64(x->dtype, x->data, (size_t)(b * C + c)));
     for (int64_t c = 0; c < C; c++) {
       double v = kiln_load_f64(x->dtype, x->data, (size_t)(b * C + c));
       tot += isfinite(mx) ? exp(v - mx) : 0.0;

@@ -62,8 +62,8 @@ typedef struct cls {
 
 typedef struct inst {
   inst_op op;
-  int x, y;      /* SPLIT / JMP targets; ASSERT kind in x */
-  cls *c;        /* CLASS */
+  int x, y; /* SPLIT / JMP targets; ASSERT kind in x */
+  cls *c;   /* CLASS */
 } inst;
 
 struct kiln_misc_regex {
@@ -74,6 +74,7 @@ struct kiln_misc_regex {
 
 #define MAX_INSTS 200000
 #define MAX_REPEAT 1000
+#define MAX_DEPTH 1000
 
 /* ---- AST ---- */
 typedef enum { N_CLASS, N_EMPTY, N_CAT, N_ALT, N_REP, N_ASSERT } node_kind;
@@ -89,6 +90,7 @@ typedef struct rnode {
 typedef struct parser {
   const char *start, *p, *end;
   bool fold, multiline, dotnl;
+  int depth, nrep; /* group nesting and repetition count, bounded to keep recursion shallow */
   kiln_misc_regex *re;
   KILN_VEC(rnode *) all; /* every node, freed at the end */
   kiln_status err;
@@ -230,10 +232,20 @@ static const struct {
   const char *name;
   const char *ranges; /* pairs of chars */
 } posix_classes[] = {
-    {"alnum", "09AZaz"}, {"alpha", "AZaz"}, {"ascii", "\x01\x7f"}, {"blank", "\t\t  "},
-    {"cntrl", "\x01\x1f\x7f\x7f"}, {"digit", "09"}, {"graph", "!~"}, {"lower", "az"},
-    {"print", " ~"}, {"punct", "!/:@[`{~"}, {"space", "\t\r  "}, {"upper", "AZ"},
-    {"word", "09AZ__az"}, {"xdigit", "09AFaf"},
+    {"alnum", "09AZaz"},
+    {"alpha", "AZaz"},
+    {"ascii", "\x01\x7f"},
+    {"blank", "\t\t  "},
+    {"cntrl", "\x01\x1f\x7f\x7f"},
+    {"digit", "09"},
+    {"graph", "!~"},
+    {"lower", "az"},
+    {"print", " ~"},
+    {"punct", "!/:@[`{~"},
+    {"space", "\t\r  "},
+    {"upper", "AZ"},
+    {"word", "09AZ__az"},
+    {"xdigit", "09AFaf"},
 };
 
 /* [:name:] inside a bracket (ps->p at '['). */
@@ -374,11 +386,16 @@ static bool parse_flags(parser *ps, bool *scoped) {
   bool neg = false;
   while (ps->p < ps->end && *ps->p != ')' && *ps->p != ':') {
     char f = *ps->p++;
-    if (f == '-' && !neg) neg = true;
-    else if (f == 'i') ps->fold = !neg;
-    else if (f == 'm') ps->multiline = !neg;
-    else if (f == 's') ps->dotnl = !neg;
-    else if (f != 'U') return perr(ps, "unknown flag"), false;
+    if (f == '-' && !neg)
+      neg = true;
+    else if (f == 'i')
+      ps->fold = !neg;
+    else if (f == 'm')
+      ps->multiline = !neg;
+    else if (f == 's')
+      ps->dotnl = !neg;
+    else if (f != 'U')
+      return perr(ps, "unknown flag"), false;
   }
   if (ps->p >= ps->end) return perr(ps, "missing )"), false;
   *scoped = *ps->p == ':';
@@ -388,6 +405,7 @@ static bool parse_flags(parser *ps, bool *scoped) {
 
 static rnode *parse_group(parser *ps) {
   ps->p++; /* '(' */
+  if (++ps->depth > MAX_DEPTH) return perr(ps, "nesting too deep"), NULL;
   bool sf = ps->fold, sm = ps->multiline, ss = ps->dotnl;
   if (ps->p < ps->end && *ps->p == '?') {
     ps->p++;
@@ -407,6 +425,7 @@ static rnode *parse_group(parser *ps) {
   if (ps->p >= ps->end || *ps->p != ')') return perr(ps, "missing )"), NULL;
   ps->p++;
   ps->fold = sf, ps->multiline = sm, ps->dotnl = ss;
+  ps->depth--;
   return n;
 }
 
@@ -458,16 +477,21 @@ static rnode *parse_repeat(parser *ps) {
   while (atom && ps->p < ps->end) {
     int mn, mx;
     char c = *ps->p;
-    if (c == '*') mn = 0, mx = -1, ps->p++;
-    else if (c == '+') mn = 1, mx = -1, ps->p++;
-    else if (c == '?') mn = 0, mx = 1, ps->p++;
+    if (c == '*')
+      mn = 0, mx = -1, ps->p++;
+    else if (c == '+')
+      mn = 1, mx = -1, ps->p++;
+    else if (c == '?')
+      mn = 0, mx = 1, ps->p++;
     else if (c == '{' && parse_counted(ps, &mn, &mx)) {
       if (mn > MAX_REPEAT || mx > MAX_REPEAT || (mx >= 0 && mx < mn))
         return perr(ps, "bad repetition count"), NULL;
-    } else break;
+    } else
+      break;
     if (ps->p < ps->end && *ps->p == '?') ps->p++; /* lazy: same language */
     if (ps->p < ps->end && (*ps->p == '*' || *ps->p == '+' || *ps->p == '?'))
       return perr(ps, "bad repetition operator"), NULL;
+    if (++ps->nrep > MAX_DEPTH) return perr(ps, "too many repetition operators"), NULL;
     rnode *r = new_node(ps, N_REP);
     r->min = mn, r->max = mx;
     kiln_vec_push(&r->kids, atom);

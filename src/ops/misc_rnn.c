@@ -2,8 +2,10 @@
  *
  * One driver runs every direction (forward, reverse, bidirectional) over the
  * sequence, in double, honouring sequence_lens (steps past a batch entry's length
- * give zeros in Y; Y_h/Y_c hold the state after its last step), initial states,
- * LSTM peepholes and input_forget, GRU linear_before_reset, layout (14+) and clip.
+ * give zeros in Y; Y_h/Y_c hold the state after its last step, zeros for a length of
+ * 0), initial states, LSTM peepholes and input_forget (f = 1 - i), GRU
+ * linear_before_reset, layout (14+) and clip. Where the spec is silent we follow
+ * ONNX Runtime.
  * Gate layouts (ONNX): RNN [i], GRU [z r h], LSTM [i o f c]; peepholes [i o f].
  *
  * Activations: the `activations` list gives, per direction, RNN f, GRU f g, LSTM f g
@@ -18,8 +20,19 @@
 
 #include "misc_internal.h"
 
-typedef enum { ACT_RELU, ACT_TANH, ACT_SIGMOID, ACT_AFFINE, ACT_LEAKY, ACT_THRESH, ACT_STANH,
-               ACT_HSIG, ACT_ELU, ACT_SOFTSIGN, ACT_SOFTPLUS } act_kind;
+typedef enum {
+  ACT_RELU,
+  ACT_TANH,
+  ACT_SIGMOID,
+  ACT_AFFINE,
+  ACT_LEAKY,
+  ACT_THRESH,
+  ACT_STANH,
+  ACT_HSIG,
+  ACT_ELU,
+  ACT_SOFTSIGN,
+  ACT_SOFTPLUS
+} act_kind;
 
 typedef struct act_fn {
   act_kind kind;
@@ -32,11 +45,16 @@ static const struct {
   int nparams; /* 0, 1 (alpha) or 2 (alpha, beta) */
   double alpha, beta;
 } act_table[] = {
-    {"Relu", ACT_RELU, 0, 0, 0},           {"Tanh", ACT_TANH, 0, 0, 0},
-    {"Sigmoid", ACT_SIGMOID, 0, 0, 0},     {"Affine", ACT_AFFINE, 2, 1.0, 0.0},
-    {"LeakyRelu", ACT_LEAKY, 1, 0.01, 0},  {"ThresholdedRelu", ACT_THRESH, 1, 1.0, 0},
-    {"ScaledTanh", ACT_STANH, 2, 1.0, 1.0}, {"HardSigmoid", ACT_HSIG, 2, 0.2, 0.5},
-    {"Elu", ACT_ELU, 1, 1.0, 0},           {"Softsign", ACT_SOFTSIGN, 0, 0, 0},
+    {"Relu", ACT_RELU, 0, 0, 0},
+    {"Tanh", ACT_TANH, 0, 0, 0},
+    {"Sigmoid", ACT_SIGMOID, 0, 0, 0},
+    {"Affine", ACT_AFFINE, 2, 1.0, 0.0},
+    {"LeakyRelu", ACT_LEAKY, 1, 0.01, 0},
+    {"ThresholdedRelu", ACT_THRESH, 1, 1.0, 0},
+    {"ScaledTanh", ACT_STANH, 2, 1.0, 1.0},
+    {"HardSigmoid", ACT_HSIG, 2, 0.2, 0.5},
+    {"Elu", ACT_ELU, 1, 1.0, 0},
+    {"Softsign", ACT_SOFTSIGN, 0, 0, 0},
     {"Softplus", ACT_SOFTPLUS, 0, 0, 0},
 };
 
@@ -47,7 +65,7 @@ static double act_apply(const act_fn *f, double x) {
   case ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
   case ACT_AFFINE: return f->alpha * x + f->beta;
   case ACT_LEAKY: return x >= 0 ? x : f->alpha * x;
-  case ACT_THRESH: return x > f->alpha ? x : 0;
+  case ACT_THRESH: return x >= f->alpha ? x : 0; /* ">=" in the RNN ops' spec */
   case ACT_STANH: return f->alpha * tanh(f->beta * x);
   case ACT_HSIG: return fmax(0.0, fmin(1.0, f->alpha * x + f->beta));
   case ACT_ELU: return x >= 0 ? x : f->alpha * (exp(x) - 1);
@@ -87,8 +105,7 @@ static void rnn_free(rnn *m) {
 }
 
 static kiln_status rnn_parse_acts(const kiln_eval_ctx *ctx, rnn *m) {
-  static const char *defaults[3][3] = {
-      {"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+  static const char *defaults[3][3] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
   const kiln_attr *acts = kiln_node_attr(ctx->node, "activations");
   const float *al, *be;
   int nal, nbe, ial = 0, ibe = 0;
@@ -96,15 +113,14 @@ static kiln_status rnn_parse_acts(const kiln_eval_ctx *ctx, rnn *m) {
   KILN_TRY(kiln_node_floats(ctx->node, "activation_beta", &be, &nbe));
   int given = acts && acts->kind == KILN_ATTR_STRINGS ? acts->n : 0;
   if (given && given != m->nact && given != m->nact * m->ndir)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "activations has %d entries, expected %d",
-                           given, m->nact * m->ndir);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "activations has %d entries, expected %d", given,
+                           m->nact * m->ndir);
   for (int d = 0; d < m->ndir; d++) {
     for (int j = 0; j < m->nact; j++) {
       const char *name = given ? acts->strings[(d * m->nact + j) % given] : defaults[m->kind][j];
       size_t k = 0, nt = sizeof act_table / sizeof act_table[0];
       while (k < nt && strcasecmp(act_table[k].name, name)) k++;
-      if (k == nt)
-        return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown activation '%s'", name);
+      if (k == nt) return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown activation '%s'", name);
       act_fn *f = &m->act[d][j];
       f->kind = act_table[k].kind;
       f->alpha = act_table[k].alpha;
@@ -119,9 +135,12 @@ static kiln_status rnn_parse_acts(const kiln_eval_ctx *ctx, rnn *m) {
 static kiln_status rnn_parse_attrs(const kiln_eval_ctx *ctx, rnn *m) {
   const char *dir;
   KILN_TRY(kiln_node_string(ctx->node, "direction", "forward", &dir));
-  if (!strcmp(dir, "bidirectional")) m->ndir = 2;
-  else if (!strcmp(dir, "forward") || !strcmp(dir, "reverse")) m->ndir = 1;
-  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown direction '%s'", dir);
+  if (!strcmp(dir, "bidirectional"))
+    m->ndir = 2;
+  else if (!strcmp(dir, "forward") || !strcmp(dir, "reverse"))
+    m->ndir = 1;
+  else
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown direction '%s'", dir);
   m->reverse_only = !strcmp(dir, "reverse");
   int64_t v;
   KILN_TRY(kiln_node_int(ctx->node, "layout", 0, &v));
@@ -147,14 +166,16 @@ static kiln_status rnn_load(const kiln_eval_ctx *ctx, int i, int n, const int64_
   for (int k = 0; ok && k < n; k++) ok = t->dims[k] == dims[k];
   if (!ok) {
     char buf[64];
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "input %d has shape %s, expected rank %d [%lld,...]",
-                           i, t ? kiln_tensor_type_str(t, buf, sizeof buf) : "none", n,
-                           (long long)dims[0]);
+    return kiln_eval_error(
+        ctx, KILN_ERR_INVALID, "input %d has shape %s, expected rank %d [%lld,...]", i,
+        t ? kiln_tensor_type_str(t, buf, sizeof buf) : "none", n, (long long)dims[0]);
   }
   return kiln_misc_load_all_f64(ctx, t, out);
 }
 
-static double *rnn_zeros(int64_t n) { return kiln_xcalloc((size_t)(n > 0 ? n : 1), sizeof(double)); }
+static double *rnn_zeros(int64_t n) {
+  return kiln_xcalloc((size_t)(n > 0 ? n : 1), sizeof(double));
+}
 
 /* Swaps the first two axes of a [a, b, rest] array (layout 1 <-> canonical). */
 static void rnn_swap01(double *d, int64_t a, int64_t b, int64_t rest) {
@@ -219,14 +240,18 @@ static kiln_status rnn_load_inputs(const kiln_eval_ctx *ctx, rnn *m) {
   if (m->layout1) rnn_swap01(m->x, m->batch, m->seq, m->in);
   KILN_TRY(rnn_load(ctx, 1, 3, (int64_t[]){m->ndir, gh, m->in}, &m->w));
   KILN_TRY(rnn_load(ctx, 2, 3, (int64_t[]){m->ndir, gh, m->hid}, &m->r));
-  if (kiln_eval_in(ctx, 3)) KILN_TRY(rnn_load(ctx, 3, 2, (int64_t[]){m->ndir, 2 * gh}, &m->b));
-  else m->b = rnn_zeros(m->ndir * 2 * gh);
+  if (kiln_eval_in(ctx, 3))
+    KILN_TRY(rnn_load(ctx, 3, 2, (int64_t[]){m->ndir, 2 * gh}, &m->b));
+  else
+    m->b = rnn_zeros(m->ndir * 2 * gh);
   KILN_TRY(rnn_load_lens(ctx, 4, m));
   KILN_TRY(rnn_load_state(ctx, 5, m, &m->h0));
   if (m->kind == CELL_LSTM) {
     KILN_TRY(rnn_load_state(ctx, 6, m, &m->c0));
-    if (kiln_eval_in(ctx, 7)) KILN_TRY(rnn_load(ctx, 7, 2, (int64_t[]){m->ndir, 3 * m->hid}, &m->p));
-    else m->p = rnn_zeros(m->ndir * 3 * m->hid);
+    if (kiln_eval_in(ctx, 7))
+      KILN_TRY(rnn_load(ctx, 7, 2, (int64_t[]){m->ndir, 3 * m->hid}, &m->p));
+    else
+      m->p = rnn_zeros(m->ndir * 3 * m->hid);
   }
   return KILN_OK;
 }
@@ -267,8 +292,8 @@ static void rnn_step_rnn(const rnn *m, int d, step_io *io) {
 static void rnn_step_gru(const rnn *m, int d, step_io *io) {
   int64_t H = m->hid, gh = 3 * H;
   const double *r = m->r + d * gh * H, *rb = m->b + d * 2 * gh + gh;
-  rnn_gate_pre(m, d, 0, io, true); /* z */
-  rnn_gate_pre(m, d, 1, io, true); /* r */
+  rnn_gate_pre(m, d, 0, io, true);  /* z */
+  rnn_gate_pre(m, d, 1, io, true);  /* r */
   rnn_gate_pre(m, d, 2, io, false); /* x . Wh + Wbh */
   double *z = io->gates, *rg = io->gates + H, *hh = io->gates + 2 * H;
   for (int64_t k = 0; k < H; k++) z[k] = act(m, d, 0, z[k]), rg[k] = act(m, d, 0, rg[k]);
@@ -293,8 +318,8 @@ static void rnn_step_lstm(const rnn *m, int d, step_io *io) {
   const double *p = m->p + d * 3 * H; /* [i o f] */
   double *gi = io->gates, *go = io->gates + H, *gf = io->gates + 2 * H, *gc = io->gates + 3 * H;
   for (int64_t k = 0; k < H; k++) {
-    double f = act(m, d, 0, gf[k] + p[2 * H + k] * io->c[k]);
-    double i = m->input_forget ? 1 - f : act(m, d, 0, gi[k] + p[k] * io->c[k]);
+    double i = act(m, d, 0, gi[k] + p[k] * io->c[k]);
+    double f = m->input_forget ? 1 - i : act(m, d, 0, gf[k] + p[2 * H + k] * io->c[k]);
     double c = act(m, d, 1, gc[k]);
     double cnew = f * io->c[k] + i * c;
     double o = act(m, d, 0, go[k] + p[H + k] * cnew);
@@ -312,13 +337,21 @@ static void rnn_run_dir(rnn *m, int d, bool reverse) {
     io.h = m->yh + (d * m->batch + b) * H;
     io.c = m->yc + (d * m->batch + b) * H;
     memcpy(io.h, m->h0 + (d * m->batch + b) * H, (size_t)H * sizeof(double));
-    if (m->kind == CELL_LSTM) memcpy(io.c, m->c0 + (d * m->batch + b) * H, (size_t)H * sizeof(double));
+    if (m->kind == CELL_LSTM)
+      memcpy(io.c, m->c0 + (d * m->batch + b) * H, (size_t)H * sizeof(double));
+    if (m->len[b] == 0) { /* no step: zero final states, as ONNX Runtime */
+      memset(io.h, 0, (size_t)H * sizeof(double));
+      memset(io.c, 0, (size_t)H * sizeof(double));
+    }
     for (int64_t s = 0; s < m->len[b]; s++) {
       int64_t t = reverse ? m->len[b] - 1 - s : s;
       io.x = m->x + (t * m->batch + b) * m->in;
-      if (m->kind == CELL_RNN) rnn_step_rnn(m, d, &io);
-      else if (m->kind == CELL_GRU) rnn_step_gru(m, d, &io);
-      else rnn_step_lstm(m, d, &io);
+      if (m->kind == CELL_RNN)
+        rnn_step_rnn(m, d, &io);
+      else if (m->kind == CELL_GRU)
+        rnn_step_gru(m, d, &io);
+      else
+        rnn_step_lstm(m, d, &io);
       memcpy(m->y + ((t * m->ndir + d) * m->batch + b) * H, io.h, (size_t)H * sizeof(double));
     }
   }

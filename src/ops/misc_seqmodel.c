@@ -30,11 +30,16 @@ static double ld(const kiln_tensor *t, int64_t i) {
 static kiln_status linattn_rule(kiln_eval_ctx *ctx, linattn *a) {
   const char *rule;
   KILN_TRY(kiln_node_string(ctx->node, "update_rule", "gated_delta", &rule));
-  if (!strcmp(rule, "linear")) a->gated = false, a->delta = false;
-  else if (!strcmp(rule, "gated")) a->gated = true, a->delta = false;
-  else if (!strcmp(rule, "delta")) a->gated = false, a->delta = true;
-  else if (!strcmp(rule, "gated_delta")) a->gated = true, a->delta = true;
-  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown update_rule '%s'", rule);
+  if (!strcmp(rule, "linear"))
+    a->gated = false, a->delta = false;
+  else if (!strcmp(rule, "gated"))
+    a->gated = true, a->delta = false;
+  else if (!strcmp(rule, "delta"))
+    a->gated = false, a->delta = true;
+  else if (!strcmp(rule, "gated_delta"))
+    a->gated = true, a->delta = true;
+  else
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown update_rule '%s'", rule);
   if (a->gated != (a->decay != NULL))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "update_rule '%s' %s the decay input", rule,
                            a->gated ? "requires" : "forbids");
@@ -82,8 +87,8 @@ static kiln_status linattn_shapes(kiln_eval_ctx *ctx, linattn *a) {
 }
 
 /* One time step of one (b, kv head g) state. */
-static void linattn_step(const linattn *a, int64_t b, int64_t t, int64_t g, double *S,
-                         double *vt, double *out) {
+static void linattn_step(const linattn *a, int64_t b, int64_t t, int64_t g, double *S, double *vt,
+                         double *out) {
   int64_t dk = a->dk, dv = a->dv, kb = ((b * a->T + t) * a->Hkv + g) * dk;
   if (a->gated) {
     int64_t db = (b * a->T + t) * a->decay->dims[2];
@@ -162,8 +167,7 @@ static kiln_status eval_causal_conv(kiln_eval_ctx *ctx) {
   bool silu = !strcmp(act, "silu") || !strcmp(act, "swish");
   if (!silu && strcmp(act, "none"))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown activation '%s'", act);
-  if (x->rank != 3 || w->rank != 3 || w->dims[0] != x->dims[1] || w->dims[1] != 1 ||
-      w->dims[2] < 1)
+  if (x->rank != 3 || w->rank != 3 || w->dims[0] != x->dims[1] || w->dims[1] != 1 || w->dims[2] < 1)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "input [B, C, L] and weight [C, 1, k] expected");
   int64_t B = x->dims[0], C = x->dims[1], L = x->dims[2], K = w->dims[2], np = K - 1;
   if (bias && (bias->rank != 1 || bias->dims[0] != C))

@@ -16,8 +16,8 @@ static const double kPi = 3.14159265358979323846;
 /* ---- 1-D transforms on complex double arrays ----
  * Forward: y[k] = sum_n x[n] e^{-2 pi i k n / N}; inverse: (1/N) sum with e^{+...}.
  * `in` holds nin samples (zero-padded or truncated to N); out receives nout bins. */
-static void dft_1d(const double *in_re, const double *in_im, int64_t nin, int64_t n,
-                   bool inverse, int64_t nout, double *out_re, double *out_im) {
+static void dft_1d(const double *in_re, const double *in_im, int64_t nin, int64_t n, bool inverse,
+                   int64_t nout, double *out_re, double *out_im) {
   int64_t m = nin < n ? nin : n;
   double sign = inverse ? 1.0 : -1.0;
   for (int64_t k = 0; k < nout; k++) {
@@ -68,6 +68,8 @@ static kiln_status dft_parse(kiln_eval_ctx *ctx, const kiln_tensor *x, dft_args 
     KILN_TRY(kiln_misc_scalar_i64(ctx, 2, &has, &axis));
     if (!has) axis = -2;
   } else {
+    if (kiln_eval_in(ctx, 2))
+      return kiln_eval_error(ctx, KILN_ERR_INVALID, "the axis input needs opset 20");
     KILN_TRY(kiln_node_int(ctx->node, "axis", 1, &axis));
   }
   int r = x->rank;
@@ -115,8 +117,10 @@ static kiln_status eval_dft(kiln_eval_ctx *ctx) {
         ire[t] = kiln_load_f64(x->dtype, x->data, base);
         iim[t] = cin ? kiln_load_f64(x->dtype, x->data, base + 1) : 0.0;
       }
-      if (real_out) irfft_1d(ire, iim, len, a.n, ore);
-      else dft_1d(ire, iim, len, a.n, a.inverse, nout, ore, oim);
+      if (real_out)
+        irfft_1d(ire, iim, len, a.n, ore);
+      else
+        dft_1d(ire, iim, len, a.n, a.inverse, nout, ore, oim);
       for (int64_t k = 0; k < nout; k++) {
         size_t base = (size_t)(((o * nout + k) * inner + i) * ow);
         kiln_store_f64(y->dtype, y->data, base, ore[k]);
@@ -174,7 +178,8 @@ static kiln_status eval_stft(kiln_eval_ctx *ctx) {
   stft_args a;
   KILN_TRY(stft_parse(ctx, x, &a));
   kiln_tensor *y;
-  kiln_status st = kiln_eval_out(ctx, 0, x->dtype, 4, (int64_t[]){a.batch, a.frames, a.bins, 2}, &y);
+  kiln_status st =
+      kiln_eval_out(ctx, 0, x->dtype, 4, (int64_t[]){a.batch, a.frames, a.bins, 2}, &y);
   if (st) {
     free(a.win);
     return st;

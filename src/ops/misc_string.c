@@ -120,7 +120,8 @@ static kiln_status eval_string_split(kiln_eval_ctx *ctx) {
   const char *delim;
   int64_t maxsplit = -1;
   KILN_TRY(kiln_node_string(ctx->node, "delimiter", "", &delim));
-  if (kiln_node_attr(ctx->node, "maxsplit")) KILN_TRY(kiln_node_int(ctx->node, "maxsplit", -1, &maxsplit));
+  if (kiln_node_attr(ctx->node, "maxsplit"))
+    KILN_TRY(kiln_node_int(ctx->node, "maxsplit", -1, &maxsplit));
   split_part **parts = kiln_xcalloc((size_t)x->numel + 1, sizeof *parts);
   int64_t *counts = kiln_xcalloc((size_t)x->numel + 1, sizeof(int64_t)), width = 0;
   for (int64_t i = 0; i < x->numel; i++) {
@@ -207,10 +208,14 @@ static kiln_status norm_parse(kiln_eval_ctx *ctx, norm_args *a) {
   const char *act;
   int64_t cs;
   KILN_TRY(kiln_node_string(ctx->node, "case_change_action", "NONE", &act));
-  if (!strcmp(act, "NONE")) a->action = 0;
-  else if (!strcmp(act, "LOWER")) a->action = 1;
-  else if (!strcmp(act, "UPPER")) a->action = 2;
-  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown case_change_action '%s'", act);
+  if (!strcmp(act, "NONE"))
+    a->action = 0;
+  else if (!strcmp(act, "LOWER"))
+    a->action = 1;
+  else if (!strcmp(act, "UPPER"))
+    a->action = 2;
+  else
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown case_change_action '%s'", act);
   KILN_TRY(kiln_node_int(ctx->node, "is_case_sensitive", 0, &cs));
   a->case_sensitive = cs != 0;
   a->stops = kiln_node_attr(ctx->node, "stopwords");
@@ -241,10 +246,11 @@ static kiln_status eval_string_normalizer(kiln_eval_ctx *ctx) {
   int64_t dims[2] = {1, nk ? nk : 1};
   kiln_tensor *y;
   kiln_status st = x->rank == 1 ? kiln_eval_out(ctx, 0, KILN_STRING, 1, dims + 1, &y)
-                                 : kiln_eval_out(ctx, 0, KILN_STRING, 2, dims, &y);
+                                : kiln_eval_out(ctx, 0, KILN_STRING, 2, dims, &y);
   for (int64_t i = 0; !st && i < y->numel; i++) {
     const char *s = nk ? str_at(x, keep[i]) : "";
-    str_set(y, i, a.action == 0 ? kiln_xstrdup(s) : map_case(s, a.action == 1 ? cp_lower : cp_upper));
+    str_set(y, i,
+            a.action == 0 ? kiln_xstrdup(s) : map_case(s, a.action == 1 ? cp_lower : cp_upper));
   }
   free(keep);
   return st;

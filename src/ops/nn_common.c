@@ -21,7 +21,8 @@ void kiln_nn_set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, kiln_infer_
 kiln_status kiln_nn_alloc(const kiln_eval_ctx *ctx, int64_t count, size_t elem, void **out) {
   int64_t bytes;
   *out = NULL;
-  if (count < 0 || kiln_mul_overflow_i64(count, (int64_t)elem, &bytes) || (uint64_t)bytes > SIZE_MAX)
+  if (count < 0 || kiln_mul_overflow_i64(count, (int64_t)elem, &bytes) ||
+      (uint64_t)bytes > SIZE_MAX)
     return kiln_eval_error(ctx, KILN_ERR_OOM, "buffer of %lld elements is too large",
                            (long long)count);
   if (bytes == 0) return KILN_OK;
@@ -122,8 +123,8 @@ kiln_status kiln_nn_reduce_map(const kiln_eval_ctx *ctx, int rank, const int64_t
 kiln_status kiln_nn_bcast_map(const kiln_eval_ctx *ctx, const kiln_tensor *t, int rank,
                               const int64_t *dims, int64_t **out_map) {
   if (t->rank > rank)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "a tensor of rank %d does not broadcast to rank %d",
-                           t->rank, rank);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID,
+                           "a tensor of rank %d does not broadcast to rank %d", t->rank, rank);
   bool mask[KILN_MAX_RANK];
   for (int d = 0; d < rank; d++) {
     int td = d - (rank - t->rank);
@@ -148,8 +149,8 @@ kiln_status kiln_nn_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, c
 kiln_status kiln_nn_need_rank(const kiln_eval_ctx *ctx, const kiln_tensor *t, int min_rank,
                               const char *what) {
   if (t->rank < min_rank)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must have rank >= %d, not %d", what,
-                           min_rank, t->rank);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must have rank >= %d, not %d", what, min_rank,
+                           t->rank);
   return KILN_OK;
 }
 
@@ -193,10 +194,14 @@ kiln_status kiln_nn_scalar_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t, c
 kiln_status kiln_nn_parse_autopad(const kiln_node *node, kiln_nn_autopad *out) {
   const char *s;
   KILN_TRY(kiln_node_string(node, "auto_pad", "NOTSET", &s));
-  if (!strcmp(s, "NOTSET") || !*s) *out = KILN_NN_PAD_NOTSET;
-  else if (!strcmp(s, "SAME_UPPER")) *out = KILN_NN_PAD_SAME_UPPER;
-  else if (!strcmp(s, "SAME_LOWER")) *out = KILN_NN_PAD_SAME_LOWER;
-  else if (!strcmp(s, "VALID")) *out = KILN_NN_PAD_VALID;
+  if (!strcmp(s, "NOTSET") || !*s)
+    *out = KILN_NN_PAD_NOTSET;
+  else if (!strcmp(s, "SAME_UPPER"))
+    *out = KILN_NN_PAD_SAME_UPPER;
+  else if (!strcmp(s, "SAME_LOWER"))
+    *out = KILN_NN_PAD_SAME_LOWER;
+  else if (!strcmp(s, "VALID"))
+    *out = KILN_NN_PAD_VALID;
   else {
     char buf[160];
     return kiln_invalid("%s: unknown auto_pad '%s'", kiln_node_label(node, buf, sizeof buf), s);
@@ -239,8 +244,7 @@ static kiln_status window_dim(const kiln_node *node, kiln_nn_window *w, int d) {
     *pb = *pe = 0;
     w->out[d] = in >= dk ? floor_div(in - dk, s) + 1 : 0;
     return KILN_OK;
-  case KILN_NN_PAD_NOTSET:
-    break;
+  case KILN_NN_PAD_NOTSET: break;
   }
   int64_t span = in + *pb + *pe - dk;
   if (span < 0)

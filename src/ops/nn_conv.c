@@ -13,7 +13,7 @@
 
 typedef struct conv_geom {
   kiln_nn_window w;
-  int64_t N, C, M, G; /* batch, input channels, output channels, groups */
+  int64_t N, C, M, G;    /* batch, input channels, output channels, groups */
   int64_t isz, osz, ksz; /* elements of one input plane, output plane, kernel */
 } conv_geom;
 
@@ -30,9 +30,40 @@ static void valid_range(int64_t n_o, int64_t n_i, int64_t s, int64_t off, int64_
   if (*hi < *lo) *hi = *lo;
 }
 
-/* o[...] += wv * x[...] over the output plane for one kernel position kpos. */
-static void conv_accumulate(const kiln_nn_window *w, const double *x, double wv,
-                            const int64_t *kpos, double *o) {
+/* Output channels computed together, so that each input row is read once for all of them. Each
+ * output element still sums its products in the same order (input channel, then tap). */
+#define CONV_MB 4
+
+typedef struct conv_block {
+  int nm;             /* channels in the block, 1..CONV_MB */
+  double wv[CONV_MB]; /* their weights at the current tap */
+  double *o[CONV_MB]; /* their output planes */
+} conv_block;
+
+/* o_q[ob + j] += wv_q * xp[j * s] for j < n and each channel q of the block. */
+static void conv_row(const conv_block *b, int64_t ob, const double *xp, int64_t s, int64_t n) {
+  if (b->nm == CONV_MB && s == 1) {
+    double *restrict o0 = b->o[0] + ob, *restrict o1 = b->o[1] + ob;
+    double *restrict o2 = b->o[2] + ob, *restrict o3 = b->o[3] + ob;
+    double w0 = b->wv[0], w1 = b->wv[1], w2 = b->wv[2], w3 = b->wv[3];
+    for (int64_t j = 0; j < n; j++) {
+      double xv = xp[j];
+      o0[j] += w0 * xv;
+      o1[j] += w1 * xv;
+      o2[j] += w2 * xv;
+      o3[j] += w3 * xv;
+    }
+    return;
+  }
+  for (int q = 0; q < b->nm; q++) {
+    double *restrict op = b->o[q] + ob, wv = b->wv[q];
+    for (int64_t j = 0; j < n; j++) op[j] += wv * xp[j * s];
+  }
+}
+
+/* Adds the contribution of input plane x at kernel position kpos to the block's outputs. */
+static void conv_accumulate(const kiln_nn_window *w, const double *x, const conv_block *b,
+                            const int64_t *kpos) {
   int last = w->nsp - 1;
   int64_t off_l = kpos[last] * w->dilations[last] - w->pads[last], lo, hi;
   valid_range(w->out[last], w->in[last], w->strides[last], off_l, &lo, &hi);
@@ -47,11 +78,8 @@ static void conv_accumulate(const kiln_nn_window *w, const double *x, double wv,
       inside = inside && ip >= 0 && ip < w->in[d];
       xrow = xrow * w->in[d] + ip;
     }
-    if (inside) {
-      int64_t xb = xrow * w->in[last] + off_l;
-      double *orow = o + r * w->out[last];
-      for (int64_t j = lo; j < hi; j++) orow[j] += wv * x[xb + j * s];
-    }
+    if (inside)
+      conv_row(b, r * w->out[last] + lo, x + xrow * w->in[last] + off_l + lo * s, s, hi - lo);
     for (int d = last - 1; d >= 0; d--) {
       if (++opos[d] < w->out[d]) break;
       opos[d] = 0;
@@ -71,19 +99,25 @@ static void conv_run(const conv_geom *g, const double *x, const double *wt, cons
                      double *y) {
   int64_t cg = g->C / g->G, mg = g->M / g->G;
   for (int64_t n = 0; n < g->N; n++)
-    for (int64_t m = 0; m < g->M; m++) {
-      double *o = y + (n * g->M + m) * g->osz;
-      for (int64_t i = 0; i < g->osz; i++) o[i] = bias ? bias[m] : 0;
-      int64_t grp = m / mg;
+    for (int64_t m0 = 0; m0 < g->M;) {
+      conv_block b;
+      int64_t left = mg - m0 % mg; /* a block stays inside one group */
+      b.nm = left < CONV_MB ? (int)left : CONV_MB;
+      for (int q = 0; q < b.nm; q++) {
+        b.o[q] = y + (n * g->M + m0 + q) * g->osz;
+        for (int64_t i = 0; i < g->osz; i++) b.o[q][i] = bias ? bias[m0 + q] : 0;
+      }
+      int64_t grp = m0 / mg;
       for (int64_t cc = 0; cc < cg; cc++) {
         const double *xp = x + (n * g->C + grp * cg + cc) * g->isz;
-        const double *wp = wt + (m * cg + cc) * g->ksz;
         int64_t kpos[KILN_MAX_RANK] = {0};
         for (int64_t k = 0; k < g->ksz; k++) {
-          conv_accumulate(&g->w, xp, wp[k], kpos, o);
+          for (int q = 0; q < b.nm; q++) b.wv[q] = wt[((m0 + q) * cg + cc) * g->ksz + k];
+          conv_accumulate(&g->w, xp, &b, kpos);
           next_pos(kpos, g->w.kernel, g->w.nsp);
         }
       }
+      m0 += b.nm;
     }
 }
 
@@ -92,8 +126,7 @@ static kiln_status conv_geom_init(kiln_eval_ctx *ctx, const kiln_tensor *x, cons
                                   conv_geom *g) {
   KILN_TRY(kiln_nn_need_rank(ctx, x, 3, "X"));
   if (w->rank != x->rank)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "W has rank %d, X has rank %d", w->rank,
-                           x->rank);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "W has rank %d, X has rank %d", w->rank, x->rank);
   memset(g, 0, sizeof *g);
   int nsp = x->rank - 2;
   g->w.nsp = nsp;
@@ -231,26 +264,25 @@ static kiln_status convt_pads(kiln_eval_ctx *ctx, convt_geom *g) {
       g->w.pads[nsp + d] = total - g->w.pads[d];
       g->w.out[d] = want; /* beyond the full result (total < 0): zeros (plus bias) */
     }
-    if (g->w.out[d] < 0)
-      return kiln_eval_error(ctx, KILN_ERR_INVALID, "negative output size");
+    if (g->w.out[d] < 0) return kiln_eval_error(ctx, KILN_ERR_INVALID, "negative output size");
   }
   return KILN_OK;
 }
 
-static kiln_status convt_geom_init(kiln_eval_ctx *ctx, const kiln_tensor *x, const kiln_tensor *w,
-                                   convt_geom *g) {
-  KILN_TRY(kiln_nn_need_rank(ctx, x, 3, "X"));
-  if (w->rank != x->rank)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "W has rank %d, X has rank %d", w->rank,
-                           x->rank);
+static bool small(int64_t v) { return v >= -INT32_MAX && v <= INT32_MAX; }
+
+/* Shapes from x dims [N, C, in...] and w dims [C, M/G, k...], both of the given rank. */
+static kiln_status convt_geom_init(kiln_eval_ctx *ctx, int rank, const int64_t *xd,
+                                   const int64_t *wd, convt_geom *g) {
+  if (rank < 3) return kiln_eval_error(ctx, KILN_ERR_INVALID, "X must have rank >= 3");
   memset(g, 0, sizeof *g);
-  int nsp = g->w.nsp = x->rank - 2;
+  int nsp = g->w.nsp = rank - 2;
   KILN_TRY(kiln_node_int(ctx->node, "group", 1, &g->G));
-  g->N = x->dims[0], g->C = x->dims[1];
-  if (g->G <= 0 || w->dims[0] != g->C || g->C % g->G)
+  g->N = xd[0], g->C = xd[1];
+  if (g->G <= 0 || g->G > INT32_MAX || wd[0] != g->C || g->C % g->G)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "channels do not match: X has %lld, W %lld",
-                           (long long)g->C, (long long)w->dims[0]);
-  g->M = w->dims[1] * g->G;
+                           (long long)g->C, (long long)wd[0]);
+  g->M = wd[1] * g->G;
   bool has_k;
   KILN_TRY(kiln_nn_ints_n(ctx->node, "kernel_shape", nsp, 0, g->w.kernel, &has_k));
   KILN_TRY(kiln_nn_ints_n(ctx->node, "output_padding", nsp, 0, g->out_pad, NULL));
@@ -259,13 +291,13 @@ static kiln_status convt_geom_init(kiln_eval_ctx *ctx, const kiln_tensor *x, con
   KILN_TRY(kiln_nn_ints_n(ctx->node, "pads", 2 * nsp, 0, g->w.pads, NULL));
   KILN_TRY(kiln_nn_parse_autopad(ctx->node, &g->w.auto_pad));
   for (int d = 0; d < nsp; d++) {
-    if (has_k && g->w.kernel[d] != w->dims[d + 2])
+    if (has_k && g->w.kernel[d] != wd[d + 2])
       return kiln_eval_error(ctx, KILN_ERR_INVALID, "kernel_shape does not match W");
-    g->w.kernel[d] = w->dims[d + 2];
-    g->w.in[d] = x->dims[d + 2];
+    g->w.kernel[d] = wd[d + 2];
+    g->w.in[d] = xd[d + 2];
     if (g->w.strides[d] <= 0 || g->w.dilations[d] <= 0 || g->w.strides[d] > INT32_MAX ||
-        g->w.dilations[d] > INT32_MAX || llabs(g->w.pads[d]) > INT32_MAX ||
-        llabs(g->w.pads[nsp + d]) > INT32_MAX || llabs(g->out_pad[d]) > INT32_MAX)
+        g->w.dilations[d] > INT32_MAX || !small(g->w.pads[d]) || !small(g->w.pads[nsp + d]) ||
+        !small(g->out_pad[d]))
       return kiln_eval_error(ctx, KILN_ERR_INVALID, "bad strides, dilations or pads");
   }
   KILN_TRY(convt_pads(ctx, g));
@@ -293,9 +325,10 @@ static void convt_accumulate(const kiln_nn_window *w, const double *x, double wv
       orow = orow * w->out[d] + op;
     }
     if (inside) {
-      int64_t ob = orow * w->out[last] + off_l;
-      const double *xr = x + r * w->in[last];
-      for (int64_t j = lo; j < hi; j++) o[ob + j * s] += wv * xr[j];
+      double *op = o + orow * w->out[last] + off_l + lo * s;
+      const double *xp = x + r * w->in[last] + lo;
+      int64_t n = hi - lo;
+      for (int64_t j = 0; j < n; j++) op[j * s] += wv * xp[j];
     }
     for (int d = last - 1; d >= 0; d--) {
       if (++ipos[d] < w->in[d]) break;
@@ -331,7 +364,9 @@ static kiln_status eval_conv_transpose(kiln_eval_ctx *ctx) {
   KILN_TRY(kiln_eval_in_req(ctx, 1, &w));
   KILN_TRY(kiln_nn_need_float(ctx, x, "X"));
   convt_geom g;
-  KILN_TRY(convt_geom_init(ctx, x, w, &g));
+  if (w->rank != x->rank)
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "W has rank %d, X has rank %d", w->rank, x->rank);
+  KILN_TRY(convt_geom_init(ctx, x->rank, x->dims, w->dims, &g));
   if (b && (b->rank != 1 || b->dims[0] != g.M))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "B must have shape [%lld]", (long long)g.M);
   int64_t dims[KILN_MAX_RANK] = {g.N, g.M};
@@ -353,7 +388,7 @@ static kiln_status eval_conv_transpose(kiln_eval_ctx *ctx) {
 
 /* ---- inference ---- */
 
-static kiln_status infer_conv(kiln_infer_ctx *ctx) {
+kiln_status kiln_nn_infer_conv(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_nn_infer_in(ctx, 0), *w = kiln_nn_infer_in(ctx, 1);
   if (!x || !w) return KILN_OK;
   if (x->rank < 3 || w->rank != x->rank)
@@ -365,8 +400,10 @@ static kiln_status infer_conv(kiln_infer_ctx *ctx) {
   KILN_TRY(kiln_nn_ints_n(ctx->node, "kernel_shape", win.nsp, 0, win.kernel, &has_k));
   for (int d = 0; d < win.nsp; d++) {
     if (!has_k) win.kernel[d] = w->dims[d + 2].value;
-    if (win.kernel[d] < 0) win.kernel[d] = 1, win.in[d] = -1; /* unknown kernel */
-    else win.in[d] = x->dims[d + 2].value;
+    if (win.kernel[d] < 0)
+      win.kernel[d] = 1, win.in[d] = -1; /* unknown kernel */
+    else
+      win.in[d] = x->dims[d + 2].value;
   }
   KILN_TRY(kiln_nn_window_init(ctx->node, &win, false));
   kiln_type t = *x;
@@ -380,8 +417,35 @@ static kiln_status infer_conv(kiln_infer_ctx *ctx) {
   return KILN_OK;
 }
 
+/* ConvTranspose: the output's spatial dims are computed when X's channels and spatial dims and
+ * all of W's dims are known; otherwise only the rank (and the batch dim) is. */
+static kiln_status infer_conv_transpose(kiln_infer_ctx *ctx) {
+  const kiln_type *x = kiln_nn_infer_in(ctx, 0), *w = kiln_nn_infer_in(ctx, 1);
+  if (!x || !w) return KILN_OK;
+  if (x->rank < 3 || w->rank != x->rank)
+    return kiln_nn_infer_error(ctx, "X and W must have the same rank >= 3");
+  kiln_type t = *x;
+  for (int d = 1; d < x->rank; d++) t.dims[d].value = -1, t.dims[d].sym = NULL;
+  int64_t xd[KILN_MAX_RANK], wd[KILN_MAX_RANK];
+  bool known = true;
+  for (int d = 0; d < x->rank; d++) {
+    xd[d] = d == 0 ? 1 : x->dims[d].value;
+    wd[d] = w->dims[d].value;
+    known = known && xd[d] >= 0 && wd[d] >= 0;
+  }
+  if (known) {
+    kiln_eval_ctx ec = {.graph = ctx->graph, .node = ctx->node, .n_in = ctx->n_in};
+    convt_geom g;
+    KILN_TRY(convt_geom_init(&ec, x->rank, xd, wd, &g));
+    t.dims[1].value = g.M;
+    for (int d = 0; d < g.w.nsp; d++) t.dims[d + 2].value = g.w.out[d];
+  }
+  ctx->out[0] = t;
+  return KILN_OK;
+}
+
 void kiln_nn_register_conv(kiln_op_impl *table) {
-  kiln_nn_set(table, KILN_OP_Conv, eval_conv, infer_conv, 2, 3, 1, 1);
-  kiln_nn_set(table, KILN_OP_ConvInteger, eval_conv_integer, infer_conv, 2, 4, 1, 1);
-  kiln_nn_set(table, KILN_OP_ConvTranspose, eval_conv_transpose, NULL, 2, 3, 1, 1);
+  kiln_nn_set(table, KILN_OP_Conv, eval_conv, kiln_nn_infer_conv, 2, 3, 1, 1);
+  kiln_nn_set(table, KILN_OP_ConvInteger, eval_conv_integer, kiln_nn_infer_conv, 2, 4, 1, 1);
+  kiln_nn_set(table, KILN_OP_ConvTranspose, eval_conv_transpose, infer_conv_transpose, 2, 3, 1, 1);
 }

@@ -205,13 +205,14 @@ static kiln_status eval_col2im(kiln_eval_ctx *ctx) {
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   KILN_TRY(kiln_nn_need_float(ctx, x, "input"));
   kiln_nn_window w;
-  int64_t C;
+  int64_t C = 0;
   KILN_TRY(col2im_shape(ctx, x, &w, &C));
   int64_t dims[KILN_MAX_RANK] = {x->dims[0], C};
   for (int d = 0; d < w.nsp; d++) dims[d + 2] = w.in[d];
   kiln_tensor *y;
   KILN_TRY(kiln_eval_out(ctx, 0, x->dtype, w.nsp + 2, dims, &y));
-  int64_t ksz = kiln_nn_prod(w.kernel, 0, w.nsp), L = x->dims[2], isz = kiln_nn_prod(w.in, 0, w.nsp);
+  int64_t ksz = kiln_nn_prod(w.kernel, 0, w.nsp), L = x->dims[2],
+          isz = kiln_nn_prod(w.in, 0, w.nsp);
   double *xv = NULL, *yv = NULL;
   kiln_status st = kiln_nn_load_f64(ctx, x, &xv);
   if (!st) st = kiln_nn_alloc(ctx, y->numel, sizeof(double), (void **)&yv);
@@ -233,7 +234,32 @@ static kiln_status eval_col2im(kiln_eval_ctx *ctx) {
   return st;
 }
 
+/* Col2Im: [N, C, image_shape...] when image_shape and block_shape are constants. */
+static kiln_status infer_col2im(kiln_infer_ctx *ctx) {
+  const kiln_type *x = kiln_nn_infer_in(ctx, 0);
+  const kiln_tensor *img = ctx->n_in > 1 ? ctx->cin[1] : NULL;
+  const kiln_tensor *blk = ctx->n_in > 2 ? ctx->cin[2] : NULL;
+  if (!x || !img || !blk || x->rank != 3 || img->rank != 1 || img->numel < 1 ||
+      img->numel > KILN_MAX_RANK - 2 || blk->numel != img->numel ||
+      !kiln_dtype_is_int(img->dtype) || !kiln_dtype_is_int(blk->dtype))
+    return KILN_OK;
+  kiln_type t = *x;
+  t.rank = (int)img->numel + 2;
+  int64_t ksz = 1;
+  for (int d = 0; d < t.rank - 2; d++) {
+    int64_t k = kiln_load_i64(blk->dtype, blk->data, (size_t)d);
+    if (k <= 0 || k > INT32_MAX) return kiln_nn_infer_error(ctx, "bad block_shape");
+    ksz = ksz * k > INT32_MAX ? INT32_MAX : ksz * k;
+    t.dims[d + 2].value = kiln_load_i64(img->dtype, img->data, (size_t)d);
+    t.dims[d + 2].sym = NULL;
+  }
+  t.dims[1].sym = NULL;
+  t.dims[1].value = x->dims[1].value >= 0 ? x->dims[1].value / ksz : -1;
+  ctx->out[0] = t;
+  return KILN_OK;
+}
+
 void kiln_nn_register_conv_extra(kiln_op_impl *table) {
-  kiln_nn_set(table, KILN_OP_DeformConv, eval_deform_conv, NULL, 3, 5, 1, 1);
-  kiln_nn_set(table, KILN_OP_Col2Im, eval_col2im, NULL, 3, 3, 1, 1);
+  kiln_nn_set(table, KILN_OP_DeformConv, eval_deform_conv, kiln_nn_infer_conv, 3, 5, 1, 1);
+  kiln_nn_set(table, KILN_OP_Col2Im, eval_col2im, infer_col2im, 3, 3, 1, 1);
 }

@@ -14,8 +14,8 @@
 #define EIN_MAX_OPS 64
 
 typedef struct ein_term {
-  int n;                   /* labels in the term (an ellipsis expands to its dims) */
-  int labels[KILN_MAX_RANK * 2];
+  int n;                         /* labels in the term (an ellipsis expands to its dims) */
+  int labels[KILN_MAX_RANK * 3]; /* parsed: at most 2*MAX_RANK; expanded: + MAX_RANK-1 */
   bool has_ellipsis;
 } ein_term;
 
@@ -90,27 +90,35 @@ static kiln_status ein_parse(kiln_eval_ctx *ctx, const char *eq, ein_plan *p) {
   return KILN_OK;
 }
 
-/* Sizes of the labels from the operand shapes; broadcast dims (1) get stride 0. */
-static kiln_status ein_bind(kiln_eval_ctx *ctx, const kiln_tensor *const *x, ein_plan *p) {
+/* Sizes of the labels from the operand shapes (ranks[k], dims[k]); broadcast dims (1) get
+ * stride 0. A dim < 0 (unknown, for inference) matches any size. */
+static kiln_status ein_bind(kiln_eval_ctx *ctx, const int *ranks, const int64_t *const *dims,
+                            ein_plan *p) {
   p->n_ell = 0;
   for (int k = 0; k < p->n_ops; k++) {
-    int ell = x[k]->rank - (p->in[k].n - (p->in[k].has_ellipsis ? 1 : 0));
+    int ell = ranks[k] - (p->in[k].n - (p->in[k].has_ellipsis ? 1 : 0));
     if (ell < 0 || (ell > 0 && !p->in[k].has_ellipsis))
       return kiln_eval_error(ctx, KILN_ERR_INVALID, "operand %d: rank %d does not match its term",
-                             k, x[k]->rank);
+                             k, ranks[k]);
     if (ell > p->n_ell) p->n_ell = ell;
   }
   for (int l = 0; l < EIN_LABELS; l++) p->size[l] = 1, p->used[l] = false;
   for (int k = 0; k < p->n_ops; k++) {
-    int ell = x[k]->rank - (p->in[k].n - (p->in[k].has_ellipsis ? 1 : 0));
+    int ell = ranks[k] - (p->in[k].n - (p->in[k].has_ellipsis ? 1 : 0));
     expand_ellipsis(&p->in[k], ell, p->n_ell);
     int64_t st[KILN_MAX_RANK];
-    kiln_strides(x[k]->rank, x[k]->dims, st);
+    kiln_strides(ranks[k], dims[k], st);
     for (int l = 0; l < EIN_LABELS; l++) p->stride[k][l] = 0;
     for (int i = 0; i < p->in[k].n; i++) {
       int l = p->in[k].labels[i];
-      int64_t e = x[k]->dims[i];
-      if (p->used[l] && e != p->size[l] && e != 1 && p->size[l] != 1)
+      if (l < 0 || l >= EIN_LABELS) return kiln_eval_error(ctx, KILN_ERR_INTERNAL, "label");
+      int64_t e = dims[k][i];
+      if (e < 0) {
+        if (!p->used[l]) p->size[l] = -1;
+        p->used[l] = true;
+        continue;
+      }
+      if (p->used[l] && p->size[l] >= 0 && e != p->size[l] && e != 1 && p->size[l] != 1)
         return kiln_eval_error(ctx, KILN_ERR_INVALID, "label sizes %lld and %lld differ",
                                (long long)e, (long long)p->size[l]);
       if (e != 1) p->size[l] = e, p->stride[k][l] += st[i];
@@ -131,9 +139,13 @@ static kiln_status ein_order(kiln_eval_ctx *ctx, ein_plan *p) {
   } else {
     p->out.n = 0;
     for (int e = 0; e < p->n_ell; e++) p->out.labels[p->out.n++] = EIN_LETTERS + e;
-    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    for (int i = 0; abc[i]; i++)
-      if (count[letter_id(abc[i])] == 1) p->out.labels[p->out.n++] = letter_id(abc[i]);
+    for (int k = 0; k < EIN_LETTERS; k++) { /* ASCII order: 'A'..'Z' (ids 26..51), 'a'..'z' */
+      int id = (k + 26) % EIN_LETTERS;
+      if (count[id] != 1) continue;
+      if (p->out.n >= KILN_MAX_RANK)
+        return kiln_eval_error(ctx, KILN_ERR_UNSUPPORTED, "output rank above %d", KILN_MAX_RANK);
+      p->out.labels[p->out.n++] = id;
+    }
   }
   p->n_order = 0;
   for (int i = 0; i < p->out.n; i++) {
@@ -186,15 +198,16 @@ static void ein_sum(const ein_plan *p, const ein_vals *v, const int64_t *base, d
   *out_i = (int64_t)acci;
 }
 
-static void ein_run(const ein_plan *p, const ein_vals *v, int64_t n_out, double *yf,
-                    int64_t *yi) {
+static void ein_run(const ein_plan *p, const ein_vals *v, int64_t n_out, double *yf, int64_t *yi) {
   int64_t idx[EIN_LABELS] = {0}, off[EIN_MAX_OPS] = {0};
   for (int64_t o = 0; o < n_out; o++) {
     double f;
     int64_t i;
     ein_sum(p, v, off, &f, &i);
-    if (v->is_int) yi[o] = i;
-    else yf[o] = f;
+    if (v->is_int)
+      yi[o] = i;
+    else
+      yf[o] = f;
     for (int j = p->n_outl - 1; j >= 0; j--) {
       int l = p->order[j];
       for (int k = 0; k < p->n_ops; k++) off[k] += p->stride[k][l];
@@ -215,12 +228,15 @@ static kiln_status ein_compute(kiln_eval_ctx *ctx, const ein_plan *p, const kiln
   kiln_status st = KILN_OK;
   for (int k = 0; !st && k < p->n_ops; k++)
     st = v.is_int ? kiln_nn_load_i64(ctx, x[k], &v.i[k]) : kiln_nn_load_f64(ctx, x[k], &v.f[k]);
-  if (!st) st = kiln_nn_alloc(ctx, y->numel, v.is_int ? sizeof(int64_t) : sizeof(double),
-                              v.is_int ? (void **)&yi : (void **)&yf);
+  if (!st)
+    st = kiln_nn_alloc(ctx, y->numel, v.is_int ? sizeof(int64_t) : sizeof(double),
+                       v.is_int ? (void **)&yi : (void **)&yf);
   if (!st) {
     ein_run(p, &v, y->numel, yf, yi);
-    if (v.is_int) kiln_nn_store_i64(y, yi);
-    else kiln_nn_store_f64(y, yf);
+    if (v.is_int)
+      kiln_nn_store_i64(y, yi);
+    else
+      kiln_nn_store_f64(y, yf);
   }
   for (int k = 0; k < p->n_ops; k++) free(v.f[k]), free(v.i[k]);
   free(yf), free(yi);
@@ -241,9 +257,12 @@ static kiln_status eval_einsum(kiln_eval_ctx *ctx) {
   if (!kiln_dtype_is_float(x[0]->dtype) && !kiln_dtype_is_int(x[0]->dtype))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "unsupported dtype %s",
                            kiln_dtype_name(x[0]->dtype));
+  int ranks[EIN_MAX_OPS];
+  const int64_t *dims_of[EIN_MAX_OPS];
+  for (int k = 0; k < ctx->n_in; k++) ranks[k] = x[k]->rank, dims_of[k] = x[k]->dims;
   ein_plan *p = kiln_xcalloc(1, sizeof *p);
   kiln_status st = ein_parse(ctx, eq, p);
-  if (!st) st = ein_bind(ctx, x, p);
+  if (!st) st = ein_bind(ctx, ranks, dims_of, p);
   if (!st) st = ein_order(ctx, p);
   if (!st && p->out.n > KILN_MAX_RANK)
     st = kiln_eval_error(ctx, KILN_ERR_UNSUPPORTED, "output rank %d", p->out.n);
@@ -258,6 +277,38 @@ static kiln_status eval_einsum(kiln_eval_ctx *ctx) {
   return st;
 }
 
+static kiln_status infer_einsum(kiln_infer_ctx *ctx) {
+  if (ctx->n_in < 1 || ctx->n_in > EIN_MAX_OPS) return KILN_OK;
+  int ranks[EIN_MAX_OPS];
+  int64_t dims[EIN_MAX_OPS][KILN_MAX_RANK];
+  const int64_t *dims_of[EIN_MAX_OPS];
+  for (int k = 0; k < ctx->n_in; k++) {
+    const kiln_type *t = kiln_nn_infer_in(ctx, k);
+    if (!t) return KILN_OK;
+    ranks[k] = t->rank;
+    for (int d = 0; d < t->rank; d++) dims[k][d] = t->dims[d].value;
+    dims_of[k] = dims[k];
+  }
+  const char *eq;
+  KILN_TRY(kiln_node_string(ctx->node, "equation", "", &eq));
+  kiln_eval_ctx ec = {.graph = ctx->graph, .node = ctx->node, .n_in = ctx->n_in};
+  ein_plan *p = kiln_xcalloc(1, sizeof *p);
+  kiln_status st = ein_parse(&ec, eq, p);
+  if (!st) st = ein_bind(&ec, ranks, dims_of, p);
+  if (!st) st = ein_order(&ec, p);
+  if (!st && p->out.n <= KILN_MAX_RANK) {
+    kiln_type t = kiln_type_tensor(ctx->in[0]->dtype, 0, NULL);
+    t.rank = p->out.n;
+    for (int i = 0; i < p->out.n; i++) {
+      t.dims[i].value = p->size[p->out.labels[i]];
+      t.dims[i].sym = NULL;
+    }
+    ctx->out[0] = t;
+  }
+  free(p);
+  return st;
+}
+
 void kiln_nn_register_einsum(kiln_op_impl *table) {
-  kiln_nn_set(table, KILN_OP_Einsum, eval_einsum, NULL, 1, -1, 1, 1);
+  kiln_nn_set(table, KILN_OP_Einsum, eval_einsum, infer_einsum, 1, -1, 1, 1);
 }

@@ -95,6 +95,9 @@ kiln_status kiln_nn_infer_error(const kiln_infer_ctx *ctx, const char *fmt, ...)
 const kiln_type *kiln_nn_infer_in(const kiln_infer_ctx *ctx, int i);
 /* Sets output i to a tensor type of the given dtype and rank, dims unknown. */
 void kiln_nn_infer_out_unknown(kiln_infer_ctx *ctx, int i, kiln_dtype dtype, int rank);
+/* Conv-like output type: X [N, C, in...], W [M, ..., k...] -> [N, M, out...] (Conv,
+ * ConvInteger, DeformConv). */
+kiln_status kiln_nn_infer_conv(kiln_infer_ctx *ctx);
 /* Output 0 is input 0's type (same dtype and shape): for elementwise-shaped ops. */
 kiln_status kiln_nn_infer_same(kiln_infer_ctx *ctx);
 

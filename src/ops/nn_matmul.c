@@ -6,14 +6,45 @@
 
 #include "nn_internal.h"
 
+/* Blocks of B ([MM_KB, MM_NB] doubles, 512 KiB) stay in cache while every row of A uses them;
+ * each c[i,j] still sums its products in increasing k, so blocking changes no result. */
+#define MM_KB 256
+#define MM_NB 256
+
+/* c[i0..i0+4, j0..j0+nb) += a[., k0..k1) * b[k0..k1, j0..): four rows share each load of b. */
+static void mm_rows4(int64_t N, int64_t K, const double *a, const double *b, double *c, int64_t i0,
+                     int64_t j0, int64_t nb, int64_t k0, int64_t k1) {
+  double *restrict c0 = c + i0 * N + j0, *restrict c1 = c0 + N, *restrict c2 = c1 + N;
+  double *restrict c3 = c2 + N;
+  for (int64_t k = k0; k < k1; k++) {
+    double a0 = a[i0 * K + k], a1 = a[(i0 + 1) * K + k];
+    double a2 = a[(i0 + 2) * K + k], a3 = a[(i0 + 3) * K + k];
+    const double *restrict brow = b + k * N + j0;
+    for (int64_t j = 0; j < nb; j++) {
+      double bv = brow[j];
+      c0[j] += a0 * bv;
+      c1[j] += a1 * bv;
+      c2[j] += a2 * bv;
+      c3[j] += a3 * bv;
+    }
+  }
+}
+
 /* c[M,N] += a[M,K] * b[K,N], all row-major. */
 static void mm_f64(int64_t M, int64_t N, int64_t K, const double *a, const double *b, double *c) {
-  for (int64_t i = 0; i < M; i++) {
-    double *crow = c + i * N;
-    for (int64_t k = 0; k < K; k++) {
-      double av = a[i * K + k];
-      const double *brow = b + k * N;
-      for (int64_t j = 0; j < N; j++) crow[j] += av * brow[j];
+  for (int64_t j0 = 0; j0 < N; j0 += MM_NB) {
+    int64_t nb = N - j0 < MM_NB ? N - j0 : MM_NB;
+    for (int64_t k0 = 0; k0 < K; k0 += MM_KB) {
+      int64_t k1 = K - k0 < MM_KB ? K : k0 + MM_KB, i = 0;
+      for (; i + 4 <= M; i += 4) mm_rows4(N, K, a, b, c, i, j0, nb, k0, k1);
+      for (; i < M; i++) {
+        double *restrict crow = c + i * N + j0;
+        for (int64_t k = k0; k < k1; k++) {
+          double av = a[i * K + k];
+          const double *restrict brow = b + k * N + j0;
+          for (int64_t j = 0; j < nb; j++) crow[j] += av * brow[j];
+        }
+      }
     }
   }
 }
@@ -41,8 +72,8 @@ typedef struct mm_shape {
   int64_t out_dims[KILN_MAX_RANK];
 } mm_shape;
 
-static kiln_status mm_shape_of(const kiln_eval_ctx *ctx, const kiln_tensor *a,
-                               const kiln_tensor *b, mm_shape *s) {
+static kiln_status mm_shape_of(const kiln_eval_ctx *ctx, const kiln_tensor *a, const kiln_tensor *b,
+                               mm_shape *s) {
   if (a->rank < 1 || b->rank < 1)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "MatMul operands must have rank >= 1");
   int ra = a->rank, rb = b->rank;
@@ -245,7 +276,8 @@ static kiln_status gemm_attrs_get(const kiln_node *n, gemm_attrs *g) {
 /* Copies the 2-D operand t (rows x cols, transposed if trans) as a row-major matrix. */
 static void gemm_operand(const double *t, int64_t rows, int64_t cols, bool trans, double *out) {
   for (int64_t i = 0; i < rows; i++)
-    for (int64_t j = 0; j < cols; j++) out[i * cols + j] = trans ? t[j * rows + i] : t[i * cols + j];
+    for (int64_t j = 0; j < cols; j++)
+      out[i * cols + j] = trans ? t[j * rows + i] : t[i * cols + j];
 }
 
 /* Value of C broadcast to (M, N) at (i, j). */
@@ -258,9 +290,10 @@ static double gemm_c(const kiln_tensor *c, const double *cv, int64_t i, int64_t 
 }
 
 static kiln_status gemm_check_c(kiln_eval_ctx *ctx, const kiln_tensor *c, int64_t M, int64_t N) {
-  if (!c) return ctx->node->opset < 11
-                    ? kiln_eval_error(ctx, KILN_ERR_INVALID, "input C is required before opset 11")
-                    : KILN_OK;
+  if (!c)
+    return ctx->node->opset < 11
+               ? kiln_eval_error(ctx, KILN_ERR_INVALID, "input C is required before opset 11")
+               : KILN_OK;
   bool ok = c->rank <= 2;
   if (ok && c->rank >= 1) ok = c->dims[c->rank - 1] == N || c->dims[c->rank - 1] == 1;
   if (ok && c->rank == 2) ok = c->dims[0] == M || c->dims[0] == 1;
@@ -296,7 +329,7 @@ static kiln_status gemm_compute(kiln_eval_ctx *ctx, const gemm_attrs *g, const k
 
 /* Integer Gemm: exact (wrapping) when alpha and beta are 1, else scaled in double. */
 static kiln_status gemm_compute_int(kiln_eval_ctx *ctx, const gemm_attrs *g, const kiln_tensor *a,
-                                   const kiln_tensor *b, const kiln_tensor *c, kiln_tensor *y) {
+                                    const kiln_tensor *b, const kiln_tensor *c, kiln_tensor *y) {
   int64_t M = y->dims[0], N = y->dims[1], K = g->trans_a ? a->dims[0] : a->dims[1];
   int64_t *av = NULL, *bv = NULL, *cv = NULL, *am = NULL, *bm = NULL, *yv = NULL;
   kiln_status st = kiln_nn_load_i64(ctx, a, &av);
@@ -348,8 +381,8 @@ static kiln_status eval_gemm(kiln_eval_ctx *ctx) {
   int64_t M = g.trans_a ? a->dims[1] : a->dims[0], K = g.trans_a ? a->dims[0] : a->dims[1];
   int64_t kb = g.trans_b ? b->dims[1] : b->dims[0], N = g.trans_b ? b->dims[0] : b->dims[1];
   if (K != kb)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "inner dims differ: %lld vs %lld",
-                           (long long)K, (long long)kb);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "inner dims differ: %lld vs %lld", (long long)K,
+                           (long long)kb);
   KILN_TRY(gemm_check_c(ctx, c, M, N));
   kiln_tensor *y;
   KILN_TRY(kiln_eval_out(ctx, 0, a->dtype, 2, (int64_t[]){M, N}, &y));

@@ -73,9 +73,7 @@ static kiln_status bn_load(kiln_eval_ctx *ctx, const kiln_tensor *x, bn_params *
   return KILN_OK;
 }
 
-static void bn_free(bn_params *p) {
-  free(p->scale), free(p->bias), free(p->mean), free(p->var);
-}
+static void bn_free(bn_params *p) { free(p->scale), free(p->bias), free(p->mean), free(p->var); }
 
 static void bn_apply(const bn_params *p, const double *x, int64_t n, const double *mean,
                      const double *var, double eps, double *y) {
@@ -177,8 +175,8 @@ static void normalize_blocks(const double *x, int64_t n, int64_t block, const do
 }
 
 /* Loads X, computes the statistics of contiguous blocks of `block` elements and normalizes. */
-static kiln_status norm_blocks(kiln_eval_ctx *ctx, const kiln_tensor *xt, int64_t block,
-                               double eps, double **y, double **mean, double **var) {
+static kiln_status norm_blocks(kiln_eval_ctx *ctx, const kiln_tensor *xt, int64_t block, double eps,
+                               double **y, double **mean, double **var) {
   double *x = NULL;
   int64_t *map = NULL, groups = block ? xt->numel / block : 0;
   *y = *mean = *var = NULL;
@@ -374,7 +372,8 @@ static kiln_status eval_lp_norm(kiln_eval_ctx *ctx) {
   for (int64_t o = 0; o < outer; o++)
     for (int64_t in = 0; in < inner; in++) {
       double norm = 0, *v = x + o * n * inner + in;
-      for (int64_t j = 0; j < n; j++) norm += p == 1 ? fabs(v[j * inner]) : v[j * inner] * v[j * inner];
+      for (int64_t j = 0; j < n; j++)
+        norm += p == 1 ? fabs(v[j * inner]) : v[j * inner] * v[j * inner];
       if (p == 2) norm = sqrt(norm);
       for (int64_t j = 0; j < n; j++) v[j * inner] = norm == 0 ? 0 : v[j * inner] / norm;
     }
@@ -457,6 +456,5 @@ void kiln_nn_register_norm(kiln_op_impl *table) {
   kiln_nn_set(table, KILN_OP_RMSNormalization, eval_rms_norm, infer_layer_norm, 2, 2, 1, 1);
   kiln_nn_set(table, KILN_OP_LRN, eval_lrn, kiln_nn_infer_same, 1, 1, 1, 1);
   kiln_nn_set(table, KILN_OP_LpNormalization, eval_lp_norm, kiln_nn_infer_same, 1, 1, 1, 1);
-  kiln_nn_set(table, KILN_OP_MeanVarianceNormalization, eval_mvn, kiln_nn_infer_same, 1, 1, 1,
-              1);
+  kiln_nn_set(table, KILN_OP_MeanVarianceNormalization, eval_mvn, kiln_nn_infer_same, 1, 1, 1, 1);
 }

@@ -23,8 +23,10 @@ typedef struct pool_geom {
 
 static pool_kind kind_of(kiln_op op) {
   switch (op) {
-  case KILN_OP_MaxPool: case KILN_OP_GlobalMaxPool: return POOL_MAX;
-  case KILN_OP_LpPool: case KILN_OP_GlobalLpPool: return POOL_LP;
+  case KILN_OP_MaxPool:
+  case KILN_OP_GlobalMaxPool: return POOL_MAX;
+  case KILN_OP_LpPool:
+  case KILN_OP_GlobalLpPool: return POOL_LP;
   default: return POOL_AVG;
   }
 }
@@ -33,7 +35,8 @@ static pool_kind kind_of(kiln_op op) {
 static kiln_status pool_p(const kiln_node *node, double *p) {
   const kiln_attr *a = kiln_node_attr(node, "p");
   *p = 2;
-  if (a && a->kind == KILN_ATTR_FLOAT) *p = a->f;
+  if (a && a->kind == KILN_ATTR_FLOAT)
+    *p = a->f;
   else if (a) {
     int64_t v;
     KILN_TRY(kiln_node_int(node, "p", 2, &v));
@@ -59,8 +62,8 @@ static kiln_status pool_attrs(const kiln_node *node, pool_geom *g) {
 }
 
 /* Fills g for input dims (rank >= 3). global: kernel = whole input, no padding. */
-static kiln_status pool_geom_init(const kiln_node *node, int rank, const int64_t *dims,
-                                  bool global, pool_geom *g) {
+static kiln_status pool_geom_init(const kiln_node *node, int rank, const int64_t *dims, bool global,
+                                  pool_geom *g) {
   char buf[160];
   memset(g, 0, sizeof *g);
   if (rank < 3)
@@ -152,8 +155,8 @@ static kiln_status eval_pool(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   kiln_op op = ctx->node->op;
-  bool global = op == KILN_OP_GlobalAveragePool || op == KILN_OP_GlobalMaxPool ||
-                op == KILN_OP_GlobalLpPool;
+  bool global =
+      op == KILN_OP_GlobalAveragePool || op == KILN_OP_GlobalMaxPool || op == KILN_OP_GlobalLpPool;
   if (!kiln_dtype_is_float(x->dtype) && !(op == KILN_OP_MaxPool && kiln_dtype_is_int(x->dtype)))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "unsupported dtype %s",
                            kiln_dtype_name(x->dtype));
@@ -184,8 +187,8 @@ static kiln_status infer_pool(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_nn_infer_in(ctx, 0);
   if (!x) return KILN_OK;
   kiln_op op = ctx->node->op;
-  bool global = op == KILN_OP_GlobalAveragePool || op == KILN_OP_GlobalMaxPool ||
-                op == KILN_OP_GlobalLpPool;
+  bool global =
+      op == KILN_OP_GlobalAveragePool || op == KILN_OP_GlobalMaxPool || op == KILN_OP_GlobalLpPool;
   int64_t dims[KILN_MAX_RANK];
   for (int d = 0; d < x->rank; d++) dims[d] = x->dims[d].value;
   pool_geom g;
@@ -269,6 +272,37 @@ static kiln_status eval_max_unpool(kiln_eval_ctx *ctx) {
   return KILN_OK;
 }
 
+/* MaxUnpool: output_shape when it is a constant, else the shape inferred from the attributes. */
+static kiln_status infer_max_unpool(kiln_infer_ctx *ctx) {
+  const kiln_type *x = kiln_nn_infer_in(ctx, 0);
+  if (!x || x->rank < 3) return KILN_OK;
+  kiln_type t = *x;
+  const kiln_tensor *os = ctx->n_in > 2 ? ctx->cin[2] : NULL;
+  if (ctx->n_in > 2 && ctx->in[2]) {
+    for (int d = 0; d < x->rank; d++) t.dims[d].value = -1, t.dims[d].sym = NULL;
+    if (os && os->numel == x->rank && kiln_dtype_is_int(os->dtype))
+      for (int d = 0; d < x->rank; d++)
+        t.dims[d].value = kiln_load_i64(os->dtype, os->data, (size_t)d);
+    ctx->out[0] = t;
+    return KILN_OK;
+  }
+  int nsp = x->rank - 2;
+  int64_t k[KILN_MAX_RANK], s[KILN_MAX_RANK], p[2 * KILN_MAX_RANK];
+  KILN_TRY(kiln_nn_ints_n(ctx->node, "kernel_shape", nsp, 1, k, NULL));
+  KILN_TRY(kiln_nn_ints_n(ctx->node, "strides", nsp, 1, s, NULL));
+  KILN_TRY(kiln_nn_ints_n(ctx->node, "pads", 2 * nsp, 0, p, NULL));
+  for (int d = 0; d < nsp; d++) {
+    int64_t in = x->dims[d + 2].value;
+    bool ok = in >= 0 && in <= INT32_MAX && k[d] > 0 && k[d] <= INT32_MAX && s[d] > 0 &&
+              s[d] <= INT32_MAX && p[d] >= 0 && p[d] <= INT32_MAX && p[nsp + d] >= 0 &&
+              p[nsp + d] <= INT32_MAX;
+    t.dims[d + 2].value = ok ? (in - 1) * s[d] - p[d] - p[nsp + d] + k[d] : -1;
+    t.dims[d + 2].sym = NULL;
+  }
+  ctx->out[0] = t;
+  return KILN_OK;
+}
+
 /* ---- MaxRoiPool (Caffe's ROI pooling: rounded ROI, bins floor/ceil, empty bins give 0) ---- */
 
 typedef struct roi_geom {
@@ -289,8 +323,10 @@ static void roi_bin(const roi_geom *g, const double *plane, const double *roi, d
   double bh = (double)rh / (double)g->ph, bw = (double)rw / (double)g->pw;
   for (int64_t i = 0; i < g->ph; i++)
     for (int64_t j = 0; j < g->pw; j++) {
-      int64_t hs = (int64_t)floor((double)i * bh) + y1, he = (int64_t)ceil((double)(i + 1) * bh) + y1;
-      int64_t ws = (int64_t)floor((double)j * bw) + x1, we = (int64_t)ceil((double)(j + 1) * bw) + x1;
+      int64_t hs = (int64_t)floor((double)i * bh) + y1,
+              he = (int64_t)ceil((double)(i + 1) * bh) + y1;
+      int64_t ws = (int64_t)floor((double)j * bw) + x1,
+              we = (int64_t)ceil((double)(j + 1) * bw) + x1;
       hs = hs < 0 ? 0 : hs > g->H ? g->H : hs;
       he = he < 0 ? 0 : he > g->H ? g->H : he;
       ws = ws < 0 ? 0 : ws > g->W ? g->W : ws;
@@ -346,6 +382,6 @@ void kiln_nn_register_pool(kiln_op_impl *table) {
   kiln_nn_set(table, KILN_OP_GlobalAveragePool, eval_pool, infer_pool, 1, 1, 1, 1);
   kiln_nn_set(table, KILN_OP_GlobalMaxPool, eval_pool, infer_pool, 1, 1, 1, 1);
   kiln_nn_set(table, KILN_OP_GlobalLpPool, eval_pool, infer_pool, 1, 1, 1, 1);
-  kiln_nn_set(table, KILN_OP_MaxUnpool, eval_max_unpool, NULL, 2, 3, 1, 1);
+  kiln_nn_set(table, KILN_OP_MaxUnpool, eval_max_unpool, infer_max_unpool, 2, 3, 1, 1);
   kiln_nn_set(table, KILN_OP_MaxRoiPool, eval_max_roi_pool, NULL, 2, 2, 1, 1);
 }

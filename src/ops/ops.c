@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op_attrs.h"
 #include "ops.h"
 
 static kiln_op_impl table[KILN_OP_COUNT];
@@ -23,6 +24,29 @@ const kiln_op_impl *kiln_op_get(kiln_op op) {
   return (unsigned)op < KILN_OP_COUNT ? &table[op] : &table[KILN_OP_UNKNOWN];
 }
 
+/* Every attribute must be one the op's schema (at the node's opset) names, of its kind. */
+static kiln_status check_attrs(const kiln_node *n, const char *lb) {
+  const kiln_op_schema_version *v = kiln_op_attr_versions[n->op], *use = NULL;
+  for (; v && v->since; v++)
+    if (v->since <= n->opset) use = v;
+  if (!use) return KILN_OK;
+  for (int i = 0; i < n->n_attrs; i++) {
+    const kiln_attr *a = &n->attrs[i];
+    const kiln_attr_schema *s = use->attrs;
+    while (s->name && strcmp(s->name, a->name)) s++;
+    if (!s->name)
+      return kiln_invalid("%s: %s-%d has no attribute '%s'", lb, n->op_type, use->since, a->name);
+    if (s->kind != (int)a->kind)
+      return kiln_invalid("%s: attribute '%s' must be of type %s, not %s", lb, a->name,
+                          kiln_attr_kind_name((kiln_attr_kind)s->kind),
+                          kiln_attr_kind_name(a->kind));
+  }
+  for (const kiln_attr_schema *s = use->attrs; s->name; s++)
+    if (s->required && !kiln_node_attr(n, s->name))
+      return kiln_invalid("%s: required attribute '%s' is missing", lb, s->name);
+  return KILN_OK;
+}
+
 kiln_status kiln_op_check(const kiln_graph *g, const kiln_node *n) {
   (void)g;
   char lb[200];
@@ -33,6 +57,14 @@ kiln_status kiln_op_check(const kiln_graph *g, const kiln_node *n) {
   }
   const kiln_op_impl *impl = kiln_op_get(n->op);
   if (!impl->eval) return kiln_unsupported("%s: operator %s is not implemented", lb, n->op_type);
+  if (n->opset < kiln_op_since(n->op))
+    return kiln_invalid("%s: %s does not exist in opset %lld (it was introduced in opset %d)", lb,
+                        n->op_type, (long long)n->opset, kiln_op_since(n->op));
+  if (kiln_op_removed(n->op) && n->opset >= kiln_op_removed(n->op))
+    return kiln_invalid("%s: %s was removed from the default domain in opset %d (the model "
+                        "imports opset %lld)", lb, n->op_type, kiln_op_removed(n->op),
+                        (long long)n->opset);
+  KILN_TRY(check_attrs(n, lb));
   int n_in = n->n_inputs;
   while (n_in > 0 && n->inputs[n_in - 1] < 0) n_in--; /* trailing omitted inputs */
   if (n_in < impl->min_in || (impl->max_in >= 0 && n->n_inputs > impl->max_in))
@@ -40,6 +72,8 @@ kiln_status kiln_op_check(const kiln_graph *g, const kiln_node *n) {
                         impl->max_in);
   for (int i = 0; i < impl->min_in; i++)
     if (n->inputs[i] < 0) return kiln_invalid("%s: required input %d is missing", lb, i);
+  for (int i = 0; i < impl->min_out && i < n->n_outputs; i++)
+    if (n->outputs[i] < 0) return kiln_invalid("%s: required output %d has no name", lb, i);
   if (n->n_outputs < impl->min_out || (impl->max_out >= 0 && n->n_outputs > impl->max_out))
     return kiln_invalid("%s: has %d outputs, expected %d to %d", lb, n->n_outputs, impl->min_out,
                         impl->max_out);

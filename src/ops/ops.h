@@ -96,6 +96,10 @@ typedef struct kiln_op_impl {
 } kiln_op_impl;
 
 const kiln_op_impl *kiln_op_get(kiln_op op);
+/* Opset version of the default domain that introduced op, and that removed it (0: never). */
+int kiln_op_since(kiln_op op);
+int kiln_op_removed(kiln_op op);
+#define KILN_MAX_OPSET 27 /* newest opset of the default domain Kiln knows (onnx 1.22) */
 /* Checks arity and that the op is implemented for node->opset; error names the node. */
 kiln_status kiln_op_check(const kiln_graph *g, const kiln_node *n);
 
@@ -111,6 +115,9 @@ X(_, misc)
 /* Runs shape/type inference over g (and subgraphs), filling unknown value types. Ops
  * without an infer function leave their outputs' types as they were. */
 kiln_status kiln_ops_infer_graph(kiln_graph *g);
+/* Model-level checks beyond the IR verifier: a known opset of the default domain, at
+ * least one output, graph inputs with a type whose size does not overflow. */
+kiln_status kiln_ops_validate_model(const kiln_graph *g);
 
 /* ---- broadcasting helpers for kernels ---- */
 /* Computes the broadcast shape of n tensors. */

@@ -4,8 +4,9 @@
  * Reduce*: the axes are an attribute before opset 18 (ReduceSum: before 13) and an optional
  * int64 input from then on, where noop_with_empty_axes=1 makes an empty axes list return the
  * input unchanged (as the spec and ONNX Runtime say; the ONNX Python reference applies the
- * op's element transform, e.g. the square of ReduceSumSquare, instead). Floats reduce in double; Sum, Prod, SumSquare, L1, Max and Min of
- * integer dtypes are exact (wrapping); the others of integers go through double. */
+ * op's element transform, e.g. the square of ReduceSumSquare, instead). Floats reduce in
+ * double; Sum, Prod, SumSquare, L1, Max and Min of integer dtypes are exact (wrapping); the
+ * others of integers go through double. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,10 @@ static void red_out_shape(int rank, const int64_t *dims, const red_axes *ra, int
                           int64_t *out_dims) {
   int r = 0;
   for (int d = 0; d < rank; d++) {
-    if (!ra->mask[d]) out_dims[r++] = dims[d];
-    else if (ra->keepdims) out_dims[r++] = 1;
+    if (!ra->mask[d])
+      out_dims[r++] = dims[d];
+    else if (ra->keepdims)
+      out_dims[r++] = 1;
   }
   *out_rank = r;
 }
@@ -144,20 +147,30 @@ static void red_f64(red_kind k, const double *x, const int64_t *map, int64_t n_i
   for (int64_t i = 0; i < n_in; i++) {
     double v = x[i], *a = &acc[map[i]];
     switch (k) {
-    case RED_SUM: case RED_MEAN: case RED_LOGSUM: *a += v; break;
-    case RED_SUMSQ: case RED_L2: *a += v * v; break;
+    case RED_SUM:
+    case RED_MEAN:
+    case RED_LOGSUM: *a += v; break;
+    case RED_SUMSQ:
+    case RED_L2: *a += v * v; break;
     case RED_L1: *a += fabs(v); break;
     case RED_PROD: *a *= v; break;
-    case RED_MAX: if (isnan(v) || v > *a) *a = v; break;
-    case RED_MIN: if (isnan(v) || v < *a) *a = v; break;
+    case RED_MAX:
+      if (isnan(v) || v > *a) *a = v;
+      break;
+    case RED_MIN:
+      if (isnan(v) || v < *a) *a = v;
+      break;
     case RED_LOGSUMEXP: break;
     }
   }
   double count = n_out ? (double)n_in / (double)n_out : 0;
   for (int64_t o = 0; o < n_out; o++) {
-    if (k == RED_L2) acc[o] = sqrt(acc[o]);
-    else if (k == RED_LOGSUM) acc[o] = log(acc[o]);
-    else if (k == RED_MEAN) acc[o] = acc[o] / count;
+    if (k == RED_L2)
+      acc[o] = sqrt(acc[o]);
+    else if (k == RED_LOGSUM)
+      acc[o] = log(acc[o]);
+    else if (k == RED_MEAN)
+      acc[o] = acc[o] / count;
   }
 }
 
@@ -196,8 +209,12 @@ static void red_i64(red_kind k, kiln_dtype t, const int64_t *x, const int64_t *m
       *a = (int64_t)((uint64_t)*a + v);
       break;
     case RED_PROD: *a = (int64_t)((uint64_t)*a * v); break;
-    case RED_MAX: if (int_less(is_unsigned, *a, x[i])) *a = x[i]; break;
-    case RED_MIN: if (int_less(is_unsigned, x[i], *a)) *a = x[i]; break;
+    case RED_MAX:
+      if (int_less(is_unsigned, *a, x[i])) *a = x[i];
+      break;
+    case RED_MIN:
+      if (int_less(is_unsigned, x[i], *a)) *a = x[i];
+      break;
     default: *a = (int64_t)((uint64_t)*a + v); break;
     }
   }
@@ -247,8 +264,8 @@ static kiln_status eval_reduce(kiln_eval_ctx *ctx) {
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "unsupported dtype %s",
                            kiln_dtype_name(x->dtype));
   red_axes ra;
-  KILN_TRY(red_axes_get(ctx->node, axes_are_input(ctx->node) ? kiln_eval_in(ctx, 1) : NULL,
-                        x->rank, &ra));
+  KILN_TRY(red_axes_get(ctx->node, axes_are_input(ctx->node) ? kiln_eval_in(ctx, 1) : NULL, x->rank,
+                        &ra));
   int orank;
   int64_t odims[KILN_MAX_RANK];
   red_out_shape(x->rank, x->dims, &ra, &orank, odims);
@@ -311,8 +328,10 @@ static kiln_status eval_arg(kiln_eval_ctx *ctx) {
   int64_t odims[KILN_MAX_RANK];
   int orank = 0;
   for (int d = 0; d < x->rank; d++)
-    if (d != axis) odims[orank++] = x->dims[d];
-    else if (keepdims) odims[orank++] = 1;
+    if (d != axis)
+      odims[orank++] = x->dims[d];
+    else if (keepdims)
+      odims[orank++] = 1;
   kiln_tensor *y;
   KILN_TRY(kiln_eval_out(ctx, 0, KILN_I64, orank, odims, &y));
   int64_t outer = kiln_nn_prod(x->dims, 0, axis), n = x->dims[axis];
@@ -359,9 +378,9 @@ static kiln_status infer_arg(kiln_infer_ctx *ctx) {
 
 void kiln_ops_register_reduce(kiln_op_impl *table) {
   static const kiln_op reductions[] = {
-      KILN_OP_ReduceL1,   KILN_OP_ReduceL2,  KILN_OP_ReduceLogSum, KILN_OP_ReduceLogSumExp,
-      KILN_OP_ReduceMax,  KILN_OP_ReduceMean, KILN_OP_ReduceMin,   KILN_OP_ReduceProd,
-      KILN_OP_ReduceSum,  KILN_OP_ReduceSumSquare,
+      KILN_OP_ReduceL1,  KILN_OP_ReduceL2,        KILN_OP_ReduceLogSum, KILN_OP_ReduceLogSumExp,
+      KILN_OP_ReduceMax, KILN_OP_ReduceMean,      KILN_OP_ReduceMin,    KILN_OP_ReduceProd,
+      KILN_OP_ReduceSum, KILN_OP_ReduceSumSquare,
   };
   for (size_t i = 0; i < sizeof reductions / sizeof reductions[0]; i++)
     kiln_nn_set(table, reductions[i], eval_reduce, infer_reduce, 1, 2, 1, 1);

@@ -1,10 +1,9 @@
-/* Ops of the 'shape' family (see src/graph/ops.def): this file registers them all and
- * holds the helpers they share (shape_internal.h). The ops live in:
- *   shape_view.c    Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Shape, Size, Expand, Tile,
- *                   DepthToSpace, SpaceToDepth
- *   shape_slice.c   Concat, Split, Slice, Pad, CenterCropPad, ReverseSequence, Trilu
- *   shape_index.c   Gather, GatherElements, GatherND, Scatter, ScatterElements, ScatterND,
- *                   TensorScatter
+/* Ops of the 'shape' family (see src/graph/ops.def): this file registers them
+ * all and holds the helpers they share (shape_internal.h). The ops live in:
+ *   shape_view.c    Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Shape,
+ * Size, Expand, Tile, DepthToSpace, SpaceToDepth shape_slice.c   Concat, Split,
+ * Slice, Pad, CenterCropPad, ReverseSequence, Trilu shape_index.c   Gather,
+ * GatherElements, GatherND, Scatter, ScatterElements, ScatterND, TensorScatter
  *   shape_gen.c     Constant, ConstantOfShape, EyeLike, Range, OneHot
  *   shape_select.c  NonZero, Compress, Unique
  *   shape_resize.c  Resize, Upsample
@@ -26,10 +25,29 @@ void kiln_ops_register_shape(kiln_op_impl *table) {
   kiln_shape_register_grid(table);
 }
 
+/* The infer functions of the family, called through shape_infer. */
+static kiln_infer_fn infer_fns[KILN_OP_COUNT];
+
+/* Inside a subgraph (an If branch, a Loop body), a node may see shapes for
+ * which it is invalid without being wrong: the branch that is not taken. There
+ * an inconsistency leaves the outputs unknown, and the kernel reports it if the
+ * node ever runs. In the main graph every node runs, so it is an error of the
+ * model. */
+static kiln_status shape_infer(kiln_infer_ctx *ctx) {
+  kiln_status st = infer_fns[ctx->node->op](ctx);
+  if (st && ctx->graph->parent && kiln_status_code(st) == KILN_ERR_INVALID) {
+    kiln_status_free(st);
+    for (int i = 0; i < ctx->n_out; i++) ctx->out[i] = kiln_type_unknown();
+    return KILN_OK;
+  }
+  return st;
+}
+
 void kiln_shape_set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, kiln_infer_fn infer,
                     int min_in, int max_in, int min_out, int max_out) {
   table[op].eval = eval;
-  table[op].infer = infer;
+  infer_fns[op] = infer;
+  table[op].infer = infer ? shape_infer : NULL;
   table[op].min_in = min_in;
   table[op].max_in = max_in;
   table[op].min_out = min_out;
@@ -37,8 +55,7 @@ void kiln_shape_set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, kiln_inf
 }
 
 /* ---- element movement ---- */
-void kiln_shape_copy(kiln_tensor *dst, int64_t di, const kiln_tensor *src, int64_t si,
-                     int64_t n) {
+void kiln_shape_copy(kiln_tensor *dst, int64_t di, const kiln_tensor *src, int64_t si, int64_t n) {
   if (n <= 0) return;
   if (dst->dtype == KILN_STRING) {
     char **d = dst->data;
@@ -80,7 +97,8 @@ void kiln_shape_gather(kiln_tensor *out, const kiln_tensor *src, const int64_t *
   }
 }
 
-/* Copies the innermost row of a view: n elements from src offset s with stride st. */
+/* Copies the innermost row of a view: n elements from src offset s with stride
+ * st. */
 static void copy_row(kiln_tensor *out, int64_t o, const kiln_tensor *src, int64_t s, int64_t st,
                      int64_t n) {
   if (st == 1 || n == 1) {
@@ -183,8 +201,7 @@ kiln_status kiln_shape_load_ints(const kiln_eval_ctx *ctx, const kiln_tensor *t,
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must be an integer tensor, not %s", what,
                            kiln_dtype_name(t->dtype));
   if (t->rank > 1)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must be 1-D, not of rank %d", what,
-                           t->rank);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must be 1-D, not of rank %d", what, t->rank);
   if (t->numel > (1 << 24))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s has too many elements (%lld)", what,
                            (long long)t->numel);
@@ -217,8 +234,7 @@ kiln_status kiln_shape_scalar_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t
 kiln_status kiln_shape_norm_axes(const kiln_eval_ctx *ctx, const int64_t *axes, int n, int rank,
                                  int *out) {
   bool seen[KILN_MAX_RANK] = {false};
-  if (n > rank)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "%d axes given for rank %d", n, rank);
+  if (n > rank) return kiln_eval_error(ctx, KILN_ERR_INVALID, "%d axes given for rank %d", n, rank);
   for (int i = 0; i < n; i++) {
     if (axes[i] < -rank || axes[i] >= rank)
       return kiln_eval_error(ctx, KILN_ERR_INVALID, "axis %lld is out of range for rank %d",

@@ -1,15 +1,15 @@
-/* Ops that generate tensors from attributes or scalars: Constant, ConstantOfShape,
- * EyeLike, Range, OneHot. */
+/* Ops that generate tensors from attributes or scalars: Constant,
+ * ConstantOfShape, EyeLike, Range, OneHot. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shape_internal.h"
 
-/* ---- Constant: exactly one of value, sparse_value (imported dense), value_float(s),
- * value_int(s), value_string(s) ---- */
-static const char *const const_attrs[] = {"value",     "sparse_value", "value_float",
-                                          "value_floats", "value_int",  "value_ints",
+/* ---- Constant: exactly one of value, sparse_value (imported dense),
+ * value_float(s), value_int(s), value_string(s) ---- */
+static const char *const const_attrs[] = {"value",        "sparse_value", "value_float",
+                                          "value_floats", "value_int",    "value_ints",
                                           "value_string", "value_strings"};
 
 static kiln_status const_attr(const kiln_node *n, const kiln_attr **out) {
@@ -87,7 +87,8 @@ static kiln_status infer_constant(kiln_infer_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- ConstantOfShape: a tensor of the given shape filled with `value` (f32 0 default) ---- */
+/* ---- ConstantOfShape: a tensor of the given shape filled with `value` (f32 0
+ * default) ---- */
 static kiln_status cos_value(const kiln_node *n, const kiln_tensor **v) {
   KILN_TRY(kiln_node_tensor(n, "value", v));
   if (*v && (*v)->numel != 1) return kiln_shape_err(n, "value must hold exactly one element");
@@ -166,9 +167,10 @@ static kiln_status infer_eyelike(kiln_infer_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- Range: start + i*delta for i < max(ceil((limit - start) / delta), 0) ----
- * Integers are exact. Floats are computed in double, as numpy does; from opset 27 the f16
- * and bf16 types use stash_type (f32 by default) for the computation. */
+/* ---- Range: start + i*delta for i < max(ceil((limit - start) / delta), 0)
+ * ---- Integers are exact. Floats are computed in double, as numpy does; from
+ * opset 27 the f16 and bf16 types use stash_type (f32 by default) for the
+ * computation. */
 static kiln_status range_count_int(const kiln_node *n, int64_t s, int64_t l, int64_t d,
                                    int64_t *out) {
   if (d == 0) return kiln_shape_err(n, "delta is 0");
@@ -188,8 +190,7 @@ static kiln_status range_count_int(const kiln_node *n, int64_t s, int64_t l, int
   return KILN_OK;
 }
 
-static kiln_status range_count_f64(const kiln_node *n, double s, double l, double d,
-                                   int64_t *out) {
+static kiln_status range_count_f64(const kiln_node *n, double s, double l, double d, int64_t *out) {
   if (d == 0) return kiln_shape_err(n, "delta is 0");
   double c = ceil((l - s) / d);
   if (isnan(c) || c > (double)(1LL << 40))
@@ -232,7 +233,8 @@ static kiln_status eval_range(kiln_eval_ctx *ctx) {
   } else {
     uint64_t s = (uint64_t)kiln_load_i64(dt, in[0]->data, 0);
     uint64_t d = (uint64_t)kiln_load_i64(dt, in[2]->data, 0);
-    for (int64_t i = 0; i < n; i++) kiln_store_i64(dt, o->data, (size_t)i, (int64_t)(s + (uint64_t)i * d));
+    for (int64_t i = 0; i < n; i++)
+      kiln_store_i64(dt, o->data, (size_t)i, (int64_t)(s + (uint64_t)i * d));
   }
   return KILN_OK;
 }
@@ -251,7 +253,8 @@ static kiln_status infer_range(kiln_infer_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- OneHot: depth inserted at axis; on where the (wrapped) index matches ---- */
+/* ---- OneHot: depth inserted at axis; on where the (wrapped) index matches
+ * ---- */
 static kiln_status onehot_axis(const kiln_node *n, int rank, int *out) {
   int64_t axis;
   KILN_TRY(kiln_node_int(n, "axis", -1, &axis));
@@ -278,8 +281,7 @@ static kiln_status eval_onehot(kiln_eval_ctx *ctx) {
   if (idx->rank + 1 > KILN_MAX_RANK)
     return kiln_eval_error(ctx, KILN_ERR_UNSUPPORTED, "output rank is too large");
   int64_t dims[KILN_MAX_RANK], outer = 1, inner = 1;
-  for (int d = 0, k = 0; d <= idx->rank; d++)
-    dims[d] = d == axis ? depth : idx->dims[k++];
+  for (int d = 0, k = 0; d <= idx->rank; d++) dims[d] = d == axis ? depth : idx->dims[k++];
   for (int d = 0; d < axis; d++) outer *= idx->dims[d];
   for (int d = axis; d < idx->rank; d++) inner *= idx->dims[d];
   kiln_tensor *o;
@@ -287,9 +289,8 @@ static kiln_status eval_onehot(kiln_eval_ctx *ctx) {
   kiln_shape_fill(o, vals, 0);
   for (int64_t i = 0; i < idx->numel; i++) {
     double f = kiln_load_f64(idx->dtype, idx->data, (size_t)i);
-    int64_t v = kiln_dtype_is_float(idx->dtype)
-                    ? (fabs(f) < 9e18 ? (int64_t)f : INT64_MAX)
-                    : kiln_load_i64(idx->dtype, idx->data, (size_t)i);
+    int64_t v = kiln_dtype_is_float(idx->dtype) ? (fabs(f) < 9e18 ? (int64_t)f : INT64_MAX)
+                                                : kiln_load_i64(idx->dtype, idx->data, (size_t)i);
     if (v < 0 && v >= -depth) v += depth;
     if (v < 0 || v >= depth) continue; /* out of range: all off */
     int64_t a = i / inner, b = i % inner;
@@ -314,15 +315,16 @@ static kiln_status infer_onehot(kiln_infer_ctx *ctx) {
     double f = kiln_load_f64(dt->dtype, dt->data, 0);
     if (f >= 0 && f < 9e18) depth = (int64_t)f;
   }
-  for (int i = 0, k = 0; i <= idx->rank; i++) d[i] = i == axis ? kiln_shape_dim(depth) : idx->dims[k++];
+  for (int i = 0, k = 0; i <= idx->rank; i++)
+    d[i] = i == axis ? kiln_shape_dim(depth) : idx->dims[k++];
   kiln_shape_out_type(ctx, 0, vals->dtype, idx->rank + 1, d);
   return KILN_OK;
 }
 
 void kiln_shape_register_gen(kiln_op_impl *t) {
   kiln_shape_set(t, KILN_OP_Constant, eval_constant, infer_constant, 0, 0, 1, 1);
-  kiln_shape_set(t, KILN_OP_ConstantOfShape, eval_constant_of_shape, infer_constant_of_shape, 1,
-                 1, 1, 1);
+  kiln_shape_set(t, KILN_OP_ConstantOfShape, eval_constant_of_shape, infer_constant_of_shape, 1, 1,
+                 1, 1);
   kiln_shape_set(t, KILN_OP_EyeLike, eval_eyelike, infer_eyelike, 1, 1, 1, 1);
   kiln_shape_set(t, KILN_OP_Range, eval_range, infer_range, 3, 3, 1, 1);
   kiln_shape_set(t, KILN_OP_OneHot, eval_onehot, infer_onehot, 3, 3, 1, 1);

@@ -1,11 +1,12 @@
 /* GridSample (16, 20, 22) and AffineGrid (20), in double.
  *
- * GridSample: the last grid axis holds normalized coordinates in [-1, 1], x first (the
- * innermost spatial axis). They are mapped to pixel coordinates (align_corners: -1 and 1
- * are the centers of the corner pixels; else their outer edges), then, out of the borders,
- * clamped (border) or reflected (reflection) as PyTorch does. Nearest rounds half to even;
- * linear and cubic (Keys, a = -0.75) combine 2 or 4 taps per axis, where a tap outside
- * the input reads 0 (zeros), the edge (border) or its reflection (reflection). Opset 16
+ * GridSample: the last grid axis holds normalized coordinates in [-1, 1], x
+ * first (the innermost spatial axis). They are mapped to pixel coordinates
+ * (align_corners: -1 and 1 are the centers of the corner pixels; else their
+ * outer edges), then, out of the borders, clamped (border) or reflected
+ * (reflection) as PyTorch does. Nearest rounds half to even; linear and cubic
+ * (Keys, a = -0.75) combine 2 or 4 taps per axis, where a tap outside the input
+ * reads 0 (zeros), the edge (border) or its reflection (reflection). Opset 16
  * names the modes bilinear/bicubic, 20+ linear/cubic: both are accepted. */
 #include <math.h>
 #include <stdlib.h>
@@ -71,7 +72,8 @@ static void cubic_coeffs(double t, double *c) {
   c[3] = ((A * w - 5 * A) * w + 8 * A) * w - 4 * A;
 }
 
-/* Pixel coordinate of axis k for normalized v, with border/reflection applied. */
+/* Pixel coordinate of axis k for normalized v, with border/reflection applied.
+ */
 static double gs_coord(const gs_params *p, int k, double v) {
   double D = (double)p->dims[k];
   double x = p->align ? (v + 1) / 2 * (D - 1) : ((v + 1) * D - 1) / 2;
@@ -85,9 +87,9 @@ static double gs_coord(const gs_params *p, int k, double v) {
   return x;
 }
 
-/* One output value: the interpolation at pixel coordinates x[0..r) of the plane img. */
-static double gs_sample(const gs_params *p, const double *img, const int64_t *st,
-                        const double *x) {
+/* One output value: the interpolation at pixel coordinates x[0..r) of the plane
+ * img. */
+static double gs_sample(const gs_params *p, const double *img, const int64_t *st, const double *x) {
   int n = p->mode == GS_NEAREST ? 1 : p->mode == GS_LINEAR ? 2 : 4;
   int64_t base[KILN_MAX_RANK];
   double w[KILN_MAX_RANK][4];
@@ -176,7 +178,8 @@ static kiln_status infer_grid_sample(kiln_infer_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- AffineGrid: grid[n, ..., :] = theta[n] @ [x, y, (z,) 1] over the base grid ---- */
+/* ---- AffineGrid: grid[n, ..., :] = theta[n] @ [x, y, (z,) 1] over the base
+ * grid ---- */
 static double base_coord(int64_t i, int64_t S, bool align) {
   if (S <= 1) return 0.0;
   if (align) return -1.0 + 2.0 * (double)i / (double)(S - 1);

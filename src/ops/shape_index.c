@@ -1,7 +1,7 @@
-/* Ops that read or write elements at positions given by an index tensor: Gather,
- * GatherElements, GatherND, Scatter, ScatterElements, ScatterND, TensorScatter.
- * Negative indices count from the end of their axis; an index out of range is an error
- * naming the node. */
+/* Ops that read or write elements at positions given by an index tensor:
+ * Gather, GatherElements, GatherND, Scatter, ScatterElements, ScatterND,
+ * TensorScatter. Negative indices count from the end of their axis; an index
+ * out of range is an error naming the node. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +108,8 @@ static kiln_status check_elements_shape(const kiln_eval_ctx *ctx, const kiln_ten
   return KILN_OK;
 }
 
-/* map[i] = offset in x of the element that index position i (of idx's shape) designates. */
+/* map[i] = offset in x of the element that index position i (of idx's shape)
+ * designates. */
 static kiln_status elements_map(const kiln_eval_ctx *ctx, const kiln_tensor *x,
                                 const kiln_tensor *idx, int axis, int64_t *map) {
   int64_t st[KILN_MAX_RANK], pos[KILN_MAX_RANK] = {0};
@@ -186,9 +187,8 @@ static kiln_status nd_geometry(const kiln_eval_ctx *ctx, const kiln_tensor *x,
 }
 
 /* Offset in data of tuple t (global tuple number) of batch bi. */
-static kiln_status nd_offset(const kiln_eval_ctx *ctx, const kiln_tensor *x,
-                             const kiln_tensor *idx, const nd_geom *g, int64_t bi, int64_t t,
-                             int64_t *out) {
+static kiln_status nd_offset(const kiln_eval_ctx *ctx, const kiln_tensor *x, const kiln_tensor *idx,
+                             const nd_geom *g, int64_t bi, int64_t t, int64_t *out) {
   int64_t off = bi * g->data_batch;
   for (int j = 0; j < g->m; j++) {
     int64_t v;
@@ -271,15 +271,18 @@ static void red_apply(red_kind r, kiln_tensor *o, int64_t di, const kiln_tensor 
   if (r == RED_NONE) {
     kiln_shape_copy(o, di, u, ui, 1);
   } else if (kiln_dtype_is_float(dt)) {
-    double v = red_f64(r, kiln_load_f64(dt, o->data, (size_t)di), kiln_load_f64(dt, u->data, (size_t)ui));
+    double v =
+        red_f64(r, kiln_load_f64(dt, o->data, (size_t)di), kiln_load_f64(dt, u->data, (size_t)ui));
     kiln_store_f64(dt, o->data, (size_t)di, v);
   } else if (dt == KILN_BOOL) {
     uint8_t *p = o->data, b = ((const uint8_t *)u->data)[ui];
     p[di] = (r == RED_ADD || r == RED_MAX) ? (p[di] || b) : (p[di] && b);
   } else if (kiln_dtype_class_of(dt) == KILN_CLASS_UINT) {
     uint64_t a = kiln_load_u64(dt, o->data, (size_t)di), b = kiln_load_u64(dt, u->data, (size_t)ui);
-    uint64_t v = r == RED_ADD ? a + b : r == RED_MUL ? a * b : r == RED_MAX ? (a > b ? a : b)
-                                                                             : (a < b ? a : b);
+    uint64_t v = r == RED_ADD   ? a + b
+                 : r == RED_MUL ? a * b
+                 : r == RED_MAX ? (a > b ? a : b)
+                                : (a < b ? a : b);
     kiln_store_u64(dt, o->data, (size_t)di, v);
   } else {
     int64_t a = kiln_load_i64(dt, o->data, (size_t)di), b = kiln_load_i64(dt, u->data, (size_t)ui);
@@ -298,7 +301,8 @@ static kiln_status copy_data(kiln_eval_ctx *ctx, const kiln_tensor *x, kiln_tens
   return KILN_OK;
 }
 
-/* ---- Scatter (9-10) and ScatterElements: out[p with p[axis] = idx[p]] = updates[p] ---- */
+/* ---- Scatter (9-10) and ScatterElements: out[p with p[axis] = idx[p]] =
+ * updates[p] ---- */
 static kiln_status eval_scatter_elements(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *idx, *u;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
@@ -354,7 +358,8 @@ static kiln_status eval_scatter_nd(kiln_eval_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- TensorScatter: writes update into the cache at write_indices[batch] along axis ---- */
+/* ---- TensorScatter: writes update into the cache at write_indices[batch]
+ * along axis ---- */
 static kiln_status eval_tensor_scatter(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *u, *w = kiln_eval_in(ctx, 2);
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
@@ -404,9 +409,8 @@ void kiln_shape_register_index(kiln_op_impl *t) {
                  1);
   kiln_shape_set(t, KILN_OP_GatherND, eval_gather_nd, infer_gather_nd, 2, 2, 1, 1);
   kiln_shape_set(t, KILN_OP_Scatter, eval_scatter_elements, kiln_shape_infer_same, 3, 3, 1, 1);
-  kiln_shape_set(t, KILN_OP_ScatterElements, eval_scatter_elements, kiln_shape_infer_same, 3, 3,
-                 1, 1);
-  kiln_shape_set(t, KILN_OP_ScatterND, eval_scatter_nd, kiln_shape_infer_same, 3, 3, 1, 1);
-  kiln_shape_set(t, KILN_OP_TensorScatter, eval_tensor_scatter, kiln_shape_infer_same, 2, 3, 1,
+  kiln_shape_set(t, KILN_OP_ScatterElements, eval_scatter_elements, kiln_shape_infer_same, 3, 3, 1,
                  1);
+  kiln_shape_set(t, KILN_OP_ScatterND, eval_scatter_nd, kiln_shape_infer_same, 3, 3, 1, 1);
+  kiln_shape_set(t, KILN_OP_TensorScatter, eval_tensor_scatter, kiln_shape_infer_same, 2, 3, 1, 1);
 }

@@ -1,17 +1,19 @@
 /* Resize (10, 11, 13, 18, 19) and Upsample (1, 7, 9, 10).
  *
- * Follows the ONNX reference implementation: interpolation is separable, one axis at a
- * time (in the order of `axes`, else 0..r-1, skipping axes left unchanged), in double, and
- * the result is cast back with saturation (integers round half to even). For each output
- * coordinate y of an axis of input extent W and scale s, the source coordinate x is given
- * by coordinate_transformation_mode, where the "output width" is s*W as a real number.
- * With b = floor(x) (x-1 when x is an integer) and r = x - b in (0, 1], an n-tap kernel
- * reads the samples b+1-n/2 .. b+n/2, clamped to the edges:
- *   linear: (1-r, r); cubic: Keys with cubic_coeff_a; with antialias (downscaling), the
- *   linear or cubic kernel is stretched by 1/s and normalized.
- * exclude_outside drops the taps outside [0, W) and renormalizes. Nearest picks b or b+1
- * by nearest_mode. Resize-10 and Upsample use the legacy rules: asymmetric coordinates,
- * nearest = floor when upsampling and ceil when downsampling (as ONNX Runtime). */
+ * Follows the ONNX reference implementation: interpolation is separable, one
+ * axis at a time (in the order of `axes`, else 0..r-1, skipping axes left
+ * unchanged), in double, and the result is cast back with saturation (integers
+ * round half to even). For each output coordinate y of an axis of input extent
+ * W and scale s, the source coordinate x is given by
+ * coordinate_transformation_mode, where the "output width" is s*W as a real
+ * number. With b = floor(x) (x-1 when x is an integer) and r = x - b in (0, 1],
+ * an n-tap kernel reads the samples b+1-n/2 .. b+n/2, clamped to the edges:
+ *   linear: (1-r, r); cubic: Keys with cubic_coeff_a; with antialias
+ * (downscaling), the linear or cubic kernel is stretched by 1/s and normalized.
+ * exclude_outside drops the taps outside [0, W) and renormalizes. Nearest picks
+ * b or b+1 by nearest_mode. Resize-10 and Upsample use the legacy rules:
+ * asymmetric coordinates, nearest = floor when upsampling and ceil when
+ * downsampling (as ONNX Runtime). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +30,13 @@ typedef enum rs_coord {
   CT_TF_CROP_AND_RESIZE,
   CT_TF_HALF_PIXEL_FOR_NN,
 } rs_coord;
-typedef enum rs_nearest { NM_PREFER_FLOOR, NM_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_LEGACY } rs_nearest;
+typedef enum rs_nearest {
+  NM_PREFER_FLOOR,
+  NM_PREFER_CEIL,
+  NM_FLOOR,
+  NM_CEIL,
+  NM_LEGACY
+} rs_nearest;
 
 typedef struct rs_params {
   rs_mode mode;
@@ -58,10 +66,9 @@ static kiln_status str_choice(const kiln_node *n, const char *attr, const char *
 
 static kiln_status rs_attrs(const kiln_node *n, rs_params *p) {
   static const char *const modes[] = {"nearest", "linear", "cubic", "bilinear", "bicubic"};
-  static const char *const coords[] = {"half_pixel",    "half_pixel_symmetric",
-                                       "pytorch_half_pixel", "align_corners",
-                                       "asymmetric",    "tf_crop_and_resize",
-                                       "tf_half_pixel_for_nn"};
+  static const char *const coords[] = {
+      "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",  "align_corners",
+      "asymmetric", "tf_crop_and_resize",   "tf_half_pixel_for_nn"};
   static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                          "ceil"};
   int m, c = CT_ASYMMETRIC, nm = NM_LEGACY;
@@ -86,7 +93,8 @@ static kiln_status rs_attrs(const kiln_node *n, rs_params *p) {
   return KILN_OK;
 }
 
-/* The axes the scales/sizes/roi refer to (opset 18+ 'axes'); all axes otherwise. */
+/* The axes the scales/sizes/roi refer to (opset 18+ 'axes'); all axes
+ * otherwise. */
 static kiln_status rs_axes(const kiln_node *n, int rank, rs_params *p) {
   const int64_t *axes = NULL;
   int k = -1;
@@ -109,8 +117,8 @@ static kiln_status rs_axes(const kiln_node *n, int rank, rs_params *p) {
   return KILN_OK;
 }
 
-static kiln_status load_f64s(const kiln_node *n, const kiln_tensor *t, const char *what,
-                             int want, double *out) {
+static kiln_status load_f64s(const kiln_node *n, const kiln_tensor *t, const char *what, int want,
+                             double *out) {
   kiln_dtype_class c = kiln_dtype_class_of(t->dtype);
   if (c == KILN_CLASS_NONE || c == KILN_CLASS_STRING || t->rank > 1 || t->numel != want)
     return kiln_shape_err(n, "%s must be a 1-D numeric tensor of %d elements", what, want);
@@ -118,10 +126,9 @@ static kiln_status load_f64s(const kiln_node *n, const kiln_tensor *t, const cha
   return KILN_OK;
 }
 
-/* Scales of the legacy forms: Upsample-1 height/width_scale, Upsample-7 'scales', else the
- * scales input. */
-static kiln_status legacy_scales(const kiln_node *n, int rank, const kiln_tensor *st,
-                                 double *s) {
+/* Scales of the legacy forms: Upsample-1 height/width_scale, Upsample-7
+ * 'scales', else the scales input. */
+static kiln_status legacy_scales(const kiln_node *n, int rank, const kiln_tensor *st, double *s) {
   if (n->op == KILN_OP_Upsample && n->opset < 7) {
     float h, w;
     KILN_TRY(kiln_node_float(n, "height_scale", 1.0f, &h));
@@ -153,7 +160,8 @@ static kiln_status out_from_scale(const kiln_node *n, double s, int64_t in, int6
   return KILN_OK;
 }
 
-/* Output sizes from the sizes input, with keep_aspect_ratio_policy (opset 18+). */
+/* Output sizes from the sizes input, with keep_aspect_ratio_policy (opset 18+).
+ */
 static kiln_status from_sizes(const kiln_node *n, const int64_t *in, const kiln_tensor *sz,
                               rs_params *p) {
   int k = p->n_order;
@@ -168,7 +176,8 @@ static kiln_status from_sizes(const kiln_node *n, const int64_t *in, const kiln_
   for (int i = 0; i < k; i++) {
     int d = p->order[i];
     int64_t v = kiln_load_i64(sz->dtype, sz->data, (size_t)i);
-    if (v < 0 || v > (1LL << 40)) return kiln_shape_err(n, "sizes[%d] = %lld is invalid", i, (long long)v);
+    if (v < 0 || v > (1LL << 40))
+      return kiln_shape_err(n, "sizes[%d] = %lld is invalid", i, (long long)v);
     p->out[d] = v;
     p->scale[d] = in[d] > 0 ? (double)v / (double)in[d] : 1.0;
     if (in[d] < 0 && (lo || hi)) return kiln_unsupported("input extent unknown");
@@ -182,9 +191,9 @@ static kiln_status from_sizes(const kiln_node *n, const int64_t *in, const kiln_
   return KILN_OK;
 }
 
-/* Fills p from the node and its inputs. in: input dims (-1 unknown, for inference);
- * roi/scales/sizes: the inputs (NULL or empty: absent; scales is input 1 in the legacy
- * forms). */
+/* Fills p from the node and its inputs. in: input dims (-1 unknown, for
+ * inference); roi/scales/sizes: the inputs (NULL or empty: absent; scales is
+ * input 1 in the legacy forms). */
 static kiln_status rs_params_get(const kiln_node *n, int rank, const int64_t *in,
                                  const kiln_tensor *roi, const kiln_tensor *scales,
                                  const kiln_tensor *sizes, rs_params *p) {
@@ -267,7 +276,7 @@ static int64_t nearest_index(const rs_params *p, int d, double x, int64_t W) {
   if (!(fabs(fl) < 1e15)) return fl < 0 ? 0 : W - 1;
   int64_t b = (int64_t)fl;
   double r = x - fl;
-  bool up = r == 0 ? false
+  bool up = r == 0                          ? false
             : p->nearest == NM_PREFER_FLOOR ? r > 0.5
             : p->nearest == NM_PREFER_CEIL  ? r >= 0.5
                                             : p->nearest == NM_CEIL;
@@ -297,7 +306,8 @@ static void tap_weights(const rs_params *p, int d, double r, int n, double *w) {
     w[1] = r;
     return;
   }
-  if (!p->antialias) { /* the reference's expanded forms, for identical rounding */
+  if (!p->antialias) { /* the reference's expanded forms, for identical rounding
+                        */
     w[0] = ((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A;
     w[1] = ((A + 2) * r - (A + 3)) * r * r + 1;
     w[2] = ((A + 2) * (1 - r) - (A + 3)) * (1 - r) * (1 - r) + 1;
@@ -326,8 +336,7 @@ static kiln_status taps_make(const kiln_eval_ctx *ctx, const rs_params *p, int d
   memset(t, 0, sizeof *t);
   t->n = tap_count(p, d);
   if (t->n < 1 || t->n > 1 << 20)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "scale %g gives too large a kernel",
-                           p->scale[d]);
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "scale %g gives too large a kernel", p->scale[d]);
   int64_t cnt;
   if (kiln_mul_overflow_i64(out_n, t->n, &cnt))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "kernel too large");
@@ -359,9 +368,10 @@ static void taps_free(rs_taps *t) {
   free(t->extrap);
 }
 
-/* Resizes axis d of the double array *buf (dims cur) to out_n; replaces *buf. */
-static kiln_status resize_axis(const kiln_eval_ctx *ctx, const rs_params *p, int d,
-                               int64_t *cur, double **buf) {
+/* Resizes axis d of the double array *buf (dims cur) to out_n; replaces *buf.
+ */
+static kiln_status resize_axis(const kiln_eval_ctx *ctx, const rs_params *p, int d, int64_t *cur,
+                               double **buf) {
   int64_t W = cur[d], out_n = p->out[d], outer = 1, inner = 1, total;
   for (int i = 0; i < d; i++) outer *= cur[i];
   for (int i = d + 1; i < p->rank; i++) inner *= cur[i];
@@ -399,8 +409,8 @@ static bool axis_is_identity(const rs_params *p, int d, int64_t W) {
   return fabs(p->scale[d] - 1.0) <= 1e-9 && p->out[d] == W && roi_id;
 }
 
-/* The saturating cast of the reference: integers round half to even and clamp; floats
- * clamp to the finite range. */
+/* The saturating cast of the reference: integers round half to even and clamp;
+ * floats clamp to the finite range. */
 static double saturate(kiln_dtype dt, double v) {
   if (isnan(v)) return v;
   double lo, hi;
@@ -425,6 +435,9 @@ static double saturate(kiln_dtype dt, double v) {
 }
 
 static kiln_status resize_linear(kiln_eval_ctx *ctx, const kiln_tensor *x, const rs_params *p) {
+  int64_t out_numel;
+  KILN_TRY(kiln_shape_numel(x->rank, p->out, &out_numel));
+  if (out_numel == 0) return kiln_eval_out(ctx, 0, x->dtype, x->rank, p->out, NULL);
   double *buf;
   int64_t cur[KILN_MAX_RANK];
   memcpy(cur, x->dims, sizeof cur);
@@ -446,10 +459,12 @@ static kiln_status resize_linear(kiln_eval_ctx *ctx, const kiln_tensor *x, const
   return st;
 }
 
-/* Nearest: exact copies through per-axis index maps; extrapolated points get the value. */
+/* Nearest: exact copies through per-axis index maps; extrapolated points get
+ * the value. */
 static kiln_status resize_nearest(kiln_eval_ctx *ctx, const kiln_tensor *x, const rs_params *p) {
   kiln_tensor *o;
   KILN_TRY(kiln_eval_out(ctx, 0, x->dtype, x->rank, p->out, &o));
+  if (o->numel == 0) return KILN_OK;
   int64_t *maps[KILN_MAX_RANK] = {NULL}, *map = NULL, st[KILN_MAX_RANK];
   kiln_status s = kiln_shape_alloc(ctx, o->numel, sizeof *map, (void **)&map);
   for (int d = 0; d < x->rank && !s; d++) {
@@ -459,7 +474,8 @@ static kiln_status resize_nearest(kiln_eval_ctx *ctx, const kiln_tensor *x, cons
       s = kiln_eval_error(ctx, KILN_ERR_INVALID, "cannot resize the empty axis %d", d);
     for (int64_t y = 0; !s && y < p->out[d]; y++) {
       bool ex;
-      double xo = axis_is_identity(p, d, W) ? (double)y : src_coord(p, d, W, p->out[d], (double)y, &ex);
+      double xo =
+          axis_is_identity(p, d, W) ? (double)y : src_coord(p, d, W, p->out[d], (double)y, &ex);
       if (axis_is_identity(p, d, W)) ex = false;
       maps[d][y] = ex ? -1 : nearest_index(p, d, xo, W);
     }
@@ -524,7 +540,8 @@ static kiln_status infer_resize(kiln_infer_ctx *ctx) {
   }
   KILN_TRY(st);
   kiln_dim d[KILN_MAX_RANK];
-  for (int i = 0; i < x->rank; i++) d[i] = p.out[i] == in[i] ? x->dims[i] : kiln_shape_dim(p.out[i]);
+  for (int i = 0; i < x->rank; i++)
+    d[i] = p.out[i] == in[i] ? x->dims[i] : kiln_shape_dim(p.out[i]);
   kiln_shape_out_type(ctx, 0, x->dtype, x->rank, d);
   return KILN_OK;
 }

@@ -14,7 +14,8 @@ static bool is_nonzero(const kiln_tensor *t, int64_t i) {
   return kiln_load_u64(t->dtype, t->data, (size_t)i) != 0;
 }
 
-/* ---- NonZero: [rank, nnz] coordinates in row-major order (a scalar counts as rank 1) ---- */
+/* ---- NonZero: [rank, nnz] coordinates in row-major order (a scalar counts as
+ * rank 1) ---- */
 static kiln_status eval_nonzero(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
@@ -46,7 +47,8 @@ static kiln_status infer_nonzero(kiln_infer_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- Compress: the slices along axis (or the flattened elements) where condition holds ---- */
+/* ---- Compress: the slices along axis (or the flattened elements) where
+ * condition holds ---- */
 static kiln_status eval_compress(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *c;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
@@ -102,10 +104,11 @@ static kiln_status infer_compress(kiln_infer_ctx *ctx) {
 }
 
 /* ---- Unique ----
- * Items are the slices along axis (the elements, without axis); item k holds the elements
- * (o, k, i) for o < outer, i < inner, compared lexicographically. NaNs are equal and sort
- * last (numpy's equal_nan). Sorted: Y in ascending order; else in order of first
- * occurrence. indices: first occurrence; inverse_indices: item -> Y position; counts. */
+ * Items are the slices along axis (the elements, without axis); item k holds
+ * the elements (o, k, i) for o < outer, i < inner, compared lexicographically.
+ * NaNs are equal and sort last (numpy's equal_nan). Sorted: Y in ascending
+ * order; else in order of first occurrence. indices: first occurrence;
+ * inverse_indices: item -> Y position; counts. */
 typedef struct uniq {
   const kiln_tensor *x;
   int64_t outer, n, inner;
@@ -153,8 +156,9 @@ static void sort_items(const uniq *q, int64_t *idx, int64_t *tmp, int64_t n) {
   memcpy(idx, tmp, (size_t)n * sizeof *idx);
 }
 
-/* Groups the sorted items: first[g] (first occurrence), count[g], group[item]; returns the
- * number of groups. With `by_first`, groups are renumbered in order of first occurrence. */
+/* Groups the sorted items: first[g] (first occurrence), count[g], group[item];
+ * returns the number of groups. With `by_first`, groups are renumbered in order
+ * of first occurrence. */
 static int64_t group_items(const uniq *q, const int64_t *sorted, bool by_first, int64_t *first,
                            int64_t *count, int64_t *group) {
   int64_t g = -1;
@@ -168,8 +172,10 @@ static int64_t group_items(const uniq *q, const int64_t *sorted, bool by_first, 
   }
   int64_t ng = g + 1;
   if (!by_first) return ng;
-  /* rank groups by first occurrence: walk items in order, numbering new groups */
-  int64_t *renum = kiln_xcalloc((size_t)ng + 1, sizeof *renum), *f2 = kiln_xcalloc((size_t)ng + 1, sizeof *f2),
+  /* rank groups by first occurrence: walk items in order, numbering new groups
+   */
+  int64_t *renum = kiln_xcalloc((size_t)ng + 1, sizeof *renum),
+          *f2 = kiln_xcalloc((size_t)ng + 1, sizeof *f2),
           *c2 = kiln_xcalloc((size_t)ng + 1, sizeof *c2), next = 0;
   for (int64_t k = 0; k < ng; k++) renum[k] = -1;
   for (int64_t i = 0; i < q->n; i++) {

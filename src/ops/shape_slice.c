@@ -1,5 +1,5 @@
-/* Ops that cut, join or pad along axes: Concat, Split, Slice, Pad, CenterCropPad,
- * ReverseSequence, Trilu. */
+/* Ops that cut, join or pad along axes: Concat, Split, Slice, Pad,
+ * CenterCropPad, ReverseSequence, Trilu. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +11,8 @@ static kiln_status read_ints(const kiln_node *n, const kiln_tensor *t, const cha
   if (!kiln_dtype_is_int(t->dtype) || t->rank > 1)
     return kiln_shape_err(n, "%s must be a 1-D integer tensor", what);
   if (t->numel > max)
-    return kiln_shape_err(n, "%s has %lld entries, at most %d expected", what,
-                          (long long)t->numel, max);
+    return kiln_shape_err(n, "%s has %lld entries, at most %d expected", what, (long long)t->numel,
+                          max);
   for (int64_t i = 0; i < t->numel; i++) buf[i] = kiln_load_i64(t->dtype, t->data, (size_t)i);
   *k = (int)t->numel;
   return KILN_OK;
@@ -102,16 +102,17 @@ static kiln_status infer_concat(kiln_infer_ctx *ctx) {
 }
 
 /* ---- Split ----
- * The sizes come from the 'split' attribute (opsets 1-12; opset 1 also as input 1) or
- * input 1 (13+). Without sizes: equal parts over the outputs, or num_outputs (18+) parts
- * of ceil(d/n), the last smaller. */
+ * The sizes come from the 'split' attribute (opsets 1-12; opset 1 also as input
+ * 1) or input 1 (13+). Without sizes: equal parts over the outputs, or
+ * num_outputs (18+) parts of ceil(d/n), the last smaller. */
 static kiln_status split_sizes(const kiln_node *n, const kiln_tensor *split_in, bool split_known,
                                int64_t dim, int n_out, int64_t *sizes) {
   int k = -1;
   if (n->opset < 13) {
     const int64_t *a;
     KILN_TRY(kiln_node_ints(n, "split", &a, &k));
-    if (k > 0 && k != n_out) return kiln_shape_err(n, "split has %d entries for %d outputs", k, n_out);
+    if (k > 0 && k != n_out)
+      return kiln_shape_err(n, "split has %d entries for %d outputs", k, n_out);
     if (k > 0) memcpy(sizes, a, (size_t)k * sizeof *a);
   }
   if (k <= 0 && split_in) {
@@ -123,6 +124,8 @@ static kiln_status split_sizes(const kiln_node *n, const kiln_tensor *split_in, 
   if (k <= 0) {
     int64_t num;
     KILN_TRY(kiln_node_int(n, "num_outputs", 0, &num));
+    if (kiln_node_attr(n, "num_outputs") && num < 1)
+      return kiln_shape_err(n, "num_outputs must be at least 1, not %lld", (long long)num);
     if (num && num != n_out)
       return kiln_shape_err(n, "num_outputs is %lld but the node has %d outputs", (long long)num,
                             n_out);
@@ -189,8 +192,7 @@ static kiln_status infer_split(kiln_infer_ctx *ctx) {
   bool has_in = ctx->n_in > 1 && ctx->in[1];
   const kiln_tensor *sp = has_in ? ctx->cin[1] : NULL;
   int64_t *sizes = kiln_xcalloc((size_t)ctx->n_out + 1, sizeof *sizes);
-  kiln_status st =
-      split_sizes(ctx->node, sp, !has_in, x->dims[axis].value, ctx->n_out, sizes);
+  kiln_status st = split_sizes(ctx->node, sp, !has_in, x->dims[axis].value, ctx->n_out, sizes);
   if (st && kiln_status_code(st) == KILN_ERR_UNSUPPORTED) { /* sizes not known */
     kiln_status_free(st);
     st = KILN_OK;
@@ -210,15 +212,16 @@ static kiln_status infer_split(kiln_infer_ctx *ctx) {
 }
 
 /* ---- Slice ----
- * Slice-1 takes starts/ends/axes as attributes, Slice-10+ as inputs with steps. Negative
- * starts/ends count from the end; both are clamped ([0, d] for positive steps, [-1, d-1]
- * for negative ones). */
+ * Slice-1 takes starts/ends/axes as attributes, Slice-10+ as inputs with steps.
+ * Negative starts/ends count from the end; both are clamped ([0, d] for
+ * positive steps, [-1, d-1] for negative ones). */
 typedef struct slice_spec {
   bool sliced[KILN_MAX_RANK];
   int64_t start[KILN_MAX_RANK], end[KILN_MAX_RANK], step[KILN_MAX_RANK];
 } slice_spec;
 
-/* ins[1..4]: starts, ends, axes, steps tensors (NULL: omitted); used from opset 10. */
+/* ins[1..4]: starts, ends, axes, steps tensors (NULL: omitted); used from
+ * opset 10. */
 static kiln_status slice_spec_get(const kiln_node *n, int rank, const kiln_tensor *const *ins,
                                   slice_spec *sp) {
   int64_t st[KILN_MAX_RANK], en[KILN_MAX_RANK], ax[KILN_MAX_RANK], stp[KILN_MAX_RANK];
@@ -263,7 +266,8 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
   return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* First index and count of the slice (start, end, step) of an axis of extent d. */
+/* First index and count of the slice (start, end, step) of an axis of extent d.
+ */
 static void slice_axis(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *first,
                        int64_t *count) {
   if (s < 0) s += d;
@@ -306,6 +310,7 @@ static kiln_status eval_slice(kiln_eval_ctx *ctx) {
   }
   kiln_tensor *o;
   KILN_TRY(kiln_eval_out(ctx, 0, x->dtype, x->rank, dims, &o));
+  if (o->numel == 0) return KILN_OK; /* no maps to build (their extents may be huge) */
   kiln_shape_copy_view(o, x->rank, dims, x, base, vs);
   return KILN_OK;
 }
@@ -341,9 +346,10 @@ static kiln_status infer_slice(kiln_infer_ctx *ctx) {
 }
 
 /* ---- Pad ----
- * Pad-1: 'paddings' attribute; Pad-2: 'pads' attribute and float 'value'; Pad-11+: pads
- * and constant_value inputs; Pad-18+: axes input; modes constant, reflect, edge, wrap (19).
- * Negative pads crop first; the non-constant modes then pad from the cropped data. */
+ * Pad-1: 'paddings' attribute; Pad-2: 'pads' attribute and float 'value';
+ * Pad-11+: pads and constant_value inputs; Pad-18+: axes input; modes constant,
+ * reflect, edge, wrap (19). Negative pads crop first; the non-constant modes
+ * then pad from the cropped data. */
 typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
 
 static kiln_status pad_mode_get(const kiln_node *n, pad_mode *m) {
@@ -357,7 +363,8 @@ static kiln_status pad_mode_get(const kiln_node *n, pad_mode *m) {
   return KILN_OK;
 }
 
-/* Fills begin/end pads per axis of a rank-r input from the node (pads_t/axes_t: inputs). */
+/* Fills begin/end pads per axis of a rank-r input from the node (pads_t/axes_t:
+ * inputs). */
 static kiln_status pad_amounts(const kiln_node *n, int rank, const kiln_tensor *pads_t,
                                const kiln_tensor *axes_t, int64_t *b, int64_t *e) {
   int64_t pads[2 * KILN_MAX_RANK], axes[KILN_MAX_RANK];
@@ -365,7 +372,8 @@ static kiln_status pad_amounts(const kiln_node *n, int rank, const kiln_tensor *
   if (n->opset < 11) {
     const int64_t *a;
     KILN_TRY(kiln_node_ints(n, n->opset < 2 ? "paddings" : "pads", &a, &np));
-    if (np < 0 || np > 2 * rank) return kiln_shape_err(n, "the pads attribute is missing or too long");
+    if (np < 0 || np > 2 * rank)
+      return kiln_shape_err(n, "the pads attribute is missing or too long");
     memcpy(pads, a, (size_t)np * sizeof *a);
   } else {
     KILN_TRY(read_ints(n, pads_t, "pads", pads, 2 * rank, &np));
@@ -412,15 +420,14 @@ static kiln_status pad_axis_map(const kiln_eval_ctx *ctx, int64_t d, int64_t b, 
   return KILN_OK;
 }
 
-/* Pads x into output 0 with the given amounts; val (1 element of x's dtype) for the
- * constant mode. */
+/* Pads x into output 0 with the given amounts; val (1 element of x's dtype) for
+ * the constant mode. */
 static kiln_status pad_run(kiln_eval_ctx *ctx, const kiln_tensor *x, const int64_t *b,
                            const int64_t *e, pad_mode m, const kiln_tensor *val) {
   int64_t dims[KILN_MAX_RANK], st[KILN_MAX_RANK];
   for (int d = 0; d < x->rank; d++) {
     dims[d] = x->dims[d] + b[d] + e[d];
-    if (dims[d] < 0)
-      return kiln_eval_error(ctx, KILN_ERR_INVALID, "pads make axis %d negative", d);
+    if (dims[d] < 0) return kiln_eval_error(ctx, KILN_ERR_INVALID, "pads make axis %d negative", d);
   }
   kiln_tensor *o;
   KILN_TRY(kiln_eval_out(ctx, 0, x->dtype, x->rank, dims, &o));
@@ -500,7 +507,8 @@ static kiln_status infer_pad(kiln_infer_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- CenterCropPad: crop or zero-pad each listed axis around its center ---- */
+/* ---- CenterCropPad: crop or zero-pad each listed axis around its center ----
+ */
 static kiln_status ccp_targets(const kiln_node *n, int rank, const kiln_tensor *shape,
                                int64_t *target, bool *listed) {
   int64_t sh[KILN_MAX_RANK];
@@ -558,7 +566,8 @@ static kiln_status infer_center_crop_pad(kiln_infer_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- ReverseSequence: reverses the first seq_lens[b] steps along time_axis per batch ---- */
+/* ---- ReverseSequence: reverses the first seq_lens[b] steps along time_axis
+ * per batch ---- */
 static kiln_status eval_reverse_sequence(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *lens;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
@@ -580,8 +589,9 @@ static kiln_status eval_reverse_sequence(kiln_eval_ctx *ctx) {
   for (int64_t b = 0; b < B; b++) {
     int64_t len = kiln_load_i64(lens->dtype, lens->data, (size_t)b);
     if (len < 0 || len > T)
-      return kiln_eval_error(ctx, KILN_ERR_INVALID, "sequence_lens[%lld] = %lld is out of [0, %lld]",
-                             (long long)b, (long long)len, (long long)T);
+      return kiln_eval_error(ctx, KILN_ERR_INVALID,
+                             "sequence_lens[%lld] = %lld is out of [0, %lld]", (long long)b,
+                             (long long)len, (long long)T);
     for (int64_t t = 0; t < len; t++) {
       int64_t src = ta == 0 ? (len - 1 - t) * B + b : b * T + (len - 1 - t);
       int64_t dst = ta == 0 ? t * B + b : b * T + t;
@@ -591,7 +601,8 @@ static kiln_status eval_reverse_sequence(kiln_eval_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of each matrix ---- */
+/* ---- Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of
+ * each matrix ---- */
 static kiln_status eval_trilu(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *kt = kiln_eval_in(ctx, 1);
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
@@ -618,9 +629,8 @@ void kiln_shape_register_slice(kiln_op_impl *t) {
   kiln_shape_set(t, KILN_OP_Split, eval_split, infer_split, 1, 2, 1, -1);
   kiln_shape_set(t, KILN_OP_Slice, eval_slice, infer_slice, 1, 5, 1, 1);
   kiln_shape_set(t, KILN_OP_Pad, eval_pad, infer_pad, 1, 4, 1, 1);
-  kiln_shape_set(t, KILN_OP_CenterCropPad, eval_center_crop_pad, infer_center_crop_pad, 2, 2, 1,
+  kiln_shape_set(t, KILN_OP_CenterCropPad, eval_center_crop_pad, infer_center_crop_pad, 2, 2, 1, 1);
+  kiln_shape_set(t, KILN_OP_ReverseSequence, eval_reverse_sequence, kiln_shape_infer_same, 2, 2, 1,
                  1);
-  kiln_shape_set(t, KILN_OP_ReverseSequence, eval_reverse_sequence, kiln_shape_infer_same, 2, 2,
-                 1, 1);
   kiln_shape_set(t, KILN_OP_Trilu, eval_trilu, kiln_shape_infer_same, 1, 2, 1, 1);
 }

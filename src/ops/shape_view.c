@@ -1,5 +1,6 @@
-/* Ops that give a new view of the same elements: Reshape, Flatten, Squeeze, Unsqueeze,
- * Transpose, Shape, Size, Expand, Tile, DepthToSpace, SpaceToDepth. */
+/* Ops that give a new view of the same elements: Reshape, Flatten, Squeeze,
+ * Unsqueeze, Transpose, Shape, Size, Expand, Tile, DepthToSpace, SpaceToDepth.
+ */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,8 +10,7 @@ static void dims_of(const kiln_tensor *t, kiln_dim *out) {
   for (int i = 0; i < t->rank; i++) out[i] = kiln_shape_dim(t->dims[i]);
 }
 
-static kiln_status dims_known(const kiln_eval_ctx *ctx, int rank, const kiln_dim *d,
-                              int64_t *out) {
+static kiln_status dims_known(const kiln_eval_ctx *ctx, int rank, const kiln_dim *d, int64_t *out) {
   for (int i = 0; i < rank; i++) {
     if (d[i].value < 0)
       return kiln_eval_error(ctx, KILN_ERR_INTERNAL, "output dimension %d is unknown", i);
@@ -20,15 +20,16 @@ static kiln_status dims_known(const kiln_eval_ctx *ctx, int rank, const kiln_dim
 }
 
 /* ---- Reshape ----
- * Reshape-1 takes the target shape as an attribute, Reshape-5+ as an input. A 0 copies the
- * input dimension at the same position (a literal 0 with allowzero=1, opset 14+); one -1 is
- * inferred from the element count. */
+ * Reshape-1 takes the target shape as an attribute, Reshape-5+ as an input. A 0
+ * copies the input dimension at the same position (a literal 0 with
+ * allowzero=1, opset 14+); one -1 is inferred from the element count. */
 
-/* Dims of the input that the known part of the output does not account for: in the
- * inference case, the -1 can still be computed when the unknown dims on both sides match
- * (by position for copied dims, by symbol otherwise). Returns false when they do not. */
+/* For inference with unknown dims: the -1 can still be computed when the
+ * unknown dims on both sides match (by position for copied dims, by symbol
+ * otherwise). Returns false when they do not; *left is the one unknown input
+ * dim left unmatched when a -1 may stand for it (-1 when none is left). */
 static bool cancel_unknowns(int in_rank, const kiln_dim *in, int k, const kiln_dim *out,
-                            const bool *copied, int neg) {
+                            const bool *copied, int neg, int *left) {
   bool used[KILN_MAX_RANK] = {false};
   for (int i = 0; i < k; i++) {
     if (i == neg || out[i].value >= 0) continue;
@@ -43,8 +44,12 @@ static bool cancel_unknowns(int in_rank, const kiln_dim *in, int k, const kiln_d
     if (j == in_rank) return false;
     used[j] = true;
   }
-  for (int j = 0; j < in_rank; j++)
-    if (in[j].value < 0 && !used[j]) return false;
+  *left = -1;
+  for (int j = 0; j < in_rank; j++) {
+    if (in[j].value >= 0 || used[j]) continue;
+    if (*left >= 0 || neg < 0) return false;
+    *left = j;
+  }
   return true;
 }
 
@@ -86,12 +91,17 @@ static kiln_status reshape_dims(const kiln_node *n, int in_rank, const kiln_dim 
   int64_t pin, pout;
   KILN_TRY(known_prod(n, in_rank, in, -1, &pin));
   KILN_TRY(known_prod(n, k, out, neg, &pout));
-  bool all_known = cancel_unknowns(in_rank, in, k, out, copied, neg);
-  if (!all_known) return KILN_OK;
+  int left;
+  if (!cancel_unknowns(in_rank, in, k, out, copied, neg, &left)) return KILN_OK;
+  if (left >= 0) { /* one unknown input dim is left over: -1 is it when the rest
+                      match */
+    if (pin == pout) out[neg] = in[left];
+    return KILN_OK;
+  }
   if (neg >= 0) {
     if (pout == 0 || pin % pout)
-      return kiln_shape_err(n, "cannot infer -1: %lld elements into groups of %lld",
-                            (long long)pin, (long long)pout);
+      return kiln_shape_err(n, "cannot infer -1: %lld elements into groups of %lld", (long long)pin,
+                            (long long)pout);
     out[neg] = kiln_shape_dim(pin / pout);
   } else if (pin != pout) {
     return kiln_shape_err(n, "cannot reshape %lld elements into %lld", (long long)pin,
@@ -173,7 +183,8 @@ static kiln_status eval_flatten(kiln_eval_ctx *ctx) {
   KILN_TRY(flatten_axis(ctx->node, x->rank, &a));
   kiln_dim in[KILN_MAX_RANK];
   dims_of(x, in);
-  int64_t dims[2] = {kiln_shape_dim_prod(in, 0, a).value, kiln_shape_dim_prod(in, a, x->rank).value};
+  int64_t dims[2] = {kiln_shape_dim_prod(in, 0, a).value,
+                     kiln_shape_dim_prod(in, a, x->rank).value};
   return kiln_shape_reshaped(ctx, 0, x, 2, dims);
 }
 
@@ -191,10 +202,11 @@ static kiln_status infer_flatten(kiln_infer_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- Squeeze / Unsqueeze: axes as an attribute before opset 13, an input from then on ---- */
+/* ---- Squeeze / Unsqueeze: axes as an attribute before opset 13, an input from
+ * then on ---- */
 
-/* Reads the axes list; *n = -1 when absent. *known false when the input exists but its
- * value is not known (inference). */
+/* Reads the axes list; *n = -1 when absent. *known false when the input exists
+ * but its value is not known (inference). */
 static kiln_status axes_of(const kiln_node *n, const kiln_tensor *t, int64_t *buf, int *out_n) {
   *out_n = -1;
   if (n->opset < 13) {
@@ -225,7 +237,8 @@ static kiln_status norm_axes_node(const kiln_node *n, const int64_t *axes, int k
   return KILN_OK;
 }
 
-/* Squeezed dims; axes NULL/k<0: every dim known to be 1 (error-free: unknown dims stay). */
+/* Squeezed dims; axes NULL/k<0: every dim known to be 1 (error-free: unknown
+ * dims stay). */
 static kiln_status squeeze_dims(const kiln_node *n, int rank, const kiln_dim *in,
                                 const int64_t *axes, int k, int *out_rank, kiln_dim *out) {
   bool mask[KILN_MAX_RANK];
@@ -238,8 +251,7 @@ static kiln_status squeeze_dims(const kiln_node *n, int rank, const kiln_dim *in
   for (int i = 0; i < rank; i++) {
     if (!mask[i]) out[r++] = in[i];
     else if (in[i].value >= 0 && in[i].value != 1)
-      return kiln_shape_err(n, "cannot squeeze axis %d of extent %lld", i,
-                            (long long)in[i].value);
+      return kiln_shape_err(n, "cannot squeeze axis %d of extent %lld", i, (long long)in[i].value);
   }
   *out_rank = r;
   return KILN_OK;
@@ -270,9 +282,12 @@ static kiln_status infer_squeeze(kiln_infer_ctx *ctx) {
     return KILN_OK;
   }
   KILN_TRY(axes_of(ctx->node, at, axes, &k));
-  if (k < 0)
-    for (int i = 0; i < x->rank; i++)
-      if (x->dims[i].value < 0) return KILN_OK; /* which dims are 1 is not known */
+  for (int i = 0; k < 0 && i < x->rank; i++) {
+    if (x->dims[i].value < 0) { /* which dims are 1 is not known */
+      kiln_shape_out_type(ctx, 0, x->dtype, -1, NULL);
+      return KILN_OK;
+    }
+  }
   kiln_dim out[KILN_MAX_RANK];
   KILN_TRY(squeeze_dims(ctx->node, x->rank, x->dims, axes, k, &r, out));
   kiln_shape_out_type(ctx, 0, x->dtype, r, out);
@@ -337,7 +352,7 @@ static kiln_status transpose_perm(const kiln_node *n, int rank, int *perm) {
   if (k != rank) return kiln_shape_err(n, "perm has %d entries for rank %d", k, rank);
   bool seen[KILN_MAX_RANK] = {false};
   for (int i = 0; i < k; i++) {
-    int64_t a = p[i] < 0 ? p[i] + rank : p[i];
+    int64_t a = p[i]; /* the spec gives no meaning to negative entries: rejected */
     if (a < 0 || a >= rank || seen[a])
       return kiln_shape_err(n, "perm is not a permutation of 0..%d", rank - 1);
     seen[a] = true;
@@ -427,7 +442,8 @@ static kiln_status infer_size(kiln_infer_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- Expand: bidirectional broadcast of the input with the given shape ---- */
+/* ---- Expand: bidirectional broadcast of the input with the given shape ----
+ */
 static kiln_status expand_dims(const kiln_node *n, int rank, const kiln_dim *in,
                                const int64_t *shape, int k, int *out_rank, kiln_dim *out) {
   int r = rank > k ? rank : k;
@@ -483,7 +499,8 @@ static kiln_status infer_expand(kiln_infer_ctx *ctx) {
   return KILN_OK;
 }
 
-/* ---- Tile: Tile-6+ takes repeats per axis; Tile-1 takes (tiles, axis) scalars ---- */
+/* ---- Tile: Tile-6+ takes repeats per axis; Tile-1 takes (tiles, axis) scalars
+ * ---- */
 static kiln_status tile_repeats(kiln_eval_ctx *ctx, const kiln_tensor *x, int64_t *rep) {
   for (int i = 0; i < x->rank; i++) rep[i] = 1;
   const kiln_tensor *r;
@@ -585,13 +602,15 @@ static kiln_status eval_depth_to_space(kiln_eval_ctx *ctx) {
     return kiln_eval_error(ctx, KILN_ERR_INVALID,
                            "input must be 4-D with channels divisible by blocksize^2");
   int64_t N = x->dims[0], C = x->dims[1] / (b * b), H = x->dims[2], W = x->dims[3];
-  int64_t dims[4] = {N, C, H * b, W * b}, HW = H * W;
+  int64_t dims[4] = {N, C, 0, 0}, HW = H * W;
+  if (kiln_mul_overflow_i64(H, b, &dims[2]) || kiln_mul_overflow_i64(W, b, &dims[3]))
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "output extent overflows");
   kiln_tensor *o;
   KILN_TRY(kiln_eval_out(ctx, 0, x->dtype, 4, dims, &o));
   /* view [N, C, H, b1, W, b2] of the input channel c*b*b + b1*b + b2 (CRD) or
    * b1*b*C + b2*C + c (DCR) */
   int64_t vd[6] = {N, C, H, b, W, b};
-  int64_t vs[6] = {x->dims[1] * HW, crd ? b * b * HW : HW, W, crd ? b * HW : b * C * HW, 1,
+  int64_t vs[6] = {x->dims[1] * HW,  crd ? b * b * HW : HW, W, crd ? b * HW : b * C * HW, 1,
                    crd ? HW : C * HW};
   kiln_shape_copy_view(o, 6, vd, x, 0, vs);
   return KILN_OK;
@@ -606,7 +625,9 @@ static kiln_status eval_space_to_depth(kiln_eval_ctx *ctx) {
     return kiln_eval_error(ctx, KILN_ERR_INVALID,
                            "input must be 4-D with height and width divisible by blocksize");
   int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-  int64_t dims[4] = {N, C * b * b, H / b, W / b};
+  int64_t dims[4] = {N, 0, H / b, W / b};
+  if (kiln_mul_overflow_i64(C, b * b, &dims[1]))
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "output extent overflows");
   kiln_tensor *o;
   KILN_TRY(kiln_eval_out(ctx, 0, x->dtype, 4, dims, &o));
   /* output channel b1*b*C + b2*C + c reads input (c, h*b + b1, w*b + b2) */

@@ -31,11 +31,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kiln_status st = kiln_graph_parse(text, "fuzz", &g);
   free(text);
   if (st) {
-    if (kiln_status_code(st) != KILN_ERR_INVALID) fail("parse error that is not INVALID", kiln_status_message(st));
+    if (kiln_status_code(st) != KILN_ERR_INVALID)
+      fail("parse error that is not INVALID", kiln_status_message(st));
     kiln_status_free(st);
     return 0;
   }
-  if ((st = kiln_graph_verify(g)) != KILN_OK) fail("a parsed graph does not verify", kiln_status_message(st));
+  if ((st = kiln_graph_verify(g)) != KILN_OK)
+    fail("a parsed graph does not verify", kiln_status_message(st));
   char *t1 = print_graph(g);
   kiln_graph *g2 = NULL;
   if ((st = kiln_graph_parse(t1, "printed", &g2)) != KILN_OK) {

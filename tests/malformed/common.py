@@ -178,7 +178,8 @@ def one_op(op, in_shapes, out_shape, attrs=(), dtype=TensorProto.FLOAT, in_dtype
     nd = helper.make_node(op, names, outs)
     nd.attribute.extend(attrs)
     od = out_dtype if out_dtype is not None else dtype
-    outputs = [vi(o, od, out_shape) for o in outs]
+    ods = od if isinstance(od, (list, tuple)) else [od] * n_out
+    outputs = [vi(o, t, out_shape) for o, t in zip(outs, ods)]
     return simple([nd], inputs, outputs, inits, opset)
 
 

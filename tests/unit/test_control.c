@@ -23,7 +23,9 @@ static kiln_tensor *mki(kiln_dtype dt, int rank, const int64_t *dims, const int6
   return t;
 }
 
-static kiln_tensor *scalar_i64(int64_t v) { return mki(KILN_I64, 0, NULL, &v); }
+static kiln_tensor *scalar_i64(int64_t v) {
+  return mki(KILN_I64, 0, NULL, &v);
+}
 static kiln_tensor *scalar_bool(bool v) {
   int64_t x = v;
   return mki(KILN_BOOL, 0, NULL, &x);
@@ -73,7 +75,9 @@ static kiln_graph *new_graph(int64_t opset) {
   return g;
 }
 
-static kiln_type tt(kiln_dtype dt) { return kiln_type_tensor(dt, -1, NULL); }
+static kiln_type tt(kiln_dtype dt) {
+  return kiln_type_tensor(dt, -1, NULL);
+}
 
 /* Runs g on the given values (freed afterwards); outputs in out (caller frees). */
 static kiln_status run(kiln_graph *g, int n_in, kiln_val **in, kiln_val **out) {
@@ -163,7 +167,8 @@ static kiln_status run_pos_op(const char *op, int n, int64_t pos, bool with_tens
   int s = kiln_graph_add_input(g, "s", seq_type(KILN_F32));
   int p = cnst(g, "p", scalar_i64(pos));
   int x = cnst(g, "x", mki(tensor_dt, 0, NULL, (int64_t[]){7}));
-  int y = with_tensor ? node1(g, op, 3, (int[]){s, x, p}, "y") : node1(g, op, 2, (int[]){s, p}, "y");
+  int y =
+      with_tensor ? node1(g, op, 3, (int[]){s, x, p}, "y") : node1(g, op, 2, (int[]){s, p}, "y");
   kiln_graph_add_output(g, y);
   kiln_tensor *items[4];
   for (int i = 0; i < n; i++) items[i] = mkf(0, NULL, (double[]){i});
@@ -213,9 +218,9 @@ static void test_split_concat(void) {
   int st = node1(g, "ConcatFromSequence", 1, &rows, "st");
   attr_int(g, kiln_graph_last_node(g), "axis", 1);
   attr_int(g, kiln_graph_last_node(g), "new_axis", 1);
-  int lens = node1(g, "SplitToSequence", 2,
-                   (int[]){x, cnst(g, "l", mki(KILN_I64, 1, (int64_t[]){2}, (int64_t[]){1, 4}))},
-                   "lens");
+  int lens =
+      node1(g, "SplitToSequence", 2,
+            (int[]){x, cnst(g, "l", mki(KILN_I64, 1, (int64_t[]){2}, (int64_t[]){1, 4}))}, "lens");
   attr_int(g, kiln_graph_last_node(g), "axis", -1);
   int l1 = node1(g, "SequenceAt", 2, (int[]){lens, cnst(g, "one", scalar_i64(1))}, "l1");
   kiln_graph_add_output(g, n);
@@ -232,7 +237,8 @@ static void test_split_concat(void) {
   CHECK(is_tensor(out[0], KILN_I64, 0, NULL, (double[]){3}));
   CHECK(is_tensor(out[1], KILN_F32, 2, (int64_t[]){2, 1}, (double[]){4, 9}));
   CHECK(is_tensor(out[2], KILN_F32, 2, (int64_t[]){2, 5}, xv));
-  CHECK(is_tensor(out[3], KILN_F32, 2, (int64_t[]){5, 2}, (double[]){0, 5, 1, 6, 2, 7, 3, 8, 4, 9}));
+  CHECK(
+      is_tensor(out[3], KILN_F32, 2, (int64_t[]){5, 2}, (double[]){0, 5, 1, 6, 2, 7, 3, 8, 4, 9}));
   CHECK(is_tensor(out[4], KILN_F32, 2, (int64_t[]){2, 4}, (double[]){1, 2, 3, 4, 6, 7, 8, 9}));
   free_outs(g, out);
 }
@@ -287,7 +293,8 @@ static void test_optional(void) {
   for (int i = 0; i < 8; i++) kiln_graph_add_output(g, ints[i]);
   CHECK_OK(kiln_ops_infer_graph(g));
   CHECK(g->values.data[o].type.kind == KILN_TYPE_OPTIONAL);
-  CHECK(g->values.data[empty].type.kind == KILN_TYPE_OPTIONAL && g->values.data[empty].type.elem_seq);
+  CHECK(g->values.data[empty].type.kind == KILN_TYPE_OPTIONAL &&
+        g->values.data[empty].type.elem_seq);
   CHECK(g->values.data[e].type.kind == KILN_TYPE_TENSOR);
   kiln_val *in[1] = {kiln_val_tensor(mkf(1, (int64_t[]){2}, (double[]){5, 6}))}, *out[8];
   CHECK_OK(run(g, 1, in, out));
@@ -310,7 +317,8 @@ static kiln_status run_optional_get(int64_t opset, bool empty) {
   t.dtype = KILN_F32;
   int x = kiln_graph_add_input(g, "x", t);
   kiln_graph_add_output(g, node1(g, "OptionalGetElement", 1, &x, "y"));
-  kiln_val *v = empty ? kiln_val_new(KILN_TYPE_OPTIONAL) : kiln_val_tensor(mkf(0, NULL, (double[]){1}));
+  kiln_val *v =
+      empty ? kiln_val_new(KILN_TYPE_OPTIONAL) : kiln_val_tensor(mkf(0, NULL, (double[]){1}));
   kiln_val *in[1] = {v}, *out[1];
   kiln_status st = run(g, 1, in, out);
   free_outs(g, out);
@@ -352,8 +360,10 @@ static void test_if(void) {
                        kiln_val_tensor(mkf(1, (int64_t[]){3}, (double[]){1, 2, 3}))};
     kiln_val *out[1];
     CHECK_OK(run(g, 2, in, out));
-    if (c) CHECK(is_tensor(out[0], KILN_F32, 1, (int64_t[]){2}, (double[]){7, 8}));
-    else CHECK(is_tensor(out[0], KILN_F32, 1, (int64_t[]){3}, (double[]){1, 2, 3}));
+    if (c)
+      CHECK(is_tensor(out[0], KILN_F32, 1, (int64_t[]){2}, (double[]){7, 8}));
+    else
+      CHECK(is_tensor(out[0], KILN_F32, 1, (int64_t[]){3}, (double[]){1, 2, 3}));
     free_outs(g, out);
   }
   /* a condition of two elements */
@@ -394,6 +404,7 @@ static kiln_graph *loop_graph(bool with_m, bool with_cond, int64_t opset) {
 
 static kiln_status run_loop(bool with_m, int64_t m, bool with_cond, bool c, kiln_val **out) {
   kiln_graph *g = loop_graph(with_m, with_cond, 18);
+  CHECK_OK(kiln_ops_infer_graph(g)); /* gives the body outputs' types (for zero trips) */
   kiln_val *in[3] = {kiln_val_tensor(scalar_i64(m)), kiln_val_tensor(scalar_bool(c)),
                      kiln_val_new(KILN_TYPE_SEQUENCE)};
   in[2]->seq = kiln_seq_new(KILN_I64);
@@ -579,8 +590,7 @@ static kiln_graph *seqmap_graph(void) {
   int t = kiln_graph_add_input(g, "t", tt(KILN_F32));
   int s2 = kiln_graph_add_input(g, "s2", seq_type(KILN_F32));
   int outs[2];
-  int nd = node(g, "SequenceMap", 3, (int[]){s, t, s2}, 2, (const char *const[]){"y0", "y1"},
-                outs);
+  int nd = node(g, "SequenceMap", 3, (int[]){s, t, s2}, 2, (const char *const[]){"y0", "y1"}, outs);
   kiln_graph *b = kiln_graph_new_sub(g, "body");
   int a = kiln_graph_add_input(b, "a", tt(KILN_F32));
   int bb = kiln_graph_add_input(b, "b", tt(KILN_F32));
@@ -600,8 +610,10 @@ static void test_sequence_map(void) {
   kiln_graph *g = seqmap_graph();
   CHECK_OK(kiln_ops_infer_graph(g));
   CHECK(g->values.data[kiln_graph_find(g, "y0")].type.kind == KILN_TYPE_SEQUENCE);
-  kiln_tensor *a[2] = {mkf(1, (int64_t[]){1}, (double[]){1}), mkf(1, (int64_t[]){2}, (double[]){2, 3})};
-  kiln_tensor *c[2] = {mkf(1, (int64_t[]){1}, (double[]){9}), mkf(1, (int64_t[]){1}, (double[]){8})};
+  kiln_tensor *a[2] = {mkf(1, (int64_t[]){1}, (double[]){1}),
+                       mkf(1, (int64_t[]){2}, (double[]){2, 3})};
+  kiln_tensor *c[2] = {mkf(1, (int64_t[]){1}, (double[]){9}),
+                       mkf(1, (int64_t[]){1}, (double[]){8})};
   kiln_val *in[3] = {seq_val(2, a), kiln_val_tensor(mkf(1, (int64_t[]){1}, (double[]){0})),
                      seq_val(2, c)};
   kiln_val *out[2];
@@ -616,13 +628,15 @@ static void test_sequence_map(void) {
   /* sequences of different lengths */
   g = seqmap_graph();
   kiln_tensor *a1[1] = {mkf(1, (int64_t[]){1}, (double[]){1})};
-  kiln_tensor *c2[2] = {mkf(1, (int64_t[]){1}, (double[]){9}), mkf(1, (int64_t[]){1}, (double[]){8})};
+  kiln_tensor *c2[2] = {mkf(1, (int64_t[]){1}, (double[]){9}),
+                        mkf(1, (int64_t[]){1}, (double[]){8})};
   kiln_val *in2[3] = {seq_val(1, a1), kiln_val_tensor(mkf(1, (int64_t[]){1}, (double[]){0})),
                       seq_val(2, c2)};
   CHECK_ERR(run(g, 3, in2, out), KILN_ERR_INVALID);
   free_outs(g, out);
-  /* an empty input sequence gives empty output sequences */
+  /* an empty input sequence gives empty output sequences (of the inferred element type) */
   g = seqmap_graph();
+  CHECK_OK(kiln_ops_infer_graph(g));
   kiln_val *e1 = kiln_val_new(KILN_TYPE_SEQUENCE), *e2 = kiln_val_new(KILN_TYPE_SEQUENCE);
   e1->seq = kiln_seq_new(KILN_F32);
   e2->seq = kiln_seq_new(KILN_F32);
@@ -632,7 +646,109 @@ static void test_sequence_map(void) {
   free_outs(g, out);
 }
 
+/* Loop-16: a carried optional(seq) that the body returns as a plain sequence is seen by the
+ * next iteration as a present optional. Scan output: OptionalHasElement of the carried value. */
+static void test_loop_optional_carried(void) {
+  kiln_graph *g = new_graph(16);
+  int m = kiln_graph_add_input(g, "m", tt(KILN_I64));
+  kiln_type ot = seq_type(KILN_I64);
+  ot.kind = KILN_TYPE_OPTIONAL;
+  ot.elem_seq = true;
+  int o = kiln_graph_add_input(g, "o", ot);
+  int outs[2];
+  int nd = node(g, "Loop", 3, (int[]){m, -1, o}, 2, (const char *const[]){"fin", "has"}, outs);
+  kiln_graph *b = kiln_graph_new_sub(g, "body");
+  int it = kiln_graph_add_input(b, "it", kiln_type_tensor(KILN_I64, 0, NULL));
+  int cin = kiln_graph_add_input(b, "cin", kiln_type_tensor(KILN_BOOL, 0, NULL));
+  int oin = kiln_graph_add_input(b, "oin", ot);
+  int h = node1(b, "OptionalHasElement", 1, &oin, "h");
+  int sq = node1(b, "SequenceConstruct", 1, &it, "sq");
+  kiln_graph_add_output(b, cin);
+  kiln_graph_add_output(b, sq);
+  kiln_graph_add_output(b, h);
+  attr_graph(g, nd, "body", b);
+  kiln_graph_add_output(g, outs[0]);
+  kiln_graph_add_output(g, outs[1]);
+  CHECK_OK(kiln_ops_infer_graph(g));
+  kiln_val *e = kiln_val_new(KILN_TYPE_OPTIONAL);
+  e->elem_seq = true;
+  e->opt_dtype = KILN_I64;
+  kiln_val *in[2] = {kiln_val_tensor(scalar_i64(3)), e}, *out[2];
+  CHECK_OK(run(g, 2, in, out));
+  CHECK(out[0] && out[0]->kind == KILN_TYPE_SEQUENCE && out[0]->seq->len == 1);
+  CHECK(is_tensor(out[1], KILN_BOOL, 1, (int64_t[]){3}, (double[]){0, 1, 1}));
+  free_outs(g, out);
+}
+
+/* A loop-carried tensor that changes element type is an error. */
+static void test_loop_carried_dtype(void) {
+  kiln_graph *g = new_graph(13);
+  int m = kiln_graph_add_input(g, "m", tt(KILN_I64));
+  int x = kiln_graph_add_input(g, "x", tt(KILN_F32));
+  int out;
+  int nd = node(g, "Loop", 3, (int[]){m, -1, x}, 1, (const char *const[]){"y"}, &out);
+  kiln_graph *b = kiln_graph_new_sub(g, "body");
+  int it = kiln_graph_add_input(b, "it", tt(KILN_I64));
+  int cin = kiln_graph_add_input(b, "cin", tt(KILN_BOOL));
+  kiln_graph_add_input(b, "xin", tt(KILN_F32));
+  kiln_graph_add_output(b, cin);
+  kiln_graph_add_output(b, it); /* i64 where f32 was carried */
+  attr_graph(g, nd, "body", b);
+  kiln_graph_add_output(g, out);
+  kiln_val *in[2] = {kiln_val_tensor(scalar_i64(2)), kiln_val_tensor(mkf(0, NULL, (double[]){1}))};
+  kiln_val *o[1];
+  CHECK_ERR(run(g, 2, in, o), KILN_ERR_INVALID);
+  free_outs(g, o);
+}
+
+/* Strings travel through SplitToSequence, SequenceInsert and ConcatFromSequence. */
+static void test_string_sequences(void) {
+  kiln_graph *g = new_graph(17);
+  int x = kiln_graph_add_input(g, "x", tt(KILN_STRING));
+  int sp = node1(g, "SplitToSequence", 1, &x, "sp");
+  int ins = node1(g, "SequenceInsert", 3, (int[]){sp, x, cnst(g, "z", scalar_i64(0))}, "ins");
+  int cat = node1(g, "ConcatFromSequence", 1, &ins, "cat");
+  attr_int(g, kiln_graph_last_node(g), "axis", 0);
+  kiln_graph_add_output(g, cat);
+  kiln_tensor *t = NULL;
+  if (kiln_tensor_new(KILN_STRING, 1, (int64_t[]){2}, &t)) abort();
+  ((char **)t->data)[0] = kiln_xstrdup("ab");
+  ((char **)t->data)[1] = kiln_xstrdup("c");
+  kiln_val *in[1] = {kiln_val_tensor(t)}, *out[1];
+  CHECK_OK(run(g, 1, in, out));
+  CHECK(out[0] && out[0]->t && out[0]->t->numel == 4);
+  if (out[0] && out[0]->t && out[0]->t->numel == 4) {
+    char **s = out[0]->t->data;
+    CHECK(!strcmp(s[0], "ab") && !strcmp(s[1], "c") && !strcmp(s[2], "ab") && !strcmp(s[3], "c"));
+  }
+  free_outs(g, out);
+}
+
+/* Scan-9 over a zero-length input: the scan output is empty with the body's shape. */
+static void test_scan_empty(void) {
+  kiln_graph *g = new_graph(11);
+  int s0 = kiln_graph_add_input(g, "s0", tt(KILN_F32));
+  int x = kiln_graph_add_input(g, "x", tt(KILN_F32));
+  int outs[2];
+  int nd = node(g, "Scan", 2, (int[]){s0, x}, 2, (const char *const[]){"fin", "acc"}, outs);
+  attr_int(g, nd, "num_scan_inputs", 1);
+  kiln_graph *b = scan_body(g);
+  int pair = b->outputs.data[1];
+  b->values.data[pair].type = kiln_type_tensor(KILN_F32, 2, (int64_t[]){2, 2});
+  attr_graph(g, nd, "body", b);
+  kiln_graph_add_output(g, outs[0]);
+  kiln_graph_add_output(g, outs[1]);
+  kiln_val *in[2] = {kiln_val_tensor(mkf(1, (int64_t[]){2}, (double[]){1, 2})),
+                     kiln_val_tensor(mkf(2, (int64_t[]){0, 2}, NULL))};
+  kiln_val *out[2];
+  CHECK_OK(run(g, 2, in, out));
+  CHECK(is_tensor(out[0], KILN_F32, 1, (int64_t[]){2}, (double[]){1, 2}));
+  CHECK(is_tensor(out[1], KILN_F32, 3, (int64_t[]){0, 2, 2}, NULL));
+  free_outs(g, out);
+}
+
 TEST_MAIN(T(test_sequence_ops), T(test_sequence_positions), T(test_split_concat),
-          T(test_split_errors), T(test_optional), T(test_optional_errors), T(test_if),
-          T(test_loop), T(test_loop_errors), T(test_scan9), T(test_scan8),
-          T(test_scan_state_error), T(test_sequence_map))
+          T(test_split_errors), T(test_optional), T(test_optional_errors), T(test_if), T(test_loop),
+          T(test_loop_errors), T(test_scan9), T(test_scan8), T(test_scan_state_error),
+          T(test_sequence_map), T(test_loop_optional_carried), T(test_loop_carried_dtype),
+          T(test_string_sequences), T(test_scan_empty))

@@ -13,14 +13,17 @@
 typedef struct attr_spec {
   const char *name;
   kiln_attr_kind kind;
-  double f; /* FLOAT */
-  int64_t i; /* INT */
+  double f;      /* FLOAT */
+  int64_t i;     /* INT */
   const char *s; /* STRING */
 } attr_spec;
 
-#define AF(n, v) {n, KILN_ATTR_FLOAT, v, 0, NULL}
-#define AI(n, v) {n, KILN_ATTR_INT, 0, v, NULL}
-#define AS(n, v) {n, KILN_ATTR_STRING, 0, 0, v}
+#define AF(n, v)                                                                                   \
+  { n, KILN_ATTR_FLOAT, v, 0, NULL }
+#define AI(n, v)                                                                                   \
+  { n, KILN_ATTR_INT, 0, v, NULL }
+#define AS(n, v)                                                                                   \
+  { n, KILN_ATTR_STRING, 0, 0, v }
 
 /* A tensor from doubles vf or, when vf is NULL, from exact integers vi. */
 static kiln_tensor *mk_vals(kiln_dtype dt, int rank, const int64_t *dims, const double *vf,
@@ -29,8 +32,10 @@ static kiln_tensor *mk_vals(kiln_dtype dt, int rank, const int64_t *dims, const 
   kiln_status st = kiln_tensor_new(dt, rank, dims, &t);
   if (st) abort();
   for (int64_t i = 0; i < t->numel; i++) {
-    if (vf) kiln_store_f64(dt, t->data, (size_t)i, vf[i]);
-    else kiln_store_i64(dt, t->data, (size_t)i, vi[i]);
+    if (vf)
+      kiln_store_f64(dt, t->data, (size_t)i, vf[i]);
+    else
+      kiln_store_i64(dt, t->data, (size_t)i, vi[i]);
   }
   return t;
 }
@@ -83,8 +88,7 @@ static kiln_status run_op(const char *op, int64_t opset, int n_in, kiln_tensor *
   }
   int y;
   *out = NULL;
-  kiln_status st =
-      kiln_graph_add_node(g, op, "", "n0", n_in, ids, 1, (const char *[]){"y"}, &y);
+  kiln_status st = kiln_graph_add_node(g, op, "", "n0", n_in, ids, 1, (const char *[]){"y"}, &y);
   if (!st) {
     add_attrs(g, kiln_graph_last_node(g), n_attrs, attrs);
     kiln_graph_add_output(g, y);
@@ -144,9 +148,10 @@ static void expect_i(kiln_tensor *t, kiln_dtype dt, int64_t n, const int64_t *wa
 
 static void test_add_broadcast(void) {
   kiln_tensor *y;
-  CHECK_OK(run_op("Add", 17, 2,
-                  INS(mk(KILN_F32, 2, D(2, 3), V(1, 2, 3, 4, 5, 6)), mk(KILN_F32, 1, D(3), V(10, 20, 30))),
-                  0, NULL, &y));
+  CHECK_OK(run_op(
+      "Add", 17, 2,
+      INS(mk(KILN_F32, 2, D(2, 3), V(1, 2, 3, 4, 5, 6)), mk(KILN_F32, 1, D(3), V(10, 20, 30))), 0,
+      NULL, &y));
   expect(y, KILN_F32, 6, V(11, 22, 33, 14, 25, 36));
   CHECK_OK(run_op("Add", 17, 2,
                   INS(mk(KILN_F32, 2, D(2, 1), V(1, 2)), mk(KILN_F32, 1, D(3), V(10, 20, 30))), 0,
@@ -157,35 +162,38 @@ static void test_add_broadcast(void) {
                    &y),
             KILN_ERR_INVALID);
   CHECK_ERR(run_op("Add", 17, 2,
-                   INS(mk(KILN_F32, 1, D(2), V(1, 2)), mk(KILN_F64, 1, D(2), V(1, 2))), 0, NULL, &y),
+                   INS(mk(KILN_F32, 1, D(2), V(1, 2)), mk(KILN_F64, 1, D(2), V(1, 2))), 0, NULL,
+                   &y),
             KILN_ERR_INVALID);
 }
 
 static void test_legacy_broadcast(void) {
   kiln_tensor *y;
   const attr_spec at[] = {AI("broadcast", 1), AI("axis", 0)};
-  CHECK_OK(run_op("Add", 6, 2,
-                  INS(mk(KILN_F32, 2, D(2, 3), V(1, 2, 3, 4, 5, 6)), mk(KILN_F32, 1, D(2), V(10, 20))),
-                  2, at, &y));
+  CHECK_OK(
+      run_op("Add", 6, 2,
+             INS(mk(KILN_F32, 2, D(2, 3), V(1, 2, 3, 4, 5, 6)), mk(KILN_F32, 1, D(2), V(10, 20))),
+             2, at, &y));
   expect(y, KILN_F32, 6, V(11, 12, 13, 24, 25, 26));
 }
 
 static void test_int_wrap_and_div(void) {
   kiln_tensor *y;
   CHECK_OK(run_op("Add", 14, 2,
-                  INS(mki(KILN_I8, 1, D(2), IV(127, -128)), mki(KILN_I8, 1, D(2), IV(1, -1))), 0, NULL,
-                  &y));
+                  INS(mki(KILN_I8, 1, D(2), IV(127, -128)), mki(KILN_I8, 1, D(2), IV(1, -1))), 0,
+                  NULL, &y));
   expect_i(y, KILN_I8, 2, IV(-128, 127));
-  CHECK_OK(run_op("Mul", 14, 2,
-                  INS(mki(KILN_U8, 1, D(1), IV(200)), mki(KILN_U8, 1, D(1), IV(2))), 0, NULL, &y));
-  expect_i(y, KILN_U8, 1, IV(144));
-  CHECK_OK(run_op("Div", 14, 2,
-                  INS(mki(KILN_I32, 1, D(3), IV(-7, 7, INT32_MIN)), mki(KILN_I32, 1, D(3), IV(2, -2, -1))),
+  CHECK_OK(run_op("Mul", 14, 2, INS(mki(KILN_U8, 1, D(1), IV(200)), mki(KILN_U8, 1, D(1), IV(2))),
                   0, NULL, &y));
+  expect_i(y, KILN_U8, 1, IV(144));
+  CHECK_OK(run_op(
+      "Div", 14, 2,
+      INS(mki(KILN_I32, 1, D(3), IV(-7, 7, INT32_MIN)), mki(KILN_I32, 1, D(3), IV(2, -2, -1))), 0,
+      NULL, &y));
   expect_i(y, KILN_I32, 3, IV(-3, -3, INT32_MIN));
   CHECK_OK(run_op("Sub", 14, 2,
-                  INS(mki(KILN_I64, 1, D(1), IV(INT64_MIN)), mki(KILN_I64, 1, D(1), IV(1))), 0, NULL,
-                  &y));
+                  INS(mki(KILN_I64, 1, D(1), IV(INT64_MIN)), mki(KILN_I64, 1, D(1), IV(1))), 0,
+                  NULL, &y));
   expect_i(y, KILN_I64, 1, IV(INT64_MAX));
   CHECK_ERR(run_op("Div", 14, 2, INS(mki(KILN_I32, 1, D(1), IV(1)), mki(KILN_I32, 1, D(1), IV(0))),
                    0, NULL, &y),
@@ -216,8 +224,8 @@ static void test_pow_mixed(void) {
                   NULL, &y));
   expect_i(y, KILN_I32, 3, IV(1, 1, 9));
   CHECK_OK(run_op("Pow", 15, 2,
-                  INS(mki(KILN_I64, 1, D(3), IV(3, 2, -1)), mki(KILN_I64, 1, D(3), IV(39, -1, 3))), 0,
-                  NULL, &y));
+                  INS(mki(KILN_I64, 1, D(3), IV(3, 2, -1)), mki(KILN_I64, 1, D(3), IV(39, -1, 3))),
+                  0, NULL, &y));
   expect_i(y, KILN_I64, 3, IV(4052555153018976267LL, 0, -1));
   CHECK_OK(run_op("Pow", 15, 2,
                   INS(mk(KILN_F32, 1, D(2), V(2, 4)), mki(KILN_I64, 1, D(2), IV(3, -1))), 0, NULL,
@@ -233,8 +241,8 @@ static void test_clip(void) {
   CHECK_OK(run_op("Clip", 6, 1, INS(mk(KILN_F32, 1, D(4), V(-2, 0.5, 2, NAN))), 2, at, &y));
   expect(y, KILN_F32, 4, V(-1, 0.5, 1, NAN));
   CHECK_OK(run_op("Clip", 13, 3,
-                  INS(mk(KILN_F32, 1, D(3), V(-2, 0.5, 2)), NULL, mk(KILN_F32, 0, NULL, V(1))), 0, NULL,
-                  &y));
+                  INS(mk(KILN_F32, 1, D(3), V(-2, 0.5, 2)), NULL, mk(KILN_F32, 0, NULL, V(1))), 0,
+                  NULL, &y));
   expect(y, KILN_F32, 3, V(-2, 0.5, 1));
   CHECK_OK(run_op("Clip", 13, 3,
                   INS(mk(KILN_F32, 1, D(2), V(-2, 3)), mk(KILN_F32, 0, NULL, V(2)),
@@ -259,7 +267,8 @@ static void test_variadic(void) {
                   0, NULL, &y));
   expect(y, KILN_F32, 3, V(NAN, NAN, 3));
   CHECK_OK(run_op("Min", 13, 2,
-                  INS(mki(KILN_U64, 1, D(2), IV(-1, 5)), mki(KILN_U64, 1, D(1), IV(7))), 0, NULL, &y));
+                  INS(mki(KILN_U64, 1, D(2), IV(-1, 5)), mki(KILN_U64, 1, D(1), IV(7))), 0, NULL,
+                  &y));
   expect_i(y, KILN_U64, 2, IV(7, 5));
   CHECK_OK(run_op("Sum", 13, 3,
                   INS(mk(KILN_F64, 1, D(2), V(1, 2)), mk(KILN_F64, 2, D(2, 1), V(10, 20)),
@@ -267,7 +276,8 @@ static void test_variadic(void) {
                   0, NULL, &y));
   expect(y, KILN_F64, 4, V(111, 112, 121, 122));
   CHECK_OK(run_op("Mean", 13, 2,
-                  INS(mk(KILN_F16, 1, D(2), V(1, 2)), mk(KILN_F16, 1, D(2), V(2, 5))), 0, NULL, &y));
+                  INS(mk(KILN_F16, 1, D(2), V(1, 2)), mk(KILN_F16, 1, D(2), V(2, 5))), 0, NULL,
+                  &y));
   expect(y, KILN_F16, 2, V(1.5, 3.5));
   CHECK_OK(run_op("Max", 13, 1, INS(mki(KILN_I16, 1, D(2), IV(-3, 4))), 0, NULL, &y));
   expect_i(y, KILN_I16, 2, IV(-3, 4));
@@ -289,7 +299,8 @@ static void test_unary(void) {
   CHECK_ERR(run_op("Sqrt", 13, 1, INS(mki(KILN_I32, 1, D(1), IV(4))), 0, NULL, &y),
             KILN_ERR_UNSUPPORTED);
   const attr_spec inf[] = {AI("detect_negative", 0)};
-  CHECK_OK(run_op("IsInf", 20, 1, INS(mk(KILN_F32, 1, D(3), V(INFINITY, -INFINITY, 1))), 1, inf, &y));
+  CHECK_OK(
+      run_op("IsInf", 20, 1, INS(mk(KILN_F32, 1, D(3), V(INFINITY, -INFINITY, 1))), 1, inf, &y));
   expect(y, KILN_BOOL, 3, V(1, 0, 0));
   CHECK_OK(run_op("IsNaN", 20, 1, INS(mk(KILN_F16, 1, D(2), V(NAN, 1))), 0, NULL, &y));
   expect(y, KILN_BOOL, 2, V(1, 0));
@@ -321,9 +332,10 @@ static void test_activations(void) {
 
 static void test_prelu(void) {
   kiln_tensor *y;
-  CHECK_OK(run_op("PRelu", 6, 2,
-                  INS(mk(KILN_F32, 3, D(1, 2, 2), V(-1, 2, -3, 4)), mk(KILN_F32, 1, D(2), V(0.5, 2))),
-                  0, NULL, &y));
+  CHECK_OK(
+      run_op("PRelu", 6, 2,
+             INS(mk(KILN_F32, 3, D(1, 2, 2), V(-1, 2, -3, 4)), mk(KILN_F32, 1, D(2), V(0.5, 2))), 0,
+             NULL, &y));
   expect(y, KILN_F32, 4, V(-0.5, 2, -6, 4)); /* PRelu-6: one slope per channel */
   CHECK_OK(run_op("PRelu", 16, 2,
                   INS(mk(KILN_F32, 2, D(2, 2), V(-1, 2, -3, 4)), mk(KILN_F32, 1, D(2), V(0.5, 2))),
@@ -345,8 +357,8 @@ static void test_logic_bits(void) {
   expect(y, KILN_BOOL, 4, V(0, 1, 1, 0));
   const attr_spec right[] = {AS("direction", "RIGHT")}, left[] = {AS("direction", "LEFT")};
   CHECK_OK(run_op("BitShift", 11, 2,
-                  INS(mki(KILN_U8, 1, D(2), IV(16, 255)), mki(KILN_U8, 1, D(2), IV(2, 9))), 1, right,
-                  &y));
+                  INS(mki(KILN_U8, 1, D(2), IV(16, 255)), mki(KILN_U8, 1, D(2), IV(2, 9))), 1,
+                  right, &y));
   expect_i(y, KILN_U8, 2, IV(4, 0));
   CHECK_OK(run_op("BitShift", 11, 2,
                   INS(mki(KILN_U8, 1, D(2), IV(16, 255)), mki(KILN_U8, 1, D(2), IV(2, 1))), 1, left,
@@ -362,12 +374,13 @@ static void test_logic_bits(void) {
                       mki(KILN_I64, 1, D(1), IV(9007199254740992LL))),
                   0, NULL, &y));
   expect(y, KILN_BOOL, 1, V(1));
-  CHECK_OK(run_op("Equal", 19, 2, INS(mks(3, (const char *[]){"a", "bc", ""}), mks(1, (const char *[]){"bc"})),
-                  0, NULL, &y));
+  CHECK_OK(run_op("Equal", 19, 2,
+                  INS(mks(3, (const char *[]){"a", "bc", ""}), mks(1, (const char *[]){"bc"})), 0,
+                  NULL, &y));
   expect(y, KILN_BOOL, 3, V(0, 1, 0));
   CHECK_OK(run_op("LessOrEqual", 16, 2,
-                  INS(mk(KILN_F32, 1, D(3), V(1, 2, NAN)), mk(KILN_F32, 1, D(3), V(1, 1, 1))), 0, NULL,
-                  &y));
+                  INS(mk(KILN_F32, 1, D(3), V(1, 2, NAN)), mk(KILN_F32, 1, D(3), V(1, 1, 1))), 0,
+                  NULL, &y));
   expect(y, KILN_BOOL, 3, V(1, 0, 0));
 }
 
@@ -420,8 +433,8 @@ static void test_cast_float8(void) {
   expect(cast(mk(KILN_F32, 1, D(3), V(1000, -1000, 0.3)), KILN_F8E4M3FN, 19, 0, NULL),
          KILN_F8E4M3FN, 3, V(448, -448, 0.3125));
   const attr_spec nosat[] = {AI("saturate", 0)};
-  expect(cast(mk(KILN_F32, 1, D(2), V(1000, INFINITY)), KILN_F8E4M3FN, 19, 1, nosat),
-         KILN_F8E4M3FN, 2, V(NAN, NAN));
+  expect(cast(mk(KILN_F32, 1, D(2), V(1000, INFINITY)), KILN_F8E4M3FN, 19, 1, nosat), KILN_F8E4M3FN,
+         2, V(NAN, NAN));
   expect(cast(mk(KILN_F32, 1, D(2), V(1e6, INFINITY)), KILN_F8E5M2, 19, 1, nosat), KILN_F8E5M2, 2,
          V(INFINITY, INFINITY));
   expect(cast(mk(KILN_F32, 1, D(2), V(1e6, INFINITY)), KILN_F8E5M2, 19, 0, NULL), KILN_F8E5M2, 2,
@@ -470,7 +483,8 @@ static void test_cast_strings(void) {
 static void test_cast_like_and_bitcast(void) {
   kiln_tensor *y;
   CHECK_OK(run_op("CastLike", 15, 2,
-                  INS(mk(KILN_F64, 1, D(2), V(1.25, -3)), mk(KILN_I32, 0, NULL, V(0))), 0, NULL, &y));
+                  INS(mk(KILN_F64, 1, D(2), V(1.25, -3)), mk(KILN_I32, 0, NULL, V(0))), 0, NULL,
+                  &y));
   expect_i(y, KILN_I32, 2, IV(1, -3));
   const attr_spec to_i32[] = {AI("to", KILN_I32)};
   CHECK_OK(run_op("BitCast", 26, 1, INS(mk(KILN_F32, 1, D(1), V(1.0))), 1, to_i32, &y));
@@ -513,8 +527,10 @@ static void test_infer(void) {
   int a = kiln_graph_add_input(g, "a", kiln_type_tensor(KILN_F32, 2, D(2, 1)));
   int b = kiln_graph_add_input(g, "b", kiln_type_tensor(KILN_F32, 1, D(3)));
   int s, c, e;
-  CHECK_OK(kiln_graph_add_node(g, "Add", "", "add", 2, (int[]){a, b}, 1, (const char *[]){"s"}, &s));
-  CHECK_OK(kiln_graph_add_node(g, "Less", "", "lt", 2, (int[]){s, b}, 1, (const char *[]){"c"}, &c));
+  CHECK_OK(
+      kiln_graph_add_node(g, "Add", "", "add", 2, (int[]){a, b}, 1, (const char *[]){"s"}, &s));
+  CHECK_OK(
+      kiln_graph_add_node(g, "Less", "", "lt", 2, (int[]){s, b}, 1, (const char *[]){"c"}, &c));
   CHECK_OK(kiln_graph_add_node(g, "Cast", "", "cast", 1, &c, 1, (const char *[]){"e"}, &e));
   kiln_attr *to = kiln_node_add_attr(g, kiln_graph_last_node(g), "to", KILN_ATTR_INT);
   to->i = KILN_F16;
@@ -529,7 +545,7 @@ static void test_infer(void) {
 }
 
 TEST_MAIN(T(test_add_broadcast), T(test_legacy_broadcast), T(test_int_wrap_and_div), T(test_mod),
-          T(test_pow_mixed), T(test_clip), T(test_variadic), T(test_unary), T(test_activations), T(test_prelu),
-          T(test_logic_bits), T(test_where), T(test_cast_numbers), T(test_cast_float8),
-          T(test_cast_strings), T(test_cast_like_and_bitcast), T(test_identity_sequence),
-          T(test_infer))
+          T(test_pow_mixed), T(test_clip), T(test_variadic), T(test_unary), T(test_activations),
+          T(test_prelu), T(test_logic_bits), T(test_where), T(test_cast_numbers),
+          T(test_cast_float8), T(test_cast_strings), T(test_cast_like_and_bitcast),
+          T(test_identity_sequence), T(test_infer))

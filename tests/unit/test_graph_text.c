@@ -304,7 +304,8 @@ static void test_const_floats_exhaustive(void) {
   check_const_bits(KILN_BF16, all16, 65536);
   uint8_t all8[256];
   for (int i = 0; i < 256; i++) all8[i] = (uint8_t)i;
-  const kiln_dtype f8[] = {KILN_F8E4M3FN, KILN_F8E4M3FNUZ, KILN_F8E5M2, KILN_F8E5M2FNUZ, KILN_F8E8M0};
+  const kiln_dtype f8[] = {KILN_F8E4M3FN, KILN_F8E4M3FNUZ, KILN_F8E5M2, KILN_F8E5M2FNUZ,
+                           KILN_F8E8M0};
   for (size_t k = 0; k < sizeof f8 / sizeof f8[0]; k++) check_const_bits(f8[k], all8, 256);
   check_const_bits(KILN_F4E2M1, all8, 16);
 }
@@ -313,12 +314,13 @@ static void test_const_floats_random(void) {
   enum { N = 20000 };
   static uint32_t b32[N];
   static uint64_t b64[N];
-  const uint32_t special32[] = {0, 0x80000000u, 1, 0x807fffffu, 0x7f800000u, 0xff800000u,
-                                0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xffffffffu, 0x7f7fffffu};
+  const uint32_t special32[] = {0,           0x80000000u, 1,           0x807fffffu,
+                                0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u,
+                                0x7f800001u, 0xffffffffu, 0x7f7fffffu};
   for (int i = 0; i < N; i++) {
     b32[i] = i < 11 ? special32[i] : (uint32_t)rng();
     b64[i] = rng();
-    if (i % 7 == 0) b64[i] |= 0x7ff0000000000000ull; /* inf / NaN with payloads */
+    if (i % 7 == 0) b64[i] |= 0x7ff0000000000000ull;  /* inf / NaN with payloads */
     if (i % 11 == 0) b64[i] &= 0x800fffffffffffffull; /* subnormals */
   }
   check_const_bits(KILN_F32, b32, N);
@@ -419,10 +421,32 @@ static void test_elide(void) {
   CHECK(strstr(s, "{t=f32[3] <3 elements>}"));
   kiln_graph *g2 = NULL;
   kiln_status st = kiln_graph_parse(s, "elided", &g2);
-  CHECK(st && strstr(kiln_status_message(st), "elided:2:23: elided constant data cannot be parsed"));
+  CHECK(st &&
+        strstr(kiln_status_message(st), "elided:2:23: elided constant data cannot be parsed"));
   kiln_status_free(st);
   free(s);
   kiln_graph_free(g);
+}
+
+/* Long attribute lists parse in linear time (a quadratic duplicate check or per-attribute
+ * array copy would take minutes here). */
+static void test_many_attrs(void) {
+  enum { N = 20000 };
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "graph @g(%%x: f32[2]) -> () {\n  Foo::Bar(%%x) {");
+  for (int i = 0; i < N; i++) kiln_strbuf_printf(&b, "%sa%d=%d", i ? ", " : "", i, i);
+  kiln_strbuf_printf(&b, "}\n  return\n}\n");
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(b.data, "many", &g));
+  if (g) {
+    CHECK(g->nodes.data[0].n_attrs == N && g->nodes.data[0].attrs[N - 1].i == N - 1);
+    CHECK_OK(kiln_graph_verify(g));
+    char *out = print_graph(g, -1);
+    CHECK(strcmp(out, b.data) == 0);
+    free(out);
+  }
+  kiln_graph_free(g);
+  kiln_strbuf_free(&b);
 }
 
 /* ---- parser diagnostics ---- */
@@ -446,10 +470,10 @@ static const bad_case bad_cases[] = {
      "bad:2:17: more types than the 1 outputs of the node", "                ^"},
     {HDR "  %y = Relu(%x) {a=1, a=2}\n  return\n}", "bad:2:23: attribute 'a' is given twice",
      "                      ^"},
-    {HDR "  %y = Relu(%x) {a=[]}\n  return\n}",
-     "bad:2:20: an empty list must name its kind", "                   ^"},
-    {HDR "  %y = Relu(%x) {a=[1, \"s\"]}\n  return\n}", "bad:2:24: a list of ints cannot hold a string",
-     "                       ^"},
+    {HDR "  %y = Relu(%x) {a=[]}\n  return\n}", "bad:2:20: an empty list must name its kind",
+     "                   ^"},
+    {HDR "  %y = Relu(%x) {a=[1, \"s\"]}\n  return\n}",
+     "bad:2:24: a list of ints cannot hold a string", "                       ^"},
     {HDR "  %y = Relu(%x) {a=[[1]]}\n  return\n}", "bad:2:21: attribute lists cannot be nested",
      "                    ^"},
     {HDR "  %c = const f32[3] [1, 2]\n  return\n}", "bad:2:21: 2 values for a tensor of 3 elements",
@@ -474,8 +498,8 @@ static const bad_case bad_cases[] = {
      "                ^"},
     {"graph @g(%x: f32[1,2,3,4,5,6,7,8,9]) -> () {\n  return\n}",
      "bad:1:34: more than 8 dimensions", "                                 ^"},
-    {"graph @g(%x: f32[-2]) -> () {\n  return\n}",
-     "bad:1:18: a dimension cannot be negative", "                 ^"},
+    {"graph @g(%x: f32[-2]) -> () {\n  return\n}", "bad:1:18: a dimension cannot be negative",
+     "                 ^"},
     {HDR "  return %x\n}", "bad:2:10: more return values than the 0 declared outputs",
      "         ^"},
     {"graph @g(%x: f32[2]) -> (%x: f32[3]) {\n  return %x\n}",
@@ -491,19 +515,20 @@ static const bad_case bad_cases[] = {
      "                   ^"},
     {HDR "  %y = Relu(%x) {s=\"a\\qb\"}\n  return\n}", "bad:2:22: unknown escape '\\q'",
      "                     ^"},
-    {HDR "  %y = Relu(%x) {a=0x10}\n  return\n}", "bad:2:20: hexadecimal integers are not supported",
-     "                   ^"},
+    {HDR "  %y = Relu(%x) {a=0x10}\n  return\n}",
+     "bad:2:20: hexadecimal integers are not supported", "                   ^"},
     {HDR "  %y = Relu(%x) {a=1.2.3}\n  return\n}", "bad:2:20: malformed number",
      "                   ^"},
-    {HDR "\t%y = Relu(%x) $\n  return\n}", "bad:2:16: unexpected character '$'", "\t              ^"},
+    {HDR "\t%y = Relu(%x) $\n  return\n}", "bad:2:16: unexpected character '$'",
+     "\t              ^"},
     {HDR "  %y = Relu(%) \n  return\n}", "bad:2:13: expected a name or a quoted string after '%'",
      "            ^"},
     {HDR "  %\"\" = Relu(%x)\n  return\n}", "bad:2:3: a value name cannot be empty", "  ^"},
     {HDR "  %\"a\\x00\" = Relu(%x)\n  return\n}",
      "bad:2:3: a NUL byte (\\x00) is not allowed in this string", "  ^"},
     {HDR "  outer %x\n  return\n}", "bad:2:3: outer is only allowed in a subgraph", "  ^"},
-    {HDR "  %y = Relu(%x)\n  opset \"\" 1\n  return\n}", "bad:3:3: opset must come before the first node",
-     "  ^"},
+    {HDR "  %y = Relu(%x)\n  opset \"\" 1\n  return\n}",
+     "bad:3:3: opset must come before the first node", "  ^"},
     {HDR "  %y = If(%x) {g=graph @s() -> () {\n    outer %q\n    return\n  }}\n  return\n}",
      "bad:3:11: no value %q in the enclosing graphs", "          ^"},
     {HDR "  %y = If(%x) {g=graph @s() -> () {\n    ir_version 3\n    return\n  }}\n  return\n}",
@@ -514,8 +539,9 @@ static const bad_case bad_cases[] = {
      "            ^"},
     {HDR "  %y = Relu(%x) {\"\"=1}\n  return\n}", "bad:2:18: an attribute name cannot be empty",
      "                 ^"},
-    {HDR "  %y = Relu(%x) {a=ints[1.5]}\n  return\n}", "bad:2:25: a list of ints cannot hold a float",
-     "                        ^"},
+    {HDR "  %y = Relu(%x) {a=ints[1.5]}\n  return\n}",
+     "bad:2:25: a list of ints cannot hold a float", "                        ^"},
+    {HDR "  dom::\"\"(%x)\n  return\n}", "bad:2:8: an op type cannot be empty", "       ^"},
 };
 
 static void test_errors(void) {
@@ -534,7 +560,9 @@ static void test_errors(void) {
     const char *last = strrchr(msg, '\n');
     bool ok = strncmp(msg, c->message, strlen(c->message)) == 0 && last &&
               strcmp(last + 1, c->caret) == 0 && kiln_status_code(st) == KILN_ERR_INVALID;
-    if (!ok) fprintf(stderr, "case %zu: want \"%s\" / \"%s\"\n  got \"%s\"\n", i, c->message, c->caret, msg);
+    if (!ok)
+      fprintf(stderr, "case %zu: want \"%s\" / \"%s\"\n  got \"%s\"\n", i, c->message, c->caret,
+              msg);
     CHECK(ok);
     kiln_status_free(st);
   }
@@ -552,8 +580,9 @@ static void test_error_excerpt(void) {
   const char *nl = strchr(msg, '\n');
   CHECK(nl && strstr(msg, "long:2:526: unexpected character '$'"));
   const char *caret = strrchr(msg, '\n');
-  CHECK(caret && nl && caret - nl - 1 <= 161);   /* excerpt of at most 160 bytes */
-  CHECK(caret && strchr(nl + 1, '$') - (nl + 1) == (long)strlen(caret + 1) - 1); /* caret under '$' */
+  CHECK(caret && nl && caret - nl - 1 <= 161); /* excerpt of at most 160 bytes */
+  CHECK(caret &&
+        strchr(nl + 1, '$') - (nl + 1) == (long)strlen(caret + 1) - 1); /* caret under '$' */
   kiln_status_free(st);
 }
 
@@ -572,6 +601,7 @@ static kiln_graph *small_graph(void) {
 }
 
 static void expect_verify_error(kiln_graph *g, const char *needle) {
+  free(print_graph(g, -1)); /* the printer copes with broken graphs (under ASan) */
   kiln_status st = kiln_graph_verify(g);
   CHECK(st != NULL);
   if (st && !strstr(kiln_status_message(st), needle)) {
@@ -668,7 +698,8 @@ static void test_verify_subgraphs(void) {
   g = small_graph();
   sub = kiln_graph_new_sub(g, "body");
   int u;
-  CHECK_OK(kiln_graph_add_node(sub, "Relu", "", "inner", 1, (int[]){-1}, 1, (const char *[]){"u"}, &u));
+  CHECK_OK(
+      kiln_graph_add_node(sub, "Relu", "", "inner", 1, (int[]){-1}, 1, (const char *[]){"u"}, &u));
   sub->nodes.data[0].inputs[0] = 5;
   kiln_node_add_attr(g, 1, "body", KILN_ATTR_GRAPH)->g = sub;
   expect_verify_error(g, "node 'n' (Neg): attribute 'body': graph 'body': node 'inner' (Relu): "
@@ -695,6 +726,6 @@ static void test_parsed_graphs_verify(void) {
 
 TEST_MAIN(T(test_snippets), T(test_lenient_input), T(test_builder_round_trip),
           T(test_const_floats_exhaustive), T(test_const_floats_random), T(test_const_ints),
-          T(test_const_strings), T(test_nan_spelling), T(test_elide), T(test_errors),
-          T(test_error_excerpt), T(test_verify_ok), T(test_verify_errors),
+          T(test_const_strings), T(test_nan_spelling), T(test_elide), T(test_many_attrs),
+          T(test_errors), T(test_error_excerpt), T(test_verify_ok), T(test_verify_errors),
           T(test_verify_subgraphs), T(test_parsed_graphs_verify))

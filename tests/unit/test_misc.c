@@ -84,9 +84,7 @@ static void a_strs(tcase *c, const char *name, int n, const char *const *v) {
   for (int i = 0; i < n; i++) a->strings[i] = kiln_graph_strdup(c->g, v[i]);
 }
 
-static kiln_status run(tcase *c) {
-  return kiln_interp_run(c->g, NULL, 0, NULL, c->out);
-}
+static kiln_status run(tcase *c) { return kiln_interp_run(c->g, NULL, 0, NULL, c->out); }
 
 static void done(tcase *c) {
   for (int i = 0; i < c->g->outputs.len; i++) kiln_val_free(c->out[i]);
@@ -109,7 +107,8 @@ static bool near(const tcase *c, int i, kiln_dtype dt, int rank, const int64_t *
     if (t->dims[k] != dims[k]) return fprintf(stderr, "  output %d: dim %d\n", i, k), false;
   for (int64_t k = 0; k < t->numel; k++) {
     double got = kiln_load_f64(dt, t->data, (size_t)k);
-    if (!(fabs(got - v[k]) <= tol * (1 + fabs(v[k]))) && !(isnan(got) && isnan(v[k]))) {
+    if (got != v[k] && !(fabs(got - v[k]) <= tol * (1 + fabs(v[k]))) &&
+        !(isnan(got) && isnan(v[k]))) {
       fprintf(stderr, "  output %d element %lld: %.9g, expected %.9g\n", i, (long long)k, got,
               v[k]);
       return false;
@@ -190,8 +189,8 @@ static void test_quantize_blocked_and_dequantize(void) {
   CHECK_OK(run(&c));
   CHECK(near(&c, 0, KILN_I16, 2, (int64_t[]){1, 4}, (double[]){1, 2, 2, 2}, 0));
   done(&c);
-  kiln_tensor *d[3] = {mk(KILN_U8, 1, (int64_t[]){3}, (double[]){0, 128, 255}),
-                       sc_f32(0.5), mk(KILN_U8, 0, NULL, (double[]){128})};
+  kiln_tensor *d[3] = {mk(KILN_U8, 1, (int64_t[]){3}, (double[]){0, 128, 255}), sc_f32(0.5),
+                       mk(KILN_U8, 0, NULL, (double[]){128})};
   tcase e = make(19, "DequantizeLinear", 3, d, 1, Y1);
   CHECK_OK(run(&e));
   CHECK(near(&e, 0, KILN_F32, 1, (int64_t[]){3}, (double[]){-64, 0, 63.5}, 0));
@@ -259,19 +258,17 @@ static void test_gru_bidirectional_matches_reverse(void) {
     w2[i] = 0.7 - 0.1 * i, r2[i] = 0.1 * (i % 3), b2[i] = 0;
     w2[12 + i] = w[i], r2[12 + i] = r[i], b2[12 + i] = b[i];
   }
-  kiln_tensor *bi[4] = {mk(KILN_F32, 3, (int64_t[]){3, 1, 2}, x),
-                        mk(KILN_F32, 3, (int64_t[]){2, 6, 2}, w2),
-                        mk(KILN_F32, 3, (int64_t[]){2, 6, 2}, r2),
-                        mk(KILN_F32, 2, (int64_t[]){2, 12}, b2)};
+  kiln_tensor *bi[4] = {
+      mk(KILN_F32, 3, (int64_t[]){3, 1, 2}, x), mk(KILN_F32, 3, (int64_t[]){2, 6, 2}, w2),
+      mk(KILN_F32, 3, (int64_t[]){2, 6, 2}, r2), mk(KILN_F32, 2, (int64_t[]){2, 12}, b2)};
   tcase c = make(14, "GRU", 4, bi, 2, Y2);
   a_int(&c, "hidden_size", 2);
   a_int(&c, "linear_before_reset", 1);
   a_str(&c, "direction", "bidirectional");
   CHECK_OK(run(&c));
-  kiln_tensor *rv[4] = {mk(KILN_F32, 3, (int64_t[]){3, 1, 2}, x),
-                        mk(KILN_F32, 3, (int64_t[]){1, 6, 2}, w),
-                        mk(KILN_F32, 3, (int64_t[]){1, 6, 2}, r),
-                        mk(KILN_F32, 2, (int64_t[]){1, 12}, b)};
+  kiln_tensor *rv[4] = {
+      mk(KILN_F32, 3, (int64_t[]){3, 1, 2}, x), mk(KILN_F32, 3, (int64_t[]){1, 6, 2}, w),
+      mk(KILN_F32, 3, (int64_t[]){1, 6, 2}, r), mk(KILN_F32, 2, (int64_t[]){1, 12}, b)};
   tcase d = make(14, "GRU", 4, rv, 2, Y2);
   a_int(&d, "hidden_size", 2);
   a_int(&d, "linear_before_reset", 1);
@@ -280,8 +277,7 @@ static void test_gru_bidirectional_matches_reverse(void) {
   const kiln_tensor *yb = out_t(&c, 1), *yr = out_t(&d, 1);
   CHECK(yb && yr && yb->numel == 4 && yr->numel == 2);
   if (yb && yr)
-    for (int k = 0; k < 2; k++)
-      CHECK(((float *)yb->data)[2 + k] == ((float *)yr->data)[k]);
+    for (int k = 0; k < 2; k++) CHECK(((float *)yb->data)[2 + k] == ((float *)yr->data)[k]);
   done(&c);
   done(&d);
 }
@@ -300,6 +296,104 @@ static void test_lstm_zero_weights(void) {
   double cc = 0.5 * 2, h = 0.5 * tanh(cc);
   CHECK(near(&c, 0, KILN_F32, 3, (int64_t[]){1, 1, 1}, (double[]){h}, 1e-6));
   CHECK(near(&c, 1, KILN_F32, 3, (int64_t[]){1, 1, 1}, (double[]){cc}, 1e-6));
+  done(&c);
+}
+
+/* RNN with a LeakyRelu activation (alpha from activation_alpha), clip 1, and a batch
+ * entry of length 0 (zeros in Y and Y_h). */
+static void test_rnn_activation_clip_seqlen(void) {
+  kiln_tensor *in[5] = {mk(KILN_F32, 3, (int64_t[]){2, 2, 1}, (double[]){-4, 1, 3, 1}),
+                        mk(KILN_F32, 3, (int64_t[]){1, 1, 1}, (double[]){1}),
+                        mk(KILN_F32, 3, (int64_t[]){1, 1, 1}, (double[]){0}), NULL,
+                        mk(KILN_I32, 1, (int64_t[]){2}, (double[]){2, 0})};
+  tcase c = make(14, "RNN", 5, in, 2, Y2);
+  a_strs(&c, "activations", 1, (const char *const[]){"LeakyRelu"});
+  kiln_attr *al = kiln_node_add_attr(c.g, c.node, "activation_alpha", KILN_ATTR_FLOATS);
+  al->n = 1;
+  al->floats = kiln_graph_alloc(c.g, sizeof(float));
+  al->floats[0] = 0.5f;
+  a_float(&c, "clip", 1);
+  CHECK_OK(run(&c));
+  /* batch 0: clip(-4) = -1 -> -0.5; clip(3) = 1 -> 1 */
+  CHECK(near(&c, 0, KILN_F32, 4, (int64_t[]){2, 1, 2, 1}, (double[]){-0.5, 0, 1, 0}, 0));
+  CHECK(near(&c, 1, KILN_F32, 3, (int64_t[]){1, 2, 1}, (double[]){1, 0}, 0));
+  done(&c);
+}
+
+/* LSTM input_forget couples f = 1 - i; layout 1 swaps batch and sequence axes. */
+static void test_lstm_input_forget_layout(void) {
+  double w[4] = {0, 0, 5, 0}; /* forget-gate weight is ignored with input_forget */
+  kiln_tensor *in[6] = {mk(KILN_F32, 3, (int64_t[]){1, 1, 1}, (double[]){1}),
+                        mk(KILN_F32, 3, (int64_t[]){1, 4, 1}, w),
+                        mk(KILN_F32, 3, (int64_t[]){1, 4, 1}, NULL),
+                        NULL,
+                        NULL,
+                        NULL};
+  kiln_tensor *c0 = mk(KILN_F32, 3, (int64_t[]){1, 1, 1}, (double[]){2});
+  kiln_tensor *all[7] = {in[0], in[1], in[2], NULL, NULL, NULL, c0};
+  tcase c = make(14, "LSTM", 7, all, 3, (const char *const[]){"y", "h", "c"});
+  a_int(&c, "input_forget", 1);
+  a_int(&c, "layout", 1);
+  CHECK_OK(run(&c));
+  double cc = 0.5 * 2 + 0.5 * 0, h = 0.5 * tanh(cc);
+  CHECK(near(&c, 0, KILN_F32, 4, (int64_t[]){1, 1, 1, 1}, (double[]){h}, 1e-6));
+  CHECK(near(&c, 2, KILN_F32, 3, (int64_t[]){1, 1, 1}, (double[]){cc}, 1e-6));
+  done(&c);
+}
+
+static void test_quantize_f8_no_saturate(void) {
+  kiln_tensor *in[3] = {mk(KILN_F32, 1, (int64_t[]){2}, (double[]){1e6, 2}), sc_f32(1),
+                        mk(KILN_F8E5M2, 1, (int64_t[]){1}, (double[]){0})};
+  tcase c = make(21, "QuantizeLinear", 3, in, 1, Y1);
+  a_int(&c, "saturate", 0);
+  CHECK_OK(run(&c));
+  CHECK(near(&c, 0, KILN_F8E5M2, 1, (int64_t[]){2}, (double[]){INFINITY, 2}, 0));
+  done(&c);
+}
+
+/* DFT-17 takes its axis from the attribute; a complex input along axis 2. */
+static void test_dft_opset17_axis_attr(void) {
+  kiln_tensor *in[1] = {
+      mk(KILN_F32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){1, 1, 2, -1})}; /* 1+i, 2-i */
+  tcase c = make(17, "DFT", 1, in, 1, Y1);
+  a_int(&c, "axis", 2);
+  CHECK_OK(run(&c));
+  CHECK(near(&c, 0, KILN_F32, 4, (int64_t[]){1, 1, 2, 2}, (double[]){3, 0, -1, 2}, 1e-6));
+  done(&c);
+  kiln_tensor *bad[3] = {mk(KILN_F32, 3, (int64_t[]){1, 2, 1}, NULL), NULL, sc_i64(1)};
+  tcase d = make(17, "DFT", 3, bad, 1, Y1);
+  CHECK_ERR(run(&d), KILN_ERR_INVALID);
+  done(&d);
+}
+
+static void test_multinomial_deterministic(void) {
+  kiln_tensor *in[1] = {mk(KILN_F32, 2, (int64_t[]){2, 3},
+                           (double[]){0, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 0})};
+  tcase c = make(7, "Multinomial", 1, in, 1, Y1);
+  a_int(&c, "sample_size", 4);
+  a_float(&c, "seed", 3);
+  CHECK_OK(run(&c));
+  CHECK(near(&c, 0, KILN_I32, 2, (int64_t[]){2, 4}, (double[]){0, 0, 0, 0, 2, 2, 2, 2}, 0));
+  done(&c);
+}
+
+static void test_attention_gqa_3d_past(void) {
+  /* Q 3-D with 2 heads of size 1, one kv head; past key/value of length 1. */
+  kiln_tensor *in[6] = {mk(KILN_F32, 3, (int64_t[]){1, 1, 2}, (double[]){1, -1}),
+                        mk(KILN_F32, 3, (int64_t[]){1, 1, 1}, (double[]){1}),
+                        mk(KILN_F32, 3, (int64_t[]){1, 1, 1}, (double[]){4}),
+                        NULL,
+                        mk(KILN_F32, 4, (int64_t[]){1, 1, 1, 1}, (double[]){0}),
+                        mk(KILN_F32, 4, (int64_t[]){1, 1, 1, 1}, (double[]){2})};
+  tcase c = make(23, "Attention", 6, in, 2, Y2);
+  a_int(&c, "q_num_heads", 2);
+  a_int(&c, "kv_num_heads", 1);
+  CHECK_OK(run(&c));
+  /* head 0 scores {0, 1}, head 1 scores {0, -1}; values {2, 4} */
+  double p0 = 1 / (1 + exp(1.0)), p1 = 1 / (1 + exp(-1.0));
+  CHECK(near(&c, 0, KILN_F32, 3, (int64_t[]){1, 1, 2},
+             (double[]){2 * p0 + 4 * (1 - p0), 2 * p1 + 4 * (1 - p1)}, 1e-6));
+  CHECK(near(&c, 1, KILN_F32, 4, (int64_t[]){1, 1, 2, 1}, (double[]){0, 1}, 0));
   done(&c);
 }
 
@@ -489,8 +583,10 @@ static void test_image_decoder_unsupported(void) {
 TEST_MAIN(T(test_nll_weight_ignore), T(test_nll_target_out_of_range), T(test_sce_log_prob),
           T(test_quantize_per_axis_int4), T(test_quantize_blocked_and_dequantize),
           T(test_quantize_f8_saturate), T(test_dynamic_quantize), T(test_qlinear_matmul),
-          T(test_rnn_forward), T(test_gru_bidirectional_matches_reverse),
-          T(test_lstm_zero_weights), T(test_dft_roundtrip), T(test_windows),
-          T(test_attention_causal), T(test_rotary_interleaved), T(test_nms), T(test_string_ops),
-          T(test_regex), T(test_tfidf), T(test_random_matches_numpy),
-          T(test_image_decoder_unsupported))
+          T(test_rnn_forward), T(test_gru_bidirectional_matches_reverse), T(test_lstm_zero_weights),
+          T(test_dft_roundtrip), T(test_windows), T(test_attention_causal),
+          T(test_rotary_interleaved), T(test_nms), T(test_string_ops), T(test_regex), T(test_tfidf),
+          T(test_random_matches_numpy), T(test_image_decoder_unsupported),
+          T(test_rnn_activation_clip_seqlen), T(test_lstm_input_forget_layout),
+          T(test_quantize_f8_no_saturate), T(test_dft_opset17_axis_attr),
+          T(test_multinomial_deterministic), T(test_attention_gqa_3d_past))
