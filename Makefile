@@ -22,7 +22,7 @@ help:
 
 kiln:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) --target kiln_cli
 
 demo: kiln
 	@$(SYSPY) scripts/demo.py --kiln $(BUILD)/kiln --out $(BUILD)/demo
