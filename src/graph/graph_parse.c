@@ -90,7 +90,7 @@ static kiln_status expect_word(parser *p, const char *w) {
 /* The text of a name or string token in g's arena; an embedded NUL byte is an error. */
 static kiln_status tok_cstr(const parser *p, kiln_graph *g, const kiln_gtext_tok *t,
                             const char **out) {
-  size_t n;
+  size_t n = 0;
   char *s = kiln_gtext_text(t, g->arena, &n);
   if (strlen(s) != n) return err_at(p, t, "a NUL byte (\\x00) is not allowed in this string");
   *out = s;
@@ -204,7 +204,7 @@ static kiln_status store_element(parser *p, const kiln_gtext_tok *e, kiln_tensor
   kiln_dtype dt = t->dtype;
   if (dt == KILN_STRING) {
     if (e->kind != KILN_TOK_STRING) return err_at(p, e, "expected a string element");
-    size_t n;
+    size_t n = 0;
     char *s = kiln_gtext_text(e, NULL, &n);
     ((char **)t->data)[i] = s;
     if (strlen(s) != n) return err_at(p, e, "a string element cannot contain a NUL byte");
@@ -252,7 +252,7 @@ static kiln_status count_elements(parser *p, int64_t *out) {
 /* Parses the element list into a new tensor of the given shape (which it checks). */
 static kiln_status parse_tensor_data(parser *p, kiln_dtype dt, int rank, const int64_t *dims,
                                      const kiln_gtext_tok *at, kiln_tensor **out) {
-  int64_t numel, count;
+  int64_t numel = 0, count = 0;
   kiln_status st = kiln_shape_numel(rank, dims, &numel);
   if (st) return relocate(p, at, st);
   if (kiln_gtext_punct(peek(p), "<"))
@@ -262,7 +262,7 @@ static kiln_status parse_tensor_data(parser *p, kiln_dtype dt, int rank, const i
   if (count != numel)
     return err_at(p, peek(p), "%lld values for a tensor of %lld elements", (long long)count,
                   (long long)numel);
-  kiln_tensor *t;
+  kiln_tensor *t = NULL;
   KILN_TRY(relocate(p, at, kiln_tensor_new(dt, rank, dims, &t)));
   next(p);
   for (int64_t i = 0; i < numel; i++) {
@@ -281,7 +281,7 @@ static kiln_status parse_tensor_data(parser *p, kiln_dtype dt, int rank, const i
  * The tensor is not yet owned by any graph. */
 static kiln_status parse_tensor_lit(parser *p, kiln_tensor **out) {
   const kiln_gtext_tok *at = peek(p);
-  kiln_dtype dt;
+  kiln_dtype dt = KILN_UNDEFINED;
   int64_t dims[KILN_MAX_RANK];
   int rank = 0;
   KILN_TRY(parse_dtype(p, &dt));
@@ -464,7 +464,7 @@ static kiln_status parse_attr_value(parser *p, kiln_graph *g, kiln_attr *a) {
 /* attr := (IDENT | STRING) '=' attr_value    (names unique within the node: seen) */
 static kiln_status parse_attr(parser *p, kiln_graph *g, kiln_strmap *seen, kiln_attr *a) {
   const kiln_gtext_tok *nt = peek(p);
-  const char *name;
+  const char *name = NULL;
   if (nt->kind != KILN_TOK_IDENT && nt->kind != KILN_TOK_STRING)
     return expected(p, "an attribute name");
   KILN_TRY(tok_cstr(p, g, next(p), &name));
@@ -513,7 +513,7 @@ static kiln_status new_value_name(parser *p, kiln_graph *g, const kiln_gtext_tok
  *                 enclosing one) */
 static kiln_status parse_ref(parser *p, kiln_graph *g, int *out) {
   const kiln_gtext_tok *t = peek(p);
-  const char *name;
+  const char *name = NULL;
   if (t->kind != KILN_TOK_VALUE) return expected(p, "a value (%name)");
   KILN_TRY(tok_cstr(p, g, next(p), &name));
   *out = kiln_graph_resolve(g, name);
@@ -534,8 +534,8 @@ static kiln_status parse_arg(parser *p, kiln_graph *g, int *out) {
 /* opset_stmt := 'opset' STRING INT    (root graph, before the first node) */
 static kiln_status parse_opset(parser *p, kiln_graph *g) {
   const kiln_gtext_tok *kw = next(p);
-  const char *domain;
-  int64_t version;
+  const char *domain = NULL;
+  int64_t version = 0;
   if (g->parent) return err_at(p, kw, "opset is declared in the root graph only");
   if (g->nodes.len) return err_at(p, kw, "opset must come before the first node");
   if (peek(p)->kind != KILN_TOK_STRING) return expected(p, "a domain string (\"\" for ONNX)");
@@ -560,7 +560,7 @@ static kiln_status parse_outer(parser *p, kiln_graph *g) {
   if (!g->parent) return err_at(p, kw, "outer is only allowed in a subgraph");
   do {
     const kiln_gtext_tok *t = peek(p);
-    const char *name;
+    const char *name = NULL;
     if (t->kind != KILN_TOK_VALUE) return expected(p, "a value (%name)");
     KILN_TRY(new_value_name(p, g, next(p), &name));
     int pid = kiln_graph_resolve(g->parent, name);
@@ -573,9 +573,9 @@ static kiln_status parse_outer(parser *p, kiln_graph *g) {
 /* const_stmt := VALUE '=' 'const' tensor_lit */
 static kiln_status parse_const(parser *p, kiln_graph *g) {
   const kiln_gtext_tok *t = next(p);
-  const char *name;
-  kiln_tensor *data;
-  int id;
+  const char *name = NULL;
+  kiln_tensor *data = NULL;
+  int id = -1;
   KILN_TRY(new_value_name(p, g, t, &name));
   next(p); /* '=' */
   next(p); /* 'const' */
@@ -641,7 +641,7 @@ static kiln_status parse_args(parser *p, kiln_graph *g, int **out, int *out_n) {
   KILN_TRY(expect(p, "("));
   if (!kiln_gtext_punct(peek(p), ")")) {
     do {
-      int id;
+      int id = -1;
       KILN_TRY(parse_arg(p, g, &id));
       kiln_arena_vec_push(g->arena, &v, id);
     } while (accept(p, ","));
@@ -675,12 +675,12 @@ static kiln_status parse_node(parser *p, kiln_graph *g) {
   const kiln_gtext_tok *t = peek(p);
   if (t->kind == KILN_TOK_VALUE || kiln_gtext_word(t, "_")) KILN_TRY(parse_results(p, g, &r));
   const kiln_gtext_tok *op_tok = peek(p);
-  const char *domain, *op, *name = "";
-  bool has_opset;
+  const char *domain = "", *op = NULL, *name = "";
+  bool has_opset = false;
   int64_t opset = 0;
   int *ins, n_in, n_attrs = 0;
   kiln_attr *attrs = NULL;
-  kiln_type *types;
+  kiln_type *types = NULL;
   KILN_TRY(parse_op_ref(p, g, &domain, &op, &has_opset, &opset));
   KILN_TRY(parse_args(p, g, &ins, &n_in));
   if (kiln_gtext_punct(peek(p), "{")) KILN_TRY(parse_attrs(p, g, &attrs, &n_attrs));
@@ -739,7 +739,7 @@ static kiln_status parse_params(parser *p, kiln_graph *g, declared **decl, int *
         KILN_TRY(new_value_name(p, g, next(p), &d.name));
       KILN_TRY(expect(p, ":"));
       KILN_TRY(parse_type(p, g, &d.type));
-      int id;
+      int id = -1;
       if (decl)
         kiln_arena_vec_push(g->arena, &v, d);
       else
@@ -761,7 +761,7 @@ static kiln_status parse_return(parser *p, kiln_graph *g, const declared *decl, 
   if (!kiln_gtext_punct(peek(p), "}")) {
     do {
       const kiln_gtext_tok *t = peek(p);
-      int id;
+      int id = -1;
       char b1[128], b2[128];
       KILN_TRY(parse_ref(p, g, &id));
       if (n >= n_decl)
@@ -813,7 +813,7 @@ static kiln_status parse_graph(parser *p, kiln_graph *parent, kiln_graph **out) 
 
 kiln_status kiln_graph_parse(const char *text, const char *filename, kiln_graph **out) {
   parser p = {{text, filename}, NULL, 0, NULL, 0};
-  int ntoks;
+  int ntoks = 0;
   *out = NULL;
   KILN_TRY(kiln_gtext_lex(&p.src, &p.toks, &ntoks));
   kiln_graph *g = NULL;

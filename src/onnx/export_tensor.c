@@ -40,8 +40,7 @@ static kiln_status put_raw_data(kiln_wire_writer *w, const kiln_tensor *t) {
     size_t n = nbytes - done < sizeof chunk ? nbytes - done : sizeof chunk;
     if (t->dtype == KILN_BOOL)
       for (size_t i = 0; i < n; i++) chunk[i] = src[done + i] != 0;
-    else
-      pack_bits(chunk, src, t->numel, (int64_t)done, n, kiln_dtype_bits(t->dtype));
+    else pack_bits(chunk, src, t->numel, (int64_t)done, n, kiln_dtype_bits(t->dtype));
     kiln_wire_put_raw(w, chunk, n);
     done += n;
   }
@@ -96,10 +95,8 @@ kiln_status kiln_onnx_put_sparse(kiln_wire_writer *w, const kiln_tensor *t) {
 
 static kiln_status put_dim(kiln_wire_writer *w, const void *arg) {
   const kiln_dim *d = arg;
-  if (d->value >= 0)
-    kiln_wire_put_int(w, 1, d->value);
-  else if (d->sym)
-    kiln_wire_put_str(w, 2, d->sym);
+  if (d->value >= 0) kiln_wire_put_int(w, 1, d->value);
+  else if (d->sym) kiln_wire_put_str(w, 2, d->sym);
   return KILN_OK;
 }
 

@@ -153,10 +153,8 @@ static void build_edges(const ox_graph *og, topo *t) {
       FOR_EACH_USE(n, name, {
         int64_t p;
         if (name[0] && kiln_strmap_get(&t->producer, name, &p)) {
-          if (pass)
-            t->edges[t->edge_start[p] + t->indeg[p]++] = i; /* indeg: fill cursor */
-          else
-            t->edge_start[p + 1]++;
+          if (pass) t->edges[t->edge_start[p] + t->indeg[p]++] = i; /* indeg: fill cursor */
+          else t->edge_start[p + 1]++;
           e++;
         }
       });
@@ -421,10 +419,8 @@ static kiln_status import_src(kiln_onnx_src *src, const uint8_t *data, size_t le
   c->scratch = kiln_arena_new();
   c->root = kiln_graph_new("");
   kiln_status st = import_model(c, data, len);
-  if (st)
-    kiln_graph_free(c->root);
-  else
-    *out = c->root;
+  if (st) kiln_graph_free(c->root);
+  else *out = c->root;
   kiln_arena_free(c->scratch);
   free(c);
   return st;
@@ -466,10 +462,8 @@ kiln_status kiln_onnx_map_file(const char *path, uint8_t **out, size_t *out_len,
 }
 
 void kiln_onnx_unmap(uint8_t *data, size_t len, bool mapped) {
-  if (mapped)
-    munmap(data, len);
-  else
-    free(data);
+  if (mapped) munmap(data, len);
+  else free(data);
 }
 
 kiln_status kiln_onnx_load(const char *path, kiln_graph **out) {

@@ -13,10 +13,8 @@
 static kiln_status parse_graph(ox_ctx *c, const uint8_t *data, size_t len, ox_graph *g);
 
 const char *kiln_ox_node_label(const ox_node *n, char *buf, size_t len) {
-  if (n->name && n->name[0])
-    snprintf(buf, len, "%s '%s' (%s)", n->path, n->name, n->op_type);
-  else
-    snprintf(buf, len, "%s (%s)", n->path, n->op_type);
+  if (n->name && n->name[0]) snprintf(buf, len, "%s '%s' (%s)", n->path, n->name, n->op_type);
+  else snprintf(buf, len, "%s (%s)", n->path, n->op_type);
   return buf;
 }
 
@@ -89,10 +87,8 @@ static kiln_status read_floats(ox_ctx *c, const kiln_wire *r, const kiln_wire_fi
   for (size_t i = 0; i < n; i++) {
     float v;
     uint32_t bits = 0;
-    if (f->type == KILN_WIRE_I32)
-      bits = (uint32_t)f->v;
-    else
-      memcpy(&bits, f->data + 4 * i, 4);
+    if (f->type == KILN_WIRE_I32) bits = (uint32_t)f->v;
+    else memcpy(&bits, f->data + 4 * i, 4);
     memcpy(&v, &bits, 4);
     kiln_arena_vec_push(c->scratch, &acc->floats, v);
   }
@@ -280,10 +276,8 @@ static kiln_status node_field(ox_ctx *c, kiln_wire *rp, const kiln_wire_field *f
   case 1:
   case 2:
     KILN_TRY(kiln_wire_str(&r, f, c->scratch, &s));
-    if (f->num == 1)
-      kiln_arena_vec_push(c->scratch, in, s);
-    else
-      kiln_arena_vec_push(c->scratch, out, s);
+    if (f->num == 1) kiln_arena_vec_push(c->scratch, in, s);
+    else kiln_arena_vec_push(c->scratch, out, s);
     return KILN_OK;
   case 3: return kiln_wire_str(&r, f, c->scratch, &n->name);
   case 4: return kiln_wire_str(&r, f, c->scratch, &n->op_type);

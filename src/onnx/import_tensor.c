@@ -85,19 +85,22 @@ static kiln_status read_entry(kiln_onnx_src *s, const kiln_wire_field *f, kiln_a
   kiln_wire r = kiln_wire_sub(&s->w, f->data, f->len), tmp = r;
   kiln_wire_field e;
   const char *key = NULL, *val = NULL;
+  size_t val_len = 0;
   for (;;) {
     KILN_TRY(kiln_wire_next(&r, &e));
     if (!e.num) break;
     if (e.num == 1) KILN_TRY(kiln_wire_str(&tmp, &e, a, &key));
-    if (e.num == 2) KILN_TRY(kiln_wire_str(&tmp, &e, a, &val));
+    if (e.num == 2) {
+      KILN_TRY(kiln_wire_str(&tmp, &e, a, &val));
+      val_len = (size_t)e.len;
+    }
   }
   if (!key || !val) return KILN_OK;
-  if (strcmp(key, "location") == 0)
-    m->ext_location = val;
-  else if (strcmp(key, "offset") == 0)
-    m->ext_offset = val;
-  else if (strcmp(key, "length") == 0)
-    m->ext_length = val;
+  if (strlen(val) != val_len)
+    return kiln_invalid("external data entry '%s' contains a NUL byte", key);
+  if (strcmp(key, "location") == 0) m->ext_location = val;
+  else if (strcmp(key, "offset") == 0) m->ext_offset = val;
+  else if (strcmp(key, "length") == 0) m->ext_length = val;
   return KILN_OK;
 }
 
@@ -383,8 +386,7 @@ static kiln_status read_external(kiln_onnx_src *s, const tensor_msg *m, int64_t 
   kiln_status st = KILN_OK;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
     st = terr(s, m, KILN_ERR_INVALID, "external data is not a regular file");
-  else if (len < 0)
-    len = off <= sb.st_size ? sb.st_size - off : -1;
+  else if (len < 0) len = off <= sb.st_size ? sb.st_size - off : -1;
   if (!st && (len != (int64_t)need || off > sb.st_size || len > sb.st_size - off)) {
     char msg[160];
     snprintf(msg, sizeof msg, "external data has %lld bytes at offset %lld, the tensor needs %zu",
@@ -425,10 +427,8 @@ static kiln_status read_raw(kiln_onnx_src *s, const tensor_msg *m, int64_t numel
   }
   KILN_TRY(alloc_tensor(s, m, out));
   kiln_tensor *t = *out;
-  if (sub_byte(t->dtype))
-    unpack_bits(t->data, m->raw, numel, kiln_dtype_bits(t->dtype));
-  else
-    copy_released(s, t->data, m->raw, need);
+  if (sub_byte(t->dtype)) unpack_bits(t->data, m->raw, numel, kiln_dtype_bits(t->dtype));
+  else copy_released(s, t->data, m->raw, need);
   if (t->dtype == KILN_BOOL)
     for (int64_t i = 0; i < numel; i++) ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
   return KILN_OK;

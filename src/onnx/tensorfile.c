@@ -90,10 +90,8 @@ static kiln_status read_optional(kiln_onnx_src *s, const uint8_t *data, size_t l
     kiln_tensor_free(v->t);
     kiln_seq_free(v->seq);
     v->t = NULL, v->seq = NULL;
-    if (f.num == 3)
-      KILN_TRY(kiln_onnx_read_tensor(s, f.data, f.len, NULL, NULL, &v->t));
-    else
-      KILN_TRY(read_sequence(s, f.data, f.len, expected->dtype, &v->seq));
+    if (f.num == 3) KILN_TRY(kiln_onnx_read_tensor(s, f.data, f.len, NULL, NULL, &v->t));
+    else KILN_TRY(read_sequence(s, f.data, f.len, expected->dtype, &v->seq));
     v->elem_seq = f.num == 5;
   }
 }
@@ -213,10 +211,8 @@ static const char *npy_shape(const char *p, npy_header *h) {
     if (end == p || errno || d < 0 || h->rank == KILN_MAX_RANK) return NULL;
     h->dims[h->rank++] = d;
     p = skip_ws(end);
-    if (*p == ',')
-      p++;
-    else if (*p != ')')
-      return NULL;
+    if (*p == ',') p++;
+    else if (*p != ')') return NULL;
   }
   return p + 1;
 }
@@ -236,10 +232,8 @@ static const char *npy_entry(const char *p, npy_header *h) {
     return npy_shape(p, h);
   }
   if (strcmp(key, "fortran_order") == 0) {
-    if (strncmp(p, "True", 4) == 0)
-      h->fortran = true;
-    else if (strncmp(p, "False", 5) != 0)
-      return NULL;
+    if (strncmp(p, "True", 4) == 0) h->fortran = true;
+    else if (strncmp(p, "False", 5) != 0) return NULL;
     return p + (h->fortran ? 4 : 5);
   }
   return NULL;
@@ -252,10 +246,8 @@ static kiln_status npy_parse_header(const char *text, npy_header *h) {
   for (p = skip_ws(p); *p != '}'; p = skip_ws(p)) {
     if (!(p = npy_entry(p, h))) return kiln_invalid("malformed .npy header: %s", text);
     p = skip_ws(p);
-    if (*p == ',')
-      p++;
-    else if (*p != '}')
-      return kiln_invalid("malformed .npy header: %s", text);
+    if (*p == ',') p++;
+    else if (*p != '}') return kiln_invalid("malformed .npy header: %s", text);
   }
   if (!h->has_descr || !h->has_shape) return kiln_invalid("incomplete .npy header: %s", text);
   if (h->fortran) return kiln_unsupported(".npy data in Fortran order");

@@ -50,7 +50,9 @@ kiln_status kiln_wire_enter(kiln_wire_ctx *c, size_t offset) {
   return KILN_OK;
 }
 
-void kiln_wire_leave(kiln_wire_ctx *c) { c->depth--; }
+void kiln_wire_leave(kiln_wire_ctx *c) {
+  c->depth--;
+}
 
 kiln_status kiln_wire_error(const kiln_wire_ctx *c, kiln_code code, size_t offset, const char *fmt,
                             ...) {
@@ -64,7 +66,9 @@ kiln_status kiln_wire_error(const kiln_wire_ctx *c, kiln_code code, size_t offse
   return st;
 }
 
-static size_t off_of(const kiln_wire *r, const uint8_t *p) { return (size_t)(p - r->ctx->base); }
+static size_t off_of(const kiln_wire *r, const uint8_t *p) {
+  return (size_t)(p - r->ctx->base);
+}
 
 /* ---- reading ---- */
 
@@ -191,7 +195,9 @@ kiln_status kiln_wire_str(const kiln_wire *r, const kiln_wire_field *f, kiln_are
   return KILN_OK;
 }
 
-static size_t fixed_size(kiln_wire_type elem) { return elem == KILN_WIRE_I64 ? 8 : 4; }
+static size_t fixed_size(kiln_wire_type elem) {
+  return elem == KILN_WIRE_I64 ? 8 : 4;
+}
 
 kiln_status kiln_wire_count(const kiln_wire *r, const kiln_wire_field *f, kiln_wire_type elem,
                             size_t *out) {
@@ -251,10 +257,8 @@ kiln_status kiln_wire_get_fixed(const kiln_wire *r, const kiln_wire_field *f, ki
 void kiln_wire_put_raw(kiln_wire_writer *w, const void *p, size_t n) {
   w->n += n;
   if (!n) return;
-  if (w->buf)
-    kiln_strbuf_append(w->buf, p, n);
-  else if (w->file && fwrite(p, 1, n, w->file) != n)
-    w->io_error = true;
+  if (w->buf) kiln_strbuf_append(w->buf, p, n);
+  else if (w->file && fwrite(p, 1, n, w->file) != n) w->io_error = true;
 }
 
 void kiln_wire_put_varint(kiln_wire_writer *w, uint64_t v) {

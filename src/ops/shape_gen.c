@@ -280,9 +280,8 @@ static kiln_status eval_onehot(kiln_eval_ctx *ctx) {
                            "needs numeric indices, depth >= 0 and two values (off, on)");
   if (idx->rank + 1 > KILN_MAX_RANK)
     return kiln_eval_error(ctx, KILN_ERR_UNSUPPORTED, "output rank is too large");
-  int64_t dims[KILN_MAX_RANK], outer = 1, inner = 1;
+  int64_t dims[KILN_MAX_RANK], inner = 1;
   for (int d = 0, k = 0; d <= idx->rank; d++) dims[d] = d == axis ? depth : idx->dims[k++];
-  for (int d = 0; d < axis; d++) outer *= idx->dims[d];
   for (int d = axis; d < idx->rank; d++) inner *= idx->dims[d];
   kiln_tensor *o;
   KILN_TRY(kiln_eval_out(ctx, 0, vals->dtype, idx->rank + 1, dims, &o));

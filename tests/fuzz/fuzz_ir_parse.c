@@ -20,6 +20,7 @@ static void fail(const char *what, const char *detail) {
 static char *print_graph(const kiln_graph *g) {
   kiln_strbuf b = {0};
   kiln_graph_print(g, &b, -1);
+  if (!b.data) fail("the printer wrote nothing", NULL);
   return b.data;
 }
 

@@ -23,7 +23,9 @@ static void pb_bytes(pb *b, uint32_t f, const void *p, size_t n) {
   kiln_wire_writer w = {.buf = b};
   kiln_wire_put_bytes(&w, f, p, n);
 }
-static void pb_str(pb *b, uint32_t f, const char *s) { pb_bytes(b, f, s, strlen(s)); }
+static void pb_str(pb *b, uint32_t f, const char *s) {
+  pb_bytes(b, f, s, strlen(s));
+}
 static void pb_f32(pb *b, uint32_t f, float v) {
   kiln_wire_writer w = {.buf = b};
   kiln_wire_put_f32(&w, f, v);
@@ -33,7 +35,9 @@ static void pb_msg(pb *b, uint32_t f, pb *child) {
   pb_bytes(b, f, child->data ? child->data : "", child->len);
   kiln_strbuf_free(child);
 }
-static void pb_raw(pb *b, const void *p, size_t n) { kiln_strbuf_append(b, p, n); }
+static void pb_raw(pb *b, const void *p, size_t n) {
+  kiln_strbuf_append(b, p, n);
+}
 
 /* ValueInfoProto name: f32 with the given dims (rank -1: no shape). */
 static void pb_vinfo(pb *g, uint32_t field, const char *name, int rank, const int64_t *dims) {
@@ -134,6 +138,23 @@ static void test_minimal_model(void) {
     CHECK(strcmp(gr->name, "relu") == 0);
     CHECK(gr->inputs.len == 1 && gr->outputs.len == 1);
     CHECK(gr->values.data[gr->inputs.data[0]].type.dims[0].value == 2);
+    check_roundtrip(gr);
+    kiln_graph_free(gr);
+  }
+  kiln_strbuf_free(&m);
+}
+
+/* No ir_version, no producer: found by fuzzing (export used to add producer "kiln"). */
+static void test_bare_model(void) {
+  pb g = {0}, m = {0}, op = {0};
+  relu_graph(&g);
+  pb_int(&op, 2, 17);
+  pb_msg(&m, 8, &op);
+  pb_msg(&m, 7, &g);
+  kiln_graph *gr = NULL;
+  CHECK_OK(load(&m, &gr));
+  if (gr) {
+    CHECK(gr->producer == NULL && gr->ir_version == 0);
     check_roundtrip(gr);
     kiln_graph_free(gr);
   }
@@ -772,7 +793,7 @@ static void test_node_models(void) {
   node_case("test_layer_normalization_2d_axis0_expanded", 5);
 }
 
-TEST_MAIN(T(test_minimal_model), T(test_sorts_nodes), T(test_cycle_and_missing),
+TEST_MAIN(T(test_minimal_model), T(test_bare_model), T(test_sorts_nodes), T(test_cycle_and_missing),
           T(test_unsupported_ops), T(test_duplicate_attribute), T(test_initializers),
           T(test_typed_fields), T(test_attributes), T(test_function_inlining),
           T(test_malformed_bytes), T(test_bad_tensors), T(test_external_data), T(test_deep_nesting),
