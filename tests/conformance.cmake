@@ -12,6 +12,9 @@ foreach(t ${KILN_UNIT_TESTS})
 endforeach()
 
 if(KILN_ONNX_DATA AND EXISTS ${KILN_ONNX_DATA}/node)
+  if(TEST unit.test_onnx)
+    set_tests_properties(unit.test_onnx PROPERTIES ENVIRONMENT "KILN_ONNX_NODE_DIR=${KILN_ONNX_DATA}/node")
+  endif()
   foreach(suite node pytorch-converted pytorch-operator simple)
     add_test(NAME conformance.${suite}
              COMMAND kiln_cli test-onnx ${KILN_ONNX_DATA}/${suite} --quiet --timeout 600

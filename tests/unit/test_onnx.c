@@ -35,9 +35,6 @@ static void pb_msg(pb *b, uint32_t f, pb *child) {
   pb_bytes(b, f, child->data ? child->data : "", child->len);
   kiln_strbuf_free(child);
 }
-static void pb_raw(pb *b, const void *p, size_t n) {
-  kiln_strbuf_append(b, p, n);
-}
 
 /* ValueInfoProto name: f32 with the given dims (rank -1: no shape). */
 static void pb_vinfo(pb *g, uint32_t field, const char *name, int rank, const int64_t *dims) {
