@@ -24,7 +24,9 @@ static kiln_status parse_graph(parser *p, kiln_graph *parent, kiln_graph **out);
 static kiln_status parse_type(parser *p, kiln_graph *g, kiln_type *out);
 
 /* ---- token helpers ---- */
-static const kiln_gtext_tok *peek(const parser *p) { return &p->toks[p->pos]; }
+static const kiln_gtext_tok *peek(const parser *p) {
+  return &p->toks[p->pos];
+}
 
 static const kiln_gtext_tok *peek2(const parser *p) {
   return p->toks[p->pos].kind == KILN_TOK_EOF ? &p->toks[p->pos] : &p->toks[p->pos + 1];
@@ -123,10 +125,8 @@ static kiln_status parse_dtype(parser *p, kiln_dtype *out) {
   if (t->kind != KILN_TOK_IDENT || t->len >= (int)sizeof name)
     return expected(p, "an element type");
   snprintf(name, sizeof name, "%.*s", t->len, t->p);
-  if (!strcmp(name, "undef"))
-    *out = KILN_UNDEFINED;
-  else if (!kiln_dtype_from_name(name, out))
-    return err_at(p, t, "unknown element type '%s'", name);
+  if (!strcmp(name, "undef")) *out = KILN_UNDEFINED;
+  else if (!kiln_dtype_from_name(name, out)) return err_at(p, t, "unknown element type '%s'", name);
   next(p);
   return KILN_OK;
 }
@@ -733,17 +733,13 @@ static kiln_status parse_params(parser *p, kiln_graph *g, declared **decl, int *
       declared d;
       d.tok = peek(p);
       if (d.tok->kind != KILN_TOK_VALUE) return expected(p, "a value (%name)");
-      if (decl)
-        KILN_TRY(tok_cstr(p, g, next(p), &d.name));
-      else
-        KILN_TRY(new_value_name(p, g, next(p), &d.name));
+      if (decl) KILN_TRY(tok_cstr(p, g, next(p), &d.name));
+      else KILN_TRY(new_value_name(p, g, next(p), &d.name));
       KILN_TRY(expect(p, ":"));
       KILN_TRY(parse_type(p, g, &d.type));
       int id = -1;
-      if (decl)
-        kiln_arena_vec_push(g->arena, &v, d);
-      else
-        KILN_TRY(relocate(p, d.tok, kiln_graph_add_input2(g, d.name, d.type, &id)));
+      if (decl) kiln_arena_vec_push(g->arena, &v, d);
+      else KILN_TRY(relocate(p, d.tok, kiln_graph_add_input2(g, d.name, d.type, &id)));
     } while (accept(p, ","));
   }
   KILN_TRY(expect(p, ")"));

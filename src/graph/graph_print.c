@@ -13,7 +13,9 @@ typedef struct printer {
 
 static void print_graph(printer *pr, const kiln_graph *g, int indent);
 
-static void put(printer *pr, const char *s) { kiln_strbuf_append(pr->b, s, strlen(s)); }
+static void put(printer *pr, const char *s) {
+  kiln_strbuf_append(pr->b, s, strlen(s));
+}
 
 static void put_indent(printer *pr, int n) {
   for (int i = 0; i < n; i++) kiln_strbuf_append(pr->b, " ", 1);
@@ -21,21 +23,15 @@ static void put_indent(printer *pr, int n) {
 
 /* A value reference: %name, or _ for an omitted optional value (id -1). */
 static void print_ref(printer *pr, const kiln_graph *g, int id) {
-  if (id == -1)
-    put(pr, "_");
-  else if (id < -1 || id >= g->values.len)
-    kiln_strbuf_printf(pr->b, "<invalid value %d>", id);
-  else
-    kiln_gtext_name(pr->b, '%', g->values.data[id].name);
+  if (id == -1) put(pr, "_");
+  else if (id < -1 || id >= g->values.len) kiln_strbuf_printf(pr->b, "<invalid value %d>", id);
+  else kiln_gtext_name(pr->b, '%', g->values.data[id].name);
 }
 
 static void print_dim(printer *pr, const kiln_dim *d) {
-  if (d->value >= 0)
-    kiln_strbuf_printf(pr->b, "%lld", (long long)d->value);
-  else if (d->sym)
-    kiln_gtext_ident(pr->b, d->sym);
-  else
-    put(pr, "?");
+  if (d->value >= 0) kiln_strbuf_printf(pr->b, "%lld", (long long)d->value);
+  else if (d->sym) kiln_gtext_ident(pr->b, d->sym);
+  else put(pr, "?");
 }
 
 /* dtype '[' dims ']', or dtype '[*]' for an unknown rank */
@@ -130,10 +126,8 @@ static void print_list_elem(printer *pr, const kiln_attr *a, int i, int indent) 
     print_tensor(pr, a->tensors[i]);
     break;
   case KILN_ATTR_GRAPHS:
-    if (a->graphs[i])
-      print_graph(pr, a->graphs[i], indent);
-    else
-      put(pr, "<invalid graph>");
+    if (a->graphs[i]) print_graph(pr, a->graphs[i], indent);
+    else put(pr, "<invalid graph>");
     break;
   case KILN_ATTR_TYPE_PROTOS:
     put(pr, "type ");
@@ -186,10 +180,8 @@ static void print_attr_value(printer *pr, const kiln_attr *a, int indent) {
     print_tensor(pr, a->t);
     break;
   case KILN_ATTR_GRAPH:
-    if (a->g)
-      print_graph(pr, a->g, indent);
-    else
-      put(pr, "<invalid graph>");
+    if (a->g) print_graph(pr, a->g, indent);
+    else put(pr, "<invalid graph>");
     break;
   case KILN_ATTR_TYPE_PROTO:
     put(pr, "type ");
@@ -228,13 +220,13 @@ static bool is_stmt_keyword(const char *s) {
 /* An op type or domain: bare if an identifier that cannot start another statement. */
 static void print_op_word(printer *pr, const char *s) {
   if (!s) s = "";
-  if (kiln_gtext_is_ident(s) && !is_stmt_keyword(s))
-    put(pr, s);
-  else
-    kiln_gtext_quote(pr->b, s, strlen(s));
+  if (kiln_gtext_is_ident(s) && !is_stmt_keyword(s)) put(pr, s);
+  else kiln_gtext_quote(pr->b, s, strlen(s));
 }
 
-static bool valid_value(const kiln_graph *g, int id) { return id >= 0 && id < g->values.len; }
+static bool valid_value(const kiln_graph *g, int id) {
+  return id >= 0 && id < g->values.len;
+}
 
 /* node := [results ' = '] [domain '::'] op ['<' opset '>'] '(' args ')' [attrs] [' : ' types]
  *         [' @' name] */
@@ -268,10 +260,8 @@ static void print_node(printer *pr, const kiln_graph *g, const kiln_node *n, int
     if (n->outputs[i] == -1) continue;
     put(pr, sep);
     sep = ", ";
-    if (valid_value(g, n->outputs[i]))
-      print_type(pr, &g->values.data[n->outputs[i]].type);
-    else
-      put(pr, "?");
+    if (valid_value(g, n->outputs[i])) print_type(pr, &g->values.data[n->outputs[i]].type);
+    else put(pr, "?");
   }
   if (n->name && n->name[0]) {
     put(pr, " ");
@@ -287,10 +277,8 @@ static void print_params(printer *pr, const kiln_graph *g, const int *ids, int n
     if (i) put(pr, ", ");
     print_ref(pr, g, ids[i]);
     put(pr, ": ");
-    if (valid_value(g, ids[i]))
-      print_type(pr, &g->values.data[ids[i]].type);
-    else
-      put(pr, "?");
+    if (valid_value(g, ids[i])) print_type(pr, &g->values.data[ids[i]].type);
+    else put(pr, "?");
   }
   put(pr, ")");
 }

@@ -8,15 +8,27 @@
 #include "graph_text.h"
 
 /* ---- character classes (locale independent) ---- */
-static bool is_digit(int c) { return c >= '0' && c <= '9'; }
+static bool is_digit(int c) {
+  return c >= '0' && c <= '9';
+}
 static bool is_hex(int c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
-static bool is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-static bool ident_start(int c) { return is_alpha(c) || c == '_'; }
-static bool ident_char(int c) { return is_alpha(c) || is_digit(c) || c == '_' || c == '.'; }
-static bool name_char(int c) { return ident_char(c) || c == '/'; }
-static int hex_val(int c) { return is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10; }
+static bool is_alpha(int c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+static bool ident_start(int c) {
+  return is_alpha(c) || c == '_';
+}
+static bool ident_char(int c) {
+  return is_alpha(c) || is_digit(c) || c == '_' || c == '.';
+}
+static bool name_char(int c) {
+  return ident_char(c) || c == '/';
+}
+static int hex_val(int c) {
+  return is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10;
+}
 
 /* ---- diagnostics ---- */
 enum { SHOW_MAX = 160 }; /* longest excerpt of a source line shown under a message */
@@ -65,7 +77,9 @@ typedef struct lexer {
   KILN_VEC(kiln_gtext_tok) toks;
 } lexer;
 
-static int col_at(const lexer *lx, const char *q) { return (int)(q - lx->line_start) + 1; }
+static int col_at(const lexer *lx, const char *q) {
+  return (int)(q - lx->line_start) + 1;
+}
 
 static kiln_status lex_error(const lexer *lx, const char *at, const char *fmt, const char *arg) {
   return kiln_gtext_error(lx->src, lx->line, col_at(lx, at), fmt, arg);
@@ -315,22 +329,17 @@ void kiln_gtext_quote(kiln_strbuf *b, const char *s, size_t n) {
                       : c == '\t' ? "\\t"
                       : c == '\r' ? "\\r"
                                   : NULL;
-    if (esc)
-      kiln_strbuf_append(b, esc, 2);
-    else if (c < 0x20 || c >= 0x7f)
-      kiln_strbuf_printf(b, "\\x%02x", c);
-    else
-      kiln_strbuf_append(b, (const char *)&s[i], 1);
+    if (esc) kiln_strbuf_append(b, esc, 2);
+    else if (c < 0x20 || c >= 0x7f) kiln_strbuf_printf(b, "\\x%02x", c);
+    else kiln_strbuf_append(b, (const char *)&s[i], 1);
   }
   kiln_strbuf_append(b, "\"", 1);
 }
 
 void kiln_gtext_ident(kiln_strbuf *b, const char *s) {
   if (!s) s = "";
-  if (kiln_gtext_is_ident(s))
-    kiln_strbuf_append(b, s, strlen(s));
-  else
-    kiln_gtext_quote(b, s, strlen(s));
+  if (kiln_gtext_is_ident(s)) kiln_strbuf_append(b, s, strlen(s));
+  else kiln_gtext_quote(b, s, strlen(s));
 }
 
 void kiln_gtext_name(kiln_strbuf *b, char sigil, const char *s) {
@@ -338,10 +347,8 @@ void kiln_gtext_name(kiln_strbuf *b, char sigil, const char *s) {
   bool bare = s[0] != 0;
   for (const char *c = s; *c && bare; c++) bare = name_char((unsigned char)*c);
   kiln_strbuf_append(b, &sigil, 1);
-  if (bare)
-    kiln_strbuf_append(b, s, strlen(s));
-  else
-    kiln_gtext_quote(b, s, strlen(s));
+  if (bare) kiln_strbuf_append(b, s, strlen(s));
+  else kiln_gtext_quote(b, s, strlen(s));
 }
 
 /* ---- exact number text ---- */
@@ -442,10 +449,8 @@ void kiln_gtext_format_float(kiln_strbuf *b, kiln_dtype t, const void *data, siz
   double v = load_double(t, data, i);
   uint64_t bits = raw_bits(t, data, i);
   if (isnan(v)) {
-    if (bits == canonical_nan(t, false))
-      kiln_strbuf_printf(b, "nan");
-    else if (bits == canonical_nan(t, true))
-      kiln_strbuf_printf(b, "-nan");
+    if (bits == canonical_nan(t, false)) kiln_strbuf_printf(b, "nan");
+    else if (bits == canonical_nan(t, true)) kiln_strbuf_printf(b, "-nan");
     else
       kiln_strbuf_printf(b, "nan:0x%0*llx", (kiln_dtype_bits(t) + 3) / 4, (unsigned long long)bits);
     return;
@@ -488,10 +493,8 @@ void kiln_gtext_format_float(kiln_strbuf *b, kiln_dtype t, const void *data, siz
 void kiln_gtext_format_int(kiln_strbuf *b, kiln_dtype t, const void *data, size_t i) {
   if (t == KILN_BOOL) {
     uint8_t v = ((const uint8_t *)data)[i];
-    if (v <= 1)
-      kiln_strbuf_printf(b, v ? "true" : "false");
-    else
-      kiln_strbuf_printf(b, "%u", v);
+    if (v <= 1) kiln_strbuf_printf(b, v ? "true" : "false");
+    else kiln_strbuf_printf(b, "%u", v);
   } else if (t == KILN_U64) {
     kiln_strbuf_printf(b, "%llu", (unsigned long long)((const uint64_t *)data)[i]);
   } else {
@@ -559,9 +562,7 @@ bool kiln_gtext_store_int(kiln_dtype t, const char *text, size_t len, void *data
   if (!kiln_gtext_parse_i64(text, len, &v)) return false;
   int_range(t, &lo, &hi);
   if (v < lo || v > hi) return false;
-  if (t == KILN_BOOL)
-    ((uint8_t *)data)[i] = (uint8_t)v;
-  else
-    kiln_store_i64(t, data, i, v);
+  if (t == KILN_BOOL) ((uint8_t *)data)[i] = (uint8_t)v;
+  else kiln_store_i64(t, data, i, v);
   return true;
 }

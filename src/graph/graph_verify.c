@@ -131,10 +131,8 @@ static kiln_status verify_io(const vctx *c) {
       st = kiln_invalid("graph input %d refers to value %d, out of range", i, id);
     else if (g->values.data[id].kind != KILN_VALUE_INPUT)
       st = kiln_invalid("graph input %%%s is not an input value", vname(g, id));
-    else if (listed[id])
-      st = kiln_invalid("graph input %%%s is listed twice", vname(g, id));
-    else
-      listed[id] = true;
+    else if (listed[id]) st = kiln_invalid("graph input %%%s is listed twice", vname(g, id));
+    else listed[id] = true;
   }
   for (int id = 0; id < g->values.len && !st; id++)
     if (g->values.data[id].kind == KILN_VALUE_INPUT && !listed[id])
