@@ -553,8 +553,16 @@ static void ext_tensor(pb *t, const char *location) {
   pb_msg(t, 13, &e);
 }
 
+/* A template "$TMPDIR/kiln_<tag>_XXXXXX" (TMPDIR defaults to /tmp) for mkdtemp. */
+static void temp_template(char *buf, size_t n, const char *tag) {
+  const char *base = getenv("TMPDIR");
+  snprintf(buf, n, "%s/kiln_%s_XXXXXX", base && *base ? base : "/tmp", tag);
+}
+
 static void test_external_data(void) {
-  char dir[] = "/tmp/kiln_onnx_XXXXXX", outside[] = "/tmp/kiln_onnx_out_XXXXXX";
+  char dir[256], outside[256];
+  temp_template(dir, sizeof dir, "onnx");
+  temp_template(outside, sizeof outside, "onnx_out");
   if (!mkdtemp(dir) || !mkdtemp(outside)) {
     CHECK(!"mkdtemp");
     return;
@@ -634,12 +642,12 @@ static void test_truncations(void) {
 
 /* ---- tensor files ---- */
 
-static char tmpdir[64];
+static char tmpdir[256];
 
 static const char *tmp_path(const char *name) {
-  static char buf[128];
+  static char buf[512];
   if (!tmpdir[0]) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/kiln_onnx_t_XXXXXX");
+    temp_template(tmpdir, sizeof tmpdir, "onnx_t");
     if (!mkdtemp(tmpdir)) return "/nonexistent/x";
   }
   snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
