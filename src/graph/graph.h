@@ -140,6 +140,8 @@ typedef struct kiln_node {
   int *outputs; /* value ids; -1 for an omitted optional output */
   int n_attrs;
   kiln_attr *attrs;
+  int group; /* fusion group (set by the fusion pass): 0 = none, else a group id >= 1.
+              * Nodes of one group are lowered into one kernel. Text form: `group N`. */
 } kiln_node;
 
 typedef struct kiln_opset {

@@ -4,6 +4,7 @@
  * "file:line:col: message" and the source line with a caret under the column.
  * Everything allocated while parsing belongs to the graph under construction,
  * so an error frees it all with the root graph. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -669,7 +670,18 @@ static kiln_status parse_out_types(parser *p, kiln_graph *g, const results *r, k
   return KILN_OK;
 }
 
-/* node := [results] op_ref args [attrs] [types] [AT] */
+/* group := 'group' INT, an id in 1 .. INT_MAX */
+static kiln_status parse_group(parser *p, int *out) {
+  next(p);
+  const kiln_gtext_tok *t = peek(p);
+  int64_t v;
+  KILN_TRY(parse_int(p, &v));
+  if (v < 1 || v > INT_MAX) return err_at(p, t, "group id must be in 1..%d", INT_MAX);
+  *out = (int)v;
+  return KILN_OK;
+}
+
+/* node := [results] op_ref args [attrs] [types] [AT] ['group' INT] */
 static kiln_status parse_node(parser *p, kiln_graph *g) {
   results r = {0};
   const kiln_gtext_tok *t = peek(p);
@@ -686,12 +698,16 @@ static kiln_status parse_node(parser *p, kiln_graph *g) {
   if (kiln_gtext_punct(peek(p), "{")) KILN_TRY(parse_attrs(p, g, &attrs, &n_attrs));
   KILN_TRY(parse_out_types(p, g, &r, &types));
   if (peek(p)->kind == KILN_TOK_AT) KILN_TRY(tok_cstr(p, g, next(p), &name));
+  int group = 0;
+  if (kiln_gtext_word(peek(p), "group") && peek2(p)->kind == KILN_TOK_INT)
+    KILN_TRY(parse_group(p, &group));
   int *outs = kiln_arena_calloc(g->arena, (size_t)r.names.len + 1, sizeof(int));
   KILN_TRY(relocate(
       p, op_tok,
       kiln_graph_add_node(g, op, domain, name, n_in, ins, r.names.len, r.names.data, outs)));
   kiln_node *n = &g->nodes.data[g->nodes.len - 1];
   if (has_opset) n->opset = opset;
+  n->group = group;
   for (int i = 0, k = 0; i < r.names.len; i++)
     if (outs[i] >= 0) g->values.data[outs[i]].type = types[k++];
   /* The parsed array (arena-owned) becomes the node's: kiln_node_add_attr copies the array

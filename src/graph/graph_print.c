@@ -229,7 +229,7 @@ static bool valid_value(const kiln_graph *g, int id) {
 }
 
 /* node := [results ' = '] [domain '::'] op ['<' opset '>'] '(' args ')' [attrs] [' : ' types]
- *         [' @' name] */
+ *         [' @' name] [' group ' int] */
 static void print_node(printer *pr, const kiln_graph *g, const kiln_node *n, int indent) {
   put_indent(pr, indent);
   int n_out = n->outputs ? n->n_outputs : 0, n_in = n->inputs ? n->n_inputs : 0;
@@ -267,6 +267,7 @@ static void print_node(printer *pr, const kiln_graph *g, const kiln_node *n, int
     put(pr, " ");
     kiln_gtext_name(pr->b, '@', n->name);
   }
+  if (n->group > 0) kiln_strbuf_printf(pr->b, " group %d", n->group);
   put(pr, "\n");
 }
 
