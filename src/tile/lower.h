@@ -1,0 +1,79 @@
+/* Lowering: from a fused graph to a program of tile kernels.
+ *
+ * Each fusion group (kiln_node.group) becomes one kernel of the program's module, through
+ * the compute definitions of its ops and a schedule for the target. The program lists the
+ * steps to run in order; each step binds kernel parameters to graph values (the runtime
+ * places those in its memory plan), to prepacked constants, or to scratch space. A node
+ * that cannot be lowered yet becomes a fallback step that runs its reference kernel; an
+ * op that only reinterprets its input (Reshape, Flatten, Squeeze, Unsqueeze, Identity,
+ * Dropout in inference) becomes an alias step that shares the input's storage.
+ */
+#ifndef KILN_TILE_LOWER_H
+#define KILN_TILE_LOWER_H
+
+#include "../graph/graph.h"
+#include "tile.h"
+
+typedef enum kiln_target {
+  KILN_TARGET_CPU,
+  KILN_TARGET_CUDA,
+  KILN_TARGET_COUNT
+} kiln_target;
+
+typedef enum kiln_arg_kind {
+  KILN_ARG_VALUE,   /* a graph value (input, constant, or node output) by id */
+  KILN_ARG_PACKED,  /* program->packed[id]: a constant computed at compile time */
+  KILN_ARG_SCRATCH, /* bytes of scratch space, live only during this step */
+  KILN_ARG_KIND_COUNT
+} kiln_arg_kind;
+
+typedef struct kiln_arg {
+  kiln_arg_kind kind;
+  int id;        /* VALUE: value id in the root graph; PACKED: index in program->packed */
+  int64_t bytes; /* SCRATCH */
+} kiln_arg;
+
+typedef enum kiln_step_kind {
+  KILN_STEP_KERNEL,   /* run program->module->kernels[kernel] on args */
+  KILN_STEP_FALLBACK, /* run the reference kernel of graph node `node` */
+  KILN_STEP_ALIAS,    /* value dst is a view of value src (same bytes, same dtype) */
+  KILN_STEP_KIND_COUNT
+} kiln_step_kind;
+
+typedef struct kiln_step {
+  kiln_step_kind kind;
+  int kernel; /* KERNEL */
+  int n_args;
+  kiln_arg *args; /* KERNEL: one per kernel parameter, in order */
+  /* KERNEL: in-place candidates: inplace[i] = j >= 0 when output parameter i may share the
+   * storage of input parameter j (same size, each element read before it is written by the
+   * same iteration); -1 otherwise. NULL when none. */
+  int *inplace;
+  int node;           /* FALLBACK; also KERNEL: the first node of the group (for messages) */
+  const char *reason; /* FALLBACK: why the node was not lowered */
+  int src, dst;       /* ALIAS */
+} kiln_step;
+
+typedef struct kiln_program {
+  kiln_graph *graph; /* borrowed: the fused graph the program was lowered from */
+  kiln_tmodule *module;
+  KILN_VEC(kiln_step) steps;
+  KILN_VEC(kiln_tensor *) packed; /* owned */
+  kiln_target target;
+  int n_fallback;
+} kiln_program;
+
+typedef struct kiln_lower_opts {
+  kiln_target target;
+  int threads; /* the CPU threads the schedule may plan for (>= 1) */
+  /* Names of ops forced to fall back (comma-separated), for tests; NULL for none. */
+  const char *force_fallback;
+} kiln_lower_opts;
+
+/* Lowers g (after the pass pipeline, fusion included; all value types static). */
+kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out);
+void kiln_program_free(kiln_program *p);
+/* Prints the steps (kernel names, bound values, fallbacks with reasons) and the module. */
+void kiln_program_print(const kiln_program *p, kiln_strbuf *out);
+
+#endif
