@@ -73,6 +73,11 @@ typedef struct kiln_lower_opts {
 /* Lowers g (after the pass pipeline, fusion included; all value types static). */
 kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out);
 void kiln_program_free(kiln_program *p);
+/* Runs the program with the tile IR interpreter (kernels), the reference kernels (fallback
+ * steps) and views (alias steps), each value in its own allocation: the tile-level oracle
+ * of the compiled code. Inputs are borrowed; outputs (one per graph output) are new. */
+kiln_status kiln_program_interp(const kiln_program *p, int n_in, kiln_tensor *const *inputs,
+                                kiln_tensor **outputs);
 /* Prints the steps (kernel names, bound values, fallbacks with reasons) and the module. */
 void kiln_program_print(const kiln_program *p, kiln_strbuf *out);
 
