@@ -1,0 +1,193 @@
+/* Runtime: the compile driver, the kernel module builder and loader, the static memory
+ * planner and the executor.
+ *
+ *   kiln_graph *g;                        // loaded, types inferred (kiln_load_graph)
+ *   KILN_TRY(kiln_graph_bind_inputs(g, 1, (const kiln_tensor *[]){x}));  // symbolic dims
+ *   kiln_compile_opts o;
+ *   kiln_compile_opts_init(&o);           // CPU, all cores, default cache dir
+ *   kiln_compiled *c;
+ *   KILN_TRY(kiln_compile(g, &o, &c));    // passes -> lower -> C -> .so -> memory plan
+ *   kiln_tensor *y[1];
+ *   KILN_TRY(kiln_compiled_run(c, 1, (kiln_tensor *const[]){x}, y));
+ *   kiln_tensor_free(y[0]);
+ *   kiln_compiled_free(c);
+ *   kiln_graph_free(g);                   // after c, unless o.take_graph
+ *
+ * kiln_compile rewrites g in place (the pass pipeline, fusion included) and the compiled
+ * form borrows it (constants, fallback nodes): g must outlive c, or be handed over with
+ * kiln_compile_opts.take_graph. A compiled form runs one call at a time (it owns one
+ * planned arena); use one kiln_compiled per thread for concurrent runs.
+ *
+ * Kernel cache: compiled objects and shared libraries are cached on disk, keyed by a
+ * 128-bit hash of (C source, compiler flags, compiler identity), in cache_dir, else
+ * $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln. Entries are written
+ * atomically (temporary file, then rename) with a checksum; a corrupt entry is rebuilt.
+ */
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include <stdio.h>
+
+#include "../passes/passes.h"
+#include "../tile/lower.h"
+
+/* ---- binding symbolic dims ---- */
+/* Replaces the symbolic dim `sym` by `value` in every value type of g (and subgraphs).
+ * Error when value < 0. Binding a symbol that g does not use is not an error. */
+kiln_status kiln_graph_bind_dims(kiln_graph *g, const char *sym, int64_t value);
+/* Binds the symbolic dims of g's inputs from concrete tensors (one per graph input, in
+ * order): each symbol takes the extent of the first input that uses it; a known dim or a
+ * symbol bound twice that disagrees with the tensor, a wrong rank or dtype, is an error.
+ * Then re-runs type inference so that every value gets a static type where it can. */
+kiln_status kiln_graph_bind_inputs(kiln_graph *g, int n, const kiln_tensor *const *inputs);
+
+/* ---- compile options ---- */
+typedef struct kiln_dim_binding {
+  const char *sym;
+  int64_t value;
+} kiln_dim_binding;
+
+typedef struct kiln_compile_opts {
+  kiln_target target;         /* KILN_TARGET_CPU (CUDA: not built by this runtime yet) */
+  int threads;                /* CPU threads the kernels use (OpenMP); 0: all cores */
+  int jobs;                   /* compiler processes run in parallel; 0: number of cores */
+  kiln_pass_opts passes;      /* the pass pipeline (fusion included unless passes.no_fusion) */
+  const char *force_fallback; /* op names forced to run their reference kernel (tests) */
+  int n_dims;                 /* symbolic dims to bind before compiling */
+  const kiln_dim_binding *dims;
+  const char *cache_dir;    /* NULL: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, $HOME/.cache/kiln */
+  bool no_cache;            /* build everything, read and write no cache entry */
+  const char *cc;           /* the C compiler command (may hold arguments); NULL: $CC or "cc" */
+  const char *cflags;       /* extra flags appended to the compiler command, or NULL */
+  const char *keep_sources; /* directory to keep the generated C files in, or NULL */
+  bool verbose;             /* progress of the stages on stderr */
+  bool take_graph;          /* kiln_compiled_free frees the graph too */
+} kiln_compile_opts;
+
+void kiln_compile_opts_init(kiln_compile_opts *o);
+
+/* ---- compile statistics (also printed by kiln_compiled_report) ---- */
+typedef enum kiln_stage {
+  KILN_STAGE_PASSES,
+  KILN_STAGE_LOWER,
+  KILN_STAGE_CODEGEN,
+  KILN_STAGE_CC, /* C compiler and linker (or cache lookups) */
+  KILN_STAGE_LOAD,
+  KILN_STAGE_PLAN,
+  KILN_STAGE_COUNT
+} kiln_stage;
+
+const char *kiln_stage_name(kiln_stage s); /* "passes", "lowering", ... */
+
+typedef struct kiln_compile_stats {
+  double seconds[KILN_STAGE_COUNT];
+  double total_seconds;
+  int n_kernels;        /* kernels in the program's module */
+  int n_unique_kernels; /* after deduplicating identical kernels */
+  int n_units;          /* translation units */
+  int n_units_cached;   /* translation units found in the cache */
+  bool library_cached;  /* the linked shared object came from the cache */
+  int n_steps, n_kernel_steps, n_fallback_steps, n_alias_steps;
+  int64_t arena_bytes;  /* planned arena */
+  int64_t lower_bound;  /* max over steps of the bytes live at that step */
+  int64_t packed_bytes; /* prepacked constants */
+} kiln_compile_stats;
+
+/* ---- the compiled form ---- */
+typedef struct kiln_compiled kiln_compiled;
+typedef struct kiln_plan kiln_plan;
+
+/* Compiles g (static shapes after binding o->dims; see kiln_graph_bind_inputs). o may be
+ * NULL for the defaults. */
+kiln_status kiln_compile(kiln_graph *g, const kiln_compile_opts *o, kiln_compiled **out);
+/* Runs with one tensor per graph input (borrowed; dtypes and shapes must match the
+ * compiled types exactly) and returns one new tensor per graph output. */
+kiln_status kiln_compiled_run(kiln_compiled *c, int n_in, kiln_tensor *const *inputs,
+                              kiln_tensor **outputs);
+void kiln_compiled_free(kiln_compiled *c);
+/* Kernels, steps, fallbacks with reasons, planned arena against the lower bound, compile
+ * time by stage, cache hits. */
+void kiln_compiled_report(const kiln_compiled *c, kiln_strbuf *out);
+const kiln_compile_stats *kiln_compiled_stats(const kiln_compiled *c);
+const kiln_graph *kiln_compiled_graph(const kiln_compiled *c); /* after the passes */
+const kiln_program *kiln_compiled_program(const kiln_compiled *c);
+const kiln_plan *kiln_compiled_plan(const kiln_compiled *c);
+
+/* ---- memory plan (plan.c) ----
+ * Every value that a step produces (not a graph input or constant, static tensor type)
+ * gets a byte offset in one arena, 64-byte aligned. A value lives from the step that
+ * defines it to its last use (an alias extends the life of the value it views; graph
+ * outputs live to the end). Scratch arguments live during their step only. A kernel
+ * output may take its input's storage in place (kiln_step.inplace) when that input dies
+ * at the step and is not a graph input, output or constant. Offsets come from best-fit
+ * placement under several orders; the smallest arena is kept. */
+typedef enum kiln_loc_kind {
+  KILN_LOC_NONE,  /* not used by the program */
+  KILN_LOC_ARENA, /* offset in the arena */
+  KILN_LOC_INPUT, /* graph input `index` (the caller's tensor, read-only) */
+  KILN_LOC_CONST, /* the data of constant value `index` */
+  KILN_LOC_HEAP,  /* not static (sequence, optional, data-dependent shape): a heap value
+                     of the executor, produced and read by fallback steps only */
+  KILN_LOC_KIND_COUNT
+} kiln_loc_kind;
+
+typedef struct kiln_loc {
+  kiln_loc_kind kind;
+  int index;      /* INPUT: input position; CONST: value id */
+  int64_t offset; /* ARENA: byte offset (of the viewed value's storage for aliases) */
+  int64_t bytes;  /* ARENA: the value's size */
+} kiln_loc;
+
+struct kiln_plan {
+  int n_values;
+  kiln_loc *loc;         /* per value id of the root graph */
+  int *arg_base;         /* per step: index of its first argument in arg_offset */
+  int64_t *arg_offset;   /* per step argument: SCRATCH: byte offset in the arena; else -1 */
+  int64_t arena_bytes;   /* the arena's size */
+  int64_t lower_bound;   /* max over steps of the sum of bytes live at that step */
+  int n_inplace;         /* in-place reuses taken */
+  const char *heuristic; /* the placement order that won */
+};
+
+typedef struct kiln_plan_opts {
+  bool no_inplace; /* take no in-place reuse */
+  int heuristic;   /* -1: try all, keep the best; else only that one (tests) */
+} kiln_plan_opts;
+
+kiln_status kiln_plan_program(const kiln_program *p, const kiln_plan_opts *o, kiln_plan **out);
+void kiln_plan_free(kiln_plan *p);
+/* Checks that no two values (or scratch blocks) live at the same step overlap in the arena
+ * and that each fits in it; used by the tests and debug builds. */
+kiln_status kiln_plan_check(const kiln_program *p, const kiln_plan *plan);
+void kiln_plan_print(const kiln_program *p, const kiln_plan *plan, kiln_strbuf *out);
+
+/* ---- kernel modules (module.c): C source -> shared object -> loaded functions ---- */
+typedef struct kiln_cc_opts {
+  const char *cc;        /* command; NULL: $CC or "cc" */
+  const char *cflags;    /* extra flags, or NULL */
+  const char *cache_dir; /* NULL: the default (see above) */
+  bool no_cache;
+  int jobs;                 /* 0: number of cores */
+  const char *keep_sources; /* or NULL */
+  bool verbose;
+} kiln_cc_opts;
+
+typedef struct kiln_cc_stats {
+  int n_units, n_units_cached;
+  bool library_cached;
+} kiln_cc_stats;
+
+typedef struct kiln_module kiln_module;
+
+/* Builds translation units (each a complete C file) into one shared object, compiling
+ * them in parallel, and loads it. Compiler errors are KILN_ERR_FAILED with the first lines
+ * of the compiler's output. */
+kiln_status kiln_module_build(int n_units, const char *const *sources, const kiln_cc_opts *o,
+                              kiln_module **out, kiln_cc_stats *stats);
+/* The address of a function of the module; error if absent. */
+kiln_status kiln_module_sym(kiln_module *m, const char *name, void **out);
+void kiln_module_free(kiln_module *m);
+/* The cache directory that o selects (malloc'd), or NULL when no location is known. */
+char *kiln_cache_dir(const char *override);
+
+#endif
