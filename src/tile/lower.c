@@ -1,0 +1,422 @@
+/* Lowering driver: collects the fusion groups of a graph, orders them, and turns each into
+ * kernel steps (through the per-class lowerings), an alias step, or a fallback step that
+ * runs the reference kernel. Also builds steps for the lowerings and prints programs.
+ *
+ * The driver reads top to bottom in kiln_lower: groups -> order -> one lowering per group. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower_ops.h"
+
+/* ---- building steps ---- */
+static void sanitize(char *s) {
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '_') *s = '_';
+}
+
+kiln_tkernel *kiln_lower_kernel(kiln_lower_ctx *c, const kiln_group *grp, const char *base,
+                                kiln_step *step) {
+  kiln_tmodule *m = c->prog->module;
+  char *name = kiln_arena_printf(m->arena, "k%d_%s", m->kernels.len, base);
+  sanitize(name);
+  kiln_tkernel *k = kiln_tkernel_new(m, name);
+  kiln_strbuf origin = {0};
+  for (int i = 0; i < grp->n_nodes; i++) {
+    const kiln_node *n = &c->g->nodes.data[grp->nodes[i]];
+    kiln_strbuf_printf(&origin, "%s%s", i ? ", " : "", n->name[0] ? n->name : n->op_type);
+  }
+  k->origin = kiln_arena_strdup(m->arena, origin.data ? origin.data : "");
+  kiln_strbuf_free(&origin);
+  memset(step, 0, sizeof *step);
+  step->kind = KILN_STEP_KERNEL;
+  step->kernel = m->kernels.len - 1;
+  step->node = grp->nodes[0];
+  step->src = step->dst = -1;
+  return k;
+}
+
+static void step_push_arg(kiln_lower_ctx *c, kiln_step *step, kiln_arg a) {
+  kiln_arena *ar = c->prog->module->arena;
+  kiln_arg *args = kiln_arena_calloc(ar, (size_t)step->n_args + 1, sizeof *args);
+  if (step->n_args) memcpy(args, step->args, (size_t)step->n_args * sizeof *args);
+  args[step->n_args++] = a;
+  step->args = args;
+}
+
+int kiln_lower_param_value(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, int v) {
+  for (int i = 0; i < step->n_args; i++)
+    if (step->args[i].kind == KILN_ARG_VALUE && step->args[i].id == v) return i;
+  const kiln_value *val = &c->g->values.data[v];
+  char name[64];
+  snprintf(name, sizeof name, "v%d", v);
+  int b = kiln_tkernel_param(k, name, val->type.dtype, kiln_lower_numel(&val->type));
+  step_push_arg(c, step, (kiln_arg){KILN_ARG_VALUE, v, 0});
+  return b;
+}
+
+int kiln_lower_param_packed(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, const char *name,
+                            kiln_tensor *t) {
+  kiln_vec_push(&c->prog->packed, t);
+  int b = kiln_tkernel_param(k, name, t->dtype, t->numel);
+  step_push_arg(c, step, (kiln_arg){KILN_ARG_PACKED, c->prog->packed.len - 1, 0});
+  return b;
+}
+
+int kiln_lower_param_scratch(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, const char *name,
+                             kiln_dtype dtype, int64_t size) {
+  int b = kiln_tkernel_param(k, name, dtype, size);
+  int64_t bytes = size * (int64_t)kiln_dtype_size(dtype);
+  step_push_arg(c, step, (kiln_arg){KILN_ARG_SCRATCH, -1, bytes});
+  return b;
+}
+
+/* Marks the parameters that the kernel never stores to as read-only. */
+static void stores_in(const kiln_tblock *b, bool *stored) {
+  for (int i = 0; i < b->len; i++) {
+    const kiln_tstmt *s = b->data[i];
+    if (s->kind == KILN_TS_STORE) stored[s->buf] = true;
+    if (s->kind == KILN_TS_MMA) stored[s->mma.c_buf] = true;
+    stores_in(&s->body, stored);
+    stores_in(&s->orelse, stored);
+  }
+}
+
+static void mark_readonly(kiln_tkernel *k) {
+  bool *stored = kiln_xcalloc((size_t)k->bufs.len + 1, 1);
+  stores_in(&k->body, stored);
+  for (int i = 0; i < k->n_params; i++) k->bufs.data[i].readonly = !stored[i];
+  free(stored);
+}
+
+void kiln_lower_add_step(kiln_lower_ctx *c, const kiln_step *step) {
+  if (step->kind == KILN_STEP_KERNEL) mark_readonly(c->prog->module->kernels.data[step->kernel]);
+  kiln_vec_push(&c->prog->steps, *step);
+}
+
+/* ---- groups ---- */
+typedef struct group_set {
+  int n;
+  kiln_group *groups;
+  int *of_node; /* node id -> index in groups */
+} group_set;
+
+static bool in_group(const int *of_node, int gi, const kiln_graph *g, int v) {
+  if (v < 0) return false;
+  const kiln_value *val = &g->values.data[v];
+  return val->kind == KILN_VALUE_NODE && of_node[val->node] == gi;
+}
+
+/* Inputs (values read from outside) and outputs (values used outside or graph outputs). */
+static void group_io(kiln_lower_ctx *c, group_set *s, int gi, const int *uses_outside) {
+  kiln_group *grp = &s->groups[gi];
+  const kiln_graph *g = c->g;
+  int *in = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof(int));
+  int *out = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof(int));
+  for (int i = 0; i < grp->n_nodes; i++) {
+    const kiln_node *n = &g->nodes.data[grp->nodes[i]];
+    for (int k = 0; k < n->n_inputs; k++) {
+      int v = n->inputs[k];
+      if (v < 0 || in_group(s->of_node, gi, g, v)) continue;
+      bool seen = false;
+      for (int j = 0; j < grp->n_inputs; j++) seen |= in[j] == v;
+      if (!seen) in[grp->n_inputs++] = v;
+    }
+    for (int k = 0; k < n->n_outputs; k++) {
+      int v = n->outputs[k];
+      if (v >= 0 && (uses_outside[v] || grp->n_nodes == 1)) out[grp->n_outputs++] = v;
+    }
+  }
+  grp->inputs = in;
+  grp->outputs = out;
+}
+
+/* uses_outside[v]: value v is a graph output or read by a node of another group (or by a
+ * subgraph of a node, which counts as a read by that node). */
+static int *outside_uses(kiln_lower_ctx *c, const group_set *s) {
+  const kiln_graph *g = c->g;
+  int *u = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof(int));
+  for (int i = 0; i < g->outputs.len; i++) u[g->outputs.data[i]] = 1;
+  for (int i = 0; i < g->nodes.len; i++) {
+    const kiln_node *n = &g->nodes.data[i];
+    for (int k = 0; k < n->n_inputs; k++) {
+      int v = n->inputs[k];
+      if (v >= 0 && g->values.data[v].kind == KILN_VALUE_NODE &&
+          s->of_node[g->values.data[v].node] != s->of_node[i])
+        u[v] = 1;
+    }
+    for (int a = 0; a < n->n_attrs; a++) /* outer reads of subgraphs: keep every value */
+      if (n->attrs[a].kind == KILN_ATTR_GRAPH || n->attrs[a].kind == KILN_ATTR_GRAPHS)
+        for (int v = 0; v < g->values.len; v++) u[v] = 1;
+  }
+  return u;
+}
+
+static void collect_groups(kiln_lower_ctx *c, group_set *s) {
+  const kiln_graph *g = c->g;
+  int nn = g->nodes.len;
+  s->of_node = kiln_arena_calloc(c->scratch, (size_t)nn + 1, sizeof(int));
+  s->groups = kiln_arena_calloc(c->scratch, (size_t)nn + 1, sizeof(kiln_group));
+  s->n = 0;
+  for (int i = 0; i < nn; i++) {
+    int gid = g->nodes.data[i].group;
+    int gi = -1;
+    for (int j = 0; gid > 0 && j < s->n; j++)
+      if (s->groups[j].id == gid) gi = j;
+    if (gi < 0) {
+      gi = s->n++;
+      s->groups[gi].id = gid;
+      s->groups[gi].anchor = -1;
+      s->groups[gi].nodes = kiln_arena_calloc(c->scratch, (size_t)nn, sizeof(int));
+    }
+    s->groups[gi].nodes[s->groups[gi].n_nodes++] = i;
+    s->of_node[i] = gi;
+  }
+  int *u = outside_uses(c, s);
+  for (int gi = 0; gi < s->n; gi++) group_io(c, s, gi, u);
+}
+
+/* Orders groups so that each runs after the groups it reads from (Kahn's algorithm,
+ * smallest first node first). Error when the groups form a cycle (a non-convex group). */
+static kiln_status order_groups(kiln_lower_ctx *c, const group_set *s, int *order) {
+  const kiln_graph *g = c->g;
+  int *indeg = kiln_arena_calloc(c->scratch, (size_t)s->n + 1, sizeof(int));
+  bool *done = kiln_arena_calloc(c->scratch, (size_t)s->n + 1, 1);
+  for (int gi = 0; gi < s->n; gi++)
+    for (int j = 0; j < s->groups[gi].n_inputs; j++) {
+      const kiln_value *v = &g->values.data[s->groups[gi].inputs[j]];
+      if (v->kind == KILN_VALUE_NODE) indeg[gi]++;
+    }
+  for (int pos = 0; pos < s->n; pos++) {
+    int pick = -1;
+    for (int gi = 0; gi < s->n && pick < 0; gi++)
+      if (!done[gi] && indeg[gi] == 0) pick = gi;
+    if (pick < 0) return kiln_invalid("fusion groups form a cycle (a group is not convex)");
+    done[pick] = true;
+    order[pos] = pick;
+    for (int gi = 0; gi < s->n; gi++)
+      for (int j = 0; j < s->groups[gi].n_inputs; j++) {
+        const kiln_value *v = &g->values.data[s->groups[gi].inputs[j]];
+        if (v->kind == KILN_VALUE_NODE && s->of_node[v->node] == pick) indeg[gi]--;
+      }
+  }
+  return KILN_OK;
+}
+
+/* ---- per-node decisions ---- */
+static bool forced(const kiln_lower_opts *o, const kiln_node *n) {
+  if (!o->force_fallback) return false;
+  size_t len = strlen(n->op_type);
+  for (const char *p = o->force_fallback; *p;) {
+    const char *e = strchr(p, ',');
+    size_t l = e ? (size_t)(e - p) : strlen(p);
+    if (l == len && strncmp(p, n->op_type, l) == 0) return true;
+    if (!e) break;
+    p = e + 1;
+  }
+  return false;
+}
+
+static void add_fallback(kiln_lower_ctx *c, int node, const char *reason) {
+  kiln_step s;
+  memset(&s, 0, sizeof s);
+  s.kind = KILN_STEP_FALLBACK;
+  s.node = node;
+  s.kernel = s.src = s.dst = -1;
+  s.reason = kiln_arena_strdup(c->prog->module->arena, reason);
+  kiln_vec_push(&c->prog->steps, s);
+  c->prog->n_fallback++;
+}
+
+static bool is_alias_op(kiln_op op) {
+  return op == KILN_OP_Reshape || op == KILN_OP_Flatten || op == KILN_OP_Squeeze ||
+         op == KILN_OP_Unsqueeze || op == KILN_OP_Identity || op == KILN_OP_Dropout;
+}
+
+/* An alias step when n only reinterprets input 0 (static types, same dtype and count). */
+static bool try_alias(kiln_lower_ctx *c, const kiln_node *n) {
+  if (!is_alias_op(n->op) || n->n_inputs < 1 || n->n_outputs < 1) return false;
+  if (n->op == KILN_OP_Dropout) { /* inference only: no mask, no training_mode input */
+    if (n->n_outputs > 1 && n->outputs[1] >= 0) return false;
+    if (n->n_inputs > 2 && n->inputs[2] >= 0) return false;
+  }
+  const kiln_type *a = kiln_lower_static(c->g, n->inputs[0]);
+  const kiln_type *b = n->outputs[0] >= 0 ? kiln_lower_static(c->g, n->outputs[0]) : NULL;
+  if (!a || !b || a->dtype != b->dtype || kiln_lower_numel(a) != kiln_lower_numel(b)) return false;
+  kiln_step s;
+  memset(&s, 0, sizeof s);
+  s.kind = KILN_STEP_ALIAS;
+  s.kernel = -1;
+  s.node = (int)(n - c->g->nodes.data);
+  s.src = n->inputs[0];
+  s.dst = n->outputs[0];
+  kiln_vec_push(&c->prog->steps, s);
+  return true;
+}
+
+/* Lowers a group of one or more nodes into kernel steps; UNSUPPORTED when it cannot. */
+static kiln_status lower_kernels(kiln_lower_ctx *c, const kiln_group *grp) {
+  const kiln_graph *g = c->g;
+  for (int i = 0; i < grp->n_nodes; i++) {
+    const kiln_node *n = &g->nodes.data[grp->nodes[i]];
+    if (!kiln_lower_node_static(g, n))
+      return kiln_unsupported("a value of %s is not a static tensor", n->op_type);
+    if (forced(c->opts, n)) return kiln_unsupported("forced to fall back");
+  }
+  const kiln_node *first = &g->nodes.data[grp->nodes[0]];
+  if (kiln_lower_is_contraction(g, first)) return kiln_lower_contraction(c, grp);
+  bool all_ew = true, any_red = false;
+  for (int i = 0; i < grp->n_nodes; i++) {
+    const kiln_node *n = &g->nodes.data[grp->nodes[i]];
+    all_ew &= kiln_lower_is_elementwise(g, n);
+    any_red |= kiln_lower_is_reduction(g, n);
+  }
+  if (all_ew) return kiln_lower_ew_group(c, grp);
+  if (any_red) return kiln_lower_reduce_group(c, grp);
+  if (grp->n_nodes > 1) return kiln_unsupported("no lowering for this group");
+  kiln_status st = kiln_lower_data_node(c, grp);
+  if (st && kiln_status_code(st) == KILN_ERR_UNSUPPORTED) {
+    kiln_status st2 = kiln_lower_pool_node(c, grp);
+    if (!st2 || kiln_status_code(st2) != KILN_ERR_UNSUPPORTED) {
+      kiln_status_free(st);
+      return st2;
+    }
+    kiln_status_free(st2);
+  }
+  return st;
+}
+
+/* Lowers a group; on UNSUPPORTED, drops the kernels and steps it made and tries its nodes
+ * one by one (a multi-node group) or falls back (a single node). */
+static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp);
+
+static kiln_status lower_singletons(kiln_lower_ctx *c, const kiln_group *grp) {
+  for (int i = 0; i < grp->n_nodes; i++) {
+    kiln_group one = {0};
+    one.id = 0;
+    one.n_nodes = 1;
+    one.nodes = &grp->nodes[i];
+    one.anchor = -1;
+    /* inputs/outputs of a single node: its own inputs and outputs */
+    const kiln_node *n = &c->g->nodes.data[grp->nodes[i]];
+    one.n_inputs = 0;
+    one.inputs = kiln_arena_calloc(c->scratch, (size_t)n->n_inputs + 1, sizeof(int));
+    for (int k = 0; k < n->n_inputs; k++) {
+      bool seen = false;
+      for (int j = 0; j < one.n_inputs; j++) seen |= one.inputs[j] == n->inputs[k];
+      if (n->inputs[k] >= 0 && !seen) one.inputs[one.n_inputs++] = n->inputs[k];
+    }
+    one.outputs = kiln_arena_calloc(c->scratch, (size_t)n->n_outputs + 1, sizeof(int));
+    for (int k = 0; k < n->n_outputs; k++)
+      if (n->outputs[k] >= 0) one.outputs[one.n_outputs++] = n->outputs[k];
+    KILN_TRY(lower_group(c, &one));
+  }
+  return KILN_OK;
+}
+
+static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp) {
+  const kiln_node *n = &c->g->nodes.data[grp->nodes[0]];
+  if (grp->n_nodes == 1 && !forced(c->opts, n) && try_alias(c, n)) return KILN_OK;
+  int steps0 = c->prog->steps.len, kernels0 = c->prog->module->kernels.len;
+  int packed0 = c->prog->packed.len;
+  kiln_status st = lower_kernels(c, grp);
+  if (!st || kiln_status_code(st) != KILN_ERR_UNSUPPORTED) return st;
+  c->prog->steps.len = steps0; /* kernels made so far are dropped (arena memory stays) */
+  c->prog->module->kernels.len = kernels0;
+  while (c->prog->packed.len > packed0)
+    kiln_tensor_free(c->prog->packed.data[--c->prog->packed.len]);
+  if (grp->n_nodes > 1) {
+    kiln_status_free(st);
+    return lower_singletons(c, grp);
+  }
+  char reason[256];
+  snprintf(reason, sizeof reason, "%s", kiln_status_message(st));
+  kiln_status_free(st);
+  add_fallback(c, grp->nodes[0], reason);
+  return KILN_OK;
+}
+
+/* ---- the driver ---- */
+static kiln_status check_opts(const kiln_lower_opts *o) {
+  if (o->target < 0 || o->target >= KILN_TARGET_COUNT)
+    return kiln_invalid("unknown lowering target %d", (int)o->target);
+  if (o->threads < 1) return kiln_invalid("lowering needs threads >= 1 (got %d)", o->threads);
+  return KILN_OK;
+}
+
+static kiln_status lower_all(kiln_lower_ctx *c) {
+  group_set s;
+  collect_groups(c, &s);
+  int *order = kiln_arena_calloc(c->scratch, (size_t)s.n + 1, sizeof(int));
+  KILN_TRY(order_groups(c, &s, order));
+  for (int i = 0; i < s.n; i++) KILN_TRY(lower_group(c, &s.groups[order[i]]));
+  return KILN_OK;
+}
+
+kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out) {
+  *out = NULL;
+  kiln_lower_opts dflt = {KILN_TARGET_CPU, 1, NULL};
+  if (!opts) opts = &dflt;
+  KILN_TRY(check_opts(opts));
+  if (g->parent) return kiln_invalid("kiln_lower takes a root graph");
+  kiln_program *p = kiln_xcalloc(1, sizeof *p);
+  p->graph = g;
+  p->module = kiln_tmodule_new();
+  p->target = opts->target;
+  kiln_lower_ctx c = {g, opts, p, kiln_arena_new()};
+  kiln_status st = lower_all(&c);
+  kiln_arena_free(c.scratch);
+  if (st) {
+    kiln_program_free(p);
+    return kiln_status_annotate(st, "lowering graph '%s'", g->name);
+  }
+  *out = p;
+  return KILN_OK;
+}
+
+void kiln_program_free(kiln_program *p) {
+  if (!p) return;
+  for (int i = 0; i < p->packed.len; i++) kiln_tensor_free(p->packed.data[i]);
+  kiln_vec_free(&p->packed);
+  kiln_vec_free(&p->steps);
+  kiln_tmodule_free(p->module);
+  free(p);
+}
+
+/* ---- printing ---- */
+static void print_arg(const kiln_program *p, const kiln_arg *a, kiln_strbuf *out) {
+  switch (a->kind) {
+  case KILN_ARG_VALUE: kiln_strbuf_printf(out, "%%%s", p->graph->values.data[a->id].name); break;
+  case KILN_ARG_PACKED: kiln_strbuf_printf(out, "packed[%d]", a->id); break;
+  default: kiln_strbuf_printf(out, "scratch(%lld bytes)", (long long)a->bytes); break;
+  }
+}
+
+static void print_step(const kiln_program *p, int i, const kiln_step *s, kiln_strbuf *out) {
+  const kiln_graph *g = p->graph;
+  char lb[200];
+  kiln_strbuf_printf(out, "  %d: ", i);
+  if (s->kind == KILN_STEP_KERNEL) {
+    kiln_strbuf_printf(out, "kernel %s(", p->module->kernels.data[s->kernel]->name);
+    for (int a = 0; a < s->n_args; a++) {
+      if (a) kiln_strbuf_printf(out, ", ");
+      print_arg(p, &s->args[a], out);
+      if (s->inplace && s->inplace[a] >= 0) kiln_strbuf_printf(out, " inplace %d", s->inplace[a]);
+    }
+    kiln_strbuf_printf(out, ")\n");
+  } else if (s->kind == KILN_STEP_ALIAS) {
+    kiln_strbuf_printf(out, "alias %%%s = %%%s\n", g->values.data[s->dst].name,
+                       g->values.data[s->src].name);
+  } else {
+    kiln_strbuf_printf(out, "fallback %s: %s\n",
+                       kiln_node_label(&g->nodes.data[s->node], lb, sizeof lb), s->reason);
+  }
+}
+
+void kiln_program_print(const kiln_program *p, kiln_strbuf *out) {
+  kiln_strbuf_printf(out, "program @%s: %d steps, %d kernels, %d fallbacks\n", p->graph->name,
+                     p->steps.len, p->module->kernels.len, p->n_fallback);
+  for (int i = 0; i < p->steps.len; i++) print_step(p, i, &p->steps.data[i], out);
+  kiln_tmodule_print(p->module, out);
+}
