@@ -19,6 +19,7 @@ help:
 	@echo "make check      install test dependencies and run every test (also under ASan/UBSan)"
 	@echo "make quick      build and run unit tests and the node conformance suite only"
 	@echo "make fuzz       run the libFuzzer targets for FUZZ_SECONDS each"
+	@echo "make bench      Kiln (compiled for the CPU) against ONNX Runtime on the exported models"
 
 kiln:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -52,6 +53,12 @@ models: kiln
 check: deps
 	@$(MAKE) --no-print-directory models
 	@bash tests/run_checks.sh "$(ONNX_DATA)" "$(abspath $(MODELS))" $(FUZZ_SECONDS)
+
+# Kiln against ONNX Runtime on the exported models, 2 threads each (a table, no pass/fail).
+BENCH_THREADS ?= 2
+bench: deps kiln
+	@[ -f $(MODELS)/resnet50/model.onnx ] || $(MAKE) --no-print-directory models
+	@$(PY) bench/run_bench.py --kiln $(BUILD)/kiln --models $(MODELS) --threads $(BENCH_THREADS)
 
 quick: kiln
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L quick

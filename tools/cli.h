@@ -11,6 +11,7 @@ int kiln_cmd_info(int argc, char **argv);
 int kiln_cmd_print(int argc, char **argv);
 int kiln_cmd_run(int argc, char **argv);
 int kiln_cmd_test_onnx(int argc, char **argv);
+int kiln_cmd_bench(int argc, char **argv);
 
 /* Prints "kiln CMD: message" for st to stderr, frees it, returns its exit status (1 or 2). */
 int kiln_cli_fail(const char *cmd, kiln_status st);
@@ -30,5 +31,42 @@ kiln_status kiln_cli_load(const char *path, kiln_graph **out);
  * On mismatch, writes a description to msg. */
 bool kiln_cli_compare(const kiln_val *got, const kiln_val *want, double rtol, double atol,
                       char *msg, size_t msg_len);
+
+/* ---- backends (engine.c) ----
+ * interp: the reference interpreter on the imported graph; opt: the reference interpreter
+ * on the graph after the pass pipeline without fusion; tile: lowering, then the program
+ * interpreter (tile IR interpreter + reference kernels for fallbacks); cpu: compiled C. */
+typedef enum kiln_cli_backend {
+  KILN_CLI_INTERP,
+  KILN_CLI_OPT,
+  KILN_CLI_TILE,
+  KILN_CLI_CPU,
+  KILN_CLI_BACKEND_COUNT
+} kiln_cli_backend;
+
+const char *kiln_cli_backend_name(kiln_cli_backend b);
+int kiln_cli_backend_parse(const char *s, kiln_cli_backend *out); /* 0 on success */
+#define KILN_CLI_BACKENDS "interp, opt, tile, cpu"
+
+typedef struct kiln_cli_engine_opts {
+  kiln_cli_backend backend;
+  int threads;  /* cpu: kernel threads (0: all cores) */
+  bool trace;   /* interp, opt: print each node as it runs */
+  bool verbose; /* cpu: compile progress on stderr */
+} kiln_cli_engine_opts;
+
+typedef struct kiln_cli_engine kiln_cli_engine;
+/* Takes g over and prepares it for o->backend. inputs (one per graph input, or NULL)
+ * bind the symbolic dims of the inputs before tile and cpu compile the graph. */
+kiln_status kiln_cli_engine_new(kiln_graph *g, const kiln_cli_engine_opts *o,
+                                kiln_val *const *inputs, kiln_cli_engine **out);
+/* Runs once: inputs borrowed, one new value per graph output. */
+kiln_status kiln_cli_engine_run(kiln_cli_engine *e, kiln_val *const *inputs, kiln_val **outputs);
+/* The graph that runs (inputs and outputs in the order of the model). */
+const kiln_graph *kiln_cli_engine_graph(const kiln_cli_engine *e);
+double kiln_cli_engine_prepare_seconds(const kiln_cli_engine *e);
+void kiln_cli_engine_report(const kiln_cli_engine *e, kiln_strbuf *out);
+void kiln_cli_engine_free(kiln_cli_engine *e);
+double kiln_cli_seconds(void); /* monotonic clock */
 
 #endif

@@ -26,6 +26,7 @@ static const char *const test_help =
     "                      listed case that passes does (the list must stay honest).\n"
     "  --json FILE         also write the results as JSON\n"
     "  --timeout S         seconds per case before it counts as failed (default 300)\n"
+    "  --jobs N, -j N      run N cases at a time (default 1); results print in order\n"
     "  --quiet             print only cases that did not pass\n"
     "  --no-fork           run cases in this process (for debugging)\n\n"
     "Exit status: 0 when every case passed or matched FILE, 1 otherwise, 2 on bad usage.\n";
@@ -36,7 +37,7 @@ typedef struct expect_entry {
 
 typedef struct test_opts {
   double rtol, atol;
-  long timeout;
+  long timeout, jobs;
   bool quiet, no_fork;
   const char *expect_path, *json_path;
   KILN_VEC(expect_entry) expects;
@@ -125,8 +126,8 @@ static kiln_status load_expect(test_opts *o) {
     }
     if (strcmp(status, "fail") && strcmp(status, "skip")) {
       free(text);
-      return kiln_invalid("%s: line %d: status must be 'fail' or 'skip', not '%s'",
-                          o->expect_path, line_no, status);
+      return kiln_invalid("%s: line %d: status must be 'fail' or 'skip', not '%s'", o->expect_path,
+                          line_no, status);
     }
     expect_entry e = {kiln_xstrdup(name), kiln_xstrdup(status), kiln_xstrdup(line + used)};
     kiln_vec_push(&o->expects, e);
@@ -146,7 +147,8 @@ static kiln_status read_set_inputs(const kiln_graph *g, const char *set, kiln_va
   char path[4096];
   for (int k = 0; k < g->inputs.len; k++) {
     snprintf(path, sizeof path, "%s/input_%d.pb", set, k);
-    if (!is_file(path)) return kiln_invalid("%s: missing (the model has %d inputs)", path, g->inputs.len);
+    if (!is_file(path))
+      return kiln_invalid("%s: missing (the model has %d inputs)", path, g->inputs.len);
     KILN_TRY(kiln_pb_read_value(path, &g->values.data[g->inputs.data[k]].type, &ins[k]));
   }
   snprintf(path, sizeof path, "%s/input_%d.pb", set, g->inputs.len);
@@ -204,15 +206,37 @@ static kiln_status run_case(const char *dir, const test_opts *o) {
   return st;
 }
 
-/* Runs a case in a child; *msg gets the failure message ("" when it passed). */
-static bool run_case_isolated(const char *dir, const test_opts *o, char *msg, size_t n) {
-  msg[0] = 0;
-  if (o->no_fork) {
-    kiln_status st = run_case(dir, o);
-    if (st) snprintf(msg, n, "%s", kiln_status_message(st));
-    kiln_status_free(st);
-    return st == KILN_OK;
-  }
+/* ---- running cases in child processes ---- */
+typedef struct child {
+  pid_t pid;
+  int fd, index;
+  struct timespec t0;
+} child;
+
+static double ms_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (t1.tv_sec - t0->tv_sec) * 1e3 + (t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* In the child: runs the case and writes 'P' or 'F' and the message (at most cap-1 bytes,
+ * so that the pipe never fills before the parent reaps the child). */
+static void child_main(const char *dir, const test_opts *o, int fd, size_t cap) {
+  alarm((unsigned)o->timeout);
+  kiln_status st = run_case(dir, o);
+  const char *m = st ? kiln_status_message(st) : "";
+  char tag = st ? 'F' : 'P';
+  size_t len = strlen(m) < cap - 1 ? strlen(m) : cap - 1;
+  ssize_t w = write(fd, &tag, 1);
+  if (w == 1) w = write(fd, m, len);
+  (void)w;
+  kiln_status_free(st);
+  close(fd);
+  _exit(0);
+}
+
+static bool child_start(const char *dir, const test_opts *o, int index, child *c, char *msg,
+                        size_t n) {
   int fds[2];
   fflush(stdout);
   fflush(stderr);
@@ -220,30 +244,32 @@ static bool run_case_isolated(const char *dir, const test_opts *o, char *msg, si
     snprintf(msg, n, "cannot create a pipe");
     return false;
   }
-  pid_t pid = fork();
-  if (pid == 0) {
+  clock_gettime(CLOCK_MONOTONIC, &c->t0);
+  c->pid = fork();
+  if (c->pid == 0) {
     close(fds[0]);
-    alarm((unsigned)o->timeout);
-    kiln_status st = run_case(dir, o);
-    const char *m = st ? kiln_status_message(st) : "";
-    char tag = st ? 'F' : 'P';
-    ssize_t w = write(fds[1], &tag, 1);
-    if (w == 1) w = write(fds[1], m, strlen(m));
-    (void)w;
-    kiln_status_free(st);
-    close(fds[1]);
-    _exit(0);
+    child_main(dir, o, fds[1], n);
   }
   close(fds[1]);
+  if (c->pid < 0) {
+    close(fds[0]);
+    snprintf(msg, n, "cannot fork");
+    return false;
+  }
+  c->fd = fds[0];
+  c->index = index;
+  return true;
+}
+
+/* After the child exited with `status`: reads its message; true when the case passed. */
+static bool child_finish(child *c, int status, const test_opts *o, char *msg, size_t n) {
   size_t got = 0;
   char tag = 0;
-  ssize_t r = read(fds[0], &tag, 1);
+  ssize_t r = read(c->fd, &tag, 1);
   if (r == 1)
-    while (got + 1 < n && (r = read(fds[0], msg + got, n - 1 - got)) > 0) got += (size_t)r;
+    while (got + 1 < n && (r = read(c->fd, msg + got, n - 1 - got)) > 0) got += (size_t)r;
   msg[got] = 0;
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  close(c->fd);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     if (sig == SIGALRM) snprintf(msg, n, "timed out after %ld s", o->timeout);
@@ -262,6 +288,7 @@ static int parse_args(int argc, char **argv, test_opts *o) {
   o->rtol = 1e-3;
   o->atol = 1e-7;
   o->timeout = 300;
+  o->jobs = 1;
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -275,6 +302,10 @@ static int parse_args(int argc, char **argv, test_opts *o) {
     } else if (kiln_cli_opt(argc, argv, &i, "--timeout", &v)) {
       if (kiln_cli_int(v, &o->timeout) || o->timeout <= 0)
         return kiln_cli_usage("test-onnx", "--timeout needs a positive number of seconds");
+    } else if (kiln_cli_opt(argc, argv, &i, "--jobs", &v) ||
+               kiln_cli_opt(argc, argv, &i, "-j", &v)) {
+      if (kiln_cli_int(v, &o->jobs) || o->jobs <= 0 || o->jobs > 256)
+        return kiln_cli_usage("test-onnx", "--jobs needs a number of processes in 1..256");
     } else if (kiln_cli_opt(argc, argv, &i, "--expect", &v)) {
       if (!v) return kiln_cli_usage("test-onnx", "--expect needs a file");
       o->expect_path = v;
@@ -318,50 +349,104 @@ typedef struct tally {
   int passed, failed, skipped, xfail, unexpected, xpass;
 } tally;
 
-static void run_all(test_opts *o, FILE *json) {
-  tally t = {0};
+typedef struct outcome {
+  bool done, ok, skipped;
+  double ms;
   char msg[1024];
-  for (int i = 0; i < o->cases.len; i++) {
-    const char *name = base_name(o->cases.data[i]);
-    const expect_entry *e = find_expect(o, name);
-    const char *status;
-    if (e && !strcmp(e->status, "skip")) {
-      t.skipped++;
-      status = "skip";
-      snprintf(msg, sizeof msg, "%s", e->reason);
-      if (!o->quiet) printf("SKIP  %s: %s\n", name, e->reason);
-    } else {
-      struct timespec t0, t1;
-      clock_gettime(CLOCK_MONOTONIC, &t0);
-      bool ok = run_case_isolated(o->cases.data[i], o, msg, sizeof msg);
-      clock_gettime(CLOCK_MONOTONIC, &t1);
-      double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
-      if (ok) {
-        t.passed++;
-        status = e ? "xpass" : "pass";
-        t.xpass += e != NULL;
-        if (e) printf("XPASS %s: passes but is listed as failing (%s)\n", name, e->reason);
-        else if (!o->quiet) printf("PASS  %s (%.0f ms)\n", name, ms);
-      } else {
-        t.failed++;
-        status = e ? "xfail" : "fail";
-        if (e) t.xfail++;
-        else t.unexpected++;
-        if (!e || !o->quiet) printf("%s %s: %s\n", e ? "XFAIL" : "FAIL ", name, msg);
-      }
-    }
-    fflush(stdout);
-    if (json) {
-      fprintf(json, "%s\n  {\"name\": ", i ? "," : "");
-      json_str(json, name);
-      fprintf(json, ", \"status\": \"%s\", \"message\": ", status);
-      json_str(json, msg);
-      fprintf(json, "}");
-    }
+} outcome;
+
+static void report_case(const test_opts *o, int i, const outcome *r, tally *t, FILE *json) {
+  const char *name = base_name(o->cases.data[i]);
+  const expect_entry *e = find_expect(o, name);
+  const char *status;
+  if (r->skipped) {
+    t->skipped++;
+    status = "skip";
+    if (!o->quiet) printf("SKIP  %s: %s\n", name, r->msg);
+  } else if (r->ok) {
+    t->passed++;
+    status = e ? "xpass" : "pass";
+    t->xpass += e != NULL;
+    if (e) printf("XPASS %s: passes but is listed as failing (%s)\n", name, e->reason);
+    else if (!o->quiet) printf("PASS  %s (%.0f ms)\n", name, r->ms);
+  } else {
+    t->failed++;
+    status = e ? "xfail" : "fail";
+    if (e) t->xfail++;
+    else t->unexpected++;
+    if (!e || !o->quiet) printf("%s %s: %s\n", e ? "XFAIL" : "FAIL ", name, r->msg);
   }
+  fflush(stdout);
+  if (json) {
+    fprintf(json, "%s\n  {\"name\": ", i ? "," : "");
+    json_str(json, name);
+    fprintf(json, ", \"status\": \"%s\", \"ms\": %.1f, \"message\": ", status, r->ms);
+    json_str(json, r->msg);
+    fprintf(json, "}");
+  }
+}
+
+/* Starts case i: in a child (true, *c filled), or settles it at once (skip, --no-fork, or
+ * a failure to start: false, r->done). */
+static bool launch_case(const test_opts *o, int i, outcome *r, child *c) {
+  const expect_entry *e = find_expect(o, base_name(o->cases.data[i]));
+  r->done = true;
+  if (e && !strcmp(e->status, "skip")) {
+    r->skipped = true;
+    snprintf(r->msg, sizeof r->msg, "%s", e->reason);
+    return false;
+  }
+  if (o->no_fork) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    kiln_status st = run_case(o->cases.data[i], o);
+    r->ms = ms_since(&t0);
+    r->ok = st == KILN_OK;
+    snprintf(r->msg, sizeof r->msg, "%s", kiln_status_message(st));
+    kiln_status_free(st);
+    return false;
+  }
+  if (!child_start(o->cases.data[i], o, i, c, r->msg, sizeof r->msg)) return false;
+  r->done = false;
+  return true;
+}
+
+/* Waits for one running child and settles its case. */
+static void reap_one(const test_opts *o, child *slots, int *running, outcome *res) {
+  int status;
+  pid_t pid = waitpid(-1, &status, 0);
+  for (int k = 0; pid > 0 && k < *running; k++) {
+    if (slots[k].pid != pid) continue;
+    outcome *r = &res[slots[k].index];
+    r->ms = ms_since(&slots[k].t0);
+    r->ok = child_finish(&slots[k], status, o, r->msg, sizeof r->msg);
+    r->done = true;
+    slots[k] = slots[--*running];
+    return;
+  }
+}
+
+/* Runs up to o->jobs cases at a time; prints results in case order as they complete. */
+static void run_all(test_opts *o, FILE *json) {
+  int n = o->cases.len, next = 0, printed = 0, running = 0;
+  outcome *res = kiln_xcalloc((size_t)n, sizeof *res);
+  child *slots = kiln_xcalloc((size_t)o->jobs, sizeof *slots);
+  tally t = {0};
+  while (printed < n) {
+    while (running < o->jobs && next < n) {
+      if (launch_case(o, next, &res[next], &slots[running])) running++;
+      next++;
+      if (res[printed].done) break; /* print settled cases early */
+    }
+    while (printed < n && res[printed].done)
+      report_case(o, printed, &res[printed], &t, json), printed++;
+    if (running && printed < n) reap_one(o, slots, &running, res);
+  }
+  free(res);
+  free(slots);
   if (o->expect_path)
-    printf("expected failures: %d matched, %d unexpected failures, %d unexpected passes\n",
-           t.xfail, t.unexpected, t.xpass);
+    printf("expected failures: %d matched, %d unexpected failures, %d unexpected passes\n", t.xfail,
+           t.unexpected, t.xpass);
   printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
   o->timeout = (t.unexpected || t.xpass) ? 1 : 0; /* reuse as the exit status */
 }

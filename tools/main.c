@@ -16,6 +16,7 @@ static const command commands[] = {
     {"print", kiln_cmd_print, "print a model as Kiln's text IR"},
     {"run", kiln_cmd_run, "run a model with the reference interpreter"},
     {"test-onnx", kiln_cmd_test_onnx, "run ONNX test cases (model.onnx + test_data_set_*)"},
+    {"bench", kiln_cmd_bench, "time repeated runs of a model (latency, throughput)"},
 };
 
 static void usage(FILE *f) {
@@ -88,4 +89,6 @@ int kiln_cli_int(const char *s, long *out) {
   return *end ? -1 : 0;
 }
 
-kiln_status kiln_cli_load(const char *path, kiln_graph **out) { return kiln_load_graph(path, out); }
+kiln_status kiln_cli_load(const char *path, kiln_graph **out) {
+  return kiln_load_graph(path, out);
+}
