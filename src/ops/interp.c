@@ -9,8 +9,8 @@
 
 typedef struct frame {
   const kiln_graph *g;
-  kiln_val **env;  /* per value id */
-  bool *borrowed;  /* env[i] is not owned by this frame (input, const, outer) */
+  kiln_val **env; /* per value id */
+  bool *borrowed; /* env[i] is not owned by this frame (input, const, outer) */
   struct frame *up;
 } frame;
 
@@ -80,8 +80,7 @@ static kiln_status run_node(kiln_interp *ip, frame *f, int idx) {
   KILN_TRY(kiln_op_check(g, n));
   kiln_val *in_small[16], *out_small[16];
   kiln_val **in = n->n_inputs <= 16 ? in_small : kiln_xcalloc((size_t)n->n_inputs, sizeof *in);
-  kiln_val **out =
-      n->n_outputs <= 16 ? out_small : kiln_xcalloc((size_t)n->n_outputs, sizeof *out);
+  kiln_val **out = n->n_outputs <= 16 ? out_small : kiln_xcalloc((size_t)n->n_outputs, sizeof *out);
   for (int k = 0; k < n->n_inputs; k++) in[k] = n->inputs[k] >= 0 ? f->env[n->inputs[k]] : NULL;
   for (int k = 0; k < n->n_outputs; k++) out[k] = NULL;
   if (ip->opts && ip->opts->trace) {
@@ -220,4 +219,85 @@ kiln_status kiln_interp_run_sub(kiln_eval_ctx *ctx, const kiln_graph *sub, int n
                                 kiln_node_label(ctx->node, lb, sizeof lb));
   }
   return KILN_OK;
+}
+
+/* Fills env with the values of g that the subgraphs of node n read (their OUTER values):
+ * constants directly, everything else through lookup. */
+static kiln_status bind_sub_outers(frame *f, const kiln_node *n,
+                                   kiln_val *(*lookup)(void *user, int value_id), void *user) {
+  const kiln_graph *g = f->g;
+  for (int a = 0; a < n->n_attrs; a++) {
+    const kiln_attr *at = &n->attrs[a];
+    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
+    for (int k = 0; k < cnt; k++) {
+      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
+      if (!sub || sub->parent != g) continue;
+      for (int v = 0; v < sub->values.len; v++) {
+        const kiln_value *sv = &sub->values.data[v];
+        if (sv->kind != KILN_VALUE_OUTER || sv->outer < 0 || f->env[sv->outer]) continue;
+        if (g->values.data[sv->outer].kind == KILN_VALUE_CONST) {
+          f->env[sv->outer] = kiln_val_tensor(g->values.data[sv->outer].data);
+          continue;
+        }
+        f->env[sv->outer] = lookup(user, sv->outer);
+        f->borrowed[sv->outer] = true;
+        if (!f->env[sv->outer])
+          return kiln_invalid("value '%s' read by a subgraph is not available",
+                              g->values.data[sv->outer].name);
+      }
+    }
+  }
+  return KILN_OK;
+}
+
+static kiln_status bind_node_inputs(frame *f, const kiln_node *n,
+                                    kiln_val *(*lookup)(void *user, int value_id), void *user) {
+  const kiln_graph *g = f->g;
+  for (int k = 0; k < n->n_inputs; k++) {
+    int id = n->inputs[k];
+    if (id < 0 || f->env[id]) continue;
+    if (g->values.data[id].kind == KILN_VALUE_CONST) {
+      f->env[id] = kiln_val_tensor(g->values.data[id].data);
+      continue;
+    }
+    f->env[id] = lookup(user, id);
+    f->borrowed[id] = true;
+    if (!f->env[id]) return kiln_invalid("input '%s' is not available", g->values.data[id].name);
+  }
+  return bind_sub_outers(f, n, lookup, user);
+}
+
+kiln_status kiln_interp_eval_node(const kiln_graph *g, int node,
+                                  kiln_val *(*lookup)(void *user, int value_id), void *user,
+                                  kiln_val **outputs) {
+  if (g->parent) return kiln_invalid("kiln_interp_eval_node: '%s' is not a root graph", g->name);
+  if (node < 0 || node >= g->nodes.len)
+    return kiln_invalid("kiln_interp_eval_node: no node %d in '%s'", node, g->name);
+  const kiln_node *n = &g->nodes.data[node];
+  for (int k = 0; k < n->n_outputs; k++) outputs[k] = NULL;
+  int nv = g->values.len;
+  kiln_interp ip = {NULL, NULL};
+  frame f = {g, kiln_xcalloc((size_t)nv + 1, sizeof *f.env),
+             kiln_xcalloc((size_t)nv + 1, sizeof *f.borrowed), NULL};
+  ip.top = &f;
+  /* constants wrapped here are shells over the graph's data (released below) */
+  kiln_status st = bind_node_inputs(&f, n, lookup, user);
+  if (!st) st = run_node(&ip, &f, node);
+  for (int k = 0; !st && k < n->n_outputs; k++) {
+    int id = n->outputs[k];
+    if (id < 0) continue;
+    outputs[k] = f.env[id];
+    f.env[id] = NULL;
+  }
+  for (int id = 0; id < nv; id++) {
+    if (f.env[id] && !f.borrowed[id] && g->values.data[id].kind == KILN_VALUE_CONST) {
+      f.env[id]->t = NULL;
+      kiln_val_free(f.env[id]);
+    } else if (f.env[id] && !f.borrowed[id]) {
+      kiln_val_free(f.env[id]); /* an output left behind by a failed kernel */
+    }
+  }
+  free(f.env);
+  free(f.borrowed);
+  return st; /* kernel and check errors already name the node */
 }

@@ -21,10 +21,10 @@ typedef struct kiln_seq {
 } kiln_seq;
 
 typedef struct kiln_val {
-  kiln_type_kind kind; /* TENSOR, SEQUENCE or OPTIONAL */
-  kiln_tensor *t;      /* TENSOR; OPTIONAL of a tensor (NULL = empty optional) */
-  kiln_seq *seq;       /* SEQUENCE; OPTIONAL of a sequence (NULL = empty) */
-  bool elem_seq;       /* OPTIONAL: whether the element type is a sequence */
+  kiln_type_kind kind;  /* TENSOR, SEQUENCE or OPTIONAL */
+  kiln_tensor *t;       /* TENSOR; OPTIONAL of a tensor (NULL = empty optional) */
+  kiln_seq *seq;        /* SEQUENCE; OPTIONAL of a sequence (NULL = empty) */
+  bool elem_seq;        /* OPTIONAL: whether the element type is a sequence */
   kiln_dtype opt_dtype; /* OPTIONAL: element dtype (for empty optionals) */
 } kiln_val;
 
@@ -75,8 +75,8 @@ typedef struct kiln_infer_ctx {
   const kiln_graph *graph;
   const kiln_node *node;
   int n_in;
-  const kiln_type *const *in;     /* in[i] NULL when omitted */
-  const kiln_tensor *const *cin;  /* constant value of input i when known, else NULL */
+  const kiln_type *const *in;    /* in[i] NULL when omitted */
+  const kiln_tensor *const *cin; /* constant value of input i when known, else NULL */
   int n_out;
   kiln_type *out; /* to fill; preset to KILN_TYPE_UNKNOWN */
 } kiln_infer_ctx;
@@ -140,5 +140,18 @@ typedef struct kiln_interp_opts {
  * in outputs (owned by the caller). */
 kiln_status kiln_interp_run(const kiln_graph *g, const kiln_interp_opts *opts, int n_in,
                             kiln_val *const *inputs, kiln_val **outputs);
+
+/* Evaluates node `node` of the root graph g with its reference kernel, outside a run of
+ * the whole graph: this is how compiled programs run their fallback steps.
+ * - The node's inputs, and the values of g that its subgraphs (If/Loop/Scan bodies) read,
+ *   come from lookup(user, value_id) (borrowed: the callback keeps ownership; it may return
+ *   views whose data it does not own). Constants of g are taken from the graph without
+ *   calling lookup. A NULL from lookup is an error naming the value.
+ * - outputs[k] (one per node output) receives a new value owned by the caller, NULL for
+ *   an omitted output. On error every outputs[k] is NULL.
+ * The op check (kiln_op_check) runs first, as in kiln_interp_run. */
+kiln_status kiln_interp_eval_node(const kiln_graph *g, int node,
+                                  kiln_val *(*lookup)(void *user, int value_id), void *user,
+                                  kiln_val **outputs);
 
 #endif

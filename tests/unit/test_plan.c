@@ -1,0 +1,349 @@
+/* Unit tests of the memory planner (src/runtime/plan.c) on hand-made programs: exact
+ * arenas for chains, in-place reuse, aliases extending lives, scratch, random programs
+ * checked exhaustively for overlaps (kiln_plan_check) and against the lower bound, and
+ * the checker itself catching a broken plan. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "harness.h"
+#include "runtime/runtime.h"
+
+/* ---- building programs by hand ---- */
+typedef struct fixture {
+  kiln_graph *g;
+  kiln_program p;
+} fixture;
+
+static void fx_init(fixture *f, int64_t in_elems) {
+  memset(f, 0, sizeof *f);
+  f->g = kiln_graph_new("plan");
+  kiln_graph_add_input(f->g, "x", kiln_type_tensor(KILN_F32, 1, (int64_t[]){in_elems}));
+  f->p.graph = f->g;
+  f->p.module = kiln_tmodule_new();
+  f->p.target = KILN_TARGET_CPU;
+}
+
+static void fx_free(fixture *f) {
+  for (int s = 0; s < f->p.steps.len; s++) {
+    free(f->p.steps.data[s].args);
+    free(f->p.steps.data[s].inplace);
+  }
+  kiln_vec_free(&f->p.steps);
+  kiln_tmodule_free(f->p.module);
+  kiln_graph_free(f->g);
+}
+
+/* A node value of `elems` f32 elements computed from the given values (op Sum). */
+static int fx_value(fixture *f, int n_in, const int *in, int64_t elems) {
+  int id;
+  char name[32];
+  snprintf(name, sizeof name, "v%d", f->g->values.len);
+  kiln_status st =
+      kiln_graph_add_node(f->g, "Sum", "", name, n_in, in, 1, (const char *const[]){name}, &id);
+  if (st) abort();
+  f->g->values.data[id].type = kiln_type_tensor(KILN_F32, 1, (int64_t[]){elems});
+  return id;
+}
+
+/* Kernel step reading in[0..n_in) and writing out; inplace_from: index of the input the
+ * output may overwrite, or -1. Extra scratch bytes when > 0. */
+static int fx_kernel(fixture *f, int n_in, const int *in, int out, int inplace_from,
+                     int64_t scratch) {
+  kiln_step s = {0};
+  s.kind = KILN_STEP_KERNEL;
+  s.node = f->g->values.data[out].node;
+  /* a kernel whose parameters say which arguments it writes */
+  char name[32];
+  snprintf(name, sizeof name, "k%d", f->p.module->kernels.len);
+  kiln_tkernel *k = kiln_tkernel_new(f->p.module, name);
+  s.kernel = f->p.module->kernels.len - 1;
+  for (int i = 0; i < n_in; i++) kiln_tkernel_param(k, "in", KILN_F32, 1);
+  kiln_tkernel_param(k, "out", KILN_F32, 1);
+  if (scratch > 0) kiln_tkernel_param(k, "scratch", KILN_U8, scratch);
+  for (int i = 0; i < n_in; i++) k->bufs.data[i].readonly = true;
+  s.n_args = n_in + 1 + (scratch > 0);
+  s.args = kiln_xcalloc((size_t)s.n_args, sizeof *s.args);
+  for (int i = 0; i < n_in; i++) s.args[i] = (kiln_arg){KILN_ARG_VALUE, in[i], 0};
+  s.args[n_in] = (kiln_arg){KILN_ARG_VALUE, out, 0};
+  if (scratch > 0) s.args[n_in + 1] = (kiln_arg){KILN_ARG_SCRATCH, -1, scratch};
+  if (inplace_from >= 0) {
+    s.inplace = kiln_xcalloc((size_t)s.n_args, sizeof *s.inplace);
+    for (int i = 0; i < s.n_args; i++) s.inplace[i] = -1;
+    s.inplace[n_in] = inplace_from;
+  }
+  kiln_vec_push(&f->p.steps, s);
+  return f->p.steps.len - 1;
+}
+
+static int fx_compute(fixture *f, int n_in, const int *in, int64_t elems, int inplace_from) {
+  int v = fx_value(f, n_in, in, elems);
+  fx_kernel(f, n_in, in, v, inplace_from, 0);
+  return v;
+}
+
+static int fx_alias(fixture *f, int src) {
+  int v = fx_value(f, 1, &src, f->g->values.data[src].type.dims[0].value);
+  kiln_step s = {0};
+  s.kind = KILN_STEP_ALIAS;
+  s.node = f->g->values.data[v].node;
+  s.src = src, s.dst = v;
+  kiln_vec_push(&f->p.steps, s);
+  return v;
+}
+
+static kiln_plan *fx_plan(fixture *f, bool inplace) {
+  kiln_plan *plan = NULL;
+  kiln_plan_opts o = {!inplace, -1};
+  CHECK_OK(kiln_plan_program(&f->p, &o, &plan));
+  if (plan) CHECK_OK(kiln_plan_check(&f->p, plan));
+  return plan;
+}
+
+/* ---- tests ---- */
+static void test_chain_reuses_two_buffers(void) {
+  fixture f;
+  fx_init(&f, 256);
+  int v = 0; /* x */
+  for (int i = 0; i < 6; i++) v = fx_compute(&f, 1, &v, 256, -1);
+  kiln_graph_add_output(f.g, v);
+  kiln_plan *plan = fx_plan(&f, false);
+  CHECK(plan && plan->arena_bytes == 2 * 1024);
+  CHECK(plan && plan->lower_bound == 2 * 1024);
+  CHECK(plan && plan->loc[0].kind == KILN_LOC_INPUT && plan->loc[0].index == 0);
+  CHECK(plan && plan->loc[v].kind == KILN_LOC_ARENA && plan->loc[v].bytes == 1024);
+  kiln_plan_free(plan);
+  fx_free(&f);
+}
+
+static void test_inplace_chain_uses_one_buffer(void) {
+  fixture f;
+  fx_init(&f, 100);
+  int v = fx_compute(&f, 1, (int[]){0}, 100, 0); /* from the input: never in place */
+  for (int i = 0; i < 5; i++) v = fx_compute(&f, 1, &v, 100, 0);
+  kiln_graph_add_output(f.g, v);
+  kiln_plan *plan = fx_plan(&f, true);
+  CHECK(plan && plan->arena_bytes == 448); /* 400 bytes aligned to 64 */
+  CHECK(plan && plan->n_inplace == 5);
+  kiln_plan_free(plan);
+  plan = fx_plan(&f, false);
+  CHECK(plan && plan->arena_bytes == 2 * 448 && plan->n_inplace == 0);
+  kiln_plan_free(plan);
+  fx_free(&f);
+}
+
+static void test_inplace_refused_when_input_lives_on(void) {
+  fixture f;
+  fx_init(&f, 64);
+  int a = fx_compute(&f, 1, (int[]){0}, 64, -1);
+  int b = fx_compute(&f, 1, &a, 64, 0); /* a is read again below: not in place */
+  int c = fx_compute(&f, 2, (int[]){a, b}, 64, 0);
+  int d = fx_compute(&f, 2, (int[]){c, c}, 64, 0); /* c bound twice: not in place */
+  kiln_graph_add_output(f.g, d);
+  kiln_plan *plan = fx_plan(&f, true);
+  CHECK(plan && plan->n_inplace == 1); /* only c over a, at the step where a dies */
+  CHECK(plan && plan->loc[c].offset == plan->loc[a].offset);
+  CHECK(plan && plan->loc[b].offset != plan->loc[a].offset);
+  kiln_plan_free(plan);
+  fx_free(&f);
+}
+
+static void test_graph_output_not_overwritten_in_place(void) {
+  fixture f;
+  fx_init(&f, 64);
+  int a = fx_compute(&f, 1, (int[]){0}, 64, -1);
+  int b = fx_compute(&f, 1, &a, 64, 0);
+  kiln_graph_add_output(f.g, a);
+  kiln_graph_add_output(f.g, b);
+  kiln_plan *plan = fx_plan(&f, true);
+  CHECK(plan && plan->n_inplace == 0 && plan->loc[a].offset != plan->loc[b].offset);
+  kiln_plan_free(plan);
+  fx_free(&f);
+}
+
+static void test_alias_extends_life(void) {
+  fixture f;
+  fx_init(&f, 64);
+  int a = fx_compute(&f, 1, (int[]){0}, 64, -1);
+  int va = fx_alias(&f, a);                      /* a view of a */
+  int b = fx_compute(&f, 1, (int[]){0}, 64, -1); /* a no longer read directly... */
+  int c = fx_compute(&f, 1, (int[]){0}, 64, -1);
+  int d = fx_compute(&f, 3, (int[]){va, b, c}, 64, -1); /* ...but its view is */
+  kiln_graph_add_output(f.g, d);
+  kiln_plan *plan = fx_plan(&f, true);
+  CHECK(plan && plan->loc[va].kind == KILN_LOC_ARENA &&
+        plan->loc[va].offset == plan->loc[a].offset);
+  CHECK(plan && plan->arena_bytes == 4 * 256 && plan->lower_bound == 4 * 256);
+  kiln_plan_free(plan);
+  fx_free(&f);
+}
+
+static void test_alias_of_input_points_at_input(void) {
+  fixture f;
+  fx_init(&f, 64);
+  int va = fx_alias(&f, 0);
+  int b = fx_compute(&f, 1, &va, 64, 0); /* never in place over an input */
+  kiln_graph_add_output(f.g, b);
+  kiln_plan *plan = fx_plan(&f, true);
+  CHECK(plan && plan->loc[va].kind == KILN_LOC_INPUT && plan->loc[va].index == 0);
+  CHECK(plan && plan->n_inplace == 0 && plan->arena_bytes == 256);
+  kiln_plan_free(plan);
+  fx_free(&f);
+}
+
+static void test_scratch_lives_one_step(void) {
+  fixture f;
+  fx_init(&f, 16);
+  int a = fx_value(&f, 1, (int[]){0}, 16);
+  int s0 = fx_kernel(&f, 1, (int[]){0}, a, -1, 1000);
+  int b = fx_value(&f, 1, &a, 16);
+  int s1 = fx_kernel(&f, 1, &a, b, -1, 1000);
+  kiln_graph_add_output(f.g, b);
+  kiln_plan *plan = fx_plan(&f, true);
+  if (plan) {
+    int64_t o0 = plan->arg_offset[plan->arg_base[s0] + 2];
+    int64_t o1 = plan->arg_offset[plan->arg_base[s1] + 2];
+    CHECK(o0 >= 0 && o1 >= 0 && o0 % 64 == 0);
+    CHECK(o0 == o1); /* the second step's scratch reuses the first's */
+    CHECK(plan->arena_bytes == 1024 + 64 + 64);
+    CHECK(plan->arg_offset[plan->arg_base[s0]] == -1);
+  }
+  kiln_plan_free(plan);
+  fx_free(&f);
+}
+
+static void test_heap_for_unknown_shapes(void) {
+  fixture f;
+  fx_init(&f, 16);
+  int a = fx_value(&f, 1, (int[]){0}, 16);
+  f.g->values.data[a].type.dims[0] = (kiln_dim){-1, NULL};
+  kiln_step s = {0};
+  s.kind = KILN_STEP_FALLBACK;
+  s.node = f.g->values.data[a].node;
+  s.reason = "test";
+  kiln_vec_push(&f.p.steps, s);
+  kiln_graph_add_output(f.g, a);
+  kiln_plan *plan = fx_plan(&f, true);
+  CHECK(plan && plan->loc[a].kind == KILN_LOC_HEAP && plan->arena_bytes == 0);
+  kiln_plan_free(plan);
+  fx_free(&f);
+}
+
+static void test_bad_programs_are_errors(void) {
+  fixture f;
+  fx_init(&f, 16);
+  int a = fx_value(&f, 1, (int[]){0}, 16);
+  int b = fx_value(&f, 1, &a, 16);
+  fx_kernel(&f, 1, &a, b, -1, 0); /* reads a before anything computes it */
+  kiln_graph_add_output(f.g, b);
+  kiln_plan *plan = NULL;
+  CHECK_ERR(kiln_plan_program(&f.p, NULL, &plan), KILN_ERR_INTERNAL);
+  fx_free(&f);
+  fx_init(&f, 16);
+  a = fx_value(&f, 1, (int[]){0}, 16);
+  kiln_graph_add_output(f.g, a); /* no step computes it */
+  CHECK_ERR(kiln_plan_program(&f.p, NULL, &plan), KILN_ERR_INTERNAL);
+  fx_free(&f);
+}
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+/* A random DAG of kernel steps (reading 1-3 earlier values), with aliases, in-place
+ * candidates, scratch and several graph outputs. */
+static void random_program(fixture *f, int n) {
+  fx_init(f, 1 + (int64_t)(rnd() % 4096));
+  int *vals = kiln_xcalloc((size_t)n + 1, sizeof *vals);
+  int nv = 1;
+  vals[0] = 0;
+  for (int i = 0; i < n; i++) {
+    int in[3], n_in = 1 + (int)(rnd() % 3);
+    for (int k = 0; k < n_in; k++) { /* mostly recent values, sometimes old ones */
+      int back = rnd() % 4 ? (int)(rnd() % 4) : (int)(rnd() % (uint64_t)nv);
+      in[k] = vals[nv - 1 - (back < nv ? back : nv - 1)];
+    }
+    int r = (int)(rnd() % 10);
+    if (r == 0 && f->g->values.data[in[0]].kind == KILN_VALUE_NODE) {
+      vals[nv++] = fx_alias(f, in[0]);
+      continue;
+    }
+    int64_t elems =
+        r < 5 ? f->g->values.data[in[0]].type.dims[0].value : 1 + (int64_t)(rnd() % 20000);
+    int v = fx_value(f, n_in, in, elems);
+    fx_kernel(f, n_in, in, v, r < 5 ? 0 : -1, r == 9 ? (int64_t)(rnd() % 5000) : 0);
+    vals[nv++] = v;
+  }
+  kiln_graph_add_output(f->g, vals[nv - 1]);
+  for (int i = 0; i < 3; i++) {
+    int v = vals[1 + rnd() % (uint64_t)(nv - 1)];
+    if (v > 0) kiln_graph_add_output(f->g, v);
+  }
+  free(vals);
+}
+
+static void test_random_programs(void) {
+  double worst = 0;
+  for (int t = 0; t < 60; t++) {
+    fixture f;
+    random_program(&f, 10 + t * 3);
+    for (int inplace = 0; inplace < 2; inplace++) {
+      kiln_plan *plan = fx_plan(&f, inplace);
+      if (!plan) continue;
+      CHECK(plan->arena_bytes >= plan->lower_bound);
+      double ratio = plan->lower_bound ? (double)plan->arena_bytes / (double)plan->lower_bound : 1;
+      if (ratio > worst) worst = ratio;
+      kiln_plan_free(plan);
+    }
+    fx_free(&f);
+  }
+  printf("random programs: worst arena / lower bound = %.3f\n", worst);
+  CHECK(worst < 1.25);
+}
+
+static void test_each_heuristic_is_valid(void) {
+  for (int t = 0; t < 10; t++) {
+    fixture f;
+    random_program(&f, 40);
+    for (int h = 0; h < 5; h++) {
+      kiln_plan *plan = NULL;
+      kiln_plan_opts o = {false, h};
+      CHECK_OK(kiln_plan_program(&f.p, &o, &plan));
+      if (plan) CHECK_OK(kiln_plan_check(&f.p, plan));
+      kiln_plan_free(plan);
+    }
+    kiln_plan *plan = NULL;
+    kiln_plan_opts o = {false, 99};
+    CHECK_ERR(kiln_plan_program(&f.p, &o, &plan), KILN_ERR_INVALID);
+    fx_free(&f);
+  }
+}
+
+static void test_check_catches_overlap(void) {
+  fixture f;
+  fx_init(&f, 64);
+  int a = fx_compute(&f, 1, (int[]){0}, 64, -1);
+  int b = fx_compute(&f, 1, &a, 64, -1);
+  int c = fx_compute(&f, 2, (int[]){a, b}, 64, -1);
+  kiln_graph_add_output(f.g, c);
+  kiln_plan *plan = fx_plan(&f, true);
+  if (plan) {
+    plan->loc[b].offset = plan->loc[a].offset; /* a and b live together */
+    CHECK_ERR(kiln_plan_check(&f.p, plan), KILN_ERR_INTERNAL);
+    plan->loc[b].offset = plan->arena_bytes; /* past the arena */
+    CHECK_ERR(kiln_plan_check(&f.p, plan), KILN_ERR_INTERNAL);
+  }
+  kiln_plan_free(plan);
+  fx_free(&f);
+}
+
+TEST_MAIN(T(test_chain_reuses_two_buffers), T(test_inplace_chain_uses_one_buffer),
+          T(test_inplace_refused_when_input_lives_on),
+          T(test_graph_output_not_overwritten_in_place), T(test_alias_extends_life),
+          T(test_alias_of_input_points_at_input), T(test_scratch_lives_one_step),
+          T(test_heap_for_unknown_shapes), T(test_bad_programs_are_errors), T(test_random_programs),
+          T(test_each_heuristic_is_valid), T(test_check_catches_overlap))
