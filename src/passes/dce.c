@@ -1,0 +1,22 @@
+/* Pass dce: removes nodes none of whose outputs is used (by a node, a graph output or a
+ * subgraph), and constants that nothing reads. One backward sweep suffices: a node is
+ * visited after all its readers, so chains of dead nodes go at once. Nodes with no outputs
+ * at all are kept (an op of another domain may exist for its effect). */
+#include "passes.h"
+#include "rewrite.h"
+
+kiln_status kiln_pass_dce(kiln_pass_ctx *ctx, kiln_graph *g) {
+  kiln_rw rw;
+  kiln_rw_begin(&rw, g);
+  for (int i = g->nodes.len - 1; i >= 0; i--) {
+    if (g->nodes.data[i].n_outputs == 0 || !kiln_rw_node_unused(&rw, i)) continue;
+    kiln_rw_kill_node(&rw, i);
+    ctx->changes++;
+  }
+  for (int v = 0; v < g->values.len; v++) {
+    if (g->values.data[v].kind != KILN_VALUE_CONST || rw.uses[v] > 0) continue;
+    kiln_rw_kill_const(&rw, v);
+    ctx->changes++;
+  }
+  return kiln_rw_end(&rw);
+}
