@@ -1,8 +1,122 @@
-/* Pass constfold (not written yet: leaves the graph as it is). */
+/* Pass constfold: a node all of whose inputs are constants is evaluated now with its
+ * reference kernel, and its outputs become constants (named as the outputs were). Nodes are
+ * visited in topological order, so whole chains of constant arithmetic fold in one sweep.
+ *
+ * Not folded: random ops (and Dropout), ops of other domains, nodes with subgraphs, nodes
+ * with sequence or optional results, and results that would grow the model: an output of
+ * more than max(total input elements, FOLD_GROWTH) elements stays a node (ConstantOfShape
+ * or Expand of a scalar into a big tensor is cheaper computed than stored). A kernel that
+ * fails, or computes a type other than the inferred one, leaves the node as it is. */
+#include <stdlib.h>
+
 #include "passes.h"
+#include "rewrite.h"
+
+enum { FOLD_GROWTH = 1 << 16, FOLD_MAX_IO = 16 };
+
+static bool foldable(const kiln_rw *rw, const kiln_node *n, int64_t *in_elems) {
+  if (n->op == KILN_OP_UNKNOWN || kiln_rw_is_random(n->op) || kiln_rw_has_subgraph(n)) return false;
+  if (!kiln_op_get(n->op)->eval || n->n_outputs < 1 || n->n_outputs > FOLD_MAX_IO ||
+      n->n_inputs > FOLD_MAX_IO)
+    return false;
+  *in_elems = 0;
+  for (int k = 0; k < n->n_inputs; k++) {
+    const kiln_tensor *t = kiln_rw_const(rw->g, n->inputs[k]);
+    if (n->inputs[k] >= 0 && !t) return false;
+    if (t) *in_elems += t->numel;
+  }
+  bool used = false;
+  for (int k = 0; k < n->n_outputs; k++) {
+    int v = n->outputs[k];
+    if (v < 0) continue;
+    if (rw->pinned[v]) return false;
+    used |= rw->uses[v] > 0;
+  }
+  return used;
+}
+
+/* The computed tensor must agree with the inferred type where that is known. */
+static bool agrees(const kiln_type *t, const kiln_val *v) {
+  if (!v || v->kind != KILN_TYPE_TENSOR || !v->t) return false;
+  if (t->kind == KILN_TYPE_UNKNOWN) return true;
+  if (t->kind != KILN_TYPE_TENSOR || (t->dtype && t->dtype != v->t->dtype)) return false;
+  if (t->rank < 0) return true;
+  if (t->rank != v->t->rank) return false;
+  for (int i = 0; i < t->rank; i++)
+    if (t->dims[i].value >= 0 && t->dims[i].value != v->t->dims[i]) return false;
+  return true;
+}
+
+/* Evaluates node i; out[k] receives its results (NULL when it cannot be folded). */
+static bool evaluate(kiln_graph *g, int i, kiln_val **out) {
+  const kiln_node *n = &g->nodes.data[i];
+  kiln_val *in[FOLD_MAX_IO] = {0};
+  for (int k = 0; k < n->n_outputs; k++) out[k] = NULL;
+  for (int k = 0; k < n->n_inputs; k++)
+    if (n->inputs[k] >= 0) in[k] = kiln_val_tensor(g->values.data[n->inputs[k]].data);
+  kiln_status st = kiln_op_check(g, n);
+  if (!st) {
+    kiln_eval_ctx ec = {g, n, n->n_inputs, in, n->n_outputs, out, NULL};
+    st = kiln_op_get(n->op)->eval(&ec);
+  }
+  for (int k = 0; k < n->n_inputs; k++)
+    if (in[k]) in[k]->t = NULL, kiln_val_free(in[k]); /* shells over the graph's data */
+  bool ok = !st;
+  kiln_status_free(st);
+  for (int k = 0; ok && k < n->n_outputs; k++)
+    if (n->outputs[k] >= 0) ok = agrees(&g->values.data[n->outputs[k]].type, out[k]);
+  return ok;
+}
+
+static void free_vals(kiln_val **v, int n) {
+  for (int k = 0; k < n; k++) kiln_val_free(v[k]), v[k] = NULL;
+}
+
+/* Replaces the used outputs of node i by constants made of out[]; takes the tensors. */
+static kiln_status install(kiln_rw *rw, int i, kiln_val **out) {
+  int n_out = rw->g->nodes.data[i].n_outputs;
+  for (int k = 0; k < n_out; k++) {
+    int v = rw->g->nodes.data[i].outputs[k];
+    if (v < 0 || rw->uses[v] == 0 || !out[k]) continue;
+    kiln_tensor *t = out[k]->t;
+    out[k]->t = NULL;
+    int c;
+    KILN_TRY(kiln_rw_add_const(rw, t, &c));
+    bool was_output = rw->is_output[v];
+    kiln_rw_replace(rw, v, c); /* cannot fail: v is not pinned, c is a fresh constant */
+    if (!was_output) kiln_rw_swap_names(rw, v, c); /* the constant keeps the name */
+  }
+  if (kiln_rw_node_unused(rw, i)) kiln_rw_kill_node(rw, i);
+  return KILN_OK;
+}
+
+static bool small_enough(kiln_val **out, int n_out, int64_t in_elems) {
+  int64_t limit = in_elems > FOLD_GROWTH ? in_elems : FOLD_GROWTH;
+  for (int k = 0; k < n_out; k++)
+    if (out[k] && out[k]->t && out[k]->t->numel > limit) return false;
+  return true;
+}
 
 kiln_status kiln_pass_constfold(kiln_pass_ctx *ctx, kiln_graph *g) {
-  (void)ctx;
-  (void)g;
-  return KILN_OK;
+  kiln_rw rw;
+  kiln_rw_begin(&rw, g);
+  kiln_status st = KILN_OK;
+  int n_nodes = g->nodes.len; /* nodes added on the way are constants' consumers: none */
+  for (int i = 0; i < n_nodes && !st; i++) {
+    int64_t in_elems;
+    if (rw.dead_node[i] || !foldable(&rw, &g->nodes.data[i], &in_elems)) continue;
+    kiln_val *out[FOLD_MAX_IO];
+    int n_out = g->nodes.data[i].n_outputs;
+    bool is_const_op = g->nodes.data[i].op == KILN_OP_Constant;
+    if (evaluate(g, i, out) && (is_const_op || small_enough(out, n_out, in_elems))) {
+      st = install(&rw, i, out);
+      ctx->changes++;
+    }
+    free_vals(out, n_out);
+  }
+  if (st) {
+    kiln_rw_abort(&rw);
+    return st;
+  }
+  return kiln_rw_end(&rw);
 }
