@@ -128,7 +128,7 @@ kiln_texpr *kiln_tint(kiln_tkernel *k, int64_t v) {
 
 kiln_texpr *kiln_tfloat(kiln_tkernel *k, kiln_dtype type, double v) {
   kiln_texpr *e = expr_new(k, KILN_TE_FLOAT, type);
-  e->f = v;
+  e->f = type == KILN_F32 ? (double)(float)v : v; /* exact in its type */
   return e;
 }
 

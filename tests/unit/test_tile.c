@@ -1,0 +1,524 @@
+/* Tile IR core: interpreter semantics (every op class and dtype class, GPU lockstep with
+ * barriers and shared memory, MMA, bounds errors), printer and parser round trips, verifier
+ * accepts and rejects, and the golden files of tests/tile. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/dtype.h"
+#include "harness.h"
+#include "tile/tile.h"
+
+/* ---- helpers ---- */
+static char *print_kernel(const kiln_tkernel *k) {
+  kiln_strbuf b = {0};
+  kiln_tkernel_print(k, &b);
+  return b.data ? b.data : strdup("");
+}
+
+static bool msg_has(kiln_status st, const char *needle) {
+  bool ok = st && strstr(kiln_status_message(st), needle) != NULL;
+  if (!ok) fprintf(stderr, "expected \"%s\" in: %s\n", needle, st ? kiln_status_message(st) : "OK");
+  return ok;
+}
+
+/* Checks that st is an error whose message contains every needle (NULL-terminated). */
+static void check_err_has(kiln_status st, const char *n1, const char *n2) {
+  CHECK(st != KILN_OK);
+  CHECK(msg_has(st, n1));
+  if (n2) CHECK(msg_has(st, n2));
+  kiln_status_free(st);
+}
+
+/* y[i] = op(x[i]) for a unary op, or op(x[i], z[i]) for a binary one, on type t. */
+typedef struct ewk {
+  kiln_tmodule *m;
+  kiln_tkernel *k;
+  int x, z, y, i;
+} ewk;
+
+static ewk ew_kernel(kiln_dtype in, kiln_dtype out, int64_t n) {
+  ewk e;
+  e.m = kiln_tmodule_new();
+  e.k = kiln_tkernel_new(e.m, "ew");
+  e.x = kiln_tkernel_param(e.k, "x", in, n);
+  e.z = kiln_tkernel_param(e.k, "z", in, n);
+  e.y = kiln_tkernel_param(e.k, "y", out, n);
+  e.i = kiln_tkernel_var(e.k, "i", KILN_I64);
+  return e;
+}
+
+static void ew_body(ewk *e, kiln_texpr *value, int64_t n) {
+  kiln_tstmt *loop = kiln_tfor(e->k, e->i, kiln_tint(e->k, n), KILN_LOOP_SERIAL);
+  kiln_tblock_push(e->k, &loop->body, kiln_tstore(e->k, e->y, kiln_tv(e->k, e->i), value));
+  kiln_tblock_push(e->k, &e->k->body, loop);
+}
+
+static kiln_texpr *X(ewk *e) {
+  return kiln_tload(e->k, e->x, kiln_tv(e->k, e->i));
+}
+static kiln_texpr *Z(ewk *e) {
+  return kiln_tload(e->k, e->z, kiln_tv(e->k, e->i));
+}
+
+/* Runs y = op(x[, z]) over n elements of type t and returns the status. */
+static kiln_status run_ew(kiln_top op, kiln_dtype t, const void *x, const void *z, void *y,
+                          int64_t n) {
+  kiln_dtype rt = kiln_top_result(op, t);
+  ewk e = ew_kernel(t, rt, n);
+  kiln_texpr *v =
+      kiln_top_arity(op) == 1 ? kiln_tun(e.k, op, X(&e)) : kiln_tbin(e.k, op, X(&e), Z(&e));
+  ew_body(&e, v, n);
+  void *args[3] = {(void *)x, (void *)(z ? z : x), y};
+  kiln_status st = kiln_tkernel_interp(e.k, args);
+  kiln_tmodule_free(e.m);
+  return st;
+}
+
+/* ---- interpreter: floats ---- */
+static void test_interp_add1(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  kiln_tkernel *k = kiln_tkernel_new(m, "add1");
+  int x = kiln_tkernel_param(k, "x", KILN_F32, 1024);
+  int y = kiln_tkernel_param(k, "y", KILN_F32, 1024);
+  int i = kiln_tkernel_var(k, "i", KILN_I64);
+  kiln_tstmt *loop = kiln_tfor(k, i, kiln_tint(k, 1024), KILN_LOOP_PARALLEL);
+  kiln_tblock_push(k, &loop->body,
+                   kiln_tstore(k, y, kiln_tv(k, i),
+                               kiln_tbin(k, KILN_TOP_ADD, kiln_tload(k, x, kiln_tv(k, i)),
+                                         kiln_tfloat(k, KILN_F32, 1.0))));
+  kiln_tblock_push(k, &k->body, loop);
+  float xs[1024], ys[1024];
+  for (int j = 0; j < 1024; j++) xs[j] = (float)j * 0.5f;
+  void *args[2] = {xs, ys};
+  CHECK_OK(kiln_tkernel_interp(k, args));
+  bool ok = true;
+  for (int j = 0; j < 1024; j++) ok &= ys[j] == xs[j] + 1.0f;
+  CHECK(ok);
+  kiln_tmodule_free(m);
+}
+
+static void test_interp_f32_rounding(void) {
+  /* Each operation rounds to float: (1e8 + 1) - 1e8 is 0 in float, 1 in double. */
+  float x[3] = {1e8f, 0.1f, 3.0f}, z[3] = {1.0f, 0.2f, 7.0f}, y[3], w[3];
+  CHECK_OK(run_ew(KILN_TOP_ADD, KILN_F32, x, z, y, 3));
+  CHECK_OK(run_ew(KILN_TOP_SUB, KILN_F32, y, x, w, 3));
+  CHECK(w[0] == 0.0f);
+  CHECK(y[1] == 0.1f + 0.2f);
+  CHECK_OK(run_ew(KILN_TOP_DIV, KILN_F32, x, z, y, 3));
+  CHECK(y[2] == 3.0f / 7.0f);
+  double dx[1] = {1e16}, dz[1] = {1.0}, dy[1];
+  CHECK_OK(run_ew(KILN_TOP_ADD, KILN_F64, dx, dz, dy, 1));
+  CHECK(dy[0] == 1e16 + 1.0);
+}
+
+static void test_interp_float_unary(void) {
+  static const kiln_top ops[] = {
+      KILN_TOP_NEG,   KILN_TOP_ABS,  KILN_TOP_EXP,   KILN_TOP_LOG,   KILN_TOP_SQRT,  KILN_TOP_SIN,
+      KILN_TOP_COS,   KILN_TOP_TAN,  KILN_TOP_ASIN,  KILN_TOP_ACOS,  KILN_TOP_ATAN,  KILN_TOP_SINH,
+      KILN_TOP_COSH,  KILN_TOP_TANH, KILN_TOP_ASINH, KILN_TOP_ACOSH, KILN_TOP_ATANH, KILN_TOP_ERF,
+      KILN_TOP_FLOOR, KILN_TOP_CEIL, KILN_TOP_ROUND};
+  float x[4] = {0.3f, -0.7f, 2.5f, 1.5f}, y[4];
+  float (*ref[])(float) = {NULL,   fabsf,  expf,   logf,  sqrtf,  sinf,  cosf,
+                           tanf,   asinf,  acosf,  atanf, sinhf,  coshf, tanhf,
+                           asinhf, acoshf, atanhf, erff,  floorf, ceilf, nearbyintf};
+  for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+    CHECK_OK(run_ew(ops[o], KILN_F32, x, NULL, y, 4));
+    for (int j = 0; j < 4; j++) {
+      float want = ref[o] ? ref[o](x[j]) : -x[j];
+      bool same = (isnan(want) && isnan(y[j])) || want == y[j];
+      if (!same) fprintf(stderr, "%s(%g) = %g, want %g\n", kiln_top_name(ops[o]), x[j], y[j], want);
+      CHECK(same);
+    }
+  }
+  CHECK_OK(run_ew(KILN_TOP_ROUND, KILN_F32, x, NULL, y, 4)); /* ties to even */
+  CHECK(y[2] == 2.0f && y[3] == 2.0f);
+  double dx[2] = {0.5, -2.5}, dy[2];
+  CHECK_OK(run_ew(KILN_TOP_ROUND, KILN_F64, dx, NULL, dy, 2));
+  CHECK(dy[0] == 0.0 && dy[1] == -2.0);
+  CHECK_OK(run_ew(KILN_TOP_EXP, KILN_F64, dx, NULL, dy, 2));
+  CHECK(dy[0] == exp(0.5));
+}
+
+static void test_interp_float_binary(void) {
+  float x[4] = {NAN, 1.0f, 2.0f, 5.5f}, z[4] = {1.0f, NAN, 3.0f, 2.0f}, y[4];
+  CHECK_OK(run_ew(KILN_TOP_MIN, KILN_F32, x, z, y, 4));
+  CHECK(isnan(y[0]) && isnan(y[1]) && y[2] == 2.0f && y[3] == 2.0f);
+  CHECK_OK(run_ew(KILN_TOP_MAX, KILN_F32, x, z, y, 4));
+  CHECK(isnan(y[0]) && isnan(y[1]) && y[2] == 3.0f && y[3] == 5.5f);
+  CHECK_OK(run_ew(KILN_TOP_MOD, KILN_F32, x, z, y, 4));
+  CHECK(y[3] == fmodf(5.5f, 2.0f));
+  CHECK_OK(run_ew(KILN_TOP_POW, KILN_F32, x, z, y, 4));
+  CHECK(y[2] == powf(2.0f, 3.0f));
+  CHECK_OK(run_ew(KILN_TOP_ATAN2, KILN_F32, x, z, y, 4));
+  CHECK(y[3] == atan2f(5.5f, 2.0f));
+  uint8_t b[4];
+  CHECK_OK(run_ew(KILN_TOP_LT, KILN_F32, x, z, b, 4));
+  CHECK(b[0] == 0 && b[1] == 0 && b[2] == 1 && b[3] == 0);
+  CHECK_OK(run_ew(KILN_TOP_NE, KILN_F32, x, z, b, 4));
+  CHECK(b[0] == 1 && b[1] == 1 && b[2] == 1);
+  CHECK_OK(run_ew(KILN_TOP_ISNAN, KILN_F32, x, NULL, b, 4));
+  CHECK(b[0] == 1 && b[1] == 0);
+  float inf[2] = {INFINITY, -1.0f};
+  CHECK_OK(run_ew(KILN_TOP_ISINF, KILN_F32, inf, NULL, b, 2));
+  CHECK(b[0] == 1 && b[1] == 0);
+}
+
+/* ---- interpreter: integers ---- */
+static void test_interp_int_wrap(void) {
+  int8_t a[3] = {127, -128, 100}, b[3] = {1, 1, 3}, r[3];
+  CHECK_OK(run_ew(KILN_TOP_ADD, KILN_I8, a, b, r, 3));
+  CHECK(r[0] == -128 && r[1] == -127 && r[2] == 103);
+  CHECK_OK(run_ew(KILN_TOP_MUL, KILN_I8, a, b, r, 3));
+  CHECK(r[2] == 44); /* 300 mod 256 */
+  CHECK_OK(run_ew(KILN_TOP_NEG, KILN_I8, a, NULL, r, 3));
+  CHECK(r[1] == -128);
+  CHECK_OK(run_ew(KILN_TOP_ABS, KILN_I8, a, NULL, r, 3));
+  CHECK(r[1] == -128 && r[0] == 127);
+  uint16_t u[2] = {0, 65535}, v[2] = {1, 2}, w[2];
+  CHECK_OK(run_ew(KILN_TOP_SUB, KILN_U16, u, v, w, 2));
+  CHECK(w[0] == 65535 && w[1] == 65533);
+  CHECK_OK(run_ew(KILN_TOP_BITNOT, KILN_U16, u, NULL, w, 2));
+  CHECK(w[0] == 65535 && w[1] == 0);
+  int64_t big[1] = {INT64_MAX}, one[1] = {1}, out[1];
+  CHECK_OK(run_ew(KILN_TOP_ADD, KILN_I64, big, one, out, 1));
+  CHECK(out[0] == INT64_MIN);
+  uint32_t ua[2] = {7, 0xFFFFFFFFu}, ub[2] = {2, 0}, uo[2];
+  CHECK_OK(run_ew(KILN_TOP_MAX, KILN_U32, ua, ub, uo, 2));
+  CHECK(uo[0] == 7 && uo[1] == 0xFFFFFFFFu);
+}
+
+static void test_interp_int_div(void) {
+  int32_t a[2] = {-7, 7}, b[2] = {2, -2}, r[2];
+  CHECK_OK(run_ew(KILN_TOP_DIV, KILN_I32, a, b, r, 2));
+  CHECK(r[0] == -3 && r[1] == -3);
+  CHECK_OK(run_ew(KILN_TOP_MOD, KILN_I32, a, b, r, 2));
+  CHECK(r[0] == -1 && r[1] == 1);
+  int32_t zero[2] = {1, 0};
+  check_err_has(run_ew(KILN_TOP_DIV, KILN_I32, a, zero, r, 2), "division by zero", "@ew");
+  check_err_has(run_ew(KILN_TOP_MOD, KILN_I32, a, zero, r, 2), "remainder by zero", NULL);
+  int32_t mn[1] = {INT32_MIN}, m1[1] = {-1};
+  check_err_has(run_ew(KILN_TOP_DIV, KILN_I32, mn, m1, r, 1), "overflow", NULL);
+  int8_t a8[1] = {-128}, b8[1] = {-1}, r8[1];
+  CHECK_OK(run_ew(KILN_TOP_DIV, KILN_I8, a8, b8, r8, 1)); /* promoted to int in C: wraps */
+  CHECK(r8[0] == -128);
+}
+
+static void test_interp_shifts_bits(void) {
+  int32_t a[4] = {-16, 1, 5, 3}, s[4] = {2, 31, 32, -1}, r[4];
+  CHECK_OK(run_ew(KILN_TOP_SHR, KILN_I32, a, s, r, 4));
+  CHECK(r[0] == -4 && r[1] == 0 && r[2] == 0 && r[3] == 0);
+  CHECK_OK(run_ew(KILN_TOP_SHL, KILN_I32, a, s, r, 4));
+  CHECK(r[0] == -64 && r[1] == INT32_MIN && r[2] == 0 && r[3] == 0);
+  uint8_t u[2] = {0x80, 0xF0}, us[2] = {1, 8}, ur[2];
+  CHECK_OK(run_ew(KILN_TOP_SHR, KILN_U8, u, us, ur, 2));
+  CHECK(ur[0] == 0x40 && ur[1] == 0);
+  CHECK_OK(run_ew(KILN_TOP_XOR, KILN_U8, u, us, ur, 2));
+  CHECK(ur[0] == 0x81 && ur[1] == 0xF8);
+  uint8_t p[2] = {1, 0}, q[2] = {1, 1}, o[2];
+  CHECK_OK(run_ew(KILN_TOP_AND, KILN_BOOL, p, q, o, 2));
+  CHECK(o[0] == 1 && o[1] == 0);
+  CHECK_OK(run_ew(KILN_TOP_NOT, KILN_BOOL, p, NULL, o, 2));
+  CHECK(o[0] == 0 && o[1] == 1);
+  int16_t c[2] = {-1, 2}, d[2] = {1, 2};
+  CHECK_OK(run_ew(KILN_TOP_LE, KILN_I16, c, d, o, 2));
+  CHECK(o[0] == 1 && o[1] == 1);
+  uint64_t e[1] = {UINT64_MAX}, f[1] = {1};
+  CHECK_OK(run_ew(KILN_TOP_GT, KILN_U64, e, f, o, 1));
+  CHECK(o[0] == 1);
+}
+
+/* ---- interpreter: casts ---- */
+static kiln_status run_cast(kiln_dtype from, kiln_dtype to, const void *x, void *y, int64_t n) {
+  ewk e = ew_kernel(from, to, n);
+  ew_body(&e, kiln_tcast(e.k, to, X(&e)), n);
+  void *args[3] = {(void *)x, (void *)x, y};
+  kiln_status st = kiln_tkernel_interp(e.k, args);
+  kiln_tmodule_free(e.m);
+  return st;
+}
+
+static void test_interp_casts(void) {
+  float f[4] = {-2.7f, 2.7f, 0.5f, 65504.0f}, g[4];
+  int32_t i[4];
+  CHECK_OK(run_cast(KILN_F32, KILN_I32, f, i, 4));
+  CHECK(i[0] == -2 && i[1] == 2 && i[2] == 0);
+  float big[1] = {3e9f}, nan1[1] = {NAN};
+  check_err_has(run_cast(KILN_F32, KILN_I32, big, i, 1), "out of range", "i32");
+  check_err_has(run_cast(KILN_F32, KILN_I32, nan1, i, 1), "out of range", NULL);
+  float neg[1] = {-1.0f};
+  uint8_t u8[4];
+  check_err_has(run_cast(KILN_F32, KILN_U8, neg, u8, 1), "out of range", NULL);
+  uint16_t h[4];
+  CHECK_OK(run_cast(KILN_F32, KILN_F16, f, h, 4));
+  for (int j = 0; j < 4; j++) CHECK(h[j] == kiln_f32_to_f16(f[j]));
+  CHECK_OK(run_cast(KILN_F16, KILN_F32, h, g, 4));
+  for (int j = 0; j < 4; j++) CHECK(g[j] == kiln_f16_to_f32(h[j]));
+  uint16_t bf[4];
+  CHECK_OK(run_cast(KILN_F32, KILN_BF16, f, bf, 4));
+  for (int j = 0; j < 4; j++) CHECK(bf[j] == kiln_f32_to_bf16(f[j]));
+  uint8_t f8[4];
+  CHECK_OK(run_cast(KILN_F32, KILN_F8E4M3FN, f, f8, 4));
+  for (int j = 0; j < 4; j++) CHECK(f8[j] == kiln_f64_to_f8(KILN_F8E4M3FN, f[j], true));
+  int64_t l[3] = {0, -5, 300};
+  CHECK_OK(run_cast(KILN_I64, KILN_BOOL, l, u8, 3));
+  CHECK(u8[0] == 0 && u8[1] == 1 && u8[2] == 1);
+  CHECK_OK(run_cast(KILN_I64, KILN_U8, l, u8, 3));
+  CHECK(u8[1] == 251 && u8[2] == 44);
+  int8_t s8[1] = {-1};
+  uint32_t u32[1];
+  CHECK_OK(run_cast(KILN_I8, KILN_U32, s8, u32, 1));
+  CHECK(u32[0] == 0xFFFFFFFFu);
+  int64_t p2[1] = {((int64_t)1 << 53) + 1};
+  float pf[1];
+  CHECK_OK(run_cast(KILN_I64, KILN_F32, p2, pf, 1));
+  CHECK(pf[0] == (float)(((int64_t)1 << 53) + 1));
+  double d[1] = {0.1};
+  CHECK_OK(run_cast(KILN_F64, KILN_F32, d, pf, 1));
+  CHECK(pf[0] == 0.1f);
+}
+
+/* ---- interpreter: memory, GPU threads, MMA ---- */
+/* A kernel that reverses each 64-element block of x through shared memory:
+ *   for b in 0..nb block.x { for t in 0..64 thread.x {
+ *     sh[t] = x[b*64+t]; barrier; y[b*64+t] = sh[63-t] } } */
+static kiln_tkernel *reverse_kernel(kiln_tmodule *m, int64_t nb, bool with_barrier) {
+  kiln_tkernel *k = kiln_tkernel_new(m, "rev");
+  int x = kiln_tkernel_param(k, "x", KILN_F32, nb * 64);
+  int y = kiln_tkernel_param(k, "y", KILN_F32, nb * 64);
+  int sh = kiln_tkernel_buf(k, "sh", KILN_F32, KILN_SCOPE_SHARED, 64);
+  int b = kiln_tkernel_var(k, "b", KILN_I64), t = kiln_tkernel_var(k, "t", KILN_I64);
+  kiln_tstmt *lb = kiln_tfor(k, b, kiln_tint(k, nb), KILN_LOOP_BLOCK_X);
+  kiln_tstmt *lt = kiln_tfor(k, t, kiln_tint(k, 64), KILN_LOOP_THREAD_X);
+  kiln_texpr *gi = kiln_tadd(k, kiln_tmul(k, kiln_tv(k, b), 64), kiln_tv(k, t));
+  kiln_tblock_push(k, &lt->body, kiln_tstore(k, sh, kiln_tv(k, t), kiln_tload(k, x, gi)));
+  if (with_barrier) kiln_tblock_push(k, &lt->body, kiln_tbarrier(k));
+  kiln_texpr *ri = kiln_tbin(k, KILN_TOP_SUB, kiln_tint(k, 63), kiln_tv(k, t));
+  kiln_tblock_push(k, &lt->body, kiln_tstore(k, y, gi, kiln_tload(k, sh, ri)));
+  kiln_tblock_push(k, &lb->body, lt);
+  kiln_tblock_push(k, &k->body, lb);
+  return k;
+}
+
+static void test_interp_gpu_lockstep(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  kiln_tkernel *k = reverse_kernel(m, 3, true);
+  float x[192], y[192];
+  for (int j = 0; j < 192; j++) x[j] = (float)j;
+  void *args[2] = {x, y};
+  CHECK_OK(kiln_tkernel_interp(k, args));
+  bool ok = true;
+  for (int j = 0; j < 192; j++) ok &= y[j] == x[(j / 64) * 64 + 63 - j % 64];
+  CHECK(ok);
+  /* Without the barrier, thread 0 reads sh[63] before thread 63 wrote it. */
+  kiln_tkernel *k2 = reverse_kernel(m, 1, false);
+  check_err_has(kiln_tkernel_interp(k2, args), "%sh[63], never written", "$t=0");
+  kiln_tmodule_free(m);
+}
+
+/* Tree reduction in shared memory: the barrier sits in a serial loop in the thread loop,
+ * and the threads that do not add still reach it. */
+static void test_interp_gpu_reduce(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  kiln_tkernel *k = kiln_tkernel_new(m, "sum");
+  int x = kiln_tkernel_param(k, "x", KILN_I32, 32);
+  int y = kiln_tkernel_param(k, "y", KILN_I32, 1);
+  int sh = kiln_tkernel_buf(k, "sh", KILN_I32, KILN_SCOPE_SHARED, 32);
+  int t = kiln_tkernel_var(k, "t", KILN_I64), s = kiln_tkernel_var(k, "s", KILN_I64);
+  int w = kiln_tkernel_var(k, "w", KILN_I64);
+  kiln_tstmt *lt = kiln_tfor(k, t, kiln_tint(k, 32), KILN_LOOP_THREAD_X);
+  kiln_tblock_push(k, &lt->body,
+                   kiln_tstore(k, sh, kiln_tv(k, t), kiln_tload(k, x, kiln_tv(k, t))));
+  kiln_tblock_push(k, &lt->body, kiln_tbarrier(k));
+  kiln_tstmt *ls = kiln_tfor(k, s, kiln_tint(k, 5), KILN_LOOP_SERIAL);
+  /* w = 16 >> s; if t < w { sh[t] = sh[t] + sh[t + w] }; barrier */
+  kiln_tblock_push(k, &ls->body,
+                   kiln_tassign(k, w, kiln_tbin(k, KILN_TOP_SHR, kiln_tint(k, 16), kiln_tv(k, s))));
+  kiln_tstmt *iff = kiln_tif(k, kiln_tbin(k, KILN_TOP_LT, kiln_tv(k, t), kiln_tv(k, w)));
+  kiln_texpr *sum = kiln_tbin(k, KILN_TOP_ADD, kiln_tload(k, sh, kiln_tv(k, t)),
+                              kiln_tload(k, sh, kiln_tadd(k, kiln_tv(k, t), kiln_tv(k, w))));
+  kiln_tblock_push(k, &iff->body, kiln_tstore(k, sh, kiln_tv(k, t), sum));
+  kiln_tblock_push(k, &ls->body, iff);
+  kiln_tblock_push(k, &ls->body, kiln_tbarrier(k));
+  kiln_tblock_push(k, &lt->body, ls);
+  kiln_tstmt *i0 = kiln_tif(k, kiln_tbin(k, KILN_TOP_EQ, kiln_tv(k, t), kiln_tint(k, 0)));
+  kiln_tblock_push(k, &i0->body,
+                   kiln_tstore(k, y, kiln_tint(k, 0), kiln_tload(k, sh, kiln_tint(k, 0))));
+  kiln_tblock_push(k, &lt->body, i0);
+  kiln_tblock_push(k, &k->body, lt);
+  int32_t xs[32], ys[1] = {0};
+  for (int j = 0; j < 32; j++) xs[j] = j * j;
+  void *args[2] = {xs, ys};
+  CHECK_OK(kiln_tkernel_interp(k, args));
+  CHECK(ys[0] == 10416); /* sum of squares 0..31 */
+  /* A barrier that only some threads reach diverges. */
+  kiln_tstmt *bad = kiln_tif(k, kiln_tbin(k, KILN_TOP_LT, kiln_tv(k, t), kiln_tint(k, 4)));
+  kiln_tblock_push(k, &bad->body, kiln_tbarrier(k));
+  kiln_tblock_push(k, &lt->body, bad);
+  check_err_has(kiln_tkernel_interp(k, args), "4 threads wait at a barrier that 28 others",
+                "barrier");
+  kiln_tmodule_free(m);
+}
+
+/* Variables and local buffers are private to each thread. */
+static void test_interp_thread_private(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  kiln_tkernel *k = kiln_tkernel_new(m, "priv");
+  int y = kiln_tkernel_param(k, "y", KILN_I64, 8);
+  int loc = kiln_tkernel_buf(k, "loc", KILN_I64, KILN_SCOPE_LOCAL, 1);
+  int t = kiln_tkernel_var(k, "t", KILN_I64), a = kiln_tkernel_var(k, "a", KILN_I64);
+  kiln_tblock_push(k, &k->body, kiln_tassign(k, a, kiln_tint(k, 100)));
+  kiln_tstmt *lt = kiln_tfor(k, t, kiln_tint(k, 8), KILN_LOOP_THREAD_X);
+  /* a = a + t; loc[0] = a; y[t] = loc[0] : each thread starts from a = 100 */
+  kiln_tblock_push(k, &lt->body,
+                   kiln_tassign(k, a, kiln_tbin(k, KILN_TOP_ADD, kiln_tv(k, a), kiln_tv(k, t))));
+  kiln_tblock_push(k, &lt->body, kiln_tstore(k, loc, kiln_tint(k, 0), kiln_tv(k, a)));
+  kiln_tblock_push(k, &lt->body,
+                   kiln_tstore(k, y, kiln_tv(k, t), kiln_tload(k, loc, kiln_tint(k, 0))));
+  kiln_tblock_push(k, &k->body, lt);
+  int64_t ys[8];
+  void *args[1] = {ys};
+  CHECK_OK(kiln_tkernel_interp(k, args));
+  for (int j = 0; j < 8; j++) CHECK(ys[j] == 100 + j);
+  /* After the loop, $a is per thread: reading it is an error. */
+  kiln_tblock_push(k, &k->body, kiln_tstore(k, y, kiln_tint(k, 0), kiln_tv(k, a)));
+  check_err_has(kiln_tkernel_interp(k, args), "read of $a, never assigned", NULL);
+  kiln_tmodule_free(m);
+}
+
+static void test_interp_bounds(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  kiln_tkernel *k = kiln_tkernel_new(m, "oob");
+  int x = kiln_tkernel_param(k, "x", KILN_F32, 4);
+  int y = kiln_tkernel_param(k, "y", KILN_F32, 4);
+  int i = kiln_tkernel_var(k, "i", KILN_I64);
+  kiln_tstmt *loop = kiln_tfor(k, i, kiln_tint(k, 4), KILN_LOOP_SERIAL);
+  kiln_tblock_push(k, &loop->body,
+                   kiln_tstore(k, y, kiln_tv(k, i),
+                               kiln_tload(k, x, kiln_tadd(k, kiln_tv(k, i), kiln_tint(k, 1)))));
+  kiln_tblock_push(k, &k->body, loop);
+  float xs[4] = {0}, ys[4];
+  void *args[2] = {xs, ys};
+  kiln_status st = kiln_tkernel_interp(k, args);
+  CHECK(st && kiln_status_code(st) == KILN_ERR_FAILED);
+  CHECK(msg_has(st, "kernel @oob: load %x[4] out of bounds (size 4)"));
+  CHECK(msg_has(st, "in: %y[$i] = %x[add($i, 1)]"));
+  CHECK(msg_has(st, "at: $i=3"));
+  kiln_status_free(st);
+  /* A store out of bounds, and a type error found before running. */
+  loop->body.data[0]->index = kiln_tint(k, -1);
+  loop->body.data[0]->value = kiln_tfloat(k, KILN_F32, 0);
+  check_err_has(kiln_tkernel_interp(k, args), "store to %y[-1] out of bounds", NULL);
+  loop->body.data[0]->value = kiln_tfloat(k, KILN_F64, 0);
+  kiln_status st2 = kiln_tkernel_interp(k, args);
+  CHECK(st2 && kiln_status_code(st2) == KILN_ERR_INVALID);
+  CHECK(msg_has(st2, "stored value is f64, expected f32"));
+  kiln_status_free(st2);
+  kiln_tmodule_free(m);
+}
+
+static void test_interp_mma(void) {
+  /* C[2x3] (ldc 4) += A[2x5] (row major) * B[5x3] (column major: b_sk 1, b_sn 5) */
+  kiln_tmodule *m = kiln_tmodule_new();
+  kiln_tkernel *k = kiln_tkernel_new(m, "mm");
+  int a = kiln_tkernel_param(k, "a", KILN_F16, 10);
+  int b = kiln_tkernel_param(k, "b", KILN_F32, 15);
+  int c = kiln_tkernel_param(k, "c", KILN_F32, 8);
+  kiln_tmma mm = {.c_buf = c,
+                  .a_buf = a,
+                  .b_buf = b,
+                  .c_off = kiln_tint(k, 0),
+                  .a_off = kiln_tint(k, 0),
+                  .b_off = kiln_tint(k, 0),
+                  .ldc = 4,
+                  .a_sm = 5,
+                  .a_sk = 1,
+                  .b_sk = 1,
+                  .b_sn = 5,
+                  .m = 2,
+                  .n = 3,
+                  .k = 5};
+  kiln_tblock_push(k, &k->body, kiln_tmma_stmt(k, &mm));
+  uint16_t as[10];
+  float bs[15], cs[8], want[8];
+  for (int j = 0; j < 10; j++) as[j] = kiln_f32_to_f16((float)(j - 3) * 0.25f);
+  for (int j = 0; j < 15; j++) bs[j] = (float)j * 0.1f;
+  for (int j = 0; j < 8; j++) cs[j] = want[j] = (float)j;
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++) {
+      float acc = want[i * 4 + j];
+      for (int q = 0; q < 5; q++) {
+        float p = kiln_f16_to_f32(as[i * 5 + q]) * bs[q + j * 5];
+        acc = acc + p;
+      }
+      want[i * 4 + j] = acc;
+    }
+  void *args[3] = {as, bs, cs};
+  CHECK_OK(kiln_tkernel_interp(k, args));
+  CHECK(memcmp(cs, want, sizeof cs) == 0);
+  k->body.data[0]->mma.ldc = 5; /* B column 3 starts at 15 */
+  k->body.data[0]->mma.n = 4;
+  check_err_has(kiln_tkernel_interp(k, args), "load %b[15] out of bounds", "mma %c[0] += %a[0]");
+  kiln_tmodule_free(m);
+}
+
+static void test_interp_uninit_local(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  kiln_tkernel *k = kiln_tkernel_new(m, "acc");
+  int y = kiln_tkernel_param(k, "y", KILN_F32, 1);
+  int acc = kiln_tkernel_buf(k, "acc", KILN_F32, KILN_SCOPE_LOCAL, 2);
+  kiln_tblock_push(k, &k->body, kiln_tstore(k, acc, kiln_tint(k, 0), kiln_tfloat(k, KILN_F32, 2)));
+  kiln_tblock_push(k, &k->body,
+                   kiln_tstore(k, y, kiln_tint(k, 0), kiln_tload(k, acc, kiln_tint(k, 0))));
+  float ys[1];
+  void *args[1] = {ys};
+  CHECK_OK(kiln_tkernel_interp(k, args));
+  CHECK(ys[0] == 2.0f);
+  k->body.data[1]->value->index = kiln_tint(k, 1);
+  check_err_has(kiln_tkernel_interp(k, args), "load of %acc[1], never written", NULL);
+  kiln_tmodule_free(m);
+}
+
+/* ---- printer ---- */
+static void test_print(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  kiln_tkernel *k = reverse_kernel(m, 2, true);
+  k->origin = "relu1, \"add\"";
+  kiln_tkernel_buf(k, "tmp 1", KILN_I8, KILN_SCOPE_LOCAL, 3);
+  kiln_tkernel_var(k, "v", KILN_F32);
+  kiln_tblock_push(k, &k->body, kiln_tassign(k, 2, kiln_tfloat(k, KILN_F32, 0.1)));
+  kiln_tblock_push(k, &k->body,
+                   kiln_tstore(k, 3, kiln_tint(k, 2),
+                               kiln_tcast(k, KILN_I8,
+                                          kiln_tselect(k, kiln_tconst_int(k, KILN_BOOL, 1),
+                                                       kiln_tconst_int(k, KILN_I32, -3),
+                                                       kiln_tconst_int(k, KILN_I32, 4)))));
+  char *text = print_kernel(k);
+  const char *want = "kernel @rev(%x: f32[128], %y: f32[128]) origin \"relu1, \\\"add\\\"\" {\n"
+                     "  shared %sh: f32[64]\n"
+                     "  local %\"tmp 1\": i8[3]\n"
+                     "  var $b: i64\n"
+                     "  var $t: i64\n"
+                     "  var $v: f32\n"
+                     "  for $b in 0..2 block.x {\n"
+                     "    for $t in 0..64 thread.x {\n"
+                     "      %sh[$t] = %x[add(mul($b, 64), $t)]\n"
+                     "      barrier\n"
+                     "      %y[add(mul($b, 64), $t)] = %sh[sub(63, $t)]\n"
+                     "    }\n"
+                     "  }\n"
+                     "  $v = 0.1:f32\n"
+                     "  %\"tmp 1\"[2] = i8(select(true, -3:i32, 4:i32))\n"
+                     "}\n";
+  if (strcmp(text, want) != 0) fprintf(stderr, "got:\n%s", text);
+  CHECK(strcmp(text, want) == 0);
+  free(text);
+  kiln_tmodule_free(m);
+}
+
+TEST_MAIN(T(test_interp_add1), T(test_interp_f32_rounding), T(test_interp_float_unary),
+          T(test_interp_float_binary), T(test_interp_int_wrap), T(test_interp_int_div),
+          T(test_interp_shifts_bits), T(test_interp_casts), T(test_interp_gpu_lockstep),
+          T(test_interp_gpu_reduce), T(test_interp_thread_private), T(test_interp_bounds),
+          T(test_interp_mma), T(test_interp_uninit_local), T(test_print))
