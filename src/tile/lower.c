@@ -317,6 +317,8 @@ static kiln_status lower_singletons(kiln_lower_ctx *c, const kiln_group *grp) {
 
 static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_node *n = &c->g->nodes.data[grp->nodes[0]];
+  for (int i = 0; i < grp->n_nodes; i++)
+    KILN_TRY(kiln_op_check(c->g, &c->g->nodes.data[grp->nodes[i]]));
   if (grp->n_nodes == 1 && !forced(c->opts, n) && try_alias(c, n)) return KILN_OK;
   int steps0 = c->prog->steps.len, kernels0 = c->prog->module->kernels.len;
   int packed0 = c->prog->packed.len;
