@@ -50,9 +50,10 @@ int kiln_cli_backend_parse(const char *s, kiln_cli_backend *out); /* 0 on succes
 
 typedef struct kiln_cli_engine_opts {
   kiln_cli_backend backend;
-  int threads;  /* cpu: kernel threads (0: all cores) */
-  bool trace;   /* interp, opt: print each node as it runs */
-  bool verbose; /* cpu: compile progress on stderr */
+  int threads;                         /* cpu: kernel threads (0: all cores) */
+  bool trace;                          /* interp, opt: print each node as it runs */
+  bool verbose;                        /* cpu: compile progress on stderr */
+  const struct kiln_pass_opts *passes; /* opt, tile, cpu: pass options; NULL: defaults */
 } kiln_cli_engine_opts;
 
 typedef struct kiln_cli_engine kiln_cli_engine;

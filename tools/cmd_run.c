@@ -1,4 +1,4 @@
-/* kiln run MODEL --input NAME=FILE ... [--output-dir DIR]: run with the interpreter. */
+/* kiln run MODEL --input NAME=FILE ... [--output-dir DIR]: run on a backend. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -8,11 +8,16 @@
 
 static const char *const run_help =
     "usage: kiln run MODEL --input NAME=FILE ... [--output-dir DIR] [options]\n\n"
-    "Runs MODEL with the reference interpreter. Each graph input needs --input NAME=FILE\n"
-    "(.npy or .pb TensorProto). Outputs are written to DIR/NAME.npy (or .pb with\n"
-    "--format pb); without --output-dir they are only summarized.\n\n"
+    "Runs MODEL on a backend (default: the reference interpreter). Each graph input needs\n"
+    "--input NAME=FILE (.npy or .pb TensorProto); symbolic dims take the extents of the\n"
+    "inputs. Outputs are written to DIR/NAME.npy (or .pb with --format pb); without\n"
+    "--output-dir they are only summarized.\n\n"
     "options:\n"
-    "  --backend interp         the backend (only 'interp' in this build)\n"
+    "  --backend B              interp: reference interpreter; opt: the interpreter after the\n"
+    "                           graph passes (no fusion); tile: lowered kernels in the tile IR\n"
+    "                           interpreter; cpu: compiled C kernels (default interp)\n"
+    "  --threads N              kernel threads of the cpu backend (default: all cores)\n"
+    "  --report                 print the backend's report (kernels, fallbacks, memory plan)\n"
     "  --expect NAME=FILE       compare output NAME with FILE (exit 1 on mismatch)\n"
     "  --rtol R --atol A        tolerances of --expect (default 1e-3, 1e-7)\n"
     "  --format npy|pb          file format of written outputs (default npy)\n"
@@ -23,7 +28,8 @@ typedef struct run_opts {
   KILN_VEC(const char *) inputs;
   KILN_VEC(const char *) expects;
   double rtol, atol;
-  kiln_interp_opts interp;
+  bool report;
+  kiln_cli_engine_opts engine;
 } run_opts;
 
 static int parse_args(int argc, char **argv, run_opts *o) {
@@ -50,14 +56,22 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         return kiln_cli_usage("run", "--format is npy or pb");
       o->format = v;
     } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
-      if (!v || strcmp(v, "interp"))
-        return kiln_cli_usage("run", "unknown backend '%s' (this build has: interp)", v ? v : "");
+      if (kiln_cli_backend_parse(v, &o->engine.backend))
+        return kiln_cli_usage("run", "unknown backend '%s' (one of " KILN_CLI_BACKENDS ")",
+                              v ? v : "");
+    } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
+      long n;
+      if (kiln_cli_int(v, &n) || n < 1 || n > 1024)
+        return kiln_cli_usage("run", "--threads needs a number in 1..1024");
+      o->engine.threads = (int)n;
+    } else if (!strcmp(argv[i], "--report")) {
+      o->report = true;
     } else if (kiln_cli_opt(argc, argv, &i, "--rtol", &v)) {
       if (kiln_cli_double(v, &o->rtol)) return kiln_cli_usage("run", "--rtol needs a number");
     } else if (kiln_cli_opt(argc, argv, &i, "--atol", &v)) {
       if (kiln_cli_double(v, &o->atol)) return kiln_cli_usage("run", "--atol needs a number");
     } else if (!strcmp(argv[i], "--trace")) {
-      o->interp.trace = true;
+      o->engine.trace = true;
     } else if (argv[i][0] == '-') {
       return kiln_cli_usage("run", "unknown option '%s'", argv[i]);
     } else if (o->model) {
@@ -103,16 +117,18 @@ static kiln_status check_input_type(const kiln_type *want, const kiln_tensor *t)
       ok = want->dims[d].value < 0 || want->dims[d].value == t->dims[d];
   }
   if (ok) return KILN_OK;
-  return kiln_invalid("the file holds %s, the model expects %s", kiln_tensor_type_str(t, a, sizeof a),
-                      kiln_type_str(want, b, sizeof b));
+  return kiln_invalid("the file holds %s, the model expects %s",
+                      kiln_tensor_type_str(t, a, sizeof a), kiln_type_str(want, b, sizeof b));
 }
 
 static kiln_status load_inputs(const kiln_graph *g, const run_opts *o, kiln_val **vals) {
-  KILN_TRY(check_arg_names(g, o->inputs.data, o->inputs.len, g->inputs.data, g->inputs.len, "input"));
+  KILN_TRY(
+      check_arg_names(g, o->inputs.data, o->inputs.len, g->inputs.data, g->inputs.len, "input"));
   for (int i = 0; i < g->inputs.len; i++) {
     const kiln_value *v = &g->values.data[g->inputs.data[i]];
     const char *file = find_arg(o->inputs.data, o->inputs.len, v->name);
-    if (!file) return kiln_invalid("input '%s' is not given (use --input %s=FILE)", v->name, v->name);
+    if (!file)
+      return kiln_invalid("input '%s' is not given (use --input %s=FILE)", v->name, v->name);
     KILN_TRYF(kiln_tensor_file_read(file, &v->type, &vals[i]), "input '%s'", v->name);
     if (vals[i]->kind == KILN_TYPE_TENSOR && v->type.kind == KILN_TYPE_TENSOR)
       KILN_TRYF(check_input_type(&v->type, vals[i]->t), "input '%s' from '%s'", v->name, file);
@@ -157,8 +173,8 @@ static kiln_status write_outputs(const kiln_graph *g, const run_opts *o, kiln_va
 
 static kiln_status check_expects(const kiln_graph *g, const run_opts *o, kiln_val **outs,
                                  int *mismatches) {
-  KILN_TRY(check_arg_names(g, o->expects.data, o->expects.len, g->outputs.data,
-                           g->outputs.len, "output"));
+  KILN_TRY(check_arg_names(g, o->expects.data, o->expects.len, g->outputs.data, g->outputs.len,
+                           "output"));
   for (int i = 0; i < g->outputs.len; i++) {
     const kiln_value *v = &g->values.data[g->outputs.data[i]];
     const char *file = find_arg(o->expects.data, o->expects.len, v->name);
@@ -180,22 +196,31 @@ static kiln_status run_model(const run_opts *o, int *mismatches) {
   int n_in = g->inputs.len, n_out = g->outputs.len;
   kiln_val **ins = kiln_xcalloc((size_t)n_in + 1, sizeof *ins);
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  kiln_cli_engine *e = NULL;
   kiln_status st = load_inputs(g, o, ins);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (!st) st = kiln_interp_run(g, &o->interp, n_in, ins, outs);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  if (!st) {
-    printf("ran %s with the interpreter in %.1f ms (%d nodes)\n", o->model,
-           (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6, g->nodes.len);
-    st = write_outputs(g, o, outs);
+  if (st) kiln_graph_free(g);
+  else st = kiln_cli_engine_new(g, &o->engine, ins, &e);
+  double t0 = kiln_cli_seconds();
+  if (!st) st = kiln_cli_engine_run(e, ins, outs);
+  double ms = (kiln_cli_seconds() - t0) * 1e3;
+  if (!st && o->report) {
+    kiln_strbuf b = {0};
+    kiln_cli_engine_report(e, &b);
+    fwrite(b.data, 1, b.len, stdout);
+    kiln_strbuf_free(&b);
   }
-  if (!st) st = check_expects(g, o, outs, mismatches);
+  if (!st) {
+    const kiln_graph *rg = kiln_cli_engine_graph(e);
+    printf("ran %s on backend %s in %.1f ms (prepared in %.1f ms)\n", o->model,
+           kiln_cli_backend_name(o->engine.backend), ms, kiln_cli_engine_prepare_seconds(e) * 1e3);
+    st = write_outputs(rg, o, outs);
+    if (!st) st = check_expects(rg, o, outs, mismatches);
+  }
   for (int i = 0; i < n_in; i++) kiln_val_free(ins[i]);
   for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
   free(ins);
   free(outs);
-  kiln_graph_free(g);
+  kiln_cli_engine_free(e);
   return st;
 }
 

@@ -18,12 +18,17 @@ static const char *const test_help =
     "input_K.pb and output_K.pb) or a folder of such folders. Prints one line per case\n"
     "and a last line 'N passed, N failed, N skipped'.\n\n"
     "options:\n"
-    "  --backend interp    the backend (only 'interp' in this build)\n"
+    "  --backend B         interp (default): reference interpreter; opt: the interpreter\n"
+    "                      after the graph passes (no fusion); tile: lowered kernels in the\n"
+    "                      tile IR interpreter; cpu: compiled C kernels (one compile per case)\n"
+    "                      Symbolic dims are bound to the extents of each set's inputs.\n"
     "  --rtol R --atol A   tolerance |got-expected| <= atol + rtol*|expected|\n"
     "                      (default 1e-3 and 1e-7, as ONNX's own runner)\n"
     "  --expect FILE       expected outcomes: lines 'CASE fail REASON' or 'CASE skip REASON'\n"
     "                      ('#' starts a comment). Listed failures do not fail the run; a\n"
     "                      listed case that passes does (the list must stay honest).\n"
+    "                      Repeatable: the lists add up (e.g. the interp list and a list of\n"
+    "                      the cases that fail only on one backend).\n"
     "  --json FILE         also write the results as JSON\n"
     "  --timeout S         seconds per case before it counts as failed (default 300)\n"
     "  --jobs N, -j N      run N cases at a time (default 1); results print in order\n"
@@ -39,7 +44,9 @@ typedef struct test_opts {
   double rtol, atol;
   long timeout, jobs;
   bool quiet, no_fork;
-  const char *expect_path, *json_path;
+  const char *json_path;
+  KILN_VEC(const char *) expect_paths;
+  kiln_cli_engine_opts engine;
   KILN_VEC(expect_entry) expects;
   KILN_VEC(char *) cases;
 } test_opts;
@@ -108,10 +115,10 @@ static const char *base_name(const char *path) {
 }
 
 /* ---- expect file ---- */
-static kiln_status load_expect(test_opts *o) {
+static kiln_status load_expect(test_opts *o, const char *path) {
   char *text;
   size_t len;
-  KILN_TRY(kiln_read_file(o->expect_path, &text, &len));
+  KILN_TRY(kiln_read_file(path, &text, &len));
   int line_no = 0;
   for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
     line_no++;
@@ -122,12 +129,12 @@ static kiln_status load_expect(test_opts *o) {
     if (sscanf(line, " %511s %31s %n", name, status, &used) < 2) {
       if (strspn(line, " \t\r") == strlen(line)) continue;
       free(text);
-      return kiln_invalid("%s: line %d: expected 'CASE fail|skip REASON'", o->expect_path, line_no);
+      return kiln_invalid("%s: line %d: expected 'CASE fail|skip REASON'", path, line_no);
     }
     if (strcmp(status, "fail") && strcmp(status, "skip")) {
       free(text);
-      return kiln_invalid("%s: line %d: status must be 'fail' or 'skip', not '%s'", o->expect_path,
-                          line_no, status);
+      return kiln_invalid("%s: line %d: status must be 'fail' or 'skip', not '%s'", path, line_no,
+                          status);
     }
     expect_entry e = {kiln_xstrdup(name), kiln_xstrdup(status), kiln_xstrdup(line + used)};
     kiln_vec_push(&o->expects, e);
@@ -173,36 +180,41 @@ static kiln_status check_set_outputs(const kiln_graph *g, const char *set, kiln_
   return KILN_OK;
 }
 
-static kiln_status run_set(const kiln_graph *g, const char *set, const test_opts *o) {
+/* Loads the model afresh for each set: the backends rewrite the graph, and bind its
+ * symbolic dims to the extents of the set's inputs. */
+static kiln_status run_set(const char *model, const char *set, const test_opts *o) {
+  kiln_graph *g;
+  KILN_TRY(kiln_cli_load(model, &g));
   int n_in = g->inputs.len, n_out = g->outputs.len;
   kiln_val **ins = kiln_xcalloc((size_t)n_in + 1, sizeof *ins);
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  kiln_cli_engine *e = NULL;
   kiln_status st = read_set_inputs(g, set, ins);
-  if (!st) st = kiln_interp_run(g, NULL, n_in, ins, outs);
-  if (!st) st = check_set_outputs(g, set, outs, o);
+  if (st) kiln_graph_free(g);
+  else st = kiln_cli_engine_new(g, &o->engine, ins, &e);
+  if (!st) st = kiln_cli_engine_run(e, ins, outs);
+  if (!st) st = check_set_outputs(kiln_cli_engine_graph(e), set, outs, o);
   for (int i = 0; i < n_in; i++) kiln_val_free(ins[i]);
   for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
   free(ins);
   free(outs);
+  kiln_cli_engine_free(e);
   return st;
 }
 
 static kiln_status run_case(const char *dir, const test_opts *o) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/model.onnx", dir);
-  kiln_graph *g;
-  KILN_TRY(kiln_cli_load(path, &g));
+  char model[4096], path[4096];
+  snprintf(model, sizeof model, "%s/model.onnx", dir);
   char **sets;
   int n = list_dir(dir, "test_data_set_", &sets);
   kiln_status st = KILN_OK;
   if (n <= 0) st = kiln_invalid("%s: no test_data_set_* folder", dir);
   for (int i = 0; i < n && !st; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, sets[i]);
-    st = run_set(g, path, o);
+    st = run_set(model, path, o);
     if (st && n > 1) st = kiln_status_annotate(st, "%s", sets[i]);
   }
   if (n > 0) free_list(sets, n);
-  kiln_graph_free(g);
   return st;
 }
 
@@ -308,13 +320,13 @@ static int parse_args(int argc, char **argv, test_opts *o) {
         return kiln_cli_usage("test-onnx", "--jobs needs a number of processes in 1..256");
     } else if (kiln_cli_opt(argc, argv, &i, "--expect", &v)) {
       if (!v) return kiln_cli_usage("test-onnx", "--expect needs a file");
-      o->expect_path = v;
+      kiln_vec_push(&o->expect_paths, v);
     } else if (kiln_cli_opt(argc, argv, &i, "--json", &v)) {
       if (!v) return kiln_cli_usage("test-onnx", "--json needs a file");
       o->json_path = v;
     } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
-      if (!v || strcmp(v, "interp"))
-        return kiln_cli_usage("test-onnx", "unknown backend '%s' (this build has: interp)",
+      if (kiln_cli_backend_parse(v, &o->engine.backend))
+        return kiln_cli_usage("test-onnx", "unknown backend '%s' (one of " KILN_CLI_BACKENDS ")",
                               v ? v : "");
     } else if (!strcmp(argv[i], "--quiet")) {
       o->quiet = true;
@@ -328,8 +340,8 @@ static int parse_args(int argc, char **argv, test_opts *o) {
     }
   }
   if (!o->cases.len) return kiln_cli_usage("test-onnx", "no test case folder given");
-  if (o->expect_path) {
-    kiln_status st = load_expect(o);
+  for (int k = 0; k < o->expect_paths.len; k++) {
+    kiln_status st = load_expect(o, o->expect_paths.data[k]);
     if (st) return kiln_cli_fail("test-onnx", st);
   }
   return -1;
@@ -444,7 +456,7 @@ static void run_all(test_opts *o, FILE *json) {
   }
   free(res);
   free(slots);
-  if (o->expect_path)
+  if (o->expect_paths.len)
     printf("expected failures: %d matched, %d unexpected failures, %d unexpected passes\n", t.xfail,
            t.unexpected, t.xpass);
   printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
@@ -473,6 +485,7 @@ int kiln_cmd_test_onnx(int argc, char **argv) {
     free(o.expects.data[i].reason);
   }
   kiln_vec_free(&o.cases);
+  kiln_vec_free(&o.expect_paths);
   kiln_vec_free(&o.expects);
   return rc;
 }

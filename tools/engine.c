@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "runtime/runtime.h"
 
 static const char *const backend_names[KILN_CLI_BACKEND_COUNT] = {"interp", "opt", "tile", "cpu"};
 
@@ -23,7 +24,8 @@ int kiln_cli_backend_parse(const char *s, kiln_cli_backend *out) {
 
 struct kiln_cli_engine {
   kiln_cli_engine_opts opts;
-  kiln_graph *graph; /* owned */
+  kiln_graph *graph;     /* owned */
+  kiln_program *program; /* tile */
   double prepare_seconds;
 };
 
@@ -33,25 +35,77 @@ double kiln_cli_seconds(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* The tensors of a list of values; only tensors run on the compiled backends. */
+static kiln_status as_tensors(const kiln_graph *g, kiln_val *const *vals, kiln_tensor **ts) {
+  for (int i = 0; i < g->inputs.len; i++) {
+    const kiln_val *v = vals[i];
+    if (!v || v->kind != KILN_TYPE_TENSOR || !v->t)
+      return kiln_unsupported("input '%s' is not a tensor: only the interp and opt backends run "
+                              "sequences and optionals",
+                              g->values.data[g->inputs.data[i]].name);
+    ts[i] = v->t;
+  }
+  return KILN_OK;
+}
+
+static kiln_status run_passes(kiln_cli_engine *e, bool no_fusion) {
+  kiln_pass_opts po;
+  memset(&po, 0, sizeof po);
+  if (e->opts.passes) po = *e->opts.passes;
+  if (!e->opts.passes) po.pass_limit = -1;
+  po.no_fusion = po.no_fusion || no_fusion;
+  return kiln_passes_run(e->graph, &po, NULL);
+}
+
+static kiln_status prepare(kiln_cli_engine *e) {
+  switch (e->opts.backend) {
+  case KILN_CLI_INTERP: return KILN_OK;
+  case KILN_CLI_OPT: return run_passes(e, true);
+  case KILN_CLI_TILE: {
+    KILN_TRY(run_passes(e, false));
+    kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 1};
+    return kiln_lower(e->graph, &lo, &e->program);
+  }
+  default:
+    return kiln_unsupported("backend '%s' is not built yet",
+                            kiln_cli_backend_name(e->opts.backend));
+  }
+}
+
 kiln_status kiln_cli_engine_new(kiln_graph *g, const kiln_cli_engine_opts *o,
                                 kiln_val *const *inputs, kiln_cli_engine **out) {
   (void)inputs;
   double t0 = kiln_cli_seconds();
-  if (o->backend != KILN_CLI_INTERP) {
-    kiln_graph_free(g);
-    return kiln_unsupported("backend '%s' is not built yet", kiln_cli_backend_name(o->backend));
-  }
   kiln_cli_engine *e = kiln_xcalloc(1, sizeof *e);
   e->opts = *o;
   e->graph = g;
+  kiln_status st = prepare(e);
+  if (st) {
+    kiln_cli_engine_free(e);
+    return kiln_status_annotate(st, "backend %s", kiln_cli_backend_name(o->backend));
+  }
   e->prepare_seconds = kiln_cli_seconds() - t0;
   *out = e;
   return KILN_OK;
 }
 
+static kiln_status run_tensors(kiln_cli_engine *e, kiln_val *const *inputs, kiln_val **outputs) {
+  const kiln_graph *g = e->graph;
+  int n_in = g->inputs.len, n_out = g->outputs.len;
+  kiln_tensor **ins = kiln_xcalloc((size_t)n_in + 1, sizeof *ins);
+  kiln_tensor **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  kiln_status st = as_tensors(g, inputs, ins);
+  if (!st) st = kiln_program_interp(e->program, n_in, ins, outs);
+  for (int i = 0; i < n_out; i++) outputs[i] = st ? NULL : kiln_val_tensor(outs[i]);
+  free(ins);
+  free(outs);
+  return st;
+}
+
 kiln_status kiln_cli_engine_run(kiln_cli_engine *e, kiln_val *const *inputs, kiln_val **outputs) {
-  return kiln_interp_run(e->graph, e->opts.trace ? &(kiln_interp_opts){.trace = true} : NULL,
-                         e->graph->inputs.len, inputs, outputs);
+  if (e->program) return run_tensors(e, inputs, outputs);
+  kiln_interp_opts io = {.trace = e->opts.trace};
+  return kiln_interp_run(e->graph, &io, e->graph->inputs.len, inputs, outputs);
 }
 
 const kiln_graph *kiln_cli_engine_graph(const kiln_cli_engine *e) {
@@ -65,10 +119,12 @@ double kiln_cli_engine_prepare_seconds(const kiln_cli_engine *e) {
 void kiln_cli_engine_report(const kiln_cli_engine *e, kiln_strbuf *out) {
   kiln_strbuf_printf(out, "backend %s: prepared in %.1f ms\n",
                      kiln_cli_backend_name(e->opts.backend), e->prepare_seconds * 1e3);
+  if (e->program) kiln_program_print(e->program, out);
 }
 
 void kiln_cli_engine_free(kiln_cli_engine *e) {
   if (!e) return;
+  kiln_program_free(e->program);
   kiln_graph_free(e->graph);
   free(e);
 }
