@@ -1,0 +1,75 @@
+/* Binding symbolic dims to concrete extents before compiling. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+static void bind_in_graph(kiln_graph *g, const char *sym, int64_t value) {
+  for (int v = 0; v < g->values.len; v++) {
+    kiln_type *t = &g->values.data[v].type;
+    for (int d = 0; d < t->rank && d < KILN_MAX_RANK; d++)
+      if (t->dims[d].sym && !strcmp(t->dims[d].sym, sym)) t->dims[d] = (kiln_dim){value, NULL};
+  }
+}
+
+kiln_status kiln_graph_bind_dims(kiln_graph *g, const char *sym, int64_t value) {
+  if (!sym || !*sym) return kiln_invalid("binding a dim: empty symbol");
+  if (value < 0)
+    return kiln_invalid("binding dim '%s': negative extent %lld", sym, (long long)value);
+  kiln_graph *root = kiln_graph_root(g);
+  bind_in_graph(root, sym, value);
+  for (int i = 0; i < root->subgraphs.len; i++) bind_in_graph(root->subgraphs.data[i], sym, value);
+  return KILN_OK;
+}
+
+/* Node outputs of the root graph forget the symbols left after binding (names the exporter
+ * gave to computed dims) so that inference can recompute them from the bound inputs. */
+static kiln_status refresh_types(kiln_graph *g) {
+  for (int v = 0; v < g->values.len; v++) {
+    kiln_value *val = &g->values.data[v];
+    if (val->kind != KILN_VALUE_NODE) continue;
+    for (int d = 0; d < val->type.rank && d < KILN_MAX_RANK; d++)
+      if (val->type.dims[d].sym) val->type.dims[d] = (kiln_dim){-1, NULL};
+  }
+  return kiln_ops_infer_graph(g);
+}
+
+static kiln_status bind_one_input(kiln_graph *g, const kiln_value *v, const kiln_tensor *t) {
+  char b1[128], b2[128];
+  const kiln_type *ty = &v->type;
+  bool ok = ty->kind == KILN_TYPE_TENSOR && ty->dtype == t->dtype && ty->rank == t->rank;
+  for (int d = 0; ok && d < t->rank; d++)
+    ok = ty->dims[d].value < 0 || ty->dims[d].value == t->dims[d];
+  if (!ok)
+    return kiln_invalid("input '%s' is %s, the model takes %s", v->name,
+                        kiln_tensor_type_str(t, b1, sizeof b1), kiln_type_str(ty, b2, sizeof b2));
+  for (int d = 0; d < t->rank; d++) {
+    const char *sym = ty->dims[d].sym;
+    if (sym) KILN_TRY(kiln_graph_bind_dims(g, sym, t->dims[d])); /* later uses now check */
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln_graph_bind_inputs(kiln_graph *g, int n, const kiln_tensor *const *inputs) {
+  if (n != g->inputs.len)
+    return kiln_invalid("the model takes %d inputs, %d given", g->inputs.len, n);
+  for (int i = 0; i < n; i++) {
+    const kiln_value *v = &g->values.data[g->inputs.data[i]];
+    if (!inputs[i]) return kiln_invalid("input '%s' is missing", v->name);
+    if (v->type.kind != KILN_TYPE_TENSOR) continue;
+    KILN_TRY(bind_one_input(g, v, inputs[i]));
+  }
+  /* unnamed unknown dims of inputs take the tensor's extent */
+  for (int i = 0; i < n; i++) {
+    kiln_type *ty = &g->values.data[g->inputs.data[i]].type;
+    for (int d = 0; ty->kind == KILN_TYPE_TENSOR && d < ty->rank; d++)
+      if (ty->dims[d].value < 0) ty->dims[d] = (kiln_dim){inputs[i]->dims[d], NULL};
+  }
+  return refresh_types(g);
+}
+
+kiln_status kiln_rt_bind_opts(kiln_graph *g, const kiln_compile_opts *o) {
+  for (int i = 0; i < o->n_dims; i++)
+    KILN_TRY(kiln_graph_bind_dims(g, o->dims[i].sym, o->dims[i].value));
+  return o->n_dims ? refresh_types(g) : KILN_OK;
+}

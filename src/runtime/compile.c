@@ -1,0 +1,304 @@
+/* The compile driver. It reads top to bottom (kiln_compile):
+ *   bind dims -> pass pipeline (fusion last) -> lower to a program of tile kernels
+ *   -> C source (identical kernels emitted once, split into translation units)
+ *   -> shared object (parallel compiler processes, disk cache) -> load
+ *   -> memory plan -> executor ready.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../codegen/codegen.h"
+#include "rt_internal.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *const STAGE_NAMES[KILN_STAGE_COUNT] = {"passes", "lowering", "codegen",
+                                                          "cc",     "load",     "plan"};
+const char *kiln_stage_name(kiln_stage s) {
+  return s >= 0 && s < KILN_STAGE_COUNT ? STAGE_NAMES[s] : "?";
+}
+
+void kiln_compile_opts_init(kiln_compile_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->target = KILN_TARGET_CPU;
+  o->passes.pass_limit = -1;
+}
+
+/* ---- C source: deduplicated kernels in translation units ---- */
+typedef struct csrc {
+  int n_unique;
+  char **text; /* per unique kernel: its C function */
+  int n_units;
+  char **units; /* per unit: prelude + kernels */
+} csrc;
+
+static void csrc_free(csrc *s) {
+  for (int i = 0; i < s->n_unique; i++) free(s->text[i]);
+  for (int i = 0; i < s->n_units; i++) free(s->units[i]);
+  free(s->text);
+  free(s->units);
+}
+
+/* The kernel's C with a neutral name and no origin comment: equal texts compute the same. */
+static kiln_status kernel_key(const kiln_tkernel *k, const kiln_codegen_opts *co, uint64_t *key) {
+  kiln_tkernel anon = *k;
+  anon.name = "kiln_kernel";
+  anon.origin = "";
+  kiln_strbuf b = {0};
+  kiln_status st = kiln_codegen_c_kernel(&anon, co, &b);
+  if (!st) *key = kiln_hash_bytes(b.data, b.len, 0) ^ ((uint64_t)b.len << 40);
+  kiln_strbuf_free(&b);
+  return st;
+}
+
+static kiln_status emit_unique(kiln_compiled *c, const kiln_codegen_opts *co, csrc *s) {
+  const kiln_tmodule *m = c->prog->module;
+  int n = m->kernels.len;
+  uint64_t *keys = kiln_xcalloc((size_t)n + 1, sizeof *keys);
+  s->text = kiln_xcalloc((size_t)n + 1, sizeof *s->text);
+  c->symbols = kiln_xcalloc((size_t)n + 1, sizeof *c->symbols);
+  kiln_status st = KILN_OK;
+  for (int i = 0; !st && i < n; i++) {
+    const kiln_tkernel *k = m->kernels.data[i];
+    st = kiln_tkernel_verify(k);
+    if (!st) st = kernel_key(k, co, &keys[i]);
+    if (st) break;
+    int same = -1;
+    for (int j = 0; j < i && same < 0; j++)
+      if (keys[j] == keys[i]) same = j;
+    if (same >= 0) {
+      c->symbols[i] = c->symbols[same];
+      continue;
+    }
+    kiln_tkernel named = *k;
+    named.name = kiln_arena_printf(m->arena, "kiln_%016llx", (unsigned long long)keys[i]);
+    c->symbols[i] = named.name;
+    kiln_strbuf b = {0};
+    st = kiln_codegen_c_kernel(&named, co, &b);
+    s->text[s->n_unique++] = b.data ? b.data : kiln_xstrdup("");
+  }
+  free(keys);
+  return st;
+}
+
+/* Units of about equal size, in kernel order: a few per compiler job, so that they
+ * compile in parallel and a changed kernel recompiles only its unit. */
+static kiln_status split_units(const kiln_codegen_opts *co, int jobs, csrc *s) {
+  kiln_strbuf prelude = {0};
+  KILN_TRY(kiln_codegen_c_prelude(co, &prelude));
+  size_t total = 0;
+  for (int i = 0; i < s->n_unique; i++) total += strlen(s->text[i]);
+  int want = (s->n_unique + 3) / 4;
+  if (want > 4 * jobs) want = 4 * jobs;
+  if (want < 1) want = 1;
+  size_t per = total / (size_t)want + 1;
+  s->units = kiln_xcalloc((size_t)want + s->n_unique + 1, sizeof *s->units);
+  kiln_strbuf u = {0};
+  for (int i = 0; i <= s->n_unique; i++) {
+    bool flush = i == s->n_unique ? u.len > 0 || s->n_units == 0 : u.len >= per + prelude.len;
+    if (flush) {
+      s->units[s->n_units++] = u.data ? u.data : kiln_xstrdup(prelude.data ? prelude.data : "");
+      memset(&u, 0, sizeof u);
+    }
+    if (i == s->n_unique) break;
+    if (!u.len) kiln_strbuf_append(&u, prelude.data ? prelude.data : "", prelude.len);
+    kiln_strbuf_printf(&u, "\n%s", s->text[i]);
+  }
+  kiln_strbuf_free(&prelude);
+  return KILN_OK;
+}
+
+static int n_jobs(const kiln_compile_opts *o) {
+  long n = o->jobs > 0 ? o->jobs : sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : (int)n;
+}
+
+static kiln_status build_module(kiln_compiled *c, const kiln_compile_opts *o) {
+  kiln_codegen_opts co = kiln_codegen_opts_default();
+  co.threads = o->threads;
+  csrc s = {0};
+  double t0 = now_s();
+  kiln_status st = emit_unique(c, &co, &s);
+  if (!st) st = split_units(&co, n_jobs(o), &s);
+  c->stats.seconds[KILN_STAGE_CODEGEN] = now_s() - t0;
+  c->stats.n_unique_kernels = s.n_unique;
+  c->stats.n_units = s.n_units;
+  if (o->verbose && !st)
+    fprintf(stderr, "[kiln] codegen: %d kernels (%d unique) in %d units, %.2f s\n",
+            c->prog->module->kernels.len, s.n_unique, s.n_units, now_s() - t0);
+  if (!st) {
+    kiln_strbuf flags = {0};
+    kiln_strbuf_printf(&flags, "%s%s%s", KILN_CODEGEN_C_FLAGS, o->cflags ? " " : "",
+                       o->cflags ? o->cflags : "");
+    kiln_cc_opts cc = {o->cc,     flags.data,      o->cache_dir, o->no_cache,
+                       n_jobs(o), o->keep_sources, o->verbose};
+    kiln_cc_stats cs = {0};
+    t0 = now_s();
+    st = kiln_module_build(s.n_units, (const char *const *)s.units, &cc, &c->mod, &cs);
+    c->stats.seconds[KILN_STAGE_CC] = now_s() - t0;
+    c->stats.n_units_cached = cs.n_units_cached;
+    c->stats.library_cached = cs.library_cached;
+    kiln_strbuf_free(&flags);
+  }
+  csrc_free(&s);
+  return st;
+}
+
+/* ---- the driver ---- */
+static void count_steps(kiln_compiled *c) {
+  const kiln_program *p = c->prog;
+  kiln_compile_stats *s = &c->stats;
+  s->n_kernels = p->module->kernels.len;
+  s->n_steps = p->steps.len;
+  for (int i = 0; i < p->steps.len; i++) {
+    kiln_step_kind k = p->steps.data[i].kind;
+    s->n_kernel_steps += k == KILN_STEP_KERNEL;
+    s->n_fallback_steps += k == KILN_STEP_FALLBACK;
+    s->n_alias_steps += k == KILN_STEP_ALIAS;
+  }
+  for (int i = 0; i < p->packed.len; i++)
+    s->packed_bytes += (int64_t)kiln_tensor_nbytes(p->packed.data[i]);
+}
+
+static void progress(const kiln_compile_opts *o, const char *what, double t0) {
+  if (o->verbose) fprintf(stderr, "[kiln] %s: %.2f s\n", what, now_s() - t0);
+}
+
+static kiln_status run_passes(kiln_compiled *c, const kiln_compile_opts *o) {
+  double t0 = now_s();
+  KILN_TRY(kiln_rt_bind_opts(c->g, o));
+  KILN_TRY(kiln_passes_run(c->g, &o->passes, &c->pass_stats));
+  c->stats.seconds[KILN_STAGE_PASSES] = now_s() - t0;
+  progress(o, "passes", t0);
+  return KILN_OK;
+}
+
+static kiln_status lower(kiln_compiled *c, const kiln_compile_opts *o) {
+  double t0 = now_s();
+  if (o->target != KILN_TARGET_CPU)
+    return kiln_unsupported("only the CPU target is compiled so far");
+  kiln_lower_opts lo = {o->target, o->threads > 0 ? o->threads : n_jobs(o), o->force_fallback};
+  KILN_TRY(kiln_lower(c->g, &lo, &c->prog));
+  count_steps(c);
+  c->stats.seconds[KILN_STAGE_LOWER] = now_s() - t0;
+  progress(o, "lowering", t0);
+  if (o->verbose && c->stats.n_fallback_steps)
+    fprintf(stderr, "[kiln] %d fallback steps (reference kernels)\n", c->stats.n_fallback_steps);
+  return KILN_OK;
+}
+
+static kiln_status plan(kiln_compiled *c, const kiln_compile_opts *o) {
+  double t0 = now_s();
+  KILN_TRY(kiln_plan_program(c->prog, NULL, &c->plan));
+#ifndef NDEBUG
+  KILN_TRY(kiln_plan_check(c->prog, c->plan));
+#endif
+  c->stats.arena_bytes = c->plan->arena_bytes;
+  c->stats.lower_bound = c->plan->lower_bound;
+  c->stats.seconds[KILN_STAGE_PLAN] = now_s() - t0;
+  progress(o, "memory plan", t0);
+  return KILN_OK;
+}
+
+static kiln_status load(kiln_compiled *c, const kiln_compile_opts *o) {
+  double t0 = now_s();
+  KILN_TRY(kiln_exec_prepare(c));
+  c->stats.seconds[KILN_STAGE_LOAD] = now_s() - t0;
+  progress(o, "load", t0);
+  return KILN_OK;
+}
+
+kiln_status kiln_compile(kiln_graph *g, const kiln_compile_opts *o, kiln_compiled **out) {
+  kiln_compile_opts dflt;
+  kiln_compile_opts_init(&dflt);
+  if (!o) o = &dflt;
+  *out = NULL;
+  if (g->parent) return kiln_invalid("kiln_compile takes a root graph");
+  double t0 = now_s();
+  kiln_compiled *c = kiln_xcalloc(1, sizeof *c);
+  c->g = g;
+  kiln_status st = run_passes(c, o);
+  if (!st) st = lower(c, o);
+  if (!st) st = build_module(c, o);
+  if (!st) st = plan(c, o);
+  if (!st) st = load(c, o);
+  c->stats.total_seconds = now_s() - t0;
+  if (st) {
+    kiln_compiled_free(c);
+    return kiln_status_annotate(st, "compiling '%s'", g->name);
+  }
+  c->own_graph = o->take_graph;
+  if (o->verbose) fprintf(stderr, "[kiln] compiled in %.2f s\n", c->stats.total_seconds);
+  *out = c;
+  return KILN_OK;
+}
+
+void kiln_compiled_free(kiln_compiled *c) {
+  if (!c) return;
+  kiln_exec_free(c);
+  kiln_plan_free(c->plan);
+  kiln_module_free(c->mod);
+  free(c->symbols);
+  kiln_program_free(c->prog);
+  if (c->own_graph) kiln_graph_free(c->g);
+  free(c);
+}
+
+const kiln_compile_stats *kiln_compiled_stats(const kiln_compiled *c) {
+  return &c->stats;
+}
+const kiln_graph *kiln_compiled_graph(const kiln_compiled *c) {
+  return c->g;
+}
+const kiln_program *kiln_compiled_program(const kiln_compiled *c) {
+  return c->prog;
+}
+const kiln_plan *kiln_compiled_plan(const kiln_compiled *c) {
+  return c->plan;
+}
+
+/* ---- report ---- */
+static void report_steps(const kiln_compiled *c, kiln_strbuf *out) {
+  const kiln_program *p = c->prog;
+  char lb[200];
+  for (int i = 0; i < p->module->kernels.len; i++) {
+    const kiln_tkernel *k = p->module->kernels.data[i];
+    kiln_strbuf_printf(out, "  kernel %s -> %s  (%s)\n", k->name, c->symbols[i],
+                       k->origin ? k->origin : "");
+  }
+  for (int i = 0; i < p->steps.len; i++) {
+    const kiln_step *s = &p->steps.data[i];
+    if (s->kind != KILN_STEP_FALLBACK) continue;
+    kiln_strbuf_printf(out, "  fallback %s: %s\n",
+                       kiln_node_label(&c->g->nodes.data[s->node], lb, sizeof lb),
+                       s->reason ? s->reason : "");
+  }
+}
+
+void kiln_compiled_report(const kiln_compiled *c, kiln_strbuf *out) {
+  const kiln_compile_stats *s = &c->stats;
+  kiln_strbuf_printf(out, "graph '%s': %d steps (%d kernel, %d fallback, %d alias)\n", c->g->name,
+                     s->n_steps, s->n_kernel_steps, s->n_fallback_steps, s->n_alias_steps);
+  kiln_strbuf_printf(out, "kernels: %d (%d unique) in %d translation units, %d from the cache%s\n",
+                     s->n_kernels, s->n_unique_kernels, s->n_units, s->n_units_cached,
+                     s->library_cached ? ", library from the cache" : "");
+  report_steps(c, out);
+  double ratio = s->lower_bound ? (double)s->arena_bytes / (double)s->lower_bound : 1.0;
+  kiln_strbuf_printf(out,
+                     "memory: arena %lld bytes, lower bound %lld bytes (%.3fx), %d in place, "
+                     "order %s; packed constants %lld bytes\n",
+                     (long long)s->arena_bytes, (long long)s->lower_bound, ratio,
+                     c->plan->n_inplace, c->plan->heuristic, (long long)s->packed_bytes);
+  kiln_strbuf_printf(out, "compile time: %.3f s (", s->total_seconds);
+  for (int i = 0; i < KILN_STAGE_COUNT; i++)
+    kiln_strbuf_printf(out, "%s%s %.3f", i ? ", " : "", kiln_stage_name((kiln_stage)i),
+                       s->seconds[i]);
+  kiln_strbuf_printf(out, ")\n");
+}

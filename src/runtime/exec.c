@@ -1,0 +1,241 @@
+/* The executor: runs the steps of a compiled program over its planned arena.
+ *
+ * Everything that does not change between runs is computed once (kiln_exec_prepare): the
+ * argument array of every kernel step (pointers into the arena, constants, packed
+ * constants, scratch), and tensor views of arena values for fallback steps. A run patches
+ * the argument slots that point at graph inputs, calls the kernels, evaluates fallback
+ * steps with the reference kernels (copying their results into the planned buffers; values
+ * without a static type live on the heap), and copies the outputs out.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+static kiln_tensor *view_tensor(const kiln_type *t, void *data) {
+  kiln_tensor *v = kiln_xcalloc(1, sizeof *v);
+  v->dtype = t->dtype;
+  v->rank = t->rank;
+  v->numel = 1;
+  for (int d = 0; d < t->rank; d++) v->dims[d] = t->dims[d].value, v->numel *= v->dims[d];
+  v->data = data;
+  v->owns_data = false;
+  return v;
+}
+
+static void *value_ptr(const kiln_compiled *c, int v) {
+  const kiln_loc *l = &c->plan->loc[v];
+  if (l->kind == KILN_LOC_ARENA) return c->arena + l->offset;
+  if (l->kind == KILN_LOC_CONST) return c->g->values.data[l->index].data->data;
+  return NULL;
+}
+
+static kiln_status prepare_arg(kiln_compiled *c, int s, int a, void **slot) {
+  const kiln_step *st = &c->prog->steps.data[s];
+  const kiln_arg *arg = &st->args[a];
+  if (arg->kind == KILN_ARG_PACKED) {
+    *slot = c->prog->packed.data[arg->id]->data;
+  } else if (arg->kind == KILN_ARG_SCRATCH) {
+    *slot = c->arena + c->plan->arg_offset[c->plan->arg_base[s] + a];
+  } else {
+    const kiln_loc *l = &c->plan->loc[arg->id];
+    if (l->kind == KILN_LOC_INPUT) {
+      kiln_patch p = {slot, l->index};
+      kiln_vec_push(&c->patches, p);
+    } else if (l->kind == KILN_LOC_ARENA || l->kind == KILN_LOC_CONST) {
+      *slot = value_ptr(c, arg->id);
+    } else {
+      return kiln_error(KILN_ERR_INTERNAL, "kernel step %d: value '%s' has no storage", s,
+                        c->g->values.data[arg->id].name);
+    }
+  }
+  return KILN_OK;
+}
+
+static kiln_status prepare_kernels(kiln_compiled *c) {
+  const kiln_program *p = c->prog;
+  c->xsteps = kiln_xcalloc((size_t)p->steps.len + 1, sizeof *c->xsteps);
+  for (int s = 0; s < p->steps.len; s++) {
+    const kiln_step *st = &p->steps.data[s];
+    if (st->kind != KILN_STEP_KERNEL) continue;
+    kiln_xstep *x = &c->xsteps[s];
+    KILN_TRY(kiln_module_sym(c->mod, c->symbols[st->kernel], (void **)&x->fn));
+    x->args = kiln_xcalloc((size_t)st->n_args + 1, sizeof *x->args);
+    for (int a = 0; a < st->n_args; a++) KILN_TRY(prepare_arg(c, s, a, &x->args[a]));
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln_exec_prepare(kiln_compiled *c) {
+  size_t bytes = (size_t)c->plan->arena_bytes + 64;
+  c->arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!c->arena)
+    return kiln_error(KILN_ERR_OOM, "cannot allocate the %lld-byte arena",
+                      (long long)c->plan->arena_bytes);
+  memset(c->arena, 0, bytes);
+  int nv = c->g->values.len;
+  c->views = kiln_xcalloc((size_t)nv + 1, sizeof *c->views);
+  c->heap = kiln_xcalloc((size_t)nv + 1, sizeof *c->heap);
+  for (int v = 0; v < nv; v++) {
+    const kiln_loc *l = &c->plan->loc[v];
+    if (l->kind == KILN_LOC_ARENA)
+      c->views[v] = kiln_val_tensor(view_tensor(&c->g->values.data[v].type, c->arena + l->offset));
+    else if (l->kind == KILN_LOC_INPUT)
+      c->views[v] = kiln_val_new(KILN_TYPE_TENSOR); /* ->t set to a view per run */
+  }
+  return prepare_kernels(c);
+}
+
+static void clear_heap(kiln_compiled *c) {
+  for (int v = 0; v < c->g->values.len; v++) kiln_val_free(c->heap[v]), c->heap[v] = NULL;
+}
+
+void kiln_exec_free(kiln_compiled *c) {
+  int nv = c->g ? c->g->values.len : 0;
+  for (int s = 0; c->xsteps && s < c->prog->steps.len; s++) free(c->xsteps[s].args);
+  free(c->xsteps);
+  kiln_vec_free(&c->patches);
+  for (int v = 0; c->views && v < nv; v++) {
+    if (c->views[v] && c->plan->loc[v].kind == KILN_LOC_INPUT) {
+      kiln_tensor_free(c->views[v]->t); /* the view shell of the last run's input */
+      c->views[v]->t = NULL;
+    }
+    kiln_val_free(c->views[v]);
+  }
+  free(c->views);
+  if (c->heap) clear_heap(c);
+  free(c->heap);
+  free(c->arena);
+}
+
+/* ---- one run ---- */
+static kiln_status check_inputs(const kiln_compiled *c, int n_in, kiln_tensor *const *inputs) {
+  const kiln_graph *g = c->g;
+  if (n_in != g->inputs.len)
+    return kiln_invalid("the compiled model takes %d inputs, %d given", g->inputs.len, n_in);
+  for (int i = 0; i < n_in; i++) {
+    const kiln_value *v = &g->values.data[g->inputs.data[i]];
+    const kiln_tensor *t = inputs[i];
+    if (!t) return kiln_invalid("input '%s' is missing", v->name);
+    bool ok =
+        v->type.kind == KILN_TYPE_TENSOR && v->type.dtype == t->dtype && v->type.rank == t->rank;
+    for (int d = 0; ok && d < t->rank; d++) ok = v->type.dims[d].value == t->dims[d];
+    char b1[128], b2[128];
+    if (!ok)
+      return kiln_invalid("input '%s' is %s, the compiled model takes %s", v->name,
+                          kiln_tensor_type_str(t, b1, sizeof b1),
+                          kiln_type_str(&v->type, b2, sizeof b2));
+  }
+  return KILN_OK;
+}
+
+static void bind_inputs(kiln_compiled *c, kiln_tensor *const *inputs) {
+  c->cur_inputs = inputs;
+  for (int i = 0; i < c->patches.len; i++)
+    *c->patches.data[i].slot = inputs[c->patches.data[i].input]->data;
+  for (int i = 0; i < c->g->inputs.len; i++) {
+    kiln_val *view = c->views[c->g->inputs.data[i]];
+    if (!view) continue;
+    if (!view->t) view->t = kiln_xcalloc(1, sizeof *view->t);
+    *view->t = *inputs[i];
+    view->t->owns_data = false;
+  }
+}
+
+static kiln_val *lookup(void *user, int v) {
+  kiln_compiled *c = user;
+  return c->views[v] ? c->views[v] : c->heap[v];
+}
+
+/* A fallback result goes to its planned buffer (ARENA) or stays on the heap. */
+static kiln_status store_result(kiln_compiled *c, int v, kiln_val *val) {
+  const kiln_loc *l = &c->plan->loc[v];
+  if (l->kind != KILN_LOC_ARENA) {
+    kiln_val_free(c->heap[v]);
+    c->heap[v] = val;
+    return KILN_OK;
+  }
+  const kiln_tensor *want = c->views[v]->t;
+  kiln_status st = KILN_OK;
+  char b1[128], b2[128];
+  if (val->kind != KILN_TYPE_TENSOR || !val->t || val->t->dtype != want->dtype ||
+      val->t->numel != want->numel)
+    st = kiln_error(KILN_ERR_FAILED, "'%s' was computed as %s, the plan holds %s",
+                    c->g->values.data[v].name,
+                    val->t ? kiln_tensor_type_str(val->t, b1, sizeof b1) : "a non-tensor",
+                    kiln_tensor_type_str(want, b2, sizeof b2));
+  else memcpy(want->data, val->t->data, (size_t)l->bytes);
+  kiln_val_free(val);
+  return st;
+}
+
+static kiln_status run_fallback(kiln_compiled *c, const kiln_step *st) {
+  const kiln_node *n = &c->g->nodes.data[st->node];
+  kiln_val *small[8];
+  kiln_val **outs = n->n_outputs <= 8 ? small : kiln_xcalloc((size_t)n->n_outputs, sizeof *outs);
+  kiln_status e = kiln_interp_eval_node(c->g, st->node, lookup, c, outs);
+  for (int k = 0; k < n->n_outputs; k++) {
+    kiln_status e2 = KILN_OK;
+    if (!e && n->outputs[k] >= 0 && outs[k]) e2 = store_result(c, n->outputs[k], outs[k]);
+    else kiln_val_free(outs[k]);
+    if (!e) e = e2;
+    else kiln_status_free(e2);
+  }
+  if (outs != small) free(outs);
+  return e;
+}
+
+/* An alias of a heap value (e.g. a string tensor) is a view of it with the target's shape. */
+static kiln_status run_alias(kiln_compiled *c, const kiln_step *st) {
+  if (c->plan->loc[st->dst].kind != KILN_LOC_HEAP) return KILN_OK;
+  const kiln_type *t = &c->g->values.data[st->dst].type;
+  kiln_val *src = c->heap[st->src];
+  if (!src || src->kind != KILN_TYPE_TENSOR || !src->t || !kiln_type_is_static(t))
+    return kiln_unsupported("view '%s' of a value without a static shape",
+                            c->g->values.data[st->dst].name);
+  kiln_tensor *v = view_tensor(t, src->t->data);
+  v->dtype = src->t->dtype;
+  kiln_val_free(c->heap[st->dst]);
+  c->heap[st->dst] = kiln_val_tensor(v);
+  return KILN_OK;
+}
+
+static kiln_status run_steps(kiln_compiled *c) {
+  const kiln_program *p = c->prog;
+  for (int s = 0; s < p->steps.len; s++) {
+    const kiln_step *st = &p->steps.data[s];
+    if (st->kind == KILN_STEP_KERNEL) {
+      c->xsteps[s].fn(c->xsteps[s].args);
+      continue;
+    }
+    kiln_status e = st->kind == KILN_STEP_FALLBACK ? run_fallback(c, st) : run_alias(c, st);
+    if (e) return kiln_status_annotate(e, "step %d", s);
+  }
+  return KILN_OK;
+}
+
+static kiln_status copy_output(kiln_compiled *c, int v, kiln_tensor **out) {
+  const kiln_loc *l = &c->plan->loc[v];
+  if (l->kind == KILN_LOC_ARENA) return kiln_tensor_clone(c->views[v]->t, out);
+  if (l->kind == KILN_LOC_INPUT) return kiln_tensor_clone(c->cur_inputs[l->index], out);
+  if (l->kind == KILN_LOC_CONST) return kiln_tensor_clone(c->g->values.data[l->index].data, out);
+  if (l->kind == KILN_LOC_HEAP && c->heap[v] && c->heap[v]->kind == KILN_TYPE_TENSOR &&
+      c->heap[v]->t)
+    return kiln_tensor_clone(c->heap[v]->t, out);
+  return kiln_unsupported("output '%s' is not a tensor", c->g->values.data[v].name);
+}
+
+kiln_status kiln_compiled_run(kiln_compiled *c, int n_in, kiln_tensor *const *inputs,
+                              kiln_tensor **outputs) {
+  const kiln_graph *g = c->g;
+  for (int i = 0; i < g->outputs.len; i++) outputs[i] = NULL;
+  KILN_TRY(check_inputs(c, n_in, inputs));
+  bind_inputs(c, inputs);
+  kiln_status st = run_steps(c);
+  for (int i = 0; !st && i < g->outputs.len; i++)
+    st = copy_output(c, g->outputs.data[i], &outputs[i]);
+  clear_heap(c);
+  if (st)
+    for (int i = 0; i < g->outputs.len; i++) kiln_tensor_free(outputs[i]), outputs[i] = NULL;
+  return st;
+}

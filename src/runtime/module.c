@@ -1,0 +1,590 @@
+/* Kernel modules: translation units of C -> objects -> one shared object -> dlopen.
+ *
+ * Units are compiled in parallel (one compiler process per job) and linked into a shared
+ * object. Objects and libraries are cached on disk, keyed by a 128-bit hash of the source,
+ * the flags and the compiler's identity (its --version text, the command and the CPU,
+ * because of -march=native). A cache entry is a file with a header (magic, size, hash of
+ * the payload) written to a temporary name and renamed into place, so readers never see
+ * a partial entry; an entry whose header does not match its payload is rebuilt.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+extern char **environ;
+
+struct kiln_module {
+  void *handle;
+};
+
+/* ---- hashing ---- */
+typedef struct hash128 {
+  uint64_t a, b;
+} hash128;
+
+static uint64_t rotl(uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
+static uint64_t fmix(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ull;
+  return k ^ (k >> 33);
+}
+
+/* Two 64-bit lanes that mix every 8-byte word differently; chained over several calls. */
+static void hash_update(hash128 *h, const void *p, size_t n) {
+  const unsigned char *s = p;
+  uint64_t a = h->a ^ (n * 0x9e3779b97f4a7c15ull), b = h->b + n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, s + i, 8);
+    a = rotl((a ^ w) * 0x87c37b91114253d5ull, 31) + b;
+    b = rotl((b + w) * 0x4cf5ad432745937full, 27) ^ a;
+  }
+  uint64_t w = 0;
+  memcpy(&w, s + i, n - i);
+  a = rotl((a ^ w) * 0x87c37b91114253d5ull, 31) + b;
+  b = rotl((b + w) * 0x4cf5ad432745937full, 27) ^ a;
+  h->a = fmix(a + b), h->b = fmix(b ^ rotl(a, 17));
+}
+
+static void hash_str(hash128 *h, const char *s) {
+  hash_update(h, s ? s : "", s ? strlen(s) + 1 : 1);
+}
+
+static void hash_hex(hash128 h, char out[33]) {
+  snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.a, (unsigned long long)h.b);
+}
+
+/* ---- running commands ---- */
+typedef struct job {
+  pid_t pid;
+  char *log;
+  int unit;
+} job;
+
+static kiln_status spawn_sh(const char *cmd, const char *log, pid_t *out) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  char *argv[] = {"sh", "-c", (char *)cmd, NULL};
+  int rc = posix_spawn(out, "/bin/sh", &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc) return kiln_error(KILN_ERR_FAILED, "cannot run '%s': %s", cmd, strerror(rc));
+  return KILN_OK;
+}
+
+static int wait_exit(pid_t pid) {
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status)
+                           : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* The first lines of a compiler log, for error messages. */
+static char *log_head(const char *path, int max_lines) {
+  char *text = NULL;
+  size_t len;
+  kiln_status st = kiln_read_file(path, &text, &len);
+  if (st) {
+    kiln_status_free(st);
+    return kiln_xstrdup("(no output)");
+  }
+  int lines = 0;
+  for (size_t i = 0; i < len; i++)
+    if (text[i] == '\n' && ++lines == max_lines) {
+      text[i] = 0;
+      break;
+    }
+  return text;
+}
+
+static kiln_status run_sh(const char *cmd, const char *log, const char *what) {
+  pid_t pid;
+  KILN_TRY(spawn_sh(cmd, log, &pid));
+  int rc = wait_exit(pid);
+  if (rc == 0) return KILN_OK;
+  char *head = log_head(log, 20);
+  kiln_status st = kiln_error(KILN_ERR_FAILED, "%s failed (exit %d): %s\n%s", what, rc, cmd, head);
+  free(head);
+  return st;
+}
+
+/* Single quotes for the shell. */
+static void sh_quote(kiln_strbuf *b, const char *s) {
+  kiln_strbuf_append(b, "'", 1);
+  for (; *s; s++) {
+    if (*s == '\'') kiln_strbuf_append(b, "'\\''", 4);
+    else kiln_strbuf_append(b, s, 1);
+  }
+  kiln_strbuf_append(b, "'", 1);
+}
+
+/* ---- directories ---- */
+static kiln_status mkdirs(const char *path) {
+  char *p = kiln_xstrdup(path);
+  for (char *s = p + 1;; s++) {
+    if (*s != '/' && *s) continue;
+    char c = *s;
+    *s = 0;
+    if (mkdir(p, 0755) && errno != EEXIST) {
+      kiln_status st = kiln_error(KILN_ERR_IO, "cannot create folder '%s': %s", p, strerror(errno));
+      free(p);
+      return st;
+    }
+    *s = c;
+    if (!c) break;
+  }
+  free(p);
+  return KILN_OK;
+}
+
+char *kiln_cache_dir(const char *override) {
+  if (override && *override) return kiln_xstrdup(override);
+  const char *e = getenv("KILN_CACHE_DIR");
+  if (e && *e) return kiln_xstrdup(e);
+  kiln_strbuf b = {0};
+  if ((e = getenv("XDG_CACHE_HOME")) && *e) kiln_strbuf_printf(&b, "%s/kiln", e);
+  else if ((e = getenv("HOME")) && *e) kiln_strbuf_printf(&b, "%s/.cache/kiln", e);
+  return b.data;
+}
+
+static void remove_tree(const char *dir, int n_files, char **files) {
+  for (int i = 0; i < n_files; i++) unlink(files[i]);
+  rmdir(dir);
+}
+
+/* ---- cache entries: "KILNC1 <size> <hash>\n" + payload ---- */
+#define ENTRY_MAGIC "KILNC1"
+
+static kiln_status entry_write(const char *path, const char *tmpdir, const void *data, size_t n) {
+  hash128 h = {1, 2};
+  hash_update(&h, data, n);
+  char hex[33], tmp[4096];
+  hash_hex(h, hex);
+  snprintf(tmp, sizeof tmp, "%s/entry.%d.tmp", tmpdir, (int)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return kiln_error(KILN_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+  fprintf(f, ENTRY_MAGIC " %zu %s\n", n, hex);
+  size_t w = fwrite(data, 1, n, f);
+  if (fclose(f) != 0 || w != n) {
+    unlink(tmp);
+    return kiln_error(KILN_ERR_IO, "cannot write '%s'", tmp);
+  }
+  if (rename(tmp, path)) {
+    kiln_status st = kiln_error(KILN_ERR_IO, "cannot rename '%s': %s", tmp, strerror(errno));
+    unlink(tmp);
+    return st;
+  }
+  return KILN_OK;
+}
+
+/* The payload of a valid entry (malloc'd), or false for a missing or corrupt one. */
+static bool entry_read(const char *path, char **data, size_t *n) {
+  char *text;
+  size_t len;
+  kiln_status st = kiln_read_file(path, &text, &len);
+  if (st) {
+    kiln_status_free(st);
+    return false;
+  }
+  size_t size = 0;
+  char hex[33] = {0}, want[33];
+  int skip = 0;
+  if (sscanf(text, ENTRY_MAGIC " %zu %32[0-9a-f]\n%n", &size, hex, &skip) != 2 || skip <= 0 ||
+      len - (size_t)skip != size) {
+    free(text);
+    return false;
+  }
+  hash128 h = {1, 2};
+  hash_update(&h, text + skip, size);
+  hash_hex(h, want);
+  if (strcmp(hex, want)) {
+    free(text);
+    return false;
+  }
+  memmove(text, text + skip, size);
+  *data = text, *n = size;
+  return true;
+}
+
+static kiln_status copy_entry_out(const char *entry, const char *dst, bool *hit) {
+  char *data;
+  size_t n;
+  *hit = entry_read(entry, &data, &n);
+  if (!*hit) return KILN_OK;
+  kiln_status st = kiln_write_file(dst, data, n);
+  free(data);
+  return st;
+}
+
+static kiln_status store_entry(const char *entry, const char *file, const char *tmpdir) {
+  char *data;
+  size_t n;
+  KILN_TRY(kiln_read_file(file, &data, &n));
+  kiln_status st = entry_write(entry, tmpdir, data, n);
+  free(data);
+  return st;
+}
+
+/* ---- the compiler: identity and OpenMP support, probed once per command ---- */
+typedef struct probe {
+  char *cc;
+  hash128 ident;
+  bool openmp;
+} probe;
+
+static KILN_VEC(probe) g_probes; /* compiles run one at a time per process */
+
+static void hash_cpu(hash128 *h) {
+  char *text;
+  size_t len;
+  kiln_status st = kiln_read_file("/proc/cpuinfo", &text, &len);
+  if (st) {
+    kiln_status_free(st);
+    return;
+  }
+  char *end = strstr(text, "\n\n"); /* the first processor's block */
+  if (end) *end = 0;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+    if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5)) hash_str(h, line);
+  free(text);
+}
+
+static kiln_status probe_openmp(const char *cc, const char *tmpdir, bool *out) {
+  char src[4096], so[4096], log[4096];
+  snprintf(src, sizeof src, "%s/omp_probe.c", tmpdir);
+  snprintf(so, sizeof so, "%s/omp_probe.so", tmpdir);
+  snprintf(log, sizeof log, "%s/omp_probe.log", tmpdir);
+  const char *text =
+      "#include <omp.h>\nint kiln_omp_probe(void) { return omp_get_max_threads(); }\n";
+  KILN_TRY(kiln_write_file(src, text, strlen(text)));
+  kiln_strbuf cmd = {0};
+  kiln_strbuf_printf(&cmd, "%s -fopenmp -fPIC -shared -o ", cc);
+  sh_quote(&cmd, so), kiln_strbuf_append(&cmd, " ", 1), sh_quote(&cmd, src);
+  kiln_status st = run_sh(cmd.data, log, "OpenMP probe");
+  *out = st == KILN_OK;
+  kiln_status_free(st);
+  kiln_strbuf_free(&cmd);
+  unlink(src), unlink(so), unlink(log);
+  return KILN_OK;
+}
+
+static kiln_status probe_compiler(const char *cc, const char *tmpdir, probe *out) {
+  for (int i = 0; i < g_probes.len; i++)
+    if (!strcmp(g_probes.data[i].cc, cc)) return *out = g_probes.data[i], KILN_OK;
+  char log[4096];
+  snprintf(log, sizeof log, "%s/version.log", tmpdir);
+  kiln_strbuf cmd = {0};
+  kiln_strbuf_printf(&cmd, "%s --version", cc);
+  kiln_status st = run_sh(cmd.data, log, "the C compiler");
+  kiln_strbuf_free(&cmd);
+  if (st) {
+    unlink(log);
+    return kiln_status_annotate(st, "no usable C compiler (set CC or the cc option)");
+  }
+  probe p = {kiln_xstrdup(cc), {3, 4}, false};
+  char *text;
+  size_t len;
+  KILN_TRY(kiln_read_file(log, &text, &len));
+  unlink(log);
+  hash_str(&p.ident, cc);
+  hash_update(&p.ident, text, len);
+  free(text);
+  hash_cpu(&p.ident);
+  KILN_TRY(probe_openmp(cc, tmpdir, &p.openmp));
+  kiln_vec_push(&g_probes, p);
+  *out = p;
+  return KILN_OK;
+}
+
+/* ---- a build ---- */
+typedef struct build {
+  const kiln_cc_opts *o;
+  const char *cc;
+  char *cache; /* NULL: no cache */
+  char *tmpdir;
+  KILN_VEC(char *) files; /* made in tmpdir, removed at the end */
+  probe pr;
+  kiln_strbuf flags;
+  int n_units;
+  hash128 *keys;
+  bool *have; /* object present in tmpdir */
+} build;
+
+static char *tmp_file(build *b, const char *fmt, int i) {
+  char name[64], *path;
+  snprintf(name, sizeof name, fmt, i);
+  kiln_strbuf p = {0};
+  kiln_strbuf_printf(&p, "%s/%s", b->tmpdir, name);
+  path = p.data;
+  kiln_vec_push(&b->files, path);
+  return path;
+}
+
+static char *entry_path(const build *b, const char *kind, hash128 key) {
+  char hex[33];
+  hash_hex(key, hex);
+  kiln_strbuf p = {0};
+  kiln_strbuf_printf(&p, "%s/%s/%s", b->cache, kind, hex);
+  return p.data;
+}
+
+static kiln_status build_init(build *b, const kiln_cc_opts *o) {
+  memset(b, 0, sizeof *b);
+  b->o = o;
+  b->cc = o->cc && *o->cc ? o->cc : getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+  b->cache = o->no_cache ? NULL : kiln_cache_dir(o->cache_dir);
+  kiln_strbuf t = {0};
+  if (b->cache) {
+    KILN_TRY(mkdirs(b->cache));
+    char sub[4096];
+    snprintf(sub, sizeof sub, "%s/obj", b->cache);
+    KILN_TRY(mkdirs(sub));
+    snprintf(sub, sizeof sub, "%s/lib", b->cache);
+    KILN_TRY(mkdirs(sub));
+    kiln_strbuf_printf(&t, "%s/tmp.XXXXXX", b->cache);
+  } else {
+    const char *td = getenv("TMPDIR");
+    kiln_strbuf_printf(&t, "%s/kiln.XXXXXX", td && *td ? td : "/tmp");
+  }
+  if (!mkdtemp(t.data)) {
+    kiln_status st =
+        kiln_error(KILN_ERR_IO, "cannot create a folder '%s': %s", t.data, strerror(errno));
+    kiln_strbuf_free(&t);
+    return st;
+  }
+  b->tmpdir = t.data;
+  KILN_TRY(probe_compiler(b->cc, b->tmpdir, &b->pr));
+  kiln_strbuf_printf(&b->flags, "-O2 -march=native -fPIC%s%s%s", b->pr.openmp ? " -fopenmp" : "",
+                     o->cflags ? " " : "", o->cflags ? o->cflags : "");
+  return KILN_OK;
+}
+
+static void build_free(build *b) {
+  if (b->tmpdir) remove_tree(b->tmpdir, b->files.len, b->files.data);
+  for (int i = 0; i < b->files.len; i++) free(b->files.data[i]);
+  kiln_vec_free(&b->files);
+  kiln_strbuf_free(&b->flags);
+  free(b->cache);
+  free(b->tmpdir);
+  free(b->keys);
+  free(b->have);
+}
+
+static kiln_status keep_sources(const build *b, int n, const char *const *sources) {
+  KILN_TRY(mkdirs(b->o->keep_sources));
+  for (int i = 0; i < n; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/unit%d.c", b->o->keep_sources, i);
+    KILN_TRY(kiln_write_file(path, sources[i], strlen(sources[i])));
+  }
+  return KILN_OK;
+}
+
+static kiln_status start_compile(build *b, int i, const char *source, job *j) {
+  char *src = tmp_file(b, "unit%d.c", i);
+  char *obj = tmp_file(b, "unit%d.o", i);
+  j->log = tmp_file(b, "unit%d.log", i);
+  j->unit = i;
+  KILN_TRY(kiln_write_file(src, source, strlen(source)));
+  kiln_strbuf cmd = {0};
+  kiln_strbuf_printf(&cmd, "%s %s -c -o ", b->cc, b->flags.data);
+  sh_quote(&cmd, obj), kiln_strbuf_append(&cmd, " ", 1), sh_quote(&cmd, src);
+  if (b->o->verbose) fprintf(stderr, "[kiln] cc unit %d (%zu bytes of C)\n", i, strlen(source));
+  kiln_status st = spawn_sh(cmd.data, j->log, &j->pid);
+  kiln_strbuf_free(&cmd);
+  return st;
+}
+
+static kiln_status finish_compile(build *b, const job *j) {
+  int rc = wait_exit(j->pid);
+  if (rc == 0) {
+    b->have[j->unit] = true;
+    return KILN_OK;
+  }
+  char *head = log_head(j->log, 20);
+  kiln_status st =
+      kiln_error(KILN_ERR_FAILED, "the C compiler (%s) failed on unit %d (exit %d):\n%s", b->cc,
+                 j->unit, rc, head);
+  free(head);
+  return st;
+}
+
+/* Compiles the units not found in the cache, `jobs` processes at a time. */
+static kiln_status compile_units(build *b, const char *const *sources) {
+  int jobs = b->o->jobs > 0 ? b->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (jobs < 1) jobs = 1;
+  job *running = kiln_xcalloc((size_t)jobs, sizeof *running);
+  int n_running = 0, next = 0;
+  kiln_status st = KILN_OK;
+  while (next < b->n_units || n_running > 0) {
+    while (!st && n_running < jobs && next < b->n_units) {
+      int i = next++;
+      if (b->have[i]) continue;
+      st = start_compile(b, i, sources[i], &running[n_running]);
+      if (!st) n_running++;
+    }
+    if (!n_running) break;
+    kiln_status e = finish_compile(b, &running[0]); /* oldest first: units take similar time */
+    if (!st) st = e;
+    else kiln_status_free(e);
+    memmove(running, running + 1, (size_t)(--n_running) * sizeof *running);
+    if (st && next < b->n_units) next = b->n_units; /* stop starting, drain the rest */
+  }
+  free(running);
+  return st;
+}
+
+static hash128 unit_key(const build *b, const char *source) {
+  hash128 h = b->pr.ident;
+  hash_str(&h, "unit");
+  hash_str(&h, b->flags.data);
+  hash_str(&h, source);
+  return h;
+}
+
+static hash128 library_key(const build *b) {
+  hash128 h = b->pr.ident;
+  hash_str(&h, "library");
+  hash_str(&h, b->flags.data);
+  hash_update(&h, b->keys, (size_t)b->n_units * sizeof *b->keys);
+  return h;
+}
+
+static kiln_status lookup_units(build *b, kiln_cc_stats *stats) {
+  for (int i = 0; b->cache && i < b->n_units; i++) {
+    char *entry = entry_path(b, "obj", b->keys[i]);
+    char *obj = tmp_file(b, "unit%d.o", i);
+    kiln_status st = copy_entry_out(entry, obj, &b->have[i]);
+    free(entry);
+    KILN_TRY(st);
+    stats->n_units_cached += b->have[i];
+  }
+  return KILN_OK;
+}
+
+static kiln_status store_units(build *b, const bool *cached) {
+  for (int i = 0; b->cache && i < b->n_units; i++) {
+    if (cached[i]) continue;
+    char *entry = entry_path(b, "obj", b->keys[i]);
+    kiln_strbuf obj = {0};
+    kiln_strbuf_printf(&obj, "%s/unit%d.o", b->tmpdir, i);
+    kiln_status st = store_entry(entry, obj.data, b->tmpdir);
+    free(entry);
+    kiln_strbuf_free(&obj);
+    KILN_TRY(st);
+  }
+  return KILN_OK;
+}
+
+static kiln_status link_library(build *b, const char *lib) {
+  kiln_strbuf cmd = {0};
+  kiln_strbuf_printf(&cmd, "%s -shared -fPIC%s -o ", b->cc, b->pr.openmp ? " -fopenmp" : "");
+  sh_quote(&cmd, lib);
+  for (int i = 0; i < b->n_units; i++) {
+    kiln_strbuf obj = {0};
+    kiln_strbuf_printf(&obj, "%s/unit%d.o", b->tmpdir, i);
+    kiln_strbuf_append(&cmd, " ", 1), sh_quote(&cmd, obj.data);
+    kiln_strbuf_free(&obj);
+  }
+  kiln_strbuf_printf(&cmd, " -lm");
+  char *log = tmp_file(b, "link%d.log", 0);
+  kiln_status st = run_sh(cmd.data, log, "linking the kernels");
+  kiln_strbuf_free(&cmd);
+  return st;
+}
+
+/* OpenMP runtimes must stay loaded once their threads exist, even when a module that
+ * brought them in is closed. */
+static void pin_openmp_runtime(void) {
+  const char *names[] = {"libgomp.so.1", "libomp.so", "libomp.so.5", "libiomp5.so"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    dlopen(names[i], RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE | RTLD_GLOBAL);
+}
+
+static kiln_status load_library(const char *lib, kiln_module **out) {
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return kiln_error(KILN_ERR_FAILED, "cannot load the kernels: %s", dlerror());
+  pin_openmp_runtime();
+  *out = kiln_xcalloc(1, sizeof **out);
+  (*out)->handle = h;
+  return KILN_OK;
+}
+
+static kiln_status build_library(build *b, const char *const *sources, const char *lib,
+                                 kiln_cc_stats *stats) {
+  KILN_TRY(lookup_units(b, stats));
+  bool *cached = kiln_xcalloc((size_t)b->n_units + 1, sizeof *cached);
+  memcpy(cached, b->have, (size_t)b->n_units * sizeof *cached);
+  kiln_status st = compile_units(b, sources);
+  if (!st) st = store_units(b, cached);
+  free(cached);
+  KILN_TRY(st);
+  return link_library(b, lib);
+}
+
+kiln_status kiln_module_build(int n_units, const char *const *sources, const kiln_cc_opts *o,
+                              kiln_module **out, kiln_cc_stats *stats) {
+  kiln_cc_opts dflt = {0};
+  kiln_cc_stats dummy;
+  if (!o) o = &dflt;
+  if (!stats) stats = &dummy;
+  memset(stats, 0, sizeof *stats);
+  stats->n_units = n_units;
+  *out = NULL;
+  if (n_units < 1) return kiln_invalid("kiln_module_build: no translation unit");
+  build b;
+  kiln_status st = build_init(&b, o);
+  if (!st && o->keep_sources) st = keep_sources(&b, n_units, sources);
+  if (st) {
+    build_free(&b);
+    return st;
+  }
+  b.n_units = n_units;
+  b.keys = kiln_xcalloc((size_t)n_units, sizeof *b.keys);
+  b.have = kiln_xcalloc((size_t)n_units, sizeof *b.have);
+  for (int i = 0; i < n_units; i++) b.keys[i] = unit_key(&b, sources[i]);
+  char *lib = tmp_file(&b, "kernels%d.so", 0);
+  char *entry = b.cache ? entry_path(&b, "lib", library_key(&b)) : NULL;
+  bool hit = false;
+  if (entry) st = copy_entry_out(entry, lib, &hit);
+  if (!st && hit) {
+    st = load_library(lib, out);
+    stats->library_cached = !st;
+    if (st) kiln_status_free(st), st = KILN_OK, hit = false; /* unusable entry: rebuild */
+  }
+  if (!st && !hit) st = build_library(&b, sources, lib, stats);
+  if (!st && !hit && entry) st = store_entry(entry, lib, b.tmpdir);
+  if (!st && !hit) st = load_library(lib, out);
+  free(entry);
+  build_free(&b);
+  return st;
+}
+
+kiln_status kiln_module_sym(kiln_module *m, const char *name, void **out) {
+  dlerror();
+  *out = dlsym(m->handle, name);
+  if (!*out) return kiln_error(KILN_ERR_INTERNAL, "kernel '%s' missing from the module", name);
+  return KILN_OK;
+}
+
+void kiln_module_free(kiln_module *m) {
+  if (!m) return;
+  dlclose(m->handle);
+  free(m);
+}

@@ -1,0 +1,45 @@
+/* Private to the runtime (compile.c, exec.c, bind.c): the compiled form and the executor. */
+#ifndef KILN_RT_INTERNAL_H
+#define KILN_RT_INTERNAL_H
+
+#include "../ops/ops.h"
+#include "runtime.h"
+
+typedef void (*kiln_kernel_fn)(void *const *args);
+
+/* An argument slot that points at a graph input: patched at the start of each run. */
+typedef struct kiln_patch {
+  void **slot;
+  int input;
+} kiln_patch;
+
+typedef struct kiln_xstep {
+  kiln_kernel_fn fn; /* KERNEL */
+  void **args;       /* KERNEL: one pointer per parameter */
+} kiln_xstep;
+
+struct kiln_compiled {
+  kiln_graph *g;
+  bool own_graph;
+  kiln_program *prog;
+  kiln_plan *plan;
+  kiln_module *mod;
+  const char **symbols; /* per kernel of the module: its function's name (deduplicated) */
+  kiln_compile_stats stats;
+  kiln_pass_stats pass_stats;
+  /* executor state (exec.c) */
+  unsigned char *arena;
+  kiln_xstep *xsteps;
+  KILN_VEC(kiln_patch) patches;
+  kiln_val **views; /* per value: a tensor view for fallback steps (ARENA, INPUT) */
+  kiln_val **heap;  /* per value: HEAP values of the current run */
+  kiln_tensor *const *cur_inputs;
+};
+
+/* Prepares the executor once the module is loaded and the plan made. */
+kiln_status kiln_exec_prepare(kiln_compiled *c);
+void kiln_exec_free(kiln_compiled *c);
+/* Binds the dims listed in the options, then refreshes the types (bind.c). */
+kiln_status kiln_rt_bind_opts(kiln_graph *g, const kiln_compile_opts *o);
+
+#endif
