@@ -24,6 +24,10 @@ static double rnd(void) { /* [0, 1) */
   return (double)(rng_state >> 11) / 9007199254740992.0;
 }
 
+static int64_t nonzero(int64_t v) {
+  return v ? v : 5;
+}
+
 static kiln_tensor *random_tensor(const kiln_type *t) {
   int64_t dims[KILN_MAX_RANK];
   for (int d = 0; d < t->rank; d++) dims[d] = t->dims[d].value;
@@ -32,9 +36,9 @@ static kiln_tensor *random_tensor(const kiln_type *t) {
   for (int64_t i = 0; i < x->numel; i++) {
     if (kiln_dtype_is_float(t->dtype)) kiln_store_f64(t->dtype, x->data, (size_t)i, rnd() * 4 - 2);
     else if (t->dtype == KILN_BOOL) kiln_store_i64(t->dtype, x->data, (size_t)i, rnd() < 0.5);
-    else if (kiln_dtype_class_of(t->dtype) == KILN_CLASS_SINT)
-      kiln_store_i64(t->dtype, x->data, (size_t)i, (int64_t)(rnd() * 11) - 5);
-    else kiln_store_i64(t->dtype, x->data, (size_t)i, (int64_t)(rnd() * 11));
+    else if (kiln_dtype_class_of(t->dtype) == KILN_CLASS_SINT) /* nonzero: Div, Mod */
+      kiln_store_i64(t->dtype, x->data, (size_t)i, nonzero((int64_t)(rnd() * 10) - 5));
+    else kiln_store_i64(t->dtype, x->data, (size_t)i, (int64_t)(rnd() * 10) + 1);
   }
   return x;
 }
@@ -320,6 +324,71 @@ static void test_fused_elementwise(void) {
               FUSED(1));
 }
 
-TEST_MAIN(T(test_alias_and_fallback), T(test_forced_fallback), T(test_unary_f32),
-          T(test_unary_other_dtypes), T(test_binary_broadcast), T(test_variadic_where_clip_cast),
-          T(test_fused_elementwise))
+static void check_reduce(const char *op, const char *dt, const char *attrs, const char *axes,
+                         const char *out) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "graph @r(%%x: %s[3,4,5]) -> (%%y: %s) {\n  opset \"\" 18\n%s%s"
+           "  %%y = %s(%%x%s)%s%s : %s\n  return %%y\n}\n",
+           dt, out, axes ? "  %ax = const i64" : "", axes ? axes : "", op, axes ? ", %ax" : "",
+           attrs[0] ? " " : "", attrs, out);
+  check_graph(text, LOWERED(1));
+}
+
+static void test_reductions(void) {
+  const char *ops[] = {"ReduceSum", "ReduceMean", "ReduceMax",       "ReduceMin",      "ReduceProd",
+                       "ReduceL1",  "ReduceL2",   "ReduceSumSquare", "ReduceLogSumExp"};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    check_reduce(ops[i], "f32", "", "[1] [1]\n", "f32[3,1,5]");
+    check_reduce(ops[i], "f32", "{keepdims=0}", "[2] [0, -1]\n", "f32[4]");
+    check_reduce(ops[i], "f32", "", NULL, "f32[1,1,1]");
+  }
+  check_reduce("ReduceLogSum", "f32", "", "[1] [2]\n", "f32[3,4,1]");
+  check_reduce("ReduceSum", "i32", "{keepdims=0}", "[1] [1]\n", "i32[3,5]");
+  check_reduce("ReduceMax", "i64", "", "[1] [2]\n", "i64[3,4,1]");
+  check_reduce("ReduceSum", "f16", "", "[1] [2]\n", "f16[3,4,1]");
+  check_reduce("ReduceMean", "f64", "", "[1] [0]\n", "f64[1,4,5]");
+  check_reduce("ArgMax", "f32", "{axis=1}", NULL, "i64[3,1,5]");
+  check_reduce("ArgMin", "f32", "{axis=-1, keepdims=0}", NULL, "i64[3,4]");
+  check_reduce("ArgMax", "i32", "{axis=0, select_last_index=1}", NULL, "i64[1,4,5]");
+  check_reduce("Softmax", "f32", "", NULL, "f32[3,4,5]");
+  check_reduce("Softmax", "f32", "{axis=1}", NULL, "f32[3,4,5]");
+  check_reduce("LogSoftmax", "f32", "{axis=0}", NULL, "f32[3,4,5]");
+  check_reduce("Softmax", "f16", "", NULL, "f16[3,4,5]");
+  /* Softmax-11 normalizes over all dims from axis on */
+  check_graph("graph @s(%x: f32[3,4,5]) -> (%y: f32[3,4,5]) {\n  opset \"\" 11\n"
+              "  %y = Softmax(%x) : f32[3,4,5]\n  return %y\n}\n",
+              LOWERED(1));
+  check_graph("graph @ln(%x: f32[2,3,8], %s: f32[8], %b: f32[8]) -> (%y: f32[2,3,8], %m: "
+              "f32[2,3,1], %i: f32[2,3,1]) {\n  opset \"\" 18\n"
+              "  %y, %m, %i = LayerNormalization(%x, %s, %b) {epsilon=0.001} : f32[2,3,8], "
+              "f32[2,3,1], f32[2,3,1]\n  return %y, %m, %i\n}\n",
+              LOWERED(1));
+  check_graph("graph @ln2(%x: f32[2,3,8], %s: f32[3,8]) -> (%y: f32[2,3,8]) {\n  opset \"\" 18\n"
+              "  %y = LayerNormalization(%x, %s) {axis=1} : f32[2,3,8]\n  return %y\n}\n",
+              LOWERED(1));
+}
+
+static void test_fused_reductions(void) {
+  /* prologue (scaled and masked scores), softmax, epilogue */
+  check_graph("graph @att(%x: f32[2,4,6], %m: f32[6]) -> (%y: f32[2,4,6]) {\n  opset \"\" 18\n"
+              "  %c = const f32[] [0.5]\n  %s = Mul(%x, %c) : f32[2,4,6]\n"
+              "  %a = Add(%s, %m) : f32[2,4,6]\n  %p = Softmax(%a) : f32[2,4,6]\n"
+              "  %y = Mul(%p, %c) : f32[2,4,6]\n  return %y\n}\n",
+              FUSED(1));
+  check_graph("graph @gap(%x: f32[2,3,4,4], %b: f32[3,1,1]) -> (%y: f32[2,3,1,1]) {\n"
+              "  opset \"\" 18\n  %ax = const i64[2] [2, 3]\n  %r = Relu(%x) : f32[2,3,4,4]\n"
+              "  %m = ReduceMean(%r, %ax) : f32[2,3,1,1]\n  %y = Add(%m, %b) : f32[2,3,1,1]\n"
+              "  return %y\n}\n",
+              FUSED(1));
+  /* LayerNorm whose mean output is used: no epilogue, the Add stays apart */
+  check_graph("graph @ln(%x: f32[2,8], %s: f32[8]) -> (%y: f32[2,8], %m: f32[2,1]) {\n"
+              "  opset \"\" 18\n  %e = Exp(%x) : f32[2,8]\n"
+              "  %n, %m = LayerNormalization(%e, %s) : f32[2,8], f32[2,1]\n"
+              "  %y = Add(%n, %m) : f32[2,8]\n  return %y, %m\n}\n",
+              FUSED(2));
+}
+
+TEST_MAIN(T(test_reductions), T(test_fused_reductions), T(test_alias_and_fallback),
+          T(test_forced_fallback), T(test_unary_f32), T(test_unary_other_dtypes),
+          T(test_binary_broadcast), T(test_variadic_where_clip_cast), T(test_fused_elementwise))
