@@ -389,6 +389,33 @@ static void test_fused_reductions(void) {
               FUSED(2));
 }
 
-TEST_MAIN(T(test_reductions), T(test_fused_reductions), T(test_alias_and_fallback),
+static void check_pool(const char *op, const char *attrs, const char *in, const char *out) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "graph @p(%%x: f32%s) -> (%%y: f32%s) {\n  opset \"\" 19\n"
+           "  %%y = %s(%%x)%s%s : f32%s\n  return %%y\n}\n",
+           in, out, op, attrs[0] ? " " : "", attrs, out);
+  check_graph(text, LOWERED(1));
+}
+
+static void test_pooling(void) {
+  check_pool("MaxPool", "{kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]}", "[2,3,9,8]",
+             "[2,3,5,4]");
+  check_pool("AveragePool", "{kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2]}", "[2,3,9,8]",
+             "[2,3,5,4]");
+  check_pool("AveragePool",
+             "{kernel_shape=[3,3], pads=[1,1,1,1], strides=[2,2], count_include_pad=1}",
+             "[2,3,9,8]", "[2,3,5,4]");
+  check_pool("MaxPool", "{kernel_shape=[2,2], strides=[2,2], ceil_mode=1}", "[1,2,7,7]",
+             "[1,2,4,4]");
+  check_pool("MaxPool", "{kernel_shape=[3], auto_pad=\"SAME_UPPER\", dilations=[2]}", "[1,2,10]",
+             "[1,2,10]");
+  check_pool("AveragePool", "{kernel_shape=[2,2], auto_pad=\"SAME_LOWER\"}", "[1,2,5,5]",
+             "[1,2,5,5]");
+  check_pool("GlobalAveragePool", "", "[2,5,7,7]", "[2,5,1,1]");
+  check_pool("GlobalMaxPool", "", "[2,5,3,4]", "[2,5,1,1]");
+}
+
+TEST_MAIN(T(test_pooling), T(test_reductions), T(test_fused_reductions), T(test_alias_and_fallback),
           T(test_forced_fallback), T(test_unary_f32), T(test_unary_other_dtypes),
           T(test_binary_broadcast), T(test_variadic_where_clip_cast), T(test_fused_elementwise))
