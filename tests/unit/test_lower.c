@@ -416,6 +416,45 @@ static void test_pooling(void) {
   check_pool("GlobalMaxPool", "", "[2,5,3,4]", "[2,5,1,1]");
 }
 
-TEST_MAIN(T(test_pooling), T(test_reductions), T(test_fused_reductions), T(test_alias_and_fallback),
-          T(test_forced_fallback), T(test_unary_f32), T(test_unary_other_dtypes),
-          T(test_binary_broadcast), T(test_variadic_where_clip_cast), T(test_fused_elementwise))
+static void check_one(const char *ins, const char *consts, const char *node, const char *out) {
+  char text[1536];
+  snprintf(text, sizeof text,
+           "graph @d(%s) -> (%%y: %s) {\n  opset \"\" 18\n%s  %%y = %s : %s\n  return %%y\n}\n",
+           ins, out, consts, node, out);
+  check_graph(text, LOWERED(1));
+}
+
+static void test_data_movement(void) {
+  check_one("%x: f32[2,3,4]", "", "Transpose(%x) {perm=[2,0,1]}", "f32[4,2,3]");
+  check_one("%x: i64[2,3,4]", "", "Transpose(%x)", "i64[4,3,2]");
+  check_one("%x: f32[3,1]", "  %s = const i64[3] [2, 3, 4]\n", "Expand(%x, %s)", "f32[2,3,4]");
+  check_one("%x: f16[2,3]", "  %s = const i64[2] [2, 3]\n", "Tile(%x, %s)", "f16[4,9]");
+  check_one("%x: f32[5,7]",
+            "  %a = const i64[2] [1, -1]\n  %b = const i64[2] [4, -8]\n"
+            "  %c = const i64[2] [0, 1]\n  %d = const i64[2] [2, -2]\n",
+            "Slice(%x, %a, %b, %c, %d)", "f32[2,4]");
+  check_one("%x: f32[2,3], %z: f32[2,5]", "", "Concat(%x, %z) {axis=1}", "f32[2,8]");
+  check_one("%x: u8[4,3], %z: u8[1,3]", "", "Concat(%x, %z, %x) {axis=0}", "u8[9,3]");
+  check_one("%x: f32[5,4]", "  %i = const i64[2,2] [0, -1, 4, 2]\n", "Gather(%x, %i)",
+            "f32[2,2,4]");
+  check_one("%x: f32[5,4]", "  %i = const i32[3] [3, 0, -4]\n", "Gather(%x, %i) {axis=1}",
+            "f32[5,3]");
+  check_one("%x: f32[3,4]", "  %p = const i64[4] [1, 2, 0, 1]\n  %v = const f32[] [1.5]\n",
+            "Pad(%x, %p, %v)", "f32[4,7]");
+  check_one("%x: f32[3,4]", "  %p = const i64[4] [2, 1, 1, 2]\n", "Pad(%x, %p) {mode=\"reflect\"}",
+            "f32[6,7]");
+  check_one("%x: i32[3,4]", "  %p = const i64[4] [2, 1, 1, 3]\n", "Pad(%x, %p) {mode=\"edge\"}",
+            "i32[6,8]");
+  check_one("%x: f32[1,8,2,3]", "", "DepthToSpace(%x) {blocksize=2}", "f32[1,2,4,6]");
+  check_one("%x: f32[1,8,2,3]", "", "DepthToSpace(%x) {blocksize=2, mode=\"CRD\"}", "f32[1,2,4,6]");
+  check_one("%x: f32[2,2,4,6]", "", "SpaceToDepth(%x) {blocksize=2}", "f32[2,8,2,3]");
+  check_graph("graph @sp(%x: f32[7,4]) -> (%a: f32[3,4], %b: f32[4,4]) {\n  opset \"\" 18\n"
+              "  %s = const i64[2] [3, 4]\n  %a, %b = Split(%x, %s) : f32[3,4], f32[4,4]\n"
+              "  return %a, %b\n}\n",
+              LOWERED(1));
+}
+
+TEST_MAIN(T(test_data_movement), T(test_pooling), T(test_reductions), T(test_fused_reductions),
+          T(test_alias_and_fallback), T(test_forced_fallback), T(test_unary_f32),
+          T(test_unary_other_dtypes), T(test_binary_broadcast), T(test_variadic_where_clip_cast),
+          T(test_fused_elementwise))
