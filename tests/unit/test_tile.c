@@ -517,8 +517,164 @@ static void test_print(void) {
   kiln_tmodule_free(m);
 }
 
+/* ---- text form ---- */
+static kiln_tmodule *parse_ok(const char *text) {
+  kiln_tmodule *m = NULL;
+  kiln_status st = kiln_tmodule_parse(text, "snippet", &m);
+  if (st) {
+    fprintf(stderr, "parse failed: %s\n", kiln_status_message(st));
+    kiln_status_free(st);
+    CHECK(0);
+    return NULL;
+  }
+  return m;
+}
+
+static char *print_module(const kiln_tmodule *m) {
+  kiln_strbuf b = {0};
+  kiln_tmodule_print(m, &b);
+  return b.data ? b.data : strdup("");
+}
+
+/* text parses, verifies and prints back identically */
+static void check_canonical(const char *text) {
+  kiln_tmodule *m = parse_ok(text);
+  if (!m) return;
+  CHECK_OK(kiln_tmodule_verify(m));
+  char *out = print_module(m);
+  if (strcmp(out, text) != 0)
+    fprintf(stderr, "round trip differs:\n--- in\n%s--- out\n%s", text, out);
+  CHECK(strcmp(out, text) == 0);
+  free(out);
+  kiln_tmodule_free(m);
+}
+
+static const char *canonical_text =
+    "kernel @k1(%x: f32[1024] readonly, %\"y/0\": f16[1024], %i: i32[4] readonly) origin "
+    "\"relu1, add2\" {\n"
+    "  shared %sh: f32[256]\n"
+    "  local %acc: f64[16]\n"
+    "  var $i: i64\n"
+    "  var $j: i64\n"
+    "  var $s: f32\n"
+    "  var $u: u64\n"
+    "  for $i in 0..1024 parallel {\n"
+    "    $s = add(%x[$i], 1.5:f32)\n"
+    "    $s = select(lt($s, -inf:f32), 3.4028235e+38:f32, max($s, nan:f32))\n"
+    "    %\"y/0\"[$i] = f16($s)\n"
+    "    $u = 18446744073709551615:u64\n"
+    "    if and(ge($i, 4), not(isnan($s))) {\n"
+    "      %acc[mod($i, 16)] = f64(exp(neg($s)))\n"
+    "    } else {\n"
+    "      %acc[0] = 0.1:f64\n"
+    "    }\n"
+    "    for $j in 0..4 vector {\n"
+    "      %sh[add(mul($j, 64), shr(and($i, 255), 2))] = f32(%i[$j])\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "kernel @k2(%c: f32[64], %a: i8[32] readonly, %b: i8[32] readonly) {\n"
+    "  var $bx: i64\n"
+    "  var $t: i64\n"
+    "  for $bx in 0..2 block.x {\n"
+    "    for $t in 0..4 thread.x {\n"
+    "      mma %c[mul($bx, 32)] += %a[mul($bx, 16)] * %b[0] {m=4, n=8, k=4, ldc=8, a_sm=4, "
+    "a_sk=1, b_sk=8, b_sn=1}\n"
+    "      barrier\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static void test_round_trip(void) {
+  check_canonical(canonical_text);
+  check_canonical("kernel @e() {\n}\n");
+  /* Whitespace, comments and non-canonical numbers are accepted. */
+  kiln_tmodule *m = parse_ok("// c\nkernel @e(%x:f32[2]){var $v:f32 $v=0x1p-1:f32 // half\n"
+                             "$v = 1e400:f64 %x[+1]=-0:f32}");
+  if (!m) return;
+  char *out = print_module(m);
+  CHECK(strcmp(out, "kernel @e(%x: f32[2]) {\n  var $v: f32\n  $v = 0.5:f32\n  $v = inf:f64\n"
+                    "  %x[1] = -0:f32\n}\n") == 0);
+  free(out);
+  kiln_tmodule_free(m);
+}
+
+static void check_parse_error(const char *text, const char *where, const char *msg) {
+  kiln_tmodule *m = NULL;
+  kiln_status st = kiln_tmodule_parse(text, "t.tile", &m);
+  CHECK(st && kiln_status_code(st) == KILN_ERR_INVALID);
+  if (!st) {
+    fprintf(stderr, "parsed: %s\n", text);
+    kiln_tmodule_free(m);
+    return;
+  }
+  CHECK(msg_has(st, where));
+  CHECK(msg_has(st, msg));
+  kiln_status_free(st);
+}
+
+static void test_parse_errors(void) {
+  check_parse_error("kernel @k() {\n  $x = 1\n}", "t.tile:2:3:", "unknown variable $x");
+  check_parse_error("kernel @k() { var $v: i64 $v = %y[0] }", ":1:32:", "unknown buffer %y");
+  check_parse_error("kernel @k() {", ":1:13:", "unclosed '{'");
+  check_parse_error("kernel k() {}", ":1:8:", "expected a kernel name");
+  check_parse_error("kernel @k(%x: f99[4]) {}", ":1:15:", "expected a scalar type");
+  check_parse_error("kernel @k(%x: f32[-4]) {}", ":1:19:", "negative size");
+  check_parse_error("kernel @k(%x: f32[4], %x: f32[4]) {}", ":1:23:", "%x declared twice");
+  check_parse_error("kernel @k() { var $a: i64 var $a: f32 }", ":1:31:", "$a declared twice");
+  check_parse_error("kernel @k() {}\nkernel @k() {}", ":2:8:", "kernel @k defined twice");
+  check_parse_error("kernel @k() { var $a: i64 $a = 1.5 }", ":1:32:", "floats need :f32");
+  check_parse_error("kernel @k() { var $a: i64 $a = inf }", ":1:32:", "'inf' needs a type");
+  check_parse_error("kernel @k() { var $a: i64 $a = 99999999999999999999 }",
+                    ":1:32:", "bad integer");
+  check_parse_error("kernel @k() { var $a: i64 $a = foo(1) }", ":1:32:", "unknown operator");
+  check_parse_error("kernel @k() { var $a: i64 $a = add(1) }", ":1:37:", "expected ','");
+  check_parse_error("kernel @k() { var $a: i64 $a = add(1, 2, 3) }", ":1:40:", "wrong number");
+  check_parse_error("kernel @k() { var $a: i64 for $a in 1..4 serial {} }",
+                    ":1:37:", "loops start at 0");
+  check_parse_error("kernel @k() { var $a: i64 for $a in 0..4 warp {} }",
+                    ":1:42:", "unknown loop kind 'warp'");
+  check_parse_error("kernel @k() { var $a: i64 for a in 0..4 serial {} }",
+                    ":1:31:", "expected a loop variable");
+  check_parse_error("kernel @k() { ; }", ":1:15:", "unexpected character");
+  check_parse_error("kernel @k() { 5 }", ":1:15:", "expected a statement");
+  check_parse_error("kernel @k() origin \"x {}", ":1:20:", "unterminated string");
+  check_parse_error("kernel @k() origin \"\\q\" {}", ":1:21:", "unknown escape");
+  check_parse_error("kernel @k() origin \"\\x00\" {}", ":1:21:", "NUL byte");
+  check_parse_error("kernel @k() origin 5 {}", ":1:20:", "expected a string");
+  check_parse_error("kernel @k(%a: f32[4]) { mma %a[0] += %a[0] * %a[0] {m=1, n=1} }",
+                    ":1:61:", "expected ','");
+  check_parse_error("kernel @k(%a: f32[4]) { mma %a[0] += %a[0] * %a[0] {m=1, q=1} }",
+                    ":1:58:", "expected 'n'");
+  check_parse_error("kernel @k(%a: f32[4]) { mma 5 }", ":1:29:", "expected a buffer");
+  check_parse_error("kernel @k(%a: f32[4]) { %a[0] = $ }", ":1:33:", "expected a name");
+  check_parse_error("kernel @k() { var $a: i64 $a = }", ":1:32:", "expected an expression");
+  check_parse_error("kernel @k() { var 5 }", ":1:19:", "expected a variable name");
+  check_parse_error("kernel @k() { local 5 }", ":1:21:", "expected a buffer name");
+  check_parse_error("kernel @k(%x: f32[1.5]) {}", ":1:19:", "expected an integer");
+  check_parse_error("kernel @k() { var %\"\": f32 }", ":1:19:", "expected a variable name");
+  check_parse_error("kernel @k() { local %\"\": f32[1] }", ":1:21:", "empty name");
+  check_parse_error("kernel @k() { if true { } else 5 }", ":1:32:", "expected '{'");
+  check_parse_error("kernel @k(%x: f32[2]) { %x[0 = 1:f32 }", ":1:30:", "expected ']'");
+  check_parse_error("kernel @k() { var $a: i64 for $a on 0..4 serial {} }",
+                    ":1:34:", "expected 'in'");
+  /* the caret line */
+  kiln_tmodule *m = NULL;
+  kiln_status st = kiln_tmodule_parse("kernel @k() {\n  barrier ?\n}", "f", &m);
+  CHECK(msg_has(st, "f:2:11: unexpected character\n  barrier ?\n          ^"));
+  kiln_status_free(st);
+  /* nesting limits */
+  kiln_strbuf deep = {0};
+  kiln_strbuf_printf(&deep, "kernel @k() { var $a: i64 $a = ");
+  for (int i = 0; i < 300; i++) kiln_strbuf_printf(&deep, "neg(");
+  check_parse_error(deep.data, ":1:", "nested too deeply");
+  kiln_strbuf_free(&deep);
+}
+
 TEST_MAIN(T(test_interp_add1), T(test_interp_f32_rounding), T(test_interp_float_unary),
           T(test_interp_float_binary), T(test_interp_int_wrap), T(test_interp_int_div),
           T(test_interp_shifts_bits), T(test_interp_casts), T(test_interp_gpu_lockstep),
           T(test_interp_gpu_reduce), T(test_interp_thread_private), T(test_interp_bounds),
-          T(test_interp_mma), T(test_interp_uninit_local), T(test_print))
+          T(test_interp_mma), T(test_interp_uninit_local), T(test_print), T(test_round_trip),
+          T(test_parse_errors))

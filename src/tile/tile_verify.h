@@ -1,0 +1,46 @@
+/* Private to the tile IR verifier (tile_verify.c, tile_bounds.c, tile_loops.c). */
+#ifndef KILN_TILE_VERIFY_H
+#define KILN_TILE_VERIFY_H
+
+#include "tile_text.h"
+
+/* An interval of i64 values; empty when lo > hi. */
+typedef struct kiln_tival {
+  int64_t lo, hi;
+} kiln_tival;
+
+/* What an enclosing condition says about an expression: its value lies in r. */
+typedef struct kiln_tfact {
+  const kiln_texpr *e;
+  kiln_tival r;
+  bool dead; /* something the expression reads was written since */
+} kiln_tfact;
+
+typedef struct kiln_tverify {
+  const kiln_tkernel *k;
+  const kiln_tstmt *stmt;                           /* the statement being checked */
+  const kiln_tstmt *stack[KILN_TILE_MAX_DEPTH + 2]; /* enclosing loops and conditionals */
+  int depth;
+  kiln_tival *var_range;          /* loop variables inside their loop */
+  uint8_t *in_loop, *is_loop_var; /* per variable */
+  uint8_t *scratch_vars, *scratch_bufs;
+  KILN_VEC(kiln_tfact) facts;
+  bool gpu; /* the kernel has block or thread loops */
+} kiln_tverify;
+
+kiln_status kiln_tverify_fail(const kiln_tverify *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- tile_bounds.c ---- */
+/* The values an i64 expression can take (a superset), given the loop ranges and facts. */
+kiln_tival kiln_tverify_range(kiln_tverify *c, const kiln_texpr *e);
+/* Adds the facts that cond (a bool expression) being `holds` implies. */
+void kiln_tverify_assume(kiln_tverify *c, const kiln_texpr *cond, bool holds);
+
+/* ---- tile_loops.c ---- */
+/* The rules of loop kinds for the loop s, given the enclosing statements in c->stack. */
+kiln_status kiln_tverify_loop_kind(kiln_tverify *c, const kiln_tstmt *s);
+/* Where a barrier may stand (c->stmt is the barrier). */
+kiln_status kiln_tverify_barrier(kiln_tverify *c);
+
+#endif
