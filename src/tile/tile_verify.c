@@ -73,7 +73,7 @@ static void forget_block_writes(kiln_tverify *c, const kiln_tblock *b) {
 static kiln_status check_index(kiln_tverify *c, int buf, const kiln_texpr *index) {
   const kiln_tbuf *b = &c->k->bufs.data[buf];
   kiln_tival r = kiln_tverify_range(c, index);
-  if (r.lo > r.hi || (r.lo >= 0 && r.hi < b->size)) return KILN_OK;
+  if (c->unreachable || r.lo > r.hi || (r.lo >= 0 && r.hi < b->size)) return KILN_OK;
   kiln_strbuf t = {0};
   kiln_ttext_name(&t, '%', b->name);
   kiln_strbuf_append(&t, "[", 1);
@@ -116,7 +116,7 @@ static kiln_status check_span(kiln_tverify *c, int buf, const kiln_texpr *off, i
                               int64_t s1, int64_t n2, int64_t s2, const char *what) {
   KILN_TRY(check_expr(c, off));
   kiln_tival r = kiln_tverify_range(c, off);
-  if (r.lo > r.hi) return KILN_OK;
+  if (c->unreachable || r.lo > r.hi) return KILN_OK;
   int64_t t1, t2, lo = r.lo, hi = r.hi;
   bool ovf = kiln_mul_overflow_i64(n1 - 1, s1, &t1) || kiln_mul_overflow_i64(n2 - 1, s2, &t2);
   ovf = ovf || kiln_add_overflow_i64(lo, (t1 < 0 ? t1 : 0) + (t2 < 0 ? t2 : 0), &lo);
@@ -194,7 +194,10 @@ static kiln_status check_for(kiln_tverify *c, const kiln_tstmt *s) {
   c->var_range[s->var] = (kiln_tival){0, ext.hi > 0 ? ext.hi - 1 : -1};
   c->in_loop[s->var] = 1;
   c->stack[c->depth++] = s;
+  int never = ext.hi <= 0; /* the body never runs: its accesses need no proof */
+  c->unreachable += never;
   kiln_status st = check_block(c, &s->body);
+  c->unreachable -= never;
   c->depth--;
   c->in_loop[s->var] = 0;
   c->var_range[s->var] = saved_range;

@@ -25,7 +25,8 @@ typedef struct kiln_tverify {
   uint8_t *in_loop, *is_loop_var; /* per variable */
   uint8_t *scratch_vars, *scratch_bufs;
   KILN_VEC(kiln_tfact) facts;
-  bool gpu; /* the kernel has block or thread loops */
+  bool gpu;        /* the kernel has block or thread loops */
+  int unreachable; /* inside loops that never run */
 } kiln_tverify;
 
 kiln_status kiln_tverify_fail(const kiln_tverify *c, const char *fmt, ...)

@@ -672,9 +672,182 @@ static void test_parse_errors(void) {
   kiln_strbuf_free(&deep);
 }
 
+/* ---- verifier ---- */
+typedef struct vcase {
+  const char *body;  /* statements of a kernel with %x: f32[16], %r: f32[16] readonly,
+                        %n: i64[4] readonly, shared %sh: f32[8], local %l: f32[4] and
+                        variables $i $j $t $u $b (i64), $f (f32), $c (bool) */
+  const char *error; /* NULL: accepted */
+} vcase;
+
+static const vcase verify_cases[] = {
+    /* bounds from loop extents */
+    {"for $i in 0..16 serial { %x[$i] = %r[$i] }", NULL},
+    {"for $i in 0..17 serial { %x[$i] = 0:f32 }",
+     "cannot prove %x[$i] in bounds: index in [0, 16]"},
+    {"for $i in 0..16 serial { %x[$i] = %r[add($i, 1)] }", "cannot prove %r[add($i, 1)]"},
+    {"for $i in 0..4 serial { for $j in 0..4 serial { %x[add(mul($i, 4), $j)] = 0:f32 } }", NULL},
+    {"for $i in 0..4 serial { for $j in 0..5 serial { %x[add(mul($i, 4), $j)] = 0:f32 } }",
+     "index in [0, 16]"},
+    {"for $i in 0..32 serial { %x[div($i, 2)] = 0:f32 %x[mod($i, 16)] = 0:f32 }", NULL},
+    {"for $i in 0..32 serial { %x[sub(31, $i)] = 0:f32 }", "index in [0, 31]"},
+    {"for $i in 0..32 serial { %x[min($i, 15)] = 0:f32 %x[max(0, sub($i, 16))] = 0:f32 }", NULL},
+    {"for $i in 0..64 serial { %x[shr($i, 2)] = 0:f32 %x[and($i, 15)] = 0:f32 }", NULL},
+    {"for $i in 0..0 serial { %x[100] = 0:f32 }", NULL}, /* never runs */
+    {"%x[-1] = 0:f32", "index in [-1, -1]"},
+    {"%x[%n[0]] = 0:f32", "index in [-9223372036854775808, 9223372036854775807]"},
+    {"%x[i64(%n8[0])] = 0:f32", "index in [0, 255]"},
+    {"for $i in 0..16 serial { %x[i64(i32($i))] = 0:f32 }", NULL},
+    {"for $i in 0..16 serial { %x[i64(i32(add($i, 4294967296)))] = 0:f32 }",
+     "index in [-2147483648, 2147483647]"},
+    /* guards */
+    {"for $i in 0..20 serial { if lt($i, 16) { %x[$i] = 0:f32 } }", NULL},
+    {"for $i in 0..20 serial { if le($i, 15) { %x[$i] = 0:f32 } }", NULL},
+    {"for $i in 0..20 serial { if gt(16, $i) { %x[$i] = 0:f32 } }", NULL},
+    {"for $i in 0..20 serial { if ge($i, 16) { } else { %x[$i] = 0:f32 } }", NULL},
+    {"for $i in 0..20 serial { if lt($i, 17) { %x[$i] = 0:f32 } }", "index in [0, 16]"},
+    {"for $i in 0..20 serial { if not(ge($i, 16)) { %x[$i] = 0:f32 } }", NULL},
+    {"for $i in 0..4 serial { for $j in 0..8 serial { if and(lt(add(mul($i, 5), $j), 16), "
+     "lt($j, 5)) { %x[add(mul($i, 5), $j)] = 0:f32 } } }",
+     NULL},
+    {"for $i in 0..20 serial { if or(lt($i, 16), lt($i, 3)) { %x[$i] = 0:f32 } }", "cannot prove"},
+    {"for $i in 0..20 serial { %x[select(lt($i, 16), $i, 0)] = 0:f32 }", NULL},
+    {"for $i in 0..20 serial { $f = select(lt($i, 16), %r[$i], 0:f32) }", NULL},
+    {"for $i in 0..20 serial { $f = select(lt($i, 16), 0:f32, %r[$i]) }", "cannot prove %r[$i]"},
+    {"$u = %n[0] if lt($u, 16) { if ge($u, 0) { %x[$u] = 0:f32 } }", NULL},
+    {"$u = %n[0] if and(lt($u, 16), ge($u, 0)) { $u = add($u, 1) %x[$u] = 0:f32 }",
+     "cannot prove %x[$u]"},
+    {"$u = 0 for $i in 0..4 serial { if lt($u, 16) { %x[$u] = 0:f32 } $u = add($u, 1) }",
+     "cannot prove %x[$u]"},
+    {"$u = 3 if lt(%n[$u], 16) { if ge(%n[$u], 0) { %x[%n[$u]] = 0:f32 } }", "cannot prove %n[$u]"},
+    {"for $i in 0..4 serial { if and(lt(%n[$i], 16), ge(%n[$i], 0)) { %x[%n[$i]] = 0:f32 } }",
+     NULL},
+    {"for $i in 0..4 serial { if and(lt(i64(%l[$i]), 16), ge(i64(%l[$i]), 0)) { %l[$i] = 1:f32 "
+     "%x[i64(%l[$i])] = 0:f32 } }",
+     "cannot prove %x[i64(%l[$i])]"},
+    {"%x[div(16, %n[0])] = 0:f32", "cannot prove"},
+    /* MMA footprints */
+    {"mma %x[0] += %r[0] * %r[0] {m=4, n=4, k=4, ldc=4, a_sm=4, a_sk=1, b_sk=4, b_sn=1}", NULL},
+    {"mma %x[1] += %r[0] * %r[0] {m=4, n=4, k=4, ldc=4, a_sm=4, a_sk=1, b_sk=4, b_sn=1}",
+     "footprint of C (%x) in bounds: [1, 16]"},
+    {"mma %x[0] += %r[0] * %r[0] {m=4, n=4, k=5, ldc=4, a_sm=4, a_sk=1, b_sk=4, b_sn=1}",
+     "footprint of A (%r) in bounds: [0, 16]"},
+    {"mma %x[0] += %r[0] * %r[0] {m=4, n=4, k=0, ldc=4, a_sm=4, a_sk=1, b_sk=4, b_sn=1}",
+     "mma shape 4x4x0 is not positive"},
+    {"mma %r[0] += %x[0] * %x[0] {m=1, n=1, k=1, ldc=1, a_sm=1, a_sk=1, b_sk=1, b_sn=1}",
+     "store to read-only buffer %r"},
+    {"mma %c8[0] += %x[0] * %x[0] {m=1, n=1, k=1, ldc=1, a_sm=1, a_sk=1, b_sk=1, b_sn=1}",
+     "mma accumulates in bool"},
+    /* types */
+    {"%x[0] = 1:f64", "stored value is f64, expected f32"},
+    {"%x[0] = add(1:f32, 1:f64)", "add: operands of different types f32 and f64"},
+    {"$f = exp(1)", "operator exp does not apply to i64"},
+    {"$u = neg(true)", "operator neg does not apply to bool"},
+    {"$c = not(1)", "operator not does not apply to i64"},
+    {"$u = shl(true, false)", "operator shl does not apply to bool"},
+    {"$c = isnan(1)", "operator isnan does not apply to i64"},
+    {"$c = lt(1:i32, 2:i32)", NULL},
+    {"$u = select(1, 2, 3)", "select: the condition is i64, not bool"},
+    {"$u = select(true, 2, 3:i32)", "select: operands of different types"},
+    {"$f = f32(%h[0])", NULL},
+    {"$f = add(%h[0], 1:f32)", "operands of different types f16 and f32"},
+    {"$f = f32(neg(%h[0]))", "operator neg does not apply to f16"},
+    {"$u = 300:u8", "constant 300 out of the range of u8"},
+    {"$u = 2:bool", "constant 2 out of the range of bool"},
+    {"$f = 1:f16", "integer constant of type f16"},
+    {"$f = 1:f32", NULL},
+    {"$f = 1", "assigned value is i64, expected f32"},
+    {"if 1 { }", "condition is i64, expected bool"},
+    {"%x[0:i32] = 0:f32", "store index is i32, expected i64"},
+    {"%r[0] = 0:f32", "store to read-only buffer %r"},
+    /* loops and variables */
+    {"for $f in 0..4 serial { }", "loop variable $f is f32"},
+    {"for $i in 0..4 serial { $i = 1 }", "assignment to the loop variable $i"},
+    {"for $i in 0..4 serial { for $i in 0..4 serial { } }", "$i is the variable of an enclosing"},
+    {"for $i in 0..4 serial { } $u = $i", "$i is read outside the loop"},
+    {"for $i in 0..-1 serial { }", "negative loop extent"},
+    {"$u = 4 for $i in 0..$u serial { $u = 3 }", "the extent reads a variable that the loop"},
+    {"$u = 4 for $i in 0..$u serial { if lt($i, 16) { %x[$i] = 0:f32 } }", NULL},
+    {"for $i in 0..4 parallel { for $j in 0..4 parallel { } }", "parallel loop inside a parallel"},
+    {"for $i in 0..4 parallel { for $j in 0..4 vector { } }", NULL},
+    {"for $i in 0..4 vector { for $j in 0..4 serial { } }", "vector loop may contain only"},
+    {"for $i in 0..4 vector { for $j in 0..4 unroll { if true { } } }", NULL},
+    {"for $b in 0..4 block.x { for $t in 0..8 thread.x { %sh[$t] = 0:f32 barrier } }", NULL},
+    {"for $b in 0..4 block.x { for $t in 0..8 thread.x { } } for $i in 0..4 parallel { }",
+     "parallel loop in a GPU kernel"},
+    {"for $i in 0..4 serial { for $b in 0..4 block.x { } }", "only be nested in block loops"},
+    {"for $b in 0..4 block.x { for $u in 0..4 block.x { } }", "nested block.x loops"},
+    {"for $b in 0..4 block.x { for $u in 0..4 block.y { for $t in 0..4 thread.x { for $j in 0..2 "
+     "thread.y { barrier } } } }",
+     NULL},
+    {"for $t in 0..4 thread.x { for $j in 0..4 block.x { } }", "only be nested in block loops"},
+    {"for $t in 0..4 thread.x { for $j in 0..4 thread.x { } }", "nested thread.x loops"},
+    {"for $i in 0..4 parallel { for $t in 0..4 thread.x { } }", "parallel loop in a GPU kernel"},
+    {"for $i in 0..4 vector { for $t in 0..4 thread.x { } }", "vector loop may contain only"},
+    {"$u = 4 for $t in 0..$u thread.x { }", "extent of a thread.x loop must be a constant"},
+    {"barrier", "a barrier outside thread loops"},
+    {"for $t in 0..4 thread.x { for $i in 0..4 serial { if lt($t, 2) { barrier } } }", NULL},
+    {"for $t in 0..4 thread.x { for $i in 0..4 vector { barrier } }", "vector loop may contain"},
+    {"for $t in 0..4 thread.x { for $i in 0..4 parallel { barrier } }",
+     "parallel loop in a GPU kernel"},
+    {"for $t in 0..4 thread.x { $u = 1 for $j in 0..4 thread.y { barrier } }",
+     "not perfectly nested"},
+    {"for $t in 0..4 thread.x { for $i in 0..2 serial { for $j in 0..4 thread.y { barrier } } }",
+     "not perfectly nested"},
+};
+
+static void test_verify_cases(void) {
+  for (size_t i = 0; i < sizeof verify_cases / sizeof verify_cases[0]; i++) {
+    const vcase *vc = &verify_cases[i];
+    kiln_strbuf t = {0};
+    kiln_strbuf_printf(&t,
+                       "kernel @v(%%x: f32[16], %%r: f32[16] readonly, %%n: i64[4] readonly, "
+                       "%%n8: u8[4] readonly, %%h: f16[4] readonly, %%c8: bool[4]) {\n"
+                       "  shared %%sh: f32[8]\n  local %%l: f32[4]\n  var $i: i64\n"
+                       "  var $j: i64\n  var $t: i64\n  var $u: i64\n  var $b: i64\n"
+                       "  var $f: f32\n  var $c: bool\n  %s\n}\n",
+                       vc->body);
+    kiln_tmodule *m = parse_ok(t.data);
+    if (!m) {
+      fprintf(stderr, "case %zu: %s\n", i, vc->body);
+      kiln_strbuf_free(&t);
+      continue;
+    }
+    kiln_status st = kiln_tmodule_verify(m);
+    bool ok = vc->error ? st && kiln_status_code(st) == KILN_ERR_INVALID &&
+                              strstr(kiln_status_message(st), vc->error)
+                        : st == KILN_OK;
+    if (!ok)
+      fprintf(stderr, "case %zu: %s\n  expected %s\n  got %s\n", i, vc->body,
+              vc->error ? vc->error : "OK", st ? kiln_status_message(st) : "OK");
+    CHECK(ok);
+    kiln_status_free(st);
+    kiln_tmodule_free(m);
+    kiln_strbuf_free(&t);
+  }
+}
+
+static void test_verify_messages(void) {
+  kiln_tmodule *m = parse_ok("kernel @bad(%x: f32[4]) {\n  var $i: i64\n"
+                             "  for $i in 0..5 serial {\n    %x[$i] = 1:f32\n  }\n}\n");
+  if (!m) return;
+  kiln_status st = kiln_tmodule_verify(m);
+  CHECK(msg_has(st, "kernel @bad: cannot prove %x[$i] in bounds: index in [0, 4], size 4\n"
+                    "  in: %x[$i] = 1:f32"));
+  kiln_status_free(st);
+  kiln_tmodule_free(m);
+  m = parse_ok("kernel @a() {\n}\nkernel @b() {\n}\n");
+  if (!m) return;
+  m->kernels.data[1]->name = "a";
+  check_err_has(kiln_tmodule_verify(m), "two kernels named @a", NULL);
+  m->kernels.data[1]->name = "a-b";
+  check_err_has(kiln_tmodule_verify(m), "not a C identifier", NULL);
+  kiln_tmodule_free(m);
+}
+
 TEST_MAIN(T(test_interp_add1), T(test_interp_f32_rounding), T(test_interp_float_unary),
           T(test_interp_float_binary), T(test_interp_int_wrap), T(test_interp_int_div),
           T(test_interp_shifts_bits), T(test_interp_casts), T(test_interp_gpu_lockstep),
           T(test_interp_gpu_reduce), T(test_interp_thread_private), T(test_interp_bounds),
           T(test_interp_mma), T(test_interp_uninit_local), T(test_print), T(test_round_trip),
-          T(test_parse_errors))
+          T(test_parse_errors), T(test_verify_cases), T(test_verify_messages))
