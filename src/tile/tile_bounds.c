@@ -179,7 +179,7 @@ kiln_tival kiln_tverify_range(kiln_tverify *c, const kiln_texpr *e) {
   return r;
 }
 
-static void add_fact(kiln_tverify *c, const kiln_texpr *e, kiln_tival r) {
+void kiln_tverify_fact(kiln_tverify *c, const kiln_texpr *e, kiln_tival r) {
   if (e->kind == KILN_TE_INT) return;
   kiln_tfact f = {e, r, false};
   kiln_vec_push(&c->facts, f);
@@ -189,8 +189,8 @@ static void add_fact(kiln_tverify *c, const kiln_texpr *e, kiln_tival r) {
 static void assume_le(kiln_tverify *c, const kiln_texpr *a, const kiln_texpr *b, bool strict) {
   kiln_tival ra = kiln_tverify_range(c, a), rb = kiln_tverify_range(c, b);
   int64_t d = strict ? 1 : 0;
-  if (rb.hi >= INT64_MIN + d) add_fact(c, a, iv(INT64_MIN, rb.hi - d));
-  if (ra.lo <= INT64_MAX - d) add_fact(c, b, iv(ra.lo + d, INT64_MAX));
+  if (rb.hi >= INT64_MIN + d) kiln_tverify_fact(c, a, iv(INT64_MIN, rb.hi - d));
+  if (ra.lo <= INT64_MAX - d) kiln_tverify_fact(c, b, iv(ra.lo + d, INT64_MAX));
 }
 
 void kiln_tverify_assume(kiln_tverify *c, const kiln_texpr *cond, bool holds) {

@@ -144,9 +144,13 @@ static kiln_status check_assign(kiln_tverify *c, const kiln_tstmt *s) {
   if (c->is_loop_var[s->var])
     return FAIL("assignment to the loop variable $%s", c->k->vars.data[s->var].name);
   KILN_TRY(check_expr(c, s->value));
+  kiln_tival r = c->k->vars.data[s->var].type == KILN_I64 ? kiln_tverify_range(c, s->value)
+                                                          : (kiln_tival){INT64_MIN, INT64_MAX};
   memset(c->scratch_vars, 0, (size_t)c->k->vars.len + 1);
   c->scratch_vars[s->var] = 1;
   forget(c, c->scratch_vars, NULL);
+  /* What the variable holds now (until it is assigned again). */
+  if (r.lo != INT64_MIN || r.hi != INT64_MAX) kiln_tverify_fact(c, &c->var_exprs[s->var], r);
   return KILN_OK;
 }
 
@@ -196,7 +200,9 @@ static kiln_status check_for(kiln_tverify *c, const kiln_tstmt *s) {
   c->stack[c->depth++] = s;
   int never = ext.hi <= 0; /* the body never runs: its accesses need no proof */
   c->unreachable += never;
+  int saved_facts = c->facts.len; /* facts of the body may not hold if it never runs */
   kiln_status st = check_block(c, &s->body);
+  c->facts.len = saved_facts;
   c->unreachable -= never;
   c->depth--;
   c->in_loop[s->var] = 0;
@@ -211,7 +217,12 @@ static kiln_status check_stmt(kiln_tverify *c, const kiln_tstmt *s) {
   case KILN_TS_IF: return check_if(c, s);
   case KILN_TS_STORE: return check_store(c, s);
   case KILN_TS_ASSIGN: return check_assign(c, s);
-  case KILN_TS_BARRIER: return kiln_tverify_barrier(c);
+  case KILN_TS_BARRIER: /* other threads may have written shared memory */
+    memset(c->scratch_bufs, 0, (size_t)c->k->bufs.len + 1);
+    for (int b = 0; b < c->k->bufs.len; b++)
+      c->scratch_bufs[b] = c->k->bufs.data[b].scope == KILN_SCOPE_SHARED;
+    forget(c, NULL, c->scratch_bufs);
+    return kiln_tverify_barrier(c);
   case KILN_TS_MMA: return check_mma(c, &s->mma);
   default: return KILN_OK;
   }
@@ -272,6 +283,9 @@ kiln_status kiln_tkernel_verify(const kiln_tkernel *k) {
   c.is_loop_var = kiln_xcalloc(nv, 1);
   c.scratch_vars = kiln_xcalloc(nv, 1);
   c.scratch_bufs = kiln_xcalloc(nb, 1);
+  c.var_exprs = kiln_xcalloc(nv, sizeof *c.var_exprs);
+  for (int v = 0; v < k->vars.len; v++)
+    c.var_exprs[v] = (kiln_texpr){.kind = KILN_TE_VAR, .type = k->vars.data[v].type, .var = v};
   mark_loops(&c, &k->body);
   kiln_status st = check_block(&c, &k->body);
   free(c.var_range);
@@ -279,6 +293,7 @@ kiln_status kiln_tkernel_verify(const kiln_tkernel *k) {
   free(c.is_loop_var);
   free(c.scratch_vars);
   free(c.scratch_bufs);
+  free(c.var_exprs);
   kiln_vec_free(&c.facts);
   return st;
 }

@@ -25,8 +25,9 @@ typedef struct kiln_tverify {
   uint8_t *in_loop, *is_loop_var; /* per variable */
   uint8_t *scratch_vars, *scratch_bufs;
   KILN_VEC(kiln_tfact) facts;
-  bool gpu;        /* the kernel has block or thread loops */
-  int unreachable; /* inside loops that never run */
+  kiln_texpr *var_exprs; /* one VAR expression per variable, for facts about assignments */
+  bool gpu;              /* the kernel has block or thread loops */
+  int unreachable;       /* inside loops that never run */
 } kiln_tverify;
 
 kiln_status kiln_tverify_fail(const kiln_tverify *c, const char *fmt, ...)
@@ -35,6 +36,8 @@ kiln_status kiln_tverify_fail(const kiln_tverify *c, const char *fmt, ...)
 /* ---- tile_bounds.c ---- */
 /* The values an i64 expression can take (a superset), given the loop ranges and facts. */
 kiln_tival kiln_tverify_range(kiln_tverify *c, const kiln_texpr *e);
+/* Records that e lies in r (until something e reads is written). */
+void kiln_tverify_fact(kiln_tverify *c, const kiln_texpr *e, kiln_tival r);
 /* Adds the facts that cond (a bool expression) being `holds` implies. */
 void kiln_tverify_assume(kiln_tverify *c, const kiln_texpr *cond, bool holds);
 

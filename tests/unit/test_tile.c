@@ -1,6 +1,7 @@
 /* Tile IR core: interpreter semantics (every op class and dtype class, GPU lockstep with
  * barriers and shared memory, MMA, bounds errors), printer and parser round trips, verifier
  * accepts and rejects, and the golden files of tests/tile. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -719,7 +720,16 @@ static const vcase verify_cases[] = {
      "cannot prove %x[$u]"},
     {"$u = 0 for $i in 0..4 serial { if lt($u, 16) { %x[$u] = 0:f32 } $u = add($u, 1) }",
      "cannot prove %x[$u]"},
-    {"$u = 3 if lt(%n[$u], 16) { if ge(%n[$u], 0) { %x[%n[$u]] = 0:f32 } }", "cannot prove %n[$u]"},
+    {"$u = 4 if lt(%n[$u], 16) { if ge(%n[$u], 0) { %x[%n[$u]] = 0:f32 } }",
+     "cannot prove %n[$u] in bounds: index in [4, 4]"},
+    {"$u = 3 if lt(%n[$u], 16) { if ge(%n[$u], 0) { %x[%n[$u]] = 0:f32 } }", NULL},
+    {"$u = 0 for $i in 0..20 serial { %x[$u] = 0:f32 $u = add($u, 1) }", "cannot prove %x[$u]"},
+    {"for $i in 0..4 serial { $u = mul($i, 4) %x[add($u, 3)] = 0:f32 }", NULL},
+    {"$u = 100 for $i in 0..4 serial { $u = 1 } %x[$u] = 0:f32", "cannot prove %x[$u]"},
+    {"$u = 100 if $c { $u = 1 } %x[$u] = 0:f32", "cannot prove %x[$u]"},
+    {"for $t in 0..4 thread.x { if and(ge(i64(%sh[0]), 0), lt(i64(%sh[0]), 16)) { "
+     "%x[i64(%sh[0])] = 0:f32 barrier %x[i64(%sh[0])] = 0:f32 } }",
+     "cannot prove %x[i64(%sh[0])] in bounds: index in [-9223372036854775808"},
     {"for $i in 0..4 serial { if and(lt(%n[$i], 16), ge(%n[$i], 0)) { %x[%n[$i]] = 0:f32 } }",
      NULL},
     {"for $i in 0..4 serial { if and(lt(i64(%l[$i]), 16), ge(i64(%l[$i]), 0)) { %l[$i] = 1:f32 "
@@ -845,9 +855,188 @@ static void test_verify_messages(void) {
   kiln_tmodule_free(m);
 }
 
+/* ---- golden files: the .tile files of tests/tile ----
+ * A golden file is a module in the text form whose comments carry the expectations:
+ *   // verify-error: TEXT     the verifier rejects the module with TEXT in the message
+ *                             (otherwise it must accept it)
+ *   // in %buf: V V ...        initial values of a parameter (or `iota`: 0, 1, 2, ...);
+ *                             parameters not listed start as zeros
+ *   // out %buf: V V ...       expected values after running the first kernel (exact;
+ *                             nan matches any NaN)
+ *   // error: TEXT             running the first kernel fails with TEXT in the message
+ * Every golden file also prints back to the same module (print -> parse -> print). */
+#define GOLDEN_DIR "tests/tile"
+
+typedef struct golden {
+  const char *path;
+  char *text;
+  kiln_tmodule *m;
+  kiln_tkernel *k;
+  unsigned char **data;
+} golden;
+
+/* The text after "// key" on the line that has it, up to the end of the line. */
+/* A malloc'd copy of s up to the end of its line. */
+static char *line_dup(const char *s) {
+  size_t n = strcspn(s, "\n");
+  char *d = malloc(n + 1);
+  memcpy(d, s, n);
+  d[n] = 0;
+  return d;
+}
+
+static bool directive(const char *line, const char *key, const char **rest) {
+  size_t n = strlen(key);
+  if (strncmp(line, "// ", 3) != 0 || strncmp(line + 3, key, n) != 0) return false;
+  *rest = line + 3 + n;
+  return true;
+}
+
+static int find_param(const kiln_tkernel *k, const char *name, size_t n) {
+  for (int i = 0; i < k->n_params; i++)
+    if (strlen(k->bufs.data[i].name) == n && !strncmp(k->bufs.data[i].name, name, n)) return i;
+  return -1;
+}
+
+/* "%name: v v v" applied to the data (fill) or compared with it (!fill). */
+static bool golden_values(golden *g, const char *spec, bool fill) {
+  const char *colon = strchr(spec, ':');
+  int b = colon && spec[0] == '%' ? find_param(g->k, spec + 1, (size_t)(colon - spec - 1)) : -1;
+  if (b < 0) {
+    fprintf(stderr, "%s: bad values line: %s\n", g->path, spec);
+    return false;
+  }
+  const kiln_tbuf *buf = &g->k->bufs.data[b];
+  const char *p = colon + 1;
+  bool iota = strncmp(p, " iota", 5) == 0, ok = true;
+  for (int64_t j = 0; j < buf->size && ok; j++) {
+    char *end;
+    double v = iota ? (double)j : strtod(p, &end);
+    if (!iota && end == p) {
+      if (!fill) fprintf(stderr, "%s: %%%s: only %lld values\n", g->path, buf->name, (long long)j);
+      return fill;
+    }
+    if (!iota) p = end;
+    if (fill) {
+      kiln_store_f64(buf->dtype, g->data[b], (size_t)j, v);
+    } else {
+      double got = kiln_load_f64(buf->dtype, g->data[b], (size_t)j);
+      ok = got == v || (isnan(got) && isnan(v));
+      if (!ok)
+        fprintf(stderr, "%s: %%%s[%lld] = %.17g, expected %.17g\n", g->path, buf->name,
+                (long long)j, got, v);
+    }
+  }
+  return ok;
+}
+
+static void golden_run(golden *g) {
+  const char *rest, *expect_error = NULL;
+  bool any = false;
+  g->data = calloc((size_t)g->k->n_params + 1, sizeof *g->data);
+  for (int i = 0; i < g->k->n_params; i++)
+    g->data[i] =
+        calloc((size_t)g->k->bufs.data[i].size + 1, kiln_dtype_size(g->k->bufs.data[i].dtype));
+  for (const char *line = g->text; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    if (directive(line, "in ", &rest)) {
+      CHECK(golden_values(g, rest, true));
+      any = true;
+    }
+    if (directive(line, "error: ", &rest)) expect_error = rest;
+    if (directive(line, "out ", &rest)) any = true;
+  }
+  if (any || expect_error) {
+    kiln_status st = kiln_tkernel_interp(g->k, (void *const *)g->data);
+    if (expect_error) {
+      char *want = line_dup(expect_error);
+      bool ok = st && strstr(kiln_status_message(st), want) != NULL;
+      if (!ok)
+        fprintf(stderr, "%s: expected error '%s', got %s\n", g->path, want,
+                st ? kiln_status_message(st) : "OK");
+      CHECK(ok);
+      free(want);
+      kiln_status_free(st);
+    } else {
+      if (st) fprintf(stderr, "%s: %s\n", g->path, kiln_status_message(st));
+      CHECK(st == KILN_OK);
+      kiln_status_free(st);
+      for (const char *line = g->text; line;
+           line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        if (directive(line, "out ", &rest)) CHECK(golden_values(g, rest, false));
+    }
+  }
+  for (int i = 0; i < g->k->n_params; i++) free(g->data[i]);
+  free(g->data);
+}
+
+static void golden_verify(golden *g) {
+  const char *rest = NULL;
+  for (const char *line = g->text; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+    if (directive(line, "verify-error: ", &rest)) break;
+  kiln_status st = kiln_tmodule_verify(g->m);
+  if (!rest) {
+    if (st) fprintf(stderr, "%s: %s\n", g->path, kiln_status_message(st));
+    CHECK(st == KILN_OK);
+  } else {
+    char *want = line_dup(rest);
+    bool ok = st && strstr(kiln_status_message(st), want);
+    if (!ok)
+      fprintf(stderr, "%s: expected verifier error '%s', got %s\n", g->path, want,
+              st ? kiln_status_message(st) : "OK");
+    CHECK(ok);
+    free(want);
+  }
+  kiln_status_free(st);
+}
+
+static void golden_file(const char *path) {
+  golden g = {path, NULL, NULL, NULL, NULL};
+  size_t len;
+  CHECK_OK(kiln_read_file(path, &g.text, &len));
+  if (!g.text) return;
+  kiln_status st = kiln_tmodule_parse(g.text, path, &g.m);
+  if (st) fprintf(stderr, "%s\n", kiln_status_message(st));
+  CHECK(st == KILN_OK);
+  kiln_status_free(st);
+  if (g.m && g.m->kernels.len > 0) {
+    char *t1 = print_module(g.m);
+    kiln_tmodule *m2 = parse_ok(t1);
+    char *t2 = m2 ? print_module(m2) : strdup("");
+    CHECK(strcmp(t1, t2) == 0);
+    free(t1);
+    free(t2);
+    kiln_tmodule_free(m2);
+    g.k = g.m->kernels.data[0];
+    golden_verify(&g);
+    golden_run(&g);
+  }
+  kiln_tmodule_free(g.m);
+  free(g.text);
+}
+
+static void test_golden(void) {
+  DIR *d = opendir(GOLDEN_DIR);
+  CHECK(d != NULL);
+  if (!d) return;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len < 6 || strcmp(e->d_name + len - 5, ".tile") != 0) continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", GOLDEN_DIR, e->d_name);
+    int before = kiln_test_failed_checks;
+    golden_file(path);
+    if (kiln_test_failed_checks != before) fprintf(stderr, "golden file %s failed\n", path);
+    n++;
+  }
+  closedir(d);
+  CHECK(n >= 10);
+}
+
 TEST_MAIN(T(test_interp_add1), T(test_interp_f32_rounding), T(test_interp_float_unary),
           T(test_interp_float_binary), T(test_interp_int_wrap), T(test_interp_int_div),
           T(test_interp_shifts_bits), T(test_interp_casts), T(test_interp_gpu_lockstep),
           T(test_interp_gpu_reduce), T(test_interp_thread_private), T(test_interp_bounds),
           T(test_interp_mma), T(test_interp_uninit_local), T(test_print), T(test_round_trip),
-          T(test_parse_errors), T(test_verify_cases), T(test_verify_messages))
+          T(test_parse_errors), T(test_verify_cases), T(test_verify_messages), T(test_golden))
