@@ -46,13 +46,54 @@ static void csrc_free(csrc *s) {
   free(s->units);
 }
 
-/* The kernel's C with a neutral name and no origin comment: equal texts compute the same. */
-static kiln_status kernel_key(const kiln_tkernel *k, const kiln_codegen_opts *co, uint64_t *key) {
+/* k with neutral names: the function "kiln_kernel", buffers b0, b1, ... and variables
+ * v0, v1, ... (the lowering names them after graph values), no origin comment. Equal C
+ * texts of two such copies compute the same function. */
+typedef struct neutral_names {
+  kiln_tbuf *bufs;
+  kiln_tvar *vars;
+  char (*names)[24];
+} neutral_names;
+
+static kiln_tkernel neutral(const kiln_tkernel *k, neutral_names *nn) {
   kiln_tkernel anon = *k;
   anon.name = "kiln_kernel";
   anon.origin = "";
+  int nb = k->bufs.len, nv = k->vars.len;
+  nn->bufs = kiln_xcalloc((size_t)nb + 1, sizeof *nn->bufs);
+  nn->vars = kiln_xcalloc((size_t)nv + 1, sizeof *nn->vars);
+  nn->names = kiln_xcalloc((size_t)(nb + nv) + 1, sizeof *nn->names);
+  for (int i = 0; i < nb; i++) {
+    nn->bufs[i] = k->bufs.data[i];
+    snprintf(nn->names[i], sizeof nn->names[i], "b%d", i);
+    nn->bufs[i].name = nn->names[i];
+  }
+  for (int i = 0; i < nv; i++) {
+    nn->vars[i] = k->vars.data[i];
+    snprintf(nn->names[nb + i], sizeof nn->names[nb + i], "v%d", i);
+    nn->vars[i].name = nn->names[nb + i];
+  }
+  anon.bufs.data = nn->bufs;
+  anon.vars.data = nn->vars;
+  return anon;
+}
+
+/* C of the kernel with neutral names, as symbol `name` (NULL: "kiln_kernel", no origin). */
+static kiln_status emit_neutral(const kiln_tkernel *k, const kiln_codegen_opts *co,
+                                const char *name, kiln_strbuf *out) {
+  neutral_names nn;
+  kiln_tkernel anon = neutral(k, &nn);
+  if (name) anon.name = name, anon.origin = k->origin;
+  kiln_status st = kiln_codegen_c_kernel(&anon, co, out);
+  free(nn.bufs);
+  free(nn.vars);
+  free(nn.names);
+  return st;
+}
+
+static kiln_status kernel_key(const kiln_tkernel *k, const kiln_codegen_opts *co, uint64_t *key) {
   kiln_strbuf b = {0};
-  kiln_status st = kiln_codegen_c_kernel(&anon, co, &b);
+  kiln_status st = emit_neutral(k, co, NULL, &b);
   if (!st) *key = kiln_hash_bytes(b.data, b.len, 0) ^ ((uint64_t)b.len << 40);
   kiln_strbuf_free(&b);
   return st;
@@ -77,11 +118,9 @@ static kiln_status emit_unique(kiln_compiled *c, const kiln_codegen_opts *co, cs
       c->symbols[i] = c->symbols[same];
       continue;
     }
-    kiln_tkernel named = *k;
-    named.name = kiln_arena_printf(m->arena, "kiln_%016llx", (unsigned long long)keys[i]);
-    c->symbols[i] = named.name;
+    c->symbols[i] = kiln_arena_printf(m->arena, "kiln_%016llx", (unsigned long long)keys[i]);
     kiln_strbuf b = {0};
-    st = kiln_codegen_c_kernel(&named, co, &b);
+    st = emit_neutral(k, co, c->symbols[i], &b);
     s->text[s->n_unique++] = b.data ? b.data : kiln_xstrdup("");
   }
   free(keys);
