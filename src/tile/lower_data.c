@@ -179,7 +179,9 @@ static kiln_status concat_split(dm *s, bool split) {
     dims_of(t, td);
     int pb = kiln_lower_param_value(s->c, s->k, &s->step, v);
     kiln_nest nest;
-    kiln_lower_nest(s->k, &s->k->body, t->rank, td, "c", true, &nest);
+    char prefix[16];
+    snprintf(prefix, sizeof prefix, "p%d_", i);
+    kiln_lower_nest(s->k, &s->k->body, t->rank, td, prefix, true, &nest);
     kiln_texpr *o[KILN_MAX_RANK], *b[KILN_MAX_RANK];
     for (int d = 0; d < t->rank; d++) {
       o[d] = var(s, &nest, d);

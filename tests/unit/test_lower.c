@@ -12,7 +12,7 @@
 #include "tile/lower.h"
 
 #ifndef VERIFY_KERNELS
-#define VERIFY_KERNELS 0 /* set to 1 once the tile IR verifier lands */
+#define VERIFY_KERNELS 1
 #endif
 
 /* ---- random inputs ---- */
