@@ -107,6 +107,13 @@ static void print_times(FILE *log, const run_record *r, int n) {
   fprintf(log, "//     %-10s %10.3f\n", "total", total);
 }
 
+/* Index of the last pipeline entry to consider: the first application of stop_after. */
+static int last_entry(const kiln_pass_opts *o) {
+  for (int i = 0; o->stop_after && strcmp(o->stop_after, "all") != 0 && i < N_PIPELINE; i++)
+    if (!strcmp(pipeline[i].name, o->stop_after)) return i;
+  return N_PIPELINE - 1;
+}
+
 static bool verify_forced(void) {
 #ifdef NDEBUG
   return false;
@@ -136,13 +143,18 @@ kiln_status kiln_passes_run(kiln_graph *g, const kiln_pass_opts *opts, kiln_pass
   kiln_pass_stats stats = {0};
   KILN_TRY(check_list(o->print_after, "print-after", true));
   KILN_TRY(check_list(o->disable, "disable-pass", false));
+  if (o->stop_after && (strchr(o->stop_after, ',') || !o->stop_after[0]))
+    return kiln_invalid("after: '%s' is not one pass name", o->stop_after);
+  KILN_TRY(check_list(o->stop_after, "after", true));
   KILN_TRYF(kiln_graph_verify(g), "the graph given to the passes does not verify");
   run_record rec[N_PIPELINE];
   memset(rec, 0, sizeof rec);
   int64_t counted = 0;
+  int last = last_entry(o);
   for (int i = 0; i < N_PIPELINE; i++) {
     const kiln_pass_info *p = &pipeline[i];
     if (o->no_fusion && p->run == kiln_pass_fusion) break;
+    if (i > last) break;
     rec[i].name = p->name;
     if (in_list(o->disable, p->name, false)) {
       stats.skipped++;

@@ -21,6 +21,8 @@ typedef struct kiln_pass_opts {
   bool verify_each;         /* run kiln_graph_verify after every pass (forced on in debug) */
   bool no_fusion;           /* stop before the fusion pass */
   FILE *log;                /* dumps and timings; NULL: stderr */
+  const char *stop_after;   /* NULL, or stop after the first application of this pass
+                             * (run, disabled or cut by the limit): `kiln print --after` */
 } kiln_pass_opts;
 
 typedef struct kiln_pass_ctx {

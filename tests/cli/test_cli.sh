@@ -21,7 +21,7 @@ expect_stderr() { # expect_stderr PATTERN DESCRIPTION
 expect 0 "kiln --help" "$kiln" --help
 expect 2 "kiln without a command" "$kiln"
 expect 2 "unknown command" "$kiln" frobnicate
-for cmd in info print run test-onnx bench; do
+for cmd in info print run test-onnx bench compile; do
   expect 0 "$cmd --help" "$kiln" "$cmd" --help
   grep -q "usage: kiln $cmd" "$tmp/out" && passed=$((passed + 1)) ||
     { failed=$((failed + 1)); echo "FAIL $cmd --help does not show usage"; }
@@ -49,13 +49,62 @@ graph @mlp(%x: f32[batch,4]) -> (%y: f32[batch,3]) {
   return %y
 }
 IR
-for b in interp; do
+export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$tmp/cache}
+for b in interp opt tile cpu; do
   expect 0 "bench --backend $b" "$kiln" bench "$tmp/mlp.kiln" --backend $b --iters 3 --warmup 1 --dim batch=2
   grep -q "^latency: min .* ms, median .* ms, p90 .* ms" "$tmp/out" && grep -q "^throughput: .* inferences/s" "$tmp/out" &&
     passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL bench --backend $b output"; cat "$tmp/out"; }
 done
+# x: f32[2,4] as .npy, written with the standard library only
+python3 - "$tmp/x.npy" <<'PY'
+import struct, sys
+head = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }"
+head += " " * ((64 - (10 + len(head) + 1) % 64) % 64) + "\n"
+data = struct.pack("<8f", 0.5, -1, 2, 0.25, -0.75, 1.5, 3, -2)
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode() + data)
+PY
+expect 0 "run --backend interp" "$kiln" run "$tmp/mlp.kiln" --input x="$tmp/x.npy" --output-dir "$tmp/ref"
+for b in opt tile cpu; do
+  expect 0 "run --backend $b matches interp" "$kiln" run "$tmp/mlp.kiln" --backend $b --input x="$tmp/x.npy" \
+    --expect y="$tmp/ref/y.npy" --rtol 1e-6 --atol 1e-6
+done
+expect 2 "run with an unknown backend" "$kiln" run "$tmp/mlp.kiln" --backend nosuch --input x="$tmp/x.npy"
+expect 2 "run --backend cpu with a wrong input shape" "$kiln" run "$tmp/mlp.kiln" --backend cpu \
+  --input x="$tmp/ref/y.npy"
+
+# compile: artifact, report, standalone C
+expect 0 "compile -o --report" "$kiln" compile "$tmp/mlp.kiln" --dim batch=2 -o "$tmp/art" --report \
+  --emit-c "$tmp/sa" --disable-pass=cse
+for f in art/manifest.txt art/model.onnx art/report.txt sa/model.c sa/model.h sa/model.bin sa/main.c; do
+  [ -s "$tmp/$f" ] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL compile wrote no $f"; }
+done
+grep -q "^memory: arena .* lower bound" "$tmp/out" && grep -q "^compile time:" "$tmp/out" &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL compile --report lacks memory/time lines"; cat "$tmp/out"; }
+expect 0 "run an artifact folder" "$kiln" run "$tmp/art" --input x="$tmp/x.npy" --expect y="$tmp/ref/y.npy" --rtol 1e-6 --atol 1e-6
+grep -q "backend cpu" "$tmp/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL artifact not run on cpu"; }
+if (cd "$tmp/sa" && ${CC:-cc} -O2 -w main.c model.c -lm -o model_main) >"$tmp/out" 2>&1; then
+  mkdir -p "$tmp/sa_out"
+  expect 0 "standalone program runs" "$tmp/sa/model_main" -w "$tmp/sa/model.bin" -o "$tmp/sa_out" "$tmp/x.npy"
+  expect 0 "standalone output matches interp" "$kiln" run "$tmp/mlp.kiln" --input x="$tmp/x.npy" \
+    --expect y="$tmp/sa_out/y.npy" --rtol 1e-6 --atol 1e-6
+else
+  failed=$((failed + 1)); echo "FAIL the standalone C does not build"; cat "$tmp/out"
+fi
+expect 0 "compile without --dim on a symbolic model" "$kiln" compile "$tmp/mlp.kiln"
+expect_stderr "^fallback Gemm.*not a static" "fallbacks are listed on stderr with the reason"
+expect 2 "compile with an unknown target" "$kiln" compile "$tmp/mlp.kiln" --target tpu
+expect 2 "compile with an unknown pass" "$kiln" compile "$tmp/mlp.kiln" --disable-pass=nosuch
+expect 2 "compile --dim without a value" "$kiln" compile "$tmp/mlp.kiln" --dim batch
 expect 2 "bench with an unknown backend" "$kiln" bench "$tmp/mlp.kiln" --backend nosuch
 expect 2 "bench --iters 0" "$kiln" bench "$tmp/mlp.kiln" --iters 0
 expect 2 "bench --dim without a value" "$kiln" bench "$tmp/mlp.kiln" --dim batch
+expect 0 "print --after simplify --time-passes" "$kiln" print "$tmp/mlp.kiln" --after simplify --time-passes
+expect_stderr "// pass timings" "print --time-passes prints a table"
+expect 0 "print --pass-limit=1" "$kiln" print "$tmp/mlp.kiln" --pass-limit=1
+expect_stderr "BISECT: NOT running pass (2) identity" "print --pass-limit logs the passes it skips"
+expect 2 "print --disable-pass with an unknown pass" "$kiln" print "$tmp/mlp.kiln" --disable-pass=nosuch
+expect_stderr "nosuch" "print names the unknown pass"
+expect 2 "print --pass-limit=x" "$kiln" print "$tmp/mlp.kiln" --pass-limit=x
+expect 2 "print --after an unknown pass" "$kiln" print "$tmp/mlp.kiln" --after nosuch
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

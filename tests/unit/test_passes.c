@@ -351,6 +351,33 @@ static void test_manager_disable_print_time(void) {
   free(log);
 }
 
+static void test_manager_stop_after(void) {
+  kiln_status st;
+  kiln_pass_stats s;
+  int nodes;
+  kiln_pass_opts o = {.pass_limit = -1, .stop_after = "shapefold", .print_after = "all"};
+  char *log = run_logged(&o, &st, &s, &nodes);
+  CHECK_OK(st);
+  CHECK(s.applied == 3 && s.skipped == 0 && nodes == 3);
+  CHECK(log && strstr(log, "// after shapefold") && !strstr(log, "// after constfold"));
+  free(log);
+  kiln_pass_opts first = {.pass_limit = -1, .stop_after = "infer"}; /* first application */
+  log = run_logged(&first, &st, &s, &nodes);
+  CHECK_OK(st);
+  CHECK(s.applied == 1);
+  free(log);
+  kiln_pass_opts dis = {.pass_limit = -1, .stop_after = "dce", .disable = "dce"};
+  log = run_logged(&dis, &st, &s, &nodes);
+  CHECK_OK(st);
+  CHECK(nodes == 3 && s.skipped == 1 && s.applied == 7);
+  free(log);
+  kiln_pass_opts bad = {.pass_limit = -1, .stop_after = "dce,cse"};
+  log = run_logged(&bad, &st, &s, &nodes);
+  CHECK(st && kiln_status_code(st) == KILN_ERR_INVALID);
+  kiln_status_free(st);
+  free(log);
+}
+
 static void test_manager_rejects_bad_graph(void) {
   kiln_graph *g = parse_small();
   g->nodes.data[0].inputs[0] = g->values.len - 1; /* reads a value defined later */
@@ -360,4 +387,5 @@ static void test_manager_rejects_bad_graph(void) {
 }
 
 TEST_MAIN(T(test_manager_pipeline), T(test_manager_unknown_names), T(test_manager_limit),
-          T(test_manager_disable_print_time), T(test_manager_rejects_bad_graph), T(test_golden))
+          T(test_manager_disable_print_time), T(test_manager_stop_after),
+          T(test_manager_rejects_bad_graph), T(test_golden))
