@@ -14,6 +14,8 @@
  *   kiln_tensor *x;
  *   kiln_tensor_new(KILN_F32, 4, dims, &x);          // zeroed; fill x->data (float *)
  *
+ *   st = kiln_model_compile(m, NULL);  // optional: compile for this CPU (C kernels, cached)
+ *
  *   kiln_tensor *y[1];
  *   st = kiln_model_run(m, (const kiln_tensor *[]){x}, y);  // one tensor per model output
  *   printf("%s -> %lld elements\n", kiln_model_output_name(m, 0), (long long)y[0]->numel);
@@ -24,11 +26,13 @@
  *
  * Under this convenience layer, the stage headers are public too: the graph IR
  * (graph/graph.h), the operator set and reference interpreter (ops/ops.h), ONNX
- * import/export and tensor files (onnx/onnx.h). */
+ * import/export and tensor files (onnx/onnx.h), the compiler and runtime
+ * (runtime/runtime.h: compile options, reports, memory plans). */
 #ifndef KILN_H
 #define KILN_H
 
 #include "onnx/onnx.h"
+#include "runtime/runtime.h"
 
 typedef struct kiln_model kiln_model;
 
@@ -43,9 +47,21 @@ int kiln_model_num_outputs(const kiln_model *m);
 const char *kiln_model_input_name(const kiln_model *m, int i);
 const char *kiln_model_output_name(const kiln_model *m, int i);
 const kiln_type *kiln_model_input_type(const kiln_model *m, int i);
-/* Runs the model with the reference interpreter. inputs: one tensor per model input
- * (borrowed); outputs: receives one new tensor per model output (owned by the caller).
- * Models whose inputs or outputs are sequences or optionals need kiln_interp_run. */
+/* Runs the model: with its compiled code after kiln_model_compile (inputs must then have
+ * the compiled dtypes and shapes exactly), else with the reference interpreter. inputs: one
+ * tensor per model input (borrowed); outputs: receives one new tensor per model output
+ * (owned by the caller). Models whose inputs or outputs are sequences or optionals need
+ * kiln_interp_run. */
 kiln_status kiln_model_run(kiln_model *m, const kiln_tensor *const *inputs, kiln_tensor **outputs);
+/* Compiles the model (pass pipeline, fusion, C kernels built by the system compiler and
+ * cached on disk, static memory plan); o NULL for the defaults (kiln_compile_opts_init).
+ * Symbolic input dims must be bound: through o->dims, or kiln_model_bind_inputs first.
+ * The model's graph is rewritten by the passes (same meaning). Compiling again replaces
+ * the compiled form. */
+kiln_status kiln_model_compile(kiln_model *m, const kiln_compile_opts *o);
+/* Binds the symbolic dims of the model's inputs from example tensors (one per input). */
+kiln_status kiln_model_bind_inputs(kiln_model *m, const kiln_tensor *const *inputs);
+/* The compiled form (for kiln_compiled_report and stats), or NULL before compiling. */
+const kiln_compiled *kiln_model_compiled(const kiln_model *m);
 
 #endif

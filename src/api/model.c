@@ -6,6 +6,7 @@
 
 struct kiln_model {
   kiln_graph *g;
+  kiln_compiled *compiled; /* NULL: run with the interpreter */
 };
 
 kiln_status kiln_load_graph(const char *path, kiln_graph **out) {
@@ -39,13 +40,20 @@ kiln_status kiln_model_load(const char *path, kiln_model **out) {
 
 void kiln_model_free(kiln_model *m) {
   if (!m) return;
+  kiln_compiled_free(m->compiled);
   kiln_graph_free(m->g);
   free(m);
 }
 
-const kiln_graph *kiln_model_graph(const kiln_model *m) { return m->g; }
-int kiln_model_num_inputs(const kiln_model *m) { return m->g->inputs.len; }
-int kiln_model_num_outputs(const kiln_model *m) { return m->g->outputs.len; }
+const kiln_graph *kiln_model_graph(const kiln_model *m) {
+  return m->g;
+}
+int kiln_model_num_inputs(const kiln_model *m) {
+  return m->g->inputs.len;
+}
+int kiln_model_num_outputs(const kiln_model *m) {
+  return m->g->outputs.len;
+}
 
 const char *kiln_model_input_name(const kiln_model *m, int i) {
   return i >= 0 && i < m->g->inputs.len ? m->g->values.data[m->g->inputs.data[i]].name : NULL;
@@ -59,7 +67,28 @@ const kiln_type *kiln_model_input_type(const kiln_model *m, int i) {
   return i >= 0 && i < m->g->inputs.len ? &m->g->values.data[m->g->inputs.data[i]].type : NULL;
 }
 
+kiln_status kiln_model_compile(kiln_model *m, const kiln_compile_opts *o) {
+  kiln_compiled_free(m->compiled);
+  m->compiled = NULL;
+  kiln_compile_opts opts;
+  if (o) opts = *o;
+  else kiln_compile_opts_init(&opts);
+  opts.take_graph = false; /* the model keeps its graph */
+  return kiln_compile(m->g, &opts, &m->compiled);
+}
+
+kiln_status kiln_model_bind_inputs(kiln_model *m, const kiln_tensor *const *inputs) {
+  if (m->compiled) return kiln_invalid("the model is compiled: bind inputs before compiling");
+  return kiln_graph_bind_inputs(m->g, m->g->inputs.len, inputs);
+}
+
+const kiln_compiled *kiln_model_compiled(const kiln_model *m) {
+  return m->compiled;
+}
+
 kiln_status kiln_model_run(kiln_model *m, const kiln_tensor *const *inputs, kiln_tensor **outputs) {
+  if (m->compiled)
+    return kiln_compiled_run(m->compiled, m->g->inputs.len, (kiln_tensor *const *)inputs, outputs);
   int n_in = m->g->inputs.len, n_out = m->g->outputs.len;
   kiln_val **ins = kiln_xcalloc((size_t)n_in + 1, sizeof *ins);
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);

@@ -10,8 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "ops/ops.h"
-#include "runtime/runtime.h"
+#include "kiln.h"
 
 static char g_cache[1024];
 
@@ -445,6 +444,35 @@ static void test_keep_sources(void) {
   free(text);
 }
 
+/* The convenience API of kiln.h: interpreter before compiling, compiled code after. */
+static void test_model_api(void) {
+  make_cache_dir();
+  char path[1200];
+  snprintf(path, sizeof path, "%s/model.kiln", g_cache);
+  const char *text = "graph @m(%x: f32[b,7]) -> (%y: f32[b,7]) {\n  opset \"\" 17\n"
+                     "  %a = Mul(%x, %x) : f32[b,7]\n  %y = Tanh(%a) : f32[b,7]\n  return %y\n}\n";
+  CHECK_OK(kiln_write_file(path, text, strlen(text)));
+  kiln_model *m = NULL;
+  CHECK_OK(kiln_model_load(path, &m));
+  if (!m) return;
+  kiln_tensor *x = random_tensor(KILN_F32, 2, (int64_t[]){3, 7});
+  kiln_tensor *ref[1] = {0}, *got[1] = {0};
+  CHECK_OK(kiln_model_run(m, (const kiln_tensor *const[]){x}, ref));
+  CHECK(kiln_model_compiled(m) == NULL);
+  kiln_compile_opts o = opts();
+  CHECK_ERR(kiln_model_compile(m, &o), KILN_ERR_INVALID); /* symbolic dims not bound */
+  CHECK_OK(kiln_model_bind_inputs(m, (const kiln_tensor *const[]){x}));
+  CHECK_OK(kiln_model_compile(m, &o));
+  CHECK(kiln_model_compiled(m) != NULL);
+  CHECK_OK(kiln_model_run(m, (const kiln_tensor *const[]){x}, got));
+  CHECK(got[0] && ref[0] && close_tensors(got[0], ref[0]));
+  CHECK_ERR(kiln_model_bind_inputs(m, (const kiln_tensor *const[]){x}), KILN_ERR_INVALID);
+  kiln_tensor_free(ref[0]);
+  kiln_tensor_free(got[0]);
+  kiln_tensor_free(x);
+  kiln_model_free(m);
+}
+
 static void test_cleanup(void) {
   remove_dir(g_cache);
   CHECK(access(g_cache, F_OK) != 0);
@@ -453,4 +481,5 @@ static void test_cleanup(void) {
 TEST_MAIN(T(test_eval_node), T(test_elementwise_end_to_end), T(test_mixed_steps),
           T(test_forced_fallback_matches), T(test_outputs_that_are_inputs_or_constants),
           T(test_input_checks), T(test_symbolic_dims), T(test_cache_hits_and_corruption),
-          T(test_no_cache), T(test_module_build_and_errors), T(test_keep_sources), T(test_cleanup))
+          T(test_no_cache), T(test_module_build_and_errors), T(test_keep_sources),
+          T(test_model_api), T(test_cleanup))
