@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""`make demo`: build a small model, run it with Kiln, check the result.
+"""`make demo`: build a small model, compile it for the CPU, run it, check the result.
 
-Needs nothing but Python's standard library: the model (a two-layer MLP with a
-softmax head, random weights from a fixed seed) is written as ONNX protobuf by a
-few lines of encoder below, and the expected output is computed here in double
-precision and stored as a TensorProto. Kiln runs the model (`kiln run`) and
-compares its output with the expected one (`--expect`)."""
+Needs nothing but Python's standard library and a C compiler: the model (a two-layer
+MLP with a softmax head, random weights from a fixed seed) is written as ONNX protobuf
+by a few lines of encoder below, and the expected output is computed here in double
+precision and stored as a TensorProto. Kiln runs the model with its reference
+interpreter (`kiln run`), compiles it to C kernels (`kiln compile`), runs the compiled
+form and a standalone C program built from it, checks every result against the
+expected output, and times the compiled form against the interpreter (`kiln bench`)."""
 
 import argparse
+import json
 import math
 import os
 import random
@@ -123,18 +126,89 @@ def main():
         f.write(tensor("y", [1, n_out], [f32(v) for v in y[0]]))
     print("demo: wrote a %d-%d-%d MLP with softmax to %s" % (n_in, n_hidden, n_out, paths["model.onnx"]))
 
+    with open(os.path.join(args.out, "x.npy"), "wb") as f:
+        f.write(npy_f32([1, n_in], x[0]))
     subprocess.run([args.kiln, "info", paths["model.onnx"]], check=True)
-    cmd = [args.kiln, "run", paths["model.onnx"], "--input", "x=" + paths["x.pb"],
-           "--output-dir", os.path.join(args.out, "outputs"),
-           "--expect", "y=" + paths["y_expected.pb"], "--rtol", "1e-5", "--atol", "1e-6"]
-    print("demo: $ " + " ".join(cmd))
-    t0 = time.time()
-    rc = subprocess.run(cmd).returncode
-    if rc != 0:
-        print("demo: FAILED (kiln run exited with %d)" % rc)
+    expect = ["--expect", "y=" + paths["y_expected.pb"], "--rtol", "1e-5", "--atol", "1e-6"]
+    steps = [
+        ("the reference interpreter matches the double-precision reference",
+         ["run", paths["model.onnx"], "--input", "x=" + paths["x.pb"]] + expect),
+        ("compiled for the CPU (kernels, memory plan, standalone C)",
+         ["compile", paths["model.onnx"], "-o", os.path.join(args.out, "compiled"), "--report",
+          "--emit-c", os.path.join(args.out, "standalone")]),
+        ("the compiled model matches the reference",
+         ["run", os.path.join(args.out, "compiled"), "--input", "x=" + paths["x.pb"]] + expect),
+    ]
+    for what, cmd in steps:
+        if not kiln(args.kiln, cmd):
+            return 1
+        print("demo: ok: " + what)
+    if not standalone(args, expect):
         return 1
-    print("demo: Kiln's interpreter matches the double-precision reference "
-          "(rtol 1e-5, atol 1e-6) in %.2f s" % (time.time() - t0))
+    return speedup(args.kiln, paths["model.onnx"])
+
+
+def kiln(exe, cmd):
+    print("demo: $ kiln " + " ".join(cmd))
+    sys.stdout.flush()
+    rc = subprocess.run([exe] + cmd).returncode
+    if rc != 0:
+        print("demo: FAILED (kiln %s exited with %d)" % (cmd[0], rc))
+    return rc == 0
+
+
+def npy_f32(dims, values):
+    head = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % \
+        "".join("%d, " % d for d in dims)
+    head += " " * ((64 - (10 + len(head) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode() + \
+        struct.pack("<%df" % len(values), *values)
+
+
+def standalone(args, expect):
+    """Builds the standalone C program with only the C compiler and checks its output."""
+    folder = os.path.join(args.out, "standalone")
+    cc = os.environ.get("CC", "cc")
+    build = [cc, "-O2", "main.c", "model.c", "-lm", "-o", "model_main"]
+    print("demo: $ (cd %s && %s)" % (folder, " ".join(build)))
+    if subprocess.run(build, cwd=folder).returncode != 0:
+        print("demo: FAILED (the standalone C does not build)")
+        return False
+    out_dir = os.path.join(folder, "outputs")
+    os.makedirs(out_dir, exist_ok=True)
+    run = [os.path.join(folder, "model_main"), "-w", os.path.join(folder, "model.bin"), "-o",
+           out_dir, os.path.join(args.out, "x.npy")]
+    if subprocess.run(run).returncode != 0:
+        print("demo: FAILED (the standalone program failed)")
+        return False
+    check = ["run", os.path.join(args.out, "model.onnx"), "--input",
+             "x=" + os.path.join(args.out, "x.pb"), "--expect",
+             "y=" + os.path.join(out_dir, "y.npy"), "--rtol", "1e-5", "--atol", "1e-6"]
+    if not kiln(args.kiln, check):
+        return False
+    print("demo: ok: the standalone C program (cc main.c model.c -lm) matches the reference")
+    return True
+
+
+def bench(exe, model, backend):
+    p = subprocess.run([exe, "bench", model, "--backend", backend, "--iters", "200",
+                        "--warmup", "20", "--threads", "1", "--json"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        print(p.stderr.strip())
+        return None
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def speedup(exe, model):
+    ref, cpu = bench(exe, model, "interp"), bench(exe, model, "cpu")
+    if not ref or not cpu:
+        print("demo: FAILED (kiln bench)")
+        return 1
+    print("demo: median latency: interpreter %.4f ms, compiled %.4f ms (compile %.0f ms): "
+          "%.1fx faster" % (ref["median_ms"], cpu["median_ms"], cpu["compile_ms"],
+                            ref["median_ms"] / cpu["median_ms"]))
+    print("demo: all checks passed")
     return 0
 
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "kiln.h"
+#include "runtime/runtime.h"
 
 /* Each subcommand: argc/argv start at the subcommand name. Returns the exit status. */
 int kiln_cmd_info(int argc, char **argv);
@@ -12,6 +13,7 @@ int kiln_cmd_print(int argc, char **argv);
 int kiln_cmd_run(int argc, char **argv);
 int kiln_cmd_test_onnx(int argc, char **argv);
 int kiln_cmd_bench(int argc, char **argv);
+int kiln_cmd_compile(int argc, char **argv);
 
 /* Prints "kiln CMD: message" for st to stderr, frees it, returns its exit status (1 or 2). */
 int kiln_cli_fail(const char *cmd, kiln_status st);
@@ -50,10 +52,11 @@ int kiln_cli_backend_parse(const char *s, kiln_cli_backend *out); /* 0 on succes
 
 typedef struct kiln_cli_engine_opts {
   kiln_cli_backend backend;
-  int threads;                         /* cpu: kernel threads (0: all cores) */
-  bool trace;                          /* interp, opt: print each node as it runs */
-  bool verbose;                        /* cpu: compile progress on stderr */
-  const struct kiln_pass_opts *passes; /* opt, tile, cpu: pass options; NULL: defaults */
+  int threads;                      /* cpu: kernel threads (0: all cores) */
+  bool trace;                       /* interp, opt: print each node as it runs */
+  bool verbose;                     /* cpu: compile progress on stderr */
+  const kiln_pass_opts *passes;     /* opt, tile, cpu: pass options; NULL: defaults */
+  const kiln_compile_opts *compile; /* cpu: compile options; NULL: defaults */
 } kiln_cli_engine_opts;
 
 typedef struct kiln_cli_engine kiln_cli_engine;
@@ -67,7 +70,21 @@ kiln_status kiln_cli_engine_run(kiln_cli_engine *e, kiln_val *const *inputs, kil
 const kiln_graph *kiln_cli_engine_graph(const kiln_cli_engine *e);
 double kiln_cli_engine_prepare_seconds(const kiln_cli_engine *e);
 void kiln_cli_engine_report(const kiln_cli_engine *e, kiln_strbuf *out);
+/* One line per fallback step (a node that runs its reference kernel), with the reason. */
+void kiln_cli_engine_fallbacks(const kiln_cli_engine *e, kiln_strbuf *out);
+const kiln_compiled *kiln_cli_engine_compiled(const kiln_cli_engine *e); /* cpu, else NULL */
 void kiln_cli_engine_free(kiln_cli_engine *e);
 double kiln_cli_seconds(void); /* monotonic clock */
 
+/* ---- compiled artifacts (cmd_compile.c) ----
+ * `kiln compile MODEL -o DIR` writes DIR/manifest.txt, DIR/model.onnx, DIR/src, report.txt;
+ * `kiln run DIR` reads them back and compiles again (the kernel cache makes it a lookup). */
+typedef struct kiln_cli_artifact {
+  char dir[4096], model[4200];
+  kiln_compile_opts co; /* threads, dims and pass flags of the manifest */
+  KILN_VEC(kiln_dim_binding) dims;
+  char *text; /* the manifest (pass flag values point into it) */
+} kiln_cli_artifact;
+kiln_status kiln_cli_artifact_load(const char *dir, kiln_cli_artifact *out);
+void kiln_cli_artifact_free(kiln_cli_artifact *a);
 #endif

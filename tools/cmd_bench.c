@@ -219,6 +219,12 @@ static kiln_status bench(const bench_opts *o) {
   kiln_status st = load_inputs(o, g, dir, ins, &from_files);
   if (st) kiln_graph_free(g);
   else st = kiln_cli_engine_new(g, &o->engine, ins, &e);
+  if (!st) {
+    kiln_strbuf fb = {0};
+    kiln_cli_engine_fallbacks(e, &fb);
+    if (fb.len) fprintf(stderr, "%s", fb.data); /* what is not compiled */
+    kiln_strbuf_free(&fb);
+  }
   double *ms = kiln_xcalloc((size_t)o->iters, sizeof *ms), total_s = 0;
   if (!st) st = time_runs(o, e, ins, ms, &total_s);
   if (!st) print_result(o, e, from_files, ms, total_s);

@@ -8,6 +8,8 @@
 
 static const char *const run_help =
     "usage: kiln run MODEL --input NAME=FILE ... [--output-dir DIR] [options]\n\n"
+    "MODEL is a .onnx or .kiln file, or a folder written by `kiln compile -o` (then the\n"
+    "backend is cpu, with the threads, dims and pass flags it was compiled with).\n"
     "Runs MODEL on a backend (default: the reference interpreter). Each graph input needs\n"
     "--input NAME=FILE (.npy or .pb TensorProto); symbolic dims take the extents of the\n"
     "inputs. Outputs are written to DIR/NAME.npy (or .pb with --format pb); without\n"
@@ -28,7 +30,7 @@ typedef struct run_opts {
   KILN_VEC(const char *) inputs;
   KILN_VEC(const char *) expects;
   double rtol, atol;
-  bool report;
+  bool report, backend_set;
   kiln_cli_engine_opts engine;
 } run_opts;
 
@@ -59,6 +61,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       if (kiln_cli_backend_parse(v, &o->engine.backend))
         return kiln_cli_usage("run", "unknown backend '%s' (one of " KILN_CLI_BACKENDS ")",
                               v ? v : "");
+      o->backend_set = true;
     } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
       long n;
       if (kiln_cli_int(v, &n) || n < 1 || n > 1024)
@@ -190,9 +193,31 @@ static kiln_status check_expects(const kiln_graph *g, const run_opts *o, kiln_va
   return KILN_OK;
 }
 
-static kiln_status run_model(const run_opts *o, int *mismatches) {
+/* MODEL may be an artifact folder of `kiln compile -o`: its model, on the cpu backend with
+ * the options it was compiled with. */
+static kiln_status open_model(run_opts *o, kiln_cli_artifact *art, kiln_graph **g) {
+  char path[4200];
+  struct stat sb;
+  snprintf(path, sizeof path, "%s/manifest.txt", o->model);
+  if (stat(o->model, &sb) == 0 && S_ISDIR(sb.st_mode) && stat(path, &sb) == 0) {
+    KILN_TRY(kiln_cli_artifact_load(o->model, art));
+    if (!o->backend_set) o->engine.backend = KILN_CLI_CPU;
+    if (o->engine.threads > 0) art->co.threads = o->engine.threads;
+    o->engine.compile = &art->co;
+    return kiln_cli_load(art->model, g);
+  }
+  return kiln_cli_load(o->model, g);
+}
+
+static kiln_status run_model(run_opts *o, int *mismatches) {
   kiln_graph *g;
-  KILN_TRY(kiln_cli_load(o->model, &g));
+  kiln_cli_artifact art;
+  memset(&art, 0, sizeof art);
+  kiln_status lst = open_model(o, &art, &g);
+  if (lst) {
+    kiln_cli_artifact_free(&art);
+    return lst;
+  }
   int n_in = g->inputs.len, n_out = g->outputs.len;
   kiln_val **ins = kiln_xcalloc((size_t)n_in + 1, sizeof *ins);
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
@@ -211,7 +236,7 @@ static kiln_status run_model(const run_opts *o, int *mismatches) {
   }
   if (!st) {
     const kiln_graph *rg = kiln_cli_engine_graph(e);
-    printf("ran %s on backend %s in %.1f ms (prepared in %.1f ms)\n", o->model,
+    printf("ran %s on backend %s in %.3f ms (prepared in %.1f ms)\n", o->model,
            kiln_cli_backend_name(o->engine.backend), ms, kiln_cli_engine_prepare_seconds(e) * 1e3);
     st = write_outputs(rg, o, outs);
     if (!st) st = check_expects(rg, o, outs, mismatches);
@@ -221,6 +246,7 @@ static kiln_status run_model(const run_opts *o, int *mismatches) {
   free(ins);
   free(outs);
   kiln_cli_engine_free(e);
+  kiln_cli_artifact_free(&art);
   return st;
 }
 

@@ -5,7 +5,6 @@
 #include <time.h>
 
 #include "cli.h"
-#include "runtime/runtime.h"
 
 static const char *const backend_names[KILN_CLI_BACKEND_COUNT] = {"interp", "opt", "tile", "cpu"};
 
@@ -24,8 +23,9 @@ int kiln_cli_backend_parse(const char *s, kiln_cli_backend *out) {
 
 struct kiln_cli_engine {
   kiln_cli_engine_opts opts;
-  kiln_graph *graph;     /* owned */
-  kiln_program *program; /* tile */
+  kiln_graph *graph;       /* owned */
+  kiln_program *program;   /* tile */
+  kiln_compiled *compiled; /* cpu */
   double prepare_seconds;
 };
 
@@ -48,6 +48,29 @@ static kiln_status as_tensors(const kiln_graph *g, kiln_val *const *vals, kiln_t
   return KILN_OK;
 }
 
+/* Binds symbolic dims to the extents of the inputs, when they are all tensors. */
+static kiln_status bind_inputs(kiln_graph *g, kiln_val *const *inputs) {
+  if (!inputs) return KILN_OK;
+  int n = g->inputs.len;
+  kiln_tensor **ts = kiln_xcalloc((size_t)n + 1, sizeof *ts);
+  kiln_status st = as_tensors(g, inputs, ts);
+  if (st) kiln_status_free(st), st = KILN_OK; /* sequences: nothing to bind */
+  else st = kiln_graph_bind_inputs(g, n, (const kiln_tensor *const *)ts);
+  free(ts);
+  return st;
+}
+
+static kiln_status compile_cpu(kiln_cli_engine *e) {
+  kiln_compile_opts co;
+  kiln_compile_opts_init(&co);
+  if (e->opts.compile) co = *e->opts.compile;
+  if (e->opts.passes) co.passes = *e->opts.passes;
+  if (e->opts.threads > 0) co.threads = e->opts.threads;
+  co.verbose = co.verbose || e->opts.verbose;
+  co.take_graph = false;
+  return kiln_compile(e->graph, &co, &e->compiled);
+}
+
 static kiln_status run_passes(kiln_cli_engine *e, bool no_fusion) {
   kiln_pass_opts po;
   memset(&po, 0, sizeof po);
@@ -57,29 +80,28 @@ static kiln_status run_passes(kiln_cli_engine *e, bool no_fusion) {
   return kiln_passes_run(e->graph, &po, NULL);
 }
 
-static kiln_status prepare(kiln_cli_engine *e) {
+static kiln_status prepare(kiln_cli_engine *e, kiln_val *const *inputs) {
+  if (e->opts.backend != KILN_CLI_INTERP) KILN_TRY(bind_inputs(e->graph, inputs));
   switch (e->opts.backend) {
   case KILN_CLI_INTERP: return KILN_OK;
+  case KILN_CLI_CPU: return compile_cpu(e);
   case KILN_CLI_OPT: return run_passes(e, true);
   case KILN_CLI_TILE: {
     KILN_TRY(run_passes(e, false));
     kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 1};
     return kiln_lower(e->graph, &lo, &e->program);
   }
-  default:
-    return kiln_unsupported("backend '%s' is not built yet",
-                            kiln_cli_backend_name(e->opts.backend));
+  default: return kiln_unsupported("unknown backend %d", (int)e->opts.backend);
   }
 }
 
 kiln_status kiln_cli_engine_new(kiln_graph *g, const kiln_cli_engine_opts *o,
                                 kiln_val *const *inputs, kiln_cli_engine **out) {
-  (void)inputs;
   double t0 = kiln_cli_seconds();
   kiln_cli_engine *e = kiln_xcalloc(1, sizeof *e);
   e->opts = *o;
   e->graph = g;
-  kiln_status st = prepare(e);
+  kiln_status st = prepare(e, inputs);
   if (st) {
     kiln_cli_engine_free(e);
     return kiln_status_annotate(st, "backend %s", kiln_cli_backend_name(o->backend));
@@ -95,7 +117,8 @@ static kiln_status run_tensors(kiln_cli_engine *e, kiln_val *const *inputs, kiln
   kiln_tensor **ins = kiln_xcalloc((size_t)n_in + 1, sizeof *ins);
   kiln_tensor **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
   kiln_status st = as_tensors(g, inputs, ins);
-  if (!st) st = kiln_program_interp(e->program, n_in, ins, outs);
+  if (!st && e->compiled) st = kiln_compiled_run(e->compiled, n_in, ins, outs);
+  else if (!st) st = kiln_program_interp(e->program, n_in, ins, outs);
   for (int i = 0; i < n_out; i++) outputs[i] = st ? NULL : kiln_val_tensor(outs[i]);
   free(ins);
   free(outs);
@@ -103,7 +126,7 @@ static kiln_status run_tensors(kiln_cli_engine *e, kiln_val *const *inputs, kiln
 }
 
 kiln_status kiln_cli_engine_run(kiln_cli_engine *e, kiln_val *const *inputs, kiln_val **outputs) {
-  if (e->program) return run_tensors(e, inputs, outputs);
+  if (e->program || e->compiled) return run_tensors(e, inputs, outputs);
   kiln_interp_opts io = {.trace = e->opts.trace};
   return kiln_interp_run(e->graph, &io, e->graph->inputs.len, inputs, outputs);
 }
@@ -120,11 +143,31 @@ void kiln_cli_engine_report(const kiln_cli_engine *e, kiln_strbuf *out) {
   kiln_strbuf_printf(out, "backend %s: prepared in %.1f ms\n",
                      kiln_cli_backend_name(e->opts.backend), e->prepare_seconds * 1e3);
   if (e->program) kiln_program_print(e->program, out);
+  if (e->compiled) kiln_compiled_report(e->compiled, out);
+}
+
+/* The fallback steps of the program, one line each (nothing when there are none). */
+void kiln_cli_engine_fallbacks(const kiln_cli_engine *e, kiln_strbuf *out) {
+  const kiln_program *p = e->compiled ? kiln_compiled_program(e->compiled) : e->program;
+  const kiln_graph *g = e->compiled ? kiln_compiled_graph(e->compiled) : e->graph;
+  char label[200];
+  for (int i = 0; p && i < p->steps.len; i++) {
+    const kiln_step *s = &p->steps.data[i];
+    if (s->kind != KILN_STEP_FALLBACK) continue;
+    kiln_strbuf_printf(out, "fallback %s: %s\n",
+                       kiln_node_label(&g->nodes.data[s->node], label, sizeof label),
+                       s->reason ? s->reason : "no reason given");
+  }
+}
+
+const kiln_compiled *kiln_cli_engine_compiled(const kiln_cli_engine *e) {
+  return e->compiled;
 }
 
 void kiln_cli_engine_free(kiln_cli_engine *e) {
   if (!e) return;
   kiln_program_free(e->program);
+  kiln_compiled_free(e->compiled);
   kiln_graph_free(e->graph);
   free(e);
 }

@@ -14,14 +14,16 @@ typedef struct command {
 static const command commands[] = {
     {"info", kiln_cmd_info, "inputs, outputs, opsets, op histogram and parameter count of a model"},
     {"print", kiln_cmd_print, "print a model as Kiln's text IR"},
-    {"run", kiln_cmd_run, "run a model with the reference interpreter"},
+    {"run", kiln_cmd_run, "run a model on a backend (interpreter, optimized, tile, compiled cpu)"},
     {"test-onnx", kiln_cmd_test_onnx, "run ONNX test cases (model.onnx + test_data_set_*)"},
+    {"compile", kiln_cmd_compile, "compile a model for the CPU (artifact, report, standalone C)"},
     {"bench", kiln_cmd_bench, "time repeated runs of a model (latency, throughput)"},
 };
 
 static void usage(FILE *f) {
   fprintf(f, "usage: kiln COMMAND [options]\n\n"
-             "Kiln compiles ONNX models; this build runs them with its reference interpreter.\n\n"
+             "Kiln compiles ONNX models to C kernels and runs them (or checks them against its\n"
+             "reference interpreter).\n\n"
              "commands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);

@@ -90,8 +90,10 @@ if (cd "$tmp/sa" && ${CC:-cc} -O2 -w main.c model.c -lm -o model_main) >"$tmp/ou
 else
   failed=$((failed + 1)); echo "FAIL the standalone C does not build"; cat "$tmp/out"
 fi
-expect 0 "compile without --dim on a symbolic model" "$kiln" compile "$tmp/mlp.kiln"
-expect_stderr "^fallback Gemm.*not a static" "fallbacks are listed on stderr with the reason"
+expect 2 "compile without --dim on a symbolic model" "$kiln" compile "$tmp/mlp.kiln"
+expect_stderr "batch" "the error names the unbound dim"
+expect 0 "compile with a forced fallback" "$kiln" compile "$tmp/mlp.kiln" --dim batch=2 --force-fallback Relu
+expect_stderr "^fallback Relu" "fallbacks are listed on stderr with the reason"
 expect 2 "compile with an unknown target" "$kiln" compile "$tmp/mlp.kiln" --target tpu
 expect 2 "compile with an unknown pass" "$kiln" compile "$tmp/mlp.kiln" --disable-pass=nosuch
 expect 2 "compile --dim without a value" "$kiln" compile "$tmp/mlp.kiln" --dim batch

@@ -1,0 +1,269 @@
+/* kiln compile MODEL -o DIR: compiles a model for the CPU and writes an artifact. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "pass_flags.h"
+#include "runtime/standalone.h"
+
+static const char *const compile_help =
+    "usage: kiln compile MODEL [-o DIR] [options]\n\n"
+    "Compiles MODEL (.onnx or .kiln): graph passes, fusion, lowering to tile kernels, C,\n"
+    "the system C compiler (kernels cached in $KILN_CACHE_DIR, else ~/.cache/kiln) and a\n"
+    "static memory plan. Nodes that could not be lowered run their reference kernel; each\n"
+    "such fallback is listed on stderr with its reason. Symbolic dims of the inputs must\n"
+    "be bound with --dim.\n\n"
+    "options:\n"
+    "  -o DIR            write the artifact: DIR/model.onnx (the model as imported), DIR/\n"
+    "                    manifest.txt (target, threads, dims), DIR/src/*.c (the generated C)\n"
+    "                    and DIR/report.txt. `kiln run DIR` runs it: the kernels come back\n"
+    "                    from the cache, so running needs the C compiler only on a cache miss\n"
+    "  --target cpu      the target (only cpu in this build)\n"
+    "  --threads N       threads of the kernels (default: all cores)\n"
+    "  --dim SYM=N       bind a symbolic dim (repeatable)\n"
+    "  --report          print the report: kernels, fallbacks with reasons, memory plan\n"
+    "                    (planned arena against the lower bound), compile time by stage\n"
+    "  --emit-c DIR      also write a standalone C program: DIR/model.c, model.h, model.bin\n"
+    "                    (weights) and main.c, which build with `cc main.c model.c -lm`\n"
+    "                    (needs every node lowered: no fallback)\n"
+    "  --force-fallback OPS  run these ops (comma-separated) with their reference kernel\n"
+    "  --verbose         progress of the stages on stderr\n"
+    "pass flags:\n";
+
+typedef struct compile_args {
+  const char *model, *out_dir, *emit_dir;
+  bool report;
+  kiln_compile_opts co;
+  KILN_VEC(kiln_dim_binding) dims;
+  KILN_VEC(const char *) pass_args; /* kept for the manifest */
+} compile_args;
+
+static int parse_dim(const char *v, compile_args *a) {
+  const char *eq = v ? strchr(v, '=') : NULL;
+  long n;
+  if (!eq || eq == v || kiln_cli_int(eq + 1, &n) || n < 0)
+    return kiln_cli_usage("compile", "--dim needs SYM=N with N >= 0");
+  kiln_dim_binding b = {kiln_xstrdup(v), n};
+  ((char *)b.sym)[eq - v] = 0;
+  kiln_vec_push(&a->dims, b);
+  return -1;
+}
+
+static int usage_status(kiln_status st) {
+  int rc = kiln_cli_usage("compile", "%s", kiln_status_message(st));
+  kiln_status_free(st);
+  return rc;
+}
+
+static int parse_one(int argc, char **argv, int *i, compile_args *a) {
+  const char *v = NULL;
+  kiln_status st = KILN_OK;
+  long n;
+  if (kiln_cli_opt(argc, argv, i, "-o", &v) || kiln_cli_opt(argc, argv, i, "--output", &v)) {
+    if (!v) return kiln_cli_usage("compile", "-o needs a folder");
+    a->out_dir = v;
+  } else if (kiln_cli_opt(argc, argv, i, "--emit-c", &v)) {
+    if (!v) return kiln_cli_usage("compile", "--emit-c needs a folder");
+    a->emit_dir = v;
+  } else if (kiln_cli_opt(argc, argv, i, "--target", &v)) {
+    if (!v || strcmp(v, "cpu"))
+      return kiln_cli_usage("compile", "unknown target '%s' (this build has: cpu)", v ? v : "");
+  } else if (kiln_cli_opt(argc, argv, i, "--threads", &v)) {
+    if (kiln_cli_int(v, &n) || n < 1 || n > 1024)
+      return kiln_cli_usage("compile", "--threads needs a number in 1..1024");
+    a->co.threads = (int)n;
+  } else if (kiln_cli_opt(argc, argv, i, "--force-fallback", &v)) {
+    if (!v || !*v) return kiln_cli_usage("compile", "--force-fallback needs op names");
+    a->co.force_fallback = v;
+  } else if (kiln_cli_opt(argc, argv, i, "--dim", &v)) return parse_dim(v, a);
+  else if (!strcmp(argv[*i], "--report")) a->report = true;
+  else if (!strcmp(argv[*i], "--verbose")) a->co.verbose = true;
+  else if (kiln_cli_pass_flag(argv[*i], &a->co.passes, &st)) {
+    if (st) return usage_status(st);
+    kiln_vec_push(&a->pass_args, argv[*i]);
+  } else if (argv[*i][0] == '-') return kiln_cli_usage("compile", "unknown option '%s'", argv[*i]);
+  else if (a->model) return kiln_cli_usage("compile", "more than one model given");
+  else a->model = argv[*i];
+  return -1;
+}
+
+static int parse_args(int argc, char **argv, compile_args *a) {
+  kiln_compile_opts_init(&a->co);
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(compile_help, stdout);
+      fputs(kiln_cli_pass_flags_help, stdout);
+      return 0;
+    }
+    int rc = parse_one(argc, argv, &i, a);
+    if (rc >= 0) return rc;
+  }
+  if (!a->model) return kiln_cli_usage("compile", "no model given");
+  a->co.dims = a->dims.data;
+  a->co.n_dims = a->dims.len;
+  return -1;
+}
+
+/* ---- the artifact ---- */
+static kiln_status make_dir(const char *path) {
+  struct stat sb;
+  if (mkdir(path, 0777) == 0 || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))) return KILN_OK;
+  return kiln_error(KILN_ERR_IO, "cannot create folder '%s': %s", path, strerror(errno));
+}
+
+static kiln_status write_manifest(const compile_args *a, const char *path) {
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b,
+                     "# Kiln compiled artifact: `kiln run %s --input NAME=FILE ...`\n"
+                     "format kiln-artifact 1\nmodel model.onnx\ntarget cpu\nthreads %d\n",
+                     a->out_dir, a->co.threads);
+  for (int i = 0; i < a->dims.len; i++)
+    kiln_strbuf_printf(&b, "dim %s %lld\n", a->dims.data[i].sym, (long long)a->dims.data[i].value);
+  if (a->co.force_fallback) kiln_strbuf_printf(&b, "force-fallback %s\n", a->co.force_fallback);
+  for (int i = 0; i < a->pass_args.len; i++)
+    kiln_strbuf_printf(&b, "pass-flag %s\n", a->pass_args.data[i]);
+  kiln_status st = kiln_write_file(path, b.data, b.len);
+  kiln_strbuf_free(&b);
+  return st;
+}
+
+/* Saves the model as imported (before the passes rewrite it) and prepares DIR/src. */
+static kiln_status start_artifact(compile_args *a, const kiln_graph *g, char *src, size_t n) {
+  char path[4200];
+  KILN_TRY(make_dir(a->out_dir));
+  snprintf(path, sizeof path, "%s/model.onnx", a->out_dir);
+  KILN_TRY(kiln_onnx_save(g, path));
+  snprintf(src, n, "%s/src", a->out_dir);
+  KILN_TRY(make_dir(src));
+  a->co.keep_sources = src;
+  snprintf(path, sizeof path, "%s/manifest.txt", a->out_dir);
+  return write_manifest(a, path);
+}
+
+static void print_summary(const compile_args *a, const kiln_cli_engine *e) {
+  const kiln_compile_stats *s = kiln_compiled_stats(kiln_cli_engine_compiled(e));
+  printf("compiled %s for cpu in %.2f s: %d kernels (%d unique), %d fallback steps, "
+         "arena %lld bytes (lower bound %lld)\n",
+         a->model, s->total_seconds, s->n_kernels, s->n_unique_kernels, s->n_fallback_steps,
+         (long long)s->arena_bytes, (long long)s->lower_bound);
+}
+
+static kiln_status finish(const compile_args *a, kiln_cli_engine *e) {
+  kiln_strbuf fb = {0}, rep = {0};
+  kiln_cli_engine_fallbacks(e, &fb);
+  if (fb.len) fprintf(stderr, "%s", fb.data); /* always: what did not compile */
+  kiln_cli_engine_report(e, &rep);
+  if (a->report) fwrite(rep.data, 1, rep.len, stdout);
+  print_summary(a, e);
+  kiln_status st = KILN_OK;
+  char path[4200];
+  if (a->out_dir) {
+    snprintf(path, sizeof path, "%s/report.txt", a->out_dir);
+    st = kiln_write_file(path, rep.data, rep.len);
+    if (!st)
+      printf("artifact: %s (run it with `kiln run %s --input NAME=FILE ...`)\n", a->out_dir,
+             a->out_dir);
+  }
+  if (!st && a->emit_dir) {
+    st = make_dir(a->emit_dir);
+    if (!st) st = kiln_emit_standalone(kiln_cli_engine_compiled(e), a->emit_dir, "model");
+    if (!st)
+      printf("standalone C: %s (build: cd %s && cc -O2 main.c model.c -lm)\n", a->emit_dir,
+             a->emit_dir);
+  }
+  kiln_strbuf_free(&fb);
+  kiln_strbuf_free(&rep);
+  return st;
+}
+
+static kiln_status compile_model(compile_args *a) {
+  kiln_graph *g;
+  char src[4200];
+  KILN_TRY(kiln_cli_load(a->model, &g));
+  kiln_status st = a->out_dir ? start_artifact(a, g, src, sizeof src) : KILN_OK;
+  if (st) {
+    kiln_graph_free(g);
+    return st;
+  }
+  kiln_cli_engine_opts eo = {.backend = KILN_CLI_CPU, .compile = &a->co};
+  kiln_cli_engine *e;
+  KILN_TRY(kiln_cli_engine_new(g, &eo, NULL, &e));
+  st = finish(a, e);
+  kiln_cli_engine_free(e);
+  return st;
+}
+
+int kiln_cmd_compile(int argc, char **argv) {
+  compile_args a;
+  memset(&a, 0, sizeof a);
+  int rc = parse_args(argc, argv, &a);
+  if (rc < 0) {
+    kiln_status st = compile_model(&a);
+    rc = st ? kiln_cli_fail("compile", st) : 0;
+  }
+  for (int i = 0; i < a.dims.len; i++) free((char *)a.dims.data[i].sym);
+  kiln_vec_free(&a.dims);
+  kiln_vec_free(&a.pass_args);
+  return rc;
+}
+
+/* ---- reading an artifact back (kiln run DIR) ---- */
+static kiln_status manifest_line(kiln_cli_artifact *a, char *line, int no) {
+  char key[32], sym[256];
+  long long n;
+  int used = 0;
+  if (sscanf(line, " %31s %n", key, &used) < 1 || key[0] == '#') return KILN_OK;
+  char *rest = line + used;
+  if (!strcmp(key, "format")) {
+    if (strcmp(rest, "kiln-artifact 1"))
+      return kiln_invalid("line %d: unknown format '%s'", no, rest);
+  } else if (!strcmp(key, "model")) {
+    snprintf(a->model, sizeof a->model, "%s/%s", a->dir, rest);
+  } else if (!strcmp(key, "target")) {
+    if (strcmp(rest, "cpu")) return kiln_unsupported("line %d: target '%s'", no, rest);
+  } else if (!strcmp(key, "threads")) {
+    a->co.threads = atoi(rest);
+  } else if (!strcmp(key, "dim")) {
+    if (sscanf(rest, "%255s %lld", sym, &n) != 2 || n < 0)
+      return kiln_invalid("line %d: bad dim", no);
+    kiln_dim_binding b = {kiln_xstrdup(sym), n};
+    kiln_vec_push(&a->dims, b);
+  } else if (!strcmp(key, "force-fallback")) {
+    a->co.force_fallback = rest;
+  } else if (!strcmp(key, "pass-flag")) {
+    kiln_status st = KILN_OK;
+    if (!kiln_cli_pass_flag(rest, &a->co.passes, &st))
+      return kiln_invalid("line %d: not a pass flag", no);
+    if (st) return kiln_status_annotate(st, "line %d", no);
+  } else {
+    return kiln_invalid("line %d: unknown key '%s'", no, key);
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln_cli_artifact_load(const char *dir, kiln_cli_artifact *a) {
+  char path[4200];
+  size_t len;
+  memset(a, 0, sizeof *a);
+  kiln_compile_opts_init(&a->co);
+  snprintf(a->dir, sizeof a->dir, "%s", dir);
+  snprintf(path, sizeof path, "%s/manifest.txt", dir);
+  KILN_TRY(kiln_read_file(path, &a->text, &len));
+  int no = 0;
+  for (char *line = strtok(a->text, "\n"); line; line = strtok(NULL, "\n")) {
+    kiln_status st = manifest_line(a, line, ++no);
+    if (st) return kiln_status_annotate(st, "%s", path);
+  }
+  if (!a->model[0]) return kiln_invalid("%s: no 'model' line", path);
+  a->co.dims = a->dims.data;
+  a->co.n_dims = a->dims.len;
+  return KILN_OK;
+}
+
+void kiln_cli_artifact_free(kiln_cli_artifact *a) {
+  for (int i = 0; i < a->dims.len; i++) free((char *)a->dims.data[i].sym);
+  kiln_vec_free(&a->dims);
+  free(a->text);
+}
