@@ -239,4 +239,364 @@ static void test_add1_parallel(void) {
   kiln_tmodule_free(m);
 }
 
-TEST_MAIN(T(test_add1_parallel))
+/* Compiles the whole module once and checks every kernel on random inputs. */
+typedef void (*fill_fn)(const kiln_tkernel *k, void **in);
+
+static void check_module_with(kiln_tmodule *m, uint64_t seed, fill_fn fill,
+                              const kiln_codegen_opts *o, const char *flags) {
+  CHECK_OK(kiln_tmodule_verify(m));
+  kiln_strbuf src = {0};
+  CHECK_OK(kiln_codegen_c_module(m, o, &src));
+  if (!src.data || !cc_works()) {
+    kiln_strbuf_free(&src);
+    return;
+  }
+  built so;
+  if (build(src.data, flags, &so)) {
+    for (int i = 0; i < m->kernels.len; i++) {
+      kiln_tkernel *k = m->kernels.data[i];
+      void **in = kiln_xcalloc((size_t)k->n_params + 1, sizeof(void *));
+      for (int j = 0; j < k->n_params; j++) {
+        const kiln_tbuf *b = &k->bufs.data[j];
+        in[j] = kiln_xcalloc((size_t)b->size + 1, kiln_dtype_size(b->dtype));
+        fill_random(b->dtype, in[j], b->size, &seed);
+      }
+      if (fill) fill(k, in);
+      int bad = run_both_in(k, in, &so);
+      if (bad) fprintf(stderr, "kernel %s: %d elements differ\n", k->name, bad);
+      CHECK(bad == 0);
+      for (int j = 0; j < k->n_params; j++) free(in[j]);
+      free(in);
+    }
+  }
+  unbuild(&so);
+  kiln_strbuf_free(&src);
+}
+
+static void check_module(kiln_tmodule *m, uint64_t seed, fill_fn fill) {
+  kiln_codegen_opts o = kiln_codegen_opts_default();
+  check_module_with(m, seed, fill, &o, NULL);
+}
+
+static const kiln_dtype arith_types[] = {KILN_I8,  KILN_I16, KILN_I32, KILN_I64, KILN_U8,
+                                         KILN_U16, KILN_U32, KILN_U64, KILN_F32, KILN_F64};
+#define N_ARITH ((int)(sizeof arith_types / sizeof arith_types[0]))
+#define LEN 203
+
+static kiln_loop_kind kind_of(int i) {
+  static const kiln_loop_kind kinds[] = {KILN_LOOP_SERIAL, KILN_LOOP_PARALLEL, KILN_LOOP_VECTOR,
+                                         KILN_LOOP_UNROLL};
+  return kinds[i % 4];
+}
+
+/* y[i] = op(a[i], b[i]) (binary) or op(a[i]) (unary), with the divisor and shift count
+ * guarded so the interpreter has no undefined case. */
+static void op_kernel(kiln_tmodule *m, kiln_top op, kiln_dtype t, int n) {
+  char name[64];
+  snprintf(name, sizeof name, "%s_%s", kiln_top_name(op), kiln_dtype_name(t));
+  kiln_tkernel *k = kiln_tkernel_new(m, name);
+  int arity = kiln_top_arity(op);
+  int a = kiln_tkernel_param(k, "a", t, LEN);
+  int b = kiln_tkernel_param(k, "b", t, LEN);
+  kiln_dtype rt = op == KILN_TOP_SELECT ? t : kiln_top_result(op, t);
+  int y = kiln_tkernel_param(k, "y", rt, LEN);
+  int i = kiln_tkernel_var(k, "i", KILN_I64);
+  kiln_tstmt *loop = kiln_tfor(k, i, kiln_tint(k, LEN), kind_of(n));
+  kiln_texpr *x = ld(k, a, i), *z = ld(k, b, i), *e;
+  bool is_int = !kiln_dtype_is_float(t);
+  if (is_int && (op == KILN_TOP_DIV || op == KILN_TOP_MOD))
+    z = kiln_tselect(k, kiln_tbin(k, KILN_TOP_EQ, z, kiln_tconst_int(k, t, 0)),
+                     kiln_tconst_int(k, t, 7), z);
+  if (op == KILN_TOP_SHL || op == KILN_TOP_SHR)
+    z = kiln_tbin(k, KILN_TOP_AND, z, kiln_tconst_int(k, t, 2 * kiln_dtype_bits(t) - 1));
+  if (op == KILN_TOP_SELECT) e = kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, x, z), x, z);
+  else e = arity == 1 ? kiln_tun(k, op, x) : kiln_tbin(k, op, x, z);
+  kiln_tblock_push(k, &loop->body, kiln_tstore(k, y, kiln_tv(k, i), e));
+  kiln_tblock_push(k, &k->body, loop);
+}
+
+static bool op_applies(kiln_top op, kiln_dtype t) {
+  char c = kiln_top_class(op);
+  bool fl = kiln_dtype_is_float(t);
+  if (c == 'l') return false;
+  if (c == 'i') return !fl;
+  if (c == 'f') return fl;
+  if (op == KILN_TOP_ISNAN || op == KILN_TOP_ISINF) return fl;
+  return true;
+}
+
+static void test_ops(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  int n = 0;
+  for (int ti = 0; ti < N_ARITH; ti++)
+    for (int op = 0; op < KILN_TOP_COUNT; op++)
+      if (op_applies((kiln_top)op, arith_types[ti]))
+        op_kernel(m, (kiln_top)op, arith_types[ti], n++);
+  /* logical operators on BOOL */
+  kiln_top bool_ops[] = {KILN_TOP_NOT, KILN_TOP_AND, KILN_TOP_OR,    KILN_TOP_XOR,
+                         KILN_TOP_EQ,  KILN_TOP_NE,  KILN_TOP_SELECT};
+  for (size_t i = 0; i < sizeof bool_ops / sizeof bool_ops[0]; i++)
+    op_kernel(m, bool_ops[i], KILN_BOOL, n++);
+  CHECK(m->kernels.len > 250);
+  check_module(m, 7, NULL);
+  kiln_tmodule_free(m);
+}
+
+/* ---- casts ---- */
+static const kiln_dtype cast_types[] = {
+    KILN_BOOL,       KILN_I8,     KILN_I16,        KILN_I32, KILN_I64, KILN_U8,   KILN_U16,
+    KILN_U32,        KILN_U64,    KILN_F32,        KILN_F64, KILN_F16, KILN_BF16, KILN_F8E4M3FN,
+    KILN_F8E4M3FNUZ, KILN_F8E5M2, KILN_F8E5M2FNUZ, KILN_I4,  KILN_U4,  KILN_I2,   KILN_U2};
+#define N_CAST ((int)(sizeof cast_types / sizeof cast_types[0]))
+
+static bool is_intlike(kiln_dtype t) {
+  return !kiln_dtype_is_float(t);
+}
+
+/* Float sources cast to integers get values in the target's range (else the interpreter
+ * reports the undefined case); sub-byte sources get valid codes. */
+static void fill_cast(const kiln_tkernel *k, void **in) {
+  kiln_dtype from = k->bufs.data[0].dtype, to = k->bufs.data[1].dtype;
+  uint64_t seed = (uint64_t)from * 131 + (uint64_t)to;
+  for (int64_t i = 0; i < LEN; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    double u = (double)(seed >> 11) / 9007199254740992.0; /* [0, 1) */
+    if (from == KILN_I4 || from == KILN_U4 || from == KILN_I2 || from == KILN_U2)
+      ((uint8_t *)in[0])[i] =
+          (uint8_t)(seed >> 40) & (from == KILN_I4 || from == KILN_U4 ? 0xF : 0x3);
+    if (!kiln_dtype_is_float(from) || !is_intlike(to) || to == KILN_BOOL) continue;
+    double lo = 0, hi;
+    int bits = to == KILN_I4 || to == KILN_U4   ? 4
+               : to == KILN_I2 || to == KILN_U2 ? 2
+                                                : kiln_dtype_bits(to);
+    bool sgn = kiln_dtype_class_of(to) == KILN_CLASS_SINT;
+    hi = ldexp(1, sgn ? bits - 1 : bits);
+    if (sgn) lo = -hi;
+    if (hi > 1e6) lo = lo < 0 ? -1e6 : 0, hi = 1e6; /* keep it representable and varied */
+    kiln_store_f64(from, in[0], (size_t)i, lo + (hi - lo) * u);
+    double back = kiln_load_f64(from, in[0], (size_t)i);
+    if (!(trunc(back) >= lo && trunc(back) < hi)) kiln_store_f64(from, in[0], (size_t)i, 0.5);
+  }
+}
+
+static void test_casts(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  for (int a = 0; a < N_CAST; a++) {
+    for (int b = 0; b < N_CAST; b++) {
+      if (a == b) continue;
+      char name[64];
+      snprintf(name, sizeof name, "cast_%s_%s", kiln_dtype_name(cast_types[a]),
+               kiln_dtype_name(cast_types[b]));
+      kiln_tkernel *k = kiln_tkernel_new(m, name);
+      int x = kiln_tkernel_param(k, "x", cast_types[a], LEN);
+      int y = kiln_tkernel_param(k, "y", cast_types[b], LEN);
+      int i = kiln_tkernel_var(k, "i", KILN_I64);
+      kiln_tstmt *loop = kiln_tfor(k, i, kiln_tint(k, LEN), kind_of(a + b));
+      kiln_tblock_push(k, &loop->body,
+                       kiln_tstore(k, y, kiln_tv(k, i), kiln_tcast(k, cast_types[b], ld(k, x, i))));
+      kiln_tblock_push(k, &k->body, loop);
+    }
+  }
+  check_module(m, 11, fill_cast);
+  kiln_tmodule_free(m);
+}
+
+/* ---- loops, variables, local buffers, conditionals ---- */
+static kiln_texpr *at2(kiln_tkernel *k, int i, int64_t stride, int j) {
+  return kiln_tadd(k, kiln_tmul(k, kiln_tv(k, i), stride), kiln_tv(k, j));
+}
+
+/* y[i] = sum_j x[i][j] in a parallel loop: the accumulator is private to each thread;
+ * a second parallel loop reuses the same accumulator; a variable set outside is read
+ * inside. */
+static void reduce_kernel(kiln_tmodule *m) {
+  kiln_tkernel *k = kiln_tkernel_new(m, "row_sums");
+  int x = kiln_tkernel_param(k, "x", KILN_F32, 64 * 37);
+  int y = kiln_tkernel_param(k, "y", KILN_F32, 64);
+  int z = kiln_tkernel_param(k, "z", KILN_F32, 64);
+  int i = kiln_tkernel_var(k, "i", KILN_I64), j = kiln_tkernel_var(k, "j", KILN_I64);
+  int acc = kiln_tkernel_var(k, "acc", KILN_F32), sc = kiln_tkernel_var(k, "scale", KILN_F32);
+  kiln_tblock_push(k, &k->body, kiln_tassign(k, sc, kiln_tfloat(k, KILN_F32, 0.75)));
+  for (int pass = 0; pass < 2; pass++) {
+    kiln_tstmt *li = kiln_tfor(k, i, kiln_tint(k, 64), KILN_LOOP_PARALLEL);
+    kiln_tblock_push(k, &li->body, kiln_tassign(k, acc, kiln_tfloat(k, KILN_F32, 0)));
+    kiln_tstmt *lj = kiln_tfor(k, j, kiln_tint(k, 37), KILN_LOOP_SERIAL);
+    kiln_texpr *v = kiln_tload(k, x, at2(k, i, 37, j));
+    if (pass) v = kiln_tbin(k, KILN_TOP_MUL, v, kiln_tv(k, sc));
+    kiln_tblock_push(k, &lj->body,
+                     kiln_tassign(k, acc, kiln_tbin(k, KILN_TOP_ADD, kiln_tv(k, acc), v)));
+    kiln_tblock_push(k, &li->body, lj);
+    kiln_tblock_push(k, &li->body, kiln_tstore(k, pass ? z : y, kiln_tv(k, i), kiln_tv(k, acc)));
+    kiln_tblock_push(k, &k->body, li);
+  }
+}
+
+/* A LOCAL tile per row, filled by a vector loop and read back reversed by an unrolled loop,
+ * under a condition with an else branch. */
+static void local_kernel(kiln_tmodule *m) {
+  kiln_tkernel *k = kiln_tkernel_new(m, "local_tiles");
+  int x = kiln_tkernel_param(k, "x", KILN_F64, 16 * 9);
+  int y = kiln_tkernel_param(k, "y", KILN_F64, 16 * 9);
+  int t = kiln_tkernel_buf(k, "t", KILN_F64, KILN_SCOPE_LOCAL, 16);
+  int i = kiln_tkernel_var(k, "i", KILN_I64), j = kiln_tkernel_var(k, "j", KILN_I64);
+  kiln_tstmt *li = kiln_tfor(k, i, kiln_tint(k, 9), KILN_LOOP_PARALLEL);
+  kiln_tstmt *lv = kiln_tfor(k, j, kiln_tint(k, 16), KILN_LOOP_VECTOR);
+  kiln_tblock_push(k, &lv->body,
+                   kiln_tstore(k, t, kiln_tv(k, j),
+                               kiln_tbin(k, KILN_TOP_MUL, kiln_tload(k, x, at2(k, j, 9, i)),
+                                         kiln_tfloat(k, KILN_F64, -2.5))));
+  kiln_tblock_push(k, &li->body, lv);
+  kiln_tstmt *lu = kiln_tfor(k, j, kiln_tint(k, 16), KILN_LOOP_SERIAL);
+  kiln_texpr *rev = kiln_tbin(k, KILN_TOP_SUB, kiln_tint(k, 15), kiln_tv(k, j));
+  kiln_tstmt *cond =
+      kiln_tif(k, kiln_tbin(k, KILN_TOP_GT, kiln_tload(k, t, rev), kiln_tfloat(k, KILN_F64, 0)));
+  kiln_tblock_push(k, &cond->body, kiln_tstore(k, y, at2(k, i, 16, j), kiln_tload(k, t, rev)));
+  kiln_tblock_push(
+      k, &cond->orelse,
+      kiln_tstore(k, y, at2(k, i, 16, j), kiln_tun(k, KILN_TOP_EXP, kiln_tload(k, t, rev))));
+  kiln_tblock_push(k, &lu->body, cond);
+  kiln_tblock_push(k, &li->body, lu);
+  kiln_tblock_push(k, &k->body, li);
+  kiln_tstmt *un = kiln_tfor(k, j, kiln_tint(k, 5), KILN_LOOP_UNROLL);
+  kiln_tblock_push(k, &un->body, kiln_tstore(k, y, kiln_tv(k, j), kiln_tfloat(k, KILN_F64, 1e300)));
+  kiln_tblock_push(k, &k->body, un);
+}
+
+static void test_loops_and_locals(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  reduce_kernel(m);
+  local_kernel(m);
+  check_module(m, 3, NULL);
+  kiln_strbuf src = {0};
+  kiln_codegen_opts o = kiln_codegen_opts_default();
+  o.openmp = false;
+  CHECK_OK(kiln_codegen_c_module(m, &o, &src));
+  CHECK(strstr(src.data, "omp parallel") == NULL);
+  CHECK(strstr(src.data, "KILN_SIMD\n") != NULL && strstr(src.data, "KILN_UNROLL(5)") != NULL);
+  CHECK(strstr(src.data, "_Alignas(64) double t[16];") != NULL);
+  /* without OpenMP the code builds and runs too */
+  check_module_with(m, 5, NULL, &o, "-fno-openmp");
+  o.openmp = true, o.threads = 2, o.isa = KILN_ISA_GENERIC, o.restrict_ptrs = true;
+  check_module_with(m, 6, NULL, &o, NULL);
+  kiln_strbuf_free(&src);
+  kiln_tmodule_free(m);
+}
+
+/* ---- MMA ---- */
+typedef struct mma_case {
+  int64_t m, n, k;
+  bool a_rows;       /* A row-major (a_sk == 1) or column-major (a_sm == 1) */
+  bool c_local;      /* accumulate in a LOCAL tile (else directly in the parameter) */
+  bool b_packed;     /* B a packed panel (b_sk == n, b_sn == 1) or transposed */
+  kiln_dtype ct, at; /* C's and A's types (B is F32, or F64 when C is) */
+  bool fast;         /* expected path */
+} mma_case;
+
+/* C[m x n] (+)= A[m x 2k] B[2k x n] as two MMAs of depth k in a serial loop. */
+static kiln_tkernel *mma_kernel(kiln_tmodule *mod, const mma_case *c, int id) {
+  char name[64];
+  snprintf(name, sizeof name, "mma%d_%lldx%lldx%lld", id, (long long)c->m, (long long)c->n,
+           (long long)c->k);
+  kiln_tkernel *k = kiln_tkernel_new(mod, name);
+  int64_t M = c->m, N = c->n, K = c->k;
+  kiln_dtype bt = c->ct == KILN_F64 ? KILN_F64 : KILN_F32;
+  int a = kiln_tkernel_param(k, "a", c->at, M * 2 * K);
+  int b = kiln_tkernel_param(k, "b", bt, 2 * K * N);
+  int cp = kiln_tkernel_param(k, "c", c->ct, M * N);
+  int acc = c->c_local ? kiln_tkernel_buf(k, "acc", c->ct, KILN_SCOPE_LOCAL, M * N) : cp;
+  int i = kiln_tkernel_var(k, "i", KILN_I64), kb = kiln_tkernel_var(k, "kb", KILN_I64);
+  if (c->c_local) {
+    kiln_tstmt *l = kiln_tfor(k, i, kiln_tint(k, M * N), KILN_LOOP_VECTOR);
+    kiln_tblock_push(k, &l->body, kiln_tstore(k, acc, kiln_tv(k, i), ld(k, cp, i)));
+    kiln_tblock_push(k, &k->body, l);
+  }
+  kiln_tmma mm = {.c_buf = acc, .a_buf = a, .b_buf = b, .ldc = N, .m = M, .n = N, .k = K};
+  mm.c_off = kiln_tint(k, 0);
+  mm.a_sm = c->a_rows ? 2 * K : 1, mm.a_sk = c->a_rows ? 1 : M;
+  mm.a_off = kiln_tmul(k, kiln_tv(k, kb), c->a_rows ? K : K * M);
+  mm.b_sk = c->b_packed ? N : 1, mm.b_sn = c->b_packed ? 1 : 2 * K;
+  mm.b_off = kiln_tmul(k, kiln_tv(k, kb), c->b_packed ? K * N : K);
+  kiln_tstmt *lk = kiln_tfor(k, kb, kiln_tint(k, 2), KILN_LOOP_SERIAL);
+  kiln_tblock_push(k, &lk->body, kiln_tmma_stmt(k, &mm));
+  kiln_tblock_push(k, &k->body, lk);
+  if (c->c_local) {
+    kiln_tstmt *l = kiln_tfor(k, i, kiln_tint(k, M * N), KILN_LOOP_SERIAL);
+    kiln_tblock_push(k, &l->body, kiln_tstore(k, cp, kiln_tv(k, i), ld(k, acc, i)));
+    kiln_tblock_push(k, &k->body, l);
+  }
+  CHECK(kiln_codegen_c_mma_fast(k, &lk->body.data[0]->mma) == c->fast);
+  return k;
+}
+
+/* Small integers: every product and sum is exact, whatever the rounding steps. */
+static void fill_small_ints(const kiln_tkernel *k, void **in) {
+  uint64_t seed = 99;
+  for (int p = 0; p < k->n_params; p++)
+    for (int64_t i = 0; i < k->bufs.data[p].size; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      kiln_store_f64(k->bufs.data[p].dtype, in[p], (size_t)i, (double)((int)(seed >> 59) - 16) / 2);
+    }
+}
+
+static const mma_case mma_cases[] = {
+    {8, 32, 64, true, true, true, KILN_F32, KILN_F32, true},
+    {6, 48, 33, true, true, true, KILN_F32, KILN_F32, true},
+    {8, 64, 5, false, true, true, KILN_F32, KILN_F32, true},
+    {1, 16, 1, true, true, true, KILN_F32, KILN_F32, true},
+    {3, 16, 17, false, true, true, KILN_F32, KILN_F32, true},
+    {5, 20, 9, true, true, true, KILN_F32, KILN_F32, false},  /* n not a vector multiple */
+    {9, 16, 4, true, true, true, KILN_F32, KILN_F32, false},  /* m > 8 */
+    {4, 32, 8, true, false, true, KILN_F32, KILN_F32, false}, /* C not local */
+    {4, 32, 8, true, true, false, KILN_F32, KILN_F32, false}, /* B not packed */
+    {4, 16, 8, true, true, true, KILN_F64, KILN_F64, false},  /* F64 */
+    {4, 16, 8, false, true, true, KILN_F32, KILN_F16, false}, /* A in F16 */
+    {2, 3, 7, true, true, false, KILN_I32, KILN_I8, false},   /* integers */
+};
+
+static void test_mma(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  for (size_t i = 0; i < sizeof mma_cases / sizeof mma_cases[0]; i++)
+    mma_kernel(m, &mma_cases[i], (int)i);
+  check_module(m, 1, fill_small_ints);
+  kiln_strbuf src = {0};
+  kiln_codegen_opts o = kiln_codegen_opts_default();
+  CHECK_OK(kiln_codegen_c_module(m, &o, &src));
+  CHECK(
+      strstr(src.data, "kiln_mma_f32_8x32(acc + 0, a + (kb * 64), 128, 1, b + (kb * 2048), 64);"));
+  CHECK(strstr(src.data, "(loops)") != NULL);
+  kiln_strbuf_free(&src);
+  kiln_tmodule_free(m);
+}
+
+/* The fast path on arbitrary floats: one fused multiply-add per product, k increasing. */
+static void test_mma_fma_contract(void) {
+  if (!cc_works()) return;
+  kiln_tmodule *m = kiln_tmodule_new();
+  mma_case c = {6, 48, 50, false, true, true, KILN_F32, KILN_F32, true};
+  kiln_tkernel *k = mma_kernel(m, &c, 0);
+  kiln_strbuf src = {0};
+  kiln_codegen_opts o = kiln_codegen_opts_default();
+  CHECK_OK(kiln_codegen_c_module(m, &o, &src));
+  built so;
+  if (build(src.data, NULL, &so)) {
+    float a[6 * 100], b[100 * 48], cc[6 * 48], want[6 * 48];
+    uint64_t seed = 5;
+    fill_random(KILN_F32, a, 600, &seed), fill_random(KILN_F32, b, 4800, &seed);
+    fill_random(KILN_F32, cc, 288, &seed);
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 48; j++) {
+        float acc = cc[i * 48 + j];
+        for (int p = 0; p < 100; p++) acc = fmaf(a[p * 6 + i], b[p * 48 + j], acc);
+        want[i * 48 + j] = acc;
+      }
+    kernel_fn f = lookup(&so, k->name);
+    if (f) f((void *[]){a, b, cc});
+    CHECK(!memcmp(cc, want, sizeof want));
+  }
+  unbuild(&so);
+  kiln_strbuf_free(&src);
+  kiln_tmodule_free(m);
+}
+
+TEST_MAIN(T(test_add1_parallel), T(test_ops), T(test_casts), T(test_loops_and_locals), T(test_mma),
+          T(test_mma_fma_contract))

@@ -312,13 +312,17 @@ static kiln_status c_mma(kiln_render *r, const kiln_tstmt *s) {
 static const kiln_render_target c_target = {false, c_loop, c_barrier, c_mma};
 
 /* ---- kernels ---- */
-static void emit_params(kiln_render *r) {
+static void emit_params(kiln_render *r, const bool *used) {
   const kiln_tkernel *k = r->k;
-  const char *restr = r->o->restrict_ptrs ? " restrict" : "";
+  const char *restr = r->o->restrict_ptrs ? "restrict " : "";
   for (int i = 0; i < k->n_params; i++) {
     const kiln_tbuf *b = &k->bufs.data[i];
     const char *cst = b->readonly ? "const " : "";
     const char *ty = kiln_render_ctype(b->dtype);
+    if (!used[i]) {
+      kiln_render_line(r, "/* args[%d]: %s (unused) */", i, r->buf_names[i]);
+      continue;
+    }
     kiln_render_line(r, "%s%s *%s%s = (%s%s *)args[%d];", cst, ty, restr, r->buf_names[i], cst, ty,
                      i);
   }
@@ -328,7 +332,10 @@ static kiln_status emit_body(kiln_render *r, cstate *cs) {
   const kiln_tkernel *k = r->k;
   mark_loop_vars(r, &k->body);
   mark_block(k, &k->body, true, cs->var_top, cs->buf_top);
-  emit_params(r);
+  memset(cs->var_seen, 0, (size_t)k->vars.len * sizeof(bool));
+  memset(cs->buf_seen, 0, (size_t)k->bufs.len * sizeof(bool));
+  mark_block(k, &k->body, false, cs->var_seen, cs->buf_seen);
+  emit_params(r, cs->buf_seen);
   for (int b = k->n_params; b < k->bufs.len; b++)
     if (k->bufs.data[b].scope == KILN_SCOPE_SHARED) KILN_TRY(declare_buf(r, b));
   KILN_TRY(declare_locals(r, cs->var_top, cs->buf_top));
