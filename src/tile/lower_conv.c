@@ -218,6 +218,93 @@ static kiln_status pack_im2col(void *ud, kiln_tkernel *k, kiln_tblock *blk, cons
   return KILN_OK;
 }
 
+/* ---- row-aligned panels over a zero-padded copy of the input (2-D convs) ----
+ * Each panel is NR consecutive pixels of one output row (a row takes ppr panels; the
+ * columns past the row's end are computed on padding and not stored). The input of each
+ * (image, group) is first copied into a zero-padded plane wide enough for every panel, so
+ * a panel row is a plain (stride-1: contiguous) copy with no bounds tests. */
+
+typedef struct rowpack {
+  const conv_geom *cg;
+  int x_buf, pad_buf;
+  int64_t ppr, Hp, Wp; /* panels per output row; padded plane */
+} rowpack;
+
+static int64_t rp_plane(const rowpack *rp) {
+  return rp->cg->Cig * rp->Hp * rp->Wp;
+}
+
+static kiln_status prep_padded(void *ud, kiln_tkernel *k, kiln_tblock *blk, kiln_texpr *b,
+                               bool may_parallel) {
+  const rowpack *rp = ud;
+  const conv_geom *cg = rp->cg;
+  int cv = kiln_tkernel_var(k, "qc", KILN_I64), zv = kiln_tkernel_var(k, "qz", KILN_I64);
+  int hv = kiln_tkernel_var(k, "qh", KILN_I64), wv = kiln_tkernel_var(k, "qw", KILN_I64);
+  kiln_loop_kind ck = may_parallel ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
+  kiln_tstmt *cl = loop(k, blk, cv, cg->Cig, ck);
+  kiln_texpr *dbase =
+      kiln_tadd(k, kiln_tmul(k, b, rp_plane(rp)), kiln_tmul(k, kiln_tv(k, cv), rp->Hp * rp->Wp));
+  kiln_tstmt *zl = loop(k, &cl->body, zv, rp->Hp * rp->Wp, KILN_LOOP_VECTOR);
+  kiln_dtype dt = k->bufs.data[rp->pad_buf].dtype;
+  kiln_tblock_push(
+      k, &zl->body,
+      kiln_tstore(k, rp->pad_buf, kiln_tadd(k, dbase, kiln_tv(k, zv)), kiln_tfloat(k, dt, 0)));
+  kiln_tstmt *hl = loop(k, &cl->body, hv, cg->in[0], KILN_LOOP_SERIAL);
+  kiln_tstmt *wl = loop(k, &hl->body, wv, cg->in[1], KILN_LOOP_VECTOR);
+  kiln_texpr *src = kiln_tadd(
+      k, kiln_tadd(k, kiln_tmul(k, b, cg->Cig * cg->Pin), kiln_tmul(k, kiln_tv(k, cv), cg->Pin)),
+      kiln_tadd(k, kiln_tmul(k, kiln_tv(k, hv), cg->in[1]), kiln_tv(k, wv)));
+  kiln_texpr *drow = kiln_tmul(k, kiln_tadd(k, kiln_tv(k, hv), kiln_tint(k, cg->pb[0])), rp->Wp);
+  kiln_texpr *dst = kiln_tadd(
+      k, dbase, kiln_tadd(k, drow, kiln_tadd(k, kiln_tv(k, wv), kiln_tint(k, cg->pb[1]))));
+  kiln_tblock_push(k, &wl->body, kiln_tstore(k, rp->pad_buf, dst, kiln_tload(k, rp->x_buf, src)));
+  return KILN_OK;
+}
+
+static kiln_status pack_rows(void *ud, kiln_tkernel *k, kiln_tblock *blk, const kiln_mm_gemm *g,
+                             kiln_texpr *b, kiln_texpr *jb, int dst, kiln_texpr *dst_off) {
+  const rowpack *rp = ud;
+  const conv_geom *cg = rp->cg;
+  int cv = kiln_tkernel_var(k, "pc", KILN_I64), hv = kiln_tkernel_var(k, "ph", KILN_I64);
+  int wv = kiln_tkernel_var(k, "pw", KILN_I64), jv = kiln_tkernel_var(k, "pj", KILN_I64);
+  kiln_texpr *oh = kiln_tbin(k, KILN_TOP_DIV, jb, kiln_tint(k, rp->ppr));
+  kiln_texpr *ow0 = kiln_tmul(k, kiln_tbin(k, KILN_TOP_MOD, jb, kiln_tint(k, rp->ppr)), g->NR);
+  kiln_tstmt *cl = loop(k, blk, cv, cg->Cig, KILN_LOOP_SERIAL);
+  kiln_tstmt *hl = loop(k, &cl->body, hv, cg->k[0], KILN_LOOP_SERIAL);
+  kiln_tstmt *wl = loop(k, &hl->body, wv, cg->k[1], KILN_LOOP_SERIAL);
+  kiln_tstmt *jl = loop(k, &wl->body, jv, g->NR, KILN_LOOP_VECTOR);
+  kiln_texpr *ih =
+      kiln_tadd(k, kiln_tmul(k, oh, cg->s[0]), kiln_tmul(k, kiln_tv(k, hv), cg->dil[0]));
+  kiln_texpr *iw = kiln_tadd(k, kiln_tmul(k, kiln_tadd(k, ow0, kiln_tv(k, jv)), cg->s[1]),
+                             kiln_tmul(k, kiln_tv(k, wv), cg->dil[1]));
+  kiln_texpr *src = kiln_tadd(
+      k, kiln_tadd(k, kiln_tmul(k, b, rp_plane(rp)), kiln_tmul(k, kiln_tv(k, cv), rp->Hp * rp->Wp)),
+      kiln_tadd(k, kiln_tmul(k, ih, rp->Wp), iw));
+  kiln_texpr *row = kiln_tadd(
+      k,
+      kiln_tmul(k, kiln_tadd(k, kiln_tmul(k, kiln_tv(k, cv), cg->k[0]), kiln_tv(k, hv)), cg->k[1]),
+      kiln_tv(k, wv));
+  kiln_texpr *di = kiln_tadd(k, dst_off, kiln_tadd(k, kiln_tmul(k, row, g->NR), kiln_tv(k, jv)));
+  kiln_tblock_push(k, &jl->body, kiln_tstore(k, dst, di, kiln_tload(k, rp->pad_buf, src)));
+  return KILN_OK;
+}
+
+/* Row-aligned panels waste (ppr*NR - OW)/(ppr*NR) of the work: used on wide rows. */
+static bool use_rows(const conv_geom *cg, int NR) {
+  if (cg->nsp != 2) return false;
+  int64_t ow = cg->out[1], ppr = (ow + NR - 1) / NR;
+  return ow >= 24 && (double)ow / (double)(ppr * NR) >= 0.75;
+}
+
+static void rowpack_init(rowpack *rp, const conv_geom *cg, int NR) {
+  rp->cg = cg;
+  rp->ppr = (cg->out[1] + NR - 1) / NR;
+  int64_t need_h = (cg->out[0] - 1) * cg->s[0] + (cg->k[0] - 1) * cg->dil[0] + 1;
+  int64_t need_w = (rp->ppr * NR - 1) * cg->s[1] + (cg->k[1] - 1) * cg->dil[1] + 1;
+  rp->Hp = cg->in[0] + cg->pb[0] > need_h ? cg->in[0] + cg->pb[0] : need_h;
+  rp->Wp = cg->in[1] + cg->pb[1] > need_w ? cg->in[1] + cg->pb[1] : need_w;
+}
+
 /* ---- epilogue mapping: GEMM (b = image*G + group, m = channel in group, n = pixel) ---- */
 
 typedef struct conv_map {
@@ -284,6 +371,14 @@ static kiln_status lower_conv_gemm(kiln_lower_ctx *c, const kiln_group *grp, con
   gm->bdims[1] = cg->G;
   kiln_mm_pick_tile(gm->type, gm->M, gm->N, &gm->MR, &gm->NR);
   gm->b_kind = KILN_MM_B_SCRATCH;
+  rowpack *rp = kiln_arena_calloc(c->scratch, 1, sizeof *rp);
+  bool rows = !conv_is_pointwise(cg) && use_rows(cg, gm->NR);
+  if (rows) {
+    rowpack_init(rp, cg, gm->NR);
+    gm->N = cg->out[0] * rp->ppr * gm->NR;
+    gm->seg = rp->ppr * gm->NR;
+    gm->seg_valid = cg->out[1];
+  }
   kiln_step step = {0};
   kiln_tkernel *k = kiln_lower_kernel(c, grp, "conv", &step);
   int xbuf = kiln_lower_param_value(c, k, &step, n->inputs[0]);
@@ -297,6 +392,13 @@ static kiln_status lower_conv_gemm(kiln_lower_ctx *c, const kiln_group *grp, con
     st->bstr[1] = cg->Cig * cg->Pin;
     gm->pack = kiln_mm_pack_strided;
     gm->pack_ud = st;
+  } else if (rows) {
+    rp->x_buf = xbuf;
+    rp->pad_buf =
+        kiln_lower_param_scratch(c, k, &step, "xpad", gm->type, cg->N * cg->G * rp_plane(rp));
+    gm->pack = pack_rows;
+    gm->prep = prep_padded;
+    gm->pack_ud = rp;
   } else {
     ic->cg = cg;
     ic->x_buf = xbuf;

@@ -73,6 +73,10 @@ typedef struct kiln_mm_gemm kiln_mm_gemm;
 typedef kiln_status (*kiln_mm_pack_fn)(void *ud, kiln_tkernel *k, kiln_tblock *blk,
                                        const kiln_mm_gemm *g, kiln_texpr *b, kiln_texpr *jb,
                                        int dst, kiln_texpr *dst_off);
+/* Emits what batch b needs before its panels are packed (may_parallel: the caller is not
+ * inside a parallel loop). */
+typedef kiln_status (*kiln_mm_prep_fn)(void *ud, kiln_tkernel *k, kiln_tblock *blk, kiln_texpr *b,
+                                       bool may_parallel);
 /* Finishes element (b, m, n) whose accumulated value is acc. */
 typedef kiln_status (*kiln_mm_epi_fn)(void *ud, kiln_tkernel *k, kiln_tblock *blk, kiln_texpr *b,
                                       kiln_texpr *m, kiln_texpr *n, kiln_texpr *acc);
@@ -93,7 +97,11 @@ struct kiln_mm_gemm {
   int b_buf; /* PACKED, INPLACE: the operand; SCRATCH: the scratch buffer */
   int64_t ldb;
   kiln_mm_pack_fn pack;
-  void *pack_ud;
+  kiln_mm_prep_fn prep; /* or NULL */
+  void *pack_ud;        /* for pack and prep */
+  /* seg > 0: the N columns are rows of seg (a multiple of NR) of which the first
+   * seg_valid exist; the epilogue gets the column among the existing ones */
+  int64_t seg, seg_valid;
   kiln_mm_epi_fn epi;
   void *epi_ud;
   int threads;

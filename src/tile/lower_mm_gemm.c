@@ -164,9 +164,18 @@ static kiln_status emit_tile(kiln_tkernel *k, kiln_tblock *blk, const kiln_mm_ge
   kiln_tstmt *jl = loop(k, &il->body, v->j, width, KILN_LOOP_VECTOR);
   kiln_tblock *body = &jl->body;
   kiln_texpr *col = kiln_tadd(k, kiln_tmul(k, jb, g->NR), kiln_tv(k, v->j));
-  if (!inplace && g->N % g->NR != 0) {
-    /* the last panel's padding columns are not stored; the clamp keeps the index
-     * provably in bounds for the verifier */
+  if (g->seg > 0) {
+    /* columns past the end of each segment are padding: not stored; the clamp keeps the
+     * index provably in bounds for the verifier */
+    kiln_texpr *in_seg = kiln_tbin(k, KILN_TOP_MOD, col, kiln_tint(k, g->seg));
+    kiln_tstmt *guard = kiln_tif(k, kiln_tbin(k, KILN_TOP_LT, in_seg, kiln_tint(k, g->seg_valid)));
+    kiln_tblock_push(k, body, guard);
+    body = &guard->body;
+    kiln_texpr *segs = kiln_tbin(k, KILN_TOP_DIV, col, kiln_tint(k, g->seg));
+    col = kiln_tadd(k, kiln_tmul(k, segs, g->seg_valid),
+                    kiln_tbin(k, KILN_TOP_MIN, in_seg, kiln_tint(k, g->seg_valid - 1)));
+  } else if (!inplace && g->N % g->NR != 0) {
+    /* the last panel's padding columns are not stored (clamped for the verifier too) */
     kiln_tstmt *guard = kiln_tif(k, kiln_tbin(k, KILN_TOP_LT, col, kiln_tint(k, g->N)));
     kiln_tblock_push(k, body, guard);
     body = &guard->body;
@@ -200,6 +209,7 @@ static kiln_status emit_batch_body(kiln_tkernel *k, kiln_tblock *blk, const kiln
                                    const gemm_vars *v, par_mode mode) {
   int64_t np = kiln_mm_gemm_panels(g);
   if (g->b_kind == KILN_MM_B_INPLACE) np = 1;
+  if (g->prep) KILN_TRY(g->prep(g->pack_ud, k, blk, kiln_tv(k, v->b), mode != PAR_NONE));
   if (mode != PAR_ROWS) {
     kiln_loop_kind pk = mode == PAR_PANELS ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
     kiln_tstmt *pl = loop(k, blk, v->jb, np, pk);

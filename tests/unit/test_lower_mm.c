@@ -382,6 +382,24 @@ static void test_conv_parallel(void) {
         ONE);
 }
 
+static void test_conv_wide_rows(void) {
+  /* rows of 30, 26 (stride 2) and 56 (two panels per row) pixels: row-aligned panels over
+   * a zero-padded copy of the input */
+  check("graph @c(%x: f32[1,4,6,30]) -> (%y: f32[1,8,6,30]) {\n opset \"\" 17\n"
+        " %w = const f32[8,4,3,3] RANDOM\n %b = const f32[8] RANDOM\n"
+        " %c = Conv(%x, %w, %b) {pads=[1,1,1,1]} : f32[1,8,6,30] group 1\n"
+        " %y = Relu(%c) : f32[1,8,6,30] group 1\n return %y\n}\n",
+        ONE);
+  check("graph @c(%x: f32[2,3,9,52]) -> (%y: f32[2,5,5,26]) {\n opset \"\" 17\n"
+        " %w = const f32[5,3,3,3] RANDOM\n"
+        " %y = Conv(%x, %w) {pads=[1,1,1,1], strides=[2,2]} : f32[2,5,5,26]\n return %y\n}\n",
+        ONE);
+  check("graph @c(%x: f32[1,4,4,58]) -> (%y: f32[1,8,2,56]) {\n opset \"\" 17\n"
+        " %w = const f32[8,2,3,3] RANDOM\n"
+        " %y = Conv(%x, %w) {group=2} : f32[1,8,2,56]\n return %y\n}\n",
+        (expect){-1, 0, false, 0});
+}
+
 /* ---- epilogue shapes the lowering must refuse (the nodes then lower on their own) ---- */
 
 static void test_epilogue_rejected(void) {
@@ -398,4 +416,4 @@ TEST_MAIN(T(test_matmul_const_2d), T(test_matmul_const_3d), T(test_matmul_batche
           T(test_conv_basic), T(test_conv_strides_dilations), T(test_conv_groups),
           T(test_conv_depthwise), T(test_conv_pointwise_residual), T(test_conv_1d_3d),
           T(test_conv_auto_pad), T(test_conv_weights_input), T(test_conv_f64),
-          T(test_conv_parallel), T(test_epilogue_rejected))
+          T(test_conv_parallel), T(test_conv_wide_rows), T(test_epilogue_rejected))
