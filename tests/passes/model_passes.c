@@ -1,12 +1,14 @@
 /* The pass pipeline (without fusion) on real exported models.
  *
- *   model_passes DIR      (DIR defaults to $KILN_MODELS)
+ *   model_passes DIR [--expect-removed PASS=N]     (DIR defaults to $KILN_MODELS)
  *
  * For every DIR/<model>/model.onnx with test_data_set_0/ (input_N.pb, output_N.pb), runs
  * the passes one application at a time with the verifier after each, prints how many nodes
  * each pass removed and how long it took, then runs the optimized graph with the reference
  * interpreter and compares with the expected outputs (|got - want| <= 1e-4 + 1e-3 |want|).
- * Prints "N passed, N failed" (one check per model) and exits 1 on any failure. */
+ * With --expect-removed, a model also fails when PASS removed fewer than N nodes (checks
+ * that a pass fires on a model made for it). Prints "N passed, N failed" (one check per
+ * model) and exits 1 on any failure. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,9 @@ static bool exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
+static const char *expect_pass; /* --expect-removed PASS=N */
+static long expect_removed;
+
 /* Runs the pipeline pass by pass, printing one line per pass. */
 static kiln_status run_pipeline(kiln_graph *g, double *total_ms) {
   int n;
@@ -48,6 +53,9 @@ static kiln_status run_pipeline(kiln_graph *g, double *total_ms) {
     KILN_TRYF(kiln_graph_verify(g), "after pass %s", p[i].name);
     printf("    %-10s nodes %5d -> %5d (removed %5d)  changes %5lld  %8.2f ms\n", p[i].name, before,
            g->nodes.len, before - g->nodes.len, (long long)ctx.changes, ms);
+    if (expect_pass && !strcmp(expect_pass, p[i].name) && before - g->nodes.len < expect_removed)
+      return kiln_error(KILN_ERR_FAILED, "pass %s removed %d nodes, expected at least %ld",
+                        p[i].name, before - g->nodes.len, expect_removed);
   }
   return KILN_OK;
 }
@@ -125,7 +133,14 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  const char *root = argc > 1 ? argv[1] : getenv("KILN_MODELS");
+  const char *root = argc > 1 && argv[1][0] != '-' ? argv[1] : getenv("KILN_MODELS");
+  for (int i = 1; i + 1 < argc; i++) {
+    char *eq = strchr(argv[i + 1], '=');
+    if (strcmp(argv[i], "--expect-removed") != 0 || !eq) continue;
+    *eq = 0;
+    expect_pass = argv[i + 1];
+    expect_removed = strtol(eq + 1, NULL, 10);
+  }
   DIR *d = root ? opendir(root) : NULL;
   if (!d) {
     fprintf(stderr, "usage: model_passes DIR (or set KILN_MODELS): no folder '%s'\n",
