@@ -124,11 +124,53 @@ kiln_status kiln_tinterp_eval(kiln_tinterp *in, const kiln_texpr *e, kiln_tval *
 }
 
 /* ---- statements ---- */
+/* True when buf[off + i*s1 + j*s2] for i < n1, j < n2 is in bounds and initialized. */
+static bool span_ready(const kiln_tinterp *in, int buf, int64_t off, int64_t n1, int64_t s1,
+                       int64_t n2, int64_t s2) {
+  int64_t t1, t2, lo = off, hi = off, size = in->k->bufs.data[buf].size;
+  if (kiln_mul_overflow_i64(n1 - 1, s1, &t1) || kiln_mul_overflow_i64(n2 - 1, s2, &t2) ||
+      kiln_add_overflow_i64(lo, (t1 < 0 ? t1 : 0) + (t2 < 0 ? t2 : 0), &lo) ||
+      kiln_add_overflow_i64(hi, (t1 > 0 ? t1 : 0) + (t2 > 0 ? t2 : 0), &hi) || lo < 0 || hi >= size)
+    return false;
+  const uint8_t *init = in->bufs[buf].init;
+  for (int64_t i = 0; init && i < n1; i++)
+    for (int64_t j = 0; j < n2; j++)
+      if (!init[off + i * s1 + j * s2]) return false;
+  return true;
+}
+
+/* All-f32 MMA whose footprints are in bounds and initialized: the same operations as the
+ * general path (product rounded, then added), without the per-element dispatch. Separate
+ * statements keep the product and the sum two roundings (ISO C mode: no contraction). */
+static bool mma_f32(kiln_tinterp *in, const kiln_tmma *m, int64_t co, int64_t ao, int64_t bo) {
+  const kiln_tkernel *k = in->k;
+  if (k->bufs.data[m->c_buf].dtype != KILN_F32 || k->bufs.data[m->a_buf].dtype != KILN_F32 ||
+      k->bufs.data[m->b_buf].dtype != KILN_F32 ||
+      !span_ready(in, m->c_buf, co, m->m, m->ldc, m->n, 1) ||
+      !span_ready(in, m->a_buf, ao, m->m, m->a_sm, m->k, m->a_sk) ||
+      !span_ready(in, m->b_buf, bo, m->k, m->b_sk, m->n, m->b_sn))
+    return false;
+  float *c = (float *)in->bufs[m->c_buf].data + co;
+  const float *a = (const float *)in->bufs[m->a_buf].data + ao;
+  const float *b = (const float *)in->bufs[m->b_buf].data + bo;
+  for (int64_t i = 0; i < m->m; i++)
+    for (int64_t j = 0; j < m->n; j++) {
+      float acc = c[i * m->ldc + j];
+      for (int64_t q = 0; q < m->k; q++) {
+        float p = a[i * m->a_sm + q * m->a_sk] * b[q * m->b_sk + j * m->b_sn];
+        acc = acc + p;
+      }
+      c[i * m->ldc + j] = acc;
+    }
+  return true;
+}
+
 static kiln_status exec_mma(kiln_tinterp *in, const kiln_tmma *m) {
   kiln_tval co, ao, bo;
   KILN_TRY(kiln_tinterp_eval(in, m->c_off, &co));
   KILN_TRY(kiln_tinterp_eval(in, m->a_off, &ao));
   KILN_TRY(kiln_tinterp_eval(in, m->b_off, &bo));
+  if (mma_f32(in, m, co.i, ao.i, bo.i)) return KILN_OK;
   const kiln_tkernel *k = in->k;
   kiln_dtype ct = k->bufs.data[m->c_buf].dtype, at = k->bufs.data[m->a_buf].dtype,
              bt = k->bufs.data[m->b_buf].dtype;

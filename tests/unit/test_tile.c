@@ -458,6 +458,25 @@ static void test_interp_mma(void) {
   void *args[3] = {as, bs, cs};
   CHECK_OK(kiln_tkernel_interp(k, args));
   CHECK(memcmp(cs, want, sizeof cs) == 0);
+  /* The same with all-f32 operands (the direct path) gives the same bits. */
+  kiln_tmodule *m2 = kiln_tmodule_new();
+  kiln_tkernel *k2 = kiln_tkernel_new(m2, "mm32");
+  int a2 = kiln_tkernel_param(k2, "a", KILN_F32, 10);
+  int b2 = kiln_tkernel_param(k2, "b", KILN_F32, 15);
+  int c2 = kiln_tkernel_param(k2, "c", KILN_F32, 8);
+  kiln_tmma mm2 = mm;
+  mm2.c_buf = c2, mm2.a_buf = a2, mm2.b_buf = b2;
+  mm2.c_off = mm2.a_off = mm2.b_off = kiln_tint(k2, 0);
+  kiln_tblock_push(k2, &k2->body, kiln_tmma_stmt(k2, &mm2));
+  float af[10], cs2[8];
+  for (int j = 0; j < 10; j++) af[j] = kiln_f16_to_f32(as[j]);
+  for (int j = 0; j < 8; j++) cs2[j] = (float)j;
+  void *args2[3] = {af, bs, cs2};
+  CHECK_OK(kiln_tkernel_interp(k2, args2));
+  CHECK(memcmp(cs2, want, sizeof cs2) == 0);
+  k2->body.data[0]->mma.n = 4; /* out of bounds: the general path reports it */
+  check_err_has(kiln_tkernel_interp(k2, args2), "load %b[15] out of bounds", NULL);
+  kiln_tmodule_free(m2);
   k->body.data[0]->mma.ldc = 5; /* B column 3 starts at 15 */
   k->body.data[0]->mma.n = 4;
   check_err_has(kiln_tkernel_interp(k, args), "load %b[15] out of bounds", "mma %c[0] += %a[0]");
