@@ -346,14 +346,9 @@ static int64_t fit(const block *b, block **near, int n, bool best_fit) {
   return best >= 0 ? best : cursor;
 }
 
-/* Places the blocks in the heuristic's order; returns the arena size. */
-static int64_t place(block *blocks, int n, const heuristic *h) {
-  int *order = kiln_xcalloc((size_t)n + 1, sizeof *order);
-  block **placed = kiln_xcalloc((size_t)n + 1, sizeof *placed);
-  block **near = kiln_xcalloc((size_t)n + 1, sizeof *near);
-  for (int i = 0; i < n; i++) order[i] = i, blocks[i].offset = -1;
-  g_sort_blocks = blocks;
-  qsort(order, (size_t)n, sizeof *order, h->cmp);
+/* Places the blocks in the given order; returns the arena size. */
+static int64_t place_order(block *blocks, int n, const int *order, bool best_fit, block **placed,
+                           block **near) {
   int n_placed = 0;
   int64_t top = 0;
   for (int i = 0; i < n; i++) {
@@ -365,14 +360,83 @@ static int64_t place(block *blocks, int n, const heuristic *h) {
     int m = 0;
     for (int j = 0; j < n_placed; j++)
       if (placed[j]->first <= b->last && b->first <= placed[j]->last) near[m++] = placed[j];
-    b->offset = fit(b, near, m, h->best_fit);
+    b->offset = fit(b, near, m, best_fit);
     if (b->offset + b->bytes > top) top = b->offset + b->bytes;
     placed[n_placed++] = b;
   }
-  free(order);
-  free(placed);
-  free(near);
   return top;
+}
+
+/* The search state: the best placement found so far. */
+typedef struct placer {
+  block *blocks;
+  int n;
+  int *order, *trial;
+  block **placed, **near;
+  int64_t best;
+  int64_t *best_off;
+  int best_h; /* index in HEURISTICS, or N_HEURISTICS for the local search */
+} placer;
+
+static void keep_if_better(placer *P, int64_t size, int h) {
+  if (size >= P->best) return;
+  P->best = size, P->best_h = h;
+  for (int i = 0; i < P->n; i++) P->best_off[i] = P->blocks[i].offset;
+}
+
+static int64_t place_heuristic(placer *P, const heuristic *h, int *order) {
+  for (int i = 0; i < P->n; i++) order[i] = i;
+  g_sort_blocks = P->blocks;
+  qsort(order, (size_t)P->n, sizeof *order, h->cmp);
+  return place_order(P->blocks, P->n, order, h->best_fit, P->placed, P->near);
+}
+
+/* Local search from the best order: move one block earlier in the order, keep the move
+ * when the arena does not grow. Deterministic; stops at the lower bound or after a budget
+ * of about 2e7 block comparisons. */
+static void local_search(placer *P, const int *start, int64_t start_size, int64_t bound) {
+  int n = P->n;
+  if (n < 3) return;
+  int64_t budget = 20000000 / ((int64_t)n * n + 1), cur = start_size;
+  if (budget > 3000) budget = 3000;
+  uint64_t rng = 0x2545f4914f6cdd1dull;
+  memcpy(P->order, start, (size_t)n * sizeof *start);
+  for (int64_t it = 0; it < budget && P->best > bound; it++) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    int j = 1 + (int)(rng % (uint64_t)(n - 1)), i = (int)((rng >> 32) % (uint64_t)j);
+    memcpy(P->trial, P->order, (size_t)n * sizeof *P->order);
+    int moved = P->trial[j];
+    memmove(P->trial + i + 1, P->trial + i, (size_t)(j - i) * sizeof *P->trial);
+    P->trial[i] = moved;
+    int64_t size = place_order(P->blocks, n, P->trial, true, P->placed, P->near);
+    if (size > cur) continue;
+    cur = size;
+    memcpy(P->order, P->trial, (size_t)n * sizeof *P->order);
+    keep_if_better(P, size, N_HEURISTICS);
+  }
+}
+
+/* Every heuristic (or the one asked for), then a local search from the best; the smallest
+ * arena's offsets are left in the blocks. */
+static void place_best(block *blocks, int n, int only, int64_t bound, int64_t *size, int *h_out) {
+  placer P = {blocks, n, NULL, NULL, NULL, NULL, INT64_MAX, NULL, -1};
+  P.order = kiln_xcalloc((size_t)n + 1, sizeof *P.order);
+  P.trial = kiln_xcalloc((size_t)n + 1, sizeof *P.trial);
+  P.placed = kiln_xcalloc((size_t)n + 1, sizeof *P.placed);
+  P.near = kiln_xcalloc((size_t)n + 1, sizeof *P.near);
+  P.best_off = kiln_xcalloc((size_t)n + 1, sizeof *P.best_off);
+  int *best_order = kiln_xcalloc((size_t)n + 1, sizeof *best_order);
+  for (int h = 0; h < N_HEURISTICS; h++) {
+    if (only >= 0 && h != only) continue;
+    int64_t s = place_heuristic(&P, &HEURISTICS[h], P.order);
+    if (s < P.best) memcpy(best_order, P.order, (size_t)n * sizeof *best_order);
+    keep_if_better(&P, s, h);
+  }
+  if (only < 0) local_search(&P, best_order, P.best, bound);
+  for (int i = 0; i < n; i++) blocks[i].offset = P.best_off[i];
+  *size = P.best == INT64_MAX ? 0 : P.best;
+  *h_out = P.best_h;
+  free(P.order), free(P.trial), free(P.placed), free(P.near), free(P.best_off), free(best_order);
 }
 
 static int64_t lower_bound(const liveness *L) {
@@ -417,24 +481,16 @@ kiln_status kiln_plan_program(const kiln_program *p, const kiln_plan_opts *o, ki
     liveness_free(&L);
     return st;
   }
-  int n = L.blocks.len, best_h = -1;
-  int64_t best = INT64_MAX;
-  int64_t *best_off = kiln_xcalloc((size_t)n + 1, sizeof *best_off);
-  for (int h = 0; h < N_HEURISTICS; h++) {
-    if (o->heuristic >= 0 && h != o->heuristic) continue;
-    int64_t size = place(L.blocks.data, n, &HEURISTICS[h]);
-    if (size < best) {
-      best = size, best_h = h;
-      for (int i = 0; i < n; i++) best_off[i] = L.blocks.data[i].offset;
-    }
-  }
-  for (int i = 0; i < n; i++) L.blocks.data[i].offset = best_off[i];
-  free(best_off);
+  int64_t bound = lower_bound(&L), size;
+  int best_h;
+  place_best(L.blocks.data, L.blocks.len, o->heuristic, bound, &size, &best_h);
   kiln_plan *plan = kiln_xcalloc(1, sizeof *plan);
   fill_plan(&L, p, plan);
-  plan->arena_bytes = best;
-  plan->lower_bound = lower_bound(&L);
-  plan->heuristic = HEURISTICS[best_h].name;
+  plan->arena_bytes = size;
+  plan->lower_bound = bound;
+  plan->heuristic = best_h < 0              ? "none"
+                    : best_h < N_HEURISTICS ? HEURISTICS[best_h].name
+                                            : "local search";
   liveness_free(&L);
   *out = plan;
   return KILN_OK;

@@ -302,7 +302,7 @@ static void test_random_programs(void) {
     fx_free(&f);
   }
   printf("random programs: worst arena / lower bound = %.3f\n", worst);
-  CHECK(worst < 1.25);
+  CHECK(worst < 1.15);
 }
 
 static void test_each_heuristic_is_valid(void) {
