@@ -494,11 +494,101 @@ static kiln_status lower_conv_depthwise(kiln_lower_ctx *c, const kiln_group *grp
   return KILN_OK;
 }
 
+/* 2-D depthwise over a zero-padded LOCAL copy of the channel's plane: the inner loop
+ * reads the plane without bounds tests (contiguously for stride 1). */
+typedef struct dw2 {
+  int64_t Hp, Wp;
+  int plane, row, c, q, h, w, oh, kh, kw, x;
+} dw2;
+
+static bool dw2_fits(const conv_geom *cg, dw2 *d) {
+  if (cg->nsp != 2) return false;
+  int64_t need_h = (cg->out[0] - 1) * cg->s[0] + (cg->k[0] - 1) * cg->dil[0] + 1;
+  int64_t need_w = (cg->out[1] - 1) * cg->s[1] + (cg->k[1] - 1) * cg->dil[1] + 1;
+  d->Hp = cg->in[0] + cg->pb[0] > need_h ? cg->in[0] + cg->pb[0] : need_h;
+  d->Wp = cg->in[1] + cg->pb[1] > need_w ? cg->in[1] + cg->pb[1] : need_w;
+  return d->Hp * d->Wp <= (int64_t)1 << 17;
+}
+
+static void dw2_fill(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg, const dw2 *d, int xb,
+                     kiln_texpr *ci_off, kiln_dtype type) {
+  kiln_tstmt *zl = loop(k, blk, d->q, d->Hp * d->Wp, KILN_LOOP_VECTOR);
+  kiln_tblock_push(k, &zl->body,
+                   kiln_tstore(k, d->plane, kiln_tv(k, d->q), kiln_tfloat(k, type, 0)));
+  kiln_tstmt *hl = loop(k, blk, d->h, cg->in[0], KILN_LOOP_SERIAL);
+  kiln_tstmt *wl = loop(k, &hl->body, d->w, cg->in[1], KILN_LOOP_VECTOR);
+  kiln_texpr *src = kiln_tadd(
+      k, ci_off, kiln_tadd(k, kiln_tmul(k, kiln_tv(k, d->h), cg->in[1]), kiln_tv(k, d->w)));
+  kiln_texpr *dst =
+      kiln_tadd(k, kiln_tmul(k, kiln_tadd(k, kiln_tv(k, d->h), kiln_tint(k, cg->pb[0])), d->Wp),
+                kiln_tadd(k, kiln_tv(k, d->w), kiln_tint(k, cg->pb[1])));
+  kiln_tblock_push(k, &wl->body, kiln_tstore(k, d->plane, dst, kiln_lower_load(k, xb, src)));
+}
+
+static void dw2_row(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg, const dw2 *d, int wb,
+                    kiln_texpr *co, kiln_dtype type) {
+  kiln_tstmt *zl = loop(k, blk, d->x, cg->out[1], KILN_LOOP_VECTOR);
+  kiln_tblock_push(k, &zl->body, kiln_tstore(k, d->row, kiln_tv(k, d->x), kiln_tfloat(k, type, 0)));
+  kiln_tstmt *hl = loop(k, blk, d->kh, cg->k[0], KILN_LOOP_SERIAL);
+  kiln_tstmt *wl = loop(k, &hl->body, d->kw, cg->k[1], KILN_LOOP_SERIAL);
+  kiln_tstmt *xl = loop(k, &wl->body, d->x, cg->out[1], KILN_LOOP_VECTOR);
+  kiln_texpr *ih = kiln_tadd(k, kiln_tmul(k, kiln_tv(k, d->oh), cg->s[0]),
+                             kiln_tmul(k, kiln_tv(k, d->kh), cg->dil[0]));
+  kiln_texpr *iw = kiln_tadd(k, kiln_tmul(k, kiln_tv(k, d->x), cg->s[1]),
+                             kiln_tmul(k, kiln_tv(k, d->kw), cg->dil[1]));
+  kiln_texpr *px = kiln_tload(k, d->plane, kiln_tadd(k, kiln_tmul(k, ih, d->Wp), iw));
+  kiln_texpr *widx =
+      kiln_tadd(k, kiln_tmul(k, co, cg->KS),
+                kiln_tadd(k, kiln_tmul(k, kiln_tv(k, d->kh), cg->k[1]), kiln_tv(k, d->kw)));
+  kiln_texpr *w = kiln_lower_load(k, wb, widx);
+  kiln_texpr *sum = kiln_tbin(k, KILN_TOP_ADD, kiln_tload(k, d->row, kiln_tv(k, d->x)),
+                              kiln_tbin(k, KILN_TOP_MUL, w, px));
+  kiln_tblock_push(k, &xl->body, kiln_tstore(k, d->row, kiln_tv(k, d->x), sum));
+}
+
+static kiln_status lower_dw2(kiln_lower_ctx *c, const kiln_group *grp, const kiln_node *n,
+                             const conv_geom *cg, dw2 *d) {
+  kiln_dtype type = kiln_lower_compute_type(c->g->values.data[n->outputs[0]].type.dtype);
+  kiln_step step = {0};
+  kiln_tkernel *k = kiln_lower_kernel(c, grp, "dwconv", &step);
+  int xb = kiln_lower_param_value(c, k, &step, n->inputs[0]);
+  int wb = kiln_lower_param_value(c, k, &step, n->inputs[1]);
+  kiln_mm_head head = conv_head(c->g, n);
+  kiln_mm_epi *epi;
+  KILN_TRY(kiln_mm_epi_prepare(c, grp, k, &step, &head, &epi));
+  const char *names[] = {"c", "q", "h", "w", "oh", "kh", "kw", "x"};
+  int *vars[] = {&d->c, &d->q, &d->h, &d->w, &d->oh, &d->kh, &d->kw, &d->x};
+  for (int i = 0; i < 8; i++) *vars[i] = kiln_tkernel_var(k, names[i], KILN_I64);
+  d->plane = kiln_tkernel_buf(k, "plane", type, KILN_SCOPE_LOCAL, d->Hp * d->Wp);
+  d->row = kiln_tkernel_buf(k, "row", type, KILN_SCOPE_LOCAL, cg->out[1]);
+  double flops = 2.0 * (double)cg->N * (double)cg->Co * (double)cg->P * (double)cg->KS;
+  kiln_loop_kind ck = c->opts->threads > 1 && flops >= 2e6 ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
+  kiln_tstmt *cl = loop(k, &k->body, d->c, cg->N * cg->Co, ck);
+  kiln_texpr *cv = kiln_tv(k, d->c);
+  kiln_texpr *img = kiln_tbin(k, KILN_TOP_DIV, cv, kiln_tint(k, cg->Co));
+  kiln_texpr *co = kiln_tbin(k, KILN_TOP_MOD, cv, kiln_tint(k, cg->Co));
+  kiln_texpr *ci = divc(k, co, cg->Cog);
+  dw2_fill(k, &cl->body, cg, d, xb,
+           kiln_tadd(k, kiln_tmul(k, img, cg->C * cg->Pin), kiln_tmul(k, ci, cg->Pin)), type);
+  kiln_tstmt *ol = loop(k, &cl->body, d->oh, cg->out[0], KILN_LOOP_SERIAL);
+  dw2_row(k, &ol->body, cg, d, wb, co, type);
+  kiln_tstmt *el = loop(k, &ol->body, d->x, cg->out[1], KILN_LOOP_VECTOR);
+  kiln_mm_coord crd = {.n = 3, .lo = {0, 1, 2}, .hi = {1, 2, 4}};
+  crd.e[0] = img;
+  crd.e[1] = co;
+  crd.e[2] = kiln_tadd(k, kiln_tmul(k, kiln_tv(k, d->oh), cg->out[1]), kiln_tv(k, d->x));
+  KILN_TRY(kiln_mm_epi_emit(epi, k, &el->body, &crd, kiln_tload(k, d->row, kiln_tv(k, d->x))));
+  kiln_lower_add_step(c, &step);
+  return KILN_OK;
+}
+
 kiln_status kiln_lower_conv(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_node *n = &c->g->nodes.data[grp->anchor];
   conv_geom *cg = kiln_arena_calloc(c->scratch, 1, sizeof *cg);
   KILN_TRY(conv_geom_of(c->g, n, cg));
   KILN_TRY(kiln_mm_epi_check(c->g, grp));
+  dw2 d;
+  if (cg->Cig == 1 && cg->G > 1 && dw2_fits(cg, &d)) return lower_dw2(c, grp, n, cg, &d);
   if (cg->Cig == 1 && cg->G > 1) return lower_conv_depthwise(c, grp, n, cg);
   return lower_conv_gemm(c, grp, n, cg);
 }

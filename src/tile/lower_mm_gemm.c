@@ -167,11 +167,15 @@ static kiln_status emit_tile(kiln_tkernel *k, kiln_tblock *blk, const kiln_mm_ge
   if (g->seg > 0) {
     /* columns past the end of each segment are padding: not stored; the clamp keeps the
      * index provably in bounds for the verifier */
-    kiln_texpr *in_seg = kiln_tbin(k, KILN_TOP_MOD, col, kiln_tint(k, g->seg));
+    /* jb*NR + j = (jb / ppr)*seg + (jb % ppr)*NR + j with ppr = seg/NR panels a segment:
+     * only the panel index is divided, outside the vector loop */
+    int64_t ppr = g->seg / g->NR;
+    kiln_texpr *in_seg = kiln_tadd(
+        k, kiln_tmul(k, kiln_tbin(k, KILN_TOP_MOD, jb, kiln_tint(k, ppr)), g->NR), kiln_tv(k, v->j));
     kiln_tstmt *guard = kiln_tif(k, kiln_tbin(k, KILN_TOP_LT, in_seg, kiln_tint(k, g->seg_valid)));
     kiln_tblock_push(k, body, guard);
     body = &guard->body;
-    kiln_texpr *segs = kiln_tbin(k, KILN_TOP_DIV, col, kiln_tint(k, g->seg));
+    kiln_texpr *segs = kiln_tbin(k, KILN_TOP_DIV, jb, kiln_tint(k, ppr));
     col = kiln_tadd(k, kiln_tmul(k, segs, g->seg_valid),
                     kiln_tbin(k, KILN_TOP_MIN, in_seg, kiln_tint(k, g->seg_valid - 1)));
   } else if (!inplace && g->N % g->NR != 0) {

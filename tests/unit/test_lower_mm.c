@@ -14,7 +14,7 @@
 #include "tile/lower.h"
 
 #ifndef VERIFY_KERNELS
-#define VERIFY_KERNELS 0
+#define VERIFY_KERNELS 1
 #endif
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
@@ -314,6 +314,11 @@ static void test_conv_depthwise(void) {
         " %lo = const f32[] [0]\n %hi = const f32[] [0.5]\n"
         " %c = Conv(%x, %w, %b) {group=6, pads=[1,1,1,1], strides=[2,2]} : f32[1,6,5,5] group 1\n"
         " %y = Clip(%c, %lo, %hi) : f32[1,6,5,5] group 1\n return %y\n}\n",
+        ONE);
+  /* 1-D: the direct loop with bounds tests instead of a padded plane */
+  check("graph @c(%x: f32[2,4,20]) -> (%y: f32[2,4,20]) {\n opset \"\" 17\n"
+        " %w = const f32[4,1,3] RANDOM\n"
+        " %y = Conv(%x, %w) {group=4, pads=[1,1]} : f32[2,4,20]\n return %y\n}\n",
         ONE);
   /* channel multiplier 2, batch 2, dilation */
   check("graph @c(%x: f32[2,3,8,9], %w: f32[6,1,3,3]) -> (%y: f32[2,6,4,5]) {\n opset \"\" 17\n"
