@@ -78,10 +78,14 @@ kiln_status kiln_exec_prepare(kiln_compiled *c) {
   c->heap = kiln_xcalloc((size_t)nv + 1, sizeof *c->heap);
   for (int v = 0; v < nv; v++) {
     const kiln_loc *l = &c->plan->loc[v];
+    const kiln_value *val = &c->g->values.data[v];
+    bool is_static = val->type.kind == KILN_TYPE_TENSOR && kiln_type_is_static(&val->type);
     if (l->kind == KILN_LOC_ARENA)
-      c->views[v] = kiln_val_tensor(view_tensor(&c->g->values.data[v].type, c->arena + l->offset));
-    else if (l->kind == KILN_LOC_INPUT)
-      c->views[v] = kiln_val_new(KILN_TYPE_TENSOR); /* ->t set to a view per run */
+      c->views[v] = kiln_val_tensor(view_tensor(&val->type, c->arena + l->offset));
+    else if (l->kind == KILN_LOC_INPUT && is_static) /* data set per run */
+      c->views[v] = kiln_val_tensor(view_tensor(&val->type, NULL));
+    else if (l->kind == KILN_LOC_CONST && val->kind != KILN_VALUE_CONST && is_static)
+      c->views[v] = kiln_val_tensor(view_tensor(&val->type, value_ptr(c, v))); /* a view */
   }
   return prepare_kernels(c);
 }
@@ -95,13 +99,7 @@ void kiln_exec_free(kiln_compiled *c) {
   for (int s = 0; c->xsteps && s < c->prog->steps.len; s++) free(c->xsteps[s].args);
   free(c->xsteps);
   kiln_vec_free(&c->patches);
-  for (int v = 0; c->views && v < nv; v++) {
-    if (c->views[v] && c->plan->loc[v].kind == KILN_LOC_INPUT) {
-      kiln_tensor_free(c->views[v]->t); /* the view shell of the last run's input */
-      c->views[v]->t = NULL;
-    }
-    kiln_val_free(c->views[v]);
-  }
+  for (int v = 0; c->views && v < nv; v++) kiln_val_free(c->views[v]); /* views: no data owned */
   free(c->views);
   if (c->heap) clear_heap(c);
   free(c->heap);
@@ -130,16 +128,11 @@ static kiln_status check_inputs(const kiln_compiled *c, int n_in, kiln_tensor *c
 }
 
 static void bind_inputs(kiln_compiled *c, kiln_tensor *const *inputs) {
-  c->cur_inputs = inputs;
   for (int i = 0; i < c->patches.len; i++)
     *c->patches.data[i].slot = inputs[c->patches.data[i].input]->data;
-  for (int i = 0; i < c->g->inputs.len; i++) {
-    kiln_val *view = c->views[c->g->inputs.data[i]];
-    if (!view) continue;
-    if (!view->t) view->t = kiln_xcalloc(1, sizeof *view->t);
-    *view->t = *inputs[i];
-    view->t->owns_data = false;
-  }
+  for (int v = 0; v < c->g->values.len; v++) /* inputs and views of them */
+    if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v])
+      c->views[v]->t->data = inputs[c->plan->loc[v].index]->data;
 }
 
 static kiln_val *lookup(void *user, int v) {
@@ -214,10 +207,10 @@ static kiln_status run_steps(kiln_compiled *c) {
   return KILN_OK;
 }
 
+/* An output is a copy of its view (its own shape), else of the heap value or constant. */
 static kiln_status copy_output(kiln_compiled *c, int v, kiln_tensor **out) {
   const kiln_loc *l = &c->plan->loc[v];
-  if (l->kind == KILN_LOC_ARENA) return kiln_tensor_clone(c->views[v]->t, out);
-  if (l->kind == KILN_LOC_INPUT) return kiln_tensor_clone(c->cur_inputs[l->index], out);
+  if (c->views[v]) return kiln_tensor_clone(c->views[v]->t, out);
   if (l->kind == KILN_LOC_CONST) return kiln_tensor_clone(c->g->values.data[l->index].data, out);
   if (l->kind == KILN_LOC_HEAP && c->heap[v] && c->heap[v]->kind == KILN_TYPE_TENSOR &&
       c->heap[v]->t)

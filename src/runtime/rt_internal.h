@@ -33,7 +33,6 @@ struct kiln_compiled {
   KILN_VEC(kiln_patch) patches;
   kiln_val **views; /* per value: a tensor view for fallback steps (ARENA, INPUT) */
   kiln_val **heap;  /* per value: HEAP values of the current run */
-  kiln_tensor *const *cur_inputs;
 };
 
 /* Prepares the executor once the module is loaded and the plan made. */

@@ -267,6 +267,21 @@ static void test_outputs_that_are_inputs_or_constants(void) {
                             &o, NULL));
 }
 
+/* Views of inputs and constants (alias steps) as outputs and as fallback operands. */
+static void test_views_of_inputs_and_constants(void) {
+  const char *text = "graph @v(%x: f32[2,3]) -> (%r: f32[3,2], %n: f32[6], %m: f32[6]) {\n"
+                     "  opset \"\" 17\n  %k = const f32[3,2] [1, 2, 3, 4, 5, 6]\n"
+                     "  %s = const i64[2] [3, 2]\n  %s6 = const i64[1] [6]\n"
+                     "  %r = Reshape(%x, %s) : f32[3,2]\n"
+                     "  %kf = Reshape(%k, %s6) : f32[6]\n  %n = Neg(%kf) : f32[6]\n"
+                     "  %xf = Reshape(%x, %s6) : f32[6]\n  %m = Mul(%xf, %kf) : f32[6]\n"
+                     "  return %r, %n, %m\n}\n";
+  kiln_compile_opts o = opts();
+  CHECK(compile_and_compare(text, &o, NULL));
+  o.force_fallback = "Neg,Mul";
+  CHECK(compile_and_compare(text, &o, NULL));
+}
+
 static void test_input_checks(void) {
   kiln_compile_opts o = opts();
   kiln_compiled *c = NULL;
@@ -480,6 +495,6 @@ static void test_cleanup(void) {
 
 TEST_MAIN(T(test_eval_node), T(test_elementwise_end_to_end), T(test_mixed_steps),
           T(test_forced_fallback_matches), T(test_outputs_that_are_inputs_or_constants),
-          T(test_input_checks), T(test_symbolic_dims), T(test_cache_hits_and_corruption),
-          T(test_no_cache), T(test_module_build_and_errors), T(test_keep_sources),
-          T(test_model_api), T(test_cleanup))
+          T(test_views_of_inputs_and_constants), T(test_input_checks), T(test_symbolic_dims),
+          T(test_cache_hits_and_corruption), T(test_no_cache), T(test_module_build_and_errors),
+          T(test_keep_sources), T(test_model_api), T(test_cleanup))
