@@ -170,8 +170,9 @@ static kiln_status emit_tile(kiln_tkernel *k, kiln_tblock *blk, const kiln_mm_ge
     /* jb*NR + j = (jb / ppr)*seg + (jb % ppr)*NR + j with ppr = seg/NR panels a segment:
      * only the panel index is divided, outside the vector loop */
     int64_t ppr = g->seg / g->NR;
-    kiln_texpr *in_seg = kiln_tadd(
-        k, kiln_tmul(k, kiln_tbin(k, KILN_TOP_MOD, jb, kiln_tint(k, ppr)), g->NR), kiln_tv(k, v->j));
+    kiln_texpr *in_seg =
+        kiln_tadd(k, kiln_tmul(k, kiln_tbin(k, KILN_TOP_MOD, jb, kiln_tint(k, ppr)), g->NR),
+                  kiln_tv(k, v->j));
     kiln_tstmt *guard = kiln_tif(k, kiln_tbin(k, KILN_TOP_LT, in_seg, kiln_tint(k, g->seg_valid)));
     kiln_tblock_push(k, body, guard);
     body = &guard->body;
