@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,7 +249,8 @@ typedef struct probe {
   bool openmp;
 } probe;
 
-static KILN_VEC(probe) g_probes; /* compiles run one at a time per process */
+static KILN_VEC(probe) g_probes; /* under g_probe_lock */
+static pthread_mutex_t g_probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void hash_cpu(hash128 *h) {
   char *text;
@@ -284,7 +286,7 @@ static kiln_status probe_openmp(const char *cc, const char *tmpdir, bool *out) {
   return KILN_OK;
 }
 
-static kiln_status probe_compiler(const char *cc, const char *tmpdir, probe *out) {
+static kiln_status probe_compiler_locked(const char *cc, const char *tmpdir, probe *out) {
   for (int i = 0; i < g_probes.len; i++)
     if (!strcmp(g_probes.data[i].cc, cc)) return *out = g_probes.data[i], KILN_OK;
   char log[4096];
@@ -310,6 +312,13 @@ static kiln_status probe_compiler(const char *cc, const char *tmpdir, probe *out
   kiln_vec_push(&g_probes, p);
   *out = p;
   return KILN_OK;
+}
+
+static kiln_status probe_compiler(const char *cc, const char *tmpdir, probe *out) {
+  pthread_mutex_lock(&g_probe_lock);
+  kiln_status st = probe_compiler_locked(cc, tmpdir, out);
+  pthread_mutex_unlock(&g_probe_lock);
+  return st;
 }
 
 /* ---- a build ---- */

@@ -281,7 +281,7 @@ static kiln_status compute_liveness(const kiln_program *p, bool inplace, livenes
 
 /* ---- placement ---- */
 typedef int (*block_cmp)(const void *, const void *);
-static const block *g_sort_blocks; /* qsort has no context argument in C11 */
+static _Thread_local const block *g_sort_blocks; /* qsort has no context argument */
 
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
 static int dur(const block *b) {
