@@ -293,13 +293,25 @@ static bool plain_index_op(const kiln_texpr *e) {
   }
 }
 
+/* An I64 expression of loop variables and constants only (ADD, SUB, MUL; DIV, MOD by
+ * positive constants): bounded by the loop extents, it is emitted as plain C even outside
+ * indices (conditions such as `b * 32 + t < n`). */
+static bool affine(const kiln_render *r, const kiln_texpr *e) {
+  if (!e || e->type != KILN_I64) return false;
+  if (e->kind == KILN_TE_INT) return true;
+  if (e->kind == KILN_TE_VAR) return e->var >= 0 && e->var < r->k->vars.len && r->loop_var[e->var];
+  if (e->kind != KILN_TE_OP || !e->args[0] || !e->args[1] || !plain_index_op(e)) return false;
+  return affine(r, e->args[0]) && affine(r, e->args[1]);
+}
+
 static kiln_status render_binary(kiln_render *r, const kiln_texpr *e, bool index, kiln_strbuf *b) {
   kiln_dtype t = e->args[0]->type;
   const char *h = helper_op(e->op, t), *fn = float_fn(e->op), *in = infix(e->op);
   bool cls_c = kiln_top_class(e->op) == 'c';
   bool wrap = !is_fp(t) && !cls_c &&
               (e->op == KILN_TOP_ADD || e->op == KILN_TOP_SUB || e->op == KILN_TOP_MUL);
-  if (index && plain_index_op(e))
+  if (cls_c && affine(r, e->args[0]) && affine(r, e->args[1])) index = true;
+  if ((index && plain_index_op(e)) || affine(r, e))
     h = NULL, fn = NULL, wrap = false, in = e->op == KILN_TOP_MOD ? "%" : in;
   if (h) {
     if (!suffix(t)) return kiln_unsupported("%s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
@@ -307,7 +319,9 @@ static kiln_status render_binary(kiln_render *r, const kiln_texpr *e, bool index
   } else if (fn && is_fp(t)) {
     kiln_strbuf_printf(b, "%s%s(", fn, t == KILN_F32 ? "f" : "");
   } else if (wrap) {
-    kiln_strbuf_printf(b, "((%s)((%s)", kiln_render_ctype(t), wrap_type(t));
+    /* BOOL arithmetic keeps one bit, as the interpreter's */
+    kiln_strbuf_printf(b, "((%s)(%s(%s)", kiln_render_ctype(t), t == KILN_BOOL ? "(" : "",
+                       wrap_type(t));
   } else if (in) {
     kiln_strbuf_printf(b, "(");
   } else {
@@ -318,7 +332,7 @@ static kiln_status render_binary(kiln_render *r, const kiln_texpr *e, bool index
   else if (wrap) kiln_strbuf_printf(b, " %s (%s)", in, wrap_type(t));
   else kiln_strbuf_printf(b, " %s ", in);
   KILN_TRY(sub(r, e->args[1], index, b));
-  kiln_strbuf_printf(b, wrap ? "))" : ")");
+  kiln_strbuf_printf(b, !wrap ? ")" : t == KILN_BOOL ? ") & 1u))" : "))");
   return KILN_OK;
 }
 

@@ -12,6 +12,7 @@
 
 #include "codegen/codegen.h"
 #include "harness.h"
+#include "tile/gpu.h"
 
 /* ---- compiling and loading ---- */
 typedef void (*kernel_fn)(void *const *args);
@@ -598,5 +599,165 @@ static void test_mma_fma_contract(void) {
   kiln_tmodule_free(m);
 }
 
+/* ---- CUDA ---- */
+/* Compiles CUDA source to PTX with NVRTC, else nvcc; returns false when neither exists. */
+static bool cuda_compile(const char *src, const char *what) {
+  char *ptx = NULL;
+  kiln_status st = kiln_codegen_cuda_ptx(src, "compute_90", &ptx);
+  if (st == KILN_OK) {
+    CHECK(strstr(ptx, ".entry") != NULL);
+    free(ptx);
+    return true;
+  }
+  if (kiln_status_code(st) != KILN_ERR_UNSUPPORTED) {
+    fprintf(stderr, "%s: %s\n%s\n", what, kiln_status_message(st), src);
+    CHECK(!"NVRTC compilation failed");
+    kiln_status_free(st);
+    return true;
+  }
+  kiln_status_free(st);
+  if (!run_cmd("nvcc --version >/dev/null 2>&1")) {
+    fprintf(stderr, "%s: no NVRTC and no nvcc: CUDA compilation skipped\n", what);
+    return false;
+  }
+  built b;
+  snprintf(b.dir, sizeof b.dir, "%s/kiln_cu_XXXXXX", tmpdir());
+  if (!mkdtemp(b.dir)) return false;
+  char path[600], cmd[1600];
+  snprintf(path, sizeof path, "%s/k.cu", b.dir);
+  CHECK_OK(kiln_write_file(path, src, strlen(src)));
+  snprintf(cmd, sizeof cmd, "nvcc --ptx -arch=compute_90 -fmad=false %s -o %s/k.ptx", path, b.dir);
+  CHECK(run_cmd(cmd));
+  b.so = NULL;
+  unbuild(&b);
+  return true;
+}
+
+static void run_interp(const kiln_tkernel *k, void **args) {
+  kiln_status st = kiln_tkernel_interp(k, args);
+  CHECK_OK(st);
+}
+
+static void test_gpu_matmul(void) {
+  int64_t sizes[][3] = {{45, 37, 29}, {64, 64, 32}, {1, 1, 1}};
+  for (int t = 0; t < 3; t++) {
+    int64_t M = sizes[t][0], N = sizes[t][1], K = sizes[t][2];
+    kiln_tmodule *m = kiln_tmodule_new();
+    kiln_tkernel *k = NULL;
+    CHECK_OK(kiln_tile_gpu_matmul(m, "sgemm", M, N, K, &k));
+    if (!k) {
+      kiln_tmodule_free(m);
+      continue;
+    }
+    CHECK_OK(kiln_tkernel_verify(k));
+    float *a = kiln_xmalloc((size_t)(M * K) * 4), *b = kiln_xmalloc((size_t)(K * N) * 4);
+    float *c = kiln_xcalloc((size_t)(M * N), 4);
+    uint64_t seed = 17;
+    fill_random(KILN_F32, a, M * K, &seed), fill_random(KILN_F32, b, K * N, &seed);
+    run_interp(k, (void *[]){a, b, c});
+    int bad = 0;
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        float acc = 0;
+        for (int64_t p = 0; p < K; p++) acc = acc + a[i * K + p] * b[p * N + j];
+        bad += c[i * N + j] != acc;
+      }
+    CHECK(bad == 0);
+    int64_t grid[3], block[3];
+    CHECK_OK(kiln_codegen_cuda_launch(k, grid, block));
+    CHECK(grid[0] == (N + 31) / 32 && grid[1] == (M + 31) / 32 && grid[2] == 1);
+    CHECK(block[0] == 16 && block[1] == 16 && block[2] == 1);
+    kiln_codegen_opts o = kiln_codegen_opts_default();
+    kiln_strbuf src = {0};
+    CHECK_OK(kiln_codegen_cuda_module(m, &o, &src));
+    CHECK(src.data && strstr(src.data, "__shared__ float As[512];") != NULL);
+    CHECK(src.data && strstr(src.data, "__syncthreads();") != NULL);
+    CHECK(src.data &&
+          strstr(src.data, "extern \"C\" __global__ void sgemm(const float *a") != NULL);
+    if (t == 0 && src.data) cuda_compile(src.data, "sgemm");
+    kiln_strbuf cs = {0};
+    CHECK_ERR(kiln_codegen_c_module(m, &o, &cs), KILN_ERR_UNSUPPORTED); /* GPU loops in C */
+    kiln_strbuf_free(&cs);
+    kiln_strbuf_free(&src);
+    free(a), free(b), free(c);
+    kiln_tmodule_free(m);
+  }
+}
+
+/* Runs k on copies of the same random inputs before and after gpu_map; the results match. */
+static void check_gpu_map(kiln_tkernel *k, int threads, bool guarded) {
+  int n = k->n_params;
+  void *before[8], *after[8];
+  uint64_t seed = 23;
+  for (int i = 0; i < n; i++) {
+    size_t bytes = (size_t)k->bufs.data[i].size * kiln_dtype_size(k->bufs.data[i].dtype);
+    before[i] = kiln_xmalloc(bytes), after[i] = kiln_xmalloc(bytes);
+    fill_random(k->bufs.data[i].dtype, before[i], k->bufs.data[i].size, &seed);
+    memcpy(after[i], before[i], bytes);
+  }
+  run_interp(k, before);
+  CHECK_OK(kiln_tile_gpu_map(k, threads));
+  CHECK_OK(kiln_tkernel_verify(k));
+  run_interp(k, after);
+  for (int i = 0; i < n; i++) CHECK(compare_param(k, i, before[i], after[i]) == 0);
+  kiln_codegen_opts o = kiln_codegen_opts_default();
+  kiln_strbuf src = {0};
+  CHECK_OK(kiln_codegen_cuda_prelude(&o, &src));
+  CHECK_OK(kiln_codegen_cuda_kernel(k, &o, &src));
+  CHECK(src.data && (strstr(src.data, "threadIdx.x") != NULL));
+  CHECK(src.data && (strstr(src.data, "blockIdx.x") != NULL));
+  CHECK(src.data && (strstr(src.data, "if ((((") != NULL) == guarded);
+  if (src.data) cuda_compile(src.data, k->name);
+  kiln_strbuf_free(&src);
+  for (int i = 0; i < n; i++) free(before[i]), free(after[i]);
+}
+
+static void test_gpu_map(void) {
+  kiln_tmodule *m = kiln_tmodule_new();
+  reduce_kernel(m);
+  kiln_tkernel *k = m->kernels.data[0];
+  /* the top-level assignment makes it not CPU-shaped: unchanged */
+  CHECK_ERR(kiln_tile_gpu_map(k, 128), KILN_ERR_UNSUPPORTED);
+  CHECK(k->body.data[0]->kind == KILN_TS_ASSIGN && k->body.len == 3);
+  CHECK(k->body.data[1]->loop == KILN_LOOP_PARALLEL);
+  kiln_tmodule_free(m);
+
+  m = kiln_tmodule_new();
+  kiln_tkernel *ew = kiln_tkernel_new(m, "ew");
+  int x = kiln_tkernel_param(ew, "x", KILN_F32, 1000);
+  int y = kiln_tkernel_param(ew, "y", KILN_F16, 1000);
+  int i = kiln_tkernel_var(ew, "i", KILN_I64);
+  kiln_tstmt *loop = kiln_tfor(ew, i, kiln_tint(ew, 1000), KILN_LOOP_PARALLEL);
+  kiln_texpr *e = kiln_tun(ew, KILN_TOP_TANH, ld(ew, x, i));
+  kiln_tblock_push(ew, &loop->body,
+                   kiln_tstore(ew, y, kiln_tv(ew, i), kiln_tcast(ew, KILN_F16, e)));
+  kiln_tblock_push(ew, &ew->body, loop);
+  check_gpu_map(ew, 256, true);
+  int64_t grid[3], block[3];
+  CHECK_OK(kiln_codegen_cuda_launch(ew, grid, block));
+  CHECK(grid[0] == 4 && block[0] == 256);
+
+  /* a row reduction: the accumulator is private to each GPU thread */
+  kiln_tkernel *rk = kiln_tkernel_new(m, "rows");
+  int rx = kiln_tkernel_param(rk, "x", KILN_F32, 64 * 37);
+  int ry = kiln_tkernel_param(rk, "y", KILN_F32, 64);
+  int ri = kiln_tkernel_var(rk, "i", KILN_I64), rj = kiln_tkernel_var(rk, "j", KILN_I64);
+  int acc = kiln_tkernel_var(rk, "acc", KILN_F32);
+  kiln_tstmt *li = kiln_tfor(rk, ri, kiln_tint(rk, 64), KILN_LOOP_PARALLEL);
+  kiln_tblock_push(rk, &li->body, kiln_tassign(rk, acc, kiln_tfloat(rk, KILN_F32, 0)));
+  kiln_tstmt *lj = kiln_tfor(rk, rj, kiln_tint(rk, 37), KILN_LOOP_SERIAL);
+  kiln_tblock_push(rk, &lj->body,
+                   kiln_tassign(rk, acc,
+                                kiln_tbin(rk, KILN_TOP_MAX, kiln_tv(rk, acc),
+                                          kiln_tload(rk, rx, at2(rk, ri, 37, rj)))));
+  kiln_tblock_push(rk, &li->body, lj);
+  kiln_tblock_push(rk, &li->body, kiln_tstore(rk, ry, kiln_tv(rk, ri), kiln_tv(rk, acc)));
+  kiln_tblock_push(rk, &rk->body, li);
+  check_gpu_map(rk, 32, false);
+  CHECK_OK(kiln_codegen_cuda_launch(rk, grid, block));
+  CHECK(grid[0] == 2 && block[0] == 32);
+  kiln_tmodule_free(m);
+}
+
 TEST_MAIN(T(test_add1_parallel), T(test_ops), T(test_casts), T(test_loops_and_locals), T(test_mma),
-          T(test_mma_fma_contract))
+          T(test_mma_fma_contract), T(test_gpu_matmul), T(test_gpu_map))
