@@ -759,5 +759,73 @@ static void test_gpu_map(void) {
   kiln_tmodule_free(m);
 }
 
+/* ---- microkernel speed (KILN_BENCH=1): one thread, operands in L1 ---- */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void bench_one(int64_t M, int64_t N) {
+  const int64_t K = 128, R = 40000;
+  kiln_tmodule *m = kiln_tmodule_new();
+  kiln_tkernel *k = kiln_tkernel_new(m, "bench");
+  int a = kiln_tkernel_param(k, "a", KILN_F32, M * K);
+  int b = kiln_tkernel_param(k, "b", KILN_F32, K * N);
+  int c = kiln_tkernel_param(k, "c", KILN_F32, M * N);
+  int acc = kiln_tkernel_buf(k, "acc", KILN_F32, KILN_SCOPE_LOCAL, M * N);
+  int i = kiln_tkernel_var(k, "i", KILN_I64), r = kiln_tkernel_var(k, "r", KILN_I64);
+  kiln_tstmt *z = kiln_tfor(k, i, kiln_tint(k, M * N), KILN_LOOP_VECTOR);
+  kiln_tblock_push(k, &z->body, kiln_tstore(k, acc, kiln_tv(k, i), kiln_tfloat(k, KILN_F32, 0)));
+  kiln_tblock_push(k, &k->body, z);
+  kiln_tmma mm = {.c_buf = acc,
+                  .a_buf = a,
+                  .b_buf = b,
+                  .ldc = N,
+                  .a_sm = K,
+                  .a_sk = 1,
+                  .b_sk = N,
+                  .b_sn = 1,
+                  .m = M,
+                  .n = N,
+                  .k = K};
+  mm.c_off = kiln_tint(k, 0), mm.a_off = kiln_tint(k, 0), mm.b_off = kiln_tint(k, 0);
+  kiln_tstmt *lr = kiln_tfor(k, r, kiln_tint(k, R), KILN_LOOP_SERIAL);
+  kiln_tblock_push(k, &lr->body, kiln_tmma_stmt(k, &mm));
+  kiln_tblock_push(k, &k->body, lr);
+  kiln_tstmt *o = kiln_tfor(k, i, kiln_tint(k, M * N), KILN_LOOP_SERIAL);
+  kiln_tblock_push(k, &o->body, kiln_tstore(k, c, kiln_tv(k, i), ld(k, acc, i)));
+  kiln_tblock_push(k, &k->body, o);
+  kiln_codegen_opts opts = kiln_codegen_opts_default();
+  kiln_strbuf src = {0};
+  CHECK_OK(kiln_codegen_c_module(m, &opts, &src));
+  built so;
+  if (build(src.data, NULL, &so)) {
+    float *A = kiln_xcalloc((size_t)(M * K), 4), *B = kiln_xcalloc((size_t)(K * N), 4);
+    float *C = kiln_xcalloc((size_t)(M * N), 4);
+    kernel_fn f = lookup(&so, "bench");
+    double best = 1e9;
+    for (int t = 0; f && t < 3; t++) {
+      double t0 = now_s();
+      f((void *[]){A, B, C});
+      double dt = now_s() - t0;
+      best = dt < best ? dt : best;
+    }
+    printf("mma microkernel %lldx%lld (k=%lld): %.1f GFLOP/s on one core\n", (long long)M,
+           (long long)N, (long long)K, 2.0 * (double)(M * N * K * R) / best * 1e-9);
+    free(A), free(B), free(C);
+  }
+  unbuild(&so);
+  kiln_strbuf_free(&src);
+  kiln_tmodule_free(m);
+}
+
+static void bench_mma(void) {
+  if (!getenv("KILN_BENCH") || !cc_works()) return;
+  bench_one(8, 32);
+  bench_one(6, 48);
+  bench_one(4, 64);
+}
+
 TEST_MAIN(T(test_add1_parallel), T(test_ops), T(test_casts), T(test_loops_and_locals), T(test_mma),
-          T(test_mma_fma_contract), T(test_gpu_matmul), T(test_gpu_map))
+          T(test_mma_fma_contract), T(test_gpu_matmul), T(test_gpu_map), T(bench_mma))
