@@ -157,7 +157,8 @@ typedef struct kiln_tblock {
 
 /* C[c_off + m*ldc + n] += sum_{k<K} A[a_off + m*a_sm + k*a_sk] * B[b_off + k*b_sk + n*b_sn]
  * for m < M, n < N, in the element type of C (A and B are loaded and cast to it; the
- * products are accumulated in increasing k). The C backends map it to a register-tile
+ * products are accumulated in increasing k, for F32 and F64 as one fused multiply-add per
+ * k: c = fma(a, b, c); integers multiply then add). The C backends map it to a register-tile
  * microkernel (or loops when the strides do not fit one). */
 typedef struct kiln_tmma {
   int c_buf, a_buf, b_buf;

@@ -8,6 +8,7 @@
  *   the variables and local buffers, and a thread loop nest whose body contains barriers
  *   runs phase by phase (every thread runs up to the barrier before any goes on).
  * Scalar operations live in tile_scalar.c. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,8 +141,8 @@ static bool span_ready(const kiln_tinterp *in, int buf, int64_t off, int64_t n1,
 }
 
 /* All-f32 MMA whose footprints are in bounds and initialized: the same operations as the
- * general path (product rounded, then added), without the per-element dispatch. Separate
- * statements keep the product and the sum two roundings (ISO C mode: no contraction). */
+ * general path (one fused multiply-add per k, as the backends' microkernels do), without
+ * the per-element dispatch. */
 static bool mma_f32(kiln_tinterp *in, const kiln_tmma *m, int64_t co, int64_t ao, int64_t bo) {
   const kiln_tkernel *k = in->k;
   if (k->bufs.data[m->c_buf].dtype != KILN_F32 || k->bufs.data[m->a_buf].dtype != KILN_F32 ||
@@ -157,8 +158,7 @@ static bool mma_f32(kiln_tinterp *in, const kiln_tmma *m, int64_t co, int64_t ao
     for (int64_t j = 0; j < m->n; j++) {
       float acc = c[i * m->ldc + j];
       for (int64_t q = 0; q < m->k; q++) {
-        float p = a[i * m->a_sm + q * m->a_sk] * b[q * m->b_sk + j * m->b_sn];
-        acc = acc + p;
+        acc = fmaf(a[i * m->a_sm + q * m->a_sk], b[q * m->b_sk + j * m->b_sn], acc);
       }
       c[i * m->ldc + j] = acc;
     }
@@ -189,8 +189,14 @@ static kiln_status exec_mma(kiln_tinterp *in, const kiln_tmma *m) {
         KILN_TRY(kiln_tinterp_load(in, m->b_buf, bi, &b));
         KILN_TRY(kiln_tscalar_cast(in, at, a, ct, &a));
         KILN_TRY(kiln_tscalar_cast(in, bt, b, ct, &b));
-        KILN_TRY(kiln_tscalar_binary(in, KILN_TOP_MUL, ct, a, b, &prod));
-        KILN_TRY(kiln_tscalar_binary(in, KILN_TOP_ADD, ct, acc, prod, &acc));
+        if (ct == KILN_F32) {
+          acc.f = fmaf(a.f, b.f, acc.f);
+        } else if (ct == KILN_F64) {
+          acc.d = fma(a.d, b.d, acc.d);
+        } else {
+          KILN_TRY(kiln_tscalar_binary(in, KILN_TOP_MUL, ct, a, b, &prod));
+          KILN_TRY(kiln_tscalar_binary(in, KILN_TOP_ADD, ct, acc, prod, &acc));
+        }
       }
       KILN_TRY(kiln_tinterp_store(in, m->c_buf, ci, acc));
     }
