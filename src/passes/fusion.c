@@ -102,7 +102,7 @@ static bool convex(fuse_ctx *f) {
     f->taint[i] = !f->in_grp[i] && (from_group || from_taint);
     ok = !(f->in_grp[i] && from_taint);
   }
-  memset(f->taint, 0, (size_t)g->nodes.len);
+  if (g->nodes.len > 0) memset(f->taint, 0, (size_t)g->nodes.len);
   return ok;
 }
 
