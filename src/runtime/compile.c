@@ -210,18 +210,16 @@ static void progress(const kiln_compile_opts *o, const char *what, double t0) {
   if (o->verbose) fprintf(stderr, "[kiln] %s: %.2f s\n", what, now_s() - t0);
 }
 
-/* Compiled code has one static shape per input. */
+/* Compiled code has one static shape per tensor input. */
 static kiln_status check_static_inputs(const kiln_graph *g) {
   for (int i = 0; i < g->inputs.len; i++) {
     const kiln_value *v = &g->values.data[g->inputs.data[i]];
     char tb[128];
-    if (v->type.kind != KILN_TYPE_TENSOR)
-      return kiln_unsupported("input '%s' is not a tensor: only tensors can be compiled inputs",
-                              v->name);
-    if (!kiln_type_is_static(&v->type))
+    if (v->type.kind == KILN_TYPE_TENSOR && !kiln_type_is_static(&v->type))
       return kiln_invalid("input '%s' is %s: bind its symbolic dims before compiling (dims of "
                           "the options, or kiln_graph_bind_inputs)",
                           v->name, kiln_type_str(&v->type, tb, sizeof tb));
+    if (v->type.kind == KILN_TYPE_UNKNOWN) return kiln_invalid("input '%s' has no type", v->name);
   }
   return KILN_OK;
 }

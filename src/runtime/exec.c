@@ -107,37 +107,49 @@ void kiln_exec_free(kiln_compiled *c) {
 }
 
 /* ---- one run ---- */
-static kiln_status check_inputs(const kiln_compiled *c, int n_in, kiln_tensor *const *inputs) {
-  const kiln_graph *g = c->g;
-  if (n_in != g->inputs.len)
-    return kiln_invalid("the compiled model takes %d inputs, %d given", g->inputs.len, n_in);
-  for (int i = 0; i < n_in; i++) {
-    const kiln_value *v = &g->values.data[g->inputs.data[i]];
-    const kiln_tensor *t = inputs[i];
-    if (!t) return kiln_invalid("input '%s' is missing", v->name);
-    bool ok =
-        v->type.kind == KILN_TYPE_TENSOR && v->type.dtype == t->dtype && v->type.rank == t->rank;
-    for (int d = 0; ok && d < t->rank; d++) ok = v->type.dims[d].value == t->dims[d];
-    char b1[128], b2[128];
-    if (!ok)
-      return kiln_invalid("input '%s' is %s, the compiled model takes %s", v->name,
-                          kiln_tensor_type_str(t, b1, sizeof b1),
-                          kiln_type_str(&v->type, b2, sizeof b2));
+static kiln_status check_input(const kiln_value *v, const kiln_val *in) {
+  char b1[128], b2[128];
+  if (!in) return kiln_invalid("input '%s' is missing", v->name);
+  if (v->type.kind != KILN_TYPE_TENSOR) {
+    if (in->kind != v->type.kind)
+      return kiln_invalid("input '%s' must be a %s", v->name,
+                          kiln_type_str(&v->type, b1, sizeof b1));
+    return KILN_OK;
   }
+  const kiln_tensor *t = in->kind == KILN_TYPE_TENSOR ? in->t : NULL;
+  if (!t) return kiln_invalid("input '%s' must be a tensor", v->name);
+  bool ok = v->type.dtype == t->dtype && v->type.rank == t->rank;
+  for (int d = 0; ok && d < t->rank; d++) ok = v->type.dims[d].value == t->dims[d];
+  if (!ok)
+    return kiln_invalid("input '%s' is %s, the compiled model takes %s", v->name,
+                        kiln_tensor_type_str(t, b1, sizeof b1),
+                        kiln_type_str(&v->type, b2, sizeof b2));
   return KILN_OK;
 }
 
-static void bind_inputs(kiln_compiled *c, kiln_tensor *const *inputs) {
+static kiln_status check_inputs(const kiln_compiled *c, int n_in, kiln_val *const *inputs) {
+  const kiln_graph *g = c->g;
+  if (n_in != g->inputs.len)
+    return kiln_invalid("the compiled model takes %d inputs, %d given", g->inputs.len, n_in);
+  for (int i = 0; i < n_in; i++)
+    KILN_TRY(check_input(&g->values.data[g->inputs.data[i]], inputs[i]));
+  return KILN_OK;
+}
+
+static void bind_inputs(kiln_compiled *c, kiln_val *const *inputs) {
+  c->cur_inputs = inputs;
   for (int i = 0; i < c->patches.len; i++)
-    *c->patches.data[i].slot = inputs[c->patches.data[i].input]->data;
+    *c->patches.data[i].slot = inputs[c->patches.data[i].input]->t->data;
   for (int v = 0; v < c->g->values.len; v++) /* inputs and views of them */
     if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v])
-      c->views[v]->t->data = inputs[c->plan->loc[v].index]->data;
+      c->views[v]->t->data = inputs[c->plan->loc[v].index]->t->data;
 }
 
 static kiln_val *lookup(void *user, int v) {
   kiln_compiled *c = user;
-  return c->views[v] ? c->views[v] : c->heap[v];
+  if (c->views[v]) return c->views[v];
+  if (c->plan->loc[v].kind == KILN_LOC_INPUT) return c->cur_inputs[c->plan->loc[v].index];
+  return c->heap[v];
 }
 
 /* A fallback result goes to its planned buffer (ARENA) or stays on the heap. */
@@ -207,19 +219,29 @@ static kiln_status run_steps(kiln_compiled *c) {
   return KILN_OK;
 }
 
-/* An output is a copy of its view (its own shape), else of the heap value or constant. */
-static kiln_status copy_output(kiln_compiled *c, int v, kiln_tensor **out) {
+/* An output is a copy of its view (its own shape), else of the constant, the heap value or
+ * the (non-tensor) input. */
+static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
   const kiln_loc *l = &c->plan->loc[v];
-  if (c->views[v]) return kiln_tensor_clone(c->views[v]->t, out);
-  if (l->kind == KILN_LOC_CONST) return kiln_tensor_clone(c->g->values.data[l->index].data, out);
-  if (l->kind == KILN_LOC_HEAP && c->heap[v] && c->heap[v]->kind == KILN_TYPE_TENSOR &&
-      c->heap[v]->t)
-    return kiln_tensor_clone(c->heap[v]->t, out);
-  return kiln_unsupported("output '%s' is not a tensor", c->g->values.data[v].name);
+  const kiln_tensor *t = c->views[v]                 ? c->views[v]->t
+                         : l->kind == KILN_LOC_CONST ? c->g->values.data[l->index].data
+                                                     : NULL;
+  if (t) {
+    kiln_tensor *copy;
+    KILN_TRY(kiln_tensor_clone(t, &copy));
+    *out = kiln_val_tensor(copy);
+    return KILN_OK;
+  }
+  const kiln_val *val = l->kind == KILN_LOC_HEAP    ? c->heap[v]
+                        : l->kind == KILN_LOC_INPUT ? c->cur_inputs[l->index]
+                                                    : NULL;
+  if (!val)
+    return kiln_error(KILN_ERR_INTERNAL, "output '%s' was not computed", c->g->values.data[v].name);
+  return kiln_val_clone(val, out);
 }
 
-kiln_status kiln_compiled_run(kiln_compiled *c, int n_in, kiln_tensor *const *inputs,
-                              kiln_tensor **outputs) {
+kiln_status kiln_compiled_run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
+                                   kiln_val **outputs) {
   const kiln_graph *g = c->g;
   for (int i = 0; i < g->outputs.len; i++) outputs[i] = NULL;
   KILN_TRY(check_inputs(c, n_in, inputs));
@@ -228,7 +250,34 @@ kiln_status kiln_compiled_run(kiln_compiled *c, int n_in, kiln_tensor *const *in
   for (int i = 0; !st && i < g->outputs.len; i++)
     st = copy_output(c, g->outputs.data[i], &outputs[i]);
   clear_heap(c);
+  c->cur_inputs = NULL;
   if (st)
-    for (int i = 0; i < g->outputs.len; i++) kiln_tensor_free(outputs[i]), outputs[i] = NULL;
+    for (int i = 0; i < g->outputs.len; i++) kiln_val_free(outputs[i]), outputs[i] = NULL;
+  return st;
+}
+
+kiln_status kiln_compiled_run(kiln_compiled *c, int n_in, kiln_tensor *const *inputs,
+                              kiln_tensor **outputs) {
+  const kiln_graph *g = c->g;
+  kiln_val *in_small[8], *out_small[8];
+  kiln_val **in = n_in <= 8 ? in_small : kiln_xcalloc((size_t)n_in, sizeof *in);
+  kiln_val **out =
+      g->outputs.len <= 8 ? out_small : kiln_xcalloc((size_t)g->outputs.len, sizeof *out);
+  for (int i = 0; i < n_in; i++) in[i] = inputs[i] ? kiln_val_tensor(inputs[i]) : NULL; /* shells */
+  kiln_status st = kiln_compiled_run_vals(c, n_in, in, out);
+  for (int i = 0; i < g->outputs.len; i++) {
+    outputs[i] = NULL;
+    if (!st && (out[i]->kind != KILN_TYPE_TENSOR || !out[i]->t))
+      st = kiln_unsupported("output '%s' is not a tensor (use kiln_compiled_run_vals)",
+                            g->values.data[g->outputs.data[i]].name);
+  }
+  for (int i = 0; i < g->outputs.len; i++) {
+    if (!st) outputs[i] = out[i]->t, out[i]->t = NULL;
+    kiln_val_free(out[i]);
+  }
+  for (int i = 0; i < n_in; i++)
+    if (in[i]) in[i]->t = NULL, kiln_val_free(in[i]);
+  if (in != in_small) free(in);
+  if (out != out_small) free(out);
   return st;
 }

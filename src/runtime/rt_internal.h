@@ -31,8 +31,9 @@ struct kiln_compiled {
   unsigned char *arena;
   kiln_xstep *xsteps;
   KILN_VEC(kiln_patch) patches;
-  kiln_val **views; /* per value: a tensor view for fallback steps (ARENA, INPUT) */
-  kiln_val **heap;  /* per value: HEAP values of the current run */
+  kiln_val **views;            /* per value: a tensor view for fallback steps (ARENA, INPUT) */
+  kiln_val **heap;             /* per value: HEAP values of the current run */
+  kiln_val *const *cur_inputs; /* during a run */
 };
 
 /* Prepares the executor once the module is loaded and the plan made. */

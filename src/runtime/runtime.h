@@ -28,6 +28,7 @@
 
 #include <stdio.h>
 
+#include "../ops/ops.h"
 #include "../passes/passes.h"
 #include "../tile/lower.h"
 
@@ -61,7 +62,8 @@ typedef struct kiln_compile_opts {
   const char *cflags;       /* extra flags appended to the compiler command, or NULL */
   const char *keep_sources; /* directory to keep the generated C files in, or NULL */
   bool verbose;             /* progress of the stages on stderr */
-  bool take_graph;          /* kiln_compiled_free frees the graph too */
+  bool take_graph;          /* on success, kiln_compiled_free frees the graph too (on failure the
+                               caller keeps it) */
 } kiln_compile_opts;
 
 void kiln_compile_opts_init(kiln_compile_opts *o);
@@ -104,6 +106,10 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_opts *o, kiln_compile
  * compiled types exactly) and returns one new tensor per graph output. */
 kiln_status kiln_compiled_run(kiln_compiled *c, int n_in, kiln_tensor *const *inputs,
                               kiln_tensor **outputs);
+/* The same with values: sequence and optional inputs and outputs too (they run through
+ * fallback steps). Inputs are borrowed; outputs[i] are new values. */
+kiln_status kiln_compiled_run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
+                                   kiln_val **outputs);
 void kiln_compiled_free(kiln_compiled *c);
 /* Kernels, steps, fallbacks with reasons, planned arena against the lower bound, compile
  * time by stage, cache hits. */

@@ -282,6 +282,41 @@ static void test_views_of_inputs_and_constants(void) {
   CHECK(compile_and_compare(text, &o, NULL));
 }
 
+/* Sequences in and out: fallback steps, values on the heap, kiln_compiled_run_vals. */
+static void test_sequence_values(void) {
+  kiln_graph *g =
+      parse("graph @sq(%s: seq<f32[*]>, %x: f32[3]) -> (%t: seq<f32[*]>, %n: i64[], %y: f32[3]) {\n"
+            "  opset \"\" 17\n  %t = SequenceInsert(%s, %x) : seq<f32[*]>\n"
+            "  %n = SequenceLength(%t) : i64[]\n  %y = Exp(%x) : f32[3]\n"
+            "  return %t, %n, %y\n}\n");
+  if (!g) return;
+  kiln_compile_opts o = opts();
+  o.take_graph = true;
+  kiln_compiled *c = NULL;
+  CHECK_OK(kiln_compile(g, &o, &c));
+  if (!c) return kiln_graph_free(g);
+  kiln_val *seq = kiln_val_new(KILN_TYPE_SEQUENCE);
+  seq->seq = kiln_seq_new(KILN_F32);
+  kiln_seq_push(seq->seq, random_tensor(KILN_F32, 1, (int64_t[]){2}));
+  kiln_val *x = kiln_val_tensor(random_tensor(KILN_F32, 1, (int64_t[]){3}));
+  kiln_val *out[3] = {0};
+  for (int rep = 0; rep < 2; rep++) {
+    CHECK_OK(kiln_compiled_run_vals(c, 2, (kiln_val *const[]){seq, x}, out));
+    CHECK(out[0] && out[0]->kind == KILN_TYPE_SEQUENCE && out[0]->seq && out[0]->seq->len == 2);
+    CHECK(out[1] && out[1]->t && ((int64_t *)out[1]->t->data)[0] == 2);
+    CHECK(out[2] && out[2]->t &&
+          fabs(((float *)out[2]->t->data)[1] - expf(((float *)x->t->data)[1])) < 1e-6);
+    for (int i = 0; i < 3; i++) kiln_val_free(out[i]), out[i] = NULL;
+  }
+  CHECK(seq->seq->len == 1); /* inputs are not modified */
+  CHECK_ERR(kiln_compiled_run_vals(c, 2, (kiln_val *const[]){x, x}, out), KILN_ERR_INVALID);
+  kiln_tensor *tout[3] = {0};
+  CHECK_ERR(kiln_compiled_run(c, 2, (kiln_tensor *const[]){x->t, x->t}, tout), KILN_ERR_INVALID);
+  kiln_val_free(seq);
+  kiln_val_free(x);
+  kiln_compiled_free(c);
+}
+
 static void test_input_checks(void) {
   kiln_compile_opts o = opts();
   kiln_compiled *c = NULL;
@@ -495,6 +530,6 @@ static void test_cleanup(void) {
 
 TEST_MAIN(T(test_eval_node), T(test_elementwise_end_to_end), T(test_mixed_steps),
           T(test_forced_fallback_matches), T(test_outputs_that_are_inputs_or_constants),
-          T(test_views_of_inputs_and_constants), T(test_input_checks), T(test_symbolic_dims),
-          T(test_cache_hits_and_corruption), T(test_no_cache), T(test_module_build_and_errors),
-          T(test_keep_sources), T(test_model_api), T(test_cleanup))
+          T(test_views_of_inputs_and_constants), T(test_sequence_values), T(test_input_checks),
+          T(test_symbolic_dims), T(test_cache_hits_and_corruption), T(test_no_cache),
+          T(test_module_build_and_errors), T(test_keep_sources), T(test_model_api), T(test_cleanup))
