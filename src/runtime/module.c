@@ -7,6 +7,7 @@
  * the payload) written to a temporary name and renamed into place, so readers never see
  * a partial entry; an entry whose header does not match its payload is rebuilt.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -167,6 +169,30 @@ char *kiln_cache_dir(const char *override) {
 static void remove_tree(const char *dir, int n_files, char **files) {
   for (int i = 0; i < n_files; i++) unlink(files[i]);
   rmdir(dir);
+}
+
+/* Build folders (flat) of compiles that were killed: removed once a day old. */
+static void sweep_stale_builds(const char *cache) {
+  DIR *d = opendir(cache);
+  if (!d) return;
+  struct dirent *e;
+  time_t now = time(NULL);
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, "tmp.", 4)) continue;
+    char dir[4096], file[4352];
+    snprintf(dir, sizeof dir, "%s/%s", cache, e->d_name);
+    struct stat sb;
+    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode) || now - sb.st_mtime < 24 * 3600) continue;
+    DIR *sub = opendir(dir);
+    for (struct dirent *f; sub && (f = readdir(sub));) {
+      if (f->d_name[0] == '.' && (!f->d_name[1] || !strcmp(f->d_name, ".."))) continue;
+      snprintf(file, sizeof file, "%s/%s", dir, f->d_name);
+      unlink(file);
+    }
+    if (sub) closedir(sub);
+    rmdir(dir);
+  }
+  closedir(d);
 }
 
 /* ---- cache entries: "KILNC1 <size> <hash>\n" + payload ---- */
@@ -366,6 +392,7 @@ static kiln_status build_init(build *b, const kiln_cc_opts *o) {
     KILN_TRY(mkdirs(sub));
     snprintf(sub, sizeof sub, "%s/lib", b->cache);
     KILN_TRY(mkdirs(sub));
+    sweep_stale_builds(b->cache);
     kiln_strbuf_printf(&t, "%s/tmp.XXXXXX", b->cache);
   } else {
     const char *td = getenv("TMPDIR");

@@ -3,10 +3,12 @@
  * reference interpreter, the kernel cache (hits, corrupt entries rebuilt), compiler errors,
  * input checks and symbolic dims. Cache entries go to a fresh folder under $TMPDIR. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -468,6 +470,19 @@ static void test_module_build_and_errors(void) {
   nocc.cc = "/nonexistent/kiln-cc";
   CHECK_ERR(kiln_module_build(1, ok_src, &nocc, &m, &st), KILN_ERR_FAILED);
   CHECK_ERR(kiln_module_build(0, ok_src, &o, &m, &st), KILN_ERR_INVALID);
+  /* a build folder left by a killed compile is removed once old; a recent one is kept */
+  char stale[1200], fresh[1200], file[1300];
+  snprintf(stale, sizeof stale, "%s/tmp.stale1", g_cache);
+  snprintf(fresh, sizeof fresh, "%s/tmp.fresh1", g_cache);
+  CHECK(mkdir(stale, 0755) == 0 && mkdir(fresh, 0755) == 0);
+  snprintf(file, sizeof file, "%s/unit0.c", stale);
+  CHECK_OK(kiln_write_file(file, "x", 1));
+  struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+  CHECK(utimensat(AT_FDCWD, stale, old, 0) == 0);
+  CHECK_OK(kiln_module_build(2, ok_src, &o, &m, &st));
+  kiln_module_free(m);
+  m = NULL;
+  CHECK(access(stale, F_OK) != 0 && access(fresh, F_OK) == 0);
   /* a failing compiler through kiln_compile */
   kiln_compile_opts co = opts();
   co.cc = "false";
