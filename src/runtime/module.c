@@ -379,19 +379,31 @@ static char *entry_path(const build *b, const char *kind, hash128 key) {
   return p.data;
 }
 
+static kiln_status make_cache_dirs(const char *cache) {
+  char sub[4096];
+  KILN_TRY(mkdirs(cache));
+  snprintf(sub, sizeof sub, "%s/obj", cache);
+  KILN_TRY(mkdirs(sub));
+  snprintf(sub, sizeof sub, "%s/lib", cache);
+  KILN_TRY(mkdirs(sub));
+  if (access(cache, W_OK)) return kiln_error(KILN_ERR_IO, "cannot write to '%s'", cache);
+  return KILN_OK;
+}
+
 static kiln_status build_init(build *b, const kiln_cc_opts *o) {
   memset(b, 0, sizeof *b);
   b->o = o;
   b->cc = o->cc && *o->cc ? o->cc : getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
   b->cache = o->no_cache ? NULL : kiln_cache_dir(o->cache_dir);
+  kiln_status st = b->cache ? make_cache_dirs(b->cache) : KILN_OK;
+  if (st) { /* an unusable cache slows compiles down but does not stop them */
+    if (o->verbose) fprintf(stderr, "[kiln] no kernel cache: %s\n", kiln_status_message(st));
+    kiln_status_free(st);
+    free(b->cache);
+    b->cache = NULL;
+  }
   kiln_strbuf t = {0};
   if (b->cache) {
-    KILN_TRY(mkdirs(b->cache));
-    char sub[4096];
-    snprintf(sub, sizeof sub, "%s/obj", b->cache);
-    KILN_TRY(mkdirs(sub));
-    snprintf(sub, sizeof sub, "%s/lib", b->cache);
-    KILN_TRY(mkdirs(sub));
     sweep_stale_builds(b->cache);
     kiln_strbuf_printf(&t, "%s/tmp.XXXXXX", b->cache);
   } else {
@@ -399,8 +411,7 @@ static kiln_status build_init(build *b, const kiln_cc_opts *o) {
     kiln_strbuf_printf(&t, "%s/kiln.XXXXXX", td && *td ? td : "/tmp");
   }
   if (!mkdtemp(t.data)) {
-    kiln_status st =
-        kiln_error(KILN_ERR_IO, "cannot create a folder '%s': %s", t.data, strerror(errno));
+    st = kiln_error(KILN_ERR_IO, "cannot create a folder '%s': %s", t.data, strerror(errno));
     kiln_strbuf_free(&t);
     return st;
   }

@@ -442,6 +442,18 @@ static void test_no_cache(void) {
   CHECK(compile_and_compare(CACHED, &o, &c));
   if (c) CHECK(!kiln_compiled_stats(c)->library_cached);
   kiln_compiled_free(c);
+  /* a cache folder that cannot be made: compiles go on without a cache */
+  char file[1200];
+  snprintf(file, sizeof file, "%s/a_file", g_cache);
+  CHECK_OK(kiln_write_file(file, "x", 1));
+  strcat(file, "/cache");
+  o = opts();
+  o.cache_dir = file;
+  c = NULL;
+  CHECK(compile_and_compare(CACHED, &o, &c));
+  if (c)
+    CHECK(!kiln_compiled_stats(c)->library_cached && kiln_compiled_stats(c)->n_units_cached == 0);
+  kiln_compiled_free(c);
 }
 
 /* ---- module building ---- */
