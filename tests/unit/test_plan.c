@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "graph/graph.h"
 #include "harness.h"
-#include "runtime/runtime.h"
+#include "kiln.h"
 
 /* ---- building programs by hand ---- */
 typedef struct fixture {
@@ -341,9 +343,58 @@ static void test_check_catches_overlap(void) {
   fx_free(&f);
 }
 
+/* The exported real models (when `make check` has exported them): passes and lowering,
+ * then the plan must be valid and within 10% of the lower bound. */
+static void plan_model(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "build/models/%s/model.onnx", name);
+  if (access(path, R_OK)) {
+    printf("%s: not exported, skipped\n", name);
+    return;
+  }
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_load_graph(path, &g));
+  if (!g) return;
+  kiln_tensor *in[8] = {0};
+  int n = g->inputs.len < 8 ? g->inputs.len : 8;
+  for (int i = 0; i < n; i++) {
+    snprintf(path, sizeof path, "build/models/%s/test_data_set_0/input_%d.pb", name, i);
+    CHECK_OK(kiln_pb_read_tensor(path, &in[i]));
+  }
+  CHECK_OK(kiln_graph_bind_inputs(g, n, (const kiln_tensor *const *)in));
+  kiln_pass_opts po = {0};
+  po.pass_limit = -1;
+  kiln_program *p = NULL;
+  CHECK_OK(kiln_passes_run(g, &po, NULL));
+  CHECK_OK(kiln_lower(g, NULL, &p));
+  kiln_plan *plan = NULL;
+  if (p) CHECK_OK(kiln_plan_program(p, NULL, &plan));
+  if (plan) {
+    CHECK_OK(kiln_plan_check(p, plan));
+    double ratio = plan->lower_bound ? (double)plan->arena_bytes / (double)plan->lower_bound : 1;
+    printf("%s: %d steps, arena %lld bytes, lower bound %lld (%.3fx), order %s\n", name,
+           p->steps.len, (long long)plan->arena_bytes, (long long)plan->lower_bound, ratio,
+           plan->heuristic);
+    CHECK(ratio <= 1.10);
+  }
+  kiln_plan_free(plan);
+  kiln_program_free(p);
+  for (int i = 0; i < n; i++) kiln_tensor_free(in[i]);
+  kiln_graph_free(g);
+}
+
+static void test_exported_models(void) {
+#ifdef __SANITIZE_ADDRESS__
+  printf("exported models: skipped under AddressSanitizer (slow; the planner runs above)\n");
+  return;
+#endif
+  const char *models[] = {"resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1", "bert_tiny"};
+  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) plan_model(models[i]);
+}
+
 TEST_MAIN(T(test_chain_reuses_two_buffers), T(test_inplace_chain_uses_one_buffer),
           T(test_inplace_refused_when_input_lives_on),
           T(test_graph_output_not_overwritten_in_place), T(test_alias_extends_life),
           T(test_alias_of_input_points_at_input), T(test_scratch_lives_one_step),
           T(test_heap_for_unknown_shapes), T(test_bad_programs_are_errors), T(test_random_programs),
-          T(test_each_heuristic_is_valid), T(test_check_catches_overlap))
+          T(test_each_heuristic_is_valid), T(test_check_catches_overlap), T(test_exported_models))
