@@ -90,12 +90,30 @@ static kiln_status spawn_sh(const char *cmd, const char *log, pid_t *out) {
   return KILN_OK;
 }
 
+static int exit_code(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status)
+                           : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
 static int wait_exit(pid_t pid) {
   int status;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status)
-                           : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return exit_code(status);
+}
+
+/* Waits until one of our n processes ends (only ours: a library must not reap the host
+ * program's children); returns its index and its exit code in *rc. */
+static int wait_any(const job *running, int n, int *rc) {
+  for (;;) {
+    for (int i = 0; i < n; i++) {
+      int status;
+      pid_t r = waitpid(running[i].pid, &status, WNOHANG);
+      if (r == running[i].pid) return *rc = exit_code(status), i;
+      if (r < 0 && errno != EINTR) return *rc = -1, i;
+    }
+    nanosleep(&(struct timespec){0, 2000000}, NULL);
+  }
 }
 
 /* The first lines of a compiler log, for error messages. */
@@ -458,8 +476,7 @@ static kiln_status start_compile(build *b, int i, const char *source, job *j) {
   return st;
 }
 
-static kiln_status finish_compile(build *b, const job *j) {
-  int rc = wait_exit(j->pid);
+static kiln_status finish_compile(build *b, const job *j, int rc) {
   if (rc == 0) {
     b->have[j->unit] = true;
     return KILN_OK;
@@ -487,10 +504,11 @@ static kiln_status compile_units(build *b, const char *const *sources) {
       if (!st) n_running++;
     }
     if (!n_running) break;
-    kiln_status e = finish_compile(b, &running[0]); /* oldest first: units take similar time */
+    int rc, k = wait_any(running, n_running, &rc);
+    kiln_status e = finish_compile(b, &running[k], rc);
     if (!st) st = e;
     else kiln_status_free(e);
-    memmove(running, running + 1, (size_t)(--n_running) * sizeof *running);
+    running[k] = running[--n_running];
     if (st && next < b->n_units) next = b->n_units; /* stop starting, drain the rest */
   }
   free(running);

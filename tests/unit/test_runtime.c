@@ -478,6 +478,12 @@ static void test_module_build_and_errors(void) {
   CHECK(e && strstr(kiln_status_message(e), "error")); /* the compiler's own words */
   kiln_status_free(e);
   CHECK(m == NULL);
+  /* a failing unit among several compiled in parallel: named, the others drained */
+  const char *mixed[3] = {ok_src[0], bad_src[0], ok_src[1]};
+  e = kiln_module_build(3, mixed, &o, &m, &st);
+  CHECK(e && kiln_status_code(e) == KILN_ERR_FAILED && strstr(kiln_status_message(e), "unit 1"));
+  kiln_status_free(e);
+  CHECK(m == NULL);
   kiln_cc_opts nocc = o;
   nocc.cc = "/nonexistent/kiln-cc";
   CHECK_ERR(kiln_module_build(1, ok_src, &nocc, &m, &st), KILN_ERR_FAILED);
