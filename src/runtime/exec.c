@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rt_internal.h"
 
@@ -205,16 +206,32 @@ static kiln_status run_alias(kiln_compiled *c, const kiln_step *st) {
   return KILN_OK;
 }
 
+static kiln_status run_step(kiln_compiled *c, int s) {
+  const kiln_step *st = &c->prog->steps.data[s];
+  if (st->kind == KILN_STEP_KERNEL) {
+    c->xsteps[s].fn(c->xsteps[s].args);
+    return KILN_OK;
+  }
+  kiln_status e = st->kind == KILN_STEP_FALLBACK ? run_fallback(c, st) : run_alias(c, st);
+  return e ? kiln_status_annotate(e, "step %d", s) : KILN_OK;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static kiln_status run_steps(kiln_compiled *c) {
-  const kiln_program *p = c->prog;
-  for (int s = 0; s < p->steps.len; s++) {
-    const kiln_step *st = &p->steps.data[s];
-    if (st->kind == KILN_STEP_KERNEL) {
-      c->xsteps[s].fn(c->xsteps[s].args);
-      continue;
-    }
-    kiln_status e = st->kind == KILN_STEP_FALLBACK ? run_fallback(c, st) : run_alias(c, st);
-    if (e) return kiln_status_annotate(e, "step %d", s);
+  int n = c->prog->steps.len;
+  if (!c->step_seconds) {
+    for (int s = 0; s < n; s++) KILN_TRY(run_step(c, s));
+    return KILN_OK;
+  }
+  for (int s = 0; s < n; s++) { /* profiling: time each step */
+    double t0 = now_s();
+    KILN_TRY(run_step(c, s));
+    c->step_seconds[s] += now_s() - t0;
   }
   return KILN_OK;
 }

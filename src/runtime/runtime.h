@@ -111,6 +111,10 @@ kiln_status kiln_compiled_run(kiln_compiled *c, int n_in, kiln_tensor *const *in
 kiln_status kiln_compiled_run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
                                    kiln_val **outputs);
 void kiln_compiled_free(kiln_compiled *c);
+/* Runs `iters` times (after one warm-up run) timing every step, and prints the total per
+ * run, the time by step kind and the slowest steps with their kernels or nodes. */
+kiln_status kiln_compiled_profile(kiln_compiled *c, int n_in, kiln_tensor *const *inputs, int iters,
+                                  kiln_strbuf *out);
 /* Kernels, steps, fallbacks with reasons, planned arena against the lower bound, compile
  * time by stage, cache hits. */
 void kiln_compiled_report(const kiln_compiled *c, kiln_strbuf *out);

@@ -232,6 +232,17 @@ static void test_elementwise_end_to_end(void) {
   kiln_compiled_report(c, &b);
   CHECK(b.data && strstr(b.data, "compile time") && strstr(b.data, "lower bound"));
   kiln_strbuf_free(&b);
+  /* profiling: the slowest steps, then the compiled form still runs normally */
+  kiln_tensor *in[2] = {random_for(kiln_compiled_graph(c), 0),
+                        random_for(kiln_compiled_graph(c), 1)};
+  kiln_strbuf prof = {0};
+  CHECK_OK(kiln_compiled_profile(c, 2, in, 3, &prof));
+  CHECK(prof.data && strstr(prof.data, "profile:") && strstr(prof.data, "kernel k"));
+  CHECK_ERR(kiln_compiled_profile(c, 2, in, 0, &prof), KILN_ERR_INVALID);
+  CHECK(compare(EW, c, 2, in));
+  kiln_strbuf_free(&prof);
+  kiln_tensor_free(in[0]);
+  kiln_tensor_free(in[1]);
   kiln_compiled_free(c);
 }
 
