@@ -261,6 +261,44 @@ static kiln_status plan(kiln_compiled *c, const kiln_compile_opts *o) {
   return KILN_OK;
 }
 
+/* Marks the root values that the steps read: kernel arguments, fallback inputs and the
+ * values their subgraphs read, alias sources, graph outputs. */
+static void mark_read(const kiln_compiled *c, bool *used) {
+  const kiln_graph *g = c->g;
+  for (int s = 0; s < c->prog->steps.len; s++) {
+    const kiln_step *st = &c->prog->steps.data[s];
+    for (int a = 0; st->kind == KILN_STEP_KERNEL && a < st->n_args; a++)
+      if (st->args[a].kind == KILN_ARG_VALUE) used[st->args[a].id] = true;
+    if (st->kind == KILN_STEP_ALIAS) used[st->src] = true;
+    if (st->kind != KILN_STEP_FALLBACK) continue;
+    const kiln_node *n = &g->nodes.data[st->node];
+    for (int k = 0; k < n->n_inputs; k++)
+      if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
+    for (int i = 0; i < g->subgraphs.len; i++) /* conservative: every subgraph's reads */
+      for (int v = 0; v < g->subgraphs.data[i]->values.len; v++) {
+        const kiln_value *sv = &g->subgraphs.data[i]->values.data[v];
+        if (sv->kind == KILN_VALUE_OUTER && g->subgraphs.data[i]->parent == g)
+          used[sv->outer] = true;
+      }
+  }
+  for (int i = 0; i < g->outputs.len; i++) used[g->outputs.data[i]] = true;
+}
+
+static void release_weights(kiln_compiled *c) {
+  kiln_graph *g = c->g;
+  bool *used = kiln_xcalloc((size_t)g->values.len + 1, sizeof *used);
+  mark_read(c, used);
+  for (int v = 0; v < g->values.len; v++) {
+    kiln_tensor *t = g->values.data[v].data;
+    if (used[v] || g->values.data[v].kind != KILN_VALUE_CONST || !t || !t->owns_data ||
+        t->dtype == KILN_STRING)
+      continue;
+    free(t->data);
+    t->data = NULL, t->numel = 0, t->rank = 1, t->dims[0] = 0;
+  }
+  free(used);
+}
+
 static kiln_status load(kiln_compiled *c, const kiln_compile_opts *o) {
   double t0 = now_s();
   KILN_TRY(kiln_exec_prepare(c));
@@ -283,6 +321,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_opts *o, kiln_compile
   if (!st) st = build_module(c, o);
   if (!st) st = plan(c, o);
   if (!st) st = load(c, o);
+  if (!st && o->release_weights) release_weights(c);
   c->stats.total_seconds = now_s() - t0;
   if (st) {
     kiln_compiled_free(c);

@@ -62,8 +62,13 @@ typedef struct kiln_compile_opts {
   const char *cflags;       /* extra flags appended to the compiler command, or NULL */
   const char *keep_sources; /* directory to keep the generated C files in, or NULL */
   bool verbose;             /* progress of the stages on stderr */
-  bool take_graph;          /* on success, kiln_compiled_free frees the graph too (on failure the
-                               caller keeps it) */
+  /* Free the data of the graph's constants that the compiled program no longer reads
+   * (weights that lowering repacked): about half the memory of a convolutional network,
+   * but the graph's released constants have no data (numel 0) afterwards, so the graph can
+   * no longer be interpreted or exported. */
+  bool release_weights;
+  bool take_graph; /* on success, kiln_compiled_free frees the graph too (on failure the
+                      caller keeps it) */
 } kiln_compile_opts;
 
 void kiln_compile_opts_init(kiln_compile_opts *o);

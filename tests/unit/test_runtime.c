@@ -330,6 +330,30 @@ static void test_sequence_values(void) {
   kiln_compiled_free(c);
 }
 
+/* Weights repacked by lowering are released; results stay right. */
+static void test_release_weights(void) {
+  char text[8192];
+  int n = snprintf(text, sizeof text,
+                   "graph @w(%%x: f32[4,32]) -> (%%y: f32[4,16]) {\n  opset \"\" 17\n"
+                   "  %%w = const f32[32,16] [");
+  for (int i = 0; i < 32 * 16; i++)
+    n += snprintf(text + n, sizeof text - (size_t)n, "%s%d", i ? ", " : "", (i * 7) % 5 - 2);
+  snprintf(
+      text + n, sizeof text - (size_t)n,
+      "]\n  %%m = MatMul(%%x, %%w) : f32[4,16]\n  %%y = Relu(%%m) : f32[4,16]\n  return %%y\n}\n");
+  kiln_compile_opts o = opts();
+  o.release_weights = true;
+  kiln_compiled *c = NULL;
+  CHECK(compile_and_compare(text, &o, &c));
+  if (!c) return;
+  const kiln_graph *g = kiln_compiled_graph(c);
+  int w = kiln_graph_find(g, "w");
+  CHECK(w >= 0 && kiln_compiled_stats(c)->packed_bytes > 0);
+  if (w >= 0 && kiln_compiled_stats(c)->packed_bytes > 0)
+    CHECK(g->values.data[w].data->data == NULL && g->values.data[w].data->numel == 0);
+  kiln_compiled_free(c);
+}
+
 static void test_input_checks(void) {
   kiln_compile_opts o = opts();
   kiln_compiled *c = NULL;
@@ -574,6 +598,7 @@ static void test_cleanup(void) {
 
 TEST_MAIN(T(test_eval_node), T(test_elementwise_end_to_end), T(test_mixed_steps),
           T(test_forced_fallback_matches), T(test_outputs_that_are_inputs_or_constants),
-          T(test_views_of_inputs_and_constants), T(test_sequence_values), T(test_input_checks),
-          T(test_symbolic_dims), T(test_cache_hits_and_corruption), T(test_no_cache),
-          T(test_module_build_and_errors), T(test_keep_sources), T(test_model_api), T(test_cleanup))
+          T(test_views_of_inputs_and_constants), T(test_sequence_values), T(test_release_weights),
+          T(test_input_checks), T(test_symbolic_dims), T(test_cache_hits_and_corruption),
+          T(test_no_cache), T(test_module_build_and_errors), T(test_keep_sources),
+          T(test_model_api), T(test_cleanup))
