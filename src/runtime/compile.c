@@ -91,38 +91,46 @@ static kiln_status emit_neutral(const kiln_tkernel *k, const kiln_codegen_opts *
   return st;
 }
 
-static kiln_status kernel_key(const kiln_tkernel *k, const kiln_codegen_opts *co, uint64_t *key) {
-  kiln_strbuf b = {0};
-  kiln_status st = emit_neutral(k, co, NULL, &b);
-  if (!st) *key = kiln_hash_bytes(b.data, b.len, 0) ^ ((uint64_t)b.len << 40);
-  kiln_strbuf_free(&b);
-  return st;
+/* Index of an earlier kernel with the same neutral text, or -1; on a hash collision with a
+ * different text the key moves on, so that symbols stay distinct. */
+static int find_same(uint64_t *keys, char **texts, int i) {
+  for (int j = 0; j < i; j++) {
+    if (keys[j] != keys[i]) continue;
+    if (!strcmp(texts[j], texts[i])) return j;
+    keys[i]++;
+    j = -1; /* rescan with the new key */
+  }
+  return -1;
 }
 
 static kiln_status emit_unique(kiln_compiled *c, const kiln_codegen_opts *co, csrc *s) {
   const kiln_tmodule *m = c->prog->module;
   int n = m->kernels.len;
   uint64_t *keys = kiln_xcalloc((size_t)n + 1, sizeof *keys);
+  char **texts = kiln_xcalloc((size_t)n + 1, sizeof *texts); /* neutral C per kernel */
   s->text = kiln_xcalloc((size_t)n + 1, sizeof *s->text);
   c->symbols = kiln_xcalloc((size_t)n + 1, sizeof *c->symbols);
   kiln_status st = KILN_OK;
   for (int i = 0; !st && i < n; i++) {
     const kiln_tkernel *k = m->kernels.data[i];
+    kiln_strbuf b = {0};
     st = kiln_tkernel_verify(k);
-    if (!st) st = kernel_key(k, co, &keys[i]);
+    if (!st) st = emit_neutral(k, co, NULL, &b);
+    texts[i] = b.data ? b.data : kiln_xstrdup("");
     if (st) break;
-    int same = -1;
-    for (int j = 0; j < i && same < 0; j++)
-      if (keys[j] == keys[i]) same = j;
+    keys[i] = kiln_hash_bytes(texts[i], b.len, 0) ^ ((uint64_t)b.len << 40);
+    int same = find_same(keys, texts, i);
     if (same >= 0) {
       c->symbols[i] = c->symbols[same];
       continue;
     }
     c->symbols[i] = kiln_arena_printf(m->arena, "kiln_%016llx", (unsigned long long)keys[i]);
-    kiln_strbuf b = {0};
-    st = emit_neutral(k, co, c->symbols[i], &b);
-    s->text[s->n_unique++] = b.data ? b.data : kiln_xstrdup("");
+    kiln_strbuf named = {0};
+    st = emit_neutral(k, co, c->symbols[i], &named);
+    s->text[s->n_unique++] = named.data ? named.data : kiln_xstrdup("");
   }
+  for (int i = 0; i < n; i++) free(texts[i]);
+  free(texts);
   free(keys);
   return st;
 }

@@ -354,6 +354,21 @@ static void test_release_weights(void) {
   kiln_compiled_free(c);
 }
 
+/* Identical kernels (same op, same shapes, other values) are compiled once. */
+static void test_dedup_kernels(void) {
+  kiln_compile_opts o = opts();
+  o.passes.no_fusion = true;
+  kiln_compiled *c = NULL;
+  CHECK(compile_and_compare("graph @d(%x: f32[4,8]) -> (%y: f32[4,8]) {\n  opset \"\" 17\n"
+                            "  %a = Relu(%x) : f32[4,8]\n  %b = Neg(%a) : f32[4,8]\n"
+                            "  %y = Relu(%b) : f32[4,8]\n  return %y\n}\n",
+                            &o, &c));
+  if (!c) return;
+  const kiln_compile_stats *s = kiln_compiled_stats(c);
+  CHECK(s->n_kernels == 3 && s->n_unique_kernels == 2);
+  kiln_compiled_free(c);
+}
+
 static void test_input_checks(void) {
   kiln_compile_opts o = opts();
   kiln_compiled *c = NULL;
@@ -599,6 +614,6 @@ static void test_cleanup(void) {
 TEST_MAIN(T(test_eval_node), T(test_elementwise_end_to_end), T(test_mixed_steps),
           T(test_forced_fallback_matches), T(test_outputs_that_are_inputs_or_constants),
           T(test_views_of_inputs_and_constants), T(test_sequence_values), T(test_release_weights),
-          T(test_input_checks), T(test_symbolic_dims), T(test_cache_hits_and_corruption),
-          T(test_no_cache), T(test_module_build_and_errors), T(test_keep_sources),
-          T(test_model_api), T(test_cleanup))
+          T(test_dedup_kernels), T(test_input_checks), T(test_symbolic_dims),
+          T(test_cache_hits_and_corruption), T(test_no_cache), T(test_module_build_and_errors),
+          T(test_keep_sources), T(test_model_api), T(test_cleanup))
