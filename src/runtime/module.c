@@ -95,10 +95,13 @@ static int exit_code(int status) {
                            : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/* With SIGCHLD ignored by the host program, children are reaped by the system and
+ * waitpid fails with ECHILD: the exit code is then unknown, taken as success (a missing
+ * object or library fails the next step with a clear message). */
 static int wait_exit(pid_t pid) {
   int status;
   while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
+    if (errno != EINTR) return errno == ECHILD ? 0 : -1;
   return exit_code(status);
 }
 
@@ -110,7 +113,7 @@ static int wait_any(const job *running, int n, int *rc) {
       int status;
       pid_t r = waitpid(running[i].pid, &status, WNOHANG);
       if (r == running[i].pid) return *rc = exit_code(status), i;
-      if (r < 0 && errno != EINTR) return *rc = -1, i;
+      if (r < 0 && errno != EINTR) return *rc = errno == ECHILD ? 0 : -1, i;
     }
     nanosleep(&(struct timespec){0, 2000000}, NULL);
   }

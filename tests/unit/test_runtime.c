@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -538,6 +539,17 @@ static void test_module_build_and_errors(void) {
   nocc.cc = "/nonexistent/kiln-cc";
   CHECK_ERR(kiln_module_build(1, ok_src, &nocc, &m, &st), KILN_ERR_FAILED);
   CHECK_ERR(kiln_module_build(0, ok_src, &o, &m, &st), KILN_ERR_INVALID);
+  /* a host program that ignores SIGCHLD: builds still work, errors are still reported */
+  void (*old_handler)(int) = signal(SIGCHLD, SIG_IGN);
+  kiln_cc_opts fresh_o = o;
+  fresh_o.no_cache = true;
+  CHECK_OK(kiln_module_build(2, ok_src, &fresh_o, &m, &st));
+  kiln_module_free(m);
+  m = NULL;
+  e = kiln_module_build(1, bad_src, &fresh_o, &m, &st);
+  CHECK(e && kiln_status_code(e) == KILN_ERR_FAILED);
+  kiln_status_free(e);
+  signal(SIGCHLD, old_handler);
   /* a build folder left by a killed compile is removed once old; a recent one is kept */
   char stale[1200], fresh[1200], file[1300];
   snprintf(stale, sizeof stale, "%s/tmp.stale1", g_cache);
