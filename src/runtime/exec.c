@@ -67,6 +67,62 @@ static kiln_status prepare_kernels(kiln_compiled *c) {
   return KILN_OK;
 }
 
+/* ---- heap values are freed after their last reader ---- */
+static void read_at(const kiln_compiled *c, int *last, int v, int s) {
+  if (v >= 0 && c->plan->loc[v].kind == KILN_LOC_HEAP && last[v] < s) last[v] = s;
+}
+
+static void fallback_reads(const kiln_compiled *c, int *last, const kiln_node *n, int s) {
+  for (int k = 0; k < n->n_inputs; k++) read_at(c, last, n->inputs[k], s);
+  for (int k = 0; k < n->n_outputs; k++) read_at(c, last, n->outputs[k], s); /* unread ones */
+  for (int a = 0; a < n->n_attrs; a++) {
+    const kiln_attr *at = &n->attrs[a];
+    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
+    for (int k = 0; k < cnt; k++) {
+      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
+      for (int v = 0; sub && sub->parent == c->g && v < sub->values.len; v++)
+        if (sub->values.data[v].kind == KILN_VALUE_OUTER)
+          read_at(c, last, sub->values.data[v].outer, s);
+    }
+  }
+}
+
+static void prepare_heap_frees(kiln_compiled *c) {
+  const kiln_program *p = c->prog;
+  int nv = c->g->values.len, ns = p->steps.len;
+  int *last = kiln_xcalloc((size_t)nv + 1, sizeof *last);
+  for (int v = 0; v < nv; v++) last[v] = -1;
+  for (int s = 0; s < ns; s++) {
+    const kiln_step *st = &p->steps.data[s];
+    if (st->kind == KILN_STEP_FALLBACK) fallback_reads(c, last, &c->g->nodes.data[st->node], s);
+    if (st->kind == KILN_STEP_ALIAS) read_at(c, last, st->src, s), read_at(c, last, st->dst, s);
+  }
+  for (int i = 0; i < c->g->outputs.len; i++) read_at(c, last, c->g->outputs.data[i], ns);
+  for (int s = ns - 1; s >= 0; s--) { /* a view keeps its source */
+    const kiln_step *st = &p->steps.data[s];
+    if (st->kind == KILN_STEP_ALIAS && last[st->dst] > last[st->src])
+      read_at(c, last, st->src, last[st->dst]);
+  }
+  c->free_start = kiln_xcalloc((size_t)ns + 2, sizeof *c->free_start);
+  c->free_list = kiln_xcalloc((size_t)nv + 1, sizeof *c->free_list);
+  for (int v = 0; v < nv; v++)
+    if (last[v] >= 0 && last[v] < ns) c->free_start[last[v] + 1]++;
+  for (int s = 0; s < ns; s++) c->free_start[s + 1] += c->free_start[s];
+  int *fill = kiln_xcalloc((size_t)ns + 1, sizeof *fill);
+  for (int v = 0; v < nv; v++)
+    if (last[v] >= 0 && last[v] < ns) c->free_list[c->free_start[last[v]] + fill[last[v]]++] = v;
+  free(fill);
+  free(last);
+}
+
+static void free_dead(kiln_compiled *c, int s) {
+  for (int i = c->free_start[s]; i < c->free_start[s + 1]; i++) {
+    int v = c->free_list[i];
+    kiln_val_free(c->heap[v]);
+    c->heap[v] = NULL;
+  }
+}
+
 kiln_status kiln_exec_prepare(kiln_compiled *c) {
   size_t bytes = (size_t)c->plan->arena_bytes + 64;
   c->arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -88,6 +144,7 @@ kiln_status kiln_exec_prepare(kiln_compiled *c) {
     else if (l->kind == KILN_LOC_CONST && val->kind != KILN_VALUE_CONST && is_static)
       c->views[v] = kiln_val_tensor(view_tensor(&val->type, value_ptr(c, v))); /* a view */
   }
+  prepare_heap_frees(c);
   return prepare_kernels(c);
 }
 
@@ -104,6 +161,8 @@ void kiln_exec_free(kiln_compiled *c) {
   free(c->views);
   if (c->heap) clear_heap(c);
   free(c->heap);
+  free(c->free_start);
+  free(c->free_list);
   free(c->arena);
 }
 
@@ -225,12 +284,16 @@ static double now_s(void) {
 static kiln_status run_steps(kiln_compiled *c) {
   int n = c->prog->steps.len;
   if (!c->step_seconds) {
-    for (int s = 0; s < n; s++) KILN_TRY(run_step(c, s));
+    for (int s = 0; s < n; s++) {
+      KILN_TRY(run_step(c, s));
+      free_dead(c, s);
+    }
     return KILN_OK;
   }
   for (int s = 0; s < n; s++) { /* profiling: time each step */
     double t0 = now_s();
     KILN_TRY(run_step(c, s));
+    free_dead(c, s);
     c->step_seconds[s] += now_s() - t0;
   }
   return KILN_OK;

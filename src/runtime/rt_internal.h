@@ -34,6 +34,7 @@ struct kiln_compiled {
   kiln_val **views;            /* per value: a tensor view for fallback steps (ARENA, INPUT) */
   kiln_val **heap;             /* per value: HEAP values of the current run */
   kiln_val *const *cur_inputs; /* during a run */
+  int *free_start, *free_list; /* heap values to free after step s: free_list[free_start[s]..] */
   double *step_seconds;        /* while profiling: time spent in each step */
 };
 

@@ -258,6 +258,17 @@ static void test_mixed_steps(void) {
   kiln_compiled_free(c);
 }
 
+/* Data-dependent values on the heap, read by several later steps, freed after the last. */
+static void test_heap_values_chain(void) {
+  kiln_compile_opts o = opts();
+  CHECK(compile_and_compare(
+      "graph @h(%x: f32[3,4]) -> (%c: f32[?,2], %s: i64[2], %y: f32[3,4]) {\n  opset \"\" 17\n"
+      "  %r = Relu(%x) : f32[3,4]\n  %n = NonZero(%r) : i64[2,?]\n"
+      "  %t = Transpose(%n) {perm=[1,0]} : i64[?,2]\n  %c = Cast(%t) {to=1} : f32[?,2]\n"
+      "  %s = Shape(%n) : i64[2]\n  %y = Exp(%r) : f32[3,4]\n  return %c, %s, %y\n}\n",
+      &o, NULL));
+}
+
 static void test_forced_fallback_matches(void) {
   kiln_compile_opts o = opts();
   o.force_fallback = "Add,Sigmoid";
@@ -624,8 +635,9 @@ static void test_cleanup(void) {
 }
 
 TEST_MAIN(T(test_eval_node), T(test_elementwise_end_to_end), T(test_mixed_steps),
-          T(test_forced_fallback_matches), T(test_outputs_that_are_inputs_or_constants),
-          T(test_views_of_inputs_and_constants), T(test_sequence_values), T(test_release_weights),
-          T(test_dedup_kernels), T(test_input_checks), T(test_symbolic_dims),
-          T(test_cache_hits_and_corruption), T(test_no_cache), T(test_module_build_and_errors),
-          T(test_keep_sources), T(test_model_api), T(test_cleanup))
+          T(test_heap_values_chain), T(test_forced_fallback_matches),
+          T(test_outputs_that_are_inputs_or_constants), T(test_views_of_inputs_and_constants),
+          T(test_sequence_values), T(test_release_weights), T(test_dedup_kernels),
+          T(test_input_checks), T(test_symbolic_dims), T(test_cache_hits_and_corruption),
+          T(test_no_cache), T(test_module_build_and_errors), T(test_keep_sources),
+          T(test_model_api), T(test_cleanup))
