@@ -55,14 +55,14 @@ kiln_status kiln_graph_bind_inputs(kiln_graph *g, int n, const kiln_tensor *cons
     return kiln_invalid("the model takes %d inputs, %d given", g->inputs.len, n);
   for (int i = 0; i < n; i++) {
     const kiln_value *v = &g->values.data[g->inputs.data[i]];
+    if (v->type.kind != KILN_TYPE_TENSOR) continue; /* sequences, optionals: NULL allowed */
     if (!inputs[i]) return kiln_invalid("input '%s' is missing", v->name);
-    if (v->type.kind != KILN_TYPE_TENSOR) continue;
     KILN_TRY(bind_one_input(g, v, inputs[i]));
   }
   /* unnamed unknown dims of inputs take the tensor's extent */
   for (int i = 0; i < n; i++) {
     kiln_type *ty = &g->values.data[g->inputs.data[i]].type;
-    for (int d = 0; ty->kind == KILN_TYPE_TENSOR && d < ty->rank; d++)
+    for (int d = 0; inputs[i] && ty->kind == KILN_TYPE_TENSOR && d < ty->rank; d++)
       if (ty->dims[d].value < 0) ty->dims[d] = (kiln_dim){inputs[i]->dims[d], NULL};
   }
   return refresh_types(g);

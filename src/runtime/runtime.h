@@ -37,8 +37,9 @@
  * Error when value < 0. Binding a symbol that g does not use is not an error. */
 kiln_status kiln_graph_bind_dims(kiln_graph *g, const char *sym, int64_t value);
 /* Binds the symbolic dims of g's inputs from concrete tensors (one per graph input, in
- * order): each symbol takes the extent of the first input that uses it; a known dim or a
- * symbol bound twice that disagrees with the tensor, a wrong rank or dtype, is an error.
+ * order; NULL for an input that is a sequence or an optional): each symbol takes the extent
+ * of the first input that uses it; a known dim or a symbol bound twice that disagrees with
+ * the tensor, a wrong rank or dtype, is an error.
  * Then re-runs type inference so that every value gets a static type where it can. */
 kiln_status kiln_graph_bind_inputs(kiln_graph *g, int n, const kiln_tensor *const *inputs);
 

@@ -310,14 +310,18 @@ static void test_views_of_inputs_and_constants(void) {
 /* Sequences in and out: fallback steps, values on the heap, kiln_compiled_run_vals. */
 static void test_sequence_values(void) {
   kiln_graph *g =
-      parse("graph @sq(%s: seq<f32[*]>, %x: f32[3]) -> (%t: seq<f32[*]>, %n: i64[], %y: f32[3]) {\n"
+      parse("graph @sq(%s: seq<f32[*]>, %x: f32[k]) -> (%t: seq<f32[*]>, %n: i64[], %y: f32[k]) {\n"
             "  opset \"\" 17\n  %t = SequenceInsert(%s, %x) : seq<f32[*]>\n"
-            "  %n = SequenceLength(%t) : i64[]\n  %y = Exp(%x) : f32[3]\n"
+            "  %n = SequenceLength(%t) : i64[]\n  %y = Exp(%x) : f32[k]\n"
             "  return %t, %n, %y\n}\n");
   if (!g) return;
   kiln_compile_opts o = opts();
   o.take_graph = true;
   kiln_compiled *c = NULL;
+  kiln_tensor *x3 = random_tensor(KILN_F32, 1, (int64_t[]){3});
+  CHECK_ERR(kiln_graph_bind_inputs(g, 2, (const kiln_tensor *const[]){x3, NULL}), KILN_ERR_INVALID);
+  CHECK_OK(kiln_graph_bind_inputs(g, 2, (const kiln_tensor *const[]){NULL, x3}));
+  kiln_tensor_free(x3);
   CHECK_OK(kiln_compile(g, &o, &c));
   if (!c) return kiln_graph_free(g);
   kiln_val *seq = kiln_val_new(KILN_TYPE_SEQUENCE);
