@@ -60,7 +60,7 @@ static int parse_args(int argc, char **argv, print_args *a) {
 }
 
 int kiln_cmd_print(int argc, char **argv) {
-  print_args a = {.elide = 16, .po = {.pass_limit = -1}};
+  print_args a = {.elide = 16, .po = {.pass_limit = -1, .fuse_classify = kiln_lower_fuse_class}};
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
   kiln_graph *g;

@@ -77,6 +77,7 @@ static kiln_status run_passes(kiln_cli_engine *e, bool no_fusion) {
   if (e->opts.passes) po = *e->opts.passes;
   if (!e->opts.passes) po.pass_limit = -1;
   po.no_fusion = po.no_fusion || no_fusion;
+  if (!po.fuse_classify) po.fuse_classify = kiln_lower_fuse_class;
   return kiln_passes_run(e->graph, &po, NULL);
 }
 

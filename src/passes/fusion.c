@@ -13,12 +13,12 @@
  * its inputs and its outputs. The op facts come from the lowering (what it can compile);
  * this file has no list of op names.
  *
- * Layering note: the pass asks the tile layer's lowering predicates (kiln_lower_is_*), the
- * one place that knows which ops have compute definitions for which types. */
+ * The classes come from kiln_pass_opts.fuse_classify (the tile layer's
+ * kiln_lower_fuse_class, the one place that knows which ops have compute definitions for
+ * which types); without it every node stays alone. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tile/lower_ops.h"
 #include "passes.h"
 
 typedef enum node_class { NC_OTHER, NC_EW, NC_RED, NC_MM, NC_COUNT } node_class;
@@ -75,14 +75,15 @@ static void count_uses(fuse_ctx *f) {
   for (int i = 0; i < g->outputs.len; i++) f->n_uses[g->outputs.data[i]] += 2;
 }
 
-static void classify(fuse_ctx *f) {
+static void classify(fuse_ctx *f, kiln_fuse_classify_fn fn) {
   for (int i = 0; i < f->g->nodes.len; i++) {
     kiln_node *n = &f->g->nodes.data[i];
     n->group = 0;
-    f->cls[i] = kiln_lower_is_contraction(f->g, n)   ? NC_MM
-                : kiln_lower_is_reduction(f->g, n)   ? NC_RED
-                : kiln_lower_is_elementwise(f->g, n) ? NC_EW
-                                                     : NC_OTHER;
+    kiln_fuse_class c = fn ? fn(f->g, n) : KILN_FUSE_OTHER;
+    f->cls[i] = c == KILN_FUSE_CONTRACTION ? NC_MM
+                : c == KILN_FUSE_REDUCTION ? NC_RED
+                : c == KILN_FUSE_ELEMENTWISE ? NC_EW
+                                             : NC_OTHER;
   }
 }
 
@@ -256,7 +257,7 @@ kiln_status kiln_pass_fusion(kiln_pass_ctx *ctx, kiln_graph *g) {
                 kiln_xcalloc((size_t)nn + 1, 1),
                 1};
   count_uses(&f);
-  classify(&f);
+  classify(&f, ctx->opts ? ctx->opts->fuse_classify : NULL);
   fuse_contractions(&f, ctx);
   fuse_reductions(&f, ctx);
   fuse_elementwise(&f, ctx);

@@ -13,6 +13,19 @@
 
 #include "../graph/graph.h"
 
+/* What the fusion pass may put together. The classes come from the layer that knows what
+ * compiles (the tile layer's lowering, kiln_lower_fuse_class), passed in the options so that
+ * this layer does not depend on a higher one. */
+typedef enum kiln_fuse_class {
+  KILN_FUSE_OTHER,       /* a kernel of its own */
+  KILN_FUSE_ELEMENTWISE, /* fusable into elementwise groups, prologues and epilogues */
+  KILN_FUSE_REDUCTION,   /* anchor of a reduction group */
+  KILN_FUSE_CONTRACTION, /* anchor of a MatMul/Gemm/Conv group */
+  KILN_FUSE_CLASS_COUNT
+} kiln_fuse_class;
+
+typedef kiln_fuse_class (*kiln_fuse_classify_fn)(const kiln_graph *g, const kiln_node *n);
+
 typedef struct kiln_pass_opts {
   const char *print_after;  /* NULL, "all", or comma-separated pass names */
   const char *disable;      /* comma-separated pass names, or NULL */
@@ -21,6 +34,7 @@ typedef struct kiln_pass_opts {
   bool verify_each;         /* run kiln_graph_verify after every pass (forced on in debug) */
   bool no_fusion;           /* stop before the fusion pass */
   FILE *log;                /* dumps and timings; NULL: stderr */
+  kiln_fuse_classify_fn fuse_classify; /* NULL: the fusion pass forms no group */
   const char *stop_after;   /* NULL, or stop after the first application of this pass
                              * (run, disabled or cut by the limit): `kiln print --after` */
 } kiln_pass_opts;

@@ -236,7 +236,9 @@ static kiln_status run_passes(kiln_compiled *c, const kiln_compile_opts *o) {
   double t0 = now_s();
   KILN_TRY(kiln_rt_bind_opts(c->g, o));
   KILN_TRY(check_static_inputs(c->g));
-  KILN_TRY(kiln_passes_run(c->g, &o->passes, &c->pass_stats));
+  kiln_pass_opts po = o->passes;
+  if (!po.fuse_classify) po.fuse_classify = kiln_lower_fuse_class;
+  KILN_TRY(kiln_passes_run(c->g, &po, &c->pass_stats));
   c->stats.seconds[KILN_STAGE_PASSES] = now_s() - t0;
   progress(o, "passes", t0);
   return KILN_OK;

@@ -422,3 +422,10 @@ void kiln_program_print(const kiln_program *p, kiln_strbuf *out) {
   for (int i = 0; i < p->steps.len; i++) print_step(p, i, &p->steps.data[i], out);
   kiln_tmodule_print(p->module, out);
 }
+
+kiln_fuse_class kiln_lower_fuse_class(const kiln_graph *g, const kiln_node *n) {
+  if (kiln_lower_is_contraction(g, n)) return KILN_FUSE_CONTRACTION;
+  if (kiln_lower_is_reduction(g, n)) return KILN_FUSE_REDUCTION;
+  if (kiln_lower_is_elementwise(g, n)) return KILN_FUSE_ELEMENTWISE;
+  return KILN_FUSE_OTHER;
+}

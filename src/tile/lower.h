@@ -12,6 +12,7 @@
 #define KILN_TILE_LOWER_H
 
 #include "../graph/graph.h"
+#include "../passes/passes.h"
 #include "tile.h"
 
 typedef enum kiln_target {
@@ -69,6 +70,9 @@ typedef struct kiln_lower_opts {
   /* Names of ops forced to fall back (comma-separated), for tests; NULL for none. */
   const char *force_fallback;
 } kiln_lower_opts;
+
+/* The fusion class of node n for this lowering (kiln_pass_opts.fuse_classify). */
+kiln_fuse_class kiln_lower_fuse_class(const kiln_graph *g, const kiln_node *n);
 
 /* Lowers g (after the pass pipeline, fusion included; all value types static). */
 kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out);

@@ -7,13 +7,14 @@
 #include "harness.h"
 #include "ops/ops.h"
 #include "passes/passes.h"
+#include "tile/lower.h"
 
 static void check_fusion(const char *in, const char *expected) {
   kiln_graph *g = NULL;
   CHECK_OK(kiln_graph_parse(in, "input", &g));
   if (!g) return;
   CHECK_OK(kiln_ops_infer_graph(g));
-  kiln_pass_opts po = {0};
+  kiln_pass_opts po = {.fuse_classify = kiln_lower_fuse_class};
   kiln_pass_ctx ctx = {&po, "fusion", 0};
   CHECK_OK(kiln_pass_fusion(&ctx, g));
   CHECK_OK(kiln_pass_fusion(&ctx, g)); /* idempotent */

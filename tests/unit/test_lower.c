@@ -131,7 +131,7 @@ static void check_graph(const char *text, expect e) {
   CHECK(g != NULL);
   if (!g) return;
   if (e.fuse) {
-    kiln_pass_opts po = {0};
+    kiln_pass_opts po = {.fuse_classify = kiln_lower_fuse_class};
     kiln_pass_ctx ctx = {&po, "fusion", 0};
     CHECK_OK(kiln_pass_fusion(&ctx, g));
   }

@@ -134,7 +134,7 @@ static void check(const char *tmpl, expect e) {
   if (!g) return free(text);
   CHECK_OK(kiln_ops_infer_graph(g));
   if (e.fuse) {
-    kiln_pass_opts po = {0};
+    kiln_pass_opts po = {.fuse_classify = kiln_lower_fuse_class};
     kiln_pass_ctx ctx = {&po, "fusion", 0};
     CHECK_OK(kiln_pass_fusion(&ctx, g));
   }
