@@ -1,4 +1,5 @@
-/* kiln compile MODEL -o DIR: compiles a model for the CPU and writes an artifact. */
+/* kiln compile MODEL -o DIR: compiles a model for the CPU and writes an artifact;
+ * kiln compile MODEL --target cuda --emit-cuda DIR: CUDA C, launch manifest and PTX. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,20 @@ static const char *const compile_help =
     "                    manifest.txt (target, threads, dims), DIR/src/*.c (the generated C)\n"
     "                    and DIR/report.txt. `kiln run DIR` runs it: the kernels come back\n"
     "                    from the cache, so running needs the C compiler only on a cache miss\n"
-    "  --target cpu      the target (only cpu in this build)\n"
+    "  --target cpu|cuda the target (default cpu). cuda: the kernels are scheduled for a\n"
+    "                    GPU (tiled shared-memory matmuls, parallel loops mapped to blocks\n"
+    "                    and threads, other kernels as one thread), emitted as CUDA C and\n"
+    "                    compiled to PTX with NVRTC when NVRTC can be loaded (CUDA_HOME,\n"
+    "                    /usr/local/cuda, the loader path); nothing runs on a GPU yet, and\n"
+    "                    -o and --emit-c are CPU only. Prints the counts of kernels by\n"
+    "                    mapping, the kernels that are not mappable with reasons, the\n"
+    "                    fallbacks, and the NVRTC time\n"
+    "  --emit-cuda DIR   (implies --target cuda) write DIR/model.cu (one __global__\n"
+    "                    function per launch), DIR/launch.txt (per step: kernel, grid,\n"
+    "                    block, shared bytes, the value bound to each parameter),\n"
+    "                    DIR/report.txt and DIR/model.ptx (when NVRTC compiled it)\n"
+    "  --cuda-arch ARCH  NVRTC architecture (default compute_90)\n"
+    "  --block-threads N GPU threads per block of mapped loops (default 256)\n"
     "  --threads N       threads of the kernels (default: all cores)\n"
     "  --dim SYM=N       bind a symbolic dim (repeatable)\n"
     "  --report          print the report: kernels, fallbacks with reasons, memory plan\n"
@@ -33,8 +47,9 @@ static const char *const compile_help =
     "pass flags:\n";
 
 typedef struct compile_args {
-  const char *model, *out_dir, *emit_dir;
-  bool report;
+  const char *model, *out_dir, *emit_dir, *cuda_dir;
+  bool report, cuda;
+  kiln_cuda_opts cuda_opts;
   kiln_compile_opts co;
   KILN_VEC(kiln_dim_binding) dims;
   KILN_VEC(const char *) pass_args; /* kept for the manifest */
@@ -68,8 +83,21 @@ static int parse_one(int argc, char **argv, int *i, compile_args *a) {
     if (!v) return kiln_cli_usage("compile", "--emit-c needs a folder");
     a->emit_dir = v;
   } else if (kiln_cli_opt(argc, argv, i, "--target", &v)) {
-    if (!v || strcmp(v, "cpu"))
-      return kiln_cli_usage("compile", "unknown target '%s' (this build has: cpu)", v ? v : "");
+    if (!v || (strcmp(v, "cpu") && strcmp(v, "cuda")))
+      return kiln_cli_usage("compile", "unknown target '%s' (cpu or cuda)", v ? v : "");
+    a->cuda = !strcmp(v, "cuda");
+  } else if (kiln_cli_opt(argc, argv, i, "--emit-cuda", &v)) {
+    if (!v) return kiln_cli_usage("compile", "--emit-cuda needs a folder");
+    a->cuda_dir = v;
+    a->cuda = true;
+  } else if (kiln_cli_opt(argc, argv, i, "--cuda-arch", &v)) {
+    if (!v || strncmp(v, "compute_", 8))
+      return kiln_cli_usage("compile", "--cuda-arch needs compute_XX");
+    a->cuda_opts.arch = v;
+  } else if (kiln_cli_opt(argc, argv, i, "--block-threads", &v)) {
+    if (kiln_cli_int(v, &n) || n < 1 || n > 1024)
+      return kiln_cli_usage("compile", "--block-threads needs a number in 1..1024");
+    a->cuda_opts.threads_per_block = (int)n;
   } else if (kiln_cli_opt(argc, argv, i, "--threads", &v)) {
     if (kiln_cli_int(v, &n) || n < 1 || n > 1024)
       return kiln_cli_usage("compile", "--threads needs a number in 1..1024");
@@ -101,6 +129,8 @@ static int parse_args(int argc, char **argv, compile_args *a) {
     if (rc >= 0) return rc;
   }
   if (!a->model) return kiln_cli_usage("compile", "no model given");
+  if (a->cuda && (a->out_dir || a->emit_dir))
+    return kiln_cli_usage("compile", "-o and --emit-c are for the cpu target");
   a->co.dims = a->dims.data;
   a->co.n_dims = a->dims.len;
   return -1;
@@ -178,10 +208,35 @@ static kiln_status finish(const compile_args *a, kiln_cli_engine *e) {
   return st;
 }
 
+/* ---- the CUDA target ---- */
+static kiln_status compile_cuda(compile_args *a, kiln_graph *g) {
+  kiln_cuda_build *b;
+  KILN_TRY(kiln_compile_cuda(g, &a->co, &a->cuda_opts, &b));
+  kiln_strbuf rep = {0};
+  kiln_cuda_build_report(b, &rep);
+  fwrite(rep.data, 1, rep.len, stdout);
+  kiln_status st = KILN_OK;
+  if (a->cuda_dir) st = make_dir(a->cuda_dir);
+  if (!st && a->cuda_dir) st = kiln_cuda_build_write(b, a->cuda_dir);
+  if (!st && a->cuda_dir)
+    printf("CUDA: %s (model.cu, launch.txt, report.txt%s)\n", a->cuda_dir,
+           b->ptx ? ", model.ptx" : "");
+  if (!st && b->nvrtc_found && !b->nvrtc_ok)
+    st = kiln_error(KILN_ERR_FAILED, "NVRTC could not compile the CUDA C (see the report)");
+  kiln_strbuf_free(&rep);
+  kiln_cuda_build_free(b);
+  return st;
+}
+
 static kiln_status compile_model(compile_args *a) {
   kiln_graph *g;
   char src[4200];
   KILN_TRY(kiln_cli_load(a->model, &g));
+  if (a->cuda) {
+    kiln_status cst = compile_cuda(a, g);
+    kiln_graph_free(g);
+    return cst;
+  }
   kiln_status st = a->out_dir ? start_artifact(a, g, src, sizeof src) : KILN_OK;
   if (st) {
     kiln_graph_free(g);

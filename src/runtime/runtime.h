@@ -206,4 +206,58 @@ void kiln_module_free(kiln_module *m);
 /* The cache directory that o selects (malloc'd), or NULL when no location is known. */
 char *kiln_cache_dir(const char *override);
 
+
+/* ---- CUDA target (compile_cuda.c) ----
+ * Compiles a graph for a GPU as far as this machine can: passes (with the CUDA fusion
+ * classes), lowering, the CUDA schedule of src/tile/lower_cuda.h, CUDA C for every kernel
+ * (one __global__ function per launch), a launch manifest, and PTX from NVRTC when NVRTC
+ * can be loaded. Nothing runs on a GPU yet: the kernels are checked by compiling them and
+ * by running the mapped program in the tile interpreter (kiln_program_interp). */
+#include "../tile/lower_cuda.h"
+
+typedef struct kiln_cuda_launch {
+  const char *name; /* __global__ function (the kernel's name, or name_l<i> when split) */
+  int step;         /* program step that launches it */
+  int kernel;       /* program->module kernel */
+  int64_t grid[3], block[3];
+  int64_t shared_bytes; /* static __shared__ memory */
+} kiln_cuda_launch;
+
+typedef struct kiln_cuda_build {
+  kiln_program *prog;     /* the mapped program (borrows the graph) */
+  kiln_cuda_kinfo *info;  /* per module kernel: how it was mapped */
+  kiln_strbuf source;     /* CUDA C of every emitted launch, one translation unit */
+  KILN_VEC(kiln_cuda_launch) launches;
+  int n_kernels;          /* kernels run by some step */
+  int n_map[KILN_CUDA_MAP_COUNT]; /* kernels per kind (after codegen: failures UNMAPPED) */
+  int n_shared;           /* kernels that use __shared__ memory */
+  int n_fallback_steps, n_alias_steps;
+  const char *arch;       /* NVRTC architecture ("compute_90") */
+  bool nvrtc_found;       /* NVRTC could be loaded */
+  bool nvrtc_ok;          /* the whole source compiled to PTX */
+  char *ptx;              /* malloc'd PTX, or NULL */
+  char *nvrtc_log;        /* malloc'd error of NVRTC, or NULL */
+  double seconds_passes, seconds_lower, seconds_codegen, seconds_nvrtc;
+} kiln_cuda_build;
+
+typedef struct kiln_cuda_opts {
+  int threads_per_block; /* for mapped parallel loops; 0: 256 */
+  const char *arch;      /* NULL: "compute_90" */
+  bool no_nvrtc;         /* do not compile to PTX */
+} kiln_cuda_opts;
+
+/* Compiles g (o: dims, passes, force_fallback; o->target is ignored) for CUDA. g is
+ * rewritten by the passes and must outlive the build. A kernel whose CUDA C cannot be
+ * emitted is reported UNMAPPED, not an error; an NVRTC compile error is kept in
+ * nvrtc_log (nvrtc_ok false), not returned. */
+kiln_status kiln_compile_cuda(kiln_graph *g, const kiln_compile_opts *o,
+                              const kiln_cuda_opts *co, kiln_cuda_build **out);
+/* Counts, unmapped kernels and fallbacks with reasons, times. */
+void kiln_cuda_build_report(const kiln_cuda_build *b, kiln_strbuf *out);
+/* Writes DIR/model.cu, DIR/launch.txt (per step: kernel launches with grid, block, shared
+ * bytes and the values bound to each parameter; fallback and alias steps), DIR/report.txt
+ * and DIR/model.ptx (when compiled). DIR must exist. */
+kiln_status kiln_cuda_build_write(const kiln_cuda_build *b, const char *dir);
+void kiln_cuda_build_free(kiln_cuda_build *b);
+
 #endif
