@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower_ops.h"
+#include "lower_more.h"
 
 /* ---- building steps ---- */
 static void sanitize(char *s) {
@@ -255,6 +255,50 @@ static bool try_alias(kiln_lower_ctx *c, const kiln_node *n) {
   return true;
 }
 
+/* The single-node lowerings, tried in turn until one takes the node; the reason of the
+ * first one is kept when none does. */
+typedef kiln_status (*single_lowering)(kiln_lower_ctx *c, const kiln_group *grp);
+static const single_lowering singles[] = {kiln_lower_data_node, kiln_lower_pool_node,
+                                          kiln_lower_index_node, kiln_lower_norm_node,
+                                          kiln_lower_misc_node};
+
+/* Drops the kernels, steps and packed constants made after a mark (arena memory stays). */
+typedef struct prog_mark {
+  int steps, kernels, packed;
+} prog_mark;
+
+static prog_mark mark_now(const kiln_lower_ctx *c) {
+  return (prog_mark){c->prog->steps.len, c->prog->module->kernels.len, c->prog->packed.len};
+}
+
+static void rollback(kiln_lower_ctx *c, prog_mark m) {
+  c->prog->steps.len = m.steps;
+  c->prog->module->kernels.len = m.kernels;
+  while (c->prog->packed.len > m.packed)
+    kiln_tensor_free(c->prog->packed.data[--c->prog->packed.len]);
+}
+
+static kiln_status lower_single(kiln_lower_ctx *c, const kiln_group *grp) {
+  kiln_status first = NULL;
+  prog_mark m = mark_now(c);
+  for (size_t i = 0; i < sizeof singles / sizeof singles[0]; i++) {
+    rollback(c, m); /* a lowering that gave up may have made a kernel */
+    kiln_status st = singles[i](c, grp);
+    if (!st || kiln_status_code(st) != KILN_ERR_UNSUPPORTED) {
+      kiln_status_free(first);
+      return st;
+    }
+    /* keep the reason of a lowering that knows the op over "no lowering for" */
+    if (!first || strncmp(kiln_status_message(first), "no lowering for", 15) == 0) {
+      kiln_status_free(first);
+      first = st;
+    } else {
+      kiln_status_free(st);
+    }
+  }
+  return first;
+}
+
 /* Lowers a group of one or more nodes into kernel steps; UNSUPPORTED when it cannot. */
 static kiln_status lower_kernels(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_graph *g = c->g;
@@ -275,16 +319,7 @@ static kiln_status lower_kernels(kiln_lower_ctx *c, const kiln_group *grp) {
   if (all_ew) return kiln_lower_ew_group(c, grp);
   if (any_red) return kiln_lower_reduce_group(c, grp);
   if (grp->n_nodes > 1) return kiln_unsupported("no lowering for this group");
-  kiln_status st = kiln_lower_data_node(c, grp);
-  if (st && kiln_status_code(st) == KILN_ERR_UNSUPPORTED) {
-    kiln_status st2 = kiln_lower_pool_node(c, grp);
-    if (!st2 || kiln_status_code(st2) != KILN_ERR_UNSUPPORTED) {
-      kiln_status_free(st);
-      return st2;
-    }
-    kiln_status_free(st2);
-  }
-  return st;
+  return lower_single(c, grp);
 }
 
 /* Lowers a group; on UNSUPPORTED, drops the kernels and steps it made and tries its nodes
@@ -320,14 +355,10 @@ static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp) {
   for (int i = 0; i < grp->n_nodes; i++)
     KILN_TRY(kiln_op_check(c->g, &c->g->nodes.data[grp->nodes[i]]));
   if (grp->n_nodes == 1 && !forced(c->opts, n) && try_alias(c, n)) return KILN_OK;
-  int steps0 = c->prog->steps.len, kernels0 = c->prog->module->kernels.len;
-  int packed0 = c->prog->packed.len;
+  prog_mark m = mark_now(c);
   kiln_status st = lower_kernels(c, grp);
   if (!st || kiln_status_code(st) != KILN_ERR_UNSUPPORTED) return st;
-  c->prog->steps.len = steps0; /* kernels made so far are dropped (arena memory stays) */
-  c->prog->module->kernels.len = kernels0;
-  while (c->prog->packed.len > packed0)
-    kiln_tensor_free(c->prog->packed.data[--c->prog->packed.len]);
+  rollback(c, m);
   if (grp->n_nodes > 1) {
     kiln_status_free(st);
     return lower_singletons(c, grp);
