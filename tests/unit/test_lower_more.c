@@ -21,7 +21,7 @@ static double uniform(void) { /* [0, 1) */
 }
 
 /* floats in [-2, 2); integers in [0, int_hi) (index inputs stay in range when int_hi is
- * the indexed extent; 0 keeps them in [-3, 3]) */
+ * the indexed extent; 0 keeps them in [-2, 2]) */
 static kiln_tensor *random_input(const kiln_type *t, int int_hi) {
   int64_t dims[KILN_MAX_RANK];
   for (int d = 0; d < t->rank; d++) dims[d] = t->dims[d].value;
@@ -33,7 +33,7 @@ static kiln_tensor *random_input(const kiln_type *t, int int_hi) {
     else if (t->dtype == KILN_BOOL) kiln_store_i64(t->dtype, x->data, (size_t)i, uniform() < 0.5);
     else if (int_hi > 0)
       kiln_store_i64(t->dtype, x->data, (size_t)i, (int64_t)(uniform() * int_hi));
-    else kiln_store_i64(t->dtype, x->data, (size_t)i, (int64_t)(uniform() * 7) - 3);
+    else kiln_store_i64(t->dtype, x->data, (size_t)i, (int64_t)(uniform() * 5) - 2);
   }
   return x;
 }
@@ -140,14 +140,14 @@ static void test_trilu_eyelike_onehot(void) {
   check_node("%x: i32[4,5]) -> (%y: i32[4,5])", 14,
              "  %k = const i64[] [-1]\n  %y = Trilu(%x, %k) {upper=0} : i32[4,5]\n  return %y\n",
              0);
-  /* k known only at run time (random in [-3, 3]) */
+  /* k known only at run time (random in [-2, 2]) */
   check_node("%x: f32[5,4], %k: i64[]) -> (%y: f32[5,4])", 14,
              "  %y = Trilu(%x, %k) : f32[5,4]\n  return %y\n", 0);
   check_node("%x: f32[3,5]) -> (%y: f32[3,5])", 9,
              "  %y = EyeLike(%x) {k=1} : f32[3,5]\n  return %y\n", 0);
   check_node("%x: i32[4,4]) -> (%y: f64[4,4])", 9,
              "  %y = EyeLike(%x) {k=-2, dtype=11} : f64[4,4]\n  return %y\n", 0);
-  /* indices random in [-3, 3]: negative ones count from the end */
+  /* indices random in [-2, 2]: negative ones count from the end */
   check_node("%i: i64[2,3]) -> (%y: f32[2,4,3])", 11,
              "  %d = const i64[] [4]\n  %v = const f32[2] [0.5, 3]\n"
              "  %y = OneHot(%i, %d, %v) {axis=1} : f32[2,4,3]\n  return %y\n",
@@ -179,4 +179,43 @@ static void test_cumsum_hardmax_dropout(void) {
              "  %y, %m = Dropout(%x) : f32[3,4], bool[3,4]\n  return %y, %m\n", 0);
 }
 
-TEST_MAIN(T(test_shape_constant), T(test_trilu_eyelike_onehot), T(test_cumsum_hardmax_dropout))
+/* ---- lower_index.c ---- */
+static void test_gathers(void) {
+  /* indices random in [-2, 2]: negative ones count from the end */
+  check_node("%x: f32[3,4], %i: i64[2,4]) -> (%y: f32[2,4])", 13,
+             "  %y = GatherElements(%x, %i) : f32[2,4]\n  return %y\n", 0);
+  check_node("%x: i32[3,5], %i: i32[3,2]) -> (%y: i32[3,2])", 13,
+             "  %y = GatherElements(%x, %i) {axis=-1} : i32[3,2]\n  return %y\n", 0);
+  check_node("%x: f32[4,4,3]) -> (%y: f32[2,3])", 13,
+             "  %i = const i64[2,2] [0, 1, 3, -1]\n"
+             "  %y = GatherND(%x, %i) : f32[2,3]\n  return %y\n",
+             0);
+  check_node("%x: f32[2,4,3], %i: i64[2,1]) -> (%y: f32[2,3])", 13,
+             "  %y = GatherND(%x, %i) {batch_dims=1} : f32[2,3]\n  return %y\n", 0);
+}
+
+static void test_scatters(void) {
+  static const char *const reds[] = {"none", "add", "mul", "max", "min"};
+  for (int r = 0; r < 5; r++) {
+    char body[512];
+    /* duplicate indices: the reduction combines them in order */
+    snprintf(body, sizeof body,
+             "  %%i = const i64[2,3] [1, 0, 2, -1, 0, 2]\n"
+             "  %%y = ScatterElements(%%x, %%i, %%u) {axis=0, reduction=\"%s\"} : f32[3,3]\n"
+             "  return %%y\n",
+             reds[r]);
+    check_node("%x: f32[3,3], %u: f32[2,3]) -> (%y: f32[3,3])", 18, body, 0);
+    snprintf(body, sizeof body,
+             "  %%i = const i64[3,1] [0, 2, 0]\n"
+             "  %%y = ScatterND(%%x, %%i, %%u) {reduction=\"%s\"} : f32[4,2]\n  return %%y\n",
+             reds[r]);
+    check_node("%x: f32[4,2], %u: f32[3,2]) -> (%y: f32[4,2])", 18, body, 0);
+  }
+  check_node("%x: i64[2,3,2], %u: i64[2]) -> (%y: i64[2,3,2])", 16,
+             "  %i = const i64[2,3] [1, 2, 0, 0, 0, 1]\n"
+             "  %y = ScatterND(%x, %i, %u) {reduction=\"add\"} : i64[2,3,2]\n  return %y\n",
+             0);
+}
+
+TEST_MAIN(T(test_gathers), T(test_scatters), T(test_shape_constant), T(test_trilu_eyelike_onehot),
+          T(test_cumsum_hardmax_dropout))
