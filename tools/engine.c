@@ -40,22 +40,23 @@ static kiln_status as_tensors(const kiln_graph *g, kiln_val *const *vals, kiln_t
   for (int i = 0; i < g->inputs.len; i++) {
     const kiln_val *v = vals[i];
     if (!v || v->kind != KILN_TYPE_TENSOR || !v->t)
-      return kiln_unsupported("input '%s' is not a tensor: only the interp and opt backends run "
-                              "sequences and optionals",
+      return kiln_unsupported("input '%s' is not a tensor: only the interp, opt and cpu backends "
+                              "run sequences and optionals",
                               g->values.data[g->inputs.data[i]].name);
     ts[i] = v->t;
   }
   return KILN_OK;
 }
 
-/* Binds symbolic dims to the extents of the inputs, when they are all tensors. */
+/* Binds symbolic dims to the extents of the tensor inputs (sequences and optionals bind
+ * nothing). */
 static kiln_status bind_inputs(kiln_graph *g, kiln_val *const *inputs) {
   if (!inputs) return KILN_OK;
   int n = g->inputs.len;
-  kiln_tensor **ts = kiln_xcalloc((size_t)n + 1, sizeof *ts);
-  kiln_status st = as_tensors(g, inputs, ts);
-  if (st) kiln_status_free(st), st = KILN_OK; /* sequences: nothing to bind */
-  else st = kiln_graph_bind_inputs(g, n, (const kiln_tensor *const *)ts);
+  const kiln_tensor **ts = kiln_xcalloc((size_t)n + 1, sizeof *ts);
+  for (int i = 0; i < n; i++)
+    ts[i] = inputs[i] && inputs[i]->kind == KILN_TYPE_TENSOR ? inputs[i]->t : NULL;
+  kiln_status st = kiln_graph_bind_inputs(g, n, ts);
   free(ts);
   return st;
 }
@@ -118,8 +119,7 @@ static kiln_status run_tensors(kiln_cli_engine *e, kiln_val *const *inputs, kiln
   kiln_tensor **ins = kiln_xcalloc((size_t)n_in + 1, sizeof *ins);
   kiln_tensor **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
   kiln_status st = as_tensors(g, inputs, ins);
-  if (!st && e->compiled) st = kiln_compiled_run(e->compiled, n_in, ins, outs);
-  else if (!st) st = kiln_program_interp(e->program, n_in, ins, outs);
+  if (!st) st = kiln_program_interp(e->program, n_in, ins, outs);
   for (int i = 0; i < n_out; i++) outputs[i] = st ? NULL : kiln_val_tensor(outs[i]);
   free(ins);
   free(outs);
@@ -127,7 +127,9 @@ static kiln_status run_tensors(kiln_cli_engine *e, kiln_val *const *inputs, kiln
 }
 
 kiln_status kiln_cli_engine_run(kiln_cli_engine *e, kiln_val *const *inputs, kiln_val **outputs) {
-  if (e->program || e->compiled) return run_tensors(e, inputs, outputs);
+  if (e->compiled)
+    return kiln_compiled_run_vals(e->compiled, e->graph->inputs.len, inputs, outputs);
+  if (e->program) return run_tensors(e, inputs, outputs);
   kiln_interp_opts io = {.trace = e->opts.trace};
   return kiln_interp_run(e->graph, &io, e->graph->inputs.len, inputs, outputs);
 }

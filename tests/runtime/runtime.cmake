@@ -21,6 +21,16 @@ if(KILN_ONNX_DATA AND EXISTS ${KILN_ONNX_DATA}/node)
                        LABELS "quick" TIMEOUT 3000)
   set_tests_properties(conformance.node.cpu PROPERTIES LABELS "cpu" TIMEOUT 7200
                        ENVIRONMENT "KILN_CACHE_DIR=${KILN_TEST_CACHE}")
+  # The other ONNX suites (real PyTorch layers and small models) compiled for the CPU.
+  foreach(suite pytorch-converted pytorch-operator simple)
+    if(EXISTS ${KILN_ONNX_DATA}/${suite})
+      add_test(NAME conformance.${suite}.cpu
+               COMMAND kiln_cli test-onnx ${KILN_ONNX_DATA}/${suite} --quiet --timeout 600
+                       --jobs 2 --backend cpu --expect ${KILN_EXPECT_DIR}/${suite}.expect)
+      set_tests_properties(conformance.${suite}.cpu PROPERTIES LABELS "cpu" TIMEOUT 3600
+                           ENVIRONMENT "KILN_CACHE_DIR=${KILN_TEST_CACHE}")
+    endif()
+  endforeach()
 endif()
 
 if(KILN_MODELS AND EXISTS ${KILN_MODELS})
