@@ -217,5 +217,35 @@ static void test_scatters(void) {
              0);
 }
 
-TEST_MAIN(T(test_gathers), T(test_scatters), T(test_shape_constant), T(test_trilu_eyelike_onehot),
-          T(test_cumsum_hardmax_dropout))
+/* ---- lower_norm.c ---- */
+static void test_norms(void) {
+  check_node("%x: f32[2,3,8], %s: f32[8]) -> (%y: f32[2,3,8])", 23,
+             "  %y = RMSNormalization(%x, %s) : f32[2,3,8]\n  return %y\n", 0);
+  check_node("%x: f32[2,3,4], %s: f32[3,4]) -> (%y: f32[2,3,4])", 23,
+             "  %y = RMSNormalization(%x, %s) {axis=1, epsilon=0.01} : f32[2,3,4]\n  return %y\n",
+             0);
+  check_node("%x: f32[3,4,5]) -> (%y: f32[3,4,5])", 1,
+             "  %y = LpNormalization(%x) {axis=1, p=1} : f32[3,4,5]\n  return %y\n", 0);
+  check_node("%x: f64[3,4]) -> (%y: f64[3,4])", 1,
+             "  %y = LpNormalization(%x) : f64[3,4]\n  return %y\n", 0);
+  check_node("%x: f32[2,3,4,5], %s: f32[3], %b: f32[3]) -> (%y: f32[2,3,4,5])", 6,
+             "  %y = InstanceNormalization(%x, %s, %b) : f32[2,3,4,5]\n  return %y\n", 0);
+  check_node("%x: f32[2,4,3], %s: f32[4], %b: f32[4]) -> (%y: f32[2,4,3])", 21,
+             "  %y = GroupNormalization(%x, %s, %b) {num_groups=2} : f32[2,4,3]\n  return %y\n", 0);
+  check_node("%x: f32[2,4,3], %s: f32[2], %b: f32[2]) -> (%y: f32[2,4,3])", 18,
+             "  %y = GroupNormalization(%x, %s, %b) {num_groups=2, epsilon=0.1} : f32[2,4,3]\n"
+             "  return %y\n",
+             0);
+  check_node("%x: f32[2,3,4], %s: f32[3], %b: f32[3], %m: f32[3]) -> (%y: f32[2,3,4])", 15,
+             "  %v = const f32[3] [0.5, 1, 2]\n"
+             "  %y = BatchNormalization(%x, %s, %b, %m, %v) : f32[2,3,4]\n  return %y\n",
+             0);
+  check_node("%x: f32[2,5,3,2]) -> (%y: f32[2,5,3,2])", 13,
+             "  %y = LRN(%x) {size=3, alpha=0.01, beta=0.5, bias=2.0} : f32[2,5,3,2]\n  return %y\n",
+             0);
+  check_node("%x: f16[1,4,6]) -> (%y: f16[1,4,6])", 13,
+             "  %y = LRN(%x) {size=2} : f16[1,4,6]\n  return %y\n", 0);
+}
+
+TEST_MAIN(T(test_norms), T(test_gathers), T(test_scatters), T(test_shape_constant),
+          T(test_trilu_eyelike_onehot), T(test_cumsum_hardmax_dropout))
