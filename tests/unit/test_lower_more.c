@@ -240,9 +240,9 @@ static void test_norms(void) {
              "  %v = const f32[3] [0.5, 1, 2]\n"
              "  %y = BatchNormalization(%x, %s, %b, %m, %v) : f32[2,3,4]\n  return %y\n",
              0);
-  check_node("%x: f32[2,5,3,2]) -> (%y: f32[2,5,3,2])", 13,
-             "  %y = LRN(%x) {size=3, alpha=0.01, beta=0.5, bias=2.0} : f32[2,5,3,2]\n  return %y\n",
-             0);
+  check_node(
+      "%x: f32[2,5,3,2]) -> (%y: f32[2,5,3,2])", 13,
+      "  %y = LRN(%x) {size=3, alpha=0.01, beta=0.5, bias=2.0} : f32[2,5,3,2]\n  return %y\n", 0);
   check_node("%x: f16[1,4,6]) -> (%y: f16[1,4,6])", 13,
              "  %y = LRN(%x) {size=2} : f16[1,4,6]\n  return %y\n", 0);
 }
