@@ -357,11 +357,13 @@ static kiln_status lower_arg(red *s) {
   return epilogue(s, s->outer, s->r->outputs[0], kiln_tv(k, arg), pos, rank);
 }
 
-/* Softmax / LogSoftmax: max, sum of exp(x - max) in F64, then normalize. */
+/* Softmax / LogSoftmax: max, sum of exp(x - max) (exp in the compute type, the sum in
+ * F64), then normalize: Softmax multiplies exp(x - max) by 1 / sum (one division a row),
+ * LogSoftmax subtracts log(sum). F32 exp is within an ulp and needs no F64 library call. */
 static kiln_status lower_softmax(red *s) {
   kiln_tkernel *k = s->k;
   kiln_dtype ct = kiln_lower_compute_type(s->xt->dtype);
-  int mx = new_var(s, "max", ct), sum = new_var(s, "sum", KILN_F64);
+  int mx = new_var(s, "max", ct), sum = new_var(s, "sum", KILN_F64), nv = new_var(s, "nrm", ct);
   push(s, s->outer, mx, extreme(k, ct, false));
   kiln_texpr *x;
   kiln_tblock *b = reduce_loops(s, s->outer);
@@ -370,15 +372,20 @@ static kiln_status lower_softmax(red *s) {
   push(s, s->outer, sum, kiln_tfloat(k, KILN_F64, 0));
   b = reduce_loops(s, s->outer);
   KILN_TRY(value_at(s, s->r->inputs[0], &x));
-  kiln_texpr *d = kiln_tcast(k, KILN_F64, kiln_tbin(k, KILN_TOP_SUB, x, kiln_tv(k, mx)));
-  push(s, b, sum, kiln_tbin(k, KILN_TOP_ADD, kiln_tv(k, sum), kiln_tun(k, KILN_TOP_EXP, d)));
+  kiln_texpr *d = kiln_tbin(k, KILN_TOP_SUB, x, kiln_tv(k, mx));
+  kiln_texpr *e = kiln_tcast(k, KILN_F64, kiln_tun(k, KILN_TOP_EXP, d));
+  push(s, b, sum, kiln_tbin(k, KILN_TOP_ADD, kiln_tv(k, sum), e));
+  kiln_texpr *nrm = s->rk == RK_SOFTMAX
+                        ? kiln_tbin(k, KILN_TOP_DIV, kiln_tfloat(k, KILN_F64, 1), kiln_tv(k, sum))
+                        : kiln_tun(k, KILN_TOP_LOG, kiln_tv(k, sum));
+  push(s, s->outer, nv, kiln_tcast(k, ct, nrm));
   b = reduce_loops(s, s->outer);
   KILN_TRY(value_at(s, s->r->inputs[0], &x));
-  d = kiln_tcast(k, KILN_F64, kiln_tbin(k, KILN_TOP_SUB, x, kiln_tv(k, mx)));
+  d = kiln_tbin(k, KILN_TOP_SUB, x, kiln_tv(k, mx));
   kiln_texpr *y = s->rk == RK_SOFTMAX
-                      ? kiln_tbin(k, KILN_TOP_DIV, kiln_tun(k, KILN_TOP_EXP, d), kiln_tv(k, sum))
-                      : kiln_tbin(k, KILN_TOP_SUB, d, kiln_tun(k, KILN_TOP_LOG, kiln_tv(k, sum)));
-  return epilogue(s, b, s->r->outputs[0], kiln_tcast(k, ct, y), s->pos, s->xt->rank);
+                      ? kiln_tbin(k, KILN_TOP_MUL, kiln_tun(k, KILN_TOP_EXP, d), kiln_tv(k, nv))
+                      : kiln_tbin(k, KILN_TOP_SUB, d, kiln_tv(k, nv));
+  return epilogue(s, b, s->r->outputs[0], y, s->pos, s->xt->rank);
 }
 
 /* LayerNormalization: mean, variance (two passes, F64), then (x - mean) * inv * scale + b. */
