@@ -53,12 +53,20 @@ kiln_texpr *kiln_lower_to_storage(kiln_tkernel *k, kiln_dtype dtype, kiln_texpr 
   return kiln_tcast(k, dtype, v);
 }
 
+/* Below this many elements a nest runs on one thread: starting and joining the threads
+ * of a parallel loop costs about as much as the work (and far more when the cores are
+ * shared with other processes). The reductions use the same bound (lower_reduce.c). */
+enum { PAR_MIN_ELEMENTS = 32768 };
+
 void kiln_lower_nest(kiln_tkernel *k, kiln_tblock *parent, int rank, const int64_t *dims,
                      const char *prefix, bool vector_inner, kiln_nest *out) {
   out->rank = rank;
   kiln_tblock *b = parent;
+  int64_t total = 1;
+  for (int d = 0; d < rank; d++) total *= dims[d];
+  bool small = total < PAR_MIN_ELEMENTS;
   int par = -1; /* the first outer dimension with more than one iteration */
-  for (int d = 0; d < rank - 1 && par < 0; d++)
+  for (int d = 0; d < rank - 1 && par < 0 && !small; d++)
     if (dims[d] > 1) par = d;
   for (int d = 0; d < rank; d++) {
     char name[32];
@@ -67,7 +75,7 @@ void kiln_lower_nest(kiln_tkernel *k, kiln_tblock *parent, int rank, const int64
     out->vars[d] = kiln_tkernel_var(k, name, KILN_I64);
     kiln_loop_kind kind = d == par ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
     if (d == rank - 1)
-      kind = rank == 1 ? KILN_LOOP_PARALLEL : vector_inner ? KILN_LOOP_VECTOR : kind;
+      kind = rank == 1 && !small ? KILN_LOOP_PARALLEL : vector_inner ? KILN_LOOP_VECTOR : kind;
     kiln_tstmt *loop = kiln_tfor(k, out->vars[d], kiln_tint(k, dims[d]), kind);
     kiln_tblock_push(k, b, loop);
     b = &loop->body;
