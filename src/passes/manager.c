@@ -19,6 +19,7 @@
 static const kiln_pass_info pipeline[] = {
     {"infer", kiln_pass_infer, "shape and type inference"},
     {"identity", kiln_pass_identity, "remove Identity and inference-mode Dropout"},
+    {"infer", kiln_pass_infer, "shape and type inference"},
     {"shapefold", kiln_pass_shapefold, "Shape/Size of static values to constants"},
     {"constfold", kiln_pass_constfold, "evaluate nodes of constant inputs"},
     {"simplify", kiln_pass_simplify, "algebraic identities and canonical forms"},
@@ -28,6 +29,11 @@ static const kiln_pass_info pipeline[] = {
     {"infer", kiln_pass_infer, "shape and type inference"},
     {"fusion", kiln_pass_fusion, "group nodes into kernels"},
 };
+/* Entries FOLD_FIRST..FOLD_LAST (infer, shapefold, constfold) repeat until they change
+ * nothing: a folded Shape makes a Reshape or Slice static, whose result is the input of the
+ * next Shape (ShuffleNet's channel split), so one round is not enough. Each round counts as
+ * pass applications for the bisection limit. */
+enum { FOLD_FIRST = 2, FOLD_LAST = 4, FOLD_MAX_ROUNDS = 32 };
 enum { N_PIPELINE = (int)(sizeof pipeline / sizeof pipeline[0]) };
 
 const kiln_pass_info *kiln_passes_pipeline(int *n) {
@@ -127,8 +133,8 @@ static kiln_status run_one(const kiln_pass_info *p, const kiln_pass_opts *o, kil
   kiln_pass_ctx ctx = {o, p->name, 0};
   double t0 = now_ms();
   KILN_TRYF(p->run(&ctx, g), "pass %s", p->name);
-  rec->ms = now_ms() - t0;
-  rec->changes = ctx.changes;
+  rec->ms += now_ms() - t0; /* summed over the rounds of the folding loop */
+  rec->changes += ctx.changes;
   rec->ran = true;
   if (o->verify_each || verify_forced())
     KILN_TRYF(kiln_graph_verify(g), "the graph after pass %s does not verify (a bug in the pass)",
@@ -151,8 +157,16 @@ kiln_status kiln_passes_run(kiln_graph *g, const kiln_pass_opts *opts, kiln_pass
   memset(rec, 0, sizeof rec);
   int64_t counted = 0;
   int last = last_entry(o);
+  int64_t round_changes = 0;
+  int rounds = 0;
   for (int i = 0; i < N_PIPELINE; i++) {
     const kiln_pass_info *p = &pipeline[i];
+    if (i == FOLD_FIRST) round_changes = 0;
+    if (i == FOLD_LAST + 1 && last > FOLD_LAST && round_changes > 0 &&
+        ++rounds < FOLD_MAX_ROUNDS) {
+      i = FOLD_FIRST - 1; /* another round of folding */
+      continue;
+    }
     if (o->no_fusion && p->run == kiln_pass_fusion) break;
     if (i > last) break;
     rec[i].name = p->name;
@@ -170,9 +184,12 @@ kiln_status kiln_passes_run(kiln_graph *g, const kiln_pass_opts *opts, kiln_pass
         continue;
       }
     }
+    int64_t before = rec[i].changes;
     KILN_TRY(run_one(p, o, g, &rec[i]));
     stats.applied++;
-    stats.changes += rec[i].changes;
+    stats.changes += rec[i].changes - before;
+    if (i >= FOLD_FIRST && i <= FOLD_LAST && p->run != kiln_pass_infer)
+      round_changes += rec[i].changes - before;
     if (in_list(o->print_after, p->name, true)) dump(log, p->name, g);
   }
   if (o->time_passes) {
