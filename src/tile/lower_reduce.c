@@ -280,7 +280,7 @@ static int64_t reduced_count(const red *s) {
 static int64_t int_limit(kiln_dtype t, bool hi) {
   int bits = (int)kiln_dtype_size(t) * 8;
   bool sgn = kiln_dtype_class_of(t) == KILN_CLASS_SINT;
-  if (sgn) return hi ? (int64_t)((1ull << (bits - 1)) - 1) : -(int64_t)(1ull << (bits - 1));
+  if (sgn) return hi ? (int64_t)((1ull << (bits - 1)) - 1) : (int64_t)(~0ull << (bits - 1));
   return hi ? (int64_t)(bits == 64 ? ~0ull : (1ull << bits) - 1) : 0;
 }
 
