@@ -396,6 +396,7 @@ kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program 
   kiln_program *p = kiln_xcalloc(1, sizeof *p);
   p->graph = g;
   p->module = kiln_tmodule_new();
+  p->module->par_min_elements = opts->target == KILN_TARGET_CPU ? KILN_LOWER_PAR_MIN_ELEMENTS : 0;
   p->target = opts->target;
   kiln_lower_ctx c = {g, opts, p, kiln_arena_new()};
   kiln_status st = lower_all(&c);

@@ -64,6 +64,11 @@ typedef struct kiln_program {
   int n_fallback;
 } kiln_program;
 
+/* On the CPU, loop nests over fewer elements run on one thread (kiln_tmodule.
+ * par_min_elements): starting and joining threads costs about as much as the work, and far
+ * more when the cores are shared with other processes. */
+#define KILN_LOWER_PAR_MIN_ELEMENTS 32768
+
 typedef struct kiln_lower_opts {
   kiln_target target;
   int threads; /* the CPU threads the schedule may plan for (>= 1) */

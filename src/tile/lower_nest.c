@@ -53,10 +53,6 @@ kiln_texpr *kiln_lower_to_storage(kiln_tkernel *k, kiln_dtype dtype, kiln_texpr 
   return kiln_tcast(k, dtype, v);
 }
 
-/* Below this many elements a nest runs on one thread: starting and joining the threads
- * of a parallel loop costs about as much as the work (and far more when the cores are
- * shared with other processes). The reductions use the same bound (lower_reduce.c). */
-enum { PAR_MIN_ELEMENTS = 32768 };
 
 void kiln_lower_nest(kiln_tkernel *k, kiln_tblock *parent, int rank, const int64_t *dims,
                      const char *prefix, bool vector_inner, kiln_nest *out) {
@@ -64,7 +60,7 @@ void kiln_lower_nest(kiln_tkernel *k, kiln_tblock *parent, int rank, const int64
   kiln_tblock *b = parent;
   int64_t total = 1;
   for (int d = 0; d < rank; d++) total *= dims[d];
-  bool small = total < PAR_MIN_ELEMENTS;
+  bool small = total < k->module->par_min_elements;
   int par = -1; /* the first outer dimension with more than one iteration */
   for (int d = 0; d < rank - 1 && par < 0 && !small; d++)
     if (dims[d] > 1) par = d;

@@ -192,15 +192,12 @@ static kiln_tblock *reduce_loops(red *s, kiln_tblock *b) {
   return b;
 }
 
-/* Below this many input elements a reduction runs on one thread (as the nests of
- * lower_nest.c): the threads would cost more than they save. */
-enum { PAR_MIN_ELEMENTS = 32768 };
 
 /* Loops over kept dimensions; the first with more than one iteration is parallel (when
  * the input is large enough). */
 static void outer_loops(red *s) {
   kiln_tblock *b = &s->k->body;
-  bool par = kiln_lower_numel(s->xt) < PAR_MIN_ELEMENTS;
+  bool par = kiln_lower_numel(s->xt) < s->k->module->par_min_elements;
   for (int d = 0; d < s->xt->rank; d++) {
     if (s->mask[d]) continue;
     char name[32];

@@ -217,6 +217,10 @@ typedef struct kiln_tkernel {
 typedef struct kiln_tmodule {
   kiln_arena *arena;
   KILN_VEC(kiln_tkernel *) kernels;
+  /* Lowering policy, not semantics: loop nests over fewer elements than this get no
+   * PARALLEL loop (on a CPU, starting threads costs more than such work). Set by the
+   * lowering from its target; 0 makes every nest parallel (GPU targets). */
+  int64_t par_min_elements;
 } kiln_tmodule;
 
 kiln_tmodule *kiln_tmodule_new(void);
