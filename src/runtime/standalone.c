@@ -205,8 +205,6 @@ static kiln_status emit_source(const emitter *e, kiln_strbuf *b) {
       b,
       "/* %s.c: graph '%s' compiled by Kiln (%d steps). */\n"
       "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
-      "#if defined(__GNUC__) && !defined(__clang__)\n/* the MMA vector type is wider "
-      "than the baseline ISA */\n#pragma GCC diagnostic ignored \"-Wpsabi\"\n#endif\n\n"
       "#include \"%s.h\"\n\n",
       e->name, e->g->name, e->p->steps.len, e->name);
   KILN_TRY(kiln_codegen_c_module(e->p->module, &co, b));

@@ -56,33 +56,36 @@ static const char c_prelude_head[] =
 static const char c_prelude_vec[] =
     "\n/* ---- the MMA microkernel's vector: 16 floats ---- */\n"
     "typedef float kiln_vf __attribute__((vector_size(64)));\n"
-    "KILN_HOT kiln_vf kiln_vf_load(const float *p) {\n"
-    "  kiln_vf v;\n"
-    "  memcpy(&v, p, sizeof v);\n"
-    "  return v;\n"
-    "}\n"
-    "KILN_HOT void kiln_vf_store(float *p, kiln_vf v) { memcpy(p, &v, sizeof v); }\n"
-    "KILN_HOT kiln_vf kiln_vf_splat(float x) {\n"
-    "  kiln_vf v = {x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};\n"
-    "  return v;\n"
-    "}\n"
-    "/* a * b + c rounded once per lane */\n"
-    "KILN_HOT kiln_vf kiln_vf_fma(kiln_vf a, kiln_vf b, kiln_vf c) {\n"
+    "/* Macros, not functions: a 64-byte vector passed by value draws GCC's -Wpsabi note\n"
+    " * (which no pragma silences) when the file is built without AVX-512. */\n"
+    "#define KILN_VF_LOAD(v, p) memcpy(&(v), (p), sizeof(kiln_vf))\n"
+    "#define KILN_VF_STORE(p, v) memcpy((p), &(v), sizeof(kiln_vf))\n"
+    "#define KILN_VF_SPLAT(v, x) \\\n"
+    "  do { \\\n"
+    "    float s_ = (x); \\\n"
+    "    (v) = (kiln_vf){s_, s_, s_, s_, s_, s_, s_, s_, s_, s_, s_, s_, s_, s_, s_, s_}; \\\n"
+    "  } while (0)\n"
+    "/* c = a * b + c rounded once per lane */\n"
     "#if defined(__x86_64__) && !defined(KILN_GENERIC) && defined(__AVX512F__)\n"
-    "  return (kiln_vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);\n"
+    "#define KILN_VF_FMA(c, a, b) \\\n"
+    "  ((c) = (kiln_vf)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))\n"
     "#elif defined(__x86_64__) && !defined(KILN_GENERIC) && defined(__AVX2__) && defined(__FMA__)\n"
-    "  union {\n"
-    "    kiln_vf v;\n"
-    "    __m256 h[2];\n"
-    "  } x = {a}, y = {b}, z = {c};\n"
-    "  z.h[0] = _mm256_fmadd_ps(x.h[0], y.h[0], z.h[0]);\n"
-    "  z.h[1] = _mm256_fmadd_ps(x.h[1], y.h[1], z.h[1]);\n"
-    "  return z.v;\n"
+    "#define KILN_VF_FMA(c, a, b) \\\n"
+    "  do { \\\n"
+    "    __m256 h_[6]; \\\n"
+    "    memcpy(h_, &(a), 64); \\\n"
+    "    memcpy(h_ + 2, &(b), 64); \\\n"
+    "    memcpy(h_ + 4, &(c), 64); \\\n"
+    "    h_[4] = _mm256_fmadd_ps(h_[0], h_[2], h_[4]); \\\n"
+    "    h_[5] = _mm256_fmadd_ps(h_[1], h_[3], h_[5]); \\\n"
+    "    memcpy(&(c), h_ + 4, 64); \\\n"
+    "  } while (0)\n"
     "#else\n"
-    "  for (int i = 0; i < 16; i++) c[i] = fmaf(a[i], b[i], c[i]);\n"
-    "  return c;\n"
-    "#endif\n"
-    "}\n\n";
+    "#define KILN_VF_FMA(c, a, b) \\\n"
+    "  do { \\\n"
+    "    for (int l_ = 0; l_ < 16; l_++) (c)[l_] = fmaf((a)[l_], (b)[l_], (c)[l_]); \\\n"
+    "  } while (0)\n"
+    "#endif\n\n";
 
 kiln_status kiln_codegen_c_prelude(const kiln_codegen_opts *o, kiln_strbuf *out) {
   static const char *isa[KILN_ISA_COUNT] = {"native", "avx512", "avx2", "generic"};
@@ -261,25 +264,27 @@ static void emit_microkernel(kiln_strbuf *o, int m, int n) {
                      m, n);
   for (int i = 0; i < m; i++) {
     kiln_strbuf_printf(o, "  kiln_vf");
-    for (int j = 0; j < nv; j++)
-      kiln_strbuf_printf(o, "%s c%d_%d = kiln_vf_load(c + %d)", j ? "," : "", i, j, i * n + j * 16);
+    for (int j = 0; j < nv; j++) kiln_strbuf_printf(o, "%s c%d_%d", j ? "," : "", i, j);
     kiln_strbuf_printf(o, ";\n");
+    for (int j = 0; j < nv; j++)
+      kiln_strbuf_printf(o, "  KILN_VF_LOAD(c%d_%d, c + %d);\n", i, j, i * n + j * 16);
   }
   kiln_strbuf_printf(o, "  for (int64_t p = 0; p < kk; p++, b += %d) {\n", n);
   kiln_strbuf_printf(o, "    kiln_vf");
-  for (int j = 0; j < nv; j++)
-    kiln_strbuf_printf(o, "%s b%d = kiln_vf_load(b + %d)", j ? "," : "", j, j * 16);
+  for (int j = 0; j < nv; j++) kiln_strbuf_printf(o, "%s b%d", j ? "," : "", j);
   kiln_strbuf_printf(o, ";\n");
+  for (int j = 0; j < nv; j++) kiln_strbuf_printf(o, "    KILN_VF_LOAD(b%d, b + %d);\n", j, j * 16);
   for (int i = 0; i < m; i++) {
-    kiln_strbuf_printf(o, "    {\n      kiln_vf a%d = kiln_vf_splat(a[%d * sm + p * sk]);\n", i, i);
+    kiln_strbuf_printf(o, "    {\n      kiln_vf a%d;\n      KILN_VF_SPLAT(a%d, a[%d * sm + p * sk]);\n",
+                       i, i, i);
     for (int j = 0; j < nv; j++)
-      kiln_strbuf_printf(o, "      c%d_%d = kiln_vf_fma(a%d, b%d, c%d_%d);\n", i, j, i, j, i, j);
+      kiln_strbuf_printf(o, "      KILN_VF_FMA(c%d_%d, a%d, b%d);\n", i, j, i, j);
     kiln_strbuf_printf(o, "    }\n");
   }
   kiln_strbuf_printf(o, "  }\n");
   for (int i = 0; i < m; i++)
     for (int j = 0; j < nv; j++)
-      kiln_strbuf_printf(o, "  kiln_vf_store(c + %d, c%d_%d);\n", i * n + j * 16, i, j);
+      kiln_strbuf_printf(o, "  KILN_VF_STORE(c + %d, c%d_%d);\n", i * n + j * 16, i, j);
   kiln_strbuf_printf(o, "}\n#endif\n");
 }
 
