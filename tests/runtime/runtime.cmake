@@ -17,9 +17,12 @@ if(KILN_ONNX_DATA AND EXISTS ${KILN_ONNX_DATA}/node)
              COMMAND kiln_cli test-onnx ${KILN_ONNX_DATA}/node --quiet --timeout 600 --jobs 2
                      --backend ${backend} ${lists})
   endforeach()
+  # All three also run in the sanitizer build (asan): the passes, the lowering, the
+  # program interpreter and the runtime are checked for memory errors and undefined
+  # behaviour on every case (the generated kernels themselves are not instrumented).
   set_tests_properties(conformance.node.opt conformance.node.tile PROPERTIES
-                       LABELS "quick" TIMEOUT 3000)
-  set_tests_properties(conformance.node.cpu PROPERTIES LABELS "cpu" TIMEOUT 7200
+                       LABELS "quick;asan" TIMEOUT 3000)
+  set_tests_properties(conformance.node.cpu PROPERTIES LABELS "cpu;asan" TIMEOUT 7200
                        ENVIRONMENT "KILN_CACHE_DIR=${KILN_TEST_CACHE}")
   # The other ONNX suites (real PyTorch layers and small models) compiled for the CPU.
   foreach(suite pytorch-converted pytorch-operator simple)
