@@ -36,7 +36,7 @@ else
 fi
 
 if configure build-asan -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_ONNX_DATA="$onnx_data"; then
-  phase "AddressSanitizer + UndefinedBehaviorSanitizer: unit tests, conformance, malformed" \
+  phase "AddressSanitizer + UndefinedBehaviorSanitizer: unit tests, conformance (all backends), malformed" \
     build-asan -L asan
 else
   echo "sanitizer build failed"; failed=$((failed + 1))
