@@ -63,6 +63,11 @@ static kiln_status prepare_kernels(kiln_compiled *c) {
     KILN_TRY(kiln_module_sym(c->mod, c->symbols[st->kernel], (void **)&x->fn));
     x->args = kiln_xcalloc((size_t)st->n_args + 1, sizeof *x->args);
     for (int a = 0; a < st->n_args; a++) KILN_TRY(prepare_arg(c, s, a, &x->args[a]));
+    if (st->check_msg && st->check_arg >= 0 &&
+        (st->check_arg >= st->n_args || st->args[st->check_arg].kind != KILN_ARG_SCRATCH ||
+         st->args[st->check_arg].bytes < (int64_t)sizeof(int32_t)))
+      return kiln_error(KILN_ERR_INTERNAL, "kernel step %d: its error flag is not scratch space",
+                        s);
   }
   return KILN_OK;
 }
@@ -265,9 +270,23 @@ static kiln_status run_alias(kiln_compiled *c, const kiln_step *st) {
   return KILN_OK;
 }
 
+/* A kernel that checks its input: its error flag is cleared before and read after. */
+static kiln_status run_checked(kiln_compiled *c, int s, const kiln_step *st) {
+  int32_t *flag = c->xsteps[s].args[st->check_arg];
+  *flag = 0;
+  c->xsteps[s].fn(c->xsteps[s].args);
+  if (!*flag) return KILN_OK;
+  char lb[200];
+  return kiln_status_annotate(
+      kiln_invalid("%s: %s", kiln_node_label(&c->g->nodes.data[st->node], lb, sizeof lb),
+                   st->check_msg),
+      "step %d", s);
+}
+
 static kiln_status run_step(kiln_compiled *c, int s) {
   const kiln_step *st = &c->prog->steps.data[s];
   if (st->kind == KILN_STEP_KERNEL) {
+    if (st->check_msg && st->check_arg >= 0) return run_checked(c, s, st);
     c->xsteps[s].fn(c->xsteps[s].args);
     return KILN_OK;
   }

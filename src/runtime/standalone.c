@@ -126,8 +126,10 @@ static void emit_header(const emitter *e, kiln_strbuf *b) {
                      "/* Reads the weights file (%s.bin) and allocates the arena (%lld bytes).\n"
                      " * Returns 0, or -1 with a message on stderr. */\n"
                      "int %s_init(const char *weights_path);\n"
-                     "/* in[i]: data of input i; out[i]: a buffer of %s_outputs[i].bytes. */\n"
-                     "void %s_run(const void *const *in, void *const *out);\n"
+                     "/* in[i]: data of input i; out[i]: a buffer of %s_outputs[i].bytes.\n"
+                     " * Returns 0, or -1 with a message on stderr when the input is invalid\n"
+                     " * (an index out of range); the outputs are then not written. */\n"
+                     "int %s_run(const void *const *in, void *const *out);\n"
                      "void %s_free(void);\n\n#endif\n",
                      n, e->g->name, n, n, n, n, e->g->inputs.len, n, e->g->outputs.len, n, n, n, n,
                      n, n, (long long)e->plan->arena_bytes, n, n, n, n);
@@ -149,6 +151,35 @@ static void emit_ptr(const emitter *e, int s, int a, kiln_strbuf *b) {
   }
 }
 
+/* s as the body of a C string literal (quotes, backslashes and controls escaped). */
+static void c_string(kiln_strbuf *b, const char *s) {
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') kiln_strbuf_printf(b, "\\%c", ch);
+    else if (ch < 32 || ch == 127) kiln_strbuf_printf(b, "\\%03o", ch);
+    else if (ch == '%') kiln_strbuf_printf(b, "%%%%");
+    else kiln_strbuf_printf(b, "%c", ch);
+  }
+}
+
+/* A kernel that checks its input: its error flag is cleared before and read after. */
+static void emit_check(const emitter *e, int s, bool after, kiln_strbuf *b) {
+  const kiln_step *st = &e->p->steps.data[s];
+  if (!st->check_msg || st->check_arg < 0 || st->check_arg >= st->n_args) return;
+  int64_t off = e->plan->arg_offset[e->plan->arg_base[s] + st->check_arg];
+  if (!after) {
+    kiln_strbuf_printf(b, "    *(int32_t *)(A + %lld) = 0;\n", (long long)off);
+    return;
+  }
+  char lb[200];
+  kiln_strbuf_printf(b, "    if (*(int32_t *)(A + %lld)) {\n      fprintf(stderr, \"%s: ",
+                     (long long)off, e->name);
+  c_string(b, kiln_node_label(&e->g->nodes.data[st->node], lb, sizeof lb));
+  kiln_strbuf_printf(b, ": ");
+  c_string(b, st->check_msg);
+  kiln_strbuf_printf(b, "\\n\");\n      return -1;\n    }\n");
+}
+
 static void emit_steps(const emitter *e, kiln_strbuf *b) {
   for (int s = 0; s < e->p->steps.len; s++) {
     const kiln_step *st = &e->p->steps.data[s];
@@ -160,7 +191,11 @@ static void emit_steps(const emitter *e, kiln_strbuf *b) {
       kiln_strbuf_printf(b, "%s", a ? ", " : "");
       emit_ptr(e, s, a, b);
     }
-    kiln_strbuf_printf(b, "%s};\n    %s_k_%s(a);\n  }\n", st->n_args ? "" : "0", e->name, k->name);
+    kiln_strbuf_printf(b, "%s};\n", st->n_args ? "" : "0");
+    emit_check(e, s, false, b);
+    kiln_strbuf_printf(b, "    %s_k_%s(a);\n", e->name, k->name);
+    emit_check(e, s, true, b);
+    kiln_strbuf_printf(b, "  }\n");
   }
 }
 
@@ -201,12 +236,11 @@ static kiln_status emit_source(const emitter *e, kiln_strbuf *b) {
   char prefix[128];
   snprintf(prefix, sizeof prefix, "%s_k_", e->name);
   co.prefix = prefix;
-  kiln_strbuf_printf(
-      b,
-      "/* %s.c: graph '%s' compiled by Kiln (%d steps). */\n"
-      "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
-      "#include \"%s.h\"\n\n",
-      e->name, e->g->name, e->p->steps.len, e->name);
+  kiln_strbuf_printf(b,
+                     "/* %s.c: graph '%s' compiled by Kiln (%d steps). */\n"
+                     "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
+                     "#include \"%s.h\"\n\n",
+                     e->name, e->g->name, e->p->steps.len, e->name);
   KILN_TRY(kiln_codegen_c_module(e->p->module, &co, b));
   kiln_strbuf_printf(b, "\n");
   emit_io_table(e, b, "inputs", e->g->inputs.len, e->g->inputs.data);
@@ -215,11 +249,11 @@ static kiln_status emit_source(const emitter *e, kiln_strbuf *b) {
   const char *n = e->name;
   kiln_strbuf_printf(b, source_runtime, n, n, (long long)e->blob_bytes, n, (long long)arena,
                      (long long)w, n, n, n);
-  kiln_strbuf_printf(b, "void %s_run(const void *const *in, void *const *out) {\n", n);
+  kiln_strbuf_printf(b, "int %s_run(const void *const *in, void *const *out) {\n", n);
   kiln_strbuf_printf(b, "  (void)in;\n");
   emit_steps(e, b);
   emit_outputs(e, b);
-  kiln_strbuf_printf(b, "}\n");
+  kiln_strbuf_printf(b, "  return 0;\n}\n");
   return KILN_OK;
 }
 
@@ -355,7 +389,7 @@ static const char *const main_template =
     "    else fill_pattern(&MODEL_inputs[i], in[i]);\n"
     "  }\n"
     "  for (int i = 0; i < MODEL_NUM_OUTPUTS; i++) out[i] = malloc(MODEL_outputs[i].bytes + 1);\n"
-    "  if (!rc) MODEL_run((const void *const *)in, out);\n"
+    "  if (!rc && MODEL_run((const void *const *)in, out) != 0) rc = -1;\n"
     "  for (int i = 0; i < MODEL_NUM_OUTPUTS && !rc; i++) {\n"
     "    summarize(&MODEL_outputs[i], out[i]);\n"
     "    if (out_dir) rc = write_npy(out_dir, &MODEL_outputs[i], out[i]);\n"

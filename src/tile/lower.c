@@ -4,6 +4,7 @@
  *
  * The driver reads top to bottom in kiln_lower: groups -> order -> one lowering per group. */
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ kiln_tkernel *kiln_lower_kernel(kiln_lower_ctx *c, const kiln_group *grp, const 
   step->kernel = m->kernels.len - 1;
   step->node = grp->nodes[0];
   step->src = step->dst = -1;
+  step->check_arg = -1;
   return k;
 }
 
@@ -70,6 +72,23 @@ int kiln_lower_param_scratch(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step
   int64_t bytes = size * (int64_t)kiln_dtype_size(dtype);
   step_push_arg(c, step, (kiln_arg){KILN_ARG_SCRATCH, -1, bytes});
   return b;
+}
+
+int kiln_lower_param_check(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, const char *fmt,
+                           ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  int b = kiln_lower_param_scratch(c, k, step, "err", KILN_I32, 1);
+  step->check_arg = step->n_args - 1;
+  step->check_msg = kiln_arena_strdup(c->prog->module->arena, msg);
+  return b;
+}
+
+kiln_tstmt *kiln_lower_check_fail(kiln_tkernel *k, int flag) {
+  return kiln_tstore(k, flag, kiln_tint(k, 0), kiln_tconst_int(k, KILN_I32, 1));
 }
 
 /* Marks the parameters that the kernel never stores to as read-only. */
@@ -223,7 +242,7 @@ static void add_fallback(kiln_lower_ctx *c, int node, const char *reason) {
   memset(&s, 0, sizeof s);
   s.kind = KILN_STEP_FALLBACK;
   s.node = node;
-  s.kernel = s.src = s.dst = -1;
+  s.kernel = s.src = s.dst = s.check_arg = -1;
   s.reason = kiln_arena_strdup(c->prog->module->arena, reason);
   kiln_vec_push(&c->prog->steps, s);
   c->prog->n_fallback++;
@@ -247,7 +266,7 @@ static bool try_alias(kiln_lower_ctx *c, const kiln_node *n) {
   kiln_step s;
   memset(&s, 0, sizeof s);
   s.kind = KILN_STEP_ALIAS;
-  s.kernel = -1;
+  s.kernel = s.check_arg = -1;
   s.node = (int)(n - c->g->nodes.data);
   s.src = n->inputs[0];
   s.dst = n->outputs[0];

@@ -53,6 +53,14 @@ typedef struct kiln_step {
   int node;           /* FALLBACK; also KERNEL: the first node of the group (for messages) */
   const char *reason; /* FALLBACK: why the node was not lowered */
   int src, dst;       /* ALIAS */
+  /* KERNEL: input check. When check_msg is set, parameter check_arg is an error flag (an I32
+   * buffer of 1 element bound to scratch space): the runner stores 0 into it before the
+   * kernel and, when the kernel has stored 1 into it (an index out of range, detected where
+   * the kernel guards the access), fails the step with check_msg. Several threads may store
+   * 1 into the flag: that store is the only write that threads of one kernel share, and it
+   * is idempotent. check_arg is -1 (and check_msg NULL) when the kernel checks nothing. */
+  int check_arg;
+  const char *check_msg;
 } kiln_step;
 
 typedef struct kiln_program {

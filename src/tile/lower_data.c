@@ -3,7 +3,9 @@
  * loop nest over an output (or, for Concat, over each input), whose element index in the
  * source is computed from the loop variables. Computed indices that the verifier cannot
  * bound by themselves (data-dependent Gather indices, reflected Pad positions) are guarded
- * by an explicit range check. The static output type gives every extent. */
+ * by an explicit range check; a Gather index out of range also sets the kernel's error flag
+ * (kiln_step.check_arg), so that the run fails as the reference does. The static output type
+ * gives every extent. */
 #include <stdio.h>
 #include <string.h>
 
@@ -31,9 +33,10 @@ static kiln_texpr *in_range(kiln_tkernel *k, kiln_texpr *i, int64_t n) {
                    kiln_tbin(k, KILN_TOP_LT, i, kiln_tint(k, n)));
 }
 
-/* out[o] = in[idx(o)] over the output nest; `cond` (NULL: none) guards the load, else dflt */
+/* out[o] = in[idx(o)] over the output nest; `cond` (NULL: none) guards the load, else dflt
+ * is stored and, when flag >= 0, the error flag set. */
 static void emit_store(dm *s, kiln_tblock *b, int yb, const kiln_nest *nest, int xb,
-                       kiln_texpr *const *idx, kiln_texpr *cond, kiln_texpr *dflt) {
+                       kiln_texpr *const *idx, kiln_texpr *cond, kiln_texpr *dflt, int flag) {
   kiln_tkernel *k = s->k;
   kiln_texpr *o[KILN_MAX_RANK];
   for (int d = 0; d < nest->rank; d++) o[d] = var(s, nest, d);
@@ -45,6 +48,7 @@ static void emit_store(dm *s, kiln_tblock *b, int yb, const kiln_nest *nest, int
   kiln_tblock_push(k, &g->body, st);
   kiln_tblock_push(k, &g->orelse,
                    kiln_tstore(k, yb, dst, dflt ? dflt : kiln_tload(k, xb, kiln_tint(k, 0))));
+  if (flag >= 0) kiln_tblock_push(k, &g->orelse, kiln_lower_check_fail(k, flag));
   kiln_tblock_push(k, b, g);
 }
 
@@ -83,7 +87,7 @@ static kiln_status transpose(dm *s) {
     if (perm[d] < 0 || perm[d] >= r) return kiln_invalid("Transpose: bad perm");
     idx[perm[d]] = var(s, &nest, d);
   }
-  emit_store(s, nest.body, yb, &nest, xb, idx, NULL, NULL);
+  emit_store(s, nest.body, yb, &nest, xb, idx, NULL, NULL, -1);
   return KILN_OK;
 }
 
@@ -99,7 +103,7 @@ static kiln_status expand_tile(dm *s, bool tile) {
              : tile        ? kiln_tbin(s->k, KILN_TOP_MOD, o, kiln_tint(s->k, s->xd[d]))
                            : o;
   }
-  emit_store(s, nest.body, yb, &nest, xb, idx, NULL, NULL);
+  emit_store(s, nest.body, yb, &nest, xb, idx, NULL, NULL, -1);
   return KILN_OK;
 }
 
@@ -146,7 +150,7 @@ static kiln_status slice(dm *s) {
   kiln_texpr *idx[KILN_MAX_RANK];
   for (int d = 0; d < s->x->rank; d++)
     idx[d] = kiln_tadd(s->k, kiln_tint(s->k, start[d]), kiln_tmul(s->k, var(s, &nest, d), step[d]));
-  emit_store(s, nest.body, yb, &nest, xb, idx, NULL, NULL);
+  emit_store(s, nest.body, yb, &nest, xb, idx, NULL, NULL, -1);
   return KILN_OK;
 }
 
@@ -198,7 +202,7 @@ static kiln_status concat_split(dm *s, bool split) {
 }
 
 /* Gather: out[pre, j..., post] = data[pre, idx[j...] (negative from the end), post]; an
- * index out of range stores 0 (the reference reports an error). */
+ * index out of range stores 0 and sets the error flag. */
 static kiln_status gather(dm *s) {
   const kiln_graph *g = s->c->g;
   int axis;
@@ -209,6 +213,9 @@ static kiln_status gather(dm *s) {
   int xb, yb;
   kiln_nest nest = out_nest(s, &xb, &yb);
   int ib = kiln_lower_param_value(s->c, s->k, &s->step, s->n->inputs[1]);
+  int flag = kiln_lower_param_check(s->c, s->k, &s->step,
+                                    "index out of range (axis %d of the data has %lld entries)",
+                                    axis, (long long)s->xd[axis]);
   kiln_texpr *ii[KILN_MAX_RANK], *idx[KILN_MAX_RANK];
   int64_t id[KILN_MAX_RANK];
   dims_of(it, id);
@@ -224,8 +231,8 @@ static kiln_status gather(dm *s) {
              : d == axis ? kiln_tv(s->k, iv)
                          : var(s, &nest, d - 1 + it->rank);
   kiln_texpr *zero = kiln_tcast(s->k, s->x->dtype, kiln_tconst_int(s->k, KILN_I64, 0));
-  emit_store(s, nest.body, yb, &nest, xb, idx, in_range(s->k, kiln_tv(s->k, iv), s->xd[axis]),
-             zero);
+  emit_store(s, nest.body, yb, &nest, xb, idx, in_range(s->k, kiln_tv(s->k, iv), s->xd[axis]), zero,
+             flag);
   return KILN_OK;
 }
 
@@ -298,7 +305,7 @@ static kiln_status pad(dm *s) {
     kiln_texpr *ok = in_range(k, i, n);
     cond = cond ? kiln_tbin(k, KILN_TOP_AND, cond, ok) : ok;
   }
-  emit_store(s, nest.body, yb, &nest, xb, idx, cond, mode == 0 ? val : NULL);
+  emit_store(s, nest.body, yb, &nest, xb, idx, cond, mode == 0 ? val : NULL, -1);
   return KILN_OK;
 }
 
@@ -329,7 +336,7 @@ static kiln_status depth_space(dm *s, bool to_space) {
     idx[2] = kiln_tadd(k, kiln_tmul(k, h, b), kiln_tbin(k, KILN_TOP_DIV, blk, B));
     idx[3] = kiln_tadd(k, kiln_tmul(k, w, b), kiln_tbin(k, KILN_TOP_MOD, blk, B));
   }
-  emit_store(s, nest.body, yb, &nest, xb, idx, NULL, NULL);
+  emit_store(s, nest.body, yb, &nest, xb, idx, NULL, NULL, -1);
   return KILN_OK;
 }
 

@@ -1,10 +1,11 @@
 /* Index lowerings: GatherElements, GatherND, ScatterElements, ScatterND.
  * Gathers are one parallel nest over the output; each data-dependent coordinate goes to a
  * variable (negative ones count from the end) and the load is guarded by a range check
- * (out of range stores 0, where the reference reports an error). Scatters copy the data
- * into the output in a parallel nest, then apply the updates in a serial nest over the
- * updates (duplicate indices: the last one wins, or the reduction combines them in order);
- * an update whose index is out of range is skipped. */
+ * (out of range stores 0). Scatters copy the data into the output in a parallel nest, then
+ * apply the updates in a serial nest over the updates (duplicate indices: the last one wins,
+ * or the reduction combines them in order); an update whose index is out of range is
+ * skipped. Either way an index out of range sets the kernel's error flag
+ * (kiln_step.check_arg): the run fails, as with the reference kernels. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@ typedef struct ix {
   const kiln_node *n;
   kiln_tkernel *k;
   kiln_step step;
+  int flag; /* the error flag parameter */
   const kiln_type *x, *idx, *y;
   int64_t xd[KILN_MAX_RANK], id[KILN_MAX_RANK], yd[KILN_MAX_RANK];
 } ix;
@@ -62,7 +64,7 @@ static kiln_status axis_of(ix *s, int *out) {
   return KILN_OK;
 }
 
-/* if cond { y[at] = x[src] } else { y[at] = 0 } */
+/* if cond { y[at] = x[src] } else { y[at] = 0; flag = 1 } */
 static void guarded_copy(ix *s, kiln_tblock *b, int yb, kiln_texpr *at, int xb, kiln_texpr *src,
                          kiln_texpr *cond) {
   kiln_tkernel *k = s->k;
@@ -70,6 +72,7 @@ static void guarded_copy(ix *s, kiln_tblock *b, int yb, kiln_texpr *at, int xb, 
   kiln_tblock_push(k, &g->body, kiln_tstore(k, yb, at, kiln_tload(k, xb, src)));
   kiln_texpr *zero = kiln_tcast(k, s->x->dtype, kiln_tconst_int(k, KILN_I64, 0));
   kiln_tblock_push(k, &g->orelse, kiln_tstore(k, yb, at, zero));
+  kiln_tblock_push(k, &g->orelse, kiln_lower_check_fail(k, s->flag));
   kiln_tblock_push(k, b, g);
 }
 
@@ -88,12 +91,31 @@ static kiln_texpr *nest_index(ix *s, const kiln_nest *nest) {
   return kiln_lower_index(s->k, nest->rank, nest->dims, o);
 }
 
+/* The error flag, with what it means: an index out of range along `axis` (-1: of a tuple). */
+static void add_flag(ix *s, int axis) {
+  if (axis >= 0) {
+    s->flag = kiln_lower_param_check(s->c, s->k, &s->step,
+                                     "index out of range (axis %d of the data has %lld entries)",
+                                     axis, (long long)s->xd[axis]);
+    return;
+  }
+  char shape[160];
+  int len = 0;
+  for (int d = 0; d < s->x->rank && len < (int)sizeof shape - 24; d++)
+    len += snprintf(shape + len, sizeof shape - (size_t)len, "%s%lld", d ? ", " : "",
+                    (long long)s->xd[d]);
+  shape[len] = 0;
+  s->flag = kiln_lower_param_check(s->c, s->k, &s->step,
+                                   "index out of range (the data has shape [%s])", shape);
+}
+
 /* ---- gathers ---- */
 static kiln_status gather_elements(ix *s) {
   int axis;
   KILN_TRY(axis_of(s, &axis));
   int xb = param(s, s->n->inputs[0]), ib = param(s, s->n->inputs[1]);
   int yb = param(s, s->n->outputs[0]);
+  add_flag(s, axis);
   kiln_nest nest = nest_over(s, &s->k->body, s->y->rank, s->yd, "o", false);
   kiln_texpr *raw = kiln_tload(s->k, ib, nest_index(s, &nest));
   kiln_texpr *ok = fix_index(s, nest.body, raw, s->xd[axis], "gi");
@@ -146,6 +168,7 @@ static kiln_status gather_nd(ix *s) {
   KILN_TRY(nd_params(s, &b, &kk));
   int xb = param(s, s->n->inputs[0]), ib = param(s, s->n->inputs[1]);
   int yb = param(s, s->n->outputs[0]);
+  add_flag(s, -1);
   kiln_nest nest = nest_over(s, &s->k->body, s->y->rank, s->yd, "o", false);
   kiln_texpr *src[KILN_MAX_RANK];
   kiln_texpr *ok = nd_coords(s, nest.body, &nest, ib, b, kk, s->idx->rank - 1, src);
@@ -168,12 +191,14 @@ static kiln_status reduction_of(const kiln_node *n, kiln_top *op) {
   return KILN_OK;
 }
 
-/* y = x (parallel), then the serial nest over the updates; returns its body and buffers. */
-static kiln_nest scatter_begin(ix *s, int *yb, int *ub, int *ib) {
+/* y = x (parallel), then the serial nest over the updates; returns its body and buffers.
+ * axis: of ScatterElements, -1 for ScatterND (for the error message). */
+static kiln_nest scatter_begin(ix *s, int axis, int *yb, int *ub, int *ib) {
   int xb = param(s, s->n->inputs[0]);
   *ib = param(s, s->n->inputs[1]);
   *ub = param(s, s->n->inputs[2]);
   *yb = param(s, s->n->outputs[0]);
+  add_flag(s, axis);
   kiln_nest copy = nest_over(s, &s->k->body, s->y->rank, s->yd, "c", false);
   kiln_tblock_push(
       s->k, copy.body,
@@ -184,7 +209,7 @@ static kiln_nest scatter_begin(ix *s, int *yb, int *ub, int *ib) {
   return nest_over(s, &s->k->body, ut->rank, ud, "u", true);
 }
 
-/* if cond { y[at] = combine(y[at], u) } */
+/* if cond { y[at] = combine(y[at], u) } else { flag = 1 } */
 static void scatter_store(ix *s, kiln_tblock *b, kiln_texpr *cond, int yb, kiln_texpr *at,
                           kiln_texpr *u, kiln_top red) {
   kiln_tkernel *k = s->k;
@@ -196,6 +221,7 @@ static void scatter_store(ix *s, kiln_tblock *b, kiln_texpr *cond, int yb, kiln_
   }
   kiln_tstmt *g = kiln_tif(k, cond);
   kiln_tblock_push(k, &g->body, kiln_tstore(k, yb, at, val));
+  kiln_tblock_push(k, &g->orelse, kiln_lower_check_fail(k, s->flag));
   kiln_tblock_push(k, b, g);
 }
 
@@ -204,7 +230,7 @@ static kiln_status scatter_elements(ix *s) {
   kiln_top red;
   KILN_TRY(axis_of(s, &axis));
   KILN_TRY(reduction_of(s->n, &red));
-  kiln_nest un = scatter_begin(s, &yb, &ub, &ib);
+  kiln_nest un = scatter_begin(s, axis, &yb, &ub, &ib);
   kiln_texpr *at_u = nest_index(s, &un);
   kiln_texpr *ok = fix_index(s, un.body, kiln_tload(s->k, ib, at_u), s->xd[axis], "si");
   kiln_texpr *dst[KILN_MAX_RANK];
@@ -219,7 +245,7 @@ static kiln_status scatter_nd(ix *s) {
   kiln_top red;
   KILN_TRY(nd_params(s, &b, &kk));
   KILN_TRY(reduction_of(s->n, &red));
-  kiln_nest un = scatter_begin(s, &yb, &ub, &ib);
+  kiln_nest un = scatter_begin(s, -1, &yb, &ub, &ib);
   kiln_texpr *dst[KILN_MAX_RANK];
   kiln_texpr *ok = nd_coords(s, un.body, &un, ib, 0, kk, s->idx->rank - 1, dst);
   scatter_store(s, un.body, ok, yb, kiln_lower_index(s->k, s->x->rank, s->xd, dst),

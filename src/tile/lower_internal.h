@@ -41,6 +41,12 @@ int kiln_lower_param_packed(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step,
 /* Parameter for scratch space of `size` elements of dtype, live during the step only. */
 int kiln_lower_param_scratch(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step,
                              const char *name, kiln_dtype dtype, int64_t size);
+/* The error flag of a kernel that checks its input (kiln_step.check_arg): an I32 scratch
+ * parameter of 1 element; the message (printf-style) says what a set flag means. */
+int kiln_lower_param_check(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, const char *fmt,
+                           ...) __attribute__((format(printf, 4, 5)));
+/* flag[0] = 1: the statement that reports a failed check. */
+kiln_tstmt *kiln_lower_check_fail(kiln_tkernel *k, int flag);
 void kiln_lower_add_step(kiln_lower_ctx *c, const kiln_step *step);
 
 /* ---- elementwise compute definitions (lower_ew.c) ----

@@ -268,8 +268,8 @@ static void cum_along(one *s, kiln_tblock *parent, int axis, int xb, int yb, boo
 }
 
 /* A constant axis gives one nest; an axis known only at run time one nest per candidate,
- * each under a test of the axis (an axis out of range leaves the output unwritten, where
- * the reference reports an error). */
+ * each under a test of the axis (an axis out of range sets the error flag, so that the run
+ * fails as with the reference kernel). */
 static kiln_status cum(one *s, bool prod) {
   int64_t av[1], excl, rev;
   int na, r = s->x->rank;
@@ -287,10 +287,17 @@ static kiln_status cum(one *s, bool prod) {
   const kiln_type *at = kiln_lower_static(s->c->g, s->n->inputs[1]);
   if (!kiln_dtype_is_int(at->dtype) || kiln_lower_numel(at) != 1)
     return kiln_invalid("%s: axis must be one integer", s->n->op_type);
+  int ab = param(s, s->n->inputs[1]);
+  int flag =
+      kiln_lower_param_check(s->c, k, &s->step, "axis out of range (the input has rank %d)", r);
   int av_var = kiln_tkernel_var(k, "axis", KILN_I64);
-  kiln_texpr *raw =
-      kiln_tcast(k, KILN_I64, kiln_tload(k, param(s, s->n->inputs[1]), kiln_tint(k, 0)));
+  kiln_texpr *raw = kiln_tcast(k, KILN_I64, kiln_tload(k, ab, kiln_tint(k, 0)));
   kiln_tblock_push(k, &k->body, kiln_tassign(k, av_var, raw));
+  kiln_tstmt *bad = kiln_tif(
+      k, kiln_tbin(k, KILN_TOP_OR, kiln_tbin(k, KILN_TOP_LT, kiln_tv(k, av_var), kiln_tint(k, -r)),
+                   kiln_tbin(k, KILN_TOP_GE, kiln_tv(k, av_var), kiln_tint(k, r))));
+  kiln_tblock_push(k, &bad->body, kiln_lower_check_fail(k, flag));
+  kiln_tblock_push(k, &k->body, bad);
   for (int a = 0; a < r; a++) {
     kiln_texpr *is_a =
         kiln_tbin(k, KILN_TOP_OR, kiln_tbin(k, KILN_TOP_EQ, kiln_tv(k, av_var), kiln_tint(k, a)),

@@ -112,7 +112,15 @@ static kiln_status run_kernel(penv *e, const kiln_step *s) {
   void **scratch = kiln_xcalloc((size_t)s->n_args + 1, sizeof *scratch);
   kiln_status st = KILN_OK;
   for (int i = 0; !st && i < s->n_args; i++) st = kernel_arg(e, &s->args[i], &args[i], &scratch[i]);
+  bool checked = !st && s->check_msg && s->check_arg >= 0 && s->check_arg < s->n_args &&
+                 s->args[s->check_arg].kind == KILN_ARG_SCRATCH;
+  if (checked) *(int32_t *)args[s->check_arg] = 0;
   if (!st) st = kiln_tkernel_interp(k, args);
+  if (!st && checked && *(int32_t *)args[s->check_arg]) {
+    char lb[200];
+    st = kiln_invalid("%s: %s", kiln_node_label(&e->p->graph->nodes.data[s->node], lb, sizeof lb),
+                      s->check_msg);
+  }
   for (int i = 0; i < s->n_args; i++) free(scratch[i]);
   free(args);
   free(scratch);
