@@ -108,5 +108,41 @@ expect 2 "print --disable-pass with an unknown pass" "$kiln" print "$tmp/mlp.kil
 expect_stderr "nosuch" "print names the unknown pass"
 expect 2 "print --pass-limit=x" "$kiln" print "$tmp/mlp.kiln" --pass-limit=x
 expect 2 "print --after an unknown pass" "$kiln" print "$tmp/mlp.kiln" --after nosuch
+# an index out of range is an error on every backend (compiled kernels check it too)
+cat > "$tmp/gather.kiln" <<'IR'
+graph @gather(%x: f32[5,3], %i: i64[2]) -> (%y: f32[2,3]) {
+  opset "" 13
+  %y = Gather(%x, %i) {axis=0} : f32[2,3]
+  return %y
+}
+IR
+python3 - "$tmp" <<'PY'
+import struct, sys
+def npy(path, descr, shape, fmt, vals):
+    head = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    head += " " * ((64 - (10 + len(head) + 1) % 64) % 64) + "\n"
+    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode() +
+                           struct.pack(fmt, *vals))
+npy(sys.argv[1] + "/gx.npy", "<f4", "(5, 3)", "<15f", [float(v) for v in range(15)])
+npy(sys.argv[1] + "/gi_ok.npy", "<i8", "(2,)", "<2q", [4, -5])
+npy(sys.argv[1] + "/gi_bad.npy", "<i8", "(2,)", "<2q", [1, 5])
+PY
+for b in interp tile cpu; do
+  expect 0 "Gather in range, --backend $b" "$kiln" run "$tmp/gather.kiln" --backend $b \
+    --input x="$tmp/gx.npy" --input i="$tmp/gi_ok.npy"
+  expect 2 "Gather index out of range, --backend $b" "$kiln" run "$tmp/gather.kiln" --backend $b \
+    --input x="$tmp/gx.npy" --input i="$tmp/gi_bad.npy"
+  expect_stderr "out of range" "--backend $b names the bad index"
+done
+expect 0 "compile --emit-c a Gather" "$kiln" compile "$tmp/gather.kiln" --emit-c "$tmp/gsa"
+if (cd "$tmp/gsa" && ${CC:-cc} -O2 -w main.c model.c -lm -o model_main) >"$tmp/out" 2>&1; then
+  expect 0 "standalone Gather in range" "$tmp/gsa/model_main" -w "$tmp/gsa/model.bin" \
+    "$tmp/gx.npy" "$tmp/gi_ok.npy"
+  expect 1 "standalone Gather index out of range" "$tmp/gsa/model_main" -w "$tmp/gsa/model.bin" \
+    "$tmp/gx.npy" "$tmp/gi_bad.npy"
+  expect_stderr "out of range" "the standalone program names the bad index"
+else
+  failed=$((failed + 1)); echo "FAIL the standalone Gather does not build"; cat "$tmp/out"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
