@@ -129,8 +129,13 @@ static void check_same_results(kiln_graph *gc, const kiln_cuda_build *b) {
 
 /* launch.txt has one launch line per launch, each binding its parameters to values. */
 static void check_manifest(const kiln_cuda_build *b) {
-  char dir[] = "/tmp/kiln_cuda_test_XXXXXX", path[256];
-  if (!mkdtemp(dir)) return;
+  char dir[512], path[600];
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/kiln_cuda_test_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir)) {
+    CHECK(!"mkdtemp failed");
+    return;
+  }
   CHECK_OK(kiln_cuda_build_write(b, dir));
   snprintf(path, sizeof path, "%s/launch.txt", dir);
   char *text = NULL;
