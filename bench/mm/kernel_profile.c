@@ -6,8 +6,8 @@
  * time with their share of the total. Fallback steps are listed, not timed.
  *
  *   cc -std=c11 -O2 -D_GNU_SOURCE -Isrc -Iinclude bench/mm/kernel_profile.c \
- *      build/libkiln.a -lm -ldl -lpthread -o /tmp/kernel_profile
- *   /tmp/kernel_profile build/models/resnet50/model.onnx [threads] [iters]
+ *      build/libkiln.a -lm -ldl -lpthread -o kernel_profile
+ *   ./kernel_profile build/models/resnet50/model.onnx [threads] [iters]
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -44,8 +44,10 @@ static kiln_status build(const kiln_program *p, int threads, void **out) {
   o.threads = threads;
   kiln_strbuf src = {0};
   KILN_TRY(kiln_codegen_c_module(p->module, &o, &src));
-  char dir[] = "/tmp/kprofXXXXXX", cpath[64], so[64], cmd[512];
-  if (!mkdtemp(dir)) return kiln_error(KILN_ERR_IO, "mkdtemp failed");
+  const char *tmp = getenv("TMPDIR");
+  char dir[400], cpath[512], so[512], cmd[1600];
+  snprintf(dir, sizeof dir, "%s/kprof_XXXXXX", tmp && *tmp ? tmp : "/tmp"); /* mkdtemp template */
+  if (!mkdtemp(dir)) return kiln_error(KILN_ERR_IO, "mkdtemp %s failed", dir);
   snprintf(cpath, sizeof cpath, "%s/k.c", dir);
   snprintf(so, sizeof so, "%s/k.so", dir);
   KILN_TRY(kiln_write_file(cpath, src.data, src.len));
@@ -65,7 +67,8 @@ static double time_kernel(const kiln_tkernel *k, kernel_fn fn, int iters) {
     args[i] = aligned_alloc(64, (n + 63) / 64 * 64);
     memset(args[i], 0, n);
     if (k->bufs.data[i].dtype == KILN_F32)
-      for (int64_t j = 0; j < k->bufs.data[i].size; j++) ((float *)args[i])[j] = 0.001f * (float)(j % 13);
+      for (int64_t j = 0; j < k->bufs.data[i].size; j++)
+        ((float *)args[i])[j] = 0.001f * (float)(j % 13);
   }
   fn(args);
   double best = 1e30;

@@ -115,6 +115,12 @@ void kiln_strbuf_vprintf(kiln_strbuf *b, const char *fmt, va_list ap);
 void kiln_strbuf_append(kiln_strbuf *b, const char *s, size_t n);
 void kiln_strbuf_free(kiln_strbuf *b);
 
+/* ---- diagnostics in source text (diag.c) ----
+ * An INVALID error "file:line:col: message" followed by the source line and a caret under
+ * the column. */
+kiln_status kiln_source_errorv(const char *file, const char *text, int line, int col,
+                               const char *fmt, va_list ap);
+
 /* ---- hash map: string key -> int64 value (open addressing, owns key copies) ---- */
 typedef struct kiln_strmap {
   char **keys;

@@ -31,41 +31,11 @@ static int hex_val(int c) {
 }
 
 /* ---- diagnostics ---- */
-enum { SHOW_MAX = 160 }; /* longest excerpt of a source line shown under a message */
-
-/* Appends the source line `line` and a caret under column `col`; tabs are kept
- * in the caret line so it lines up, other control bytes show as '?'. */
-static void show_line(kiln_strbuf *b, const char *text, int line, int col) {
-  const char *s = text;
-  for (int l = 1; l < line && *s; s++)
-    if (*s == '\n') l++;
-  size_t n = strcspn(s, "\n");
-  if (n && s[n - 1] == '\r') n--;
-  size_t c = col > 0 ? (size_t)col - 1 : 0, from = 0;
-  if (c > n) c = n;
-  if (n > SHOW_MAX && c > SHOW_MAX / 2) from = c - SHOW_MAX / 2;
-  size_t to = from + SHOW_MAX < n ? from + SHOW_MAX : n;
-  kiln_strbuf_printf(b, "\n");
-  for (size_t i = from; i < to; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    char o = ch == '\t' || ch >= 0x20 ? (char)ch : '?';
-    kiln_strbuf_append(b, &o, 1);
-  }
-  kiln_strbuf_printf(b, "\n");
-  for (size_t i = from; i < c; i++) kiln_strbuf_append(b, s[i] == '\t' ? "\t" : " ", 1);
-  kiln_strbuf_printf(b, "^");
-}
-
 kiln_status kiln_gtext_error(const kiln_gtext_src *src, int line, int col, const char *fmt, ...) {
-  kiln_strbuf b = {0};
-  kiln_strbuf_printf(&b, "%s:%d:%d: ", src->file ? src->file : "<input>", line, col);
   va_list ap;
   va_start(ap, fmt);
-  kiln_strbuf_vprintf(&b, fmt, ap);
+  kiln_status st = kiln_source_errorv(src->file, src->text, line, col, fmt, ap);
   va_end(ap);
-  show_line(&b, src->text, line, col);
-  kiln_status st = kiln_invalid("%s", b.data);
-  kiln_strbuf_free(&b);
   return st;
 }
 

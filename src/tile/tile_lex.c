@@ -18,34 +18,11 @@ static bool ident_char(int c) {
   return ident_start(c) || is_digit(c) || c == '.';
 }
 
-/* Appends the source line and a caret under column col. */
-static void show_line(kiln_strbuf *b, const char *text, int line, int col) {
-  const char *s = text;
-  for (int l = 1; l < line && *s; s++)
-    if (*s == '\n') l++;
-  size_t n = strcspn(s, "\n");
-  if (n > 200) n = 200;
-  kiln_strbuf_printf(b, "\n");
-  for (size_t i = 0; i < n; i++) {
-    char o = s[i] == '\t' || (unsigned char)s[i] >= 0x20 ? s[i] : '?';
-    kiln_strbuf_append(b, &o, 1);
-  }
-  kiln_strbuf_printf(b, "\n");
-  for (int i = 1; i < col && (size_t)i <= n; i++)
-    kiln_strbuf_append(b, s[i - 1] == '\t' ? "\t" : " ", 1);
-  kiln_strbuf_printf(b, "^");
-}
-
 kiln_status kiln_ttext_error(const kiln_ttext_src *src, int line, int col, const char *fmt, ...) {
-  kiln_strbuf b = {0};
-  kiln_strbuf_printf(&b, "%s:%d:%d: ", src->file, line, col);
   va_list ap;
   va_start(ap, fmt);
-  kiln_strbuf_vprintf(&b, fmt, ap);
+  kiln_status st = kiln_source_errorv(src->file, src->text, line, col, fmt, ap);
   va_end(ap);
-  show_line(&b, src->text, line, col);
-  kiln_status st = kiln_invalid("%s", b.data);
-  kiln_strbuf_free(&b);
   return st;
 }
 
