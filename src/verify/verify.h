@@ -1,0 +1,153 @@
+/* Verification: a double-precision reference with error bounds, comparison against it, and
+ * the differential runner that checks every layer of the compiler against it.
+ *
+ * Layering: src/verify sits above the runtime and below the tools; it may include every
+ * lower layer (base, graph, ops, onnx, passes, tile, codegen, runtime).
+ *
+ *   kiln_vref *r;                                  // bound.c
+ *   KILN_TRY(kiln_vref_compute(g, n_in, inputs, &r));
+ *   kiln_vcheck c;                                 // compare.c
+ *   kiln_vref_check(r, g->outputs.data[0], got, &c);   // c.ok, c.max_ratio ...
+ *   kiln_vref_free(r);
+ *
+ *   kiln_verify_opts o; kiln_verify_opts_init(&o);  // runner.c
+ *   kiln_verify_result res;
+ *   KILN_TRY(kiln_verify_run(g, n_in, inputs, &o, &res));  // res.failed, res.signature
+ *   kiln_verify_result_free(&res);
+ *
+ * See docs/DESIGN.md "Verification" for the error model.
+ */
+#ifndef KILN_VERIFY_H
+#define KILN_VERIFY_H
+
+#include <stdio.h>
+
+#include "../ops/ops.h"
+#include "../runtime/runtime.h"
+
+/* ---- the reference with error bounds (bound*.c) ----
+ * For every value of the root graph g that the graph's outputs depend on:
+ * - val[v]: the reference value, computed with every floating-point tensor held in double
+ *   (F64 tensors; value types F32/F16/BF16/F64 alike), integer, bool and string tensors in
+ *   their own dtype (exact);
+ * - err[v]: for a floating-point tensor value, an F64 tensor of the same shape: a bound on
+ *   |y - val| for the result y of ANY correct implementation that stores the value in its
+ *   dtype (accumulation order, fusion, contraction length, rounding of every intermediate
+ *   result and of the inputs' errors propagated through the op). NULL for exact values.
+ * Elements whose discrete result (a comparison, a rounding to an integer, an arg-max, a cast
+ * to an integer type) could change within the input's error bound are "unstable": counted in
+ * n_unstable. Finite inputs that produce NaN or Inf in some node count in n_nonfinite. A
+ * generated test input is usable only when both are 0. */
+typedef struct kiln_vref {
+  const kiln_graph *g; /* borrowed */
+  int n_values;        /* g->values.len */
+  kiln_val **val;      /* per value id; NULL when not computed */
+  kiln_tensor **err;   /* per value id; NULL when exact or not computed */
+  int64_t n_unstable;
+  int64_t n_nonfinite;
+  char note[256]; /* the first unstable or non-finite node, for messages */
+} kiln_vref;
+
+/* Runs g (root graph, types inferred, static or bound by the inputs) on inputs (one per
+ * graph input, borrowed). Error when an op cannot run. */
+kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *inputs,
+                              kiln_vref **out);
+void kiln_vref_free(kiln_vref *r);
+
+/* ---- comparison (compare.c) ----
+ * got (a value computed by some layer, in the graph's dtype) against value id v of r:
+ * element i passes when |got_i - val_i| <= bound_i, where bound_i is the larger of the dtype
+ * floor (atol + rtol * |val_i|: f32 1e-5/1.3e-6, f16 1e-5/1e-3, bf16 1e-5/1.6e-2, f64
+ * 1e-12/1e-12, float8 types 1e-3/their unit roundoff) and KILN_VERIFY_SAFETY * err_i. NaN and
+ * Inf must match val (positions and sign of Inf). Integer, bool and string results must be
+ * exact. Dtype or shape differences fail. */
+#define KILN_VERIFY_SAFETY 2.0
+typedef struct kiln_vcheck {
+  bool ok;
+  double max_err;   /* max |got - val| over finite elements */
+  double max_ratio; /* max |got - val| / bound (0 for exact values; INFINITY for a NaN/Inf or
+                       integer mismatch); > 1 fails */
+  int64_t n_bad;    /* elements that fail */
+  int64_t first_bad; /* flat index of the first, -1 when none */
+  char msg[320];    /* on failure: what differs, where, got, expected, bound */
+} kiln_vcheck;
+void kiln_vref_check(const kiln_vref *r, int value_id, const kiln_val *got, kiln_vcheck *out);
+
+/* ---- the differential runner (runner.c) ---- */
+typedef enum kiln_layer_kind {
+  KILN_LAYER_REFERENCE, /* the reference interpreter on the imported graph (its dtypes) */
+  KILN_LAYER_PASS,      /* the interpreter on the graph after a pass application */
+  KILN_LAYER_TILE,      /* the lowered program in the tile IR interpreter */
+  KILN_LAYER_CPU,       /* the compiled C code */
+  KILN_LAYER_CUDA,      /* the CUDA program (on a GPU when one is present) */
+  KILN_LAYER_KIND_COUNT
+} kiln_layer_kind;
+const char *kiln_layer_kind_name(kiln_layer_kind k); /* "reference", "pass", ... */
+
+typedef struct kiln_verify_opts {
+  bool cpu;          /* check the compiled C code (default true) */
+  bool cuda;         /* check the CUDA program (default false) */
+  bool each_pass;    /* a layer per pass application (default true); false: only the graph
+                        after all passes, and bisection with the pass limit on a failure */
+  int threads;       /* cpu kernel threads (default 1) */
+  const char *repro_dir; /* on a failure, write the case there (kiln_verify_write_case); NULL:
+                            none */
+  FILE *log;         /* progress and the layer table; NULL: silent */
+  kiln_compile_opts compile; /* base options of the cpu layer (cache dir, cc ...) */
+} kiln_verify_opts;
+void kiln_verify_opts_init(kiln_verify_opts *o);
+
+typedef struct kiln_layer_result {
+  kiln_layer_kind kind;
+  char name[64];     /* "reference", "pass 7 constfold", "tile", "cpu" */
+  bool ran;          /* false: skipped (reason in msg) */
+  bool ok;
+  double max_err, max_ratio; /* over all outputs */
+  int worst_output;  /* graph output index with max_ratio, -1 when none */
+  char msg[384];     /* the failing comparison, the error of a layer that could not run, or
+                        why it was skipped */
+} kiln_layer_result;
+
+typedef struct kiln_verify_result {
+  KILN_VEC(kiln_layer_result) layers;
+  bool failed;             /* some layer failed (mismatch, or error on a valid model) */
+  int first_failing;       /* index in layers, -1 when none */
+  kiln_layer_kind fail_kind;
+  char pass[32];           /* the pass whose application first breaks the graph ("" when the
+                              graph layers pass) */
+  int pass_application;    /* its 1-based index in the pipeline's applications (the pass
+                              limit that first fails), 0 when none */
+  char where[160];         /* the first failing node (graph layers) or kernel/step (tile, cpu,
+                              cuda), with its op kinds */
+  char signature[256];     /* what a reducer keeps and a fuzzer deduplicates on:
+                              "<layer kind>|<pass or ->|<op kinds of where, sorted>" */
+  char fired[256];         /* the passes that changed the graph, comma-separated, in pipeline
+                              order, each once (for the fuzzer's pass firing counts) */
+  char case_dir[1024];     /* where the case was written, "" when not */
+} kiln_verify_result;
+
+/* Verifies g on inputs (both borrowed; g is not modified: the runner works on copies).
+ * Returns an error only when the reference itself cannot run or the case cannot be written;
+ * a layer that fails or errors is a result (res->failed). */
+kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inputs,
+                            const kiln_verify_opts *o, kiln_verify_result *res);
+void kiln_verify_result_free(kiln_verify_result *res);
+/* The layer table: one line per layer with max error, max error/bound and status. */
+void kiln_verify_print(const kiln_verify_result *res, kiln_strbuf *out);
+
+/* ---- cases (case.c) ----
+ * A case directory holds:
+ *   model.onnx   the graph
+ *   model.kiln   the same graph in the text IR
+ *   input_<i>.pb one TensorProto per graph input, named after it
+ *   case.txt     "key: value" lines: signature, layer, pass, where, and "command: kiln verify
+ *                DIR" -- the command that replays it.
+ * `kiln verify DIR` loads model.onnx and the inputs of a case directory. */
+kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
+                                   kiln_val *const *inputs, const kiln_verify_result *res);
+/* Loads a case: *g (types inferred), *inputs (malloc'd array of n values), and the recorded
+ * signature (may be NULL). */
+kiln_status kiln_verify_load_case(const char *dir, kiln_graph **g, kiln_val ***inputs, int *n,
+                                  char *signature, size_t sig_len);
+
+#endif
