@@ -26,9 +26,10 @@
  *
  * Failures: ORT refusing a model (unknown op, no kernel for a dtype, opset too new ...) is
  * not a finding: kiln_ort_run returns KILN_ERR_UNSUPPORTED with ORT's message, and
- * kiln_ort_check a layer with ran = false. A crash of the Python process or a request that
- * runs past the time limit kills and restarts the process (once per request); that request
- * is reported the same way (did not run, with the reason). Only a process that cannot be
+ * kiln_ort_check a layer with ran = false. When the Python process dies, it is restarted and
+ * the request sent once more (it may have died after the previous request); dying twice on
+ * one request, or running past the time limit (the process is killed and restarted), reports
+ * that model the same way (did not run, with the reason). Only a process that cannot be
  * (re)started, or files that cannot be written, give an error from kiln_ort_check. */
 #ifndef KILN_VERIFY_ORT_H
 #define KILN_VERIFY_ORT_H
@@ -65,6 +66,9 @@ typedef struct kiln_ort_stats {
   int64_t timeouts; /* of which: a request ran past timeout_s */
 } kiln_ort_stats;
 kiln_ort_stats kiln_ort_get_stats(const kiln_ort *o);
+/* The Python process id (0 when not running), and the per-request time limit (tests). */
+int kiln_ort_pid(const kiln_ort *o);
+void kiln_ort_set_timeout(kiln_ort *o, double seconds);
 
 /* Runs root graph g (types inferred) in ORT on inputs (one tensor value per graph input,
  * borrowed); outputs[k] receives a new value per graph output (owned by the caller). On
