@@ -1,0 +1,549 @@
+/* The random model generator: state, random numbers, operands, the text of the graph and
+ * its acceptance by inference, outputs (see gen.h). The op builders are in gen_ops*.c,
+ * the input search in gen_inputs.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_internal.h"
+
+enum {
+  MAX_ELEMS = 4096,    /* elements of a value (symbol bound) */
+  MAX_ATTEMPTS = 10,   /* op draws per requested node */
+  INT_MAG_LIMIT = 1 << 20,
+};
+
+/* ---- random numbers ---- */
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void gen_rng_seed(gen_rng *r, uint64_t seed) {
+  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
+
+uint64_t gen_rng_next(gen_rng *r) {
+  uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  s[2] ^= s[0], s[3] ^= s[1], s[1] ^= s[2], s[0] ^= s[3], s[2] ^= t, s[3] = rotl(s[3], 45);
+  return out;
+}
+
+int gen_int(gen_rng *r, int lo, int hi) {
+  if (hi <= lo) return lo;
+  return lo + (int)(gen_rng_next(r) % (uint64_t)(hi - lo + 1));
+}
+
+double gen_unif(gen_rng *r) {
+  return (double)(gen_rng_next(r) >> 11) * 0x1p-53;
+}
+
+bool gen_chance(gen_rng *r, double p) {
+  return gen_unif(r) < p;
+}
+
+uint64_t kiln_gen_seed(uint64_t s, uint64_t j) {
+  uint64_t x = s ^ (j * 0xd1b54a32d192ed03ull);
+  (void)splitmix64(&x);
+  return splitmix64(&x);
+}
+
+bool kiln_gen_in_shard(uint64_t j, int i, int n) {
+  return n <= 1 || j % (uint64_t)n == (uint64_t)i;
+}
+
+/* ---- dtypes ---- */
+int gen_dt_bit(kiln_dtype t) {
+  switch (t) {
+  case KILN_F32: return DT_F32;
+  case KILN_F16: return DT_F16;
+  case KILN_F64: return DT_F64;
+  case KILN_I32: return DT_I32;
+  case KILN_I64: return DT_I64;
+  case KILN_BOOL: return DT_BOOL;
+  case KILN_U8: return DT_U8;
+  default: return 0;
+  }
+}
+
+kiln_dtype gen_pick_dt(gen *G, int dts) {
+  /* f32 five times as likely as each other dtype of the set */
+  static const kiln_dtype order[] = {KILN_F32, KILN_F16, KILN_F64, KILN_I32,
+                                     KILN_I64, KILN_BOOL, KILN_U8};
+  enum { N_ORDER = sizeof order / sizeof order[0] };
+  int w[N_ORDER], total = 0;
+  for (int i = 0; i < N_ORDER; i++)
+    total += w[i] = (dts & gen_dt_bit(order[i])) ? (i == 0 ? 10 : 2) : 0;
+  if (total == 0) return KILN_F32;
+  int x = gen_int(&G->rng, 0, total - 1);
+  for (int i = 0; i < N_ORDER; i++)
+    if ((x -= w[i]) < 0) return order[i];
+  return KILN_F32;
+}
+
+/* ---- values ---- */
+const gen_val *gen_v(const gen *G, int i) {
+  return &G->vals.data[i];
+}
+kiln_dtype gen_dtype(const gen *G, int i) {
+  return G->vals.data[i].type.dtype;
+}
+int gen_rank(const gen *G, int i) {
+  return G->vals.data[i].type.rank;
+}
+int64_t gen_dim(const gen *G, int i, int d) {
+  const kiln_dim *x = &G->vals.data[i].type.dims[d];
+  return x->value >= 0 ? x->value : G->sym_n;
+}
+bool gen_is_static(const gen *G, int i) {
+  return kiln_type_is_static(&G->vals.data[i].type);
+}
+double gen_mag(const gen *G, int i) {
+  return G->vals.data[i].mag;
+}
+
+kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims) {
+  kiln_type t = kiln_type_tensor(dt, rank, dims);
+  for (int d = 0; d < rank; d++)
+    if (dims[d] < 0) t.dims[d].value = -1, t.dims[d].sym = "N";
+  return t;
+}
+
+void gen_shape(gen *G, int r, int64_t max_elems, int64_t *dims) {
+  int64_t n = 1;
+  for (int d = 0; d < r; d++) {
+    int64_t left = max_elems / n, hi = left < 7 ? left : 7;
+    dims[d] = hi < 1 ? 1 : gen_int(&G->rng, 1, (int)hi);
+    n *= dims[d];
+  }
+}
+
+static double dom_mag(gen_dom dom, kiln_dtype dt) {
+  if (kiln_dtype_is_int(dt)) return 6;
+  if (dt == KILN_BOOL) return 1;
+  return dom == DOM_POS || dom == DOM_GE1 ? 3 : 2;
+}
+
+static int add_val(gen *G, const char *prefix, const kiln_type *t, gen_dom dom, double mag) {
+  gen_val v = {0};
+  snprintf(v.name, sizeof v.name, "%s%d", prefix, G->next_name++);
+  if (t) v.type = *t;
+  v.dom = dom;
+  v.mag = mag;
+  kiln_vec_push(&G->vals, v);
+  return G->vals.len - 1;
+}
+
+static void type_text(const kiln_type *t, kiln_strbuf *b) {
+  char buf[160];
+  kiln_strbuf_printf(b, "%s", kiln_type_str(t, buf, sizeof buf));
+}
+
+int gen_new_input(gen *G, const kiln_type *t, gen_dom dom) {
+  int v = add_val(G, "in", t, dom, dom_mag(dom, t->dtype));
+  G->vals.data[v].is_input = true;
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "%%%s: ", G->vals.data[v].name);
+  type_text(t, &b);
+  kiln_vec_push(&G->inputs, b.data);
+  return v;
+}
+
+/* One random element of domain dom for dtype dt, scaled by s (ANY and UNIT only). */
+double kiln_gen_draw(gen_rng *r, kiln_dtype dt, gen_dom dom, double s) {
+  if (dt == KILN_BOOL) return (double)gen_int(r, 0, 1);
+  if (kiln_dtype_is_int(dt)) {
+    int x = dom == DOM_POS ? gen_int(r, 1, 6) : gen_int(r, -6, 6);
+    if (dom == DOM_NONZERO && x == 0) x = 1;
+    if ((dom == DOM_NONNEG || kiln_dtype_class_of(dt) == KILN_CLASS_UINT) && x < 0) x = -x;
+    return x;
+  }
+  double u = gen_unif(r), x;
+  switch (dom) {
+  case DOM_POS: x = 0.25 + 2.75 * u; break;
+  case DOM_UNIT: x = (-0.9 + 1.8 * u) * s; break;
+  case DOM_GE1: x = 1.1 + 1.9 * u; break;
+  case DOM_NONZERO: x = (0.5 + 1.5 * u) * (gen_chance(r, 0.5) ? -1 : 1); break;
+  case DOM_NONNEG: x = 2 * u; break;
+  default: x = (-2 + 4 * u) * s; break;
+  }
+  if (dt == KILN_F16) x = nearbyint(x * 256) / 256; /* exact in f16 */
+  return x;
+}
+
+static void const_text(gen *G, const kiln_type *t, gen_dom dom, kiln_strbuf *b) {
+  int64_t n = 1;
+  for (int d = 0; d < t->rank; d++) n *= t->dims[d].value;
+  kiln_strbuf_printf(b, " [");
+  for (int64_t i = 0; i < n; i++) {
+    double x = kiln_gen_draw(&G->rng, t->dtype, dom, 1);
+    const char *sep = i ? ", " : "";
+    if (t->dtype == KILN_BOOL) kiln_strbuf_printf(b, "%s%s", sep, x != 0 ? "true" : "false");
+    else if (kiln_dtype_is_int(t->dtype)) kiln_strbuf_printf(b, "%s%lld", sep, (long long)x);
+    else if (t->dtype == KILN_F64) kiln_strbuf_printf(b, "%s%.17g", sep, x);
+    else kiln_strbuf_printf(b, "%s%.9g", sep, (double)(float)x);
+  }
+  kiln_strbuf_printf(b, "]");
+}
+
+int gen_new_const(gen *G, const kiln_type *t, gen_dom dom) {
+  int v = add_val(G, "c", t, dom, dom_mag(dom, t->dtype));
+  G->vals.data[v].is_const = true;
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "%%%s = const ", G->vals.data[v].name);
+  type_text(t, &b);
+  const_text(G, t, dom, &b);
+  kiln_vec_push(&G->lines, b.data);
+  return v;
+}
+
+int gen_const_i64(gen *G, int n, const int64_t *vals, bool scalar) {
+  int64_t dims[1] = {n};
+  kiln_type t = kiln_type_tensor(KILN_I64, scalar ? 0 : 1, dims);
+  double mag = 0;
+  for (int i = 0; i < n; i++) mag = fmax(mag, fabs((double)vals[i]));
+  int v = add_val(G, "c", &t, DOM_ANY, mag);
+  G->vals.data[v].is_const = true;
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "%%%s = const i64[", G->vals.data[v].name);
+  if (!scalar) kiln_strbuf_printf(&b, "%d", n);
+  kiln_strbuf_printf(&b, "] [");
+  for (int i = 0; i < n; i++) kiln_strbuf_printf(&b, "%s%lld", i ? ", " : "", (long long)vals[i]);
+  kiln_strbuf_printf(&b, "]");
+  kiln_vec_push(&G->lines, b.data);
+  return v;
+}
+
+int gen_emit(gen *G, const char *op, int n_in, const int *in, int n_out, const char *attrs,
+             gen_dom dom, double mag) {
+  kiln_strbuf b = {0};
+  int first = G->vals.len;
+  for (int k = 0; k < n_out; k++) {
+    int v = add_val(G, "v", NULL, dom, mag);
+    kiln_strbuf_printf(&b, "%s%%%s", k ? ", " : "", G->vals.data[v].name);
+  }
+  kiln_strbuf_printf(&b, " = %s(", op);
+  for (int k = 0; k < n_in; k++)
+    kiln_strbuf_printf(&b, "%s%s%s", k ? ", " : "", in[k] < 0 ? "_" : "%",
+                       in[k] < 0 ? "" : G->vals.data[in[k]].name);
+  kiln_strbuf_printf(&b, ")");
+  if (attrs && attrs[0]) kiln_strbuf_printf(&b, " {%s}", attrs);
+  kiln_vec_push(&G->lines, b.data);
+  return first;
+}
+
+/* ---- operand picking ---- */
+static bool dom_ok(gen_dom have, gen_dom want) {
+  if (want == DOM_ANY || have == want) return true;
+  switch (want) {
+  case DOM_POS: return have == DOM_GE1;
+  case DOM_NONZERO: return have == DOM_POS || have == DOM_GE1;
+  case DOM_NONNEG: return have == DOM_POS || have == DOM_GE1;
+  default: return false;
+  }
+}
+
+static bool val_matches(const gen *G, int i, const gen_want *w) {
+  const gen_val *v = &G->vals.data[i];
+  if (v->type.kind != KILN_TYPE_TENSOR || v->type.rank < 0) return false;
+  if (!(gen_dt_bit(v->type.dtype) & w->dts)) return false;
+  if (v->type.rank < w->rank_min || v->type.rank > w->rank_max) return false;
+  if (!dom_ok(v->dom, w->dom)) return false;
+  if (w->static_shape && !gen_is_static(G, i)) return false;
+  if (w->no_const && v->is_const) return false;
+  if (w->max_mag > 0 && !(v->mag <= w->max_mag)) return false;
+  return true;
+}
+
+/* Index of one of the n candidates: the most recent half the time, else uniform. */
+static int choose(gen *G, const int *cand, int n) {
+  if (gen_chance(&G->rng, 0.45)) return cand[n - 1];
+  return cand[gen_int(&G->rng, 0, n - 1)];
+}
+
+int gen_pick(gen *G, const gen_want *w) {
+  int *cand = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1)), n = 0;
+  for (int i = 0; i < G->vals.len; i++)
+    if (val_matches(G, i, w)) cand[n++] = i;
+  int got = -1;
+  if (n > 0 && gen_chance(&G->rng, 0.8)) got = choose(G, cand, n);
+  free(cand);
+  if (got >= 0) return got;
+  kiln_dtype dt = gen_pick_dt(G, w->dts);
+  int rmax = w->rank_max < 4 ? w->rank_max : 4, rmin = w->rank_min;
+  if (rmin > rmax) return -1;
+  int r = gen_int(&G->rng, rmin, rmax);
+  int64_t dims[KILN_MAX_RANK];
+  gen_shape(G, r, 512, dims);
+  bool want_const = !w->no_const && gen_chance(&G->rng, 0.15);
+  if (!want_const && !w->static_shape && G->o->symbolic && r >= 1 && gen_chance(&G->rng, 0.3))
+    dims[0] = -1;
+  kiln_type t = gen_tensor_type(dt, r, dims);
+  return want_const ? gen_new_const(G, &t, w->dom) : gen_new_input(G, &t, w->dom);
+}
+
+static bool dims_bcast(const kiln_dim *a, const kiln_dim *b) { /* a broadcasts into b */
+  if (a->value == 1) return true;
+  if (a->value >= 0) return a->value == b->value;
+  return a->sym && b->sym && !strcmp(a->sym, b->sym);
+}
+
+static bool bcasts_to(const kiln_type *a, const kiln_type *b) {
+  if (a->kind != KILN_TYPE_TENSOR || a->rank < 0 || a->rank > b->rank) return false;
+  for (int d = 0; d < a->rank; d++)
+    if (!dims_bcast(&a->dims[d], &b->dims[b->rank - a->rank + d])) return false;
+  return true;
+}
+
+int gen_pick_bcast(gen *G, int like, gen_dom dom, kiln_dtype dt) {
+  kiln_type lt = G->vals.data[like].type;
+  int *cand = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1)), n = 0;
+  for (int i = 0; i < G->vals.len; i++) {
+    const gen_val *v = &G->vals.data[i];
+    if (v->type.dtype == dt && bcasts_to(&v->type, &lt) && dom_ok(v->dom, dom)) cand[n++] = i;
+  }
+  int got = -1;
+  if (n > 0 && gen_chance(&G->rng, 0.6)) got = choose(G, cand, n);
+  free(cand);
+  if (got >= 0) return got;
+  int64_t dims[KILN_MAX_RANK];
+  int drop = gen_chance(&G->rng, 0.3) ? gen_int(&G->rng, 0, lt.rank) : 0;
+  int r = lt.rank - drop;
+  bool sym = false;
+  for (int d = 0; d < r; d++) {
+    const kiln_dim *x = &lt.dims[drop + d];
+    dims[d] = gen_chance(&G->rng, 0.3) ? 1 : x->value >= 0 ? x->value : -1;
+    sym = sym || dims[d] < 0;
+  }
+  kiln_type t = gen_tensor_type(dt, r, dims);
+  bool as_const = !sym && gen_chance(&G->rng, 0.4);
+  return as_const ? gen_new_const(G, &t, dom) : gen_new_input(G, &t, dom);
+}
+
+int gen_pick_type(gen *G, const kiln_type *t, gen_dom dom) {
+  int *cand = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1)), n = 0;
+  for (int i = 0; i < G->vals.len; i++)
+    if (kiln_type_equal(&G->vals.data[i].type, t) && dom_ok(G->vals.data[i].dom, dom)) cand[n++] = i;
+  int got = -1;
+  if (n > 0 && gen_chance(&G->rng, 0.6)) got = choose(G, cand, n);
+  free(cand);
+  if (got >= 0) return got;
+  bool sym = !kiln_type_is_static(t);
+  return !sym && gen_chance(&G->rng, 0.3) ? gen_new_const(G, t, dom) : gen_new_input(G, t, dom);
+}
+
+/* ---- text, parsing and acceptance ---- */
+static void graph_text(const gen *G, const int *outs, int n_outs, kiln_strbuf *b) {
+  kiln_strbuf_printf(b, "graph @fuzz(");
+  for (int i = 0; i < G->inputs.len; i++) kiln_strbuf_printf(b, "%s%s", i ? ", " : "", G->inputs.data[i]);
+  kiln_strbuf_printf(b, ") -> (");
+  for (int i = 0; i < n_outs; i++) kiln_strbuf_printf(b, "%s%%%s: ?", i ? ", " : "", G->vals.data[outs[i]].name);
+  kiln_strbuf_printf(b, ") {\n  opset \"\" %d\n", G->opset);
+  for (int i = 0; i < G->lines.len; i++) kiln_strbuf_printf(b, "  %s\n", G->lines.data[i]);
+  kiln_strbuf_printf(b, "  return");
+  for (int i = 0; i < n_outs; i++) kiln_strbuf_printf(b, "%s %%%s", i ? "," : "", G->vals.data[outs[i]].name);
+  kiln_strbuf_printf(b, "\n}\n");
+}
+
+/* True when every dim is known or the symbol N, and the value is small enough. */
+static bool type_usable(const gen *G, const kiln_type *t) {
+  if (t->kind != KILN_TYPE_TENSOR || t->rank < 0 || !gen_dt_bit(t->dtype)) return false;
+  int64_t n = 1;
+  for (int d = 0; d < t->rank; d++) {
+    const kiln_dim *x = &t->dims[d];
+    if (x->value < 0 && !(x->sym && !strcmp(x->sym, "N"))) return false;
+    if (x->value == 0) return false; /* empty tensors: not generated */
+    n *= x->value >= 0 ? x->value : G->sym_n;
+  }
+  return n <= MAX_ELEMS;
+}
+
+/* Parses the text with outputs outs, infers types; *out the graph. */
+static kiln_status build_graph(const gen *G, const int *outs, int n_outs, kiln_graph **out) {
+  kiln_strbuf b = {0};
+  graph_text(G, outs, n_outs, &b);
+  kiln_graph *g = NULL;
+  kiln_status st = kiln_graph_parse(b.data, "fuzz.kiln", &g);
+  kiln_strbuf_free(&b);
+  if (!st) st = kiln_ops_infer_graph(g);
+  if (st) {
+    kiln_graph_free(g);
+    return st;
+  }
+  *out = g;
+  return KILN_OK;
+}
+
+/* Accepts the values from `from` on: parses, infers, takes their types. */
+static bool accept_from(gen *G, int from) {
+  int last = G->vals.len - 1;
+  kiln_graph *g = NULL;
+  kiln_status st = build_graph(G, &last, 1, &g);
+  if (st) {
+    snprintf(G->why, sizeof G->why, "%s", kiln_status_message(st));
+    kiln_status_free(st);
+    return false;
+  }
+  for (int i = from; i < G->vals.len; i++) {
+    gen_val *v = &G->vals.data[i];
+    int id = kiln_graph_find(g, v->name);
+    if (id < 0 || !type_usable(G, &g->values.data[id].type)) {
+      snprintf(G->why, sizeof G->why, "unusable type of %s", v->name);
+      kiln_graph_free(g);
+      return false;
+    }
+    v->type = g->values.data[id].type;
+    if (kiln_dtype_is_int(v->type.dtype) && !(v->mag <= INT_MAG_LIMIT)) {
+      kiln_graph_free(g);
+      return false;
+    }
+    if (v->type.dtype == KILN_BOOL) v->mag = 1, v->dom = DOM_ANY;
+  }
+  kiln_graph_free(G->g);
+  G->g = g;
+  return true;
+}
+
+static void truncate_to(gen *G, int vals, int inputs, int lines) {
+  for (int i = inputs; i < G->inputs.len; i++) free(G->inputs.data[i]);
+  for (int i = lines; i < G->lines.len; i++) free(G->lines.data[i]);
+  G->vals.len = vals, G->inputs.len = inputs, G->lines.len = lines;
+}
+
+static int draw_op(gen *G, const bool *allowed) {
+  int total = 0;
+  for (int i = 0; i < kiln_gen_n_ops; i++)
+    if (allowed[i] && kiln_gen_ops[i].since <= G->opset) total += kiln_gen_ops[i].weight;
+  if (total == 0) return -1;
+  int x = gen_int(&G->rng, 0, total - 1);
+  for (int i = 0; i < kiln_gen_n_ops; i++) {
+    if (!allowed[i] || kiln_gen_ops[i].since > G->opset) continue;
+    if ((x -= kiln_gen_ops[i].weight) < 0) return i;
+  }
+  return -1;
+}
+
+/* One draw: an op and its builder; kept when inference accepts it. */
+static bool grow(gen *G, const bool *allowed, int *rejected) {
+  int op = draw_op(G, allowed);
+  if (op < 0) return false;
+  int nv = G->vals.len, ni = G->inputs.len, nl = G->lines.len;
+  G->why[0] = 0;
+  if (kiln_gen_ops[op].build(G, op) && G->vals.len > nv && accept_from(G, nv)) return true;
+  truncate_to(G, nv, ni, nl);
+  ++*rejected;
+  return false;
+}
+
+/* Outputs: values no node reads (each dropped with some chance while others remain: dead
+ * branches), and a few values that are read too. */
+static int choose_outputs(gen *G, int *outs) {
+  const kiln_graph *g = G->g;
+  bool *read = kiln_xcalloc((size_t)g->values.len + 1, 1);
+  for (int n = 0; n < g->nodes.len; n++)
+    for (int k = 0; k < g->nodes.data[n].n_inputs; k++)
+      if (g->nodes.data[n].inputs[k] >= 0) read[g->nodes.data[n].inputs[k]] = true;
+  int n_out = 0, n_sinks = 0;
+  for (int i = 0; i < G->vals.len; i++) {
+    const gen_val *v = &G->vals.data[i];
+    if (v->is_input || v->is_const) continue;
+    int id = kiln_graph_find(g, v->name);
+    bool sink = id >= 0 && !read[id];
+    n_sinks += sink;
+    if (sink ? !gen_chance(&G->rng, 0.2) : gen_chance(&G->rng, 0.08)) outs[n_out++] = i;
+  }
+  if (n_out == 0) outs[n_out++] = G->vals.len - 1;
+  free(read);
+  return n_out;
+}
+
+static bool *allowed_ops(const kiln_gen_opts *o, kiln_status *st) {
+  bool *ok = kiln_xcalloc((size_t)kiln_gen_n_ops, 1);
+  *st = KILN_OK;
+  if (!o->ops || !o->ops[0]) {
+    for (int i = 0; i < kiln_gen_n_ops; i++) ok[i] = true;
+    return ok;
+  }
+  char *list = kiln_xstrdup(o->ops), *save = NULL;
+  for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+    bool found = false;
+    for (int i = 0; i < kiln_gen_n_ops; i++)
+      if (!strcmp(kiln_gen_ops[i].name, w)) ok[i] = found = true;
+    if (!found && !*st) *st = kiln_invalid("unknown op '%s' (the generator's ops: kiln fuzz --list-ops)", w);
+  }
+  free(list);
+  return ok;
+}
+
+static const int opsets[] = {13, 17, 18, 18, 18, 21, 23, 26};
+
+/* Builds the graph of the case (no inputs yet). */
+static kiln_status build(gen *G, kiln_gen_case *out) {
+  kiln_status st;
+  bool *allowed = allowed_ops(G->o, &st);
+  if (st) {
+    free(allowed);
+    return st;
+  }
+  int max = G->o->max_nodes < 1 ? 1 : G->o->max_nodes > 30 ? 30 : G->o->max_nodes;
+  int target = gen_int(&G->rng, 1, max);
+  for (int a = 0; a < target * MAX_ATTEMPTS && (G->g ? G->g->nodes.len : 0) < target; a++)
+    grow(G, allowed, &out->rejected);
+  free(allowed);
+  if (!G->g) return kiln_error(KILN_ERR_INTERNAL, "generator: no node accepted (%s)", G->why);
+  int *outs = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1));
+  int n_out = choose_outputs(G, outs);
+  st = build_graph(G, outs, n_out, &out->g);
+  free(outs);
+  return st;
+}
+
+
+
+void kiln_gen_opts_init(kiln_gen_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->max_nodes = 12;
+  o->symbolic = true;
+  o->input_tries = 8;
+  o->check_inputs = true;
+}
+
+kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case *out) {
+  memset(out, 0, sizeof *out);
+  gen G = {0};
+  G.o = o;
+  gen_rng_seed(&G.rng, seed);
+  G.opset = opsets[gen_int(&G.rng, 0, (int)(sizeof opsets / sizeof opsets[0]) - 1)];
+  G.sym_n = gen_int(&G.rng, 2, 4);
+  kiln_status st = build(&G, out);
+  if (!st) st = kiln_gen_inputs(&G, out);
+  truncate_to(&G, 0, 0, 0);
+  kiln_vec_free(&G.vals);
+  kiln_vec_free(&G.inputs);
+  kiln_vec_free(&G.lines);
+  kiln_graph_free(G.g);
+  if (st) kiln_gen_case_free(out);
+  return st;
+}
+
+void kiln_gen_case_free(kiln_gen_case *c) {
+  if (c->inputs)
+    for (int i = 0; i < c->n_in; i++) kiln_val_free(c->inputs[i]);
+  free(c->inputs);
+  kiln_graph_free(c->g);
+  c->inputs = NULL, c->g = NULL, c->n_in = 0;
+}
+
+int kiln_gen_op_count(void) {
+  return kiln_gen_n_ops;
+}
+
+const char *kiln_gen_op_name(int i) {
+  return i >= 0 && i < kiln_gen_n_ops ? kiln_gen_ops[i].name : NULL;
+}

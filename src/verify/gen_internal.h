@@ -1,0 +1,168 @@
+/* Private to the generator (gen.c: state, operands, text, inference; gen_ops*.c: the op
+ * table and one builder per op family). */
+#ifndef KILN_VERIFY_GEN_INTERNAL_H
+#define KILN_VERIFY_GEN_INTERNAL_H
+
+#include <math.h>
+
+#include "gen.h"
+
+/* ---- random numbers: xoshiro256** seeded by splitmix64 ---- */
+typedef struct gen_rng {
+  uint64_t s[4];
+} gen_rng;
+void gen_rng_seed(gen_rng *r, uint64_t seed);
+uint64_t gen_rng_next(gen_rng *r);
+int gen_int(gen_rng *r, int lo, int hi); /* uniform in [lo, hi] */
+double gen_unif(gen_rng *r);             /* [0, 1) */
+bool gen_chance(gen_rng *r, double p);
+
+/* ---- value domains: what the data of a value is known to satisfy ---- */
+typedef enum gen_dom {
+  DOM_ANY,     /* floats in [-2, 2], ints in [-6, 6] */
+  DOM_POS,     /* floats in [0.25, 3], ints in [1, 6] */
+  DOM_UNIT,    /* floats in [-0.9, 0.9] */
+  DOM_GE1,     /* floats in [1.1, 3] */
+  DOM_NONZERO, /* |x| in [0.5, 2] (floats), [1, 6] (ints) */
+  DOM_NONNEG,  /* floats in [0, 2] (Sqrt, Abs outputs) */
+  DOM_COUNT
+} gen_dom;
+
+/* dtype sets for operand requests */
+enum {
+  DT_F32 = 1,
+  DT_F16 = 2,
+  DT_F64 = 4,
+  DT_I32 = 8,
+  DT_I64 = 16,
+  DT_BOOL = 32,
+  DT_U8 = 64,
+  DT_FLOAT = DT_F32 | DT_F16 | DT_F64,
+  DT_INT = DT_I32 | DT_I64,
+  DT_NUM = DT_FLOAT | DT_INT,
+  DT_ALL = DT_NUM | DT_BOOL,
+};
+int gen_dt_bit(kiln_dtype t); /* 0 for dtypes the generator does not make */
+
+typedef struct gen_val {
+  char name[16];
+  kiln_type type; /* from inference once the defining node is accepted */
+  bool is_input, is_const;
+  gen_dom dom;
+  double mag; /* bound on |x| (INFINITY when unknown) */
+  int uses;
+} gen_val;
+
+typedef struct gen_input {
+  int val; /* index in vals */
+  int pos; /* numeric position in the text */
+} gen_input;
+
+typedef struct gen {
+  gen_rng rng;
+  const kiln_gen_opts *o;
+  int opset;
+  int64_t sym_n; /* the extent bound to symbol "N" */
+  KILN_VEC(gen_val) vals;
+  KILN_VEC(char *) inputs; /* "%name: type" */
+  KILN_VEC(char *) lines;  /* constants and nodes, in order */
+  kiln_graph *g;           /* the last accepted graph (parsed, inferred) */
+  int n_nodes;
+  int next_name;
+  char why[160]; /* a builder's reason to give up (debugging) */
+} gen;
+
+/* ---- operand requests ---- */
+typedef struct gen_want {
+  int dts;            /* dtype set (DT_*) */
+  int rank_min, rank_max;
+  gen_dom dom;        /* the data must lie in this domain (DOM_ANY: anything) */
+  bool static_shape;  /* no symbolic dims */
+  bool no_const;      /* not a constant (inputs whose data the search controls are fine) */
+  double max_mag;     /* 0: any */
+} gen_want;
+
+/* A value matching w: an existing one (recent ones favoured) or a new graph input or
+ * constant of a random shape. -1 only when w cannot be met. */
+int gen_pick(gen *G, const gen_want *w);
+/* An existing value whose type equals or broadcasts to `like` (same dtype, rank <= like's),
+ * or a new one; dom as in gen_pick. */
+int gen_pick_bcast(gen *G, int like, gen_dom dom, kiln_dtype dt);
+/* An existing value of exactly this type (dims and symbols) or a new input/constant. */
+int gen_pick_type(gen *G, const kiln_type *t, gen_dom dom);
+/* New graph input / constant of a given type (dims may carry the symbol "N"). */
+int gen_new_input(gen *G, const kiln_type *t, gen_dom dom);
+int gen_new_const(gen *G, const kiln_type *t, gen_dom dom);
+/* An I64 constant of rank 1 (rank 0 when scalar) holding vals. */
+int gen_const_i64(gen *G, int n, const int64_t *vals, bool scalar);
+/* A random static shape of rank r with at most max_elems elements (dims >= 1). */
+void gen_shape(gen *G, int r, int64_t max_elems, int64_t *dims);
+kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims);
+
+/* Writes the node `op(in...) {attrs}` with n_out new outputs of domain dom and magnitude
+ * bound mag; in[i] < 0 writes `_`. Returns the index of the first output. */
+int gen_emit(gen *G, const char *op, int n_in, const int *in, int n_out, const char *attrs,
+             gen_dom dom, double mag);
+
+const gen_val *gen_v(const gen *G, int i);
+kiln_dtype gen_dtype(const gen *G, int i);
+int gen_rank(const gen *G, int i);
+/* Extent of dim d of value i; symbolic dims give the bound extent (sym_n). */
+int64_t gen_dim(const gen *G, int i, int d);
+bool gen_is_static(const gen *G, int i);
+/* Magnitude of value i (INFINITY when unknown). */
+double gen_mag(const gen *G, int i);
+/* A random dtype of the set (weighted: f32 most often). */
+kiln_dtype gen_pick_dt(gen *G, int dts);
+
+/* One random element of domain dom for dtype dt; s scales the ANY and UNIT ranges. */
+double kiln_gen_draw(gen_rng *r, kiln_dtype dt, gen_dom dom, double s);
+/* The input search (gen_inputs.c): fills c->inputs and c->status. */
+kiln_status kiln_gen_inputs(gen *G, kiln_gen_case *c);
+
+/* ---- the op table (gen_ops.c) ---- */
+typedef bool (*gen_build_fn)(gen *G, int op_index);
+typedef struct gen_op {
+  const char *name;
+  int since;  /* first opset it may be drawn in */
+  int weight; /* relative draw weight */
+  gen_build_fn build;
+} gen_op;
+extern const gen_op kiln_gen_ops[];
+extern const int kiln_gen_n_ops;
+
+/* builders of the second table file (gen_ops_nn.c) */
+bool gen_b_matmul(gen *G, int op);
+bool gen_b_gemm(gen *G, int op);
+bool gen_b_conv(gen *G, int op);
+bool gen_b_pool(gen *G, int op);
+bool gen_b_global_pool(gen *G, int op);
+bool gen_b_norm(gen *G, int op);
+bool gen_b_topk(gen *G, int op);
+bool gen_b_einsum(gen *G, int op);
+/* builders of gen_ops_data.c */
+bool gen_b_transpose(gen *G, int op);
+bool gen_b_reshape(gen *G, int op);
+bool gen_b_flatten(gen *G, int op);
+bool gen_b_squeeze(gen *G, int op);
+bool gen_b_unsqueeze(gen *G, int op);
+bool gen_b_concat(gen *G, int op);
+bool gen_b_split(gen *G, int op);
+bool gen_b_slice(gen *G, int op);
+bool gen_b_pad(gen *G, int op);
+bool gen_b_tile(gen *G, int op);
+bool gen_b_expand(gen *G, int op);
+bool gen_b_d2s(gen *G, int op);
+bool gen_b_gather(gen *G, int op);
+bool gen_b_gather_el(gen *G, int op);
+bool gen_b_gather_nd(gen *G, int op);
+bool gen_b_scatter_el(gen *G, int op);
+bool gen_b_scatter_nd(gen *G, int op);
+bool gen_b_trilu(gen *G, int op);
+bool gen_b_onehot(gen *G, int op);
+bool gen_b_eyelike(gen *G, int op);
+bool gen_b_shape(gen *G, int op);
+bool gen_b_cos(gen *G, int op); /* ConstantOfShape */
+bool gen_b_shapechain(gen *G, int op);
+
+#endif

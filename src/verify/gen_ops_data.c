@@ -1,0 +1,442 @@
+/* Generator builders of data movement, indexing and shape ops. Index inputs are constants
+ * drawn in range (and without duplicates where the result would depend on the write order);
+ * shape-like inputs (Reshape, Slice, Pad, Tile, Expand, axes) are constants as the compiler
+ * needs them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_internal.h"
+
+#define ATTR(...) (snprintf(a, sizeof a, __VA_ARGS__), a)
+
+static const char *op_name(int op) {
+  return kiln_gen_ops[op].name;
+}
+
+static int pick_any(gen *G, int rmin, int rmax, bool static_shape) {
+  gen_want w = {DT_ALL, rmin, rmax, DOM_ANY, static_shape, false, 0};
+  return gen_pick(G, &w);
+}
+
+static int64_t numel(const gen *G, int x) {
+  int64_t n = 1;
+  for (int d = 0; d < gen_rank(G, x); d++) n *= gen_dim(G, x, d);
+  return n;
+}
+
+static void shuffle(gen *G, int64_t *v, int n) {
+  for (int i = n - 1; i > 0; i--) {
+    int j = gen_int(&G->rng, 0, i);
+    int64_t t = v[i];
+    v[i] = v[j], v[j] = t;
+  }
+}
+
+/* An I64 constant of the given shape holding vals. */
+static int const_idx(gen *G, int rank, const int64_t *dims, const int64_t *vals) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= dims[d];
+  int c = gen_const_i64(G, (int)n, vals, false);
+  gen_val *v = &G->vals.data[c];
+  char *line = G->lines.data[G->lines.len - 1];
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "%%%s = const i64[", v->name);
+  for (int d = 0; d < rank; d++) kiln_strbuf_printf(&b, "%s%lld", d ? "," : "", (long long)dims[d]);
+  kiln_strbuf_printf(&b, "] %s", strstr(line, "] [") + 2);
+  free(line);
+  G->lines.data[G->lines.len - 1] = b.data;
+  v->type = kiln_type_tensor(KILN_I64, rank, dims);
+  return c;
+}
+
+static void emit_like(gen *G, const char *op, int n_in, const int *in, const char *a, int x) {
+  gen_emit(G, op, n_in, in, 1, a, gen_v(G, x)->dom, gen_mag(G, x));
+}
+
+bool gen_b_transpose(gen *G, int op) {
+  int x = pick_any(G, 2, 4, false);
+  if (x < 0) return false;
+  int r = gen_rank(G, x);
+  int64_t p[KILN_MAX_RANK];
+  for (int d = 0; d < r; d++) p[d] = d;
+  shuffle(G, p, r);
+  char a[64] = "";
+  if (gen_chance(&G->rng, 0.85)) {
+    int len = snprintf(a, sizeof a, "perm=[");
+    for (int d = 0; d < r; d++) len += snprintf(a + len, sizeof a - (size_t)len, "%s%lld", d ? "," : "", (long long)p[d]);
+    snprintf(a + len, sizeof a - (size_t)len, "]");
+  }
+  emit_like(G, op_name(op), 1, &x, a, x);
+  return true;
+}
+
+/* Reshape to a random factorization of the element count; 0 (copy) for a symbolic leading
+ * dim, -1 for one inferred dim. */
+bool gen_b_reshape(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 0, 4, false);
+  if (x < 0) return false;
+  bool sym = !gen_is_static(G, x);
+  if (sym && gen_v(G, x)->type.dims[0].value >= 0) return false;
+  int64_t n = numel(G, x) / (sym ? G->sym_n : 1), s[KILN_MAX_RANK];
+  int r = 0;
+  if (sym) s[r++] = 0;
+  int want = gen_int(&G->rng, 1, 4);
+  while (r < want && n > 1) {
+    int64_t f = 1;
+    for (int64_t c = gen_int(&G->rng, 2, 6); c >= 2; c--)
+      if (n % c == 0) {
+        f = c;
+        break;
+      }
+    if (f == 1) break;
+    s[r++] = f, n /= f;
+  }
+  s[r++] = n;
+  if (gen_chance(&G->rng, 0.4)) s[gen_int(&G->rng, sym ? 1 : 0, r - 1)] = -1;
+  int in[2] = {x, gen_const_i64(G, r, s, false)};
+  emit_like(G, "Reshape", 2, in, "", x);
+  return true;
+}
+
+bool gen_b_flatten(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 4, false);
+  if (x < 0) return false;
+  int r = gen_rank(G, x);
+  char a[32];
+  emit_like(G, "Flatten", 1, &x, ATTR("axis=%d", gen_int(&G->rng, -r, r)), x);
+  return true;
+}
+
+bool gen_b_squeeze(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 4, false);
+  if (x < 0) return false;
+  int64_t ax[KILN_MAX_RANK];
+  int n = 0, r = gen_rank(G, x);
+  for (int d = 0; d < r; d++)
+    if (gen_v(G, x)->type.dims[d].value == 1 && gen_chance(&G->rng, 0.7)) ax[n++] = gen_chance(&G->rng, 0.3) ? d - r : d;
+  if (n == 0) return false;
+  int in[2] = {x, gen_chance(&G->rng, 0.85) ? gen_const_i64(G, n, ax, false) : -1};
+  emit_like(G, "Squeeze", in[1] >= 0 ? 2 : 1, in, "", x);
+  return true;
+}
+
+bool gen_b_unsqueeze(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 0, 3, false);
+  if (x < 0) return false;
+  int k = gen_int(&G->rng, 1, 2), out_r = gen_rank(G, x) + k;
+  int64_t ax[2] = {gen_int(&G->rng, 0, out_r - 1), 0};
+  if (k == 2) {
+    ax[1] = gen_int(&G->rng, 0, out_r - 2);
+    if (ax[1] >= ax[0]) ax[1]++;
+  }
+  int in[2] = {x, gen_const_i64(G, k, ax, false)};
+  emit_like(G, "Unsqueeze", 2, in, "", x);
+  return true;
+}
+
+bool gen_b_concat(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 4, false);
+  if (x < 0) return false;
+  int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
+  int in[3] = {x, x, -1}, n = 2;
+  if (!gen_chance(&G->rng, 0.2)) {
+    kiln_type t = gen_v(G, x)->type;
+    t.dims[axis].value = gen_int(&G->rng, 1, 4), t.dims[axis].sym = NULL;
+    in[1] = gen_pick_type(G, &t, DOM_ANY);
+    if (gen_chance(&G->rng, 0.5)) in[0] = in[1], in[1] = x;
+    if (gen_chance(&G->rng, 0.2)) in[2] = gen_pick_type(G, &t, DOM_ANY), n = 3;
+  }
+  char a[32];
+  gen_emit(G, "Concat", n, in, 1, ATTR("axis=%d", gen_chance(&G->rng, 0.3) ? axis - r : axis), DOM_ANY,
+           gen_mag(G, x) > gen_mag(G, in[1]) ? gen_mag(G, x) : gen_mag(G, in[1]));
+  return true;
+}
+
+bool gen_b_split(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 4, false);
+  if (x < 0) return false;
+  int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
+  if (gen_v(G, x)->type.dims[axis].value < 2) return false;
+  int64_t d = gen_dim(G, x, axis), parts[3];
+  int k = gen_int(&G->rng, 2, d >= 3 ? 3 : 2);
+  char a[64];
+  int in[2] = {x, -1};
+  if (G->opset >= 18 && gen_chance(&G->rng, 0.4)) {
+    ATTR("axis=%d, num_outputs=%d", axis, k);
+  } else {
+    int64_t left = d;
+    for (int i = 0; i < k - 1; i++) parts[i] = gen_int(&G->rng, 1, (int)(left - (k - 1 - i))), left -= parts[i];
+    parts[k - 1] = left;
+    in[1] = gen_const_i64(G, k, parts, false);
+    ATTR("axis=%d", axis);
+  }
+  gen_emit(G, "Split", in[1] >= 0 ? 2 : 1, in, k, a, gen_v(G, x)->dom, gen_mag(G, x));
+  return true;
+}
+
+bool gen_b_slice(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 4, false);
+  if (x < 0) return false;
+  int r = gen_rank(G, x), n = 0;
+  int64_t st[KILN_MAX_RANK], en[KILN_MAX_RANK], ax[KILN_MAX_RANK], sp[KILN_MAX_RANK];
+  for (int d = 0; d < r; d++) {
+    if (gen_v(G, x)->type.dims[d].value < 0 || !gen_chance(&G->rng, 0.6)) continue;
+    int64_t dim = gen_dim(G, x, d), b = gen_int(&G->rng, 0, (int)dim - 1), e = gen_int(&G->rng, (int)b + 1, (int)dim);
+    ax[n] = d, sp[n] = gen_chance(&G->rng, 0.25) ? 2 : 1;
+    if (gen_chance(&G->rng, 0.2)) st[n] = e - 1, en[n] = b - 1 < 0 ? -dim - 1 : b - 1, sp[n] = -1;
+    else st[n] = gen_chance(&G->rng, 0.2) ? b - dim : b, en[n] = gen_chance(&G->rng, 0.1) ? INT64_MAX : e;
+    n++;
+  }
+  if (n == 0) return false;
+  int in[5] = {x, gen_const_i64(G, n, st, false), gen_const_i64(G, n, en, false), -1, -1};
+  int n_in = 3;
+  if (gen_chance(&G->rng, 0.8)) in[3] = gen_const_i64(G, n, ax, false), n_in = 4;
+  if (n_in == 4 && gen_chance(&G->rng, 0.6)) in[4] = gen_const_i64(G, n, sp, false), n_in = 5;
+  if (n_in < 5)
+    for (int i = 0; i < n; i++)
+      if (sp[i] != 1 || (n_in == 3 && ax[i] != i)) return false;
+  emit_like(G, "Slice", n_in, in, "", x);
+  return true;
+}
+
+bool gen_b_pad(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 4, true);
+  if (x < 0 || gen_dtype(G, x) == KILN_BOOL) return false;
+  int r = gen_rank(G, x), mode = gen_int(&G->rng, 0, 2);
+  int64_t p[2 * KILN_MAX_RANK];
+  for (int d = 0; d < 2 * r; d++) {
+    int64_t dim = gen_dim(G, x, d % r), hi = mode == 1 ? dim - 1 : 2;
+    p[d] = gen_int(&G->rng, 0, (int)(hi < 2 ? hi : 2));
+  }
+  static const char *modes[] = {"constant", "reflect", "edge"};
+  int in[3] = {x, gen_const_i64(G, 2 * r, p, false), -1};
+  if (mode == 0 && gen_chance(&G->rng, 0.5)) {
+    kiln_type t = kiln_type_tensor(gen_dtype(G, x), 0, NULL);
+    in[2] = gen_new_const(G, &t, DOM_ANY);
+  }
+  char a[32];
+  gen_emit(G, "Pad", in[2] >= 0 ? 3 : 2, in, 1, ATTR("mode=\"%s\"", modes[mode]), mode ? gen_v(G, x)->dom : DOM_ANY,
+           gen_mag(G, x) + 2);
+  return true;
+}
+
+bool gen_b_tile(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 4, false);
+  if (x < 0) return false;
+  int r = gen_rank(G, x);
+  int64_t rep[KILN_MAX_RANK];
+  for (int d = 0; d < r; d++) rep[d] = gen_chance(&G->rng, 0.6) ? 1 : gen_int(&G->rng, 2, 3);
+  int in[2] = {x, gen_const_i64(G, r, rep, false)};
+  emit_like(G, "Tile", 2, in, "", x);
+  return true;
+}
+
+bool gen_b_expand(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 0, 3, true);
+  if (x < 0) return false;
+  int r = gen_rank(G, x), lead = gen_int(&G->rng, 0, 2);
+  int64_t s[KILN_MAX_RANK];
+  for (int d = 0; d < lead; d++) s[d] = gen_int(&G->rng, 1, 3);
+  for (int d = 0; d < r; d++) {
+    int64_t dim = gen_dim(G, x, d);
+    s[lead + d] = dim == 1 && gen_chance(&G->rng, 0.5) ? gen_int(&G->rng, 2, 4) : gen_chance(&G->rng, 0.2) ? 1 : dim;
+  }
+  int in[2] = {x, gen_const_i64(G, lead + r, s, false)};
+  emit_like(G, "Expand", 2, in, "", x);
+  return true;
+}
+
+bool gen_b_d2s(gen *G, int op) {
+  bool d2s = !strcmp(op_name(op), "DepthToSpace");
+  int x = pick_any(G, 4, 4, true);
+  if (x < 0) return false;
+  int64_t b = 2, c = gen_dim(G, x, 1), h = gen_dim(G, x, 2), w = gen_dim(G, x, 3);
+  if (d2s ? c % (b * b) != 0 : (h % b != 0 || w % b != 0)) return false;
+  char a[48];
+  if (d2s) ATTR("blocksize=%lld, mode=\"%s\"", (long long)b, gen_chance(&G->rng, 0.5) ? "DCR" : "CRD");
+  else ATTR("blocksize=%lld", (long long)b);
+  emit_like(G, op_name(op), 1, &x, a, x);
+  return true;
+}
+
+bool gen_b_gather(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 3, false);
+  if (x < 0) return false;
+  int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
+  if (gen_v(G, x)->type.dims[axis].value < 0) return false;
+  int64_t dim = gen_dim(G, x, axis), id[2] = {gen_int(&G->rng, 1, 4), gen_int(&G->rng, 1, 3)}, v[12];
+  int ir = gen_int(&G->rng, 0, 2);
+  int64_t n = ir == 0 ? 1 : ir == 1 ? id[0] : id[0] * id[1];
+  for (int64_t i = 0; i < n; i++) v[i] = gen_int(&G->rng, (int)-dim, (int)dim - 1);
+  int in[2] = {x, ir == 0 ? gen_const_i64(G, 1, v, true) : const_idx(G, ir, id, v)};
+  char a[32];
+  emit_like(G, "Gather", 2, in, ATTR("axis=%d", axis), x);
+  return true;
+}
+
+bool gen_b_gather_el(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 3, true);
+  if (x < 0) return false;
+  int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
+  int64_t d[KILN_MAX_RANK], v[512], n = 1;
+  for (int k = 0; k < r; k++) d[k] = k == axis ? gen_int(&G->rng, 1, 4) : gen_int(&G->rng, 1, (int)gen_dim(G, x, k)), n *= d[k];
+  if (n > 512) return false;
+  int64_t dim = gen_dim(G, x, axis);
+  for (int64_t i = 0; i < n; i++) v[i] = gen_int(&G->rng, (int)-dim, (int)dim - 1);
+  int in[2] = {x, const_idx(G, r, d, v)};
+  char a[32];
+  emit_like(G, "GatherElements", 2, in, ATTR("axis=%d", axis), x);
+  return true;
+}
+
+bool gen_b_gather_nd(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 3, true);
+  if (x < 0) return false;
+  int r = gen_rank(G, x), q = gen_int(&G->rng, 1, r);
+  int64_t n = gen_int(&G->rng, 1, 4), d[2] = {n, q}, v[32];
+  for (int64_t i = 0; i < n; i++)
+    for (int k = 0; k < q; k++) v[i * q + k] = gen_int(&G->rng, 0, (int)gen_dim(G, x, k) - 1);
+  int in[2] = {x, const_idx(G, 2, d, v)};
+  emit_like(G, "GatherND", 2, in, "", x);
+  return true;
+}
+
+/* ScatterElements: along the axis, distinct targets per line (a prefix of a permutation). */
+bool gen_b_scatter_el(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 3, true);
+  if (x < 0) return false;
+  int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
+  int64_t d[KILN_MAX_RANK], n = 1, dim = gen_dim(G, x, axis);
+  for (int k = 0; k < r; k++) d[k] = k == axis ? gen_int(&G->rng, 1, (int)dim) : gen_dim(G, x, k), n *= d[k];
+  if (n > 512) return false;
+  int64_t v[512], perm[64], inner = 1;
+  for (int k = axis + 1; k < r; k++) inner *= d[k];
+  for (int64_t outer = 0; outer < n / (d[axis] * inner); outer++)
+    for (int64_t j = 0; j < inner; j++) {
+      for (int64_t i = 0; i < dim && i < 64; i++) perm[i] = i;
+      shuffle(G, perm, (int)dim);
+      for (int64_t i = 0; i < d[axis]; i++) v[(outer * d[axis] + i) * inner + j] = perm[i];
+    }
+  kiln_type ut = gen_tensor_type(gen_dtype(G, x), r, d);
+  int in[3] = {x, const_idx(G, r, d, v), gen_pick_type(G, &ut, DOM_ANY)};
+  char a[64];
+  const char *red = gen_dtype(G, x) != KILN_BOOL && G->opset >= 18 && gen_chance(&G->rng, 0.3)
+                        ? (gen_chance(&G->rng, 0.5) ? ", reduction=\"max\"" : ", reduction=\"add\"")
+                        : "";
+  gen_emit(G, "ScatterElements", 3, in, 1, ATTR("axis=%d%s", axis, red), DOM_ANY,
+           2 * (gen_mag(G, x) + gen_mag(G, in[2])));
+  return true;
+}
+
+bool gen_b_scatter_nd(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 3, true);
+  if (x < 0) return false;
+  int r = gen_rank(G, x);
+  int64_t dim0 = gen_dim(G, x, 0), n = gen_int(&G->rng, 1, (int)dim0), d[2] = {n, 1}, v[64];
+  for (int64_t i = 0; i < dim0 && i < 64; i++) v[i] = i;
+  shuffle(G, v, (int)(dim0 < 64 ? dim0 : 64));
+  int64_t ud[KILN_MAX_RANK] = {n};
+  for (int k = 1; k < r; k++) ud[k] = gen_dim(G, x, k);
+  kiln_type ut = gen_tensor_type(gen_dtype(G, x), r, ud);
+  int in[3] = {x, const_idx(G, 2, d, v), gen_pick_type(G, &ut, DOM_ANY)};
+  gen_emit(G, "ScatterND", 3, in, 1, "", DOM_ANY, gen_mag(G, x) + gen_mag(G, in[2]));
+  return true;
+}
+
+bool gen_b_trilu(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 2, 4, false);
+  if (x < 0) return false;
+  int in[2] = {x, -1};
+  if (gen_chance(&G->rng, 0.6)) {
+    int64_t k = gen_int(&G->rng, -2, 2);
+    in[1] = gen_const_i64(G, 1, &k, true);
+  }
+  char a[16];
+  gen_emit(G, "Trilu", in[1] >= 0 ? 2 : 1, in, 1, ATTR("upper=%d", gen_int(&G->rng, 0, 1)), DOM_ANY,
+           gen_mag(G, x));
+  return true;
+}
+
+bool gen_b_onehot(gen *G, int op) {
+  (void)op;
+  int64_t depth = gen_int(&G->rng, 2, 6), d[2] = {gen_int(&G->rng, 1, 4), gen_int(&G->rng, 1, 3)}, v[12];
+  int ir = gen_int(&G->rng, 1, 2);
+  for (int i = 0; i < 12; i++) v[i] = gen_int(&G->rng, (int)-depth, (int)depth - 1);
+  kiln_dtype dt = gen_pick_dt(G, DT_NUM);
+  int64_t two = 2;
+  kiln_type vt = kiln_type_tensor(dt, 1, &two);
+  int in[3] = {const_idx(G, ir, d, v), gen_const_i64(G, 1, &depth, true), gen_new_const(G, &vt, DOM_ANY)};
+  char a[16];
+  gen_emit(G, "OneHot", 3, in, 1, ATTR("axis=%d", gen_int(&G->rng, -ir - 1, ir)), DOM_ANY, 6);
+  return true;
+}
+
+bool gen_b_eyelike(gen *G, int op) {
+  (void)op;
+  gen_want w = {DT_NUM, 2, 2, DOM_ANY, true, false, 0};
+  int x = gen_pick(G, &w);
+  if (x < 0) return false;
+  char a[48];
+  int len = snprintf(a, sizeof a, "k=%d", gen_int(&G->rng, -2, 2));
+  if (gen_chance(&G->rng, 0.4)) snprintf(a + len, sizeof a - (size_t)len, ", dtype=%d", (int)gen_pick_dt(G, DT_NUM));
+  gen_emit(G, "EyeLike", 1, &x, 1, a, DOM_NONNEG, 1);
+  return true;
+}
+
+bool gen_b_shape(gen *G, int op) {
+  int x = pick_any(G, 0, 4, false);
+  if (x < 0) return false;
+  char a[32] = "";
+  int r = gen_rank(G, x);
+  if (!strcmp(op_name(op), "Shape") && G->opset >= 15 && r > 0 && gen_chance(&G->rng, 0.3))
+    ATTR("start=%d", gen_int(&G->rng, -r, r - 1));
+  gen_emit(G, op_name(op), 1, &x, 1, a, DOM_NONNEG, (double)numel(G, x));
+  return true;
+}
+
+bool gen_b_cos(gen *G, int op) {
+  (void)op;
+  int r = gen_int(&G->rng, 1, 3);
+  int64_t s[3];
+  gen_shape(G, r, 64, s);
+  int in[1] = {gen_const_i64(G, r, s, false)};
+  kiln_dtype dt = gen_pick_dt(G, DT_NUM);
+  char a[64];
+  int v = gen_int(&G->rng, -3, 3);
+  gen_emit(G, "ConstantOfShape", 1, in, 1, ATTR("value=%s[1] [%d]", kiln_dtype_name(dt), v), DOM_ANY, 3);
+  return true;
+}
+
+/* Shape -> Gather -> Concat -> Reshape: the chain exporters write for a symbolic batch
+ * (shapefold, constfold). */
+bool gen_b_shapechain(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 2, 4, false);
+  if (x < 0) return false;
+  int s = gen_emit(G, "Shape", 1, &x, 1, "", DOM_NONNEG, 64);
+  int64_t zero = 0, minus1 = -1;
+  int gi[2] = {s, gen_const_i64(G, 1, &zero, false)};
+  int g = gen_emit(G, "Gather", 2, gi, 1, "axis=0", DOM_NONNEG, 64);
+  int ci[2] = {g, gen_const_i64(G, 1, &minus1, false)};
+  int c = gen_emit(G, "Concat", 2, ci, 1, "axis=0", DOM_ANY, 64);
+  int ri[2] = {x, c};
+  emit_like(G, "Reshape", 2, ri, "", x);
+  return true;
+}

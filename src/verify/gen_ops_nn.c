@@ -1,0 +1,267 @@
+/* Generator builders of contractions (MatMul, Gemm, Conv with their bias and BatchNorm
+ * patterns), pooling, normalizations, and two ops that fall back (TopK, Einsum). */
+#include <stdio.h>
+#include <string.h>
+
+#include "gen_internal.h"
+
+#define ATTR(...) (snprintf(a, sizeof a, __VA_ARGS__), a)
+
+static const char *op_name(int op) {
+  return kiln_gen_ops[op].name;
+}
+
+static int new_value(gen *G, kiln_dtype dt, int rank, const int64_t *dims, gen_dom dom, double p_const) {
+  kiln_type t = gen_tensor_type(dt, rank, dims);
+  bool sym = !kiln_type_is_static(&t);
+  return !sym && gen_chance(&G->rng, p_const) ? gen_new_const(G, &t, dom) : gen_new_input(G, &t, dom);
+}
+
+static int pick_float(gen *G, int rmin, int rmax, bool static_shape) {
+  gen_want w = {DT_FLOAT, rmin, rmax, DOM_ANY, static_shape, false, 0};
+  return gen_pick(G, &w);
+}
+
+static const char *ints_text(char *buf, size_t n, int k, const int64_t *v) {
+  int len = snprintf(buf, n, "[");
+  for (int i = 0; i < k; i++) len += snprintf(buf + len, n - (size_t)len, "%s%lld", i ? "," : "", (long long)v[i]);
+  snprintf(buf + len, n - (size_t)len, "]");
+  return buf;
+}
+
+/* MatMul: sometimes a long contraction (K up to 512), sometimes followed by a bias Add
+ * (simplify makes a Gemm of it). */
+bool gen_b_matmul(gen *G, int op) {
+  (void)op;
+  int a;
+  if (gen_chance(&G->rng, 0.3)) {
+    int64_t k = gen_int(&G->rng, 32, 512), m = gen_int(&G->rng, 1, (int)(2048 / k) + 1);
+    kiln_dtype dt = gen_pick_dt(G, DT_FLOAT);
+    int64_t dims[3] = {m, k};
+    a = new_value(G, dt, 2, dims, DOM_ANY, 0);
+  } else {
+    a = pick_float(G, 1, 4, false);
+  }
+  if (a < 0) return false;
+  kiln_dtype dt = gen_dtype(G, a);
+  int r = gen_rank(G, a);
+  int64_t k = gen_dim(G, a, r - 1), n = gen_int(&G->rng, 1, 8);
+  int64_t bd[4];
+  int br = 2;
+  if (gen_chance(&G->rng, 0.15)) br = 1, bd[0] = k;
+  else if (r == 3 && gen_is_static(G, a) && gen_chance(&G->rng, 0.3))
+    br = 3, bd[0] = gen_dim(G, a, 0), bd[1] = k, bd[2] = n;
+  else bd[0] = k, bd[1] = n;
+  int b = new_value(G, dt, br, bd, DOM_ANY, 0.6);
+  double mag = gen_mag(G, a) * gen_mag(G, b) * (double)k;
+  int in[2] = {a, b};
+  int y = gen_emit(G, "MatMul", 2, in, 1, "", DOM_ANY, mag);
+  if (br == 2 && gen_chance(&G->rng, 0.4)) {
+    int64_t nd[1] = {n};
+    int bias[2] = {y, new_value(G, dt, 1, nd, DOM_ANY, 0.9)};
+    gen_emit(G, "Add", 2, bias, 1, "", DOM_ANY, mag + 2);
+  }
+  return true;
+}
+
+bool gen_b_gemm(gen *G, int op) {
+  (void)op;
+  int x = pick_float(G, 2, 2, false);
+  if (x < 0) return false;
+  kiln_dtype dt = gen_dtype(G, x);
+  bool ta = gen_chance(&G->rng, 0.2) && gen_is_static(G, x), tb = gen_chance(&G->rng, 0.5);
+  int64_t m = gen_dim(G, x, ta ? 1 : 0), k = gen_dim(G, x, ta ? 0 : 1), n = gen_int(&G->rng, 1, 8);
+  int64_t bd[2] = {tb ? n : k, tb ? k : n};
+  int in[3] = {x, new_value(G, dt, 2, bd, DOM_ANY, 0.7), -1};
+  int c = gen_int(&G->rng, 0, 3);
+  int64_t cd[2] = {m, n};
+  if (c == 1) in[2] = new_value(G, dt, 1, cd + 1, DOM_ANY, 0.9);
+  else if (c == 2 && gen_v(G, x)->type.dims[ta ? 1 : 0].value >= 0) in[2] = new_value(G, dt, 2, cd, DOM_ANY, 0.5);
+  else if (c == 3) in[2] = new_value(G, dt, 0, cd, DOM_ANY, 0.9);
+  char a[96];
+  ATTR("alpha=%.3g, beta=%.3g, transA=%d, transB=%d", gen_chance(&G->rng, 0.5) ? 1.0 : 0.5 + gen_unif(&G->rng),
+       gen_chance(&G->rng, 0.5) ? 1.0 : gen_unif(&G->rng), ta, tb);
+  gen_emit(G, "Gemm", in[2] >= 0 ? 3 : 2, in, 1, a, DOM_ANY, gen_mag(G, x) * 6 * (double)k + 6);
+  return true;
+}
+
+/* BatchNormalization in inference of y (channels c, dtype dt), constant statistics. */
+static void batchnorm_after(gen *G, int y, kiln_dtype dt, int64_t c) {
+  int in[5] = {y};
+  int64_t d[1] = {c};
+  kiln_type t = kiln_type_tensor(dt, 1, d);
+  in[1] = gen_new_const(G, &t, DOM_POS), in[2] = gen_new_const(G, &t, DOM_ANY);
+  in[3] = gen_new_const(G, &t, DOM_ANY), in[4] = gen_new_const(G, &t, DOM_POS);
+  gen_emit(G, "BatchNormalization", 5, in, 1, "", DOM_ANY, INFINITY);
+}
+
+/* Conv 1-3 d: groups (depthwise too), pads, strides, dilations; kernel within the padded
+ * input. Sometimes followed by BatchNormalization (bnfold). */
+bool gen_b_conv(gen *G, int op) {
+  (void)op;
+  int sd = gen_int(&G->rng, 1, 3);
+  int64_t n = gen_int(&G->rng, 1, 2), c = gen_int(&G->rng, 1, 6), sp = sd == 1 ? 12 : sd == 2 ? 8 : 4;
+  int x = -1;
+  gen_want w = {DT_FLOAT, 3, 5, DOM_ANY, false, false, 0};
+  if (gen_chance(&G->rng, 0.5)) x = gen_pick(G, &w);
+  if (x < 0 || gen_rank(G, x) < 3) {
+    int64_t dims[5] = {n, c};
+    for (int d = 0; d < sd; d++) dims[2 + d] = gen_int(&G->rng, 1, (int)sp);
+    if (G->o->symbolic && gen_chance(&G->rng, 0.2)) dims[0] = -1;
+    x = new_value(G, gen_pick_dt(G, DT_FLOAT), 2 + sd, dims, DOM_ANY, 0);
+  }
+  kiln_dtype dt = gen_dtype(G, x);
+  sd = gen_rank(G, x) - 2, c = gen_dim(G, x, 1);
+  int64_t group = 1, m = gen_int(&G->rng, 1, 6);
+  int gsel = gen_int(&G->rng, 0, 3);
+  if (gsel == 1) group = c, m = c * gen_int(&G->rng, 1, 2); /* depthwise */
+  else if (gsel == 2)
+    for (int64_t g = c; g >= 1; g--)
+      if (c % g == 0 && gen_chance(&G->rng, 0.5)) {
+        group = g, m = g * gen_int(&G->rng, 1, 2);
+        break;
+      }
+  int64_t k[3], s[3], dl[3], pads[6], wd[5] = {m, c / group};
+  for (int d = 0; d < sd; d++) {
+    int64_t in = gen_dim(G, x, 2 + d);
+    pads[d] = gen_int(&G->rng, 0, 1), pads[sd + d] = gen_int(&G->rng, 0, 1);
+    dl[d] = gen_chance(&G->rng, 0.2) ? 2 : 1, s[d] = gen_int(&G->rng, 1, 2);
+    int64_t room = in + pads[d] + pads[sd + d];
+    k[d] = gen_int(&G->rng, 1, 3);
+    while (k[d] > 1 && (k[d] - 1) * dl[d] + 1 > room) k[d]--;
+    if ((k[d] - 1) * dl[d] + 1 > room) dl[d] = 1;
+    wd[2 + d] = k[d];
+  }
+  int in[3] = {x, new_value(G, dt, 2 + sd, wd, DOM_ANY, 0.85), -1};
+  int64_t md[1] = {m};
+  if (gen_chance(&G->rng, 0.5)) in[2] = new_value(G, dt, 1, md, DOM_ANY, 0.9);
+  char a[256], b1[48], b2[48], b3[64], b4[48];
+  int len = snprintf(a, sizeof a, "group=%lld, kernel_shape=%s, strides=%s", (long long)group,
+                     ints_text(b1, sizeof b1, sd, k), ints_text(b2, sizeof b2, sd, s));
+  if (gen_chance(&G->rng, 0.15))
+    snprintf(a + len, sizeof a - (size_t)len, ", auto_pad=\"SAME_UPPER\"");
+  else
+    snprintf(a + len, sizeof a - (size_t)len, ", pads=%s, dilations=%s",
+             ints_text(b3, sizeof b3, 2 * sd, pads), ints_text(b4, sizeof b4, sd, dl));
+  double kk = (double)(c / group);
+  for (int d = 0; d < sd; d++) kk *= (double)k[d];
+  int y = gen_emit(G, "Conv", in[2] >= 0 ? 3 : 2, in, 1, a, DOM_ANY, gen_mag(G, x) * 2 * kk + 2);
+  if (gen_chance(&G->rng, 0.3)) batchnorm_after(G, y, dt, m);
+  return true;
+}
+
+bool gen_b_pool(gen *G, int op) {
+  bool max = !strcmp(op_name(op), "MaxPool");
+  int x = pick_float(G, 3, 5, false);
+  if (x < 0) return false;
+  int sd = gen_rank(G, x) - 2;
+  int64_t k[3], s[3], pads[6], dl[3];
+  for (int d = 0; d < sd; d++) {
+    int64_t in = gen_dim(G, x, 2 + d);
+    k[d] = gen_int(&G->rng, 1, 3);
+    pads[d] = gen_int(&G->rng, 0, 1), pads[sd + d] = gen_int(&G->rng, 0, 1);
+    dl[d] = max && gen_chance(&G->rng, 0.2) ? 2 : 1;
+    while (k[d] > 1 && (k[d] - 1) * dl[d] + 1 > in + pads[d] + pads[sd + d]) k[d]--;
+    if ((k[d] - 1) * dl[d] + 1 > in + pads[d] + pads[sd + d]) dl[d] = 1;
+    if (pads[d] >= k[d]) pads[d] = k[d] - 1;
+    if (pads[sd + d] >= k[d]) pads[sd + d] = k[d] - 1;
+    s[d] = gen_int(&G->rng, 1, 2);
+  }
+  char a[256], b1[48], b2[48], b3[64], b4[48];
+  int len = snprintf(a, sizeof a, "kernel_shape=%s, strides=%s, pads=%s, ceil_mode=%d",
+                     ints_text(b1, sizeof b1, sd, k), ints_text(b2, sizeof b2, sd, s),
+                     ints_text(b3, sizeof b3, 2 * sd, pads), gen_chance(&G->rng, 0.2) ? 1 : 0);
+  if (max) snprintf(a + len, sizeof a - (size_t)len, ", dilations=%s", ints_text(b4, sizeof b4, sd, dl));
+  else snprintf(a + len, sizeof a - (size_t)len, ", count_include_pad=%d", gen_int(&G->rng, 0, 1));
+  gen_emit(G, op_name(op), 1, &x, 1, a, max ? gen_v(G, x)->dom : DOM_ANY, gen_mag(G, x));
+  return true;
+}
+
+bool gen_b_global_pool(gen *G, int op) {
+  int x = pick_float(G, 3, 5, false);
+  if (x < 0) return false;
+  gen_emit(G, op_name(op), 1, &x, 1, "", DOM_ANY, gen_mag(G, x));
+  return true;
+}
+
+/* Per-channel (c) or trailing-shape parameters of the normalizations. */
+static int param(gen *G, kiln_dtype dt, int rank, const int64_t *dims, gen_dom dom) {
+  kiln_type t = kiln_type_tensor(dt, rank, dims);
+  return gen_chance(&G->rng, 0.85) ? gen_new_const(G, &t, dom) : gen_new_input(G, &t, dom);
+}
+
+bool gen_b_norm(gen *G, int op) {
+  const char *name = op_name(op);
+  bool chan = !strcmp(name, "BatchNormalization") || !strcmp(name, "InstanceNormalization") ||
+              !strcmp(name, "GroupNormalization") || !strcmp(name, "LRN");
+  int x = pick_float(G, chan ? (strcmp(name, "BatchNormalization") ? 3 : 2) : 1, 4, false);
+  if (x < 0) return false;
+  kiln_dtype dt = gen_dtype(G, x);
+  int r = gen_rank(G, x);
+  char a[128];
+  a[0] = 0;
+  int in[5] = {x, -1, -1, -1, -1}, n_in = 1;
+  int64_t c = r >= 2 ? gen_dim(G, x, 1) : 1;
+  if (chan && gen_v(G, x)->type.dims[1].value < 0) return false;
+  if (!strcmp(name, "BatchNormalization")) {
+    in[1] = param(G, dt, 1, &c, DOM_POS), in[2] = param(G, dt, 1, &c, DOM_ANY);
+    in[3] = param(G, dt, 1, &c, DOM_ANY), in[4] = param(G, dt, 1, &c, DOM_POS), n_in = 5;
+    ATTR("epsilon=%.3g", gen_chance(&G->rng, 0.5) ? 1e-5 : 0.01);
+  } else if (!strcmp(name, "InstanceNormalization")) {
+    in[1] = param(G, dt, 1, &c, DOM_ANY), in[2] = param(G, dt, 1, &c, DOM_ANY), n_in = 3;
+  } else if (!strcmp(name, "GroupNormalization")) {
+    int64_t g = c;
+    while (g > 1 && (c % g || gen_chance(&G->rng, 0.4))) g--;
+    in[1] = param(G, dt, 1, &c, DOM_ANY), in[2] = param(G, dt, 1, &c, DOM_ANY), n_in = 3;
+    ATTR("num_groups=%lld, epsilon=0.001", (long long)g);
+  } else if (!strcmp(name, "LRN")) {
+    ATTR("size=%d, alpha=%.3g, beta=0.75, bias=%.3g", 2 * gen_int(&G->rng, 0, 2) + 1,
+         1e-4 + gen_unif(&G->rng) * 0.1, 1.0 + gen_unif(&G->rng));
+  } else if (!strcmp(name, "LpNormalization")) {
+    ATTR("axis=%d, p=%d", gen_int(&G->rng, -r, r - 1), gen_int(&G->rng, 1, 2));
+  } else { /* LayerNormalization, RMSNormalization: scale over dims [axis, r) */
+    int axis = gen_int(&G->rng, 0, r - 1);
+    int64_t pd[KILN_MAX_RANK];
+    for (int d = axis; d < r; d++) {
+      if (gen_v(G, x)->type.dims[d].value < 0) return false;
+      pd[d - axis] = gen_dim(G, x, d);
+    }
+    int pr = r - axis;
+    in[1] = param(G, dt, pr, pd, DOM_ANY), n_in = 2;
+    if (!strcmp(name, "LayerNormalization") && gen_chance(&G->rng, 0.6))
+      in[2] = param(G, dt, pr, pd, DOM_ANY), n_in = 3;
+    ATTR("axis=%d, epsilon=%.3g", gen_chance(&G->rng, 0.5) ? axis : axis - r,
+         gen_chance(&G->rng, 0.5) ? 1e-5 : 1e-3);
+  }
+  gen_emit(G, name, n_in, in, 1, a, DOM_ANY, INFINITY);
+  return true;
+}
+
+bool gen_b_topk(gen *G, int op) {
+  (void)op;
+  int x = pick_float(G, 1, 4, true);
+  if (x < 0) return false;
+  int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
+  int64_t k = gen_int(&G->rng, 1, (int)gen_dim(G, x, axis));
+  int in[2] = {x, gen_const_i64(G, 1, &k, false)};
+  char a[64];
+  ATTR("axis=%d, largest=%d, sorted=1", axis, gen_int(&G->rng, 0, 1));
+  gen_emit(G, "TopK", 2, in, 2, a, gen_v(G, x)->dom, gen_mag(G, x) + 8);
+  return true;
+}
+
+bool gen_b_einsum(gen *G, int op) {
+  (void)op;
+  int x = pick_float(G, 2, 2, true);
+  if (x < 0) return false;
+  char a[64];
+  if (gen_chance(&G->rng, 0.3)) {
+    gen_emit(G, "Einsum", 1, &x, 1, ATTR("equation=\"ij->ji\""), gen_v(G, x)->dom, gen_mag(G, x));
+    return true;
+  }
+  int64_t d[2] = {gen_dim(G, x, 1), gen_int(&G->rng, 1, 6)};
+  int in[2] = {x, new_value(G, gen_dtype(G, x), 2, d, DOM_ANY, 0.5)};
+  gen_emit(G, "Einsum", 2, in, 1, ATTR("equation=\"ij,jk->ik\""), DOM_ANY,
+           gen_mag(G, x) * 2 * (double)d[0]);
+  return true;
+}

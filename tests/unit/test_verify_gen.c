@@ -1,0 +1,138 @@
+/* The random model generator: determinism, validity rate, op coverage, shards, inputs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "verify/gen.h"
+
+enum { N_SEEDS = 1000 };
+
+static char *case_text(const kiln_gen_case *c) {
+  kiln_strbuf b = {0};
+  kiln_graph_print(c->g, &b, -1);
+  for (int i = 0; c->inputs && i < c->n_in; i++) {
+    const kiln_tensor *t = c->inputs[i]->t;
+    const unsigned char *p = t->data;
+    for (size_t k = 0; k < kiln_tensor_nbytes(t); k++) kiln_strbuf_printf(&b, "%02x", p[k]);
+    kiln_strbuf_printf(&b, "\n");
+  }
+  return b.data;
+}
+
+static void builder_opts(kiln_gen_opts *o) {
+  kiln_gen_opts_init(o);
+  o->max_nodes = 20;
+  o->check_inputs = false;
+}
+
+static void test_deterministic(void) {
+  kiln_gen_opts o;
+  builder_opts(&o);
+  for (uint64_t s = 0; s < 20; s++) {
+    kiln_gen_case a, b;
+    CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(7, s), &a));
+    CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(7, s), &b));
+    char *ta = case_text(&a), *tb = case_text(&b);
+    CHECK(ta && tb && !strcmp(ta, tb));
+    free(ta), free(tb);
+    kiln_gen_case_free(&a), kiln_gen_case_free(&b);
+  }
+  /* neighbouring seeds give different graphs */
+  kiln_gen_case a, b;
+  CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(7, 0), &a));
+  CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(7, 1), &b));
+  char *ta = case_text(&a), *tb = case_text(&b);
+  CHECK(strcmp(ta, tb) != 0);
+  free(ta), free(tb);
+  kiln_gen_case_free(&a), kiln_gen_case_free(&b);
+}
+
+/* >= 99% of the graphs run in the reference interpreter; every op of the table appears. */
+static void test_valid_and_covering(void) {
+  kiln_gen_opts o;
+  builder_opts(&o);
+  int valid = 0, n_ops = kiln_gen_op_count();
+  bool *seen = calloc((size_t)n_ops, 1);
+  for (uint64_t s = 0; s < N_SEEDS; s++) {
+    kiln_gen_case c;
+    CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(1, s), &c));
+    if (!c.g) continue;
+    kiln_val **outs = calloc((size_t)c.g->outputs.len + 1, sizeof *outs);
+    kiln_status st = kiln_ops_validate_model(c.g);
+    if (!st) st = kiln_interp_run(c.g, NULL, c.n_in, c.inputs, outs);
+    if (!st) valid++;
+    else fprintf(stderr, "seed %llu: %s\n", (unsigned long long)s, kiln_status_message(st));
+    kiln_status_free(st);
+    for (int i = 0; i < c.g->outputs.len; i++) kiln_val_free(outs[i]);
+    free(outs);
+    for (int n = 0; n < c.g->nodes.len; n++)
+      for (int k = 0; k < n_ops; k++)
+        if (!strcmp(kiln_gen_op_name(k), c.g->nodes.data[n].op_type)) seen[k] = true;
+    kiln_gen_case_free(&c);
+  }
+  fprintf(stderr, "valid: %d of %d\n", valid, N_SEEDS);
+  CHECK(valid * 100 >= N_SEEDS * 99);
+  for (int k = 0; k < n_ops; k++) {
+    const char *name = kiln_gen_op_name(k);
+    if (name[0] == '(') continue; /* patterns, not ops */
+    if (!seen[k]) fprintf(stderr, "op never generated: %s\n", name);
+    CHECK(seen[k]);
+  }
+  free(seen);
+}
+
+/* Shards i/N of a campaign run the graph indices j with j % N == i: together exactly the
+ * indices of one run, each once, with the same seeds. */
+static void test_shards(void) {
+  enum { J = 100, N = 3 };
+  int count[J] = {0};
+  for (int i = 0; i < N; i++)
+    for (uint64_t j = 0; j < J; j++)
+      if (kiln_gen_in_shard(j, i, N)) count[j]++;
+  for (int j = 0; j < J; j++) CHECK(count[j] == 1);
+  CHECK(kiln_gen_seed(5, 3) == kiln_gen_seed(5, 3));
+  CHECK(kiln_gen_seed(5, 3) != kiln_gen_seed(5, 4));
+  CHECK(kiln_gen_seed(5, 3) != kiln_gen_seed(6, 3));
+}
+
+/* With the input search, usable cases have a finite, stable reference. */
+static void test_inputs(void) {
+  kiln_gen_opts o;
+  kiln_gen_opts_init(&o);
+  o.max_nodes = 10;
+  int ok = 0, total = 40;
+  for (uint64_t s = 0; s < (uint64_t)total; s++) {
+    kiln_gen_case c;
+    CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(3, s), &c));
+    CHECK(c.status != KILN_GEN_INVALID);
+    if (c.status == KILN_GEN_INVALID) fprintf(stderr, "seed %llu invalid: %s\n", (unsigned long long)s, c.note);
+    if (c.status == KILN_GEN_OK) {
+      ok++;
+      kiln_vref *r = NULL;
+      CHECK_OK(kiln_vref_compute(c.g, c.n_in, c.inputs, &r));
+      CHECK(r && r->n_nonfinite == 0 && r->n_unstable == 0);
+      kiln_vref_free(r);
+    }
+    kiln_gen_case_free(&c);
+  }
+  fprintf(stderr, "usable inputs: %d of %d\n", ok, total);
+  CHECK(ok * 10 >= total * 9);
+}
+
+static void test_bad_ops(void) {
+  kiln_gen_opts o;
+  builder_opts(&o);
+  o.ops = "Relu,NoSuchOp";
+  kiln_gen_case c;
+  CHECK_ERR(kiln_gen_model(&o, 1, &c), KILN_ERR_INVALID);
+  o.ops = "MatMul";
+  CHECK_OK(kiln_gen_model(&o, 1, &c));
+  bool only = c.g != NULL;
+  for (int n = 0; c.g && n < c.g->nodes.len; n++)
+    only = only && (!strcmp(c.g->nodes.data[n].op_type, "MatMul") || !strcmp(c.g->nodes.data[n].op_type, "Add"));
+  CHECK(only);
+  kiln_gen_case_free(&c);
+}
+
+TEST_MAIN(T(test_deterministic), T(test_valid_and_covering), T(test_shards), T(test_inputs),
+          T(test_bad_ops))
