@@ -8,6 +8,8 @@ Protocol (stdin requests, replies on the original stdout; anything else goes to 
      output (their names in <dir>/outputs.txt, one per line).
   -> "ok <n>" after writing output_<i>.pb for the n model outputs, or "error <message>" when
      onnxruntime refuses or fails on the model.
+  <- "check\t<dir>": onnx.checker.check_model(full_check=True) on <dir>/model.onnx as it is.
+  -> "ok 0", or "error <the checker's message>".
 Sessions: CPUExecutionProvider, ORT_ENABLE_ALL, one intra-op and one inter-op thread.
 """
 import ctypes
@@ -181,6 +183,9 @@ def write_output(onnx, numpy_helper, value, name, path):
 def run(mods, limits, mode, dirname):
     onnx, ort, np, numpy_helper = mods
     model = onnx.load(os.path.join(dirname, "model.onnx"))
+    if mode == "check":
+        onnx.checker.check_model(model, full_check=True)
+        return 0
     fit_opset(onnx, model, *limits)
     if mode == "trace":
         trace_outputs(onnx, model, dirname)
@@ -220,7 +225,7 @@ def main():
     mods = (onnx, ort, np, numpy_helper)
     for line in sys.stdin:
         mode, _, dirname = line.rstrip("\n").partition("\t")
-        if mode not in ("run", "trace"):
+        if mode not in ("run", "trace", "check"):
             out.write("error bad request\n")
             continue
         try:

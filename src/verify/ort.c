@@ -354,6 +354,22 @@ kiln_status kiln_ort_run(kiln_ort *o, const kiln_graph *g, int n_in, kiln_val *c
   return st;
 }
 
+kiln_status kiln_ort_check_model(kiln_ort *o, const kiln_graph *g) {
+  clear_dir(o->req_dir, false);
+  char path[4352];
+  snprintf(path, sizeof path, "%s/model.onnx", o->req_dir);
+  KILN_TRYF(kiln_onnx_save(g, path), "exporting the model");
+  int n = 0;
+  kiln_status st = request(o, "check", &n);
+  if (kiln_status_code(st) != KILN_ERR_UNSUPPORTED ||
+      strncmp(kiln_status_message(st), "onnxruntime: ", 13))
+    return st;
+  o->stats.refused--; /* the checker's verdict, not a refusal of onnxruntime */
+  kiln_status inv = kiln_invalid("onnx.checker: %s", kiln_status_message(st) + 13);
+  kiln_status_free(st);
+  return inv;
+}
+
 /* ---- comparison ---- */
 
 static void layer_init(kiln_layer_result *l) {

@@ -18,7 +18,8 @@
  * the child first writes "ready <ort version> <max opset> <max ir version>"; then, per
  * request, Kiln writes "run\t<dir>\n" (or "trace\t<dir>\n": every node output of the root
  * graph becomes a model output too) for a folder holding model.onnx and input_<i>.pb, and
- * the child writes output_<i>.pb and replies "ok <n>" or "error <message>".
+ * the child writes output_<i>.pb and replies "ok <n>" or "error <message>"; "check\t<dir>"
+ * runs onnx.checker on the model.
  *
  * A model whose default-domain opset is newer than the newest that onnxruntime knows is
  * run at that older opset when every node's operator has the same definition in both
@@ -96,6 +97,11 @@ kiln_status kiln_ort_check(kiln_ort *o, const kiln_graph *g, int n_in, kiln_val 
 kiln_status kiln_ort_locate(kiln_ort *o, const kiln_graph *g, int n_in, kiln_val *const *inputs,
                             const kiln_vref *ref, char *where, size_t where_len, char *signature,
                             size_t sig_len);
+
+/* Runs onnx.checker.check_model (full_check: strict shape inference too) on g as Kiln exports
+ * it (kiln_onnx_save), in the same Python process. KILN_OK when the checker accepts it,
+ * KILN_ERR_INVALID with the checker's message when not; other codes as for kiln_ort_run. */
+kiln_status kiln_ort_check_model(kiln_ort *o, const kiln_graph *g);
 
 /* The Python program (scripts/ort_oracle.py, embedded). */
 extern const char kiln_ort_script[];

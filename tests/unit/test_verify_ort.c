@@ -216,6 +216,30 @@ static void test_restart_after_kill_and_timeout(void) {
   kiln_graph_free(g);
 }
 
+/* Kiln's export passes onnx.checker (full check); a value_info that contradicts inference
+ * does not. */
+static void test_onnx_checker(void) {
+  if (!need_ort(__func__)) return;
+  const char *models[] = {mlp, conv};
+  for (int i = 0; i < 2; i++) {
+    kiln_graph *g = parse(models[i]);
+    if (g) CHECK_OK(kiln_ort_check_model(ort, g));
+    kiln_graph_free(g);
+  }
+  kiln_graph *g = parse("graph @m(%x: f32[2,3]) -> (%y: f32[2,3]) {\n"
+                        "  opset \"\" 17\n"
+                        "  %r = Relu(%x) : f32[2,4]\n"
+                        "  %y = Neg(%x) : f32[2,3]\n"
+                        "  return %y\n"
+                        "}\n");
+  if (!g) return;
+  kiln_status st = kiln_ort_check_model(ort, g);
+  CHECK(kiln_status_code(st) == KILN_ERR_INVALID);
+  CHECK(st && strstr(kiln_status_message(st), "onnx.checker"));
+  kiln_status_free(st);
+  kiln_graph_free(g);
+}
+
 static void test_python_missing_is_unsupported(void) {
   kiln_ort_opts o;
   kiln_ort_opts_init(&o);
@@ -265,5 +289,5 @@ static void test_close(void) {
 
 TEST_MAIN(T(test_embedded_script_matches), T(test_python_missing_is_unsupported), T(test_open),
           T(test_mlp_softmax_passes), T(test_conv_passes), T(test_newer_opset_runs),
-          T(test_wrong_reference_fails), T(test_refused_model_did_not_run),
+          T(test_wrong_reference_fails), T(test_refused_model_did_not_run), T(test_onnx_checker),
           T(test_restart_after_kill_and_timeout), T(test_close))
