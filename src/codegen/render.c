@@ -2,6 +2,8 @@
  * with the tile interpreter's semantics, statements, and the shared helper prelude. */
 #include "render.h"
 
+#include "../base/mutate.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,6 +315,17 @@ static kiln_status render_binary(kiln_render *r, const kiln_texpr *e, bool index
   if (cls_c && affine(r, e->args[0]) && affine(r, e->args[1])) index = true;
   if ((index && plain_index_op(e)) || affine(r, e))
     h = NULL, fn = NULL, wrap = false, in = e->op == KILN_TOP_MOD ? "%" : in;
+  if (KILN_MUTANT(48) && h && e->op == KILN_TOP_MIN && t == KILN_F32) h = "max"; /* mutant 48 */
+  if (KILN_MUTANT(49) && h && e->op == KILN_TOP_DIV && t == KILN_I32) { /* mutant 49: floors */
+    kiln_strbuf_printf(b, "((int32_t)floor((double)");
+    KILN_TRY(sub(r, e->args[0], index, b));
+    kiln_strbuf_printf(b, " / (double)");
+    KILN_TRY(sub(r, e->args[1], index, b));
+    kiln_strbuf_printf(b, "))");
+    return KILN_OK;
+  }
+  if (KILN_MUTANT(51) && in && e->op == KILN_TOP_GT && t == KILN_I32) in = ">="; /* mutant 51 */
+  bool bare = KILN_MUTANT(50) && !h && !wrap && e->op == KILN_TOP_SUB && is_fp(t); /* mutant 50 */
   if (h) {
     if (!suffix(t)) return kiln_unsupported("%s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
     kiln_strbuf_printf(b, "kiln_%s_%s(", h, suffix(t));
@@ -323,7 +336,7 @@ static kiln_status render_binary(kiln_render *r, const kiln_texpr *e, bool index
     kiln_strbuf_printf(b, "((%s)(%s(%s)", kiln_render_ctype(t), t == KILN_BOOL ? "(" : "",
                        wrap_type(t));
   } else if (in) {
-    kiln_strbuf_printf(b, "(");
+    if (!bare) kiln_strbuf_printf(b, "(");
   } else {
     return kiln_unsupported("operator %s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
   }
@@ -332,7 +345,7 @@ static kiln_status render_binary(kiln_render *r, const kiln_texpr *e, bool index
   else if (wrap) kiln_strbuf_printf(b, " %s (%s)", in, wrap_type(t));
   else kiln_strbuf_printf(b, " %s ", in);
   KILN_TRY(sub(r, e->args[1], index, b));
-  kiln_strbuf_printf(b, !wrap ? ")" : t == KILN_BOOL ? ") & 1u))" : "))");
+  kiln_strbuf_printf(b, bare ? "" : !wrap ? ")" : t == KILN_BOOL ? ") & 1u))" : "))");
   return KILN_OK;
 }
 

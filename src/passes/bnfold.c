@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 
@@ -43,6 +44,10 @@ static bool bn_read(const kiln_graph *g, const kiln_node *bn, int64_t c, bn_para
   const kiln_tensor *sc = kiln_rw_const(g, bn->inputs[1]), *b = kiln_rw_const(g, bn->inputs[2]);
   const kiln_tensor *mean = kiln_rw_const(g, bn->inputs[3]);
   const kiln_tensor *var = kiln_rw_const(g, bn->inputs[4]);
+  if (KILN_MUTANT(9)) { /* mutant 9: mean and var read from each other's input */
+    const kiln_tensor *t = mean;
+    mean = var, var = t;
+  }
   float eps;
   kiln_status st = kiln_node_float(bn, "epsilon", 1e-5f, &eps);
   kiln_status_free(st);
@@ -119,7 +124,7 @@ static kiln_status fold_conv(kiln_rw *rw, int conv, int bn, bool *done) {
   if (!bn_read(g, &g->nodes.data[bn], w->dims[0], &p)) return KILN_OK;
   kiln_tensor *nw = NULL, *nb = NULL;
   kiln_status st = scale_weights(w, p.s, p.c, w->numel / p.c, &nw);
-  if (!st) st = new_bias(&p, b, 1.0, w->dtype, &nb);
+  if (!st) st = new_bias(&p, KILN_MUTANT(10) ? NULL : b, 1.0, w->dtype, &nb); /* mutant 10: conv bias lost */
   bn_free(&p);
   if (st) {
     kiln_tensor_free(nw);
@@ -148,7 +153,9 @@ static kiln_status fold_gemm(kiln_rw *rw, int gemm, int bn, bool *done) {
   if (!bn_read(g, &g->nodes.data[bn], n_out, &p)) return KILN_OK;
   kiln_tensor *nw = NULL, *nb = NULL;
   /* transB: channel = row (inner = K); else channel = column (inner = 1) */
-  st = scale_weights(w, p.s, p.c, trans_b ? w->dims[1] : 1, &nw);
+  int64_t inner = trans_b ? w->dims[1] : 1;
+  if (KILN_MUTANT(11)) inner = trans_b ? 1 : w->dims[1]; /* mutant 11: rows and columns swapped */
+  st = scale_weights(w, p.s, p.c, inner, &nw);
   if (!st) st = new_bias(&p, c, beta, w->dtype, &nb);
   bn_free(&p);
   if (st) {

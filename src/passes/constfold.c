@@ -9,6 +9,7 @@
  * fails, or computes a type other than the inferred one, leaves the node as it is. */
 #include <stdlib.h>
 
+#include "../base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 
@@ -53,7 +54,8 @@ static bool evaluate(kiln_graph *g, int i, kiln_val **out) {
   kiln_val *in[FOLD_MAX_IO] = {0};
   for (int k = 0; k < n->n_outputs; k++) out[k] = NULL;
   for (int k = 0; k < n->n_inputs; k++)
-    if (n->inputs[k] >= 0) in[k] = kiln_val_tensor(g->values.data[n->inputs[k]].data);
+    if (n->inputs[k] >= 0) /* mutant 13: every operand read from input 0 */
+      in[k] = kiln_val_tensor(g->values.data[n->inputs[KILN_MUTANT(13) ? 0 : k]].data);
   kiln_status st = kiln_op_check(g, n);
   if (!st) {
     kiln_eval_ctx ec = {g, n, n->n_inputs, in, n->n_outputs, out, NULL};

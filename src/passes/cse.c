@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 
@@ -90,7 +91,9 @@ static int64_t merge_constants(kiln_rw *rw) {
 static bool attr_equal(const kiln_attr *a, const kiln_attr *b) {
   if (strcmp(a->name, b->name) != 0 || a->kind != b->kind) return false;
   switch (a->kind) {
-  case KILN_ATTR_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0;
+  case KILN_ATTR_FLOAT:
+    if (KILN_MUTANT(7)) return true; /* mutant 7: float attributes not compared */
+    return memcmp(&a->f, &b->f, sizeof a->f) == 0;
   case KILN_ATTR_INT: return a->i == b->i;
   case KILN_ATTR_STRING: return a->s_len == b->s_len && !memcmp(a->s, b->s, a->s_len);
   case KILN_ATTR_TENSOR: return tensor_equal(a->t, b->t);

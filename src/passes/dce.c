@@ -2,6 +2,7 @@
  * subgraph), and constants that nothing reads. One backward sweep suffices: a node is
  * visited after all its readers, so chains of dead nodes go at once. Nodes with no outputs
  * at all are kept (an op of another domain may exist for its effect). */
+#include "../base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 
@@ -9,7 +10,11 @@ kiln_status kiln_pass_dce(kiln_pass_ctx *ctx, kiln_graph *g) {
   kiln_rw rw;
   kiln_rw_begin(&rw, g);
   for (int i = g->nodes.len - 1; i >= 0; i--) {
-    if (g->nodes.data[i].n_outputs == 0 || !kiln_rw_node_unused(&rw, i)) continue;
+    if (g->nodes.data[i].n_outputs == 0) continue;
+    if (!kiln_rw_node_unused(&rw, i)) {
+      int o0 = g->nodes.data[i].outputs[0]; /* mutant 8: only output 0 decides */
+      if (!KILN_MUTANT(8) || o0 < 0 || rw.uses[o0] > 0 || rw.is_output[o0]) continue;
+    }
     kiln_rw_kill_node(&rw, i);
     ctx->changes++;
   }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "passes.h"
 
 typedef enum node_class { NC_OTHER, NC_EW, NC_RED, NC_MM, NC_COUNT } node_class;
@@ -158,7 +159,8 @@ static void fuse_contractions(fuse_ctx *f, kiln_pass_ctx *ctx) {
  * the group (recursively through their own inputs). */
 static void add_prologue(fuse_ctx *f, int id, int v, const kiln_type *shape) {
   int p = producer(f, v);
-  if (p < 0 || f->cls[p] != NC_EW || f->g->nodes.data[p].group || f->n_uses[v] != 1) return;
+  if (p < 0 || f->cls[p] != NC_EW || f->g->nodes.data[p].group) return;
+  if (f->n_uses[v] != 1 && !KILN_MUTANT(17)) return; /* mutant 17: prologue value used outside */
   kiln_node *n = &f->g->nodes.data[p];
   if (!same_shape(vtype(f, v), shape)) return;
   n->group = id;
@@ -195,7 +197,7 @@ static bool try_add(fuse_ctx *f, int id, int j, const kiln_type *shape) {
   kiln_node *n = &f->g->nodes.data[j];
   if (f->cls[j] != NC_EW || n->group || !same_shape(vtype(f, n->outputs[0]), shape)) return false;
   f->in_grp[j] = true;
-  if (!convex(f)) {
+  if (!KILN_MUTANT(16) && !convex(f)) { /* mutant 16: convexity not checked */
     f->in_grp[j] = false;
     return false;
   }

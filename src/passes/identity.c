@@ -3,11 +3,13 @@
  * training_mode input is absent or a constant false (the reference kernel agrees). A
  * Dropout whose mask output is used stays: the mask is data. A node whose output is a graph
  * output is removed only when the input can take the output's name (not a graph input). */
+#include "../base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 
 static bool dropout_is_identity(const kiln_rw *rw, const kiln_node *n) {
-  if (n->n_outputs > 1 && n->outputs[1] >= 0 && rw->uses[n->outputs[1]] > 0) return false;
+  if (n->n_outputs > 1 && n->outputs[1] >= 0 && rw->uses[n->outputs[1]] > 0 && !KILN_MUTANT(12))
+    return false; /* mutant 12: removed although its mask is used */
   if (n->opset < 12 || n->n_inputs < 3 || n->inputs[2] < 0) return true;
   const kiln_tensor *t = kiln_rw_const(rw->g, n->inputs[2]);
   return t && t->numel == 1 && t->dtype == KILN_BOOL && !((const uint8_t *)t->data)[0];

@@ -9,6 +9,7 @@
  * Gather/Slice forms matter even when Shape(x) itself is not constant. */
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 
@@ -62,8 +63,9 @@ static kiln_status shape_dims(const kiln_graph *g, const kiln_node *s, int64_t *
   KILN_TRY(shape_range(s, t->rank, &lo, &hi));
   *len = hi - lo;
   for (int i = lo; i < hi; i++) {
-    vals[i - lo] = t->dims[i].value;
-    known[i - lo] = t->dims[i].value >= 0;
+    int src = KILN_MUTANT(15) ? i - lo : i; /* mutant 15: Shape's start not applied */
+    vals[i - lo] = t->dims[src].value;
+    known[i - lo] = t->dims[src].value >= 0;
   }
   return KILN_OK;
 }
@@ -88,7 +90,7 @@ static kiln_status fold_size(kiln_rw *rw, int i, bool *done) {
   *done = false;
   if (!t || !kiln_type_is_static(t)) return KILN_OK;
   int64_t numel = 1;
-  for (int k = 0; k < t->rank; k++)
+  for (int k = 0; k < t->rank - (KILN_MUTANT(14) && t->rank > 0); k++) /* mutant 14: last dim */
     if (kiln_mul_overflow_i64(numel, t->dims[k].value, &numel)) return KILN_OK;
   return to_const(rw, n->outputs[0], 0, NULL, &numel, done);
 }

@@ -21,6 +21,7 @@
  * Sweeps repeat (at most MAX_ROUNDS) until nothing changes. */
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 
@@ -54,6 +55,7 @@ static int producer_op(const kiln_graph *g, int v, kiln_op op) {
 
 /* True if constant c broadcast against x leaves x's shape unchanged. */
 static bool no_broadcast_growth(const kiln_tensor *c, const kiln_type *x) {
+  if (KILN_MUTANT(2)) return true; /* mutant 2: a broadcasting identity constant is dropped */
   if (!x || c->rank > x->rank) return false;
   for (int i = 0; i < c->rank; i++) {
     int64_t cd = c->dims[c->rank - 1 - i], xd = x->dims[x->rank - 1 - i].value;
@@ -86,7 +88,9 @@ static bool is_identity_const(kiln_op op, const kiln_tensor *c, bool c_first) {
   case KILN_OP_Mul: return kiln_rw_const_all(c, 1);
   case KILN_OP_Div: return !c_first && kiln_rw_const_all(c, 1);
   case KILN_OP_Add: return kiln_rw_const_all(c, fl ? -0.0 : 0);
-  case KILN_OP_Sub: return !c_first && kiln_rw_const_all(c, 0.0);
+  case KILN_OP_Sub:
+    if (KILN_MUTANT(1)) return kiln_rw_const_all(c, 0.0); /* mutant 1: 0 - x taken for x */
+    return !c_first && kiln_rw_const_all(c, 0.0);
   default: return false;
   }
 }
@@ -137,6 +141,8 @@ static bool simplify_transpose(kiln_rw *rw, int i) {
   int t1 = producer_op(g, n->inputs[0], KILN_OP_Transpose);
   if (t1 < 0 || !get_perm(g, &g->nodes.data[t1], p1, &r1) || r1 != r) return false;
   for (int k = 0; k < r; k++) q[k] = p1[p2[k]];
+  if (KILN_MUTANT(3)) /* mutant 3: the two perms composed in the wrong order */
+    for (int k = 0; k < r; k++) q[k] = p2[p1[k]];
   int x = g->nodes.data[t1].inputs[0];
   if (is_iota(q, r)) return forward(rw, i, x);
   kiln_rw_set_input(rw, i, 0, x);
@@ -152,6 +158,8 @@ static bool is_view(kiln_op op) {
 
 static bool same_static_type(const kiln_graph *g, int a, int b) {
   const kiln_type *ta = ttype(g, a), *tb = ttype(g, b);
+  if (KILN_MUTANT(4)) /* mutant 4: a view is dropped when rank and dtype agree */
+    return ta && tb && kiln_type_is_static(ta) && ta->rank == tb->rank && ta->dtype == tb->dtype;
   return ta && tb && kiln_type_is_static(ta) && kiln_type_equal(ta, tb);
 }
 
@@ -229,7 +237,10 @@ static bool simplify_cast(kiln_rw *rw, int i) {
   int64_t to;
   if (!xt || !xt->dtype) return false;
   if (n->op == KILN_OP_Cast) {
-    if (!good(kiln_node_int(n, "to", -1, &to)) || to != (int64_t)xt->dtype) return false;
+    if (!good(kiln_node_int(n, "to", -1, &to))) return false;
+    if (KILN_MUTANT(5)) /* mutant 5: a Cast within one class (float to float, int to int) dropped */
+      to = kiln_dtype_is_float((kiln_dtype)to) == kiln_dtype_is_float(xt->dtype) ? (int64_t)xt->dtype : to;
+    if (to != (int64_t)xt->dtype) return false;
   } else {
     const kiln_type *lt = n->n_inputs >= 2 ? ttype(g, n->inputs[1]) : NULL;
     if (!lt || lt->dtype != xt->dtype) return false;
@@ -259,6 +270,7 @@ static kiln_status matmul_bias_to_gemm(kiln_rw *rw, int i, bool *done) {
                (bias->rank == 2 && bias->dims[0] == 1 && bias->dims[1] == nd);
     if (!row || nd < 0 || bias->dtype != at->dtype) continue;
     int in[3] = {m->inputs[0], m->inputs[1], n->inputs[1 - side]};
+    if (KILN_MUTANT(6)) in[2] = n->inputs[side]; /* mutant 6: the MatMul result as the bias */
     KILN_TRY(rebuild_as(rw, i, "Gemm", 3, in, done));
     if (*done && kiln_rw_node_unused(rw, mm)) kiln_rw_kill_node(rw, mm);
   }

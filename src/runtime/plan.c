@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "../ops/ops.h"
 #include "runtime.h"
 
@@ -210,7 +211,7 @@ static void try_inplace(liveness *L, const kiln_graph *g, const kiln_step *st, i
   int vo = ao->id, vi = ai->id;
   if (L->def[vo] != s || L->storage[vo] < 0 || L->storage[vi] < 0) return;
   int bo = L->storage[vo], bi = L->storage[vi];
-  if (bo == bi || L->blocks.data[bi].last != s ||
+  if (bo == bi || (L->blocks.data[bi].last != s && !KILN_MUTANT(46)) || /* mutant 46 */
       L->blocks.data[bo].bytes != L->blocks.data[bi].bytes)
     return;
   if (storage_read_elsewhere(L, st, bi, i) || storage_read_elsewhere(L, st, bo, o)) return;
@@ -359,7 +360,9 @@ static int64_t place_order(block *blocks, int n, const int *order, bool best_fit
     }
     int m = 0;
     for (int j = 0; j < n_placed; j++)
-      if (placed[j]->first <= b->last && b->first <= placed[j]->last) near[m++] = placed[j];
+      if (placed[j]->first <= b->last && b->first <= placed[j]->last &&
+          !(KILN_MUTANT(47) && (placed[j]->first == b->last || b->first == placed[j]->last)))
+        near[m++] = placed[j]; /* mutant 47: lives that meet at one step taken as disjoint */
     b->offset = fit(b, near, m, best_fit);
     if (b->offset + b->bytes > top) top = b->offset + b->bytes;
     placed[n_placed++] = b;

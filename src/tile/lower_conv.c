@@ -13,6 +13,7 @@
  * accumulated in a local row. */
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "lower_mm.h"
 
 #define CONV_MAX_SP 3
@@ -189,7 +190,8 @@ static kiln_status pack_im2col(void *ud, kiln_tkernel *k, kiln_tblock *blk, cons
   kiln_texpr *p = kiln_tadd(k, kiln_tmul(k, jb, g->NR), kiln_tv(k, jv));
   kiln_texpr *live = kiln_tbin(k, KILN_TOP_LT, p, kiln_tint(k, cg->P));
   for (int d = 0; d < cg->nsp; d++) {
-    kiln_texpr *o = divc(k, p, sp_stride(cg->out, cg->nsp, d));
+    /* mutant 44: pixel coordinates from the input's strides */
+    kiln_texpr *o = divc(k, p, sp_stride(KILN_MUTANT(44) ? cg->in : cg->out, cg->nsp, d));
     if (d > 0) o = kiln_tbin(k, KILN_TOP_MOD, o, kiln_tint(k, cg->out[d]));
     o = kiln_tadd(k, kiln_tmul(k, o, cg->s[d]), kiln_tint(k, -cg->pb[d]));
     o = kiln_tselect(k, live, o, kiln_tint(k, -((int64_t)1 << 40)));
@@ -204,7 +206,8 @@ static kiln_status pack_im2col(void *ud, kiln_tkernel *k, kiln_tblock *blk, cons
   kiln_texpr *pos[CONV_MAX_SP];
   for (int d = 0; d < cg->nsp; d++) {
     kiln_texpr *o = kiln_tload(k, ic->tab, kiln_tadd(k, kiln_tint(k, d * g->NR), kiln_tv(k, jv)));
-    pos[d] = kiln_tadd(k, o, kiln_tmul(k, kernel_coord(k, cg, kiln_tv(k, kv), d), cg->dil[d]));
+    int64_t dil = KILN_MUTANT(36) ? 1 : cg->dil[d]; /* mutant 36: dilation ignored */
+    pos[d] = kiln_tadd(k, o, kiln_tmul(k, kernel_coord(k, cg, kiln_tv(k, kv), d), dil));
   }
   kiln_texpr *valid, *sidx;
   window_at(k, cg, pos, &valid, &sidx);
@@ -321,7 +324,7 @@ static kiln_status conv_epi_cb(void *ud, kiln_tkernel *k, kiln_tblock *blk, kiln
   co.e[1] = m;
   if (cg->G > 1) {
     kiln_texpr *g = kiln_tbin(k, KILN_TOP_MOD, b, kiln_tint(k, cg->G));
-    co.e[1] = kiln_tadd(k, kiln_tmul(k, g, cg->Cog), m);
+    co.e[1] = kiln_tadd(k, kiln_tmul(k, g, KILN_MUTANT(37) ? cg->Cig : cg->Cog), m); /* mutant 37 */
   }
   co.e[2] = n;
   return kiln_mm_epi_emit(map->epi, k, blk, &co, acc);
@@ -347,6 +350,7 @@ static kiln_status bind_filter(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *st
     gm->a_buf = kiln_lower_param_packed(c, k, step, "w_packed", p);
     gm->a_packed = true;
     gm->a_bstr[1] = (cg->Cog + gm->MR - 1) / gm->MR * gm->MR * cg->Kdim;
+    if (KILN_MUTANT(45)) gm->a_bstr[1] = cg->Cog * cg->Kdim; /* mutant 45: blocks not rounded */
     return KILN_OK;
   }
   gm->a_buf = kiln_lower_param_value(c, k, step, wval);

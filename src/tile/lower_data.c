@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "lower_ops.h"
 
 typedef struct dm {
@@ -87,6 +88,8 @@ static kiln_status transpose(dm *s) {
     if (perm[d] < 0 || perm[d] >= r) return kiln_invalid("Transpose: bad perm");
     idx[perm[d]] = var(s, &nest, d);
   }
+  if (KILN_MUTANT(29)) /* mutant 29: the inverse permutation */
+    for (int d = 0; d < r; d++) idx[d] = var(s, &nest, (int)perm[d]);
   emit_store(s, nest.body, yb, &nest, xb, idx, NULL, NULL, -1);
   return KILN_OK;
 }
@@ -134,7 +137,7 @@ static kiln_status slice_params(dm *s, int64_t *start, int64_t *step) {
     if (a < 0 || a >= r) return kiln_invalid("Slice: axis out of range");
     int64_t dim = s->xd[a], stp = nt >= 0 ? sp[i] : 1, b = st[i];
     if (stp == 0) return kiln_invalid("Slice: step 0");
-    if (b < 0) b += dim;
+    if (b < 0 && !KILN_MUTANT(30)) b += dim; /* mutant 30: negative start not wrapped */
     b = stp > 0 ? (b < 0 ? 0 : b > dim ? dim : b) : (b < 0 ? -1 : b > dim - 1 ? dim - 1 : b);
     start[a] = b;
     step[a] = stp;
@@ -196,7 +199,7 @@ static kiln_status concat_split(dm *s, bool split) {
     kiln_tblock_push(s->k, nest.body,
                      split ? kiln_tstore(s->k, pb, small, kiln_tload(s->k, big, large))
                            : kiln_tstore(s->k, big, large, kiln_tload(s->k, pb, small)));
-    off += td[axis];
+    off += KILN_MUTANT(31) ? bd[axis] / parts : td[axis]; /* mutant 31: equal parts */
   }
   return KILN_OK;
 }
@@ -224,7 +227,8 @@ static kiln_status gather(dm *s) {
       kiln_tcast(s->k, KILN_I64, kiln_tload(s->k, ib, kiln_lower_index(s->k, it->rank, id, ii)));
   int iv = kiln_tkernel_var(s->k, "gi", KILN_I64);
   kiln_texpr *fixed = kiln_tselect(s->k, kiln_tbin(s->k, KILN_TOP_LT, raw, kiln_tint(s->k, 0)),
-                                   kiln_tadd(s->k, raw, kiln_tint(s->k, s->xd[axis])), raw);
+                                   kiln_tadd(s->k, raw, kiln_tint(s->k, s->xd[KILN_MUTANT(32) ? 0 : axis])),
+                                   raw); /* mutant 32: wraps by the extent of axis 0 */
   kiln_tblock_push(s->k, nest.body, kiln_tassign(s->k, iv, fixed));
   for (int d = 0; d < s->x->rank; d++)
     idx[d] = d < axis    ? var(s, &nest, d)
@@ -258,7 +262,7 @@ static kiln_status pad_params(dm *s, int64_t *lo, int *mode, kiln_texpr **val) {
       const kiln_value *v = &g->values.data[n->inputs[2]];
       if (v->kind != KILN_VALUE_CONST || v->data->numel != 1)
         return kiln_unsupported("Pad value not a constant");
-      cv = kiln_load_f64(v->data->dtype, v->data->data, 0);
+      if (!KILN_MUTANT(34)) cv = kiln_load_f64(v->data->dtype, v->data->data, 0); /* mutant 34 */
     }
   } else {
     const int64_t *a;
@@ -296,7 +300,9 @@ static kiln_status pad(dm *s) {
       i = kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, i, kiln_tint(k, 0)),
                        kiln_tun(k, KILN_TOP_NEG, i), i);
       i = kiln_tselect(k, kiln_tbin(k, KILN_TOP_GE, i, kiln_tint(k, n)),
-                       kiln_tadd(k, kiln_tint(k, 2 * (n - 1)), kiln_tun(k, KILN_TOP_NEG, i)), i);
+                       kiln_tadd(k, kiln_tint(k, 2 * (n - 1) + KILN_MUTANT(33)), /* mutant 33: 2n-1-i */
+                                 kiln_tun(k, KILN_TOP_NEG, i)),
+                       i);
     } else if (mode == 2) { /* edge: clamp */
       i = kiln_tbin(k, KILN_TOP_MIN, kiln_tbin(k, KILN_TOP_MAX, i, kiln_tint(k, 0)),
                     kiln_tint(k, n - 1));

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "lower_ops.h"
 
 /* ---- op classes ---- */
@@ -256,16 +257,20 @@ static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a
   case KILN_OP_Reciprocal: return bin(k, KILN_TOP_DIV, num(k, t, 1), a);
   case KILN_OP_Sigmoid: return sigmoid(k, a);
   case KILN_OP_Softplus: return softplus(k, a);
-  case KILN_OP_Softsign:
-    return bin(k, KILN_TOP_DIV, a, bin(k, KILN_TOP_ADD, num(k, t, 1), un(k, KILN_TOP_ABS, a)));
+  case KILN_OP_Softsign: /* mutant 19: |a| written as a */
+    return bin(k, KILN_TOP_DIV, a,
+               bin(k, KILN_TOP_ADD, num(k, t, 1), KILN_MUTANT(19) ? a : un(k, KILN_TOP_ABS, a)));
   case KILN_OP_Mish: return bin(k, KILN_TOP_MUL, a, un(k, KILN_TOP_TANH, softplus(k, a)));
   case KILN_OP_HardSwish:
     return bin(
         k, KILN_TOP_MUL, a,
         clamp01(k, bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_DIV, a, num(k, t, 6)), num(k, t, 0.5))));
-  case KILN_OP_Elu:
+  case KILN_OP_Elu: {
+    kiln_texpr *em1 = expm1_(k, a);
+    if (KILN_MUTANT(18)) em1 = un(k, KILN_TOP_EXP, a); /* mutant 18: exp(a) for exp(a) - 1 */
     return sel(k, bin(k, KILN_TOP_LT, a, zero),
-               bin(k, KILN_TOP_MUL, num(k, t, attr_f(n, "alpha", 1)), expm1_(k, a)), a);
+               bin(k, KILN_TOP_MUL, num(k, t, attr_f(n, "alpha", 1)), em1), a);
+  }
   case KILN_OP_Celu: {
     kiln_texpr *al = num(k, t, attr_f(n, "alpha", 1));
     kiln_texpr *e = bin(k, KILN_TOP_MUL, al, expm1_(k, bin(k, KILN_TOP_DIV, a, al)));
@@ -362,7 +367,7 @@ static kiln_status modulo(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, ki
   if (is_signed(t)) bad = bin(k, KILN_TOP_OR, bad, bin(k, KILN_TOP_EQ, b, num(k, t, -1)));
   kiln_texpr *safe_b = sel(k, bad, num(k, t, 1), b);
   kiln_texpr *r = bin(k, KILN_TOP_MOD, a, safe_b);
-  if (is_signed(t) && !fmod_) {
+  if (is_signed(t) && !fmod_ && !KILN_MUTANT(23)) { /* mutant 23: C remainder, sign of a */
     kiln_texpr *fix = bin(k, KILN_TOP_AND, bin(k, KILN_TOP_NE, r, num(k, t, 0)),
                           bin(k, KILN_TOP_NE, bin(k, KILN_TOP_LT, r, num(k, t, 0)),
                               bin(k, KILN_TOP_LT, b, num(k, t, 0))));
@@ -421,6 +426,8 @@ static kiln_texpr *fold(kiln_tkernel *k, kiln_top op, int n, kiln_texpr *const *
 static kiln_status cast_to(kiln_tkernel *k, kiln_dtype to, kiln_texpr *a, kiln_texpr **out) {
   kiln_dtype ct = kiln_lower_compute_type(to);
   if (to == KILN_BOOL && a->type != KILN_BOOL) *out = bin(k, KILN_TOP_NE, a, num(k, a->type, 0));
+  else if (KILN_MUTANT(22) && kiln_dtype_is_float(a->type) && kiln_dtype_is_int(ct))
+    *out = kiln_tcast(k, ct, un(k, KILN_TOP_ROUND, a)); /* mutant 22: rounds, not truncates */
   else *out = kiln_tcast(k, ct, a);
   return KILN_OK;
 }
@@ -483,7 +490,9 @@ static kiln_status expr_of(kiln_tkernel *k, const kiln_node *n, kiln_texpr *cons
     *out =
         bin(k, KILN_TOP_DIV, fold(k, KILN_TOP_ADD, n->n_inputs, x), num(k, a->type, n->n_inputs));
     break;
-  case KILN_OP_Where: *out = sel(k, a, b, x[2]); break;
+  case KILN_OP_Where: /* mutant 21: the two branches swapped */
+    *out = KILN_MUTANT(21) ? sel(k, a, x[2], b) : sel(k, a, b, x[2]);
+    break;
   case KILN_OP_Cast:
   case KILN_OP_CastLike: return cast_to(k, out_dt, a, out);
   default: ok = false;

@@ -5,6 +5,7 @@
  * GEMMs over the broadcast batch dims with B read in place when it is at most one panel
  * wide, or packed into scratch. Gemm reads A in place (transA through strides), prepacks a
  * constant B (transB folded into the packing) and adds alpha and beta*C in the epilogue. */
+#include "../base/mutate.h"
 #include "lower_mm.h"
 
 bool kiln_mm_value_ok(const kiln_graph *g, int v, kiln_dtype dt) {
@@ -261,7 +262,7 @@ static kiln_status lower_gemm(kiln_lower_ctx *c, const kiln_group *grp, const ki
   kiln_tkernel *k = kiln_lower_kernel(c, grp, "gemm", &step);
   gm->a_buf = kiln_lower_param_value(c, k, &step, n->inputs[0]);
   gm->a_sm = ta ? 1 : K;
-  gm->a_sk = ta ? M : 1;
+  gm->a_sk = ta ? (KILN_MUTANT(38) ? K : M) : 1; /* mutant 38: transA stride K */
   KILN_TRY(bind_b(c, k, &step, gm, n->inputs[1], tb ? 1 : N, tb ? K : 1, st));
   return finish(c, grp, k, &step, gm, map, &head);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "lower_more.h"
 
 typedef struct one {
@@ -275,6 +276,7 @@ static kiln_status cum(one *s, bool prod) {
   int na, r = s->x->rank;
   KILN_TRY(kiln_node_int(s->n, "exclusive", 0, &excl));
   KILN_TRY(kiln_node_int(s->n, "reverse", 0, &rev));
+  if (KILN_MUTANT(40)) excl = 0; /* mutant 40: exclusive ignored */
   if (r < 1) return kiln_invalid("%s of a scalar", s->n->op_type);
   int xb = param(s, s->n->inputs[0]), yb = param(s, s->n->outputs[0]);
   kiln_tkernel *k = s->k;

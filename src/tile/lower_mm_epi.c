@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "lower_mm.h"
 
 struct kiln_mm_epi {
@@ -238,7 +239,8 @@ static kiln_texpr *emit_head(kiln_mm_epi *e, kiln_tkernel *k, const kiln_mm_coor
     kiln_texpr *b = kiln_lower_load(k, e->bias.buf, operand_index(k, e, e->bias.strides, co));
     b = kiln_tcast(k, e->acc_type, b);
     if (e->head.beta != 1.0)
-      b = kiln_tbin(k, KILN_TOP_MUL, b, kiln_tfloat(k, e->acc_type, e->head.beta));
+      b = kiln_tbin(k, KILN_TOP_MUL, b, /* mutant 39: C scaled by alpha */
+                    kiln_tfloat(k, e->acc_type, KILN_MUTANT(39) ? e->head.alpha : e->head.beta));
     v = kiln_tbin(k, KILN_TOP_ADD, v, b);
   }
   return v;

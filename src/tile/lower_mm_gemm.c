@@ -13,6 +13,7 @@
  * panels it multiplies, so a panel is used while it is in L2) or the row-block loop (B
  * packed first by all threads, then each thread takes row blocks and streams its share of
  * A once), whichever splits evenly; tiny products run serially. */
+#include "../base/mutate.h"
 #include "lower_mm.h"
 
 int64_t kiln_mm_gemm_panels(const kiln_mm_gemm *g) {
@@ -182,8 +183,10 @@ static kiln_status emit_tile(kiln_tkernel *k, kiln_tblock *blk, const kiln_mm_ge
   } else if (!inplace && g->N % g->NR != 0) {
     /* the last panel's padding columns are not stored (clamped for the verifier too) */
     kiln_tstmt *guard = kiln_tif(k, kiln_tbin(k, KILN_TOP_LT, col, kiln_tint(k, g->N)));
-    kiln_tblock_push(k, body, guard);
-    body = &guard->body;
+    if (!KILN_MUTANT(42)) { /* mutant 42: padding columns stored (onto column N-1) */
+      kiln_tblock_push(k, body, guard);
+      body = &guard->body;
+    }
     col = kiln_tbin(k, KILN_TOP_MIN, col, kiln_tint(k, g->N - 1));
   }
   kiln_texpr *row = kiln_tadd(k, kiln_tmul(k, ib, g->MR), kiln_tv(k, v->i));
@@ -199,7 +202,8 @@ static kiln_status emit_rows(kiln_tkernel *k, kiln_tblock *blk, const kiln_mm_ge
     kiln_tstmt *il = loop(k, blk, v->ib, full, kind);
     KILN_TRY(emit_tile(k, &il->body, g, v, kiln_tv(k, v->ib), g->MR, jb));
   }
-  if (tail > 0) KILN_TRY(emit_tile(k, blk, g, v, kiln_tint(k, full), tail, jb));
+  if (tail > (KILN_MUTANT(41) ? 1 : 0)) /* mutant 41: a tail of one row is dropped */
+    KILN_TRY(emit_tile(k, blk, g, v, kiln_tint(k, full), tail, jb));
   return KILN_OK;
 }
 
@@ -270,7 +274,9 @@ kiln_status kiln_mm_pack_b_const(const kiln_tensor *src, int64_t batch, int64_t 
           int64_t n = p * NR + j;
           if (n >= N) continue;
           double x = kiln_load_f64(src->dtype, src->data, (size_t)(b * bstride + kk * sk + n * sn));
-          kiln_store_f64(dt, (*out)->data, (size_t)(((b * np + p) * K + kk) * NR + j), x);
+          int64_t at = ((b * np + p) * K + kk) * NR + j;
+          if (KILN_MUTANT(43)) at = ((b * np + p) * NR + j) * K + kk; /* mutant 43: column-major */
+          kiln_store_f64(dt, (*out)->data, (size_t)at, x);
         }
   return KILN_OK;
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "lower_ops.h"
 
 const kiln_type *kiln_lower_static(const kiln_graph *g, int v) {
@@ -83,7 +84,7 @@ kiln_texpr *kiln_lower_bcast_index(kiln_tkernel *k, const kiln_nest *n, const ki
   kiln_texpr *idx = kiln_tint(k, 0);
   int64_t stride = 1;
   for (int d = t->rank - 1; d >= 0; d--) {
-    int od = n->rank - t->rank + d;
+    int od = KILN_MUTANT(20) ? d : n->rank - t->rank + d; /* mutant 20: left-aligned broadcast */
     int64_t ext = t->dims[d].value;
     if (ext != 1 && od >= 0) idx = kiln_tadd(k, kiln_tmul(k, kiln_tv(k, n->vars[od]), stride), idx);
     stride *= ext;

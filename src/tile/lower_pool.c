@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "lower_ops.h"
 
 typedef struct pool {
@@ -132,7 +133,7 @@ kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp) {
   kiln_texpr *x = kiln_tcast(k, at, kiln_lower_load(k, xb, kiln_lower_index(k, rank, p.in, idx)));
   kiln_texpr *upd = kiln_tbin(k, p.max ? KILN_TOP_MAX : KILN_TOP_ADD, kiln_tv(k, acc), x);
   kiln_tblock_push(k, &guard->body, kiln_tassign(k, acc, upd));
-  kiln_texpr *counted = p.count_pad ? padded : inside;
+  kiln_texpr *counted = p.count_pad || KILN_MUTANT(35) ? padded : inside; /* mutant 35 */
   kiln_tblock_push(
       k, w,
       kiln_tassign(k, cnt,

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/mutate.h"
 #include "lower_ops.h"
 
 typedef enum red_kind {
@@ -298,7 +299,8 @@ static kiln_status lower_reduce(red *s) {
   kiln_dtype ct = kiln_lower_compute_type(s->xt->dtype), at = acc_type(s->rk, ct);
   int acc = new_var(s, "acc", at);
   kiln_texpr *init = s->rk == RK_PROD  ? num(k, at, 1)
-                     : s->rk == RK_MAX ? extreme(k, at, false)
+                     : s->rk == RK_MAX ? (KILN_MUTANT(24) ? num(k, at, 0) /* mutant 24: max from 0 */
+                                                          : extreme(k, at, false))
                      : s->rk == RK_MIN ? extreme(k, at, true)
                                        : num(k, at, 0);
   push(s, s->outer, acc, init);
@@ -312,7 +314,9 @@ static kiln_status lower_reduce(red *s) {
   case RK_L2: e = kiln_tbin(k, KILN_TOP_ADD, a, kiln_tbin(k, KILN_TOP_MUL, x, x)); break;
   case RK_L1:
     e = kiln_tbin(k, KILN_TOP_ADD, a,
-                  kiln_dtype_class_of(at) == KILN_CLASS_UINT ? x : kiln_tun(k, KILN_TOP_ABS, x));
+                  kiln_dtype_class_of(at) == KILN_CLASS_UINT || KILN_MUTANT(26) /* mutant 26: no abs */
+                      ? x
+                      : kiln_tun(k, KILN_TOP_ABS, x));
     break;
   case RK_LOGSUMEXP: e = kiln_tbin(k, KILN_TOP_ADD, a, kiln_tun(k, KILN_TOP_EXP, x)); break;
   case RK_PROD: e = kiln_tbin(k, KILN_TOP_MUL, a, x); break;
@@ -322,7 +326,7 @@ static kiln_status lower_reduce(red *s) {
   }
   push(s, b, acc, e);
   kiln_texpr *r = kiln_tv(k, acc);
-  if (s->rk == RK_MEAN) r = kiln_tbin(k, KILN_TOP_DIV, r, num(k, at, (double)reduced_count(s)));
+  if (s->rk == RK_MEAN && !KILN_MUTANT(25)) r = /* mutant 25: Mean not divided */ kiln_tbin(k, KILN_TOP_DIV, r, num(k, at, (double)reduced_count(s)));
   if (s->rk == RK_L2) r = kiln_tun(k, KILN_TOP_SQRT, r);
   if (s->rk == RK_LOGSUM || s->rk == RK_LOGSUMEXP) r = kiln_tun(k, KILN_TOP_LOG, r);
   kiln_dtype ot = s->c->g->values.data[s->r->outputs[0]].type.dtype;
@@ -386,7 +390,7 @@ static kiln_status lower_softmax(red *s) {
   d = kiln_tbin(k, KILN_TOP_SUB, x, kiln_tv(k, mx));
   kiln_texpr *y = s->rk == RK_SOFTMAX
                       ? kiln_tbin(k, KILN_TOP_MUL, kiln_tun(k, KILN_TOP_EXP, d), kiln_tv(k, nv))
-                      : kiln_tbin(k, KILN_TOP_SUB, d, kiln_tv(k, nv));
+                      : kiln_tbin(k, KILN_TOP_SUB, KILN_MUTANT(27) ? x : d, kiln_tv(k, nv)); /* mutant 27 */
   return epilogue(s, b, s->r->outputs[0], y, s->pos, s->xt->rank);
 }
 
@@ -408,7 +412,8 @@ static kiln_status layernorm_stats(red *s, int mean, int inv) {
   KILN_TRY(value_at(s, s->r->inputs[0], &x));
   kiln_texpr *dx = kiln_tbin(k, KILN_TOP_SUB, kiln_tcast(k, KILN_F64, x), kiln_tv(k, mean));
   push(s, b, inv, kiln_tbin(k, KILN_TOP_ADD, kiln_tv(k, inv), kiln_tbin(k, KILN_TOP_MUL, dx, dx)));
-  kiln_texpr *var = kiln_tbin(k, KILN_TOP_DIV, kiln_tv(k, inv), kiln_tfloat(k, KILN_F64, n));
+  double nvar = KILN_MUTANT(28) ? n - 1 : n; /* mutant 28: unbiased variance (n - 1) */
+  kiln_texpr *var = kiln_tbin(k, KILN_TOP_DIV, kiln_tv(k, inv), kiln_tfloat(k, KILN_F64, nvar));
   kiln_texpr *sd =
       kiln_tun(k, KILN_TOP_SQRT, kiln_tbin(k, KILN_TOP_ADD, var, kiln_tfloat(k, KILN_F64, eps)));
   push(s, s->outer, inv, kiln_tbin(k, KILN_TOP_DIV, kiln_tfloat(k, KILN_F64, 1), sd));

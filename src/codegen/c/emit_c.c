@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../base/mutate.h"
 #include "../render.h"
 
 kiln_codegen_opts kiln_codegen_opts_default(void) {
@@ -219,7 +220,12 @@ static kiln_status c_loop(kiln_render *r, const kiln_tstmt *s) {
     int64_t n = s->extent->kind == KILN_TE_INT ? s->extent->i : 4;
     kiln_render_line(r, "KILN_UNROLL(%lld)", (long long)(n > 16 ? 16 : n < 1 ? 1 : n));
   }
-  if (omp) {
+  int64_t ext = s->extent->kind == KILN_TE_INT ? s->extent->i : 0;
+  if (KILN_MUTANT(54) && !omp && s->loop == KILN_LOOP_VECTOR && ext > 8 && ext % 8) {
+    const char *v = r->var_names[s->var]; /* mutant 54: the remainder of 8 lanes dropped */
+    kiln_render_line(r, "for (int64_t %s = 0; %s < %lld; %s++) {", v, v, (long long)(ext & ~7), v);
+    r->indent++;
+  } else if (omp) {
     KILN_TRY(omp_loop_open(r, s));
   } else {
     KILN_TRY(kiln_render_for_header(r, s));
@@ -246,7 +252,9 @@ bool kiln_codegen_c_mma_fast(const kiln_tkernel *k, const kiln_tmma *m) {
       return false;
   return k->bufs.data[m->c_buf].scope == KILN_SCOPE_LOCAL && m->ldc == m->n && m->b_sn == 1 &&
          m->b_sk == m->n && (m->a_sk == 1 || m->a_sm == 1) &&
-         (m->n == 16 || m->n == 32 || m->n == 48 || m->n == 64) && m->m >= 1 && m->m <= 8 &&
+         (m->n == 16 || m->n == 32 || m->n == 48 || m->n == 64 ||
+          (KILN_MUTANT(52) && m->n % 8 == 0 && m->n < 64)) && /* mutant 52: n of 8s */
+         m->m >= 1 && m->m <= 8 &&
          m->k >= 1 && m->c_off && m->a_off && m->b_off;
 }
 
@@ -275,8 +283,8 @@ static void emit_microkernel(kiln_strbuf *o, int m, int n) {
   kiln_strbuf_printf(o, ";\n");
   for (int j = 0; j < nv; j++) kiln_strbuf_printf(o, "    KILN_VF_LOAD(b%d, b + %d);\n", j, j * 16);
   for (int i = 0; i < m; i++) {
-    kiln_strbuf_printf(o, "    {\n      kiln_vf a%d;\n      KILN_VF_SPLAT(a%d, a[%d * sm + p * sk]);\n",
-                       i, i, i);
+    kiln_strbuf_printf(o, "    {\n      kiln_vf a%d;\n      KILN_VF_SPLAT(a%d, a[%d * sm + p%s]);\n", i,
+                       i, i, KILN_MUTANT(53) ? "" : " * sk"); /* mutant 53: sk taken as 1 */
     for (int j = 0; j < nv; j++)
       kiln_strbuf_printf(o, "      KILN_VF_FMA(c%d_%d, a%d, b%d);\n", i, j, i, j);
     kiln_strbuf_printf(o, "    }\n");

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""One small model per seeded bug of docs/MUTANTS.md that exposes it.
+
+  .venv/bin/python scripts/mutant_cases.py --kiln build-mutation/kiln [--only 3,7] [--backend cpu]
+
+For each mutant n: writes the model and its inputs, computes the expected outputs with the
+reference interpreter, then runs the chosen backend (default cpu: passes, lowering, C code
+and memory plan) with KILN_MUTANT=n and with KILN_MUTANT unset. A mutant is exposed when
+its run fails (mismatch or error) while the unmutated run passes. Prints one line per
+mutant and "N exposed, N not exposed, N control failures". Needs a build configured with
+-DKILN_MUTATION=ON. Generated kernels go to a private cache folder.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto as TP
+from onnx import helper as H
+from onnx import numpy_helper as NH
+
+F, I32, I64 = TP.FLOAT, TP.INT32, TP.INT64
+rng = np.random.default_rng(7)
+
+
+def r(*shape, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, shape).astype(np.float32)
+
+
+def c(name, arr):
+    return NH.from_array(np.asarray(arr), name)
+
+
+class Case:
+    def __init__(self, nodes, inputs, outputs, inits=(), opset=17):
+        self.nodes, self.inputs, self.outputs = nodes, inputs, outputs
+        self.inits, self.opset = list(inits), opset
+
+    def write(self, d):
+        vi = [H.make_tensor_value_info(n, NH.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+              for n, a in self.inputs]
+        vo = [H.make_tensor_value_info(n, t, None) for n, t in self.outputs]
+        g = H.make_graph(self.nodes, "mutant", vi, vo, self.inits)
+        m = H.make_model(g, opset_imports=[H.make_opsetid("", self.opset)])
+        m.ir_version = 8
+        onnx.save(m, os.path.join(d, "model.onnx"))
+        args = []
+        for n, a in self.inputs:
+            p = os.path.join(d, n + ".npy")
+            np.save(p, a)
+            args += ["--input", f"{n}={p}"]
+        return args
+
+
+N = H.make_node
+CASES = {}
+
+
+def case(n):
+    def reg(f):
+        CASES[n] = f
+        return f
+    return reg
+
+
+# ---- passes ----
+case(1)(lambda: Case([N("Relu", ["x"], ["t"]), N("Sub", ["z", "t"], ["y"])], [("x", r(3))], [("y", F)],
+                     [c("z", np.zeros(3, np.float32))]))
+case(2)(lambda: Case([N("Relu", ["x"], ["t"]), N("Mul", ["t", "one"], ["y"])], [("x", r(3))],
+                     [("y", F)],
+                     [c("one", np.ones((2, 3), np.float32))]))
+case(3)(lambda: Case([N("Relu", ["x"], ["u"]), N("Transpose", ["u"], ["t"], perm=[1, 0, 2]),
+                      N("Transpose", ["t"], ["y"], perm=[0, 2, 1])], [("x", r(3, 3, 3))],
+                     [("y", F)]))
+case(4)(lambda: Case([N("Reshape", ["x", "s"], ["t"]), N("Transpose", ["t"], ["y"])],
+                     [("x", r(2, 6))], [("y", F)], [c("s", np.array([3, 4], np.int64))]))
+case(5)(lambda: Case([N("Relu", ["x"], ["t"]), N("Cast", ["t"], ["y"], to=TP.FLOAT16)], [("x", r(5))],
+                     [("y", TP.FLOAT16)]))
+case(6)(lambda: Case([N("MatMul", ["a", "b"], ["m"]), N("Add", ["m", "bias"], ["y"])],
+                     [("a", r(3, 4))], [("y", F)], [c("b", r(4, 5)), c("bias", r(5))]))
+case(7)(lambda: Case([N("LeakyRelu", ["x"], ["y1"], alpha=0.1),
+                      N("LeakyRelu", ["x"], ["y2"], alpha=0.3), N("Sub", ["y1", "y2"], ["y"])],
+                     [("x", r(6))], [("y", F)]))
+case(8)(lambda: Case([N("Split", ["x"], ["a", "b"], axis=0), N("Relu", ["b"], ["y"])],
+                     [("x", r(6))], [("y", F)]))
+
+
+def conv_bn(bias=True):
+    w = r(3, 2, 3, 3)
+    ins = ["x", "w", "cb"] if bias else ["x", "w"]
+    bn = [c("s", r(3, lo=0.5, hi=2)), c("bb", r(3)), c("mu", r(3)),
+          c("var", r(3, lo=0.1, hi=2))]
+    return Case([N("Conv", ins, ["t"]),
+                 N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
+                [("x", r(1, 2, 5, 5))], [("y", F)], [c("w", w), c("cb", r(3))] + bn)
+
+
+case(9)(lambda: conv_bn())
+case(10)(lambda: conv_bn())
+case(11)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["t"]),
+                       N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
+                      [("a", r(2, 4))], [("y", F)],
+                      [c("b", r(4, 3)), c("cc", r(3)), c("s", r(3, lo=0.5, hi=2)),
+                       c("bb", r(3)), c("mu", r(3)), c("var", r(3, lo=0.1, hi=2))]))
+case(12)(lambda: Case([N("Relu", ["x"], ["t"]), N("Dropout", ["t"], ["y", "mask"]),
+                       N("Cast", ["mask"], ["m"], to=F)],
+                      [("x", r(4))], [("y", F), ("m", F)], opset=13))
+case(13)(lambda: Case([N("Add", ["c1", "c2"], ["t"]), N("Add", ["x", "t"], ["y"])],
+                      [("x", r(3))], [("y", F)], [c("c1", r(3)), c("c2", r(3))]))
+case(14)(lambda: Case([N("Size", ["x"], ["y"])], [("x", r(2, 3))], [("y", I64)]))
+case(15)(lambda: Case([N("Shape", ["x"], ["y"], start=1)], [("x", r(2, 3, 4))], [("y", I64)]))
+case(16)(lambda: Case([N("Relu", ["x"], ["a"]), N("Transpose", ["a"], ["b"]),
+                       N("Add", ["a", "b"], ["y"])], [("x", r(4, 4))], [("y", F)]))
+case(17)(lambda: Case([N("Exp", ["x"], ["a"]), N("ReduceSum", ["a", "ax"], ["y"]),
+                       N("Transpose", ["a"], ["z"])], [("x", r(3, 4))], [("y", F), ("z", F)],
+                      [c("ax", np.array([1], np.int64))]))
+
+
+# ---- lowering ----
+def unary(op, x=None, **attrs):
+    return lambda: Case([N(op, ["x"], ["y"], **attrs)], [("x", r(3, 5) if x is None else x)],
+                        [("y", F)])
+
+
+case(18)(unary("Elu", alpha=0.7))
+case(19)(unary("Softsign"))
+case(20)(lambda: Case([N("Add", ["x", "b"], ["y"])], [("x", r(3, 4)), ("b", r(4))], [("y", F)]))
+case(21)(lambda: Case([N("Where", ["k", "a", "b"], ["y"])],
+                      [("k", rng.uniform(size=(3, 4)) > 0.5), ("a", r(3, 4)), ("b", r(3, 4))],
+                      [("y", F)]))
+case(22)(lambda: Case([N("Cast", ["x"], ["y"], to=I32)],
+                      [("x", np.array([0.7, -1.6, 2.2, -0.3, 3.8], np.float32))], [("y", I32)]))
+case(23)(lambda: Case([N("Mod", ["a", "b"], ["y"])],
+                      [("a", np.array([7, -7, 5, -9, 4], np.int32)),
+                       ("b", np.array([3, 3, -2, 4, -3], np.int32))], [("y", I32)]))
+case(24)(lambda: Case([N("ReduceMax", ["x"], ["y"], axes=[1])], [("x", r(3, 5, lo=-2, hi=-0.5))],
+                      [("y", F)]))
+case(25)(lambda: Case([N("ReduceMean", ["x"], ["y"], axes=[1])], [("x", r(3, 5))], [("y", F)]))
+case(26)(lambda: Case([N("ReduceL1", ["x"], ["y"], axes=[1])], [("x", r(3, 5))], [("y", F)]))
+case(27)(unary("LogSoftmax", x=r(3, 5, lo=1, hi=3)))
+case(28)(lambda: Case([N("LayerNormalization", ["x", "sc", "bi"], ["y"])], [("x", r(2, 5))],
+                      [("y", F)], [c("sc", r(5)), c("bi", r(5))]))
+case(29)(unary("Transpose", x=r(3, 3, 3), perm=[1, 2, 0]))
+case(30)(lambda: Case([N("Slice", ["x", "st", "en"], ["y"])], [("x", r(6))], [("y", F)],
+                      [c("st", np.array([-4], np.int64)), c("en", np.array([6], np.int64))]))
+case(31)(lambda: Case([N("Concat", ["a", "b"], ["y"], axis=1)], [("a", r(2, 1)), ("b", r(2, 3))],
+                      [("y", F)]))
+case(32)(lambda: Case([N("Gather", ["x", "i"], ["y"], axis=1)], [("x", r(3, 5))], [("y", F)],
+                      [c("i", np.array([-1, 2], np.int64))]))
+case(33)(lambda: Case([N("Pad", ["x", "p"], ["y"], mode="reflect")], [("x", r(1, 4))], [("y", F)],
+                      [c("p", np.array([0, 2, 0, 2], np.int64))], opset=13))
+case(34)(lambda: Case([N("Pad", ["x", "p", "v"], ["y"])], [("x", r(4))], [("y", F)],
+                      [c("p", np.array([1, 1], np.int64)), c("v", np.array(2.5, np.float32))],
+                      opset=13))
+case(35)(lambda: Case([N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+                      [("x", r(1, 1, 4, 4))], [("y", F)]))
+case(36)(lambda: Case([N("Conv", ["x", "w"], ["y"], dilations=[2, 2])], [("x", r(1, 2, 7, 7))],
+                      [("y", F)], [c("w", r(3, 2, 3, 3))]))
+
+
+def grouped_conv():
+    return Case([N("Conv", ["x", "w"], ["y"], group=2)], [("x", r(1, 4, 5, 5))], [("y", F)],
+                [c("w", r(6, 2, 3, 3))])
+
+
+case(37)(grouped_conv)
+case(38)(lambda: Case([N("Gemm", ["a", "b"], ["y"], transA=1)], [("a", r(4, 3)), ("b", r(4, 5))],
+                      [("y", F)]))
+case(39)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["y"], alpha=2.0, beta=0.5)],
+                      [("a", r(2, 3))], [("y", F)], [c("b", r(3, 4)), c("cc", r(4))]))
+case(40)(lambda: Case([N("CumSum", ["x", "ax"], ["y"], exclusive=1)], [("x", r(5))], [("y", F)],
+                      [c("ax", np.array(0, np.int64))]))
+
+
+# ---- schedules ----
+def matmul_const(m, k, n):
+    return lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(m, k))], [("y", F)],
+                        [c("b", r(k, n))])
+
+
+case(41)(matmul_const(9, 4, 5))
+case(42)(matmul_const(3, 4, 20))
+case(43)(matmul_const(3, 4, 5))
+case(44)(lambda: Case([N("Conv", ["x", "w"], ["y"])], [("x", r(1, 2, 6, 6))], [("y", F)],
+                      [c("w", r(3, 2, 3, 3))]))
+case(45)(grouped_conv)
+case(46)(lambda: Case([N("Transpose", ["x"], ["a"]), N("Exp", ["a"], ["b"]),
+                       N("Transpose", ["a"], ["z"])], [("x", r(4, 6))], [("b", F), ("z", F)]))
+case(47)(lambda: Case([N("Conv", ["x", "w"], ["t"]), N("Transpose", ["t"], ["y"])],
+                      [("x", r(1, 2, 6, 6))], [("y", F)], [c("w", r(3, 2, 3, 3))]))
+
+# ---- C code generation ----
+case(48)(lambda: Case([N("Min", ["a", "b"], ["y"])], [("a", r(3, 4)), ("b", r(3, 4))], [("y", F)]))
+case(49)(lambda: Case([N("Div", ["a", "b"], ["y"])],
+                      [("a", np.array([7, -7, 5, -9, 4], np.int32)),
+                       ("b", np.array([2, 2, -3, 4, -3], np.int32))], [("y", I32)]))
+case(50)(unary("Elu", alpha=0.7))
+case(51)(lambda: Case([N("Greater", ["a", "b"], ["y"])],
+                      [("a", np.array([1, 2, 3, 4], np.int32)),
+                       ("b", np.array([1, 3, 3, 2], np.int32))], [("y", TP.BOOL)]))
+case(52)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(2, 3, 4)), ("b", r(2, 4, 8))],
+                      [("y", F)]))
+case(53)(lambda: Case([N("Conv", ["x", "w"], ["y"])], [("x", r(1, 2, 6, 6))], [("y", F)],
+                      [c("w", r(3, 2, 3, 3))]))
+case(54)(unary("Relu", x=r(3, 13)))
+
+
+def run(cmd, env):
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    return p.returncode, (p.stdout + p.stderr).strip().splitlines()
+
+
+def check(kiln, n, backend, work, env):
+    d = os.path.join(work, f"m{n}")
+    os.makedirs(d, exist_ok=True)
+    case_ = CASES[n]()
+    args = case_.write(d)
+    model = os.path.join(d, "model.onnx")
+    e0 = dict(env)
+    e0.pop("KILN_MUTANT", None)
+    rc, out = run([kiln, "run", model, *args, "--output-dir", os.path.join(d, "ref")], e0)
+    if rc:
+        return "reference failed: " + (out[-1] if out else "?"), None
+    exp = []
+    for name, _ in case_.outputs:
+        exp += ["--expect", f"{name}={os.path.join(d, 'ref', name + '.npy')}"]
+    cmd = [kiln, "run", model, *args, "--backend", backend, "--threads", "1", *exp,
+           "--rtol", "1e-5", "--atol", "1e-6"]
+    rc_ctl, out_ctl = run(cmd, e0)
+    e1 = dict(e0, KILN_MUTANT=str(n))
+    rc_mut, out_mut = run(cmd, e1)
+    why = next((ln for ln in out_mut if "mismatch" in ln or "kiln" in ln), out_mut[-1] if out_mut
+               else "")
+    return rc_mut != 0, rc_ctl != 0, why
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--backend", default="cpu")
+    a = ap.parse_args()
+    ids = [int(x) for x in a.only.split(",") if x] or sorted(CASES)
+    work = tempfile.mkdtemp(prefix="kiln-mutant-cases-")
+    env = dict(os.environ, KILN_CACHE_DIR=os.path.join(work, "cache"))
+    exposed = missed = ctl_bad = 0
+    for n in ids:
+        res = check(a.kiln, n, a.backend, work, env)
+        if res[1] is None:
+            print(f"mutant {n:3d}: {res[0]}")
+            ctl_bad += 1
+            continue
+        hit, ctl, why = res
+        exposed += hit
+        missed += not hit
+        ctl_bad += ctl
+        print(f"mutant {n:3d}: {'exposed' if hit else 'NOT exposed'}"
+              f"{'  (control FAILED)' if ctl else ''}  {why[:150]}")
+    print(f"{exposed} exposed, {missed} not exposed, {ctl_bad} control failures")
+    return 0 if missed == 0 and ctl_bad == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
