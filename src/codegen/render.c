@@ -324,7 +324,7 @@ static kiln_status render_binary(kiln_render *r, const kiln_texpr *e, bool index
     kiln_strbuf_printf(b, "))");
     return KILN_OK;
   }
-  if (KILN_MUTANT(51) && in && e->op == KILN_TOP_GT && t == KILN_I32) in = ">="; /* mutant 51 */
+  if (KILN_MUTANT(51) && in && e->op == KILN_TOP_GT && t == KILN_I32) in = ">=";   /* mutant 51 */
   bool bare = KILN_MUTANT(50) && !h && !wrap && e->op == KILN_TOP_SUB && is_fp(t); /* mutant 50 */
   if (h) {
     if (!suffix(t)) return kiln_unsupported("%s on %s", kiln_top_name(e->op), kiln_dtype_name(t));

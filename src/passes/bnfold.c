@@ -124,7 +124,9 @@ static kiln_status fold_conv(kiln_rw *rw, int conv, int bn, bool *done) {
   if (!bn_read(g, &g->nodes.data[bn], w->dims[0], &p)) return KILN_OK;
   kiln_tensor *nw = NULL, *nb = NULL;
   kiln_status st = scale_weights(w, p.s, p.c, w->numel / p.c, &nw);
-  if (!st) st = new_bias(&p, KILN_MUTANT(10) ? NULL : b, 1.0, w->dtype, &nb); /* mutant 10: conv bias lost */
+  if (!st)
+    st = new_bias(&p, KILN_MUTANT(10) ? NULL : b, 1.0, w->dtype,
+                  &nb); /* mutant 10: conv bias lost */
   bn_free(&p);
   if (st) {
     kiln_tensor_free(nw);

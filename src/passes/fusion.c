@@ -81,8 +81,8 @@ static void classify(fuse_ctx *f, kiln_fuse_classify_fn fn) {
     kiln_node *n = &f->g->nodes.data[i];
     n->group = 0;
     kiln_fuse_class c = fn ? fn(f->g, n) : KILN_FUSE_OTHER;
-    f->cls[i] = c == KILN_FUSE_CONTRACTION ? NC_MM
-                : c == KILN_FUSE_REDUCTION ? NC_RED
+    f->cls[i] = c == KILN_FUSE_CONTRACTION   ? NC_MM
+                : c == KILN_FUSE_REDUCTION   ? NC_RED
                 : c == KILN_FUSE_ELEMENTWISE ? NC_EW
                                              : NC_OTHER;
   }

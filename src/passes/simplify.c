@@ -239,7 +239,9 @@ static bool simplify_cast(kiln_rw *rw, int i) {
   if (n->op == KILN_OP_Cast) {
     if (!good(kiln_node_int(n, "to", -1, &to))) return false;
     if (KILN_MUTANT(5)) /* mutant 5: a Cast within one class (float to float, int to int) dropped */
-      to = kiln_dtype_is_float((kiln_dtype)to) == kiln_dtype_is_float(xt->dtype) ? (int64_t)xt->dtype : to;
+      to = kiln_dtype_is_float((kiln_dtype)to) == kiln_dtype_is_float(xt->dtype)
+               ? (int64_t)xt->dtype
+               : to;
     if (to != (int64_t)xt->dtype) return false;
   } else {
     const kiln_type *lt = n->n_inputs >= 2 ? ttype(g, n->inputs[1]) : NULL;

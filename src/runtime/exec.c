@@ -300,8 +300,46 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static kiln_status run_steps(kiln_compiled *c) {
+/* ---- tracing (verification): the node outputs a step produced, each reported once ---- */
+typedef struct trace {
+  kiln_step_trace_fn cb;
+  void *user;
+  bool *done; /* per value id */
+} trace;
+
+static void trace_value(kiln_compiled *c, trace *t, int s, int v) {
+  if (v < 0 || t->done[v] || c->g->values.data[v].kind != KILN_VALUE_NODE) return;
+  const kiln_val *val = c->views[v] ? c->views[v] : c->heap[v];
+  if (!val || val->kind != KILN_TYPE_TENSOR || !val->t || !val->t->data) return;
+  t->done[v] = true;
+  t->cb(t->user, s, v, val->t);
+}
+
+static void trace_step(kiln_compiled *c, trace *t, int s) {
+  const kiln_step *st = &c->prog->steps.data[s];
+  if (st->kind == KILN_STEP_KERNEL) {
+    for (int a = 0; a < st->n_args; a++)
+      if (st->args[a].kind == KILN_ARG_VALUE) trace_value(c, t, s, st->args[a].id);
+  } else if (st->kind == KILN_STEP_ALIAS) {
+    trace_value(c, t, s, st->dst);
+  } else {
+    const kiln_node *n = &c->g->nodes.data[st->node];
+    for (int k = 0; k < n->n_outputs; k++) trace_value(c, t, s, n->outputs[k]);
+  }
+}
+
+static kiln_status run_steps_traced(kiln_compiled *c, trace *t) {
+  for (int s = 0; s < c->prog->steps.len; s++) {
+    KILN_TRY(run_step(c, s));
+    trace_step(c, t, s); /* before free_dead: the step's heap values are still there */
+    free_dead(c, s);
+  }
+  return KILN_OK;
+}
+
+static kiln_status run_steps(kiln_compiled *c, trace *t) {
   int n = c->prog->steps.len;
+  if (t) return run_steps_traced(c, t);
   if (!c->step_seconds) {
     for (int s = 0; s < n; s++) {
       KILN_TRY(run_step(c, s));
@@ -339,19 +377,33 @@ static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
   return kiln_val_clone(val, out);
 }
 
-kiln_status kiln_compiled_run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
-                                   kiln_val **outputs) {
+static kiln_status run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
+                            kiln_val **outputs, trace *t) {
   const kiln_graph *g = c->g;
   for (int i = 0; i < g->outputs.len; i++) outputs[i] = NULL;
   KILN_TRY(check_inputs(c, n_in, inputs));
   bind_inputs(c, inputs);
-  kiln_status st = run_steps(c);
+  kiln_status st = run_steps(c, t);
   for (int i = 0; !st && i < g->outputs.len; i++)
     st = copy_output(c, g->outputs.data[i], &outputs[i]);
   clear_heap(c);
   c->cur_inputs = NULL;
   if (st)
     for (int i = 0; i < g->outputs.len; i++) kiln_val_free(outputs[i]), outputs[i] = NULL;
+  return st;
+}
+
+kiln_status kiln_compiled_run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
+                                   kiln_val **outputs) {
+  return run_vals(c, n_in, inputs, outputs, NULL);
+}
+
+kiln_status kiln_compiled_run_trace(kiln_compiled *c, int n_in, kiln_val *const *inputs,
+                                    kiln_val **outputs, kiln_step_trace_fn cb, void *user) {
+  if (!cb) return run_vals(c, n_in, inputs, outputs, NULL);
+  trace t = {cb, user, kiln_xcalloc((size_t)c->g->values.len + 1, sizeof(bool))};
+  kiln_status st = run_vals(c, n_in, inputs, outputs, &t);
+  free(t.done);
   return st;
 }
 

@@ -116,6 +116,11 @@ kiln_status kiln_compiled_run(kiln_compiled *c, int n_in, kiln_tensor *const *in
  * fallback steps). Inputs are borrowed; outputs[i] are new values. */
 kiln_status kiln_compiled_run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
                                    kiln_val **outputs);
+/* kiln_compiled_run_vals, calling cb (when not NULL) after each step for every tensor value
+ * the step produces, while it is still live in the arena (kiln_step_trace_fn, lower.h):
+ * how verification finds the first step whose result is wrong. */
+kiln_status kiln_compiled_run_trace(kiln_compiled *c, int n_in, kiln_val *const *inputs,
+                                    kiln_val **outputs, kiln_step_trace_fn cb, void *user);
 void kiln_compiled_free(kiln_compiled *c);
 /* Runs `iters` times (after one warm-up run) timing every step, and prints the total per
  * run, the time by step kind and the slowest steps with their kernels or nodes. */

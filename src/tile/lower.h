@@ -95,6 +95,13 @@ void kiln_program_free(kiln_program *p);
  * of the compiled code. Inputs are borrowed; outputs (one per graph output) are new. */
 kiln_status kiln_program_interp(const kiln_program *p, int n_in, kiln_tensor *const *inputs,
                                 kiln_tensor **outputs);
+/* A step observer (verification): called after step `step` for every tensor value
+ * `value_id` of the root graph that the step produces (kernel outputs, fallback node
+ * outputs, alias targets), each once. t is borrowed and valid during the call only. */
+typedef void (*kiln_step_trace_fn)(void *user, int step, int value_id, const kiln_tensor *t);
+/* kiln_program_interp, calling cb (when not NULL) after each step. */
+kiln_status kiln_program_interp_trace(const kiln_program *p, int n_in, kiln_tensor *const *inputs,
+                                      kiln_tensor **outputs, kiln_step_trace_fn cb, void *user);
 /* Prints the steps (kernel names, bound values, fallbacks with reasons) and the module. */
 void kiln_program_print(const kiln_program *p, kiln_strbuf *out);
 

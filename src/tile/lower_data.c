@@ -226,9 +226,10 @@ static kiln_status gather(dm *s) {
   kiln_texpr *raw =
       kiln_tcast(s->k, KILN_I64, kiln_tload(s->k, ib, kiln_lower_index(s->k, it->rank, id, ii)));
   int iv = kiln_tkernel_var(s->k, "gi", KILN_I64);
-  kiln_texpr *fixed = kiln_tselect(s->k, kiln_tbin(s->k, KILN_TOP_LT, raw, kiln_tint(s->k, 0)),
-                                   kiln_tadd(s->k, raw, kiln_tint(s->k, s->xd[KILN_MUTANT(32) ? 0 : axis])),
-                                   raw); /* mutant 32: wraps by the extent of axis 0 */
+  kiln_texpr *fixed =
+      kiln_tselect(s->k, kiln_tbin(s->k, KILN_TOP_LT, raw, kiln_tint(s->k, 0)),
+                   kiln_tadd(s->k, raw, kiln_tint(s->k, s->xd[KILN_MUTANT(32) ? 0 : axis])),
+                   raw); /* mutant 32: wraps by the extent of axis 0 */
   kiln_tblock_push(s->k, nest.body, kiln_tassign(s->k, iv, fixed));
   for (int d = 0; d < s->x->rank; d++)
     idx[d] = d < axis    ? var(s, &nest, d)
@@ -299,10 +300,11 @@ static kiln_status pad(dm *s) {
     if (mode == 1) { /* reflect: -i below 0, 2(n-1)-i past the end */
       i = kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, i, kiln_tint(k, 0)),
                        kiln_tun(k, KILN_TOP_NEG, i), i);
-      i = kiln_tselect(k, kiln_tbin(k, KILN_TOP_GE, i, kiln_tint(k, n)),
-                       kiln_tadd(k, kiln_tint(k, 2 * (n - 1) + KILN_MUTANT(33)), /* mutant 33: 2n-1-i */
-                                 kiln_tun(k, KILN_TOP_NEG, i)),
-                       i);
+      i = kiln_tselect(
+          k, kiln_tbin(k, KILN_TOP_GE, i, kiln_tint(k, n)),
+          kiln_tadd(k, kiln_tint(k, 2 * (n - 1) + KILN_MUTANT(33)), /* mutant 33: 2n-1-i */
+                    kiln_tun(k, KILN_TOP_NEG, i)),
+          i);
     } else if (mode == 2) { /* edge: clamp */
       i = kiln_tbin(k, KILN_TOP_MIN, kiln_tbin(k, KILN_TOP_MAX, i, kiln_tint(k, 0)),
                     kiln_tint(k, n - 1));

@@ -54,7 +54,6 @@ kiln_texpr *kiln_lower_to_storage(kiln_tkernel *k, kiln_dtype dtype, kiln_texpr 
   return kiln_tcast(k, dtype, v);
 }
 
-
 void kiln_lower_nest(kiln_tkernel *k, kiln_tblock *parent, int rank, const int64_t *dims,
                      const char *prefix, bool vector_inner, kiln_nest *out) {
   out->rank = rank;

@@ -193,7 +193,6 @@ static kiln_tblock *reduce_loops(red *s, kiln_tblock *b) {
   return b;
 }
 
-
 /* Loops over kept dimensions; the first with more than one iteration is parallel (when
  * the input is large enough). */
 static void outer_loops(red *s) {
@@ -298,9 +297,10 @@ static kiln_status lower_reduce(red *s) {
   kiln_tkernel *k = s->k;
   kiln_dtype ct = kiln_lower_compute_type(s->xt->dtype), at = acc_type(s->rk, ct);
   int acc = new_var(s, "acc", at);
-  kiln_texpr *init = s->rk == RK_PROD  ? num(k, at, 1)
-                     : s->rk == RK_MAX ? (KILN_MUTANT(24) ? num(k, at, 0) /* mutant 24: max from 0 */
-                                                          : extreme(k, at, false))
+  kiln_texpr *init = s->rk == RK_PROD ? num(k, at, 1)
+                     : s->rk == RK_MAX
+                         ? (KILN_MUTANT(24) ? num(k, at, 0) /* mutant 24: max from 0 */
+                                            : extreme(k, at, false))
                      : s->rk == RK_MIN ? extreme(k, at, true)
                                        : num(k, at, 0);
   push(s, s->outer, acc, init);
@@ -314,7 +314,8 @@ static kiln_status lower_reduce(red *s) {
   case RK_L2: e = kiln_tbin(k, KILN_TOP_ADD, a, kiln_tbin(k, KILN_TOP_MUL, x, x)); break;
   case RK_L1:
     e = kiln_tbin(k, KILN_TOP_ADD, a,
-                  kiln_dtype_class_of(at) == KILN_CLASS_UINT || KILN_MUTANT(26) /* mutant 26: no abs */
+                  kiln_dtype_class_of(at) == KILN_CLASS_UINT ||
+                          KILN_MUTANT(26) /* mutant 26: no abs */
                       ? x
                       : kiln_tun(k, KILN_TOP_ABS, x));
     break;
@@ -326,7 +327,9 @@ static kiln_status lower_reduce(red *s) {
   }
   push(s, b, acc, e);
   kiln_texpr *r = kiln_tv(k, acc);
-  if (s->rk == RK_MEAN && !KILN_MUTANT(25)) r = /* mutant 25: Mean not divided */ kiln_tbin(k, KILN_TOP_DIV, r, num(k, at, (double)reduced_count(s)));
+  if (s->rk == RK_MEAN && !KILN_MUTANT(25))
+    r = /* mutant 25: Mean not divided */ kiln_tbin(k, KILN_TOP_DIV, r,
+                                                    num(k, at, (double)reduced_count(s)));
   if (s->rk == RK_L2) r = kiln_tun(k, KILN_TOP_SQRT, r);
   if (s->rk == RK_LOGSUM || s->rk == RK_LOGSUMEXP) r = kiln_tun(k, KILN_TOP_LOG, r);
   kiln_dtype ot = s->c->g->values.data[s->r->outputs[0]].type.dtype;
@@ -388,9 +391,10 @@ static kiln_status lower_softmax(red *s) {
   b = reduce_loops(s, s->outer);
   KILN_TRY(value_at(s, s->r->inputs[0], &x));
   d = kiln_tbin(k, KILN_TOP_SUB, x, kiln_tv(k, mx));
-  kiln_texpr *y = s->rk == RK_SOFTMAX
-                      ? kiln_tbin(k, KILN_TOP_MUL, kiln_tun(k, KILN_TOP_EXP, d), kiln_tv(k, nv))
-                      : kiln_tbin(k, KILN_TOP_SUB, KILN_MUTANT(27) ? x : d, kiln_tv(k, nv)); /* mutant 27 */
+  kiln_texpr *y =
+      s->rk == RK_SOFTMAX
+          ? kiln_tbin(k, KILN_TOP_MUL, kiln_tun(k, KILN_TOP_EXP, d), kiln_tv(k, nv))
+          : kiln_tbin(k, KILN_TOP_SUB, KILN_MUTANT(27) ? x : d, kiln_tv(k, nv)); /* mutant 27 */
   return epilogue(s, b, s->r->outputs[0], y, s->pos, s->xt->rank);
 }
 

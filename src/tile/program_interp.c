@@ -11,6 +11,9 @@ typedef struct penv {
   const kiln_program *p;
   kiln_val **vals; /* per root value id */
   bool *owned;     /* vals[i] (and its tensor) is owned here */
+  kiln_step_trace_fn cb; /* or NULL */
+  void *user;
+  bool *traced; /* with cb: per value id, already reported */
 } penv;
 
 /* A tensor of value v's static type, or an error when v is not a static tensor. */
@@ -150,6 +153,28 @@ static kiln_status run_fallback(penv *e, const kiln_step *s) {
   return st;
 }
 
+/* ---- tracing: the node outputs a step produced, each reported once ---- */
+static void trace_value(penv *e, int step, int v) {
+  const kiln_graph *g = e->p->graph;
+  if (v < 0 || e->traced[v] || g->values.data[v].kind != KILN_VALUE_NODE) return;
+  const kiln_val *val = e->vals[v];
+  if (!val || val->kind != KILN_TYPE_TENSOR || !val->t) return;
+  e->traced[v] = true;
+  e->cb(e->user, step, v, val->t);
+}
+
+static void trace_step(penv *e, int i, const kiln_step *s) {
+  if (s->kind == KILN_STEP_KERNEL) {
+    for (int a = 0; a < s->n_args; a++)
+      if (s->args[a].kind == KILN_ARG_VALUE) trace_value(e, i, s->args[a].id);
+  } else if (s->kind == KILN_STEP_ALIAS) {
+    trace_value(e, i, s->dst);
+  } else {
+    const kiln_node *n = &e->p->graph->nodes.data[s->node];
+    for (int k = 0; k < n->n_outputs; k++) trace_value(e, i, n->outputs[k]);
+  }
+}
+
 static kiln_status run_steps(penv *e) {
   const kiln_program *p = e->p;
   for (int i = 0; i < p->steps.len; i++) {
@@ -158,6 +183,7 @@ static kiln_status run_steps(penv *e) {
                      : s->kind == KILN_STEP_ALIAS ? run_alias(e, s)
                                                   : run_fallback(e, s);
     if (st) return kiln_status_annotate(st, "step %d", i);
+    if (e->cb) trace_step(e, i, s);
   }
   return KILN_OK;
 }
@@ -185,10 +211,16 @@ static void release(penv *e) {
 
 kiln_status kiln_program_interp(const kiln_program *p, int n_in, kiln_tensor *const *inputs,
                                 kiln_tensor **outputs) {
+  return kiln_program_interp_trace(p, n_in, inputs, outputs, NULL, NULL);
+}
+
+kiln_status kiln_program_interp_trace(const kiln_program *p, int n_in, kiln_tensor *const *inputs,
+                                      kiln_tensor **outputs, kiln_step_trace_fn cb, void *user) {
   const kiln_graph *g = p->graph;
   for (int i = 0; i < g->outputs.len; i++) outputs[i] = NULL;
-  penv e = {p, kiln_xcalloc((size_t)g->values.len + 1, sizeof(kiln_val *)),
-            kiln_xcalloc((size_t)g->values.len + 1, sizeof(bool))};
+  size_t nv = (size_t)g->values.len + 1;
+  penv e = {p, kiln_xcalloc(nv, sizeof(kiln_val *)), kiln_xcalloc(nv, sizeof(bool)), cb, user,
+            cb ? kiln_xcalloc(nv, sizeof(bool)) : NULL};
   kiln_status st = bind(&e, n_in, inputs);
   if (!st) st = run_steps(&e);
   if (!st) st = take_outputs(&e, outputs);
@@ -197,5 +229,6 @@ kiln_status kiln_program_interp(const kiln_program *p, int n_in, kiln_tensor *co
   release(&e);
   free(e.vals);
   free(e.owned);
+  free(e.traced);
   return st;
 }

@@ -94,6 +94,11 @@ typedef struct kiln_verify_opts {
                             none */
   FILE *log;         /* progress and the layer table; NULL: silent */
   kiln_compile_opts compile; /* base options of the cpu layer (cache dir, cc ...) */
+  /* Fault injection (tests): called after every step of the tile, cpu and cuda layers' runs
+   * with each value the step produced (kiln_step_trace_fn); it may overwrite the tensor's
+   * data to check that the runner catches and localizes a wrong kernel. NULL: none. */
+  kiln_step_trace_fn inject;
+  void *inject_user;
 } kiln_verify_opts;
 void kiln_verify_opts_init(kiln_verify_opts *o);
 
@@ -104,6 +109,8 @@ typedef struct kiln_layer_result {
   bool ok;
   double max_err, max_ratio; /* over all outputs */
   int worst_output;  /* graph output index with max_ratio, -1 when none */
+  bool errored;      /* ran, but the layer's run returned an error (msg); not ok */
+  double seconds;    /* time the layer took (preparing and running it) */
   char msg[384];     /* the failing comparison, the error of a layer that could not run, or
                         why it was skipped */
 } kiln_layer_result;
@@ -132,8 +139,13 @@ typedef struct kiln_verify_result {
 kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inputs,
                             const kiln_verify_opts *o, kiln_verify_result *res);
 void kiln_verify_result_free(kiln_verify_result *res);
-/* The layer table: one line per layer with max error, max error/bound and status. */
+/* The layer table: one line per layer with max error, max error/bound and status, then on
+ * a failure the first failing layer, pass, where, signature and case directory. */
 void kiln_verify_print(const kiln_verify_result *res, kiln_strbuf *out);
+/* The bisection of the pass layers: the smallest k in (good, bad] with fails(user, k),
+ * given that fails(good) is false and fails(bad) true (binary search, about
+ * log2(bad - good) calls; with several change points it returns one of them). */
+int kiln_verify_bisect(int good, int bad, bool (*fails)(void *user, int k), void *user);
 
 /* ---- cases (case.c) ----
  * A case directory holds:

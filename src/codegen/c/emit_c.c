@@ -254,8 +254,8 @@ bool kiln_codegen_c_mma_fast(const kiln_tkernel *k, const kiln_tmma *m) {
          m->b_sk == m->n && (m->a_sk == 1 || m->a_sm == 1) &&
          (m->n == 16 || m->n == 32 || m->n == 48 || m->n == 64 ||
           (KILN_MUTANT(52) && m->n % 8 == 0 && m->n < 64)) && /* mutant 52: n of 8s */
-         m->m >= 1 && m->m <= 8 &&
-         m->k >= 1 && m->c_off && m->a_off && m->b_off;
+         m->m >= 1 &&
+         m->m <= 8 && m->k >= 1 && m->c_off && m->a_off && m->b_off;
 }
 
 /* Defines kiln_mma_f32_MxN once per translation unit (guarded by a macro). */
@@ -283,8 +283,9 @@ static void emit_microkernel(kiln_strbuf *o, int m, int n) {
   kiln_strbuf_printf(o, ";\n");
   for (int j = 0; j < nv; j++) kiln_strbuf_printf(o, "    KILN_VF_LOAD(b%d, b + %d);\n", j, j * 16);
   for (int i = 0; i < m; i++) {
-    kiln_strbuf_printf(o, "    {\n      kiln_vf a%d;\n      KILN_VF_SPLAT(a%d, a[%d * sm + p%s]);\n", i,
-                       i, i, KILN_MUTANT(53) ? "" : " * sk"); /* mutant 53: sk taken as 1 */
+    kiln_strbuf_printf(o,
+                       "    {\n      kiln_vf a%d;\n      KILN_VF_SPLAT(a%d, a[%d * sm + p%s]);\n",
+                       i, i, i, KILN_MUTANT(53) ? "" : " * sk"); /* mutant 53: sk taken as 1 */
     for (int j = 0; j < nv; j++)
       kiln_strbuf_printf(o, "      KILN_VF_FMA(c%d_%d, a%d, b%d);\n", i, j, i, j);
     kiln_strbuf_printf(o, "    }\n");
