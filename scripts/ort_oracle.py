@@ -138,7 +138,7 @@ def trace_outputs(onnx, model, dirname):
 
 
 def feed_value(ort, np, numpy_helper, tensor):
-    arr = np.ascontiguousarray(numpy_helper.to_array(tensor))
+    arr = np.array(numpy_helper.to_array(tensor), order="C")  # (ascontiguousarray makes 0-d 1-d)
     if arr.dtype.kind in "biufO":
         return ort.OrtValue.ortvalue_from_numpy(arr)
     # bfloat16, float8 ... (ml_dtypes): the raw bits with the ONNX element type

@@ -144,7 +144,7 @@ const char kiln_ort_script[] =
     "\n"
     "\n"
     "def feed_value(ort, np, numpy_helper, tensor):\n"
-    "    arr = np.ascontiguousarray(numpy_helper.to_array(tensor))\n"
+    "    arr = np.array(numpy_helper.to_array(tensor), order=\"C\")  # (ascontiguousarray makes 0-d 1-d)\n"
     "    if arr.dtype.kind in \"biufO\":\n"
     "        return ort.OrtValue.ortvalue_from_numpy(arr)\n"
     "    # bfloat16, float8 ... (ml_dtypes): the raw bits with the ONNX element type\n"

@@ -125,6 +125,21 @@ static void test_newer_opset_runs(void) {
   if (!l.ran || !l.ok) fprintf(stderr, "opset 27: %s\n", l.msg);
 }
 
+/* Rank-0 inputs and outputs stay rank 0 on the way through ORT. */
+static void test_scalars(void) {
+  if (!need_ort(__func__)) return;
+  kiln_layer_result l;
+  check_model("graph @m(%x: f32[], %v: f32[3]) -> (%y: f32[], %s: f32[]) {\n"
+              "  opset \"\" 21\n"
+              "  %y = Relu(%x) : f32[]\n"
+              "  %s = ReduceSum(%v) {keepdims=0} : f32[]\n"
+              "  return %y, %s\n"
+              "}\n",
+              0, &l);
+  CHECK(l.ran && l.ok);
+  if (!l.ran || !l.ok) fprintf(stderr, "scalars: %s\n", l.msg);
+}
+
 /* A reference from other inputs: ORT's outputs lie outside the bound; locate names a node. */
 static void test_wrong_reference_fails(void) {
   if (!need_ort(__func__)) return;
@@ -289,5 +304,5 @@ static void test_close(void) {
 
 TEST_MAIN(T(test_embedded_script_matches), T(test_python_missing_is_unsupported), T(test_open),
           T(test_mlp_softmax_passes), T(test_conv_passes), T(test_newer_opset_runs),
-          T(test_wrong_reference_fails), T(test_refused_model_did_not_run), T(test_onnx_checker),
-          T(test_restart_after_kill_and_timeout), T(test_close))
+          T(test_scalars), T(test_wrong_reference_fails), T(test_refused_model_did_not_run),
+          T(test_onnx_checker), T(test_restart_after_kill_and_timeout), T(test_close))
