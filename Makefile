@@ -20,6 +20,7 @@ help:
 	@echo "make quick      build and run unit tests and the node conformance suite only"
 	@echo "make fuzz       run the libFuzzer targets for FUZZ_SECONDS each"
 	@echo "make bench      Kiln (compiled for the CPU) against ONNX Runtime on the exported models"
+	@echo "make mutation   seeded bugs (docs/MUTANTS.md) against kiln fuzz: MUTANTS=\"1 5\" MUTATION_SECONDS=60"
 
 kiln:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -68,6 +69,11 @@ fuzz:
 	  -DKILN_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	@cd $(FUZZ_BUILD) && ctest --output-on-failure -L fuzz
+
+# Seeded bugs against `kiln fuzz` (scripts/mutation.sh; MUTANTS, MUTATION_SECONDS, MUTATION_SEED).
+.PHONY: mutation
+mutation:
+	@bash scripts/mutation.sh
 
 format:
 	@clang-format -i include/*.h src/*/*.[ch] tools/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c
