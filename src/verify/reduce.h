@@ -46,6 +46,10 @@ typedef struct kiln_reduce_opts {
   int max_tests;       /* predicate calls at most (default 2000; <= 0: no limit) */
   double max_seconds;  /* wall-clock limit (default 600; <= 0: no limit) */
   FILE *log;           /* progress: one line per kept edit; NULL: silent */
+  bool exact_signature; /* kiln_reduce_case: a candidate must fail with the recorded signature
+                           itself; default false: the same layer kind and pass, and op kinds
+                           that are a subset of the recorded ones (so that the nodes of a
+                           failing fused kernel can go too) */
 } kiln_reduce_opts;
 void kiln_reduce_opts_init(kiln_reduce_opts *o);
 
@@ -85,7 +89,8 @@ kiln_status kiln_reduce(const kiln_graph *g, kiln_val *const *inputs, int n_in,
                         kiln_reduce_result *out);
 
 /* Reduces the case in case_dir (kiln_verify_load_case): the predicate is "kiln_verify_run
- * fails with the signature recorded in the case" (run with the options the failure needs:
+ * fails the way the case recorded" (see exact_signature), with no unstable or non-finite
+ * element in the candidate's reference when the original had none (run with the options the failure needs:
  * without the compiled C code when the recorded layer is a graph or tile layer). Writes the
  * reduced case to out_dir (kiln_verify_write_case) and prints the sizes before and after and
  * the command that replays it to o->log. out->reproduced false: the case no longer fails the

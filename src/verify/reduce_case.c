@@ -1,0 +1,190 @@
+/* Reducing a case directory: the predicate is "the runner fails with the recorded signature"
+ * (see reduce.h, kiln_reduce_case). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce.h"
+
+typedef struct case_pred {
+  kiln_verify_opts vo; /* the options the failure is checked with */
+  char signature[256];
+  bool need_clean;     /* candidates must have no unstable or non-finite reference element */
+  bool exact;          /* the signature itself, not a subset of its op kinds */
+  int runs;
+} case_pred;
+
+/* True when the reference of (g, inputs) has no unstable and no non-finite element. */
+static bool clean_reference(const kiln_graph *g, int n_in, kiln_val *const *in) {
+  kiln_vref *r = NULL;
+  kiln_status s = kiln_vref_compute(g, n_in, in, &r);
+  bool ok = !s && r->n_unstable == 0 && r->n_nonfinite == 0;
+  kiln_status_free(s);
+  if (r) kiln_vref_free(r);
+  return ok;
+}
+
+/* Runs the runner with p's options; the signature of the failure, "" when none. */
+static void run_signature(case_pred *p, const kiln_graph *g, int n_in, kiln_val *const *in,
+                          char *sig, size_t len) {
+  kiln_verify_result res;
+  sig[0] = 0;
+  p->runs++;
+  kiln_status s = kiln_verify_run(g, n_in, in, &p->vo, &res);
+  if (!s && res.failed) snprintf(sig, len, "%s", res.signature);
+  if (!s) kiln_verify_result_free(&res);
+  kiln_status_free(s);
+}
+
+/* "kind|pass|A,B,C": the same kind and pass, and each op kind of got among those of want. */
+static bool same_failure(const char *want, const char *got) {
+  const char *w = strchr(want, '|'), *g = strchr(got, '|');
+  w = w ? strchr(w + 1, '|') : NULL;
+  g = g ? strchr(g + 1, '|') : NULL;
+  if (!w || !g || w - want != g - got || strncmp(want, got, (size_t)(w - want))) return false;
+  w++, g++;
+  if (!strcmp(w, "-") || !strcmp(g, "-")) return !strcmp(w, g);
+  for (const char *p = g; *p;) {
+    size_t n = strcspn(p, ",");
+    bool found = false;
+    for (const char *q = w; *q && !found;) {
+      size_t m = strcspn(q, ",");
+      found = m == n && !strncmp(p, q, n);
+      q += m + (q[m] ? 1 : 0);
+    }
+    if (!found) return false;
+    p += n + (p[n] ? 1 : 0);
+  }
+  return true;
+}
+
+static bool matches(const case_pred *p, const char *sig) {
+  return sig[0] && (p->exact ? !strcmp(sig, p->signature) : same_failure(p->signature, sig));
+}
+
+static bool case_holds(void *user, const kiln_graph *g, int n_in, kiln_val *const *in) {
+  case_pred *p = user;
+  for (int i = 0; i < n_in; i++) /* a case holds tensors only (kiln_verify_write_case) */
+    if (!in[i] || in[i]->kind != KILN_TYPE_TENSOR || !in[i]->t) return false;
+  if (p->need_clean && !clean_reference(g, n_in, in)) return false;
+  char sig[256];
+  run_signature(p, g, n_in, in, sig, sizeof sig);
+  return matches(p, sig);
+}
+
+/* The layer kind of a signature ("pass|constfold|Add" -> "pass"). */
+static void signature_kind(const char *sig, char *out, size_t len) {
+  size_t n = strcspn(sig, "|");
+  snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), sig);
+}
+
+/* Options that reproduce the signature fastest: without the compiled code when a graph or
+ * tile layer fails, and without a layer per pass (bisection names the pass instead). Each
+ * choice is kept only when the original case still gives the same signature with it. */
+static void choose_options(case_pred *p, const kiln_graph *g, int n_in, kiln_val *const *in) {
+  char kind[32], sig[256];
+  signature_kind(p->signature, kind, sizeof kind);
+  bool graph_or_tile = !strcmp(kind, "reference") || !strcmp(kind, "pass") || !strcmp(kind, "tile");
+  kiln_verify_opts base = p->vo;
+  kiln_verify_opts tries[3] = {base, base, base};
+  int n = 0;
+  if (graph_or_tile) {
+    tries[n].cpu = tries[n].cuda = false, tries[n].each_pass = false, n++;
+    tries[n].cpu = tries[n].cuda = false, n++;
+  }
+  tries[n].each_pass = false, n++;
+  for (int i = 0; i < n; i++) {
+    p->vo = tries[i];
+    run_signature(p, g, n_in, in, sig, sizeof sig);
+    if (!strcmp(sig, p->signature)) return;
+  }
+  p->vo = base;
+}
+
+/* The runner's base options from the replay command of case.txt ("--backend none" ...). */
+static void recorded_backends(const char *case_dir, kiln_verify_opts *vo) {
+  char path[4200], *text = NULL;
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/case.txt", case_dir);
+  kiln_status s = kiln_read_file(path, &text, &len);
+  kiln_status_free(s);
+  if (!text) return;
+  const char *cmd = strstr(text, "command: ");
+  const char *b = cmd ? strstr(cmd, "--backend ") : NULL;
+  const char *eol = cmd ? strchr(cmd, '\n') : NULL;
+  if (b && (!eol || b < eol)) {
+    b += strlen("--backend ");
+    size_t n = strcspn(b, " \n");
+    char list[64];
+    snprintf(list, sizeof list, "%.*s", (int)(n < 63 ? n : 63), b);
+    vo->cpu = strstr(list, "cpu") != NULL;
+    vo->cuda = strstr(list, "cuda") != NULL;
+  }
+  free(text);
+}
+
+/* Writes the reduced case with the result of a run that shows the failure (full options
+ * first, so that the replay command is the plain one). */
+static kiln_status write_reduced(const char *out_dir, case_pred *p, const kiln_verify_opts *full,
+                                 const kiln_reduce_result *r) {
+  kiln_verify_opts o[2] = {*full, p->vo};
+  kiln_status st = KILN_OK;
+  for (int i = 0; i < 2; i++) {
+    kiln_verify_result res;
+    st = kiln_verify_run(r->g, r->n_in, r->inputs, &o[i], &res);
+    if (st) return st;
+    bool same = res.failed && matches(p, res.signature);
+    if (same || i == 1) st = kiln_verify_write_case(out_dir, r->g, r->n_in, r->inputs, &res);
+    kiln_verify_result_free(&res);
+    if (same || st) return st;
+  }
+  return st;
+}
+
+kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
+                             const kiln_verify_opts *verify, const kiln_reduce_opts *o,
+                             kiln_reduce_result *out) {
+  memset(out, 0, sizeof *out);
+  kiln_reduce_opts ro;
+  if (o) ro = *o;
+  else kiln_reduce_opts_init(&ro);
+  case_pred p;
+  memset(&p, 0, sizeof p);
+  if (verify) p.vo = *verify;
+  else kiln_verify_opts_init(&p.vo);
+  p.vo.log = NULL;
+  p.vo.repro_dir = NULL;
+  recorded_backends(case_dir, &p.vo);
+  kiln_verify_opts full = p.vo;
+
+  kiln_graph *g = NULL;
+  kiln_val **in = NULL;
+  int n = 0;
+  KILN_TRYF(kiln_verify_load_case(case_dir, &g, &in, &n, p.signature, sizeof p.signature),
+            "reduce: loading the case '%s'", case_dir);
+  if (!p.signature[0] || !strcmp(p.signature, "-")) /* not recorded: the one it shows now */
+    run_signature(&p, g, n, in, p.signature, sizeof p.signature);
+  p.need_clean = clean_reference(g, n, in);
+  p.exact = ro.exact_signature;
+  kiln_status st = KILN_OK;
+  if (p.signature[0]) {
+    choose_options(&p, g, n, in);
+    if (ro.log)
+      fprintf(ro.log, "reduce: signature %s (checked %s the compiled code, %s)\n", p.signature,
+              p.vo.cpu ? "with" : "without", p.vo.each_pass ? "a layer per pass" : "bisection");
+    st = kiln_reduce(g, in, n, case_holds, &p, &ro, out);
+  } else {
+    kiln_reduce_measure(g, n, in, &out->before);
+    out->after = out->before;
+  }
+  if (!st && out->reproduced) st = write_reduced(out_dir, &p, &full, out);
+  if (!st && ro.log && out->reproduced) {
+    char sizes[200];
+    kiln_reduce_size_str(&out->before, &out->after, sizes, sizeof sizes);
+    fprintf(ro.log, "reduce: %s (%d tests, %.1f s%s)\n", sizes, out->tests, out->seconds,
+            out->stopped ? ", stopped by the limit" : "");
+  }
+  for (int i = 0; i < n; i++) kiln_val_free(in[i]);
+  free(in);
+  kiln_graph_free(g);
+  return st;
+}
