@@ -116,7 +116,7 @@ static void test_newer_opset_runs(void) {
               "  opset \"\" 27\n"
               "  %s = const i64[2] [3, 2]\n"
               "  %r = Reshape(%x, %s) : f32[3,2]\n"
-              "  %h = Cast(%r) {to=10} : f16[3,2]\n"
+              "  %h = Cast(%r) {to=11} : f64[3,2]\n"
               "  %y = Cast(%h) {to=1} : f32[3,2]\n"
               "  return %y\n"
               "}\n",
