@@ -1,0 +1,347 @@
+/* kiln fuzz: random models (src/verify/gen.h) through the differential runner
+ * (kiln_verify_run), failures deduplicated by signature and written as cases. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "verify/gen.h"
+#include "verify/ort.h"
+#include "verify/reduce.h"
+
+static const char *const fuzz_help =
+    "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N] [--backend cpu,cuda|none]\n"
+    "                 [--oracle kiln|onnxruntime] [--out DIR] [--max-nodes N] [--ops A,B]\n"
+    "                 [--reduce] [-q] [--list-ops]\n\n"
+    "Generates random valid models (1..max-nodes nodes over every op Kiln compiles, several\n"
+    "dtypes, concrete and symbolic shapes) with inputs on which the reference is finite and\n"
+    "stable, and verifies each one like 'kiln verify': the graph after every pass, the tile\n"
+    "program and the compiled code against the double-precision reference and its error\n"
+    "bounds. The first case of each new failure signature is written to DIR/<hash>/ (replay it\n"
+    "with 'kiln verify DIR/<hash>').\n\n"
+    "  --seed S         campaign seed (default 1); graph j uses a seed mixed from S and j\n"
+    "  --count N        graphs to try (default 100 when --time is not given)\n"
+    "  --time T         stop starting graphs after T seconds\n"
+    "  --shard i/N      run only the graphs j with j %% N == i (N shards cover one campaign)\n"
+    "  --backend B      compiled layers: cpu (default), cuda, cpu,cuda, none (graph and tile\n"
+    "                   layers only)\n"
+    "  --oracle O       kiln (default): verify Kiln's layers; onnxruntime: also run each model\n"
+    "                   in ONNX Runtime and compare it with Kiln's reference\n"
+    "  --out DIR        where failure cases go (default fuzz-out); DIR/cache is the kernel\n"
+    "                   cache of the campaign\n"
+    "  --max-nodes N    nodes per graph at most, 1..30 (default 12)\n"
+    "  --ops A,B        draw only these ops (names as in --list-ops)\n"
+    "  --reduce         reduce each new failure (DIR/<hash>/reduced)\n"
+    "  -q               no progress lines\n"
+    "  --list-ops       print the generator's ops and exit\n\n"
+    "Exit status: 0 nothing found, 1 failures found, 2 bad usage.\n";
+
+typedef struct fuzz_args {
+  uint64_t seed;
+  long count;
+  double time;
+  long shard, shards;
+  bool cpu, cuda, ort, reduce, quiet;
+  const char *out;
+  long max_nodes;
+  const char *ops;
+} fuzz_args;
+
+typedef struct finding {
+  char sig[256];
+  char dir[1100];
+  int count;
+  uint64_t first_j;
+} finding;
+
+typedef struct campaign {
+  fuzz_args a;
+  kiln_gen_opts go;
+  kiln_verify_opts vo;
+  kiln_ort *ort;
+  int64_t tried, valid, invalid, no_inputs, verify_errors, ort_refused;
+  int64_t n_ops, *op_seen;             /* per generator op */
+  bool pairs[KILN_OP_COUNT][KILN_OP_COUNT]; /* producer -> consumer */
+  KILN_VEC(finding) found;
+  KILN_VEC(char *) pass_names;
+  KILN_VEC(int64_t) pass_fired;
+  int64_t files;
+  char cache[1100];
+} campaign;
+
+/* ---- arguments ---- */
+static int parse_shard(const char *v, fuzz_args *a) {
+  char *end;
+  a->shard = strtol(v, &end, 10);
+  if (end == v || *end != '/') return 1;
+  const char *p = end + 1;
+  a->shards = strtol(p, &end, 10);
+  return end == p || *end || a->shards < 1 || a->shard < 0 || a->shard >= a->shards;
+}
+
+static int parse_backend(const char *v, fuzz_args *a) {
+  a->cpu = a->cuda = false;
+  if (!strcmp(v, "none")) return 0;
+  char *list = kiln_xstrdup(v), *save = NULL;
+  int bad = 0;
+  for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(w, "cpu")) a->cpu = true;
+    else if (!strcmp(w, "cuda")) a->cuda = true;
+    else bad = 1;
+  }
+  free(list);
+  return bad;
+}
+
+static void list_ops(void) {
+  for (int i = 0; i < kiln_gen_op_count(); i++) printf("%s\n", kiln_gen_op_name(i));
+}
+
+/* -1 when the arguments are fine, else the exit status. */
+static int parse_args(int argc, char **argv, fuzz_args *a) {
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    long n;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(fuzz_help, stdout), 0;
+    if (!strcmp(argv[i], "--list-ops")) return list_ops(), 0;
+    if (!strcmp(argv[i], "--reduce")) a->reduce = true;
+    else if (!strcmp(argv[i], "-q")) a->quiet = true;
+    else if (kiln_cli_opt(argc, argv, &i, "--seed", &v)) {
+      char *end;
+      if (!v || !*v || (a->seed = strtoull(v, &end, 10), *end) || v[0] == '-')
+        return kiln_cli_usage("fuzz", "--seed needs a number >= 0");
+    } else if (kiln_cli_opt(argc, argv, &i, "--count", &v)) {
+      if (!v || kiln_cli_int(v, &a->count) || a->count < 1) return kiln_cli_usage("fuzz", "--count needs a number >= 1");
+    } else if (kiln_cli_opt(argc, argv, &i, "--time", &v)) {
+      if (!v || kiln_cli_double(v, &a->time) || !(a->time > 0)) return kiln_cli_usage("fuzz", "--time needs seconds > 0");
+    } else if (kiln_cli_opt(argc, argv, &i, "--shard", &v)) {
+      if (!v || parse_shard(v, a)) return kiln_cli_usage("fuzz", "--shard needs i/N with 0 <= i < N");
+    } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
+      if (!v || parse_backend(v, a)) return kiln_cli_usage("fuzz", "--backend needs cpu, cuda, cpu,cuda or none");
+    } else if (kiln_cli_opt(argc, argv, &i, "--oracle", &v)) {
+      if (!v || (strcmp(v, "kiln") && strcmp(v, "onnxruntime")))
+        return kiln_cli_usage("fuzz", "--oracle needs kiln or onnxruntime");
+      a->ort = !strcmp(v, "onnxruntime");
+    } else if (kiln_cli_opt(argc, argv, &i, "--out", &v)) {
+      if (!v || !*v) return kiln_cli_usage("fuzz", "--out needs a folder");
+      a->out = v;
+    } else if (kiln_cli_opt(argc, argv, &i, "--max-nodes", &v)) {
+      if (!v || kiln_cli_int(v, &n) || n < 1 || n > 30) return kiln_cli_usage("fuzz", "--max-nodes needs 1..30");
+      a->max_nodes = n;
+    } else if (kiln_cli_opt(argc, argv, &i, "--ops", &v)) {
+      if (!v || !*v) return kiln_cli_usage("fuzz", "--ops needs op names");
+      a->ops = v;
+    } else return kiln_cli_usage("fuzz", "unexpected argument '%s'", argv[i]);
+  }
+  if (a->count == 0 && a->time == 0) a->count = 100;
+  return -1;
+}
+
+/* ---- statistics ---- */
+static void note_graph(campaign *c, const kiln_graph *g) {
+  for (int n = 0; n < g->nodes.len; n++) {
+    const kiln_node *nd = &g->nodes.data[n];
+    for (int k = 0; k < c->n_ops; k++)
+      if (!strcmp(kiln_gen_op_name((int)k), nd->op_type)) c->op_seen[k]++;
+    for (int i = 0; i < nd->n_inputs; i++) {
+      int v = nd->inputs[i];
+      if (v < 0 || g->values.data[v].kind != KILN_VALUE_NODE) continue;
+      kiln_op p = g->nodes.data[g->values.data[v].node].op;
+      c->pairs[p][nd->op] = true;
+    }
+  }
+}
+
+static void note_fired(campaign *c, const char *fired) {
+  char *list = kiln_xstrdup(fired), *save = NULL;
+  for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+    int k = 0;
+    while (k < c->pass_names.len && strcmp(c->pass_names.data[k], w)) k++;
+    if (k == c->pass_names.len) {
+      kiln_vec_push(&c->pass_names, kiln_xstrdup(w));
+      kiln_vec_push(&c->pass_fired, 0);
+    }
+    c->pass_fired.data[k]++;
+  }
+  free(list);
+}
+
+/* ---- findings ---- */
+static kiln_status make_dir(const char *d) {
+  if (mkdir(d, 0777) && errno != EEXIST) return kiln_error(KILN_ERR_IO, "cannot create '%s': %s", d, strerror(errno));
+  return KILN_OK;
+}
+
+/* Records a failure; the first of its signature is written (and reduced with --reduce). */
+static kiln_status record(campaign *c, uint64_t j, const kiln_gen_case *gc, kiln_verify_result *res) {
+  for (int i = 0; i < c->found.len; i++)
+    if (!strcmp(c->found.data[i].sig, res->signature)) {
+      c->found.data[i].count++;
+      return KILN_OK;
+    }
+  finding f = {.count = 1, .first_j = j};
+  snprintf(f.sig, sizeof f.sig, "%s", res->signature);
+  uint64_t h = kiln_hash_bytes(f.sig, strlen(f.sig), 0);
+  snprintf(f.dir, sizeof f.dir, "%s/%012llx", c->a.out, (unsigned long long)(h >> 16));
+  KILN_TRY(make_dir(c->a.out));
+  KILN_TRY(kiln_verify_write_case(f.dir, gc->g, gc->n_in, gc->inputs, res));
+  c->files++;
+  kiln_vec_push(&c->found, f);
+  if (!c->a.quiet) fprintf(stderr, "fuzz: graph %llu: new failure %s -> %s\n", (unsigned long long)j, f.sig, f.dir);
+  if (!c->a.reduce) return KILN_OK;
+  char rdir[1200];
+  snprintf(rdir, sizeof rdir, "%s/reduced", f.dir);
+  kiln_reduce_opts ro;
+  kiln_reduce_opts_init(&ro);
+  ro.max_seconds = 120;
+  ro.log = c->a.quiet ? NULL : stderr;
+  kiln_reduce_result rr;
+  kiln_status st = kiln_reduce_case(f.dir, rdir, &c->vo, &ro, &rr);
+  if (st) return st;
+  if (rr.reproduced) c->files++;
+  kiln_reduce_result_free(&rr);
+  return KILN_OK;
+}
+
+/* ONNX Runtime against Kiln's reference: a finding is recorded like a compiler failure. */
+static kiln_status check_ort(campaign *c, uint64_t j, const kiln_gen_case *gc) {
+  kiln_vref *ref;
+  KILN_TRY(kiln_vref_compute(gc->g, gc->n_in, gc->inputs, &ref));
+  kiln_layer_result layer;
+  kiln_status st = kiln_ort_check(c->ort, gc->g, gc->n_in, gc->inputs, ref, &layer);
+  if (!st && !layer.ran) c->ort_refused++;
+  if (!st && layer.ran && !layer.ok) {
+    kiln_verify_result res = {.failed = true, .first_failing = -1, .fail_kind = KILN_LAYER_REFERENCE};
+    st = kiln_ort_locate(c->ort, gc->g, gc->n_in, gc->inputs, ref, res.where, sizeof res.where,
+                         res.signature, sizeof res.signature);
+    if (!st && !res.signature[0]) snprintf(res.signature, sizeof res.signature, "onnxruntime|-|");
+    if (!st) st = record(c, j, gc, &res);
+    kiln_verify_result_free(&res);
+  }
+  kiln_vref_free(ref);
+  return st;
+}
+
+static kiln_status run_one(campaign *c, uint64_t j) {
+  kiln_gen_case gc;
+  KILN_TRY(kiln_gen_model(&c->go, kiln_gen_seed(c->a.seed, j), &gc));
+  c->tried++;
+  if (gc.status == KILN_GEN_INVALID) {
+    c->invalid++;
+    if (!c->a.quiet) fprintf(stderr, "fuzz: graph %llu is not valid: %s\n", (unsigned long long)j, gc.note);
+  } else if (gc.status == KILN_GEN_NO_INPUTS) c->no_inputs++;
+  kiln_status st = KILN_OK;
+  if (gc.status == KILN_GEN_OK) {
+    c->valid++;
+    note_graph(c, gc.g);
+    kiln_verify_result res;
+    st = kiln_verify_run(gc.g, gc.n_in, gc.inputs, &c->vo, &res);
+    if (st) {
+      c->verify_errors++;
+      if (!c->a.quiet) fprintf(stderr, "fuzz: graph %llu: %s\n", (unsigned long long)j, kiln_status_message(st));
+      kiln_status_free(st);
+      st = KILN_OK;
+    } else {
+      note_fired(c, res.fired);
+      if (res.failed) st = record(c, j, &gc, &res);
+      kiln_verify_result_free(&res);
+    }
+    if (!st && c->ort) st = check_ort(c, j, &gc);
+  }
+  kiln_gen_case_free(&gc);
+  return st;
+}
+
+/* ---- summary ---- */
+static void summary(const campaign *c, double secs) {
+  printf("fuzz: %lld graphs in %.1f s (%.2f/s): %lld valid, %lld invalid, %lld dropped (no finite, "
+         "stable inputs), %lld runner errors\n",
+         (long long)c->tried, secs, secs > 0 ? (double)c->tried / secs : 0.0, (long long)c->valid,
+         (long long)c->invalid, (long long)c->no_inputs, (long long)c->verify_errors);
+  int covered = 0, total = 0;
+  kiln_strbuf miss = {0};
+  for (int k = 0; k < c->n_ops; k++) {
+    const char *name = kiln_gen_op_name(k);
+    if (name[0] == '(') continue;
+    total++;
+    if (c->op_seen[k]) covered++;
+    else kiln_strbuf_printf(&miss, " %s", name);
+  }
+  printf("ops covered: %d of %d%s%s\n", covered, total, miss.data ? "; not covered:" : "", miss.data ? miss.data : "");
+  kiln_strbuf_free(&miss);
+  int pairs = 0;
+  for (int p = 0; p < KILN_OP_COUNT; p++)
+    for (int q = 0; q < KILN_OP_COUNT; q++) pairs += c->pairs[p][q];
+  printf("op pairs covered (producer -> consumer): %d\n", pairs);
+  printf("passes fired (graphs):");
+  for (int k = 0; k < c->pass_names.len; k++) printf(" %s %lld", c->pass_names.data[k], (long long)c->pass_fired.data[k]);
+  printf("%s\n", c->pass_names.len ? "" : " none");
+  if (c->ort) printf("onnxruntime: %lld models refused\n", (long long)c->ort_refused);
+  printf("failures: %d signatures\n", c->found.len);
+  for (int i = 0; i < c->found.len; i++)
+    printf("  %s  x%d  %s (first: graph %llu)\n", c->found.data[i].sig, c->found.data[i].count,
+           c->found.data[i].dir, (unsigned long long)c->found.data[i].first_j);
+  printf("files written: %lld case folders%s%s\n", (long long)c->files, c->files ? " under " : "",
+         c->files ? c->a.out : "");
+}
+
+static kiln_status setup(campaign *c) {
+  kiln_gen_opts_init(&c->go);
+  c->go.max_nodes = (int)c->a.max_nodes;
+  c->go.ops = c->a.ops;
+  kiln_gen_case probe; /* an unknown op name is bad usage: find it before the campaign */
+  KILN_TRY(kiln_gen_model(&c->go, 0, &probe));
+  kiln_gen_case_free(&probe);
+  kiln_verify_opts_init(&c->vo);
+  c->vo.cpu = c->a.cpu, c->vo.cuda = c->a.cuda, c->vo.each_pass = true, c->vo.threads = 1;
+  KILN_TRY(make_dir(c->a.out));
+  snprintf(c->cache, sizeof c->cache, "%s/cache", c->a.out);
+  c->vo.compile.cache_dir = c->cache;
+  c->n_ops = kiln_gen_op_count();
+  c->op_seen = kiln_xcalloc((size_t)c->n_ops, sizeof *c->op_seen);
+  if (c->a.ort) {
+    kiln_ort_opts oo;
+    kiln_ort_opts_init(&oo);
+    KILN_TRY(kiln_ort_open(&oo, &c->ort));
+  }
+  return KILN_OK;
+}
+
+static void teardown(campaign *c) {
+  kiln_ort_close(c->ort);
+  free(c->op_seen);
+  for (int k = 0; k < c->pass_names.len; k++) free(c->pass_names.data[k]);
+  kiln_vec_free(&c->pass_names);
+  kiln_vec_free(&c->pass_fired);
+  kiln_vec_free(&c->found);
+}
+
+int kiln_cmd_fuzz(int argc, char **argv) {
+  campaign *c = kiln_xcalloc(1, sizeof *c);
+  c->a = (fuzz_args){.seed = 1, .shards = 1, .cpu = true, .out = "fuzz-out", .max_nodes = 12};
+  int rc = parse_args(argc, argv, &c->a);
+  kiln_status st = rc < 0 ? setup(c) : KILN_OK;
+  double t0 = kiln_cli_seconds(), last = t0;
+  for (uint64_t j = 0; rc < 0 && !st; j++) {
+    double now = kiln_cli_seconds();
+    if ((c->a.count && c->tried >= c->a.count) || (c->a.time > 0 && now - t0 >= c->a.time)) break;
+    if (!kiln_gen_in_shard(j, (int)c->a.shard, (int)c->a.shards)) continue;
+    st = run_one(c, j);
+    if (!c->a.quiet && now - last >= 5) {
+      last = now;
+      fprintf(stderr, "fuzz: %lld graphs, %.1f/s, %d failures", (long long)c->tried,
+              (double)c->tried / (now - t0), c->found.len);
+      if (c->a.time > 0) fprintf(stderr, ", %.0f s left", c->a.time - (now - t0));
+      fprintf(stderr, "\n");
+    }
+  }
+  if (st) rc = kiln_cli_fail("fuzz", st);
+  else if (rc < 0) {
+    summary(c, kiln_cli_seconds() - t0);
+    rc = c->found.len ? 1 : 0;
+  }
+  teardown(c);
+  free(c);
+  return rc;
+}
