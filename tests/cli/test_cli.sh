@@ -144,5 +144,47 @@ if (cd "$tmp/gsa" && ${CC:-cc} -O2 -w main.c model.c -lm -o model_main) >"$tmp/o
 else
   failed=$((failed + 1)); echo "FAIL the standalone Gather does not build"; cat "$tmp/out"
 fi
+# ---- kiln reduce ----
+expect 0 "reduce --help" "$kiln" reduce --help
+grep -q "usage: kiln reduce CASE_DIR" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL reduce --help does not show usage"; }
+expect 2 "reduce without a case" "$kiln" reduce
+expect 2 "reduce with an unknown option" "$kiln" reduce "$tmp" --no-such-option
+expect 2 "reduce --max-tests 0" "$kiln" reduce "$tmp" --max-tests 0
+expect 2 "reduce --time with no value" "$kiln" reduce "$tmp" --time
+expect 2 "reduce two cases" "$kiln" reduce "$tmp/a" "$tmp/b"
+expect 2 "reduce a folder that holds no case" "$kiln" reduce "$tmp/missing-case"
+# a case that does not fail: Relu on f32[2,3] (model.onnx from compile -o, input_0.pb by hand)
+cat > "$tmp/relu.kiln" <<'IR'
+graph @relu(%x: f32[2,3]) -> (%y: f32[2,3]) {
+  opset "" 17
+  %y = Relu(%x) : f32[2,3]
+  return %y
+}
+IR
+if "$kiln" compile "$tmp/relu.kiln" -o "$tmp/okcase" >"$tmp/out" 2>&1; then
+  python3 - "$tmp/okcase/input_0.pb" <<'PY'
+import struct, sys
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n: return out
+raw = struct.pack("<6f", -1.5, 0.5, 2.0, -0.25, 1.0, 3.0)
+msg = b"\x08" + varint(2) + b"\x08" + varint(3) + b"\x10" + varint(1)
+msg += b"\x42" + varint(1) + b"x" + b"\x4a" + varint(len(raw)) + raw
+open(sys.argv[1], "wb").write(msg)
+PY
+  printf 'signature: cpu|-|Relu\ncommand: kiln verify %s\n' "$tmp/okcase" > "$tmp/okcase/case.txt"
+  expect 1 "reduce a case that does not fail" "$kiln" reduce "$tmp/okcase" -q
+  grep -q "does not fail" "$tmp/out" && passed=$((passed + 1)) ||
+    { failed=$((failed + 1)); echo "FAIL reduce does not say the case does not fail"; cat "$tmp/out"; }
+  [ ! -e "$tmp/okcase/reduced" ] && passed=$((passed + 1)) ||
+    { failed=$((failed + 1)); echo "FAIL reduce wrote a case that does not fail"; }
+else
+  failed=$((failed + 1)); echo "FAIL compile -o for the reduce case"; cat "$tmp/out"
+fi
+# ---- end kiln reduce ----
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
