@@ -18,6 +18,7 @@ static const command commands[] = {
     {"test-onnx", kiln_cmd_test_onnx, "run ONNX test cases (model.onnx + test_data_set_*)"},
     {"compile", kiln_cmd_compile, "compile a model for the CPU (artifact, report, standalone C)"},
     {"bench", kiln_cmd_bench, "time repeated runs of a model (latency, throughput)"},
+    {"verify", kiln_cmd_verify, "check every compiler layer against the reference with error bounds"},
     {"reduce", kiln_cmd_reduce, "shrink a failing case (kiln verify --repro, kiln fuzz) to a minimal one"},
 };
 

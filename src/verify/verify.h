@@ -99,6 +99,7 @@ typedef struct kiln_verify_opts {
    * data to check that the runner catches and localizes a wrong kernel. NULL: none. */
   kiln_step_trace_fn inject;
   void *inject_user;
+  unsigned inject_layers; /* bit 1 << kind for each layer kind it runs in; 0: every one */
 } kiln_verify_opts;
 void kiln_verify_opts_init(kiln_verify_opts *o);
 

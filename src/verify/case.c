@@ -1,0 +1,161 @@
+/* Case directories: a failing graph with its inputs and what failed, replayable with
+ * `kiln verify DIR` (see verify.h for the layout). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../onnx/onnx.h"
+#include "verify.h"
+
+/* mkdir -p */
+static kiln_status make_dirs(const char *dir) {
+  char *path = kiln_xstrdup(dir);
+  kiln_status st = KILN_OK;
+  for (char *p = path + 1; !st; p++) {
+    bool end = *p == 0;
+    if (*p != '/' && !end) continue;
+    *p = 0;
+    struct stat sb;
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      st = kiln_error(KILN_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+    else if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+      st = kiln_error(KILN_ERR_IO, "'%s' is not a directory", path);
+    if (end) break;
+    *p = '/';
+  }
+  free(path);
+  return st;
+}
+
+static char *join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = kiln_xmalloc(n);
+  snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
+static char *input_path(const char *dir, int i) {
+  char name[32];
+  snprintf(name, sizeof name, "input_%d.pb", i);
+  return join(dir, name);
+}
+
+/* The --backend flag that replays the layers of res ("" for the default, cpu). */
+static const char *backend_flag(const kiln_verify_result *res) {
+  bool cpu = false, cuda = false;
+  for (int i = 0; res && i < res->layers.len; i++) {
+    cpu = cpu || res->layers.data[i].kind == KILN_LAYER_CPU;
+    cuda = cuda || res->layers.data[i].kind == KILN_LAYER_CUDA;
+  }
+  if (!res || (cpu && !cuda)) return "";
+  return cpu ? " --backend cpu,cuda" : cuda ? " --backend cuda" : " --backend none";
+}
+
+static kiln_status write_info(const char *dir, const kiln_verify_result *res) {
+  kiln_strbuf b = {0};
+  const kiln_layer_result *f =
+      res && res->first_failing >= 0 ? &res->layers.data[res->first_failing] : NULL;
+  kiln_strbuf_printf(&b, "signature: %s\n", res && res->signature[0] ? res->signature : "-");
+  kiln_strbuf_printf(&b, "layer: %s\n", f ? f->name : "-");
+  if (res && res->pass[0])
+    kiln_strbuf_printf(&b, "pass: %s (application %d)\n", res->pass, res->pass_application);
+  else kiln_strbuf_printf(&b, "pass: -\n");
+  kiln_strbuf_printf(&b, "where: %s\n", res && res->where[0] ? res->where : "-");
+  if (f && f->msg[0]) kiln_strbuf_printf(&b, "message: %s\n", f->msg);
+  kiln_strbuf_printf(&b, "command: kiln verify %s%s\n", dir, backend_flag(res));
+  char *path = join(dir, "case.txt");
+  kiln_status st = kiln_write_file(path, b.data, b.len);
+  free(path);
+  kiln_strbuf_free(&b);
+  return st;
+}
+
+kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
+                                   kiln_val *const *inputs, const kiln_verify_result *res) {
+  if (n_in != g->inputs.len)
+    return kiln_invalid("the graph takes %d inputs, %d given", g->inputs.len, n_in);
+  for (int i = 0; i < n_in; i++)
+    if (!inputs[i] || inputs[i]->kind != KILN_TYPE_TENSOR || !inputs[i]->t)
+      return kiln_unsupported("case: input '%s' is not a tensor",
+                              g->values.data[g->inputs.data[i]].name);
+  KILN_TRY(make_dirs(dir));
+  char *path = join(dir, "model.onnx");
+  kiln_status st = kiln_onnx_save(g, path);
+  free(path);
+  KILN_TRYF(st, "writing the case");
+  kiln_strbuf text = {0};
+  kiln_graph_print(g, &text, -1);
+  path = join(dir, "model.kiln");
+  st = kiln_write_file(path, text.data ? text.data : "", text.len);
+  free(path);
+  kiln_strbuf_free(&text);
+  for (int i = 0; !st && i < n_in; i++) {
+    path = input_path(dir, i);
+    st = kiln_pb_write_tensor(path, inputs[i]->t, g->values.data[g->inputs.data[i]].name);
+    free(path);
+  }
+  if (!st) st = write_info(dir, res);
+  return st ? kiln_status_annotate(st, "writing the case to '%s'", dir) : KILN_OK;
+}
+
+/* The value of "key: " in case.txt, copied to out ("" when absent). */
+static void info_field(const char *text, const char *key, char *out, size_t len) {
+  size_t k = strlen(key);
+  out[0] = 0;
+  for (const char *p = text; p && *p;) {
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n > k + 1 && !strncmp(p, key, k) && p[k] == ':' && p[k + 1] == ' ') {
+      snprintf(out, len, "%.*s", (int)(n - k - 2), p + k + 2);
+      return;
+    }
+    p = e ? e + 1 : NULL;
+  }
+}
+
+static kiln_status load_inputs(const char *dir, const kiln_graph *g, kiln_val **vals) {
+  for (int i = 0; i < g->inputs.len; i++) {
+    const kiln_value *v = &g->values.data[g->inputs.data[i]];
+    char *path = input_path(dir, i);
+    kiln_status st = kiln_pb_read_value(path, &v->type, &vals[i]);
+    free(path);
+    KILN_TRYF(st, "case input %d ('%s')", i, v->name);
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln_verify_load_case(const char *dir, kiln_graph **g, kiln_val ***inputs, int *n,
+                                  char *signature, size_t sig_len) {
+  *g = NULL, *inputs = NULL, *n = 0;
+  char *path = join(dir, "model.onnx");
+  kiln_status st = kiln_onnx_load(path, g);
+  free(path);
+  if (!st) st = kiln_ops_infer_graph(*g);
+  kiln_val **vals = NULL;
+  if (!st) {
+    vals = kiln_xcalloc((size_t)(*g)->inputs.len + 1, sizeof *vals);
+    st = load_inputs(dir, *g, vals);
+  }
+  if (!st && signature && sig_len) {
+    char *text = NULL;
+    size_t len = 0;
+    path = join(dir, "case.txt");
+    kiln_status e = kiln_read_file(path, &text, &len);
+    free(path);
+    signature[0] = 0;
+    if (!e) info_field(text, "signature", signature, sig_len);
+    kiln_status_free(e); /* a case without case.txt replays without a signature */
+    free(text);
+  }
+  if (st) {
+    for (int i = 0; vals && *g && i < (*g)->inputs.len; i++) kiln_val_free(vals[i]);
+    free(vals);
+    kiln_graph_free(*g);
+    *g = NULL;
+    return kiln_status_annotate(st, "case '%s'", dir);
+  }
+  *inputs = vals;
+  *n = (*g)->inputs.len;
+  return KILN_OK;
+}

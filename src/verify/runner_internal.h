@@ -1,0 +1,54 @@
+/* Private to the differential runner (runner*.c): the state of one kiln_verify_run and the
+ * helpers its layers share. */
+#ifndef KILN_VERIFY_RUNNER_INTERNAL_H
+#define KILN_VERIFY_RUNNER_INTERNAL_H
+
+#include "verify.h"
+
+typedef struct kiln_vrun {
+  const kiln_graph *g; /* the caller's graph (never modified) */
+  int n_in;
+  kiln_val *const *inputs;
+  const kiln_verify_opts *o;
+  kiln_verify_result *res;
+  kiln_vref *ref;    /* on g */
+  kiln_strbuf onnx;  /* g as a ModelProto: copies load from it */
+  bool clone_text;   /* the ONNX round trip changes g: copies parse its text form */
+  kiln_strbuf text;  /* g in the text IR (clone_text only) */
+  kiln_tensor **tin; /* the inputs as tensors (NULL for a non-tensor input) */
+  bool all_tensors;  /* every input is a tensor (the tile layer runs) */
+  double t0;         /* start of the current layer */
+} kiln_vrun;
+
+/* A new copy of g with its symbolic input dims bound to the inputs (as the compiler does). */
+kiln_status kiln_vrun_copy(kiln_vrun *r, kiln_graph **out);
+/* Appends a layer (ran, ok) and starts its clock. The pointer is valid until the next
+ * kiln_vrun_layer. */
+kiln_layer_result *kiln_vrun_layer(kiln_vrun *r, kiln_layer_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Compares the outputs of a layer (one per graph output, in order) with the reference. */
+void kiln_vrun_compare(kiln_vrun *r, kiln_layer_result *l, kiln_val *const *outs);
+/* The layer's run returned st (taken): a failure. */
+void kiln_vrun_errored(kiln_vrun *r, kiln_layer_result *l, kiln_status st);
+void kiln_vrun_skip(kiln_layer_result *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Stops the layer's clock; when it failed and is the first failure, records it. Returns
+ * true when this layer is the first failing one (the caller localizes it). */
+bool kiln_vrun_done(kiln_vrun *r, kiln_layer_result *l);
+
+/* Signature and where of the first failure: "<kind>|<pass or ->|<op kinds sorted>". ops is
+ * a comma-separated list (any order, repeats allowed), or "" for "-". */
+void kiln_vrun_set_where(kiln_vrun *r, const char *where, const char *ops);
+
+/* runner_pass.c: the pass layers. *final receives the graph after the whole pipeline
+ * (fused, bound), or NULL when the passes failed. */
+kiln_status kiln_vrun_passes(kiln_vrun *r, kiln_graph **final);
+
+/* runner_loc.c: the backend layers. */
+void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused);
+void kiln_vrun_cpu(kiln_vrun *r);
+void kiln_vrun_cuda(kiln_vrun *r);
+
+double kiln_vrun_now(void);
+
+#endif

@@ -1,0 +1,381 @@
+/* Unit tests of the differential runner (src/verify/runner*.c) and of cases (case.c): a small
+ * model passes every layer; a value corrupted after a step (the fault injector of the
+ * options, on the step observers of the program interpreter and the executor) is caught
+ * in the right layer and localized to its kernel; the pass bisection on fake predicates;
+ * the signature format; the case directory round trip. Cache entries and cases go to a
+ * fresh folder under $TMPDIR. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "onnx/onnx.h"
+#include "verify/verify.h"
+
+static char g_tmp[1024];
+
+static void make_tmp(void) {
+  if (g_tmp[0]) return;
+  const char *t = getenv("TMPDIR");
+  snprintf(g_tmp, sizeof g_tmp, "%s/kiln_verify_runner_XXXXXX", t && *t ? t : "/tmp");
+  if (!mkdtemp(g_tmp)) abort();
+}
+
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char p[2048];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    if (e->d_type == DT_DIR) remove_dir(p);
+    else unlink(p);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+/* MatMul + bias + Relu (one fused kernel), then a Sigmoid of the MatMul result: two
+ * kernels at least. x has a symbolic batch dim. */
+static const char *MODEL = "graph @mlp(%x: f32[N,3]) -> (%y: f32[N,4], %s: f32[N,4]) {\n"
+                           "  opset \"\" 17\n"
+                           "  %w = const f32[3,4] [0.5, -1, 0.25, 2, 1.5, 0.75, -0.5, 1, -2, "
+                           "0.125, 1, -0.25]\n"
+                           "  %b = const f32[4] [0.1, -0.2, 0.3, -0.4]\n"
+                           "  %m = MatMul(%x, %w) : f32[N,4] @mm\n"
+                           "  %a = Add(%m, %b) : f32[N,4] @add\n"
+                           "  %y = Relu(%a) : f32[N,4] @relu\n"
+                           "  %e = Exp(%m) : f32[N,4] @exp\n"
+                           "  %s = Neg(%e) : f32[N,4] @neg\n"
+                           "  return %y, %s\n"
+                           "}\n";
+
+static kiln_graph *model(void) {
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(MODEL, "test", &g));
+  if (g) CHECK_OK(kiln_ops_infer_graph(g));
+  return g;
+}
+
+static kiln_val *input(int rows) {
+  kiln_tensor *t;
+  int64_t dims[2] = {rows, 3};
+  if (kiln_tensor_new(KILN_F32, 2, dims, &t)) abort();
+  float *p = t->data;
+  for (int64_t i = 0; i < t->numel; i++) p[i] = (float)((i * 7 % 11) - 5) / 8.0f;
+  return kiln_val_tensor(t);
+}
+
+static void opts(kiln_verify_opts *o) {
+  make_tmp();
+  kiln_verify_opts_init(o);
+  o->compile.cache_dir = g_tmp;
+}
+
+static const kiln_layer_result *find_layer(const kiln_verify_result *r, kiln_layer_kind k) {
+  for (int i = 0; i < r->layers.len; i++)
+    if (r->layers.data[i].kind == k) return &r->layers.data[i];
+  return NULL;
+}
+
+static void test_small_model_passes(void) {
+  kiln_graph *g = model();
+  if (!g) return;
+  kiln_strbuf before = {0}, after = {0};
+  kiln_graph_print(g, &before, -1);
+  kiln_val *in = input(3);
+  kiln_verify_opts o;
+  opts(&o);
+  o.cuda = true;
+  kiln_verify_result r;
+  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  CHECK(!r.failed);
+  CHECK(r.first_failing == -1);
+  CHECK(r.signature[0] == 0);
+  for (kiln_layer_kind k = 0; k < KILN_LAYER_KIND_COUNT; k++) {
+    const kiln_layer_result *l = find_layer(&r, k);
+    CHECK(l != NULL);
+    if (l) CHECK(l->ran && l->ok && l->max_ratio <= 1.0);
+  }
+  CHECK(strstr(r.fired, "fusion") != NULL);
+  /* the cuda device row is skipped, never claimed */
+  const kiln_layer_result *last = &r.layers.data[r.layers.len - 1];
+  CHECK(last->kind == KILN_LAYER_CUDA && !last->ran);
+  kiln_strbuf table = {0};
+  kiln_verify_print(&r, &table);
+  CHECK(table.data && strstr(table.data, "every layer agrees"));
+  CHECK(table.data && strstr(table.data, "cpu"));
+  kiln_strbuf_free(&table);
+  kiln_verify_result_free(&r);
+  kiln_graph_print(g, &after, -1); /* the caller's graph is untouched */
+  CHECK(before.len == after.len && !strcmp(before.data, after.data));
+  kiln_strbuf_free(&before);
+  kiln_strbuf_free(&after);
+  kiln_val_free(in);
+  kiln_graph_free(g);
+}
+
+/* ---- fault injection through the step observers ---- */
+/* Corrupts the output of the Exp/Neg kernel: the [N,4] value whose elements are all < 0
+ * (Neg of Exp), wherever the layer's run produces it. */
+static void corrupt_neg(void *user, int step, int value, const kiln_tensor *t) {
+  int *hits = user;
+  (void)value, (void)step;
+  if (t->dtype != KILN_F32 || t->rank != 2 || t->dims[1] != 4) return;
+  float *p = t->data;
+  bool negative = true;
+  for (int64_t i = 0; i < t->numel; i++) negative = negative && p[i] < 0;
+  if (!negative) return;
+  p[t->numel - 1] += 0.5f;
+  (*hits)++;
+}
+
+static void check_localized(kiln_layer_kind kind) {
+  kiln_graph *g = model();
+  if (!g) return;
+  kiln_val *in = input(3);
+  kiln_verify_opts o;
+  opts(&o);
+  o.cuda = kind == KILN_LAYER_CUDA;
+  int hits = 0;
+  o.inject = corrupt_neg;
+  o.inject_user = &hits;
+  o.inject_layers = 1u << kind;
+  kiln_verify_result r;
+  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  CHECK(hits >= 2); /* the layer's run and the localization's run */
+  CHECK(r.failed && r.fail_kind == kind);
+  CHECK(r.first_failing >= 0 && r.layers.data[r.first_failing].kind == kind);
+  CHECK(r.pass[0] == 0 && r.pass_application == 0);
+  for (int i = 0; i < r.first_failing; i++) CHECK(r.layers.data[i].ok);
+  char want[64];
+  snprintf(want, sizeof want, "%s|-|Exp,Neg", kiln_layer_kind_name(kind));
+  CHECK(!strcmp(r.signature, want));
+  if (strcmp(r.signature, want)) fprintf(stderr, "signature %s, where %s\n", r.signature, r.where);
+  CHECK(strstr(r.where, "kernel") && strstr(r.where, "Exp") && strstr(r.where, "value 's'"));
+  kiln_strbuf table = {0};
+  kiln_verify_print(&r, &table);
+  CHECK(table.data && strstr(table.data, "FAIL") && strstr(table.data, want));
+  kiln_strbuf_free(&table);
+  kiln_verify_result_free(&r);
+  kiln_val_free(in);
+  kiln_graph_free(g);
+}
+
+static void test_tile_fault_localized(void) {
+  check_localized(KILN_LAYER_TILE);
+}
+
+static void test_cpu_fault_localized(void) {
+  check_localized(KILN_LAYER_CPU);
+}
+
+static void test_cuda_fault_localized(void) {
+  check_localized(KILN_LAYER_CUDA);
+}
+
+/* Every node output is reported once, after the step that produces it, and equals what
+ * the plain run returns. */
+typedef struct record {
+  int n, last_step;
+  bool ordered;
+  int count[64];
+} record;
+
+static void rec(void *user, int step, int value, const kiln_tensor *t) {
+  record *r = user;
+  (void)t;
+  if (step < r->last_step) r->ordered = false;
+  r->last_step = step;
+  if (value >= 0 && value < 64) r->count[value]++;
+  r->n++;
+}
+
+static void test_trace_reports_each_value_once(void) {
+  kiln_graph *g = model();
+  if (!g) return;
+  kiln_val *in = input(2);
+  CHECK_OK(kiln_graph_bind_inputs(g, 1, (const kiln_tensor *[]){in->t}));
+  kiln_pass_opts po = {.pass_limit = -1, .fuse_classify = kiln_lower_fuse_class};
+  CHECK_OK(kiln_passes_run(g, &po, NULL));
+  kiln_lower_opts lo = {KILN_TARGET_CPU, 1, NULL};
+  kiln_program *p = NULL;
+  CHECK_OK(kiln_lower(g, &lo, &p));
+  record r = {0};
+  r.ordered = true;
+  kiln_tensor *outs[2] = {0}, *plain[2] = {0};
+  if (p) CHECK_OK(kiln_program_interp_trace(p, 1, &in->t, outs, rec, &r));
+  if (p) CHECK_OK(kiln_program_interp(p, 1, &in->t, plain));
+  CHECK(r.n > 0 && r.ordered);
+  for (int v = 0; v < 64 && v < g->values.len; v++) CHECK(r.count[v] <= 1);
+  for (int i = 0; i < 2; i++) {
+    CHECK(outs[i] && plain[i] && r.count[g->outputs.data[i]] == 1);
+    if (outs[i] && plain[i])
+      CHECK(!memcmp(outs[i]->data, plain[i]->data, kiln_tensor_nbytes(plain[i])));
+    kiln_tensor_free(outs[i]);
+    kiln_tensor_free(plain[i]);
+  }
+  kiln_program_free(p);
+  kiln_val_free(in);
+  kiln_graph_free(g);
+}
+
+static void test_compiled_trace_reports_each_value_once(void) {
+  kiln_graph *g = model();
+  if (!g) return;
+  make_tmp();
+  kiln_val *in = input(2);
+  CHECK_OK(kiln_graph_bind_inputs(g, 1, (const kiln_tensor *[]){in->t}));
+  kiln_compile_opts co;
+  kiln_compile_opts_init(&co);
+  co.cache_dir = g_tmp;
+  co.threads = 1;
+  kiln_compiled *c = NULL;
+  CHECK_OK(kiln_compile(g, &co, &c));
+  record r = {0};
+  r.ordered = true;
+  kiln_val *outs[2] = {0}, *plain[2] = {0};
+  if (c) CHECK_OK(kiln_compiled_run_trace(c, 1, &in, outs, rec, &r));
+  if (c) CHECK_OK(kiln_compiled_run_vals(c, 1, &in, plain));
+  CHECK(r.n > 0 && r.ordered);
+  for (int v = 0; v < 64 && v < g->values.len; v++) CHECK(r.count[v] <= 1);
+  for (int i = 0; i < 2; i++) {
+    CHECK(outs[i] && plain[i] && r.count[g->outputs.data[i]] == 1);
+    if (outs[i] && plain[i])
+      CHECK(!memcmp(outs[i]->t->data, plain[i]->t->data, kiln_tensor_nbytes(plain[i]->t)));
+    kiln_val_free(outs[i]);
+    kiln_val_free(plain[i]);
+  }
+  kiln_compiled_free(c);
+  kiln_val_free(in);
+  kiln_graph_free(g);
+}
+
+/* ---- bisection ---- */
+typedef struct fake {
+  int first_bad, calls;
+} fake;
+
+static bool fake_fails(void *user, int k) {
+  fake *f = user;
+  f->calls++;
+  return k >= f->first_bad;
+}
+
+static void test_bisect(void) {
+  for (int n = 1; n <= 40; n++)
+    for (int bad = 1; bad <= n; bad++) {
+      fake f = {bad, 0};
+      CHECK(kiln_verify_bisect(0, n, fake_fails, &f) == bad);
+      int log2n = 0;
+      while ((1 << log2n) < n) log2n++;
+      CHECK(f.calls <= log2n);
+    }
+  fake f = {0, 0}; /* good = -1 (the graph before the passes) */
+  CHECK(kiln_verify_bisect(-1, 5, fake_fails, &f) == 0);
+  f.first_bad = 5;
+  f.calls = 0;
+  CHECK(kiln_verify_bisect(4, 5, fake_fails, &f) == 5 && f.calls == 0);
+}
+
+/* ---- names and the case directory ---- */
+static void test_names(void) {
+  CHECK(!strcmp(kiln_layer_kind_name(KILN_LAYER_REFERENCE), "reference"));
+  CHECK(!strcmp(kiln_layer_kind_name(KILN_LAYER_PASS), "pass"));
+  CHECK(!strcmp(kiln_layer_kind_name(KILN_LAYER_TILE), "tile"));
+  CHECK(!strcmp(kiln_layer_kind_name(KILN_LAYER_CPU), "cpu"));
+  CHECK(!strcmp(kiln_layer_kind_name(KILN_LAYER_CUDA), "cuda"));
+  CHECK(!strcmp(kiln_layer_kind_name(KILN_LAYER_KIND_COUNT), "?"));
+  kiln_verify_opts o;
+  kiln_verify_opts_init(&o);
+  CHECK(o.cpu && !o.cuda && o.each_pass && o.threads == 1 && !o.repro_dir && !o.log);
+}
+
+static void test_case_round_trip(void) {
+  kiln_graph *g = model();
+  if (!g) return;
+  kiln_val *in = input(4);
+  kiln_verify_opts o;
+  opts(&o);
+  o.cpu = false;
+  int hits = 0;
+  o.inject = corrupt_neg;
+  o.inject_user = &hits;
+  char dir[1200];
+  snprintf(dir, sizeof dir, "%s/cases/one", g_tmp);
+  o.repro_dir = dir;
+  kiln_verify_result r;
+  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  CHECK(r.failed && !strcmp(r.case_dir, dir));
+  kiln_graph *g2 = NULL;
+  kiln_val **ins = NULL;
+  int n = 0;
+  char sig[256];
+  CHECK_OK(kiln_verify_load_case(dir, &g2, &ins, &n, sig, sizeof sig));
+  CHECK(!strcmp(sig, r.signature));
+  CHECK(n == 1);
+  if (g2 && n == 1) {
+    kiln_strbuf a = {0}, b = {0};
+    kiln_graph_print(g, &a, -1);
+    g2->ir_version = g->ir_version; /* the ONNX file has one, the parsed graph none */
+    kiln_graph_print(g2, &b, -1);
+    CHECK(a.data && b.data && !strcmp(a.data, b.data));
+    kiln_strbuf_free(&a);
+    kiln_strbuf_free(&b);
+    CHECK(ins[0]->t->numel == in->t->numel && ins[0]->t->dims[0] == 4);
+    CHECK(!memcmp(ins[0]->t->data, in->t->data, kiln_tensor_nbytes(in->t)));
+  }
+  char path[1300];
+  snprintf(path, sizeof path, "%s/case.txt", dir);
+  char *text = NULL;
+  size_t len = 0;
+  CHECK_OK(kiln_read_file(path, &text, &len));
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd, "command: kiln verify %s --backend none\n", dir);
+  CHECK(text && strstr(text, cmd));
+  CHECK(text && strstr(text, "layer: tile\n"));
+  free(text);
+  snprintf(path, sizeof path, "%s/model.kiln", dir);
+  CHECK(access(path, R_OK) == 0);
+  /* a case replays: the same inputs give the same failure */
+  kiln_verify_result r2;
+  if (g2) CHECK_OK(kiln_verify_run(g2, n, ins, &o, &r2));
+  if (g2) CHECK(r2.failed && !strcmp(r2.signature, r.signature));
+  if (g2) kiln_verify_result_free(&r2);
+  for (int i = 0; i < n; i++) kiln_val_free(ins[i]);
+  free(ins);
+  kiln_graph_free(g2);
+  /* a missing case is an error, not a crash */
+  CHECK_ERR(kiln_verify_load_case("/nonexistent/case", &g2, &ins, &n, sig, sizeof sig),
+            KILN_ERR_IO);
+  kiln_verify_result_free(&r);
+  kiln_val_free(in);
+  kiln_graph_free(g);
+}
+
+static void test_bad_arguments(void) {
+  kiln_graph *g = model();
+  if (!g) return;
+  kiln_verify_result r;
+  CHECK_ERR(kiln_verify_run(g, 0, NULL, NULL, &r), KILN_ERR_INVALID);
+  kiln_val *wrong = NULL;
+  kiln_tensor *t;
+  if (kiln_tensor_new(KILN_F32, 1, (int64_t[]){5}, &t)) abort();
+  wrong = kiln_val_tensor(t);
+  CHECK_ERR(kiln_verify_run(g, 1, &wrong, NULL, &r), KILN_ERR_INVALID); /* rank 1 for [N,3] */
+  kiln_val_free(wrong);
+  kiln_graph_free(g);
+}
+
+static void cleanup(void) {
+  if (g_tmp[0]) remove_dir(g_tmp);
+}
+
+TEST_MAIN(T(test_names), T(test_bisect), T(test_trace_reports_each_value_once),
+          T(test_compiled_trace_reports_each_value_once), T(test_small_model_passes),
+          T(test_tile_fault_localized), T(test_cpu_fault_localized), T(test_cuda_fault_localized),
+          T(test_case_round_trip), T(test_bad_arguments), T(cleanup))

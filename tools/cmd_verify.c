@@ -1,0 +1,276 @@
+/* kiln verify MODEL|CASE_DIR: every layer of the compiler against the reference with error
+ * bounds (src/verify). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "onnx/onnx.h"
+#include "verify/verify.h"
+
+static const char *const verify_help =
+    "usage: kiln verify MODEL|CASE_DIR [options]\n\n"
+    "Runs MODEL (.onnx or .kiln) through every layer of the compiler and compares each with\n"
+    "a double-precision reference that carries a rigorous error bound per element:\n"
+    "  reference   the reference interpreter on the model\n"
+    "  pass K NAME the interpreter on the graph after pass application K (each application\n"
+    "              that changed the graph)\n"
+    "  tile        the lowered program in the tile IR interpreter\n"
+    "  cpu         the compiled C code\n"
+    "  cuda        the CUDA-mapped program in the tile interpreter (--backend cuda; nothing\n"
+    "              runs on a GPU: that row says so)\n"
+    "It prints one row per layer (max error, max error/bound: above 1 fails) and, on a\n"
+    "failure, the first failing layer, the pass application that broke the graph, the node or\n"
+    "kernel, and a signature (layer|pass|op kinds).\n"
+    "CASE_DIR is a folder written by --repro (or by kiln fuzz / kiln reduce): model.onnx and\n"
+    "input_<i>.pb; its recorded signature is compared with the new one.\n\n"
+    "options:\n"
+    "  --input NAME=FILE   an input (.npy or .pb); inputs not given are drawn from --seed:\n"
+    "                      floats uniform in [-1, 1], integers in [0, 2], booleans\n"
+    "  --seed S            seed of the drawn inputs (default 1)\n"
+    "  --dim SYM=N         extent of a symbolic input dim (default: drawn in 2..4)\n"
+    "  --backend LIST      cpu, cuda, cpu,cuda or none: which backend layers run after the\n"
+    "                      tile layer (default cpu)\n"
+    "  --bisect-only       interpret only the graph after all passes; bisect the passes with\n"
+    "                      the pass limit when it fails (faster on large models)\n"
+    "  --threads N         kernel threads of the cpu layer (default 1)\n"
+    "  --repro DIR         on a failure, write the case to DIR\n"
+    "  -q                  no progress lines on stderr\n\n"
+    "Exit status: 0 every layer agrees, 1 a layer failed, 2 bad usage or an invalid model.\n";
+
+typedef struct verify_args {
+  const char *model;
+  KILN_VEC(const char *) inputs;
+  KILN_VEC(kiln_dim_binding) dims;
+  unsigned long long seed;
+  kiln_verify_opts o;
+} verify_args;
+
+static int parse_backend(const char *v, kiln_verify_opts *o) {
+  o->cpu = o->cuda = false;
+  if (!strcmp(v, "none")) return 0;
+  for (const char *p = v; *p;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n == 3 && !strncmp(p, "cpu", 3)) o->cpu = true;
+    else if (n == 4 && !strncmp(p, "cuda", 4)) o->cuda = true;
+    else return -1;
+    p += n + (e ? 1 : 0);
+  }
+  return 0;
+}
+
+static int parse_dim(const char *v, verify_args *a) {
+  const char *eq = v ? strchr(v, '=') : NULL;
+  long n;
+  if (!eq || eq == v || kiln_cli_int(eq + 1, &n) || n < 0) return -1;
+  kiln_dim_binding b = {v, n};
+  kiln_vec_push(&a->dims, b);
+  return 0;
+}
+
+/* 1: done (help), 0: go on, 2: usage error. */
+static int parse_args(int argc, char **argv, verify_args *a) {
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    long n;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(verify_help, stdout);
+      return 1;
+    }
+    if (!strcmp(argv[i], "-q")) a->o.log = NULL;
+    else if (!strcmp(argv[i], "--bisect-only")) a->o.each_pass = false;
+    else if (kiln_cli_opt(argc, argv, &i, "--input", &v)) {
+      if (!v || !strchr(v, '=')) return kiln_cli_usage("verify", "--input needs NAME=FILE");
+      kiln_vec_push(&a->inputs, v);
+    } else if (kiln_cli_opt(argc, argv, &i, "--seed", &v)) {
+      if (!v || kiln_cli_int(v, &n) || n < 0)
+        return kiln_cli_usage("verify", "--seed needs a number >= 0");
+      a->seed = (unsigned long long)n;
+    } else if (kiln_cli_opt(argc, argv, &i, "--dim", &v)) {
+      if (parse_dim(v, a)) return kiln_cli_usage("verify", "--dim needs SYM=N (N >= 0)");
+    } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
+      if (!v || parse_backend(v, &a->o))
+        return kiln_cli_usage("verify", "--backend takes cpu, cuda, cpu,cuda or none");
+    } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
+      if (!v || kiln_cli_int(v, &n) || n < 1 || n > 1024)
+        return kiln_cli_usage("verify", "--threads needs a number in 1..1024");
+      a->o.threads = (int)n;
+    } else if (kiln_cli_opt(argc, argv, &i, "--repro", &v)) {
+      if (!v || !*v) return kiln_cli_usage("verify", "--repro needs a folder");
+      a->o.repro_dir = v;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return kiln_cli_usage("verify", "unknown option '%s'", argv[i]);
+    } else if (a->model) {
+      return kiln_cli_usage("verify", "one model only ('%s' and '%s')", a->model, argv[i]);
+    } else {
+      a->model = argv[i];
+    }
+  }
+  if (!a->model) return kiln_cli_usage("verify", "no model given");
+  return 0;
+}
+
+/* ---- inputs ---- */
+static uint64_t next_rand(uint64_t *s) { /* splitmix64 */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static int64_t dim_extent(const verify_args *a, const kiln_dim *d, uint64_t *rng) {
+  if (d->value >= 0) return d->value;
+  for (int i = 0; d->sym && i < a->dims.len; i++) {
+    const char *s = a->dims.data[i].sym;
+    size_t n = strlen(d->sym);
+    if (!strncmp(s, d->sym, n) && s[n] == '=') return a->dims.data[i].value;
+  }
+  return 2 + (int64_t)(next_rand(rng) % 3);
+}
+
+/* Draws the symbolic dims once per symbol (the same symbol gets the same extent). */
+static void draw_dims(verify_args *a, const kiln_graph *g, uint64_t *rng) {
+  for (int i = 0; i < g->inputs.len; i++) {
+    const kiln_type *t = &g->values.data[g->inputs.data[i]].type;
+    for (int d = 0; t->kind == KILN_TYPE_TENSOR && d < t->rank; d++) {
+      const kiln_dim *dm = &t->dims[d];
+      if (dm->value >= 0 || !dm->sym) continue;
+      bool known = false;
+      for (int k = 0; k < a->dims.len && !known; k++) {
+        size_t n = strlen(dm->sym);
+        known = !strncmp(a->dims.data[k].sym, dm->sym, n) && a->dims.data[k].sym[n] == '=';
+      }
+      if (known) continue;
+      char *spec = kiln_xmalloc(strlen(dm->sym) + 2);
+      sprintf(spec, "%s=", dm->sym);
+      kiln_dim_binding b = {spec, 2 + (int64_t)(next_rand(rng) % 3)};
+      kiln_vec_push(&a->dims, b);
+    }
+  }
+}
+
+static kiln_status draw_input(const verify_args *a, const kiln_value *v, uint64_t *rng,
+                              kiln_val **out) {
+  const kiln_type *t = &v->type;
+  if (t->kind != KILN_TYPE_TENSOR || t->rank < 0)
+    return kiln_unsupported("input '%s' is not a tensor of known rank: give it with --input",
+                            v->name);
+  int64_t dims[KILN_MAX_RANK];
+  for (int d = 0; d < t->rank; d++) dims[d] = dim_extent(a, &t->dims[d], rng);
+  kiln_tensor *x;
+  KILN_TRYF(kiln_tensor_new(t->dtype, t->rank, dims, &x), "input '%s'", v->name);
+  for (int64_t i = 0; i < x->numel; i++) {
+    uint64_t r = next_rand(rng);
+    if (kiln_dtype_is_float(t->dtype))
+      kiln_store_f64(t->dtype, x->data, (size_t)i, (double)(r >> 11) * 0x1p-52 - 1.0);
+    else if (t->dtype == KILN_STRING) ((char **)x->data)[i] = kiln_xstrdup(r & 1 ? "a" : "b");
+    else if (t->dtype == KILN_BOOL) kiln_store_i64(t->dtype, x->data, (size_t)i, (int64_t)(r & 1));
+    else kiln_store_i64(t->dtype, x->data, (size_t)i, (int64_t)(r % 3));
+  }
+  *out = kiln_val_tensor(x);
+  return KILN_OK;
+}
+
+static const char *given_input(const verify_args *a, const char *name) {
+  size_t n = strlen(name);
+  for (int i = 0; i < a->inputs.len; i++)
+    if (!strncmp(a->inputs.data[i], name, n) && a->inputs.data[i][n] == '=')
+      return a->inputs.data[i] + n + 1;
+  return NULL;
+}
+
+static kiln_status check_input_names(const verify_args *a, const kiln_graph *g) {
+  for (int i = 0; i < a->inputs.len; i++) {
+    const char *spec = a->inputs.data[i];
+    size_t n = (size_t)(strchr(spec, '=') - spec);
+    bool found = false;
+    for (int k = 0; k < g->inputs.len && !found; k++) {
+      const char *name = g->values.data[g->inputs.data[k]].name;
+      found = strlen(name) == n && !strncmp(name, spec, n);
+    }
+    if (!found) return kiln_invalid("--input %s: the model has no input of that name", spec);
+  }
+  return KILN_OK;
+}
+
+/* Fills the inputs that are still NULL: from --input files, else drawn. */
+static kiln_status make_inputs(verify_args *a, const kiln_graph *g, kiln_val **vals) {
+  KILN_TRY(check_input_names(a, g));
+  uint64_t rng = a->seed * 0x2545f4914f6cdd1dULL + 1;
+  draw_dims(a, g, &rng);
+  for (int i = 0; i < g->inputs.len; i++) {
+    const kiln_value *v = &g->values.data[g->inputs.data[i]];
+    const char *file = given_input(a, v->name);
+    if (file) {
+      kiln_val_free(vals[i]), vals[i] = NULL;
+      KILN_TRYF(kiln_tensor_file_read(file, &v->type, &vals[i]), "input '%s'", v->name);
+    } else if (!vals[i]) {
+      KILN_TRY(draw_input(a, v, &rng, &vals[i]));
+    }
+  }
+  return KILN_OK;
+}
+
+/* ---- the command ---- */
+static bool is_case_dir(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static kiln_status load(verify_args *a, kiln_graph **g, kiln_val ***vals, char *sig, size_t n) {
+  sig[0] = 0;
+  if (is_case_dir(a->model)) {
+    int n_in;
+    KILN_TRY(kiln_verify_load_case(a->model, g, vals, &n_in, sig, n));
+  } else {
+    KILN_TRY(kiln_cli_load(a->model, g));
+    *vals = kiln_xcalloc((size_t)(*g)->inputs.len + 1, sizeof **vals);
+  }
+  return make_inputs(a, *g, *vals);
+}
+
+static int report(const verify_args *a, const kiln_verify_result *res, const char *recorded) {
+  kiln_strbuf out = {0};
+  kiln_verify_print(res, &out);
+  if (recorded[0])
+    kiln_strbuf_printf(&out, "recorded signature: %s (%s)\n", recorded,
+                       !strcmp(recorded, res->failed ? res->signature : "-") ? "same"
+                                                                             : "different");
+  if (res->failed && !res->case_dir[0])
+    kiln_strbuf_printf(&out, "(write a replayable case with --repro DIR)\n");
+  if (out.data) fputs(out.data, stdout);
+  kiln_strbuf_free(&out);
+  (void)a;
+  return res->failed ? 1 : 0;
+}
+
+int kiln_cmd_verify(int argc, char **argv) {
+  verify_args a;
+  memset(&a, 0, sizeof a);
+  a.seed = 1;
+  kiln_verify_opts_init(&a.o);
+  a.o.log = stderr;
+  int rc = parse_args(argc, argv, &a);
+  if (rc) {
+    kiln_vec_free(&a.inputs);
+    kiln_vec_free(&a.dims);
+    return rc == 1 ? 0 : rc;
+  }
+  int n_given_dims = a.dims.len;
+  kiln_graph *g = NULL;
+  kiln_val **vals = NULL;
+  char recorded[256];
+  kiln_status st = load(&a, &g, &vals, recorded, sizeof recorded);
+  kiln_verify_result res;
+  if (!st) st = kiln_verify_run(g, g->inputs.len, vals, &a.o, &res);
+  rc = st ? kiln_cli_fail("verify", st) : report(&a, &res, recorded);
+  if (!st) kiln_verify_result_free(&res);
+  for (int i = 0; g && vals && i < g->inputs.len; i++) kiln_val_free(vals[i]);
+  free(vals);
+  kiln_graph_free(g);
+  for (int i = n_given_dims; i < a.dims.len; i++) free((char *)a.dims.data[i].sym);
+  kiln_vec_free(&a.dims);
+  kiln_vec_free(&a.inputs);
+  return rc;
+}
