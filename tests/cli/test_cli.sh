@@ -186,5 +186,54 @@ else
   failed=$((failed + 1)); echo "FAIL compile -o for the reduce case"; cat "$tmp/out"
 fi
 # ---- end kiln reduce ----
+# ---- kiln verify ----
+expect 0 "verify --help" "$kiln" verify --help
+grep -q "usage: kiln verify" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL verify --help does not show usage"; }
+expect 2 "verify without a model" "$kiln" verify
+expect 2 "verify with an unknown option" "$kiln" verify "$tmp/mlp.kiln" --no-such-option
+expect 2 "verify on a missing file" "$kiln" verify "$tmp/missing.onnx"
+expect 2 "verify on garbage" "$kiln" verify "$tmp/bad.onnx"
+expect 2 "verify --backend gpu" "$kiln" verify "$tmp/mlp.kiln" --backend gpu
+expect 2 "verify --threads 0" "$kiln" verify "$tmp/mlp.kiln" --threads 0
+expect 2 "verify --dim without a value" "$kiln" verify "$tmp/mlp.kiln" --dim batch
+expect 2 "verify --input of an unknown input" "$kiln" verify "$tmp/mlp.kiln" --input nosuch="$tmp/x.npy"
+expect_stderr "nosuch" "verify names the unknown input"
+expect 0 "verify a model on drawn inputs" "$kiln" verify "$tmp/mlp.kiln" --seed 3
+for line in "^layer  *ran  *max error  *err/bound" "^reference  *yes .* ok" "^pass [0-9]* fusion  *yes .* ok" \
+  "^tile  *yes .* ok" "^cpu  *yes .* ok" "^result: every layer agrees"; do
+  grep -q "$line" "$tmp/out" && passed=$((passed + 1)) ||
+    { failed=$((failed + 1)); echo "FAIL verify table lacks '$line'"; cat "$tmp/out"; }
+done
+expect_stderr "\[verify\] cpu" "verify prints progress on stderr"
+expect 0 "verify -q --bisect-only --input" "$kiln" verify "$tmp/mlp.kiln" -q --bisect-only --input x="$tmp/x.npy"
+grep -q "^passes ([0-9]* applications)  *yes" "$tmp/out" && [ ! -s "$tmp/err" ] && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL verify --bisect-only -q output"; cat "$tmp/out" "$tmp/err"; }
+expect 0 "verify --backend cuda" "$kiln" verify "$tmp/mlp.kiln" -q --backend cuda --dim batch=3
+grep -q "^cuda (tile interpreter)  *yes .* ok" "$tmp/out" && grep -q "^cuda (device)  *no .*skipped" "$tmp/out" &&
+  ! grep -q "^cpu " "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL verify --backend cuda rows"; cat "$tmp/out"; }
+expect 0 "verify --backend none" "$kiln" verify "$tmp/mlp.kiln" -q --backend none
+! grep -q "^cpu " "$tmp/out" && grep -q "^tile " "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL verify --backend none rows"; cat "$tmp/out"; }
+# a case folder: model.onnx (from compile -o), input_0.pb written by hand, case.txt
+if "$kiln" compile "$tmp/mlp.kiln" --dim batch=2 -o "$tmp/vart" >/dev/null 2>&1; then
+  mkdir -p "$tmp/vcase" && cp "$tmp/vart/model.onnx" "$tmp/vcase/model.onnx"
+  python3 - "$tmp/vcase/input_0.pb" <<'PY'
+import struct, sys
+raw = struct.pack("<8f", 0.5, -1, 2, 0.25, -0.75, 1.5, 3, -2)
+pb = b"\x08\x02\x08\x04\x10\x01\x42\x01x\x4a" + bytes([len(raw)]) + raw  # dims, FLOAT, name, raw_data
+open(sys.argv[1], "wb").write(pb)
+PY
+  printf 'signature: -\ncommand: kiln verify %s\n' "$tmp/vcase" > "$tmp/vcase/case.txt"
+  expect 0 "verify a case folder" "$kiln" verify "$tmp/vcase" -q
+  grep -q "^recorded signature: - (same)" "$tmp/out" && passed=$((passed + 1)) ||
+    { failed=$((failed + 1)); echo "FAIL verify a case folder output"; cat "$tmp/out"; }
+  rm "$tmp/vcase/input_0.pb"
+  expect 2 "verify a case folder without its input" "$kiln" verify "$tmp/vcase" -q
+else
+  failed=$((failed + 1)); echo "FAIL compile -o for the verify case"
+fi
+# ---- end kiln verify ----
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
