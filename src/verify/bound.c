@@ -1,0 +1,440 @@
+/* The double-precision reference with error bounds: the driver.
+ *
+ * The root graph runs node by node in topological order. Every floating-point tensor is held
+ * in F64 (the op kernels of src/ops are dtype-generic: given F64 inputs they compute in
+ * double and return F64), integers, bools and strings in their own dtype. Per value we keep
+ * the reference (r->val) and an absolute error bound (r->err); the rule of each op
+ * (bound_rules.c, bound_norm.c) derives its outputs' bounds from its inputs'. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bound_internal.h"
+
+double kiln_bnd_unit_roundoff(kiln_dtype t) {
+  switch (t) {
+  case KILN_F64: return 0x1p-53;
+  case KILN_F32: return 0x1p-24;
+  case KILN_F16: return 0x1p-11;
+  case KILN_BF16: return 0x1p-8;
+  case KILN_F8E4M3FN:
+  case KILN_F8E4M3FNUZ: return 0x1p-4;
+  case KILN_F8E5M2:
+  case KILN_F8E5M2FNUZ: return 0x1p-3;
+  case KILN_F4E2M1: return 0x1p-2;
+  case KILN_F8E8M0: return 0.5; /* powers of two only */
+  default: return 0;
+  }
+}
+
+bool kiln_bnd_is_float_val(const kiln_val *v) {
+  return v && (v->kind == KILN_TYPE_TENSOR || v->kind == KILN_TYPE_OPTIONAL) && v->t &&
+         kiln_dtype_is_float(v->t->dtype);
+}
+
+bool kiln_bnd_has_err(const bnd_node *b, int i) {
+  return i < b->n->n_inputs && b->ein[i] && kiln_bnd_is_float_val(b->in[i]);
+}
+
+kiln_tensor *kiln_bnd_zeros_like(const kiln_tensor *t) {
+  kiln_tensor *z = NULL;
+  kiln_status st = kiln_tensor_new(KILN_F64, t->rank, t->dims, &z);
+  if (st) abort(); /* t's shape was already checked when t was made */
+  return z;
+}
+
+void kiln_bnd_add_rel(kiln_tensor *e, const kiln_tensor *y, double cu) {
+  double *ed = e->data;
+  const double *yd = y->data;
+  for (int64_t i = 0; i < e->numel; i++) ed[i] += cu * fabs(yd[i]);
+}
+
+void kiln_bnd_unstable(bnd_node *b, int64_t count, const char *why) {
+  if (count <= 0) return;
+  b->n_unstable += count;
+  if (!b->r->note[0]) {
+    char lb[160];
+    snprintf(b->r->note, sizeof b->r->note, "%s: %lld unstable element(s) (%s)",
+             kiln_node_label(b->n, lb, sizeof lb), (long long)count, why);
+  }
+}
+
+void kiln_bnd_nonfinite(bnd_node *b, int64_t count) {
+  if (count <= 0) return;
+  b->n_nonfinite += count;
+  if (!b->r->note[0]) {
+    char lb[160];
+    snprintf(b->r->note, sizeof b->r->note, "%s: %lld NaN/Inf element(s) from finite inputs",
+             kiln_node_label(b->n, lb, sizeof lb), (long long)count);
+  }
+}
+
+/* ---- widening to F64 ---- */
+
+static kiln_tensor *widen_tensor(const kiln_tensor *t) {
+  kiln_tensor *w = NULL;
+  if (!kiln_dtype_is_float(t->dtype) || t->dtype == KILN_F64) {
+    if (kiln_tensor_clone(t, &w)) abort();
+    return w;
+  }
+  w = kiln_bnd_zeros_like(t);
+  double *d = w->data;
+  for (int64_t i = 0; i < t->numel; i++) d[i] = kiln_load_f64(t->dtype, t->data, (size_t)i);
+  return w;
+}
+
+/* Narrows a F64 tensor to dtype (rounding), or clones. */
+static kiln_tensor *narrow_tensor(const kiln_tensor *t, kiln_dtype dtype) {
+  if (t->dtype != KILN_F64 || !kiln_dtype_is_float(dtype) || dtype == KILN_F64)
+    return widen_tensor(t);
+  kiln_tensor *n = NULL;
+  if (kiln_tensor_new(dtype, t->rank, t->dims, &n)) abort();
+  const double *d = t->data;
+  for (int64_t i = 0; i < t->numel; i++) kiln_store_f64(dtype, n->data, (size_t)i, d[i]);
+  return n;
+}
+
+static kiln_val *map_val(const kiln_val *v, kiln_dtype narrow) {
+  if (!v) return NULL;
+  kiln_val *w = kiln_val_new(v->kind);
+  w->elem_seq = v->elem_seq;
+  w->opt_dtype = v->opt_dtype;
+  if (v->t) w->t = narrow ? narrow_tensor(v->t, narrow) : widen_tensor(v->t);
+  if (v->seq) {
+    w->seq = kiln_seq_new(v->seq->elem);
+    for (int i = 0; i < v->seq->len; i++)
+      kiln_seq_push(w->seq, narrow ? narrow_tensor(v->seq->items[i], narrow)
+                                   : widen_tensor(v->seq->items[i]));
+    if (!narrow && kiln_dtype_is_float(w->seq->elem)) w->seq->elem = KILN_F64;
+  }
+  if (!narrow && v->kind == KILN_TYPE_OPTIONAL && kiln_dtype_is_float(w->opt_dtype))
+    w->opt_dtype = KILN_F64;
+  return w;
+}
+
+void kiln_bnd_free_vals(kiln_val **v, int n) {
+  if (!v) return;
+  for (int i = 0; i < n; i++) kiln_val_free(v[i]);
+  free(v);
+}
+
+/* ---- running a kernel ---- */
+
+static kiln_status run_kernel(const bnd_node *b, const kiln_node *n, kiln_val *const *ins,
+                              kiln_val **outs) {
+  const kiln_op_impl *impl = kiln_op_get(n->op);
+  if (!impl || !impl->eval) return kiln_unsupported("no reference kernel for %s", n->op_type);
+  kiln_eval_ctx ctx = {b->g, n, n->n_inputs, ins, n->n_outputs, outs, NULL};
+  for (int k = 0; k < n->n_outputs; k++) outs[k] = NULL;
+  kiln_status st = impl->eval(&ctx);
+  if (st)
+    for (int k = 0; k < n->n_outputs; k++) kiln_val_free(outs[k]), outs[k] = NULL;
+  return st;
+}
+
+static void widen_outputs(const kiln_node *n, kiln_val **outs) {
+  for (int k = 0; k < n->n_outputs; k++) {
+    kiln_val *o = outs[k];
+    if (!o) continue;
+    bool narrow_t = o->t && kiln_dtype_is_float(o->t->dtype) && o->t->dtype != KILN_F64;
+    bool narrow_s = o->seq && kiln_dtype_is_float(o->seq->elem) && o->seq->elem != KILN_F64;
+    if (!narrow_t && !narrow_s) continue;
+    outs[k] = map_val(o, KILN_UNDEFINED);
+    kiln_val_free(o);
+  }
+}
+
+kiln_status kiln_bnd_eval(const bnd_node *b, kiln_op op, kiln_val *const *ins, kiln_val **outs) {
+  kiln_node tmp = *b->n;
+  if (op != KILN_OP_UNKNOWN) tmp.op = op, tmp.op_type = kiln_op_name(op);
+  kiln_status st = run_kernel(b, &tmp, ins, outs);
+  if (!st) {
+    widen_outputs(&tmp, outs);
+    return KILN_OK;
+  }
+  /* A kernel that rejects F64: run it in the graph's dtypes and widen. */
+  int ni = tmp.n_inputs;
+  kiln_val **nar = kiln_xcalloc((size_t)ni + 1, sizeof *nar);
+  bool any = false;
+  for (int i = 0; i < ni; i++) {
+    int id = tmp.inputs[i];
+    kiln_dtype dt = id >= 0 ? b->g->values.data[id].type.dtype : KILN_UNDEFINED;
+    if (ins[i] && kiln_dtype_is_float(dt) && dt != KILN_F64) any = true;
+    nar[i] = ins[i] ? map_val(ins[i], kiln_dtype_is_float(dt) ? dt : KILN_F64) : NULL;
+  }
+  if (any) {
+    kiln_status st2 = run_kernel(b, &tmp, nar, outs);
+    if (!st2) {
+      kiln_status_free(st);
+      st = KILN_OK;
+      widen_outputs(&tmp, outs);
+    } else {
+      kiln_status_free(st2);
+    }
+  }
+  kiln_bnd_free_vals(nar, ni);
+  return st;
+}
+
+/* ---- substituted inputs ---- */
+
+static kiln_tensor *subst_tensor(const kiln_tensor *x, const kiln_tensor *e, bnd_subst how) {
+  kiln_tensor *t = kiln_bnd_zeros_like(x);
+  double *d = t->data;
+  const double *xd = x->data, *ed = e ? e->data : NULL;
+  for (int64_t i = 0; i < x->numel; i++) {
+    double ev = ed ? ed[i] : 0, xv = xd[i];
+    switch (how) {
+    case BND_ERR: d[i] = ev; break;
+    case BND_ABS: d[i] = fabs(xv); break;
+    case BND_ABS_PLUS: d[i] = fabs(xv) + ev; break;
+    case BND_PLUS: d[i] = xv + ev; break;
+    case BND_MINUS: d[i] = xv - ev; break;
+    case BND_ONES: d[i] = 1; break;
+    case BND_NEG_ABS: d[i] = -fabs(xv); break;
+    case BND_ZEROS:
+    case BND_SAME:
+    case BND_OMIT: d[i] = how == BND_SAME ? xv : 0; break;
+    }
+  }
+  return t;
+}
+
+kiln_val **kiln_bnd_subst(const bnd_node *b, const bnd_subst *how, kiln_val ***owned) {
+  int ni = b->n->n_inputs;
+  kiln_val **ins = kiln_xcalloc((size_t)ni + 1, sizeof *ins);
+  kiln_val **own = kiln_xcalloc((size_t)ni + 1, sizeof *own);
+  for (int i = 0; i < ni; i++) {
+    ins[i] = how[i] == BND_OMIT ? NULL : b->in[i];
+    if (how[i] == BND_SAME || how[i] == BND_OMIT || !kiln_bnd_is_float_val(b->in[i]) || b->in[i]->t->dtype != KILN_F64)
+      continue;
+    kiln_val *v = kiln_val_new(b->in[i]->kind);
+    v->opt_dtype = b->in[i]->opt_dtype;
+    v->t = subst_tensor(b->in[i]->t, b->ein[i], how[i]);
+    ins[i] = own[i] = v;
+  }
+  *owned = own;
+  return ins;
+}
+
+/* ---- the driver ---- */
+
+static bool node_has_subgraph(const kiln_node *n) {
+  for (int a = 0; a < n->n_attrs; a++)
+    if (n->attrs[a].kind == KILN_ATTR_GRAPH || n->attrs[a].kind == KILN_ATTR_GRAPHS) return true;
+  return false;
+}
+
+/* Marks the values the graph outputs depend on: needed[value id]. */
+static bool *needed_values(const kiln_graph *g) {
+  bool *need = kiln_xcalloc((size_t)g->values.len + 1, 1);
+  for (int i = 0; i < g->outputs.len; i++) need[g->outputs.data[i]] = true;
+  for (int ni = g->nodes.len - 1; ni >= 0; ni--) {
+    const kiln_node *n = &g->nodes.data[ni];
+    bool live = false;
+    for (int k = 0; k < n->n_outputs; k++) live |= n->outputs[k] >= 0 && need[n->outputs[k]];
+    if (!live) continue;
+    for (int k = 0; k < n->n_inputs; k++)
+      if (n->inputs[k] >= 0) need[n->inputs[k]] = true;
+    for (int a = 0; a < n->n_attrs; a++) {
+      const kiln_attr *at = &n->attrs[a];
+      int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
+      for (int s = 0; s < cnt; s++) {
+        const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[s];
+        for (int v = 0; sub && v < sub->values.len; v++)
+          if (sub->values.data[v].kind == KILN_VALUE_OUTER && sub->values.data[v].outer >= 0)
+            need[sub->values.data[v].outer] = true;
+      }
+    }
+  }
+  return need;
+}
+
+/* Values in the graph's own dtypes, for nodes with subgraphs (run as in the graph). */
+typedef struct narrow_lookup {
+  kiln_vref *r;
+  int sign; /* -1, 0, +1: reference minus / plus its error */
+  kiln_val **made;
+} narrow_lookup;
+
+static kiln_val *lookup_narrow(void *user, int id) {
+  narrow_lookup *nl = user;
+  const kiln_graph *g = nl->r->g;
+  if (!nl->made[id] && nl->r->val[id]) {
+    kiln_val *v = nl->r->val[id];
+    kiln_dtype dt = g->values.data[id].type.dtype;
+    if (nl->sign && nl->r->err[id] && kiln_bnd_is_float_val(v)) {
+      kiln_val *p = kiln_val_new(v->kind);
+      p->t = subst_tensor(v->t, nl->r->err[id], nl->sign > 0 ? BND_PLUS : BND_MINUS);
+      nl->made[id] = map_val(p, kiln_dtype_is_float(dt) ? dt : KILN_F64);
+      kiln_val_free(p);
+    } else {
+      nl->made[id] = map_val(v, kiln_dtype_is_float(dt) ? dt : KILN_F64);
+    }
+  }
+  return nl->made[id];
+}
+
+static kiln_status eval_sub_node(bnd_node *b, int sign, kiln_val **outs) {
+  narrow_lookup nl = {b->r, sign, kiln_xcalloc((size_t)b->g->values.len + 1, sizeof(kiln_val *))};
+  kiln_status st = kiln_interp_eval_node(b->g, b->id, lookup_narrow, &nl, outs);
+  kiln_bnd_free_vals(nl.made, b->g->values.len);
+  if (!st) widen_outputs(b->n, outs);
+  return st;
+}
+
+/* Nodes with subgraphs (If, Loop, Scan, SequenceMap) run in the graph's dtypes; their bound
+ * is the deviation under a perturbation of all inputs by their errors (both signs), doubled,
+ * plus 64 u |y| for the body's own rounding. */
+static kiln_status bound_sub_node(bnd_node *b) {
+  KILN_TRY(eval_sub_node(b, 0, b->out));
+  int no = b->n->n_outputs;
+  kiln_val **p = kiln_xcalloc((size_t)no + 1, sizeof *p);
+  kiln_val **m = kiln_xcalloc((size_t)no + 1, sizeof *m);
+  kiln_status st = eval_sub_node(b, 1, p);
+  if (!st) st = eval_sub_node(b, -1, m);
+  for (int k = 0; !st && k < no; k++) {
+    kiln_val *y = b->out[k];
+    if (!kiln_bnd_is_float_val(y) || y->t->dtype != KILN_F64) continue;
+    kiln_tensor *e = b->eout[k] = kiln_bnd_zeros_like(y->t);
+    double *ed = e->data;
+    const double *yd = y->t->data;
+    for (int s = 0; s < 2; s++) {
+      kiln_val *q = s ? m[k] : p[k];
+      if (!kiln_bnd_is_float_val(q) || q->t->numel != y->t->numel) continue;
+      const double *qd = q->t->data;
+      for (int64_t i = 0; i < e->numel; i++) ed[i] = fmax(ed[i], 2 * fabs(qd[i] - yd[i]));
+    }
+    kiln_bnd_add_rel(e, y->t, 64 * b->u_out[k]);
+  }
+  kiln_bnd_free_vals(p, no);
+  kiln_bnd_free_vals(m, no);
+  return st;
+}
+
+static bool tensor_all_finite(const kiln_tensor *t) {
+  if (!t || t->dtype != KILN_F64) return true;
+  const double *d = t->data;
+  for (int64_t i = 0; i < t->numel; i++)
+    if (!isfinite(d[i])) return false;
+  return true;
+}
+
+static void count_nonfinite(bnd_node *b) {
+  for (int i = 0; i < b->n->n_inputs; i++)
+    if (kiln_bnd_is_float_val(b->in[i]) && !tensor_all_finite(b->in[i]->t)) return;
+  for (int k = 0; k < b->n->n_outputs; k++) {
+    if (!kiln_bnd_is_float_val(b->out[k]) || b->out[k]->t->dtype != KILN_F64) continue;
+    const double *d = b->out[k]->t->data;
+    int64_t c = 0;
+    for (int64_t i = 0; i < b->out[k]->t->numel; i++) c += !isfinite(d[i]);
+    kiln_bnd_nonfinite(b, c);
+  }
+}
+
+static void node_unit_roundoff(bnd_node *b) {
+  double umax = 0;
+  for (int k = 0; k < b->n->n_outputs; k++) {
+    int id = b->n->outputs[k];
+    b->u_out[k] = id >= 0 ? kiln_bnd_unit_roundoff(b->g->values.data[id].type.dtype) : 0;
+    umax = fmax(umax, b->u_out[k]);
+  }
+  for (int i = 0; i < b->n->n_inputs; i++) {
+    int id = b->n->inputs[i];
+    if (id >= 0) umax = fmax(umax, kiln_bnd_unit_roundoff(b->g->values.data[id].type.dtype));
+  }
+  b->u_in = umax;
+}
+
+/* The value of a constant or an input, widened, on first use. */
+static kiln_status value_of(kiln_vref *r, int id, kiln_val **out) {
+  if (!r->val[id] && r->g->values.data[id].kind == KILN_VALUE_CONST) {
+    kiln_val v = {KILN_TYPE_TENSOR, r->g->values.data[id].data, NULL, false, KILN_UNDEFINED};
+    r->val[id] = map_val(&v, KILN_UNDEFINED);
+  }
+  if (!r->val[id])
+    return kiln_invalid("value '%s' is not available", r->g->values.data[id].name);
+  *out = r->val[id];
+  return KILN_OK;
+}
+
+static kiln_status bound_node(kiln_vref *r, int ni) {
+  const kiln_node *n = &r->g->nodes.data[ni];
+  int nin = n->n_inputs, nout = n->n_outputs;
+  bnd_node b = {r, r->g, ni, n, NULL, NULL, NULL, NULL, NULL, 0, 0, 0};
+  b.in = kiln_xcalloc((size_t)nin + 1, sizeof *b.in);
+  b.ein = kiln_xcalloc((size_t)nin + 1, sizeof *b.ein);
+  b.out = kiln_xcalloc((size_t)nout + 1, sizeof *b.out);
+  b.eout = kiln_xcalloc((size_t)nout + 1, sizeof *b.eout);
+  b.u_out = kiln_xcalloc((size_t)nout + 1, sizeof *b.u_out);
+  kiln_status st = KILN_OK;
+  for (int i = 0; !st && i < nin; i++) {
+    if (n->inputs[i] < 0) continue;
+    st = value_of(r, n->inputs[i], &b.in[i]);
+    b.ein[i] = r->err[n->inputs[i]];
+  }
+  node_unit_roundoff(&b);
+  if (!st) st = kiln_op_check(r->g, n);
+  if (!st) st = node_has_subgraph(n) ? bound_sub_node(&b) : kiln_bnd_apply(&b);
+  if (!st) count_nonfinite(&b);
+  for (int k = 0; k < nout; k++) {
+    int id = n->outputs[k];
+    if (!st && id >= 0 && !r->val[id]) {
+      r->val[id] = b.out[k], r->err[id] = b.eout[k];
+    } else {
+      kiln_val_free(b.out[k]);
+      kiln_tensor_free(b.eout[k]);
+    }
+  }
+  r->n_unstable += b.n_unstable;
+  r->n_nonfinite += b.n_nonfinite;
+  free(b.in), free(b.ein), free(b.out), free(b.eout), free(b.u_out);
+  return st;
+}
+
+kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *inputs,
+                              kiln_vref **out) {
+  *out = NULL;
+  if (g->parent) return kiln_invalid("kiln_vref_compute: '%s' is not a root graph", g->name);
+  if (n_in != g->inputs.len)
+    return kiln_invalid("graph '%s' has %d inputs, %d given", g->name, g->inputs.len, n_in);
+  kiln_vref *r = kiln_xcalloc(1, sizeof *r);
+  r->g = g;
+  r->n_values = g->values.len;
+  r->val = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->val);
+  r->err = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->err);
+  kiln_status st = KILN_OK;
+  for (int i = 0; i < n_in && !st; i++) {
+    if (!inputs[i]) st = kiln_invalid("graph input %d is missing", i);
+    else r->val[g->inputs.data[i]] = map_val(inputs[i], KILN_UNDEFINED);
+  }
+  bool *need = needed_values(g);
+  for (int ni = 0; !st && ni < g->nodes.len; ni++) {
+    const kiln_node *n = &g->nodes.data[ni];
+    bool live = false;
+    for (int k = 0; k < n->n_outputs; k++) live |= n->outputs[k] >= 0 && need[n->outputs[k]];
+    if (live) st = bound_node(r, ni);
+  }
+  for (int i = 0; !st && i < g->outputs.len; i++) {
+    kiln_val *v;
+    st = value_of(r, g->outputs.data[i], &v);
+  }
+  free(need);
+  if (st) {
+    kiln_vref_free(r);
+    return st;
+  }
+  *out = r;
+  return KILN_OK;
+}
+
+void kiln_vref_free(kiln_vref *r) {
+  if (!r) return;
+  for (int i = 0; i < r->n_values; i++) {
+    kiln_val_free(r->val[i]);
+    kiln_tensor_free(r->err[i]);
+  }
+  free(r->val);
+  free(r->err);
+  free(r);
+}

@@ -1,0 +1,166 @@
+/* Error rules with discrete results: elementwise comparisons and roundings (DISCRETE),
+ * Cast/CastLike (CAST) and ArgMax/ArgMin (ARGMINMAX).
+ *
+ * A discrete result is exact when it cannot change within the input intervals; an element
+ * whose result could change is "unstable" (the reference cannot say which value a correct
+ * implementation gives). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bound_internal.h"
+
+/* Whether element i of two outputs differs (NaN equals NaN). */
+static bool elem_differs(const kiln_tensor *a, const kiln_tensor *c, int64_t i) {
+  if (kiln_dtype_is_float(a->dtype)) {
+    double x = kiln_load_f64(a->dtype, a->data, (size_t)i);
+    double y = kiln_load_f64(c->dtype, c->data, (size_t)i);
+    return !(x == y || (isnan(x) && isnan(y)));
+  }
+  if (a->dtype == KILN_STRING) return strcmp(((char **)a->data)[i], ((char **)c->data)[i]) != 0;
+  size_t sz = kiln_dtype_size(a->dtype);
+  return memcmp((char *)a->data + i * sz, (char *)c->data + i * sz, sz) != 0;
+}
+
+/* ---- DISCRETE: elementwise; the corners (3^k: each input at x - e', x, x + e' with
+ * e' = e + ulps u |x|, the op's own rounding before the discrete step) decide. A float
+ * output (Floor, Round, Sign ...) gets as error the largest jump over the corners. ---- */
+kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
+  int ni = b->n->n_inputs, nf = 0;
+  int *fi = kiln_xcalloc((size_t)ni + 1, sizeof *fi);
+  kiln_tensor **wide = kiln_xcalloc((size_t)ni + 1, sizeof *wide);
+  for (int i = 0; i < ni; i++) {
+    if (!kiln_bnd_is_float_val(b->in[i]) || b->in[i]->t->dtype != KILN_F64) continue;
+    if (!b->ein[i] && ulps == 0) continue;
+    const kiln_tensor *x = b->in[i]->t;
+    kiln_tensor *w = wide[i] = kiln_bnd_zeros_like(x);
+    for (int64_t j = 0; j < x->numel; j++)
+      ((double *)w->data)[j] = (b->ein[i] ? ((double *)b->ein[i]->data)[j] : 0) +
+                               ulps * b->u_in * fabs(((double *)x->data)[j]);
+    fi[nf++] = i;
+  }
+  int ncorner = 1;
+  for (int j = 0; j < nf && ncorner < 81; j++) ncorner *= 3;
+  bool joint = nf > 4; /* many inputs: only all-minus and all-plus */
+  if (joint) ncorner = 2;
+  bnd_node wb = *b;
+  wb.ein = wide;
+  kiln_tensor *y = b->out[0] && b->out[0]->t ? b->out[0]->t : NULL;
+  bool *bad = y ? kiln_xcalloc((size_t)y->numel + 1, 1) : NULL;
+  kiln_tensor *jump = y && kiln_dtype_is_float(y->dtype) ? kiln_bnd_zeros_like(y) : NULL;
+  kiln_status st = KILN_OK;
+  bnd_subst *how = kiln_xcalloc((size_t)ni + 1, sizeof *how);
+  for (int c = 0; y && nf && c < ncorner && !st; c++) {
+    for (int i = 0; i < ni; i++) how[i] = BND_SAME;
+    for (int j = 0, cc = c; j < nf; j++, cc /= 3)
+      how[fi[j]] = joint ? (c ? BND_PLUS : BND_MINUS)
+                         : (cc % 3 == 0 ? BND_SAME : cc % 3 == 1 ? BND_PLUS : BND_MINUS);
+    kiln_val **o = NULL;
+    kiln_status es = kiln_bnd_eval_how(&wb, KILN_OP_UNKNOWN, how, &o);
+    if (es) {
+      kiln_status_free(es);
+      kiln_bnd_unstable(b, 1, "the op fails on perturbed inputs");
+      continue;
+    }
+    const kiln_tensor *ct = o[0] ? o[0]->t : NULL;
+    if (!ct || ct->numel != y->numel || ct->dtype != y->dtype) {
+      memset(bad, 1, (size_t)y->numel);
+    } else {
+      for (int64_t i = 0; i < y->numel; i++) {
+        if (!elem_differs(y, ct, i)) continue;
+        bad[i] = true;
+        if (jump)
+          ((double *)jump->data)[i] = fmax(((double *)jump->data)[i],
+                                           fabs(((double *)ct->data)[i] - ((double *)y->data)[i]));
+      }
+    }
+    kiln_bnd_free_outs(b, o);
+  }
+  int64_t nbad = 0;
+  for (int64_t i = 0; y && i < y->numel; i++) nbad += bad[i];
+  kiln_bnd_unstable(b, nbad, "a discrete result can change within the input error");
+  b->eout[0] = jump;
+  free(how), free(bad), free(fi);
+  for (int i = 0; i < ni; i++) kiln_tensor_free(wide[i]);
+  free(wide);
+  return st;
+}
+
+/* Half the smallest subnormal of a float type: the absolute part of its rounding. */
+static double tiny_of(kiln_dtype t) {
+  switch (t) {
+  case KILN_F32: return 0x1p-150;
+  case KILN_F16: return 0x1p-25;
+  case KILN_BF16: return 0x1p-134;
+  case KILN_F64: return 0x1p-1074;
+  default: return 0x1p-8; /* float8 / float4: generous */
+  }
+}
+
+/* ---- CAST: to a float type the reference stays exact (x) and the error grows by the
+ * rounding to the target: e (1 + u) + u |x| + tiny; a value out of the target's range
+ * takes the converted value (Inf, NaN or the saturated maximum). To other types: DISCRETE. */
+kiln_status kiln_bnd_cast(bnd_node *b) {
+  int oid = b->n->outputs[0];
+  kiln_dtype to = oid >= 0 ? b->g->values.data[oid].type.dtype : KILN_UNDEFINED;
+  if (b->n->op == KILN_OP_CastLike && b->n->n_inputs > 1 && b->n->inputs[1] >= 0)
+    to = b->g->values.data[b->n->inputs[1]].type.dtype;
+  if (!kiln_dtype_is_float(to)) return kiln_bnd_discrete(b, 0);
+  const kiln_tensor *x = b->in[0] && b->in[0]->t ? b->in[0]->t : NULL;
+  kiln_tensor *y = kiln_bnd_out_t(b, b->out, 0);
+  if (!x || !y || x->numel != y->numel || x->dtype == KILN_STRING) return KILN_OK;
+  double u = kiln_bnd_unit_roundoff(to), tiny = tiny_of(to);
+  kiln_tensor *e = kiln_bnd_zeros_like(y);
+  double *yd = y->data, *ed = e->data;
+  const double *ex = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;
+  for (int64_t i = 0; i < y->numel; i++) {
+    double xv = kiln_load_f64(x->dtype, x->data, (size_t)i);
+    if (b->n->op == KILN_OP_CastLike) { /* the kernel kept x: round to the target here */
+      uint64_t tmp = 0;
+      kiln_store_f64(to, &tmp, 0, xv);
+      yd[i] = kiln_load_f64(to, &tmp, 0);
+    }
+    double r = yd[i];
+    bool normal = isfinite(xv) && isfinite(r) && fabs(r - xv) <= u * fabs(xv) + tiny;
+    if (normal || (isnan(xv) && isnan(r))) yd[i] = xv;
+    double ev = ex ? ex[i] : 0;
+    ed[i] = isfinite(yd[i]) ? ev * (1 + u) + u * fabs(xv) + tiny : 0;
+    if (!normal && isfinite(xv) && ev > 0) kiln_bnd_unstable(b, 1, "a cast saturates");
+  }
+  b->eout[0] = e;
+  return KILN_OK;
+}
+
+/* ---- ARGMINMAX: the index of the max (min) of each slice; unstable where another element
+ * of the slice could reach it within the errors. ---- */
+kiln_status kiln_bnd_argminmax(bnd_node *b) {
+  if (!kiln_bnd_has_err(b, 0) || !b->out[0] || !b->out[0]->t) return KILN_OK;
+  const kiln_tensor *x = b->in[0]->t, *idx = b->out[0]->t;
+  int64_t axis_a;
+  int axis;
+  KILN_TRY(kiln_node_int(b->n, "axis", 0, &axis_a));
+  if (x->rank == 0) return KILN_OK;
+  axis = (int)(axis_a < 0 ? axis_a + x->rank : axis_a);
+  if (axis < 0 || axis >= x->rank) return KILN_OK; /* the kernel already accepted it */
+  int64_t n = x->dims[axis], inner = 1;
+  for (int d = axis + 1; d < x->rank; d++) inner *= x->dims[d];
+  bool is_max = b->n->op == KILN_OP_ArgMax;
+  const double *xd = x->data, *ed = b->ein[0]->data;
+  int64_t bad = 0;
+  for (int64_t o = 0; o < idx->numel; o++) {
+    int64_t base = (o / inner) * n * inner + o % inner;
+    int64_t k = kiln_load_i64(idx->dtype, idx->data, (size_t)o);
+    if (k < 0 || k >= n) continue;
+    double xk = xd[base + k * inner], ek = ed[base + k * inner];
+    for (int64_t j = 0; j < n; j++) {
+      double xj = xd[base + j * inner], ej = ed[base + j * inner];
+      if (j == k || ek + ej == 0 || isnan(xj)) continue;
+      if (is_max ? xj + ej >= xk - ek : xj - ej <= xk + ek) {
+        bad++;
+        break;
+      }
+    }
+  }
+  kiln_bnd_unstable(b, bad, "another element is within the error of the arg max/min");
+  return KILN_OK;
+}

@@ -1,0 +1,290 @@
+/* The generic error rules: data movement, positive sums, differences, multilinear
+ * contractions, Gemm, elementwise functions by corners, Lipschitz functions, monotone
+ * reductions, exact ops and the perturbation fallback; and the dispatch (kiln_bnd_apply).
+ *
+ * Every rule adds the op's own rounding to the propagated error of its inputs. A reduction
+ * or contraction of length K with magnitude M (the op on |x|) rounds by at most gamma_K(u) M
+ * in any summation order, fused or not, plus u |y| when the result is stored (rounded) once
+ * more in the output dtype. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bound_internal.h"
+
+/* ---- helpers ---- */
+
+double kiln_bnd_gamma(double k, double u) {
+  double ku = k * u;
+  return ku < 0.5 ? ku / (1 - ku) : 2 * ku; /* no finite bound past K u = 1: linear, documented */
+}
+
+kiln_status kiln_bnd_eval_how(const bnd_node *b, kiln_op op, const bnd_subst *how,
+                              kiln_val ***outs) {
+  kiln_val **own = NULL;
+  kiln_val **ins = kiln_bnd_subst(b, how, &own);
+  kiln_val **o = kiln_xcalloc((size_t)b->n->n_outputs + 1, sizeof *o);
+  kiln_status st = kiln_bnd_eval(b, op, ins, o);
+  free(ins);
+  kiln_bnd_free_vals(own, b->n->n_inputs);
+  if (st) {
+    free(o);
+    *outs = NULL;
+    return st;
+  }
+  *outs = o;
+  return KILN_OK;
+}
+
+kiln_tensor *kiln_bnd_out_t(const bnd_node *b, kiln_val **vals, int k) {
+  if (!vals || k >= b->n->n_outputs || !kiln_bnd_is_float_val(vals[k])) return NULL;
+  return vals[k]->t->dtype == KILN_F64 ? vals[k]->t : NULL;
+}
+
+kiln_tensor *kiln_bnd_take_t(const bnd_node *b, kiln_val **vals, int k) {
+  kiln_tensor *t = kiln_bnd_out_t(b, vals, k);
+  if (t) vals[k]->t = NULL;
+  return t;
+}
+
+void kiln_bnd_free_outs(const bnd_node *b, kiln_val **vals) {
+  kiln_bnd_free_vals(vals, b->n->n_outputs);
+}
+
+bool kiln_bnd_any_err(const bnd_node *b) {
+  for (int i = 0; i < b->n->n_inputs; i++)
+    if (kiln_bnd_has_err(b, i)) return true;
+  return false;
+}
+
+static bool is_data(const bnd_opinfo *info, int i) {
+  return info->mask ? (info->mask >> (i & 31)) & 1 : i == 0;
+}
+
+static bool any_data_err(const bnd_node *b, const bnd_opinfo *info) {
+  for (int i = 0; i < b->n->n_inputs; i++)
+    if (is_data(info, i) && kiln_bnd_has_err(b, i)) return true;
+  return false;
+}
+
+/* how[i] = data input ? d : o */
+static bnd_subst *how_data(const bnd_node *b, const bnd_opinfo *info, bnd_subst d, bnd_subst o) {
+  bnd_subst *how = kiln_xcalloc((size_t)b->n->n_inputs + 1, sizeof *how);
+  for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? d : o;
+  return how;
+}
+
+static int64_t numel_in0(const bnd_node *b) {
+  return b->n->n_inputs > 0 && b->in[0] && b->in[0]->t ? b->in[0]->t->numel : 1;
+}
+
+/* Elements of input 0 per element of output 0 (the reduction length of a reduce). */
+double kiln_bnd_ratio(const bnd_node *b) {
+  kiln_tensor *y = kiln_bnd_out_t(b, b->out, 0);
+  int64_t no = y && y->numel > 0 ? y->numel : 1;
+  double r = (double)numel_in0(b) / (double)no;
+  return r < 1 ? 1 : ceil(r);
+}
+
+static double kernel_size(const bnd_node *b) {
+  const int64_t *ks;
+  int nk;
+  kiln_status st = kiln_node_ints(b->n, "kernel_shape", &ks, &nk);
+  kiln_status_free(st);
+  if (st || nk <= 0) return kiln_bnd_ratio(b);
+  double k = 1;
+  for (int i = 0; i < nk; i++) k *= (double)(ks[i] > 0 ? ks[i] : 1);
+  return k;
+}
+
+static kiln_tensor *err_or_zeros(const bnd_node *b, kiln_tensor *e, int k) {
+  return e ? e : kiln_bnd_zeros_like(kiln_bnd_out_t(b, b->out, k));
+}
+
+/* ---- MOVE: err = op(err); no rounding ---- */
+static kiln_status rule_move(bnd_node *b, const bnd_opinfo *info) {
+  if (!any_data_err(b, info)) return KILN_OK;
+  bnd_subst *how = how_data(b, info, BND_ERR, BND_SAME);
+  kiln_val **e;
+  kiln_status st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &e);
+  free(how);
+  KILN_TRY(st);
+  for (int k = 0; k < b->n->n_outputs; k++) b->eout[k] = kiln_bnd_take_t(b, e, k);
+  kiln_bnd_free_outs(b, e);
+  return KILN_OK;
+}
+
+/* The reduction length K of a SUM op. */
+static double sum_len(const bnd_node *b) {
+  double r = kiln_bnd_ratio(b);
+  switch (b->n->op) {
+  case KILN_OP_Add: return 1;
+  case KILN_OP_Sum: return b->n->n_inputs > 1 ? b->n->n_inputs - 1 : 1;
+  case KILN_OP_Mean: return b->n->n_inputs;
+  case KILN_OP_ReduceSum:
+  case KILN_OP_ReduceL1: return r;
+  case KILN_OP_ReduceMean:
+  case KILN_OP_GlobalAveragePool: return r + 1;
+  case KILN_OP_ReduceL2: return r + 2;
+  case KILN_OP_AveragePool: return kernel_size(b) + 1;
+  case KILN_OP_LpPool: return kernel_size(b) + 4;
+  case KILN_OP_GlobalLpPool: return r + 4;
+  case KILN_OP_CumSum: {
+    double m = 1;
+    for (int d = 0; b->in[0] && b->in[0]->t && d < b->in[0]->t->rank; d++)
+      m = fmax(m, (double)b->in[0]->t->dims[d]);
+    return m;
+  }
+  default: return 2.0 * 8 + 2; /* Resize linear: up to 2^3 taps */
+  }
+}
+
+/* ---- SUM / SUB: err = op(err) + gamma_K op(|x|) + u |y| ---- */
+static kiln_status rule_sum(bnd_node *b, const bnd_opinfo *info, kiln_op op, double K) {
+  kiln_val **e = NULL, **m = NULL;
+  bnd_subst *how = how_data(b, info, BND_ERR, BND_SAME);
+  kiln_status st = any_data_err(b, info) ? kiln_bnd_eval_how(b, op, how, &e) : KILN_OK;
+  for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? BND_ABS : BND_SAME;
+  if (!st) st = kiln_bnd_eval_how(b, op, how, &m);
+  free(how);
+  for (int k = 0; !st && k < b->n->n_outputs; k++) {
+    kiln_tensor *mt = kiln_bnd_out_t(b, m, k), *y = kiln_bnd_out_t(b, b->out, k);
+    if (!mt || !y || mt->numel != y->numel) continue;
+    kiln_tensor *et = err_or_zeros(b, kiln_bnd_take_t(b, e, k), k);
+    double g = kiln_bnd_gamma(K, b->u_out[k]);
+    double *ed = et->data;
+    const double *md = mt->data, *yd = y->data;
+    for (int64_t i = 0; i < et->numel; i++)
+      ed[i] += g * fabs(md[i]) + b->u_out[k] * fabs(yd[i]);
+    b->eout[k] = et;
+  }
+  kiln_bnd_free_outs(b, e);
+  kiln_bnd_free_outs(b, m);
+  return st;
+}
+
+/* ---- MULTILIN: op(|x| + e) - op(|x|) + gamma_K op(|x|) + u |y| ----
+ * Exact for multilinear ops (each term a product of one element of each data input):
+ * Mul, MatMul, Conv, ConvTranspose, Einsum, ReduceProd, ReduceSumSquare. K per output
+ * element: the op on ones counts the terms. */
+static kiln_status rule_multilin(bnd_node *b, const bnd_opinfo *info) {
+  kiln_op op = b->n->op;
+  bool count = op == KILN_OP_MatMul || op == KILN_OP_Conv || op == KILN_OP_ConvTranspose ||
+               op == KILN_OP_Einsum;
+  int nf = 0;
+  for (int i = 0; i < b->n->n_inputs; i++) nf += is_data(info, i) && kiln_bnd_is_float_val(b->in[i]);
+  double Kfix = op == KILN_OP_ReduceProd ? kiln_bnd_ratio(b)
+                : op == KILN_OP_ReduceSumSquare ? kiln_bnd_ratio(b) + 1
+                : 1;
+  kiln_val **p = NULL, **m = NULL, **ones = NULL;
+  bnd_subst *how = how_data(b, info, BND_ABS_PLUS, BND_SAME);
+  kiln_status st = any_data_err(b, info) ? kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &p) : KILN_OK;
+  for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? BND_ABS : BND_SAME;
+  if (!st) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &m);
+  for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? BND_ONES : BND_SAME;
+  if (!st && count) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &ones);
+  free(how);
+  for (int k = 0; !st && k < b->n->n_outputs; k++) {
+    kiln_tensor *mt = kiln_bnd_out_t(b, m, k), *y = kiln_bnd_out_t(b, b->out, k);
+    kiln_tensor *pt = kiln_bnd_out_t(b, p, k), *ot = kiln_bnd_out_t(b, ones, k);
+    if (!mt || !y || mt->numel != y->numel) continue;
+    kiln_tensor *et = kiln_bnd_zeros_like(y);
+    double *ed = et->data, u = b->u_out[k];
+    const double *md = mt->data, *yd = y->data;
+    for (int64_t i = 0; i < et->numel; i++) {
+      double K = ot ? ((double *)ot->data)[i] + (nf > 2 ? nf - 2 : 0) : Kfix;
+      double prop = pt ? fabs(((double *)pt->data)[i] - md[i]) + 0x1p-50 * fabs(md[i]) : 0;
+      ed[i] = prop + kiln_bnd_gamma(K, u) * fabs(md[i]) + u * fabs(yd[i]);
+    }
+    b->eout[k] = et;
+  }
+  kiln_bnd_free_outs(b, p);
+  kiln_bnd_free_outs(b, m);
+  kiln_bnd_free_outs(b, ones);
+  return st;
+}
+
+/* ---- GEMM: Y = alpha op(A) op(B) + beta C. The product part as MULTILIN (|alpha| by the
+ * absolute value of the result), C's part |beta| (|C| + eC); K = inner length + 2. ---- */
+static kiln_status rule_gemm(bnd_node *b) {
+  float alpha;
+  KILN_TRY(kiln_node_float(b->n, "alpha", 1.0f, &alpha));
+  bool has_c = b->n->n_inputs > 2 && b->in[2];
+  bnd_subst hp[3] = {BND_ABS_PLUS, BND_ABS_PLUS, BND_OMIT}, hm[3] = {BND_ABS, BND_ABS, BND_OMIT};
+  bnd_subst h1[3] = {BND_ONES, BND_ONES, BND_OMIT}, hce[3] = {BND_ZEROS, BND_ZEROS, BND_ERR};
+  bnd_subst hcm[3] = {BND_ZEROS, BND_ZEROS, BND_ABS};
+  kiln_val **p = NULL, **m = NULL, **o = NULL, **ce = NULL, **cm = NULL;
+  bool err_ab = kiln_bnd_has_err(b, 0) || kiln_bnd_has_err(b, 1);
+  kiln_status st = err_ab ? kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, hp, &p) : KILN_OK;
+  if (!st) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, hm, &m);
+  if (!st) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, h1, &o);
+  if (!st && has_c && kiln_bnd_has_err(b, 2)) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, hce, &ce);
+  if (!st && has_c) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, hcm, &cm);
+  kiln_tensor *y = kiln_bnd_out_t(b, b->out, 0), *mt = kiln_bnd_out_t(b, m, 0);
+  kiln_tensor *ot = kiln_bnd_out_t(b, o, 0), *pt = kiln_bnd_out_t(b, p, 0);
+  kiln_tensor *cet = kiln_bnd_out_t(b, ce, 0), *cmt = kiln_bnd_out_t(b, cm, 0);
+  if (!st && y && mt && ot && mt->numel == y->numel) {
+    kiln_tensor *et = b->eout[0] = kiln_bnd_zeros_like(y);
+    double *ed = et->data, u = b->u_out[0], a = fabs((double)alpha);
+    for (int64_t i = 0; i < et->numel; i++) {
+      double mm = fabs(((double *)mt->data)[i]);
+      double K = (a > 0 ? fabs(((double *)ot->data)[i]) / a : 0) + 2;
+      double prop = pt ? fabs(fabs(((double *)pt->data)[i]) - mm) + 0x1p-50 * mm : 0;
+      if (cet) prop += fabs(((double *)cet->data)[i]);
+      if (cmt) mm += fabs(((double *)cmt->data)[i]);
+      ed[i] = prop + kiln_bnd_gamma(K, u) * mm + u * fabs(((double *)y->data)[i]);
+    }
+  }
+  kiln_bnd_free_outs(b, p), kiln_bnd_free_outs(b, m), kiln_bnd_free_outs(b, o);
+  kiln_bnd_free_outs(b, ce), kiln_bnd_free_outs(b, cm);
+  return st;
+}
+
+/* Resize/Upsample: nearest moves data, linear interpolates with positive weights (a SUM),
+ * cubic has negative weights (PERTURB). Scatter ops with a reduction are not movements. */
+static bnd_rule refine_rule(const bnd_node *b, bnd_rule rule) {
+  const char *s = NULL;
+  kiln_op op = b->n->op;
+  if (op == KILN_OP_Resize || op == KILN_OP_Upsample) {
+    kiln_status st = kiln_node_string(b->n, "mode", "nearest", &s);
+    if (st) return kiln_status_free(st), BND_PERTURB;
+    if (strstr(s, "cubic")) return BND_PERTURB;
+    return strstr(s, "linear") ? BND_SUM : BND_MOVE;
+  }
+  if (op == KILN_OP_ScatterElements || op == KILN_OP_ScatterND) {
+    kiln_status st = kiln_node_string(b->n, "reduction", "none", &s);
+    if (st) return kiln_status_free(st), BND_PERTURB;
+    return strcmp(s, "none") == 0 ? rule : BND_PERTURB;
+  }
+  if (op == KILN_OP_BatchNormalization || op == KILN_OP_Dropout) {
+    int64_t tm = 0;
+    kiln_status st = kiln_node_int(b->n, "training_mode", 0, &tm);
+    if (st) return kiln_status_free(st), BND_PERTURB;
+    if (tm || (op == KILN_OP_Dropout && b->n->n_inputs > 2 && b->in[2])) return BND_PERTURB;
+  }
+  return rule;
+}
+
+kiln_status kiln_bnd_apply(bnd_node *b) {
+  const bnd_opinfo *info = kiln_bnd_info(b->n->op);
+  KILN_TRY(kiln_bnd_eval(b, KILN_OP_UNKNOWN, b->in, b->out));
+  switch (refine_rule(b, info->rule)) {
+  case BND_EXACT: return kiln_bnd_exact(b, info);
+  case BND_DISCRETE: return kiln_bnd_discrete(b, info->ulps);
+  case BND_MOVE: return rule_move(b, info);
+  case BND_SUM: return rule_sum(b, info, KILN_OP_UNKNOWN, sum_len(b));
+  case BND_SUB: return rule_sum(b, &(bnd_opinfo){.mask = 3}, KILN_OP_Add, 1);
+  case BND_MULTILIN: return rule_multilin(b, info);
+  case BND_GEMM: return rule_gemm(b);
+  case BND_CORNER: return kiln_bnd_corner(b, info);
+  case BND_LIPSCHITZ: return kiln_bnd_lipschitz(b, info);
+  case BND_CAST: return kiln_bnd_cast(b);
+  case BND_ARGMINMAX: return kiln_bnd_argminmax(b);
+  case BND_SOFTMAX: return kiln_bnd_softmax(b);
+  case BND_NORM: return kiln_bnd_norm(b);
+  case BND_REDUCE_MONO: return kiln_bnd_reduce_mono(b, info);
+  case BND_PERTURB:
+  case BND_RULE_COUNT: break;
+  }
+  return kiln_bnd_perturb(b, info->ulps > 0 ? info->ulps : 32);
+}

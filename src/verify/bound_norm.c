@@ -1,0 +1,271 @@
+/* Error rules of composite ops, derived through their decomposition: Softmax and LogSoftmax
+ * (max shift, exp, row sum, division or log) and the row normalizations (LayerNormalization,
+ * RMSNormalization, InstanceNormalization, GroupNormalization: mean, variance, 1/sqrt,
+ * scale and bias; LpNormalization: the norm and a division).
+ *
+ * Rows are addressed as (outer, n, inner): element j of row (o, i) is at
+ * o n inner + j inner + i. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bound_internal.h"
+
+typedef struct rows {
+  int64_t outer, n, inner;
+} rows;
+
+static int64_t at(const rows *rw, int64_t row, int64_t j) {
+  return (row / rw->inner) * rw->n * rw->inner + j * rw->inner + row % rw->inner;
+}
+
+static int64_t prod(const kiln_tensor *t, int lo, int hi) {
+  int64_t p = 1;
+  for (int d = lo; d < hi; d++) p *= t->dims[d];
+  return p;
+}
+
+static kiln_status axis_attr(const bnd_node *b, int64_t dflt, const kiln_tensor *x, int *out) {
+  int64_t a;
+  KILN_TRY(kiln_node_int(b->n, "axis", dflt, &a));
+  if (a < 0) a += x->rank;
+  if (a < 0 || a > x->rank) return kiln_invalid("axis %lld out of range", (long long)a);
+  *out = (int)a;
+  return KILN_OK;
+}
+
+/* ---- Softmax / LogSoftmax ----
+ * With d = x - max(x), s = sum exp(d), each exp carries a relative error
+ * r_j = u |d_j| (the rounded shift) + 4u, the sum gamma_n + max r, the division u:
+ *   Softmax:    own_j = y_j (r_j + max r + gamma_n + 3u),
+ *               propagated: y_j expm1(e_j + max e) (y_j' / y_j lies in exp(+-(e_j + max e)));
+ *   LogSoftmax: own_j = u |d_j| + (gamma_n + max r) / (1 - ...) + 4u |log s| + u |y_j|,
+ *               propagated: e_j + max e (log-sum-exp is 1-Lipschitz in the max norm). */
+static void softmax_row(const rows *rw, int64_t row, const double *x, const double *e,
+                        const double *y, double u, bool log_sm, double *out) {
+  int64_t n = rw->n;
+  double m = -INFINITY, emax = 0, rmax = 0;
+  for (int64_t j = 0; j < n; j++) {
+    m = fmax(m, x[at(rw, row, j)]);
+    if (e) emax = fmax(emax, e[at(rw, row, j)]);
+  }
+  for (int64_t j = 0; j < n; j++) {
+    double d = x[at(rw, row, j)] - m;
+    if (isfinite(d)) rmax = fmax(rmax, u * fabs(d) + 4 * u);
+  }
+  double srel = kiln_bnd_gamma((double)n, u) + rmax;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t k = at(rw, row, j);
+    double yj = y[k], d = x[k] - m, ej = e ? e[k] : 0;
+    if (!isfinite(yj) || !isfinite(d)) {
+      out[k] = 0;
+      continue;
+    }
+    double rj = u * fabs(d) + 4 * u;
+    if (!log_sm) {
+      out[k] = yj == 0 ? 0 : fabs(yj) * (rj + rmax + srel + 3 * u + expm1(ej + emax));
+    } else {
+      double lse = d - yj; /* log s */
+      double lrel = srel < 0.5 ? srel / (1 - srel) : INFINITY;
+      out[k] = u * fabs(d) + lrel + 4 * u * fabs(lse) + u * fabs(yj) + ej + emax;
+    }
+  }
+}
+
+kiln_status kiln_bnd_softmax(bnd_node *b) {
+  kiln_tensor *y = kiln_bnd_out_t(b, b->out, 0);
+  if (!y || !kiln_bnd_is_float_val(b->in[0])) return kiln_bnd_perturb(b, 32);
+  const kiln_tensor *x = b->in[0]->t;
+  if (x->numel != y->numel || x->rank == 0) return kiln_bnd_perturb(b, 32);
+  int axis;
+  KILN_TRY(axis_attr(b, b->n->opset < 13 ? 1 : -1, x, &axis));
+  if (axis >= x->rank) return kiln_bnd_perturb(b, 32);
+  rows rw = {prod(x, 0, axis), x->dims[axis], prod(x, axis + 1, x->rank)};
+  if (b->n->opset < 13) rw.n = prod(x, axis, x->rank), rw.inner = 1; /* 2-D coercion */
+  kiln_tensor *e = kiln_bnd_zeros_like(y);
+  const double *ed = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;
+  bool log_sm = b->n->op == KILN_OP_LogSoftmax;
+  for (int64_t row = 0; rw.n > 0 && row < rw.outer * rw.inner; row++)
+    softmax_row(&rw, row, x->data, ed, y->data, b->u_out[0], log_sm, e->data);
+  b->eout[0] = e;
+  return KILN_OK;
+}
+
+/* ---- row normalizations ---- */
+
+typedef struct row_stats {
+  double mu, r, rel_r, dmu, me, mze;
+} row_stats;
+
+/* z = (x - mu) r with mu the row mean (0 when !sub: RMS), r = 1 / sqrt(mean((x-mu)^2) + eps).
+ * Own rounding: dmu = gamma_{n+1} mean|x|; the variance, in one pass (E x^2 - mu^2) or
+ * two, within gamma_{n+3} (mean x^2 + mu^2) + 2 |mu| dmu + dmu^2; r relative
+ * dvar / (var + eps) + 3u. Fills ez (the error of z) and z for the row. */
+static void norm_row(const rows *rw, int64_t row, const double *x, const double *e, double eps,
+                     bool sub, double u, double *z, double *ez, row_stats *s) {
+  int64_t n = rw->n;
+  double sum = 0, sabs = 0, q = 0, emax = 0, me = 0;
+  for (int64_t j = 0; j < n; j++) {
+    double v = x[at(rw, row, j)];
+    sum += v, sabs += fabs(v), q += v * v;
+    if (e) emax = fmax(emax, e[at(rw, row, j)]), me += e[at(rw, row, j)];
+  }
+  double dn = (double)n, mu = sub ? sum / dn : 0, var = 0;
+  for (int64_t j = 0; j < n; j++) var += (x[at(rw, row, j)] - mu) * (x[at(rw, row, j)] - mu);
+  var /= dn, q /= dn, me = sub ? me / dn : 0;
+  double dmu = sub ? kiln_bnd_gamma(dn + 1, u) * sabs / dn : 0;
+  double dvar = kiln_bnd_gamma(dn + 3, u) * (q + mu * mu) + 2 * fabs(mu) * dmu + dmu * dmu;
+  double v = var + eps, r = 1 / sqrt(v), relv = dvar / v;
+  double rel_r = relv <= 0.5 ? relv + 3 * u : INFINITY;
+  double mze = 0;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t k = at(rw, row, j);
+    z[k] = (x[k] - mu) * r;
+    if (e) mze += fabs(z[k]) * e[k];
+  }
+  mze /= dn;
+  double safety = r * emax <= 0.25 ? 1 + 4 * r * emax : INFINITY;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t k = at(rw, row, j);
+    double prop = e ? (r * (e[k] + me) + fabs(z[k]) * r * mze) * safety : 0;
+    ez[k] = prop + fabs(z[k]) * (rel_r + 2 * u) + r * dmu;
+  }
+  *s = (row_stats){mu, r, rel_r, dmu, me, mze};
+}
+
+/* LpNormalization: z = x / N, N = sqrt(sum x^2) (p = 2) or sum |x| (p = 1). */
+static void lp_row(const rows *rw, int64_t row, const double *x, const double *e, int p, double u,
+                   double *z, double *ez) {
+  int64_t n = rw->n;
+  double N = 0;
+  for (int64_t j = 0; j < n; j++) {
+    double v = x[at(rw, row, j)];
+    N += p == 1 ? fabs(v) : v * v;
+  }
+  if (p == 2) N = sqrt(N);
+  double sze = 0, se = 0;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t k = at(rw, row, j);
+    z[k] = N == 0 ? 0 : x[k] / N;
+    if (e) sze += fabs(z[k]) * e[k], se += e[k];
+  }
+  for (int64_t j = 0; j < n; j++) {
+    int64_t k = at(rw, row, j);
+    double ek = e ? e[k] : 0;
+    if (N == 0) {
+      ez[k] = ek > 0 ? INFINITY : 0;
+      continue;
+    }
+    double prop = (ek + fabs(z[k]) * (p == 1 ? se : sze)) / N;
+    double safety = se / N <= 0.25 ? 1 + 4 * se / N : INFINITY;
+    ez[k] = prop * safety + fabs(z[k]) * (kiln_bnd_gamma((double)n + 2, u) + 3 * u);
+  }
+}
+
+/* Index of the scale/bias element of each element of x. */
+static int64_t *param_index(const bnd_node *b, const kiln_tensor *x, const kiln_tensor *s) {
+  kiln_op op = b->n->op;
+  if (op != KILN_OP_InstanceNormalization && op != KILN_OP_GroupNormalization)
+    return kiln_bnd_bcast_index(s, x);
+  int64_t C = x->rank > 1 ? x->dims[1] : 1, S = prod(x, 2, x->rank);
+  int64_t per = C > 0 && s->numel > 0 && s->numel < C ? C / s->numel : 1; /* GroupNorm 18 */
+  int64_t *idx = kiln_xcalloc((size_t)x->numel + 1, sizeof *idx);
+  for (int64_t i = 0; i < x->numel; i++) {
+    int64_t c = S > 0 && C > 0 ? (i / S) % C : 0;
+    idx[i] = per > 0 ? c / per : c;
+    if (idx[i] >= s->numel) idx[i] = 0;
+  }
+  return idx;
+}
+
+/* y = z s + bias: e_y = e_z |s| + |z| e_s + e_b + u |z s| + u |y| */
+static void affine(bnd_node *b, const kiln_tensor *x, const double *z, const double *ez,
+                   kiln_tensor *e) {
+  const kiln_tensor *y = kiln_bnd_out_t(b, b->out, 0);
+  double u = b->u_out[0], *ed = e->data;
+  const kiln_val *sv = b->n->n_inputs > 1 ? b->in[1] : NULL;
+  const kiln_val *bv = b->n->n_inputs > 2 ? b->in[2] : NULL;
+  bool has_s = kiln_bnd_is_float_val(sv), has_b = kiln_bnd_is_float_val(bv);
+  int64_t *si = has_s ? param_index(b, x, sv->t) : NULL;
+  int64_t *bi = has_b ? param_index(b, x, bv->t) : NULL;
+  const double *es = has_s && kiln_bnd_has_err(b, 1) ? b->ein[1]->data : NULL;
+  const double *eb = has_b && kiln_bnd_has_err(b, 2) ? b->ein[2]->data : NULL;
+  for (int64_t i = 0; i < e->numel; i++) {
+    double s = has_s ? ((double *)sv->t->data)[si[i]] : 1;
+    double v = ez[i] * fabs(s) + u * fabs(z[i] * s) + u * fabs(((double *)y->data)[i]);
+    if (es) v += fabs(z[i]) * es[si[i]];
+    if (eb) v += eb[bi[i]];
+    ed[i] = v;
+  }
+  free(si), free(bi);
+}
+
+/* LayerNormalization's Mean and InvStdDev outputs (one element per row). */
+static void ln_stats_err(bnd_node *b, const row_stats *st, int64_t nrows) {
+  for (int k = 1; k <= 2 && k < b->n->n_outputs; k++) {
+    kiln_tensor *t = kiln_bnd_out_t(b, b->out, k);
+    if (!t || t->numel != nrows) continue;
+    kiln_tensor *e = b->eout[k] = kiln_bnd_zeros_like(t);
+    double u = b->u_out[k];
+    for (int64_t r = 0; r < nrows; r++) {
+      const row_stats *s = &st[r];
+      ((double *)e->data)[r] = k == 1 ? s->dmu + s->me + u * fabs(s->mu)
+                                      : s->r * (s->rel_r + s->r * s->mze * 1.5 + u);
+    }
+  }
+}
+
+kiln_status kiln_bnd_norm(bnd_node *b) {
+  kiln_op op = b->n->op;
+  kiln_tensor *y = kiln_bnd_out_t(b, b->out, 0);
+  if (!y || !kiln_bnd_is_float_val(b->in[0]) || op == KILN_OP_MeanVarianceNormalization)
+    return kiln_bnd_perturb(b, 32);
+  const kiln_tensor *x = b->in[0]->t;
+  if (x->numel != y->numel || x->rank == 0) return kiln_bnd_perturb(b, 32);
+  float epsf = 1e-5f;
+  int64_t p = 2, G = 1;
+  int axis = 0;
+  rows rw = {1, 1, 1};
+  if (op == KILN_OP_LayerNormalization || op == KILN_OP_RMSNormalization ||
+      op == KILN_OP_LpNormalization) {
+    KILN_TRY(axis_attr(b, -1, x, &axis));
+    if (axis >= x->rank) return kiln_bnd_perturb(b, 32);
+    rw = (rows){prod(x, 0, axis), prod(x, axis, x->rank), 1};
+    if (op == KILN_OP_LpNormalization) {
+      rw = (rows){prod(x, 0, axis), x->dims[axis], prod(x, axis + 1, x->rank)};
+      KILN_TRY(kiln_node_int(b->n, "p", 2, &p));
+    }
+  } else if (op == KILN_OP_InstanceNormalization) {
+    rw = (rows){prod(x, 0, x->rank > 1 ? 2 : 1), prod(x, x->rank > 1 ? 2 : 1, x->rank), 1};
+  } else { /* GroupNormalization */
+    KILN_TRY(kiln_node_int(b->n, "num_groups", 1, &G));
+    int64_t C = x->rank > 1 ? x->dims[1] : 1;
+    if (G <= 0 || C % G) return kiln_bnd_perturb(b, 32);
+    rw = (rows){x->dims[0] * G, C / G * prod(x, 2, x->rank), 1};
+  }
+  if (op != KILN_OP_LpNormalization) KILN_TRY(kiln_node_float(b->n, "epsilon", 1e-5f, &epsf));
+  int64_t nrows = rw.outer * rw.inner;
+  double *z = kiln_xcalloc((size_t)x->numel + 1, sizeof *z);
+  double *ez = kiln_xcalloc((size_t)x->numel + 1, sizeof *ez);
+  row_stats *st = kiln_xcalloc((size_t)nrows + 1, sizeof *st);
+  const double *ed = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;
+  double u = fmax(b->u_out[0], b->u_in); /* the row statistics round in the input's dtype too */
+  for (int64_t r = 0; rw.n > 0 && r < nrows; r++) {
+    if (op == KILN_OP_LpNormalization) lp_row(&rw, r, x->data, ed, (int)p, u, z, ez);
+    else norm_row(&rw, r, x->data, ed, epsf, op != KILN_OP_RMSNormalization, u, z, ez, &st[r]);
+  }
+  kiln_tensor *e = kiln_bnd_zeros_like(y);
+  if (op == KILN_OP_LpNormalization) {
+    for (int64_t i = 0; i < e->numel; i++)
+      ((double *)e->data)[i] = ez[i] + b->u_out[0] * fabs(((double *)y->data)[i]);
+  } else {
+    affine(b, x, z, ez, e);
+  }
+  int64_t unst = 0;
+  for (int64_t i = 0; i < e->numel; i++) unst += !isfinite(((double *)e->data)[i]);
+  kiln_bnd_unstable(b, unst, "the normalization's statistics are too uncertain");
+  b->eout[0] = e;
+  if (op == KILN_OP_LayerNormalization) ln_stats_err(b, st, nrows);
+  free(z), free(ez), free(st);
+  return KILN_OK;
+}

@@ -1,0 +1,408 @@
+/* Unit tests of the reference with error bounds (src/verify/bound*.c) and the comparison
+ * (compare.c): reference values against hand-computed doubles; soundness (the reference
+ * interpreter in f32/f16 and the compiled C code of graphs with long contractions,
+ * reductions, Softmax, LayerNorm and transcendental chains all pass, with the ratio
+ * error/bound printed); power (a wrong element, a dropped term, NaN, an integer off by one,
+ * a wrong dtype or shape fail; unstable comparisons and arg-max ties are counted). Compiled
+ * kernels are cached in a fresh folder under $TMPDIR. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "kiln.h"
+#include "verify/verify.h"
+
+static char g_cache[1024];
+
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char p[2048];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    if (e->d_type == DT_DIR) remove_dir(p);
+    else unlink(p);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static double rnd(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static kiln_graph *parse(const char *text) {
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(text, "test", &g));
+  if (g) CHECK_OK(kiln_ops_infer_graph(g));
+  return g;
+}
+
+/* Random inputs in [lo, hi) for every graph input (static shapes). */
+static kiln_val **random_inputs(const kiln_graph *g, double lo, double hi) {
+  kiln_val **in = calloc((size_t)g->inputs.len + 1, sizeof *in);
+  for (int i = 0; i < g->inputs.len; i++) {
+    const kiln_type *t = &g->values.data[g->inputs.data[i]].type;
+    int64_t dims[KILN_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) dims[d] = t->dims[d].value;
+    kiln_tensor *x = NULL;
+    if (kiln_tensor_new(t->dtype, t->rank, dims, &x)) abort();
+    for (int64_t k = 0; k < x->numel; k++) kiln_store_f64(t->dtype, x->data, (size_t)k, lo + (hi - lo) * rnd());
+    in[i] = kiln_val_tensor(x);
+  }
+  return in;
+}
+
+static void free_vals(kiln_val **v, int n) {
+  for (int i = 0; i < n; i++) kiln_val_free(v[i]);
+  free(v);
+}
+
+/* Checks every output of g: the worst ratio, and whether all pass. */
+static bool check_outputs(const kiln_vref *r, const kiln_graph *g, kiln_val **got, double *worst,
+                          const char *layer) {
+  bool ok = true;
+  for (int i = 0; i < g->outputs.len; i++) {
+    kiln_vcheck c;
+    kiln_vref_check(r, g->outputs.data[i], got[i], &c);
+    if (!c.ok) fprintf(stderr, "  %s: %s\n", layer, c.msg);
+    printf("    %-9s %-6s max err %.3g, err/bound %.3f\n", layer,
+           g->values.data[g->outputs.data[i]].name, c.max_err, c.max_ratio);
+    ok &= c.ok;
+    *worst = fmax(*worst, c.max_ratio);
+  }
+  return ok;
+}
+
+/* The reference interpreter and the compiled C code on random inputs pass the bounds. */
+static double sound(const char *text, double lo, double hi, bool compiled) {
+  kiln_graph *g = parse(text);
+  if (!g) return INFINITY;
+  kiln_val **in = random_inputs(g, lo, hi);
+  kiln_vref *r = NULL;
+  double worst = 0;
+  CHECK_OK(kiln_vref_compute(g, g->inputs.len, in, &r));
+  if (!r) return INFINITY;
+  CHECK(r->n_unstable == 0 && r->n_nonfinite == 0);
+  kiln_val **out = calloc((size_t)g->outputs.len + 1, sizeof *out);
+  CHECK_OK(kiln_interp_run(g, NULL, g->inputs.len, in, out));
+  CHECK(check_outputs(r, g, out, &worst, "interp"));
+  free_vals(out, g->outputs.len);
+  if (compiled) {
+    kiln_graph *cg = parse(text);
+    kiln_compile_opts o;
+    kiln_compile_opts_init(&o);
+    o.cache_dir = g_cache;
+    o.threads = 2;
+    o.take_graph = true;
+    kiln_compiled *c = NULL;
+    CHECK_OK(kiln_compile(cg, &o, &c));
+    out = calloc((size_t)g->outputs.len + 1, sizeof *out);
+    if (c) CHECK_OK(kiln_compiled_run_vals(c, g->inputs.len, in, out));
+    if (c) CHECK(check_outputs(r, g, out, &worst, "cpu"));
+    free_vals(out, g->outputs.len);
+    kiln_compiled_free(c);
+    if (!c) kiln_graph_free(cg);
+  }
+  kiln_vref_free(r);
+  free_vals(in, g->inputs.len);
+  kiln_graph_free(g);
+  return worst;
+}
+
+/* ---- values ---- */
+
+static void test_values(void) {
+  kiln_graph *g = parse("graph @v(%x: f32[3]) -> (%y: f32[3], %s: f32[]) {\n"
+                        "  opset \"\" 17\n"
+                        "  %c = const f32[] [0.1]\n"
+                        "  %e = Exp(%x) : f32[3]\n"
+                        "  %m = Mul(%e, %x) : f32[3]\n"
+                        "  %y = Add(%m, %c) : f32[3]\n"
+                        "  %s = ReduceSum(%y) {keepdims=0} : f32[]\n"
+                        "  return %y, %s\n}\n");
+  if (!g) return;
+  kiln_tensor *x = NULL;
+  CHECK_OK(kiln_tensor_new(KILN_F32, 1, (int64_t[]){3}, &x));
+  float xs[3] = {0.5f, -1.25f, 3.0f};
+  memcpy(x->data, xs, sizeof xs);
+  kiln_val *in = kiln_val_tensor(x);
+  kiln_vref *r = NULL;
+  CHECK_OK(kiln_vref_compute(g, 1, &in, &r));
+  if (r) {
+    int y = g->outputs.data[0], s = g->outputs.data[1];
+    CHECK(r->val[y]->t->dtype == KILN_F64 && r->err[y] && r->err[s]);
+    if (!r->err[y]) goto done;
+    double sum = 0;
+    for (int i = 0; i < 3; i++) {
+      double want = exp((double)xs[i]) * (double)xs[i] + (double)0.1f;
+      sum += want;
+      CHECK(((double *)r->val[y]->t->data)[i] == want);
+      double e = ((double *)r->err[y]->data)[i];
+      CHECK(e > 0x1p-24 * fabs(want) && e < 20 * 0x1p-24 * (fabs(want) + 1));
+    }
+    CHECK(fabs(((double *)r->val[s]->t->data)[0] - sum) < 1e-15);
+    CHECK(r->n_unstable == 0 && r->n_nonfinite == 0);
+  }
+done:
+  kiln_vref_free(r);
+  kiln_val_free(in);
+  kiln_graph_free(g);
+}
+
+/* ---- soundness ---- */
+
+static const char *const CONTRACT =
+    "graph @k(%a: f32[3,7], %b: f32[7,5], %c: f32[4,300], %d: f32[300,6], %x: f32[2,3,9,9],\n"
+    "         %w: f32[4,3,3,3], %bias: f32[4], %g: f32[5,6]) -> (%m7: f32[3,5], %m300: f32[4,6],\n"
+    "         %cv: f32[2,4,9,9], %gm: f32[3,6], %rs: f32[4], %rm: f32[2,3], %l2: f32[4],\n"
+    "         %lse: f32[4], %ap: f32[2,3,4,4], %k1: f32[3,5]) {\n"
+    "  opset \"\" 18\n"
+    "  %ax = const i64[1] [1]\n"
+    "  %ax3 = const i64[2] [2,3]\n"
+    "  %bias2 = const f32[6] [1,2,3,4,5,6]\n"
+    "  %z1 = const i64[1] [0]\n"
+    "  %o1 = const i64[1] [1]\n"
+    "  %m7 = MatMul(%a, %b) : f32[3,5]\n"
+    "  %m300 = MatMul(%c, %d) : f32[4,6]\n"
+    "  %cv = Conv(%x, %w, %bias) {pads=[1,1,1,1]} : f32[2,4,9,9]\n"
+    "  %gm = Gemm(%m7, %g, %bias2) {alpha=0.5, beta=-2.0} : f32[3,6]\n"
+    "  %rs = ReduceSum(%c, %ax) {keepdims=0} : f32[4]\n"
+    "  %rm = ReduceMean(%x, %ax3) {keepdims=0} : f32[2,3]\n"
+    "  %l2 = ReduceL2(%c, %ax) {keepdims=0} : f32[4]\n"
+    "  %lse = ReduceLogSumExp(%c, %ax) {keepdims=0} : f32[4]\n"
+    "  %ap = AveragePool(%x) {kernel_shape=[3,3], strides=[2,2]} : f32[2,3,4,4]\n"
+    "  %a1 = Slice(%a, %z1, %o1, %o1) : f32[3,1]\n"
+    "  %b1 = Slice(%b, %z1, %o1, %z1) : f32[1,5]\n"
+    "  %k1 = MatMul(%a1, %b1) : f32[3,5]\n"
+    "  return %m7, %m300, %cv, %gm, %rs, %rm, %l2, %lse, %ap, %k1\n}\n";
+
+static const char *const COMPOSITE =
+    "graph @s(%x: f32[4,33], %s: f32[33], %b: f32[33], %t: f32[2,3,5,5]) -> (%sm: f32[4,33],\n"
+    "         %lsm: f32[4,33], %ln: f32[4,33], %ch: f32[4,33], %in: f32[2,3,5,5],\n"
+    "         %gn: f32[2,3,5,5], %rms: f32[4,33], %cmp: f32[4,33]) {\n"
+    "  opset \"\" 23\n"
+    "  %three = const f32[] [3.0]\n"
+    "  %z = const i64[1] [0]\n"
+    "  %c3 = const i64[1] [3]\n"
+    "  %sm = Softmax(%x) {axis=1} : f32[4,33]\n"
+    "  %x3 = Mul(%x, %three) : f32[4,33]\n"
+    "  %lsm = LogSoftmax(%x3) {axis=-1} : f32[4,33]\n"
+    "  %ln = LayerNormalization(%x3, %s, %b) {epsilon=0.00001} : f32[4,33]\n"
+    "  %e = Exp(%x) : f32[4,33]\n"
+    "  %l = Log(%e) : f32[4,33]\n"
+    "  %th = Tanh(%l) : f32[4,33]\n"
+    "  %sg = Sigmoid(%th) : f32[4,33]\n"
+    "  %ch = Erf(%sg) : f32[4,33]\n"
+    "  %s3 = Slice(%s, %z, %c3, %z) : f32[3]\n"
+    "  %in = InstanceNormalization(%t, %s3, %s3) : f32[2,3,5,5]\n"
+    "  %gn = GroupNormalization(%t, %s3, %s3) {num_groups=3} : f32[2,3,5,5]\n"
+    "  %rms = RMSNormalization(%x, %s) : f32[4,33]\n"
+    "  %q = Div(%sm, %s) : f32[4,33]\n"
+    "  %d = Sqrt(%e) : f32[4,33]\n"
+    "  %cmp = Gelu(%d) : f32[4,33]\n"
+    "  return %sm, %lsm, %ln, %ch, %in, %gn, %rms, %cmp\n}\n";
+
+static char *to_f16(const char *text) {
+  size_t n = strlen(text);
+  char *s = malloc(n + 1);
+  memcpy(s, text, n + 1);
+  for (char *p = s; (p = strstr(p, "f32")); p += 3) p[1] = '1', p[2] = '6';
+  return s;
+}
+
+static void test_sound_contractions(void) {
+  printf("  contractions f32:\n");
+  CHECK(sound(CONTRACT, -2, 2, true) <= 1);
+  printf("  contractions f16:\n");
+  char *t = to_f16(CONTRACT);
+  CHECK(sound(t, -2, 2, true) <= 1);
+  free(t);
+}
+
+static void test_sound_composite(void) {
+  printf("  composite f32:\n");
+  CHECK(sound(COMPOSITE, -2, 2, true) <= 1);
+  printf("  composite f16:\n");
+  char *t = to_f16(COMPOSITE);
+  CHECK(sound(t, -2, 2, true) <= 1);
+  free(t);
+}
+
+static void test_sound_k4096(void) {
+  printf("  MatMul K=4096 f32:\n");
+  CHECK(sound("graph @m(%a: f32[8,4096], %b: f32[4096,8]) -> (%y: f32[8,8], %z: f32[8,8]) {\n"
+              "  opset \"\" 17\n"
+              "  %y = MatMul(%a, %b) : f32[8,8]\n"
+              "  %c = Abs(%b) : f32[4096,8]\n"
+              "  %z = MatMul(%a, %c) : f32[8,8]\n"
+              "  return %y, %z\n}\n",
+              -1, 1, true) <= 1);
+}
+
+/* ---- power ---- */
+
+/* A graph, its reference on random inputs, and the interpreter's outputs. */
+typedef struct fixture {
+  kiln_graph *g;
+  kiln_val **in, **out;
+  kiln_vref *r;
+} fixture;
+
+static bool fixture_make(fixture *f, const char *text, double lo, double hi) {
+  memset(f, 0, sizeof *f);
+  f->g = parse(text);
+  if (!f->g) return false;
+  f->in = random_inputs(f->g, lo, hi);
+  f->out = calloc((size_t)f->g->outputs.len + 1, sizeof *f->out);
+  CHECK_OK(kiln_vref_compute(f->g, f->g->inputs.len, f->in, &f->r));
+  CHECK_OK(kiln_interp_run(f->g, NULL, f->g->inputs.len, f->in, f->out));
+  return f->r && f->out[0];
+}
+
+static void fixture_free(fixture *f) {
+  kiln_vref_free(f->r);
+  if (f->g) free_vals(f->in, f->g->inputs.len), free_vals(f->out, f->g->outputs.len);
+  kiln_graph_free(f->g);
+}
+
+static kiln_vcheck check_out(fixture *f, int i) {
+  kiln_vcheck c;
+  kiln_vref_check(f->r, f->g->outputs.data[i], f->out[i], &c);
+  return c;
+}
+
+static void test_power_matmul(void) {
+  fixture f;
+  if (!fixture_make(&f, "graph @m(%a: f32[4,300], %b: f32[300,5]) -> (%y: f32[4,5]) {\n"
+                        "  opset \"\" 17\n"
+                        "  %y = MatMul(%a, %b) : f32[4,5]\n"
+                        "  return %y\n}\n",
+                    -2, 2))
+    return fixture_free(&f);
+  kiln_vcheck c = check_out(&f, 0);
+  CHECK(c.ok && c.max_ratio < 0.1);
+  float *y = f.out[0]->t->data;
+  const float *a = f.in[0]->t->data, *b = f.in[1]->t->data;
+  double bound = 0;
+  const double *e = f.r->err[f.g->outputs.data[0]]->data;
+  /* the accumulator of element [1,2] misses its last term: caught */
+  float saved = y[7];
+  y[7] = (float)((double)y[7] - (double)a[1 * 300 + 299] * b[299 * 5 + 2]);
+  c = check_out(&f, 0);
+  CHECK(!c.ok && c.n_bad == 1 && c.first_bad == 7);
+  CHECK(strstr(c.msg, "element [1,2]") && strstr(c.msg, "1 of 20"));
+  printf("    dropped term: err/bound %.1f; %s\n", c.max_ratio, c.msg);
+  /* just inside / outside the bound */
+  bound = KILN_VERIFY_SAFETY * e[7];
+  y[7] = (float)((double)saved + 0.9 * bound);
+  CHECK(check_out(&f, 0).ok);
+  y[7] = (float)((double)saved + 1.1 * bound);
+  CHECK(!check_out(&f, 0).ok);
+  /* a NaN where the reference is finite, an Inf */
+  y[7] = NAN;
+  c = check_out(&f, 0);
+  CHECK(!c.ok && isinf(c.max_ratio));
+  y[7] = INFINITY;
+  CHECK(!check_out(&f, 0).ok);
+  y[7] = saved;
+  CHECK(check_out(&f, 0).ok);
+  fixture_free(&f);
+}
+
+static void test_power_kinds(void) {
+  fixture f;
+  if (!fixture_make(&f, "graph @i(%a: i64[6], %x: f32[2,3]) -> (%y: i64[6], %z: f32[2,3]) {\n"
+                        "  opset \"\" 17\n"
+                        "  %y = Add(%a, %a) : i64[6]\n"
+                        "  %z = Sqrt(%x) : f32[2,3]\n"
+                        "  return %y, %z\n}\n",
+                    -3, 3))
+    return fixture_free(&f);
+  /* Sqrt of negative numbers: NaN from finite inputs is counted */
+  CHECK(f.r->n_nonfinite > 0 && strstr(f.r->note, "NaN"));
+  CHECK(check_out(&f, 0).ok && check_out(&f, 1).ok);
+  int64_t *y = f.out[0]->t->data;
+  y[3] += 1; /* integer off by one */
+  kiln_vcheck c = check_out(&f, 0);
+  CHECK(!c.ok && c.first_bad == 3 && isinf(c.max_ratio));
+  y[3] -= 1;
+  float *z = f.out[1]->t->data;
+  int nan_at = -1;
+  for (int i = 0; i < 6; i++)
+    if (isnan(z[i])) nan_at = i;
+  if (nan_at >= 0) {
+    z[nan_at] = 0; /* finite where the reference is NaN */
+    CHECK(!check_out(&f, 1).ok);
+    z[nan_at] = NAN;
+  }
+  /* wrong dtype, wrong shape */
+  kiln_tensor *t = NULL;
+  CHECK_OK(kiln_tensor_new(KILN_F64, 2, (int64_t[]){2, 3}, &t));
+  kiln_val *v = kiln_val_tensor(t);
+  kiln_vref_check(f.r, f.g->outputs.data[1], v, &c);
+  CHECK(!c.ok && strstr(c.msg, "dtype"));
+  kiln_val_free(v);
+  CHECK_OK(kiln_tensor_new(KILN_F32, 2, (int64_t[]){3, 2}, &t));
+  v = kiln_val_tensor(t);
+  kiln_vref_check(f.r, f.g->outputs.data[1], v, &c);
+  CHECK(!c.ok && strstr(c.msg, "shape"));
+  kiln_val_free(v);
+  fixture_free(&f);
+}
+
+/* A comparison of a computed value with the constant it equals in f32 is unstable; one
+ * far from it is not; ArgMax with a rival within the error is unstable. */
+static void test_unstable(void) {
+  fixture f;
+  if (fixture_make(&f, "graph @u(%x: f32[4]) -> (%y: bool[4]) {\n"
+                       "  opset \"\" 17\n"
+                       "  %e = Exp(%x) : f32[4]\n"
+                       "  %l = Log(%e) : f32[4]\n"
+                       "  %y = Less(%l, %x) : bool[4]\n"
+                       "  return %y\n}\n",
+                   -1, 1))
+    CHECK(f.r->n_unstable == 4 && strstr(f.r->note, "Less"));
+  fixture_free(&f);
+  if (fixture_make(&f, "graph @u(%x: f32[4]) -> (%y: bool[4]) {\n"
+                       "  opset \"\" 17\n"
+                       "  %c = const f32[] [5.0]\n"
+                       "  %e = Exp(%x) : f32[4]\n"
+                       "  %y = Less(%e, %c) : bool[4]\n"
+                       "  return %y\n}\n",
+                   -1, 1))
+    CHECK(f.r->n_unstable == 0 && check_out(&f, 0).ok);
+  fixture_free(&f);
+  if (fixture_make(&f, "graph @u(%x: f32[2,3]) -> (%y: i64[2]) {\n"
+                       "  opset \"\" 17\n"
+                       "  %c = const f32[2,3] [1, 2, 3, 3, 3, 1]\n"
+                       "  %z = const f32[] [0.0]\n"
+                       "  %e = Mul(%x, %z) : f32[2,3]\n"
+                       "  %s = Add(%e, %c) : f32[2,3]\n"
+                       "  %t = Exp(%s) : f32[2,3]\n"
+                       "  %y = ArgMax(%t) {axis=1, keepdims=0} : i64[2]\n"
+                       "  return %y\n}\n",
+                   -1, 1))
+    CHECK(f.r->n_unstable == 1);
+  fixture_free(&f);
+}
+
+static void setup(void) {
+  const char *t = getenv("TMPDIR");
+  snprintf(g_cache, sizeof g_cache, "%s/kiln_vbound_XXXXXX", t && *t ? t : "/tmp");
+  if (!mkdtemp(g_cache)) abort();
+}
+
+static void teardown(void) { remove_dir(g_cache); }
+
+TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds),
+          T(test_unstable), T(test_sound_contractions), T(test_sound_composite),
+          T(test_sound_k4096), T(teardown))
