@@ -6,7 +6,8 @@ CASE_DIR holds model.onnx and input_<i>.pb (a case written by `kiln fuzz` or `ki
 Every node output of the main graph is made a model output, and the model is evaluated by
   truth   onnx.reference.ReferenceEvaluator (ONNX's own numpy implementation, independent of
           both) on the model converted to float64: float inputs, initializers, constants and
-          the float types of value_info and Cast targets become double;
+          value_info types become double; a Cast to f32/f16/bf16 still rounds to that type
+          (then widens to double);
   ort     onnxruntime (CPU, ORT_ENABLE_ALL) and ort-noopt (ORT_DISABLE_ALL);
   kiln    `kiln run` (the reference interpreter, in the model's dtypes), when --kiln exists.
 Each value prints its distance to the truth per side in units of the dtype floor
@@ -87,12 +88,31 @@ def to_f64_tensor(t):
         t.CopyFrom(numpy_helper.from_array(arr, t.name))
 
 
+def round_casts(g):
+    """A Cast to a float type rounds (every correct implementation must): the float64 truth
+    keeps that Cast and widens its result with a Cast to double after it."""
+    nodes = []
+    for node in g.node:
+        nodes.append(node)
+        to = [a for a in node.attribute if a.name == "to"]
+        if node.op_type != "Cast" or not to or to[0].i not in FLOATS - {TensorProto.DOUBLE}:
+            continue
+        out = node.output[0]
+        node.output[0] = out + "__rounded"
+        nodes.append(helper.make_node("Cast", [node.output[0]], [out], to=TensorProto.DOUBLE))
+    del g.node[:]
+    g.node.extend(nodes)
+
+
 def to_f64_graph(g):
+    round_casts(g)
     for vi in list(g.input) + list(g.output) + list(g.value_info):
         to_f64_type(vi.type)
     for t in g.initializer:
         to_f64_tensor(t)
     for node in g.node:
+        if node.op_type == "Cast" and node.output[0].endswith("__rounded"):
+            continue
         for a in node.attribute:
             if a.name in ("to", "dtype") and a.type == onnx.AttributeProto.INT and a.i in FLOATS:
                 a.i = TensorProto.DOUBLE
