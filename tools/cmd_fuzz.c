@@ -254,6 +254,15 @@ static kiln_status run_one(campaign *c, uint64_t j) {
 }
 
 /* ---- summary ---- */
+/* True when name is in the comma-separated list (NULL: every op is). */
+static bool op_listed(const char *list, const char *name) {
+  if (!list) return true;
+  size_t n = strlen(name);
+  for (const char *p = list; (p = strstr(p, name)); p += n)
+    if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return true;
+  return false;
+}
+
 static void summary(const campaign *c, double secs) {
   printf("fuzz: %lld graphs in %.1f s (%.2f/s): %lld valid, %lld invalid, %lld dropped (no finite, "
          "stable inputs), %lld runner errors\n",
@@ -263,7 +272,7 @@ static void summary(const campaign *c, double secs) {
   kiln_strbuf miss = {0};
   for (int k = 0; k < c->n_ops; k++) {
     const char *name = kiln_gen_op_name(k);
-    if (name[0] == '(') continue;
+    if (name[0] == '(' || !op_listed(c->a.ops, name)) continue;
     total++;
     if (c->op_seen[k]) covered++;
     else kiln_strbuf_printf(&miss, " %s", name);

@@ -483,6 +483,16 @@ static bool *allowed_ops(const kiln_gen_opts *o, kiln_status *st) {
 
 static const int opsets[] = {13, 17, 18, 18, 18, 21, 23, 26};
 
+/* The opset of the graph: one of `opsets`, at least the first version of some allowed op. */
+static void pick_opset(gen *G, const bool *allowed) {
+  int lo = 1000, n = (int)(sizeof opsets / sizeof opsets[0]), cand[16], k = 0;
+  for (int i = 0; i < kiln_gen_n_ops; i++)
+    if (allowed[i] && kiln_gen_ops[i].since < lo) lo = kiln_gen_ops[i].since;
+  for (int i = 0; i < n; i++)
+    if (opsets[i] >= lo) cand[k++] = opsets[i];
+  G->opset = k ? cand[gen_int(&G->rng, 0, k - 1)] : lo;
+}
+
 /* Builds the graph of the case (no inputs yet). */
 static kiln_status build(gen *G, kiln_gen_case *out) {
   kiln_status st;
@@ -491,10 +501,12 @@ static kiln_status build(gen *G, kiln_gen_case *out) {
     free(allowed);
     return st;
   }
+  pick_opset(G, allowed);
   int max = G->o->max_nodes < 1 ? 1 : G->o->max_nodes > 30 ? 30 : G->o->max_nodes;
   int target = gen_int(&G->rng, 1, max);
-  for (int a = 0; a < target * MAX_ATTEMPTS && (G->g ? G->g->nodes.len : 0) < target; a++)
-    grow(G, allowed, &out->rejected);
+  for (int a = 0; a < target * MAX_ATTEMPTS + 100 && (G->g ? G->g->nodes.len : 0) < target; a++)
+    if (a >= target * MAX_ATTEMPTS && G->g) break; /* the extra draws only for a first node */
+    else grow(G, allowed, &out->rejected);
   free(allowed);
   if (!G->g) return kiln_error(KILN_ERR_INTERNAL, "generator: no node accepted (%s)", G->why);
   int *outs = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1));
@@ -519,7 +531,6 @@ kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case 
   gen G = {0};
   G.o = o;
   gen_rng_seed(&G.rng, seed);
-  G.opset = opsets[gen_int(&G.rng, 0, (int)(sizeof opsets / sizeof opsets[0]) - 1)];
   G.sym_n = gen_int(&G.rng, 2, 4);
   kiln_status st = build(&G, out);
   if (!st) st = kiln_gen_inputs(&G, out);

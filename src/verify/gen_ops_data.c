@@ -262,7 +262,13 @@ bool gen_b_d2s(gen *G, int op) {
   int x = pick_any(G, 4, 4, true);
   if (x < 0) return false;
   int64_t b = 2, c = gen_dim(G, x, 1), h = gen_dim(G, x, 2), w = gen_dim(G, x, 3);
-  if (d2s ? c % (b * b) != 0 : (h % b != 0 || w % b != 0)) return false;
+  if (d2s ? c % (b * b) != 0 : (h % b != 0 || w % b != 0)) { /* a new input that fits */
+    int64_t d[4] = {gen_int(&G->rng, 1, 2), b * b * gen_int(&G->rng, 1, 2), b * gen_int(&G->rng, 1, 3),
+                    b * gen_int(&G->rng, 1, 3)};
+    if (!d2s) d[1] = gen_int(&G->rng, 1, 3);
+    kiln_type t = gen_tensor_type(gen_pick_dt(G, DT_ALL), 4, d);
+    x = gen_new_input(G, &t, DOM_ANY);
+  }
   char a[48];
   if (d2s) ATTR("blocksize=%lld, mode=\"%s\"", (long long)b, gen_chance(&G->rng, 0.5) ? "DCR" : "CRD");
   else ATTR("blocksize=%lld", (long long)b);
