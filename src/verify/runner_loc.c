@@ -177,6 +177,18 @@ static void set_where_error(kiln_vrun *r, const char *stage, const kiln_layer_re
 }
 
 /* ---- tile ---- */
+/* The tile verifier on every kernel a step runs (the compiler runs it before emitting C):
+ * a kernel whose accesses it cannot prove in bounds is a tile-level failure. */
+static kiln_status verify_kernels(const kiln_program *p) {
+  for (int s = 0; s < p->steps.len; s++) {
+    const kiln_step *st = &p->steps.data[s];
+    if (st->kind != KILN_STEP_KERNEL) continue;
+    const kiln_tkernel *k = p->module->kernels.data[st->kernel];
+    KILN_TRYF(kiln_tkernel_verify(k), "step %d: kernel %s does not verify", s, k->name);
+  }
+  return KILN_OK;
+}
+
 void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
   kiln_layer_result *l = kiln_vrun_layer(r, KILN_LAYER_TILE, "tile");
   if (!r->all_tensors) {
@@ -188,11 +200,13 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
   kiln_program *p = NULL;
   kiln_status st = kiln_lower(fused, &lo, &p);
   if (st) {
-    kiln_vrun_errored(r, l, kiln_status_annotate(st, "lowering"));
+    kiln_vrun_errored(r, l, st);
     if (kiln_vrun_done(r, l)) set_where_error(r, "lowering", l);
     return;
   }
-  interp_program(r, p, l);
+  st = verify_kernels(p);
+  if (st) kiln_vrun_errored(r, l, st);
+  else interp_program(r, p, l);
   if (kiln_vrun_done(r, l)) localize(r, p, trace_interp, (void *)p, l);
   kiln_program_free(p);
 }
