@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "verify/reduce.h"
@@ -344,7 +346,39 @@ static void test_size_str(void) {
   CHECK(strcmp(buf, "12 nodes -> 2, 3 inputs -> 1, 1540 elements -> 8") == 0);
 }
 
+/* With the runner: a case that does not fail is not reduced and nothing is written; a folder
+ * without a case is an error. */
+static void test_case_that_passes(void) {
+  kiln_graph *g = parse(reshape_graph);
+  if (!g) return;
+  kiln_val **in = make_inputs(g);
+  char dir[] = "/tmp/kiln-reduce-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char case_dir[64], out_dir[64];
+  snprintf(case_dir, sizeof case_dir, "%s/case", dir);
+  snprintf(out_dir, sizeof out_dir, "%s/reduced", dir);
+  CHECK_OK(kiln_verify_write_case(case_dir, g, g->inputs.len, in, NULL));
+  kiln_verify_opts vo;
+  kiln_verify_opts_init(&vo);
+  vo.cpu = false; /* the graph and tile layers are enough here */
+  kiln_reduce_result r;
+  CHECK_OK(kiln_reduce_case(case_dir, out_dir, &vo, NULL, &r));
+  CHECK(!r.reproduced && !r.g);
+  CHECK(r.before.nodes == 2 && r.after.nodes == 2);
+  struct stat sb;
+  CHECK(stat(out_dir, &sb) != 0);
+  kiln_reduce_result_free(&r);
+  kiln_status st = kiln_reduce_case(out_dir, case_dir, &vo, NULL, &r); /* no case there */
+  CHECK(st != KILN_OK && !r.reproduced);
+  kiln_status_free(st);
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0);
+  free_inputs(in, g->inputs.len);
+  kiln_graph_free(g);
+}
+
 TEST_MAIN(T(test_needle_mul), T(test_miscompiled_sub), T(test_deterministic),
           T(test_not_reproduced), T(test_limits), T(test_attributes),
           T(test_required_attribute_kept), T(test_shape_constants), T(test_subgraphs),
-          T(test_bad_arguments), T(test_size_str))
+          T(test_bad_arguments), T(test_size_str), T(test_case_that_passes))
