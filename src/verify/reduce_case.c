@@ -79,25 +79,29 @@ static void signature_kind(const char *sig, char *out, size_t len) {
 
 /* Options that reproduce the signature fastest: without the compiled code when a graph or
  * tile layer fails, and without a layer per pass (bisection names the pass instead). Each
- * choice is kept only when the original case still gives the same signature with it. */
-static void choose_options(case_pred *p, const kiln_graph *g, int n_in, kiln_val *const *in) {
-  char kind[32], sig[256];
+ * choice is kept only when the original case still fails the same way with it. False when it
+ * does not with any (got: the signature of the last run, "" for no failure). */
+static bool choose_options(case_pred *p, const kiln_graph *g, int n_in, kiln_val *const *in,
+                           char *got, size_t len) {
+  char kind[32];
   signature_kind(p->signature, kind, sizeof kind);
   bool graph_or_tile = !strcmp(kind, "reference") || !strcmp(kind, "pass") || !strcmp(kind, "tile");
   kiln_verify_opts base = p->vo;
-  kiln_verify_opts tries[3] = {base, base, base};
+  kiln_verify_opts tries[4] = {base, base, base, base};
   int n = 0;
   if (graph_or_tile) {
     tries[n].cpu = tries[n].cuda = false, tries[n].each_pass = false, n++;
     tries[n].cpu = tries[n].cuda = false, n++;
   }
-  tries[n].each_pass = false, n++;
+  tries[n++].each_pass = false;
+  n++; /* the recorded options themselves */
   for (int i = 0; i < n; i++) {
     p->vo = tries[i];
-    run_signature(p, g, n_in, in, sig, sizeof sig);
-    if (!strcmp(sig, p->signature)) return;
+    run_signature(p, g, n_in, in, got, len);
+    if (matches(p, got)) return true;
   }
   p->vo = base;
+  return false;
 }
 
 /* The runner's base options from the replay command of case.txt ("--backend none" ...). */
@@ -166,13 +170,16 @@ kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
   p.need_clean = clean_reference(g, n, in);
   p.exact = ro.exact_signature;
   kiln_status st = KILN_OK;
-  if (p.signature[0]) {
-    choose_options(&p, g, n, in);
+  char got[256] = "";
+  if (p.signature[0] && choose_options(&p, g, n, in, got, sizeof got)) {
     if (ro.log)
       fprintf(ro.log, "reduce: signature %s (checked %s the compiled code, %s)\n", p.signature,
               p.vo.cpu ? "with" : "without", p.vo.each_pass ? "a layer per pass" : "bisection");
     st = kiln_reduce(g, in, n, case_holds, &p, &ro, out);
   } else {
+    if (ro.log && p.signature[0])
+      fprintf(ro.log, "reduce: the case does not fail as recorded (%s); it %s%s\n", p.signature,
+              got[0] ? "fails with " : "passes", got);
     kiln_reduce_measure(g, n, in, &out->before);
     out->after = out->before;
   }
