@@ -247,8 +247,14 @@ static void layers(kiln_vrun *r) {
     kiln_vrun_errored(r, l, st);
     if (kiln_vrun_done(r, l)) kiln_vrun_set_where(r, "", "");
   }
-  if (fused) kiln_vrun_tile(r, fused);
-  kiln_graph_free(fused);
+  if (fused) {
+    kiln_vrun_tile(r, fused);
+    kiln_graph_free(fused);
+  } else {
+    kiln_layer_result *l = kiln_vrun_layer(r, KILN_LAYER_TILE, "tile");
+    kiln_vrun_skip(l, "the passes failed: nothing to lower");
+    kiln_vrun_done(r, l);
+  }
   if (r->o->cpu) kiln_vrun_cpu(r);
   if (r->o->cuda) kiln_vrun_cuda(r);
 }

@@ -257,8 +257,8 @@ static void localize(kiln_vrun *r, const kiln_graph *before, const kiln_graph *a
   int n = before && after ? diff_nodes(after, before, false, "changed ", &where, &ops) : 0;
   if (before && after) n += diff_nodes(before, after, false, "removed ", &where, &ops);
   if (!n && before && after) n = diff_nodes(after, before, true, "retyped ", &where, &ops);
-  kiln_strbuf_printf(&where, "%sby %s (application %d)", where.len ? ", " : "graph changed ",
-                     pass, k);
+  kiln_strbuf_printf(&where, "%sby %s (application %d)", where.len ? ", " : "graph changed ", pass,
+                     k);
   kiln_vrun_set_where(r, where.data, ops.data ? ops.data : "");
   kiln_strbuf_free(&where);
   kiln_strbuf_free(&ops);

@@ -119,6 +119,62 @@ static void test_small_model_passes(void) {
   kiln_graph_free(g);
 }
 
+/* Identity (identity), Add of two constants (constfold), x * 1 (simplify): a layer per
+ * application that changed the graph, named "pass K NAME", in pipeline order. */
+static const char *FOLDS = "graph @folds(%x: f32[2,3]) -> (%y: f32[2,3]) {\n"
+                           "  opset \"\" 17\n"
+                           "  %c1 = const f32[3] [0.5, 0.25, 0.125]\n"
+                           "  %c2 = const f32[3] [0.5, 0.75, 0.875]\n"
+                           "  %i = Identity(%x) : f32[2,3]\n"
+                           "  %one = Add(%c1, %c2) : f32[3]\n"
+                           "  %m = Mul(%i, %one) : f32[2,3]\n"
+                           "  %y = Tanh(%m) : f32[2,3]\n"
+                           "  return %y\n"
+                           "}\n";
+
+static void test_pass_layers(void) {
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(FOLDS, "test", &g));
+  if (!g) return;
+  CHECK_OK(kiln_ops_infer_graph(g));
+  kiln_val *in = input(2);
+  kiln_verify_opts o;
+  opts(&o);
+  o.cpu = false;
+  kiln_verify_result r;
+  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  CHECK(!r.failed);
+  CHECK(!strncmp(r.fired, "identity,constfold,simplify", 27));
+  int n_pass = 0, last_k = 0;
+  bool ordered = true;
+  for (int i = 0; i < r.layers.len; i++) {
+    const kiln_layer_result *l = &r.layers.data[i];
+    if (l->kind != KILN_LAYER_PASS) continue;
+    int k = 0;
+    char name[32] = "";
+    CHECK(sscanf(l->name, "pass %d %31s", &k, name) == 2);
+    ordered = ordered && k > last_k;
+    last_k = k;
+    CHECK(l->ran && l->ok);
+    n_pass++;
+  }
+  CHECK(ordered && n_pass >= 3);
+  kiln_verify_result_free(&r);
+  o.each_pass = false; /* one layer: the graph after the whole pipeline */
+  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  n_pass = 0;
+  for (int i = 0; i < r.layers.len; i++)
+    if (r.layers.data[i].kind == KILN_LAYER_PASS) {
+      n_pass++;
+      CHECK(!strncmp(r.layers.data[i].name, "passes (", 8));
+    }
+  CHECK(n_pass == 1 && !r.failed);
+  CHECK(!strncmp(r.fired, "identity,constfold,simplify", 27));
+  kiln_verify_result_free(&r);
+  kiln_val_free(in);
+  kiln_graph_free(g);
+}
+
 /* ---- fault injection through the step observers ---- */
 /* Corrupts the output of the Exp/Neg kernel: the [N,4] value whose elements are all < 0
  * (Neg of Exp), wherever the layer's run produces it. */
@@ -377,5 +433,5 @@ static void cleanup(void) {
 
 TEST_MAIN(T(test_names), T(test_bisect), T(test_trace_reports_each_value_once),
           T(test_compiled_trace_reports_each_value_once), T(test_small_model_passes),
-          T(test_tile_fault_localized), T(test_cpu_fault_localized), T(test_cuda_fault_localized),
-          T(test_case_round_trip), T(test_bad_arguments), T(cleanup))
+          T(test_pass_layers), T(test_tile_fault_localized), T(test_cpu_fault_localized),
+          T(test_cuda_fault_localized), T(test_case_round_trip), T(test_bad_arguments), T(cleanup))
