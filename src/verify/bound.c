@@ -320,14 +320,36 @@ static bool tensor_all_finite(const kiln_tensor *t) {
   return true;
 }
 
+/* The magnitude from which a value rounds to Inf in dtype t (round to nearest), 0 when not
+ * tracked. */
+static double overflow_at(kiln_dtype t) {
+  switch (t) {
+  case KILN_F32: return 0x1.ffffffp127;
+  case KILN_F16: return 65520.0;
+  case KILN_BF16: return 0x1.ff8p127;
+  default: return 0;
+  }
+}
+
+/* NaN or Inf from finite inputs; a result beyond the dtype's range becomes +-Inf (what the
+ * dtype stores) and counts too, as does one whose error bound reaches the limit. */
 static void count_nonfinite(bnd_node *b) {
   for (int i = 0; i < b->n->n_inputs; i++)
     if (kiln_bnd_is_float_val(b->in[i]) && !tensor_all_finite(b->in[i]->t)) return;
   for (int k = 0; k < b->n->n_outputs; k++) {
     if (!kiln_bnd_is_float_val(b->out[k]) || b->out[k]->t->dtype != KILN_F64) continue;
-    const double *d = b->out[k]->t->data;
+    int id = b->n->outputs[k];
+    double lim = overflow_at(b->g->values.data[id].type.dtype);
+    double *d = b->out[k]->t->data, *e = b->eout[k] ? b->eout[k]->data : NULL;
     int64_t c = 0;
-    for (int64_t i = 0; i < b->out[k]->t->numel; i++) c += !isfinite(d[i]);
+    for (int64_t i = 0; i < b->out[k]->t->numel; i++) {
+      if (!isfinite(d[i])) {
+        c++;
+      } else if (lim > 0 && fabs(d[i]) + (e ? e[i] : 0) >= lim) {
+        c++;
+        if (fabs(d[i]) >= lim) d[i] = d[i] > 0 ? INFINITY : -INFINITY, e ? e[i] = 0 : 0;
+      }
+    }
     kiln_bnd_nonfinite(b, c);
   }
 }

@@ -114,6 +114,14 @@ static kiln_status rule_move(bnd_node *b, const bnd_opinfo *info) {
   return KILN_OK;
 }
 
+/* The largest extent of input 0 (bounds the length of a scan along any axis). */
+static double max_dim(const bnd_node *b) {
+  double m = 1;
+  for (int d = 0; b->in[0] && b->in[0]->t && d < b->in[0]->t->rank; d++)
+    m = fmax(m, (double)b->in[0]->t->dims[d]);
+  return m;
+}
+
 /* The reduction length K of a SUM op. */
 static double sum_len(const bnd_node *b) {
   double r = kiln_bnd_ratio(b);
@@ -129,12 +137,7 @@ static double sum_len(const bnd_node *b) {
   case KILN_OP_AveragePool: return kernel_size(b) + 1;
   case KILN_OP_LpPool: return kernel_size(b) + 4;
   case KILN_OP_GlobalLpPool: return r + 4;
-  case KILN_OP_CumSum: {
-    double m = 1;
-    for (int d = 0; b->in[0] && b->in[0]->t && d < b->in[0]->t->rank; d++)
-      m = fmax(m, (double)b->in[0]->t->dims[d]);
-    return m;
-  }
+  case KILN_OP_CumSum: return max_dim(b);
   default: return 2.0 * 8 + 2; /* Resize linear: up to 2^3 taps */
   }
 }
@@ -174,6 +177,7 @@ static kiln_status rule_multilin(bnd_node *b, const bnd_opinfo *info) {
   int nf = 0;
   for (int i = 0; i < b->n->n_inputs; i++) nf += is_data(info, i) && kiln_bnd_is_float_val(b->in[i]);
   double Kfix = op == KILN_OP_ReduceProd ? kiln_bnd_ratio(b)
+                : op == KILN_OP_CumProd ? max_dim(b)
                 : op == KILN_OP_ReduceSumSquare ? kiln_bnd_ratio(b) + 1
                 : 1;
   kiln_val **p = NULL, **m = NULL, **ones = NULL;
@@ -268,6 +272,9 @@ static bnd_rule refine_rule(const bnd_node *b, bnd_rule rule) {
 kiln_status kiln_bnd_apply(bnd_node *b) {
   const bnd_opinfo *info = kiln_bnd_info(b->n->op);
   KILN_TRY(kiln_bnd_eval(b, KILN_OP_UNKNOWN, b->in, b->out));
+  bool float_out = false;
+  for (int k = 0; k < b->n->n_outputs; k++) float_out |= kiln_bnd_is_float_val(b->out[k]);
+  if (!float_out && !kiln_bnd_any_err(b) && info->ulps == 0) return KILN_OK; /* exact */
   switch (refine_rule(b, info->rule)) {
   case BND_EXACT: return kiln_bnd_exact(b, info);
   case BND_DISCRETE: return kiln_bnd_discrete(b, info->ulps);
@@ -280,6 +287,8 @@ kiln_status kiln_bnd_apply(bnd_node *b) {
   case BND_LIPSCHITZ: return kiln_bnd_lipschitz(b, info);
   case BND_CAST: return kiln_bnd_cast(b);
   case BND_ARGMINMAX: return kiln_bnd_argminmax(b);
+  case BND_TOPK: return kiln_bnd_topk(b);
+  case BND_HARDMAX: return kiln_bnd_hardmax(b);
   case BND_SOFTMAX: return kiln_bnd_softmax(b);
   case BND_NORM: return kiln_bnd_norm(b);
   case BND_REDUCE_MONO: return kiln_bnd_reduce_mono(b, info);

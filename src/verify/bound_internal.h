@@ -24,6 +24,8 @@ typedef enum bnd_rule {
   BND_LIPSCHITZ, /* elementwise with |f'| <= 1 (Sin, Cos): err = min(e, range) */
   BND_CAST,      /* Cast/CastLike: rounding to the target float type, or DISCRETE */
   BND_ARGMINMAX, /* ArgMax/ArgMin: exact indices, unstable where a rival is within error */
+  BND_TOPK,      /* TopK: values move, indices unstable where candidates overlap */
+  BND_HARDMAX,   /* Hardmax: exact one-hot, unstable where a rival is within error */
   BND_SOFTMAX,   /* Softmax, LogSoftmax (bound_norm.c) */
   BND_NORM,      /* LayerNormalization, RMSNormalization, InstanceNormalization, GroupNorm */
   BND_REDUCE_MONO, /* ReduceMax/Min, MaxPool, GlobalMaxPool: monotone: corners of all inputs */
@@ -117,6 +119,8 @@ kiln_status kiln_bnd_reduce_mono(bnd_node *b, const bnd_opinfo *info);
 kiln_status kiln_bnd_perturb(bnd_node *b, double ulps);
 kiln_status kiln_bnd_cast(bnd_node *b);
 kiln_status kiln_bnd_argminmax(bnd_node *b);
+kiln_status kiln_bnd_topk(bnd_node *b);
+kiln_status kiln_bnd_hardmax(bnd_node *b);
 kiln_status kiln_bnd_softmax(bnd_node *b);
 kiln_status kiln_bnd_norm(bnd_node *b);
 

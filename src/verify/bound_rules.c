@@ -31,6 +31,7 @@ static const bnd_opinfo table[KILN_OP_COUNT] = {
     E(IsInf, DISCRETE, 0, 0, 0, -1, 0, 0), E(QuantizeLinear, DISCRETE, 2, 0, 0, -1, 0, 0),
     E(Cast, CAST, 0, 0, 0, -1, 0, 0), E(CastLike, CAST, 0, 0, 0, -1, 0, 0),
     E(ArgMax, ARGMINMAX, 0, 0, 0, -1, 0, 0), E(ArgMin, ARGMINMAX, 0, 0, 0, -1, 0, 0),
+    E(TopK, TOPK, 0, 0, 0, -1, 0, 0), E(Hardmax, HARDMAX, 0, 0, 0, -1, 0, 0),
     /* data movement: err = op(err); mask: the data inputs (0: input 0) */
     E(Identity, MOVE, 0, 0, 0, -1, 0, 0), E(Reshape, MOVE, 0, 0, 0, -1, 0, 0),
     E(Transpose, MOVE, 0, 0, 0, -1, 0, 0), E(Squeeze, MOVE, 0, 0, 0, -1, 0, 0),
@@ -59,7 +60,7 @@ static const bnd_opinfo table[KILN_OP_COUNT] = {
     E(Mul, MULTILIN, 0, 0, 0, -1, 0, ~0u), E(MatMul, MULTILIN, 0, 0, 0, -1, 0, ~0u),
     E(Conv, MULTILIN, 0, 0, 0, -1, 0, ~0u), E(ConvTranspose, MULTILIN, 0, 0, 0, -1, 0, ~0u),
     E(Einsum, MULTILIN, 0, 0, 0, -1, 0, ~0u), E(ReduceProd, MULTILIN, 0, 0, 0, -1, 0, 0),
-    E(ReduceSumSquare, MULTILIN, 0, 0, 0, -1, 0, 0), E(Gemm, GEMM, 0, 0, 0, -1, 0, 0),
+    E(ReduceSumSquare, MULTILIN, 0, 0, 0, -1, 0, 0), E(CumProd, MULTILIN, 0, 0, 0, -1, 0, 0), E(Gemm, GEMM, 0, 0, 0, -1, 0, 0),
     /* elementwise, by corners of the input boxes: ulps, absmag, absc, pole input, monotone */
     E(Abs, CORNER, 0, 0, 0, -1, 0, 0), E(Neg, CORNER, 0, 0, 0, -1, 0, 0),
     E(Relu, CORNER, 0, 0, 0, -1, 1, 0), E(Max, CORNER, 0, 0, 0, -1, 1, 0),

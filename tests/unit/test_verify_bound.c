@@ -395,6 +395,40 @@ static void test_unstable(void) {
   fixture_free(&f);
 }
 
+/* A result beyond the dtype's range is Inf, as the dtype stores it, and counts as non-finite;
+ * TopK and Hardmax with candidates within the error are unstable, well apart they are not. */
+static void test_overflow_select(void) {
+  fixture f;
+  if (fixture_make(&f, "graph @o(%x: f32[3]) -> (%y: f32[3]) {\n"
+                       "  opset \"\" 17\n"
+                       "  %c = const f32[] [100.0]\n"
+                       "  %s = Add(%x, %c) : f32[3]\n"
+                       "  %y = Exp(%s) : f32[3]\n"
+                       "  return %y\n}\n",
+                   0, 1)) {
+    CHECK(f.r->n_nonfinite == 3 && isinf(((double *)f.r->val[f.g->outputs.data[0]]->t->data)[0]));
+    CHECK(check_out(&f, 0).ok);
+  }
+  fixture_free(&f);
+  if (fixture_make(&f, "graph @t(%x: f32[2,4]) -> (%v: f32[2,2], %i: i64[2,2], %h: f32[2,4]) {\n"
+                       "  opset \"\" 17\n"
+                       "  %k = const i64[1] [2]\n"
+                       "  %z = const f32[] [0.0]\n"
+                       "  %c = const f32[2,4] [1, 2, 3, 4, 4, 9, 1, 4]\n"
+                       "  %e = Mul(%x, %z) : f32[2,4]\n"
+                       "  %s = Add(%e, %c) : f32[2,4]\n"
+                       "  %t = Exp(%s) : f32[2,4]\n"
+                       "  %v, %i = TopK(%t, %k) {axis=1} : f32[2,2], i64[2,2]\n"
+                       "  %h = Hardmax(%t) {axis=1} : f32[2,4]\n"
+                       "  return %v, %i, %h\n}\n",
+                   -1, 1)) {
+    /* row 0: 4 > 3 > ... stable; row 1: 9 then 4, 4 tie for the second place (TopK only) */
+    CHECK(f.r->n_unstable == 1 && strstr(f.r->note, "TopK"));
+    CHECK(check_out(&f, 0).ok && check_out(&f, 1).ok && check_out(&f, 2).ok);
+  }
+  fixture_free(&f);
+}
+
 static void setup(void) {
   const char *t = getenv("TMPDIR");
   snprintf(g_cache, sizeof g_cache, "%s/kiln_vbound_XXXXXX", t && *t ? t : "/tmp");
@@ -404,5 +438,5 @@ static void setup(void) {
 static void teardown(void) { remove_dir(g_cache); }
 
 TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds),
-          T(test_unstable), T(test_sound_contractions), T(test_sound_composite),
+          T(test_unstable), T(test_overflow_select), T(test_sound_contractions), T(test_sound_composite),
           T(test_sound_k4096), T(teardown))
