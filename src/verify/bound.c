@@ -345,7 +345,7 @@ static void count_nonfinite(bnd_node *b) {
     for (int64_t i = 0; i < b->out[k]->t->numel; i++) {
       if (!isfinite(d[i])) {
         c++;
-      } else if (lim > 0 && fabs(d[i]) + (e ? e[i] : 0) >= lim) {
+      } else if (lim > 0 && fabs(d[i]) + (e && isfinite(e[i]) ? e[i] : 0) >= lim) {
         c++;
         if (fabs(d[i]) >= lim) d[i] = d[i] > 0 ? INFINITY : -INFINITY, e ? e[i] = 0 : 0;
       }
@@ -366,6 +366,16 @@ static void node_unit_roundoff(bnd_node *b) {
     if (id >= 0) umax = fmax(umax, kiln_bnd_unit_roundoff(b->g->values.data[id].type.dtype));
   }
   b->u_in = umax;
+}
+
+/* An error bound that is zero everywhere is no bound: the value is exact. */
+static void drop_if_zero(kiln_tensor **e) {
+  if (!*e) return;
+  const double *d = (*e)->data;
+  for (int64_t i = 0; i < (*e)->numel; i++)
+    if (d[i] != 0) return;
+  kiln_tensor_free(*e);
+  *e = NULL;
 }
 
 /* The value of a constant or an input, widened, on first use. */
@@ -399,6 +409,7 @@ static kiln_status bound_node(kiln_vref *r, int ni) {
   if (!st) st = kiln_op_check(r->g, n);
   if (!st) st = node_has_subgraph(n) ? bound_sub_node(&b) : kiln_bnd_apply(&b);
   if (!st) count_nonfinite(&b);
+  for (int k = 0; !st && k < nout; k++) drop_if_zero(&b.eout[k]);
   for (int k = 0; k < nout; k++) {
     int id = n->outputs[k];
     if (!st && id >= 0 && !r->val[id]) {

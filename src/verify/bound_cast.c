@@ -39,9 +39,17 @@ kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
                                ulps * b->u_in * fabs(((double *)x->data)[j]);
     fi[nf++] = i;
   }
+  /* an input repeated (Less(x, x)) moves with its first occurrence: one variable */
+  int *var = kiln_xcalloc((size_t)ni + 1, sizeof *var), nv = 0;
+  for (int j = 0; j < nf; j++) {
+    var[j] = nv;
+    for (int q = 0; q < j; q++)
+      if (b->n->inputs[fi[q]] == b->n->inputs[fi[j]]) var[j] = var[q];
+    if (var[j] == nv) nv++;
+  }
   int ncorner = 1;
-  for (int j = 0; j < nf && ncorner < 81; j++) ncorner *= 3;
-  bool joint = nf > 4; /* many inputs: only all-minus and all-plus */
+  for (int j = 0; j < nv && ncorner < 81; j++) ncorner *= 3;
+  bool joint = nv > 4; /* many inputs: only all-minus and all-plus */
   if (joint) ncorner = 2;
   bnd_node wb = *b;
   wb.ein = wide;
@@ -52,9 +60,12 @@ kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
   bnd_subst *how = kiln_xcalloc((size_t)ni + 1, sizeof *how);
   for (int c = 0; y && nf && c < ncorner && !st; c++) {
     for (int i = 0; i < ni; i++) how[i] = BND_SAME;
-    for (int j = 0, cc = c; j < nf; j++, cc /= 3)
+    for (int j = 0; j < nf; j++) {
+      int cc = c;
+      for (int q = 0; q < var[j]; q++) cc /= 3;
       how[fi[j]] = joint ? (c ? BND_PLUS : BND_MINUS)
                          : (cc % 3 == 0 ? BND_SAME : cc % 3 == 1 ? BND_PLUS : BND_MINUS);
+    }
     kiln_val **o = NULL;
     kiln_status es = kiln_bnd_eval_how(&wb, KILN_OP_UNKNOWN, how, &o);
     if (es) {
@@ -80,7 +91,7 @@ kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
   for (int64_t i = 0; y && i < y->numel; i++) nbad += bad[i];
   kiln_bnd_unstable(b, nbad, "a discrete result can change within the input error");
   b->eout[0] = jump;
-  free(how), free(bad), free(fi);
+  free(how), free(bad), free(fi), free(var);
   for (int i = 0; i < ni; i++) kiln_tensor_free(wide[i]);
   free(wide);
   return st;
@@ -124,7 +135,8 @@ kiln_status kiln_bnd_cast(bnd_node *b) {
     bool normal = isfinite(xv) && isfinite(r) && fabs(r - xv) <= u * fabs(xv) + tiny;
     if (normal || (isnan(xv) && isnan(r))) yd[i] = xv;
     double ev = ex ? ex[i] : 0;
-    ed[i] = isfinite(yd[i]) ? ev * (1 + u) + u * fabs(xv) + tiny : 0;
+    bool exact = ev == 0 && r == xv; /* an exact input that converts exactly */
+    ed[i] = isfinite(yd[i]) && !exact ? ev * (1 + u) + u * fabs(xv) + tiny : 0;
     if (!normal && isfinite(xv) && ev > 0) kiln_bnd_unstable(b, 1, "a cast saturates");
   }
   b->eout[0] = e;

@@ -37,6 +37,10 @@ static void add_own(const bnd_node *b, const bnd_opinfo *info, int k, kiln_tenso
   const kiln_tensor *x0 = info->absmag > 0 && kiln_bnd_is_float_val(b->in[0]) ? b->in[0]->t : NULL;
   int64_t *xi = x0 ? kiln_bnd_bcast_index(x0, y) : NULL;
   bool pw = b->n->op == KILN_OP_Pow;
+  kiln_op op = b->n->op; /* selections return an input (or its negation): no rounding */
+  if (op == KILN_OP_Abs || op == KILN_OP_Neg || op == KILN_OP_Relu || op == KILN_OP_Max ||
+      op == KILN_OP_Min || op == KILN_OP_Clip || op == KILN_OP_ThresholdedRelu)
+    u = 0, c = 0;
   for (int64_t i = 0; i < e->numel; i++) {
     double ay = fabs(yd[i]), m = ay + info->absc;
     if (xi) m += info->absmag * fabs(((const double *)x0->data)[xi[i]]);
