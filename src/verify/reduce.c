@@ -255,8 +255,12 @@ static bool materialize(red_view *v, kiln_graph **out_g, kiln_val ***out_in, int
   for (int n = 0; n < v->n_nodes; n++) {
     if (!live_n[n]) continue;
     kiln_vec_push(&nodes, v->nodes[n]);
-    for (int k = 0; v->clear_types && k < v->nodes[n].n_outputs; k++)
-      if (v->nodes[n].outputs[k] >= 0) v->values[v->nodes[n].outputs[k]].type = kiln_type_unknown();
+    /* node output types are inferred again: data, constants and attributes decide shapes
+     * (except for values that subgraphs read: their outer references carry the type) */
+    for (int k = 0; k < v->nodes[n].n_outputs; k++) {
+      int o = v->nodes[n].outputs[k];
+      if (o >= 0 && !st->sub_read[o]) v->values[o].type = kiln_type_unknown();
+    }
   }
   ok &= v->outputs.len > 0;
   if (ok) {

@@ -126,21 +126,13 @@ static void recorded_backends(const char *case_dir, kiln_verify_opts *vo) {
   free(text);
 }
 
-/* Writes the reduced case with the result of a run that shows the failure (full options
- * first, so that the replay command is the plain one). */
-static kiln_status write_reduced(const char *out_dir, case_pred *p, const kiln_verify_opts *full,
-                                 const kiln_reduce_result *r) {
-  kiln_verify_opts o[2] = {*full, p->vo};
-  kiln_status st = KILN_OK;
-  for (int i = 0; i < 2; i++) {
-    kiln_verify_result res;
-    st = kiln_verify_run(r->g, r->n_in, r->inputs, &o[i], &res);
-    if (st) return st;
-    bool same = res.failed && matches(p, res.signature);
-    if (same || i == 1) st = kiln_verify_write_case(out_dir, r->g, r->n_in, r->inputs, &res);
-    kiln_verify_result_free(&res);
-    if (same || st) return st;
-  }
+/* Writes the reduced case with the result of a run with the options the reduction used (they
+ * reproduce the failure; its replay command names the backends they run). */
+static kiln_status write_reduced(const char *out_dir, case_pred *p, const kiln_reduce_result *r) {
+  kiln_verify_result res;
+  KILN_TRY(kiln_verify_run(r->g, r->n_in, r->inputs, &p->vo, &res));
+  kiln_status st = kiln_verify_write_case(out_dir, r->g, r->n_in, r->inputs, &res);
+  kiln_verify_result_free(&res);
   return st;
 }
 
@@ -158,7 +150,6 @@ kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
   p.vo.log = NULL;
   p.vo.repro_dir = NULL;
   recorded_backends(case_dir, &p.vo);
-  kiln_verify_opts full = p.vo;
 
   kiln_graph *g = NULL;
   kiln_val **in = NULL;
@@ -183,7 +174,7 @@ kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
     kiln_reduce_measure(g, n, in, &out->before);
     out->after = out->before;
   }
-  if (!st && out->reproduced) st = write_reduced(out_dir, &p, &full, out);
+  if (!st && out->reproduced) st = write_reduced(out_dir, &p, out);
   if (!st && ro.log && out->reproduced) {
     char sizes[200];
     kiln_reduce_size_str(&out->before, &out->after, sizes, sizeof sizes);

@@ -193,7 +193,6 @@ static bool shrink_value(red_view *v, int id, int axis, int64_t m) {
   }
   if (x->type.kind == KILN_TYPE_TENSOR && axis < x->type.rank && x->type.dims[axis].value >= 0)
     x->type.dims[axis].value = m;
-  v->clear_types = true;
   return true;
 }
 
@@ -227,7 +226,6 @@ static bool shrink_extent(reducer *R, int64_t d, int64_t m) {
     for (int a = 0; a < t->rank; a++)
       if (view_tensor(&v, id)->dims[a] == d) any |= shrink_value(&v, id, a, m);
   }
-  v.clear_types = true;
   snprintf(v.what, sizeof v.what, "extent %lld -> %lld everywhere", (long long)d, (long long)m);
   if (!any) {
     red_view_free(&v);
@@ -331,7 +329,6 @@ static void attr_set(red_view *v, int n, int a, int r) {
     for (int i = 0; i < at->n; i++) x[i] = r == 1 ? 1.0f : 0.0f;
     at->floats = x;
   }
-  v->clear_types = true;
 }
 
 static bool attr_try(reducer *R, int n, int a, int r) {
@@ -342,7 +339,6 @@ static bool attr_try(reducer *R, int n, int a, int r) {
            nd->op_type ? nd->op_type : "?", nd->attrs[a].name,
            r == 0 ? "removed" : r == 1 ? "simplified" : "set to 1");
   attr_set(&v, n, a, r);
-  v.clear_types = true;
   return red_try(R, &v);
 }
 

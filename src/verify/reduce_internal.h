@@ -42,7 +42,6 @@ typedef struct red_view {
   int *repl;          /* per value: readers read repl[v] instead (v itself by default) */
   kiln_val **data;    /* per value: the data of a graph input (borrowed or in `vals`) */
   KILN_VEC(int) outputs;
-  bool clear_types;   /* shapes may change: node output types are inferred again */
   KILN_VEC(void *) garbage;        /* malloc'd blocks freed with the view */
   KILN_VEC(kiln_tensor *) tensors; /* tensors owned by the view */
   KILN_VEC(kiln_val *) vals;       /* values owned by the view */
