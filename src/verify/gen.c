@@ -117,9 +117,10 @@ kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims) {
 
 void gen_shape(gen *G, int r, int64_t max_elems, int64_t *dims) {
   int64_t n = 1;
+  bool wide = gen_chance(&G->rng, 0.3); /* a longer last dim: vector loops with tails */
   for (int d = 0; d < r; d++) {
-    int64_t left = max_elems / n, hi = left < 7 ? left : 7;
-    dims[d] = hi < 1 ? 1 : gen_int(&G->rng, 1, (int)hi);
+    int64_t left = max_elems / n, cap = wide && d == r - 1 ? 24 : 7, hi = left < cap ? left : cap;
+    dims[d] = hi < 1 ? 1 : gen_int(&G->rng, wide && d == r - 1 && hi > 8 ? 8 : 1, (int)hi);
     n *= dims[d];
   }
 }

@@ -33,19 +33,20 @@ static const char *ints_text(char *buf, size_t n, int k, const int64_t *v) {
  * (simplify makes a Gemm of it). */
 bool gen_b_matmul(gen *G, int op) {
   (void)op;
-  int a;
-  if (gen_chance(&G->rng, 0.3)) {
-    int64_t k = gen_int(&G->rng, 32, 512), m = gen_int(&G->rng, 1, (int)(2048 / k) + 1);
+  int a, mode = gen_int(&G->rng, 0, 9);
+  if (mode < 5) {
+    a = pick_float(G, 1, 4, false);
+  } else { /* a long contraction, or more rows than one register tile (tails) */
+    int64_t k = mode < 8 ? gen_int(&G->rng, 32, 512) : gen_int(&G->rng, 1, 64);
+    int64_t m = mode < 8 ? gen_int(&G->rng, 1, (int)(2048 / k) + 1) : gen_int(&G->rng, 8, 33);
     kiln_dtype dt = gen_pick_dt(G, DT_FLOAT);
     int64_t dims[3] = {m, k};
     a = new_value(G, dt, 2, dims, DOM_ANY, 0);
-  } else {
-    a = pick_float(G, 1, 4, false);
   }
   if (a < 0) return false;
   kiln_dtype dt = gen_dtype(G, a);
   int r = gen_rank(G, a);
-  int64_t k = gen_dim(G, a, r - 1), n = gen_int(&G->rng, 1, 8);
+  int64_t k = gen_dim(G, a, r - 1), n = gen_chance(&G->rng, 0.3) ? gen_int(&G->rng, 8, 40) : gen_int(&G->rng, 1, 8);
   int64_t bd[4];
   int br = 2;
   if (gen_chance(&G->rng, 0.15)) br = 1, bd[0] = k;
