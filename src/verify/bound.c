@@ -27,6 +27,16 @@ double kiln_bnd_unit_roundoff(kiln_dtype t) {
   }
 }
 
+double kiln_bnd_tiny(kiln_dtype t) {
+  switch (t) {
+  case KILN_F32: return 0x1p-150;
+  case KILN_F16: return 0x1p-25;
+  case KILN_BF16: return 0x1p-134;
+  case KILN_F64: return 0x1p-1074;
+  default: return kiln_dtype_is_float(t) ? 0x1p-8 : 0; /* float8 / float4: generous */
+  }
+}
+
 bool kiln_bnd_is_float_val(const kiln_val *v) {
   return v && (v->kind == KILN_TYPE_TENSOR || v->kind == KILN_TYPE_OPTIONAL) && v->t &&
          kiln_dtype_is_float(v->t->dtype);
@@ -306,6 +316,7 @@ static kiln_status bound_sub_node(bnd_node *b) {
       for (int64_t i = 0; i < e->numel; i++) ed[i] = fmax(ed[i], 2 * fabs(qd[i] - yd[i]));
     }
     kiln_bnd_add_rel(e, y->t, 64 * b->u_out[k]);
+    for (int64_t i = 0; i < e->numel; i++) ed[i] += 64 * b->tiny_out[k];
   }
   kiln_bnd_free_vals(p, no);
   kiln_bnd_free_vals(m, no);
@@ -359,6 +370,7 @@ static void node_unit_roundoff(bnd_node *b) {
   for (int k = 0; k < b->n->n_outputs; k++) {
     int id = b->n->outputs[k];
     b->u_out[k] = id >= 0 ? kiln_bnd_unit_roundoff(b->g->values.data[id].type.dtype) : 0;
+    b->tiny_out[k] = id >= 0 ? kiln_bnd_tiny(b->g->values.data[id].type.dtype) : 0;
     umax = fmax(umax, b->u_out[k]);
   }
   for (int i = 0; i < b->n->n_inputs; i++) {
@@ -393,12 +405,13 @@ static kiln_status value_of(kiln_vref *r, int id, kiln_val **out) {
 static kiln_status bound_node(kiln_vref *r, int ni) {
   const kiln_node *n = &r->g->nodes.data[ni];
   int nin = n->n_inputs, nout = n->n_outputs;
-  bnd_node b = {r, r->g, ni, n, NULL, NULL, NULL, NULL, NULL, 0, 0, 0};
+  bnd_node b = {r, r->g, ni, n, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0};
   b.in = kiln_xcalloc((size_t)nin + 1, sizeof *b.in);
   b.ein = kiln_xcalloc((size_t)nin + 1, sizeof *b.ein);
   b.out = kiln_xcalloc((size_t)nout + 1, sizeof *b.out);
   b.eout = kiln_xcalloc((size_t)nout + 1, sizeof *b.eout);
   b.u_out = kiln_xcalloc((size_t)nout + 1, sizeof *b.u_out);
+  b.tiny_out = kiln_xcalloc((size_t)nout + 1, sizeof *b.tiny_out);
   kiln_status st = KILN_OK;
   for (int i = 0; !st && i < nin; i++) {
     if (n->inputs[i] < 0) continue;
@@ -421,7 +434,7 @@ static kiln_status bound_node(kiln_vref *r, int ni) {
   }
   r->n_unstable += b.n_unstable;
   r->n_nonfinite += b.n_nonfinite;
-  free(b.in), free(b.ein), free(b.out), free(b.eout), free(b.u_out);
+  free(b.in), free(b.ein), free(b.out), free(b.eout), free(b.u_out), free(b.tiny_out);
   return st;
 }
 

@@ -97,17 +97,6 @@ kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
   return st;
 }
 
-/* Half the smallest subnormal of a float type: the absolute part of its rounding. */
-static double tiny_of(kiln_dtype t) {
-  switch (t) {
-  case KILN_F32: return 0x1p-150;
-  case KILN_F16: return 0x1p-25;
-  case KILN_BF16: return 0x1p-134;
-  case KILN_F64: return 0x1p-1074;
-  default: return 0x1p-8; /* float8 / float4: generous */
-  }
-}
-
 /* ---- CAST: to a float type the reference stays exact (x) and the error grows by the
  * rounding to the target: e (1 + u) + u |x| + tiny; a value out of the target's range
  * takes the converted value (Inf, NaN or the saturated maximum). To other types: DISCRETE. */
@@ -120,7 +109,7 @@ kiln_status kiln_bnd_cast(bnd_node *b) {
   const kiln_tensor *x = b->in[0] && b->in[0]->t ? b->in[0]->t : NULL;
   kiln_tensor *y = kiln_bnd_out_t(b, b->out, 0);
   if (!x || !y || x->numel != y->numel || x->dtype == KILN_STRING) return KILN_OK;
-  double u = kiln_bnd_unit_roundoff(to), tiny = tiny_of(to);
+  double u = kiln_bnd_unit_roundoff(to), tiny = kiln_bnd_tiny(to);
   kiln_tensor *e = kiln_bnd_zeros_like(y);
   double *yd = y->data, *ed = e->data;
   const double *ex = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;

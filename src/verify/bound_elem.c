@@ -31,7 +31,7 @@ int64_t *kiln_bnd_bcast_index(const kiln_tensor *t, const kiln_tensor *y) {
 static void add_own(const bnd_node *b, const bnd_opinfo *info, int k, kiln_tensor *e) {
   const kiln_tensor *y = kiln_bnd_out_t(b, b->out, k);
   if (!y) return;
-  double u = b->u_out[k], c = info->ulps * u;
+  double u = b->u_out[k], c = info->ulps * u, tiny = (info->ulps + 1) * b->tiny_out[k];
   double *ed = e->data;
   const double *yd = y->data;
   const kiln_tensor *x0 = info->absmag > 0 && kiln_bnd_is_float_val(b->in[0]) ? b->in[0]->t : NULL;
@@ -40,12 +40,12 @@ static void add_own(const bnd_node *b, const bnd_opinfo *info, int k, kiln_tenso
   kiln_op op = b->n->op; /* selections return an input (or its negation): no rounding */
   if (op == KILN_OP_Abs || op == KILN_OP_Neg || op == KILN_OP_Relu || op == KILN_OP_Max ||
       op == KILN_OP_Min || op == KILN_OP_Clip || op == KILN_OP_ThresholdedRelu)
-    u = 0, c = 0;
+    u = 0, c = 0, tiny = 0;
   for (int64_t i = 0; i < e->numel; i++) {
     double ay = fabs(yd[i]), m = ay + info->absc;
     if (xi) m += info->absmag * fabs(((const double *)x0->data)[xi[i]]);
     if (pw && ay > 0 && isfinite(ay)) m += 2 * ay * fabs(log(ay)); /* exp(y log x) */
-    ed[i] += c * m + u * ay;
+    ed[i] += c * m + u * ay + tiny;
   }
   free(xi);
 }
@@ -291,7 +291,7 @@ kiln_status kiln_bnd_perturb(bnd_node *b, double ulps) {
     bool mok = mt && mt->numel == y->numel;
     for (int64_t i = 0; i < y->numel; i++) {
       double mag = fmax(fabs(yd[i]), mok ? fabs(((double *)mt->data)[i]) : 0);
-      ed[i] += c * (isfinite(mag) ? mag : fabs(yd[i]));
+      ed[i] += c * (isfinite(mag) ? mag : fabs(yd[i])) + (ulps + 2 * K) * b->tiny_out[k];
     }
     b->eout[k] = e[k];
   }

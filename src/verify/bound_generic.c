@@ -158,7 +158,7 @@ static kiln_status rule_sum(bnd_node *b, const bnd_opinfo *info, kiln_op op, dou
     double *ed = et->data;
     const double *md = mt->data, *yd = y->data;
     for (int64_t i = 0; i < et->numel; i++)
-      ed[i] += g * fabs(md[i]) + b->u_out[k] * fabs(yd[i]);
+      ed[i] += g * fabs(md[i]) + b->u_out[k] * fabs(yd[i]) + (K + 1) * b->tiny_out[k];
     b->eout[k] = et;
   }
   kiln_bnd_free_outs(b, e);
@@ -198,7 +198,7 @@ static kiln_status rule_multilin(bnd_node *b, const bnd_opinfo *info) {
     for (int64_t i = 0; i < et->numel; i++) {
       double K = ot ? ((double *)ot->data)[i] + (nf > 2 ? nf - 2 : 0) : Kfix;
       double prop = pt ? fabs(((double *)pt->data)[i] - md[i]) + 0x1p-50 * fabs(md[i]) : 0;
-      ed[i] = prop + kiln_bnd_gamma(K, u) * fabs(md[i]) + u * fabs(yd[i]);
+      ed[i] = prop + kiln_bnd_gamma(K, u) * fabs(md[i]) + u * fabs(yd[i]) + (K + 1) * b->tiny_out[k];
     }
     b->eout[k] = et;
   }
@@ -236,7 +236,8 @@ static kiln_status rule_gemm(bnd_node *b) {
       double prop = pt ? fabs(fabs(((double *)pt->data)[i]) - mm) + 0x1p-50 * mm : 0;
       if (cet) prop += fabs(((double *)cet->data)[i]);
       if (cmt) mm += fabs(((double *)cmt->data)[i]);
-      ed[i] = prop + kiln_bnd_gamma(K, u) * mm + u * fabs(((double *)y->data)[i]);
+      ed[i] = prop + kiln_bnd_gamma(K, u) * mm + u * fabs(((double *)y->data)[i]) +
+              (K + 1) * b->tiny_out[0];
     }
   }
   kiln_bnd_free_outs(b, p), kiln_bnd_free_outs(b, m), kiln_bnd_free_outs(b, o);

@@ -55,12 +55,15 @@ typedef struct bnd_node {
   kiln_val **out;      /* reference outputs (owned until stored in r) */
   kiln_tensor **eout;  /* error bounds to fill (owned until stored in r) */
   double *u_out;       /* unit roundoff of output k's dtype, 0 for non-float */
+  double *tiny_out;    /* half its smallest subnormal: the absolute error of one rounding
+                          (underflow), 0 for non-float */
   double u_in;         /* the largest unit roundoff among the float inputs and outputs */
   int64_t n_unstable, n_nonfinite;
 } bnd_node;
 
 /* ---- bound.c ---- */
 double kiln_bnd_unit_roundoff(kiln_dtype t); /* 0 for non-float types */
+double kiln_bnd_tiny(kiln_dtype t);           /* half the smallest subnormal; 0 non-float */
 /* Runs the node's kernel on ins (one per input, NULL omitted), in double; float outputs are
  * widened to F64. op overrides the node's op when not KILN_OP_UNKNOWN (a node with the same
  * attributes and another op, e.g. Sub run as Add). */

@@ -88,6 +88,7 @@ kiln_status kiln_bnd_softmax(bnd_node *b) {
   bool log_sm = b->n->op == KILN_OP_LogSoftmax;
   for (int64_t row = 0; rw.n > 0 && row < rw.outer * rw.inner; row++)
     softmax_row(&rw, row, x->data, ed, y->data, b->u_out[0], log_sm, e->data);
+  for (int64_t i = 0; i < e->numel; i++) ((double *)e->data)[i] += (rw.n + 4) * b->tiny_out[0];
   b->eout[0] = e;
   return KILN_OK;
 }
@@ -264,6 +265,7 @@ kiln_status kiln_bnd_norm(bnd_node *b) {
   } else {
     affine(b, x, z, ez, e);
   }
+  for (int64_t i = 0; i < e->numel; i++) ((double *)e->data)[i] += (rw.n + 4) * b->tiny_out[0];
   b->eout[0] = e;
   if (op == KILN_OP_LayerNormalization) ln_stats_err(b, st, nrows);
   free(z), free(ez), free(st);

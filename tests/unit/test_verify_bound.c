@@ -429,6 +429,60 @@ static void test_overflow_select(void) {
   fixture_free(&f);
 }
 
+/* Results that any correct implementation computes exactly carry no error: a comparison
+ * of a value with itself, x - x, integers cast to float and their Floor, selections. */
+static void test_exact(void) {
+  fixture f;
+  if (fixture_make(&f, "graph @x(%x: f32[5], %i: i64[5]) -> (%a: bool[5], %d: f32[5], %fl: f32[5],\n"
+                       "         %m: f32[5]) {\n"
+                       "  opset \"\" 17\n"
+                       "  %e = Exp(%x) : f32[5]\n"
+                       "  %a = LessOrEqual(%e, %e) : bool[5]\n"
+                       "  %d = Sub(%e, %e) : f32[5]\n"
+                       "  %j = Add(%i, %i) : i64[5]\n"
+                       "  %c = Cast(%j) {to=1} : f32[5]\n"
+                       "  %fl = Floor(%c) : f32[5]\n"
+                       "  %n = Neg(%c) : f32[5]\n"
+                       "  %m = Max(%n, %c) : f32[5]\n"
+                       "  return %a, %d, %fl, %m\n}\n",
+                   -3, 3)) {
+    CHECK(f.r->n_unstable == 0 && f.r->n_nonfinite == 0);
+    for (int i = 1; i < 4; i++) CHECK(f.r->err[f.g->outputs.data[i]] == NULL);
+    CHECK(f.r->err[f.g->values.data[f.g->outputs.data[0]].node] == NULL);
+    for (int i = 0; i < 4; i++) CHECK(check_out(&f, i).ok);
+  }
+  fixture_free(&f);
+}
+
+static const char *const UNARY =
+    "graph @u(%x: f32[64], %p: f32[64]) -> (%a: f32[64], %b: f32[64], %c: f32[64], %d: f32[64],\n"
+    "         %e: f32[64], %f: f32[64], %g: f32[64], %h: f32[64], %i: f32[64], %j: f32[64]) {\n"
+    "  opset \"\" 18\n"
+    "  %two = const f32[] [2.5]\n"
+    "  %y = Mul(%x, %x) : f32[64]\n"
+    "  %a = Elu(%x) {alpha=0.7} : f32[64]\n"
+    "  %b = Selu(%y) : f32[64]\n"
+    "  %c = Softplus(%x) : f32[64]\n"
+    "  %d = HardSwish(%x) : f32[64]\n"
+    "  %e = Mish(%y) : f32[64]\n"
+    "  %q = Add(%p, %two) : f32[64]\n"
+    "  %f = Pow(%q, %x) : f32[64]\n"
+    "  %g = Div(%x, %q) : f32[64]\n"
+    "  %h = Celu(%x) {alpha=1.5} : f32[64]\n"
+    "  %i = Atan(%y) : f32[64]\n"
+    "  %k = Sigmoid(%y) : f32[64]\n"
+    "  %j = Softsign(%k) : f32[64]\n"
+    "  return %a, %b, %c, %d, %e, %f, %g, %h, %i, %j\n}\n";
+
+static void test_sound_unary(void) {
+  printf("  unary f32:\n");
+  CHECK(sound(UNARY, -2, 2, true) <= 1);
+  printf("  unary f16:\n");
+  char *t = to_f16(UNARY);
+  CHECK(sound(t, -2, 2, true) <= 1);
+  free(t);
+}
+
 static void setup(void) {
   const char *t = getenv("TMPDIR");
   snprintf(g_cache, sizeof g_cache, "%s/kiln_vbound_XXXXXX", t && *t ? t : "/tmp");
@@ -438,5 +492,5 @@ static void setup(void) {
 static void teardown(void) { remove_dir(g_cache); }
 
 TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds),
-          T(test_unstable), T(test_overflow_select), T(test_sound_contractions), T(test_sound_composite),
+          T(test_unstable), T(test_overflow_select), T(test_exact), T(test_sound_unary), T(test_sound_contractions), T(test_sound_composite),
           T(test_sound_k4096), T(teardown))
