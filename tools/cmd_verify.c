@@ -237,11 +237,10 @@ static int report(const verify_args *a, const kiln_verify_result *res, const cha
     kiln_strbuf_printf(&out, "recorded signature: %s (%s)\n", recorded,
                        !strcmp(recorded, res->failed ? res->signature : "-") ? "same"
                                                                              : "different");
-  if (res->failed && !res->case_dir[0])
+  if (res->failed && !res->case_dir[0] && !is_case_dir(a->model))
     kiln_strbuf_printf(&out, "(write a replayable case with --repro DIR)\n");
   if (out.data) fputs(out.data, stdout);
   kiln_strbuf_free(&out);
-  (void)a;
   return res->failed ? 1 : 0;
 }
 
