@@ -390,19 +390,44 @@ static void drop_if_zero(kiln_tensor **e) {
   *e = NULL;
 }
 
-/* The value of a constant or an input, widened, on first use. */
-static kiln_status value_of(kiln_vref *r, int id, kiln_val **out) {
+/* Where values that no bounded node produces come from (kiln_vref_compute_local). */
+typedef struct ext_source {
+  kiln_val *(*lookup)(void *user, int value_id);
+  void *user;
+} ext_source;
+
+/* The value of a constant, an input or (local references) an outside value, widened, on
+ * first use; exact (no error). */
+static kiln_status value_of(kiln_vref *r, const ext_source *ext, int id, kiln_val **out) {
   if (!r->val[id] && r->g->values.data[id].kind == KILN_VALUE_CONST) {
     kiln_val v = {KILN_TYPE_TENSOR, r->g->values.data[id].data, NULL, false, KILN_UNDEFINED};
     r->val[id] = map_val(&v, KILN_UNDEFINED);
   }
+  if (!r->val[id] && ext && ext->lookup) r->val[id] = map_val(ext->lookup(ext->user, id), 0);
   if (!r->val[id])
     return kiln_invalid("value '%s' is not available", r->g->values.data[id].name);
   *out = r->val[id];
   return KILN_OK;
 }
 
-static kiln_status bound_node(kiln_vref *r, int ni) {
+/* Binds the values of g that the subgraphs of n read (OUTER values), for local references. */
+static void bind_outers(kiln_vref *r, const ext_source *ext, const kiln_node *n) {
+  for (int a = 0; ext && a < n->n_attrs; a++) {
+    const kiln_attr *at = &n->attrs[a];
+    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
+    for (int s = 0; s < cnt; s++) {
+      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[s];
+      for (int v = 0; sub && v < sub->values.len; v++) {
+        kiln_val *tmp;
+        int o = sub->values.data[v].outer;
+        if (sub->values.data[v].kind == KILN_VALUE_OUTER && o >= 0 && o < r->n_values)
+          kiln_status_free(value_of(r, ext, o, &tmp));
+      }
+    }
+  }
+}
+
+static kiln_status bound_node(kiln_vref *r, const ext_source *ext, int ni) {
   const kiln_node *n = &r->g->nodes.data[ni];
   int nin = n->n_inputs, nout = n->n_outputs;
   bnd_node b = {r, r->g, ni, n, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0};
@@ -415,10 +440,11 @@ static kiln_status bound_node(kiln_vref *r, int ni) {
   kiln_status st = KILN_OK;
   for (int i = 0; !st && i < nin; i++) {
     if (n->inputs[i] < 0) continue;
-    st = value_of(r, n->inputs[i], &b.in[i]);
+    st = value_of(r, ext, n->inputs[i], &b.in[i]);
     b.ein[i] = r->err[n->inputs[i]];
   }
   node_unit_roundoff(&b);
+  if (!st) bind_outers(r, ext, n);
   if (!st) st = kiln_op_check(r->g, n);
   if (!st) st = node_has_subgraph(n) ? bound_sub_node(&b) : kiln_bnd_apply(&b);
   if (!st) count_nonfinite(&b);
@@ -438,34 +464,64 @@ static kiln_status bound_node(kiln_vref *r, int ni) {
   return st;
 }
 
+static kiln_vref *vref_new(const kiln_graph *g) {
+  kiln_vref *r = kiln_xcalloc(1, sizeof *r);
+  r->g = g;
+  r->n_values = g->values.len;
+  r->val = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->val);
+  r->err = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->err);
+  return r;
+}
+
+/* Bounds the nodes with run[node] set, in order. */
+static kiln_status run_nodes(kiln_vref *r, const ext_source *ext, const bool *run) {
+  kiln_status st = KILN_OK;
+  for (int ni = 0; !st && ni < r->g->nodes.len; ni++)
+    if (run[ni]) st = bound_node(r, ext, ni);
+  return st;
+}
+
 kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *inputs,
                               kiln_vref **out) {
   *out = NULL;
   if (g->parent) return kiln_invalid("kiln_vref_compute: '%s' is not a root graph", g->name);
   if (n_in != g->inputs.len)
     return kiln_invalid("graph '%s' has %d inputs, %d given", g->name, g->inputs.len, n_in);
-  kiln_vref *r = kiln_xcalloc(1, sizeof *r);
-  r->g = g;
-  r->n_values = g->values.len;
-  r->val = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->val);
-  r->err = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->err);
+  kiln_vref *r = vref_new(g);
   kiln_status st = KILN_OK;
   for (int i = 0; i < n_in && !st; i++) {
     if (!inputs[i]) st = kiln_invalid("graph input %d is missing", i);
     else r->val[g->inputs.data[i]] = map_val(inputs[i], KILN_UNDEFINED);
   }
   bool *need = needed_values(g);
-  for (int ni = 0; !st && ni < g->nodes.len; ni++) {
+  bool *run = kiln_xcalloc((size_t)g->nodes.len + 1, 1);
+  for (int ni = 0; ni < g->nodes.len; ni++) {
     const kiln_node *n = &g->nodes.data[ni];
-    bool live = false;
-    for (int k = 0; k < n->n_outputs; k++) live |= n->outputs[k] >= 0 && need[n->outputs[k]];
-    if (live) st = bound_node(r, ni);
+    for (int k = 0; k < n->n_outputs; k++) run[ni] |= n->outputs[k] >= 0 && need[n->outputs[k]];
   }
+  if (!st) st = run_nodes(r, NULL, run);
   for (int i = 0; !st && i < g->outputs.len; i++) {
     kiln_val *v;
-    st = value_of(r, g->outputs.data[i], &v);
+    st = value_of(r, NULL, g->outputs.data[i], &v);
   }
   free(need);
+  free(run);
+  if (st) {
+    kiln_vref_free(r);
+    return st;
+  }
+  *out = r;
+  return KILN_OK;
+}
+
+kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
+                                    kiln_val *(*lookup)(void *user, int value_id), void *user,
+                                    kiln_vref **out) {
+  *out = NULL;
+  if (g->parent) return kiln_invalid("kiln_vref_compute_local: '%s' is not a root graph", g->name);
+  kiln_vref *r = vref_new(g);
+  ext_source ext = {lookup, user};
+  kiln_status st = run_nodes(r, &ext, nodes);
   if (st) {
     kiln_vref_free(r);
     return st;

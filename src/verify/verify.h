@@ -53,6 +53,16 @@ typedef struct kiln_vref {
 kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *inputs,
                               kiln_vref **out);
 void kiln_vref_free(kiln_vref *r);
+/* A local reference: only the nodes with nodes[node] set (one node, the nodes of a kernel)
+ * run, in order; every other value they read (inputs, outputs of other nodes) comes from
+ * lookup(user, value_id) (borrowed; NULL: an error naming the value) and counts as exact.
+ * The bounds then hold only the nodes' own rounding and the propagation within them: tight
+ * where the bounds of a whole deep graph grow too loose to judge a late layer (worst-case
+ * propagation through many contractions). Check the values the nodes produce with
+ * kiln_vref_check as usual. */
+kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
+                                    kiln_val *(*lookup)(void *user, int value_id), void *user,
+                                    kiln_vref **out);
 
 /* ---- comparison (compare.c) ----
  * got (a value computed by some layer, in the graph's dtype) against value id v of r:
