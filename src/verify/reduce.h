@@ -43,9 +43,9 @@ typedef bool (*kiln_reduce_pred)(void *user, const kiln_graph *g, int n_in,
                                  kiln_val *const *inputs);
 
 typedef struct kiln_reduce_opts {
-  int max_tests;       /* predicate calls at most (default 2000; <= 0: no limit) */
-  double max_seconds;  /* wall-clock limit (default 600; <= 0: no limit) */
-  FILE *log;           /* progress: one line per kept edit; NULL: silent */
+  int max_tests;        /* predicate calls at most (default 2000; <= 0: no limit) */
+  double max_seconds;   /* wall-clock limit (default 600; <= 0: no limit) */
+  FILE *log;            /* progress: one line per kept edit; NULL: silent */
   bool exact_signature; /* kiln_reduce_case: a candidate must fail with the recorded signature
                            itself; default false: the same layer kind and pass, and op kinds
                            that are a subset of the recorded ones (so that the nodes of a
@@ -63,20 +63,20 @@ typedef struct kiln_reduce_size {
 void kiln_reduce_measure(const kiln_graph *g, int n_in, kiln_val *const *inputs,
                          kiln_reduce_size *out);
 /* "12 nodes -> 2 nodes, 3 inputs -> 1, 1540 elements -> 8" */
-void kiln_reduce_size_str(const kiln_reduce_size *before, const kiln_reduce_size *after,
-                          char *buf, size_t len);
+void kiln_reduce_size_str(const kiln_reduce_size *before, const kiln_reduce_size *after, char *buf,
+                          size_t len);
 
 typedef struct kiln_reduce_result {
-  bool reproduced;    /* the predicate held on the original; false: nothing was reduced and
-                         g/inputs are NULL */
-  kiln_graph *g;      /* the reduced graph (types inferred), owned */
-  kiln_val **inputs;  /* its inputs, owned (n_in of them) */
+  bool reproduced;   /* the predicate held on the original; false: nothing was reduced and
+                        g/inputs are NULL */
+  kiln_graph *g;     /* the reduced graph (types inferred), owned */
+  kiln_val **inputs; /* its inputs, owned (n_in of them) */
   int n_in;
   kiln_reduce_size before, after;
-  int tests;          /* predicate calls */
-  int kept;           /* edits kept */
-  int rejected;       /* candidates that were not valid graphs (never shown to the predicate) */
-  bool stopped;       /* stopped by max_tests or max_seconds before the fixed point */
+  int tests;    /* predicate calls */
+  int kept;     /* edits kept */
+  int rejected; /* candidates that were not valid graphs (never shown to the predicate) */
+  bool stopped; /* stopped by max_tests or max_seconds before the fixed point */
   double seconds;
 } kiln_reduce_result;
 void kiln_reduce_result_free(kiln_reduce_result *r);
@@ -90,8 +90,8 @@ kiln_status kiln_reduce(const kiln_graph *g, kiln_val *const *inputs, int n_in,
 
 /* Reduces the case in case_dir (kiln_verify_load_case): the predicate is "kiln_verify_run
  * fails the way the case recorded" (see exact_signature), with no unstable or non-finite
- * element in the candidate's reference when the original had none (run with the options the failure needs:
- * without the compiled C code when the recorded layer is a graph or tile layer). Writes the
+ * element in the candidate's reference when the original had none (run with the options the failure
+ * needs: without the compiled C code when the recorded layer is a graph or tile layer). Writes the
  * reduced case to out_dir (kiln_verify_write_case) and prints the sizes before and after and
  * the command that replays it to o->log. out->reproduced false: the case no longer fails the
  * recorded way (nothing is written). verify: base options of the runner (NULL: defaults; its

@@ -8,8 +8,8 @@
 typedef struct case_pred {
   kiln_verify_opts vo; /* the options the failure is checked with */
   char signature[256];
-  bool need_clean;     /* candidates must have no unstable or non-finite reference element */
-  bool exact;          /* the signature itself, not a subset of its op kinds */
+  bool need_clean; /* candidates must have no unstable or non-finite reference element */
+  bool exact;      /* the signature itself, not a subset of its op kinds */
   int runs;
 } case_pred;
 

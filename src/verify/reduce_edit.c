@@ -337,7 +337,9 @@ static bool attr_try(reducer *R, int n, int a, int r) {
   const kiln_node *nd = &v.nodes[n];
   snprintf(v.what, sizeof v.what, "node %d (%s) attribute %s %s", n,
            nd->op_type ? nd->op_type : "?", nd->attrs[a].name,
-           r == 0 ? "removed" : r == 1 ? "simplified" : "set to 1");
+           r == 0   ? "removed"
+           : r == 1 ? "simplified"
+                    : "set to 1");
   attr_set(&v, n, a, r);
   return red_try(R, &v);
 }

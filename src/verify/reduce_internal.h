@@ -14,8 +14,8 @@
 #include "reduce.h"
 
 typedef struct red_state {
-  kiln_graph *g;   /* owned, types inferred */
-  kiln_val **in;   /* owned, one per g->inputs */
+  kiln_graph *g; /* owned, types inferred */
+  kiln_val **in; /* owned, one per g->inputs */
   int n_in;
   kiln_val **ref;  /* per value id: its reference value (node outputs that are tensors), owned;
                       NULL until red_refs() */
@@ -45,7 +45,7 @@ typedef struct red_view {
   KILN_VEC(void *) garbage;        /* malloc'd blocks freed with the view */
   KILN_VEC(kiln_tensor *) tensors; /* tensors owned by the view */
   KILN_VEC(kiln_val *) vals;       /* values owned by the view */
-  char what[160];     /* the edit, for the progress log */
+  char what[160];                  /* the edit, for the progress log */
 } red_view;
 
 void red_view_init(red_view *v, const red_state *st);

@@ -269,14 +269,13 @@ static void test_required_attribute_kept(void) {
 
 /* A Reshape whose shape constant holds an extent: the extent shrinks in the data and the
  * shape together. */
-static const char *const reshape_graph =
-    "graph @rs(%x: f32[6,8]) -> (%y: ?) {\n"
-    "  opset \"\" 17\n"
-    "  %s = const i64[2] [8, 6]\n"
-    "  %r = Reshape(%x, %s)\n"
-    "  %y = Softmax(%r) {axis=1}\n"
-    "  return %y\n"
-    "}\n";
+static const char *const reshape_graph = "graph @rs(%x: f32[6,8]) -> (%y: ?) {\n"
+                                         "  opset \"\" 17\n"
+                                         "  %s = const i64[2] [8, 6]\n"
+                                         "  %r = Reshape(%x, %s)\n"
+                                         "  %y = Softmax(%r) {axis=1}\n"
+                                         "  return %y\n"
+                                         "}\n";
 
 static bool has_softmax(void *user, const kiln_graph *g, int n_in, kiln_val *const *in) {
   (void)user, (void)n_in, (void)in;
