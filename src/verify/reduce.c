@@ -224,24 +224,23 @@ static void mark_live(red_view *v, bool *live_v, bool *live_n) {
   }
 }
 
-/* The graph and inputs of a view, or false when it is not a valid candidate. */
-static bool materialize(red_view *v, kiln_graph **out_g, kiln_val ***out_in, int *out_n) {
+typedef KILN_VEC(kiln_node) node_vec;
+
+/* The view after dead code is dropped: its inputs (kept graph inputs, then cut values) and
+ * its live nodes, whose output types are cleared to be inferred again (data, constants and
+ * attributes decide shapes; values that subgraphs read keep theirs: their outer references
+ * carry it). False when a cut value has no reference value or the outputs are not distinct. */
+static bool compact(red_view *v, int_vec *inputs, node_vec *nodes) {
   const red_state *st = v->st;
-  const kiln_graph *g = st->g;
   bool *live_v = kiln_xcalloc((size_t)v->n_values + 1, 1);
   bool *live_n = kiln_xcalloc((size_t)v->n_nodes + 1, 1);
-  KILN_VEC(int) inputs = {0};
-  KILN_VEC(kiln_node) nodes = {0};
-  kiln_strbuf text = {0};
-  kiln_graph *cg = NULL;
-  kiln_val **cin = NULL;
-  bool ok = true;
+  bool ok = v->outputs.len > 0;
   mark_live(v, live_v, live_n);
   for (int i = 0; i < v->outputs.len && ok; i++)
     for (int j = 0; j < i; j++) ok &= v->outputs.data[i] != v->outputs.data[j];
-  for (int i = 0; i < g->inputs.len; i++) {
-    int id = g->inputs.data[i];
-    if (live_v[id] && v->values[id].kind == KILN_VALUE_INPUT) kiln_vec_push(&inputs, id);
+  for (int i = 0; i < st->g->inputs.len; i++) {
+    int id = st->g->inputs.data[i];
+    if (live_v[id] && v->values[id].kind == KILN_VALUE_INPUT) kiln_vec_push(inputs, id);
   }
   for (int id = 0; id < v->n_values && ok; id++) {
     kiln_value *x = &v->values[id];
@@ -250,54 +249,72 @@ static bool materialize(red_view *v, kiln_graph **out_g, kiln_val ***out_in, int
     ok = st->ref && st->ref[id]; /* a cut: the value becomes an input holding its reference */
     x->kind = KILN_VALUE_INPUT;
     v->data[id] = ok ? st->ref[id] : NULL;
-    kiln_vec_push(&inputs, id);
+    kiln_vec_push(inputs, id);
   }
   for (int n = 0; n < v->n_nodes; n++) {
     if (!live_n[n]) continue;
-    kiln_vec_push(&nodes, v->nodes[n]);
-    /* node output types are inferred again: data, constants and attributes decide shapes
-     * (except for values that subgraphs read: their outer references carry the type) */
+    kiln_vec_push(nodes, v->nodes[n]);
     for (int k = 0; k < v->nodes[n].n_outputs; k++) {
       int o = v->nodes[n].outputs[k];
       if (o >= 0 && !st->sub_read[o]) v->values[o].type = kiln_type_unknown();
     }
   }
-  ok &= v->outputs.len > 0;
-  if (ok) {
-    kiln_graph t = shallow(g);
-    t.values.data = v->values;
-    t.values.len = t.values.cap = v->n_values;
-    t.nodes.data = nodes.data;
-    t.nodes.len = t.nodes.cap = nodes.len;
-    t.inputs.data = inputs.data;
-    t.inputs.len = t.inputs.cap = inputs.len;
-    t.outputs.data = v->outputs.data;
-    t.outputs.len = t.outputs.cap = v->outputs.len;
-    kiln_graph_print(&t, &text, -1);
-    kiln_status s = kiln_graph_parse(text.data, "reduce", &cg);
-    if (!s) s = kiln_graph_verify(cg);
-    if (!s) s = kiln_ops_infer_graph(cg);
-    if (!s) s = kiln_ops_validate_model(cg);
-    ok = s == KILN_OK;
-    kiln_status_free(s);
+  free(live_v);
+  free(live_n);
+  return ok;
+}
+
+/* Prints the compacted view and parses it back as a graph of its own, checked and typed. */
+static kiln_status rebuild(const red_view *v, const int_vec *inputs, const node_vec *nodes,
+                           kiln_graph **out) {
+  kiln_graph t = shallow(v->st->g);
+  t.values.data = v->values;
+  t.values.len = t.values.cap = v->n_values;
+  t.nodes.data = nodes->data;
+  t.nodes.len = t.nodes.cap = nodes->len;
+  t.inputs.data = inputs->data;
+  t.inputs.len = t.inputs.cap = inputs->len;
+  t.outputs.data = v->outputs.data;
+  t.outputs.len = t.outputs.cap = v->outputs.len;
+  kiln_strbuf text = {0};
+  kiln_graph_print(&t, &text, -1);
+  kiln_status s = kiln_graph_parse(text.data, "reduce", out);
+  kiln_strbuf_free(&text);
+  KILN_TRY(s);
+  KILN_TRY(kiln_graph_verify(*out));
+  KILN_TRY(kiln_ops_infer_graph(*out));
+  return kiln_ops_validate_model(*out);
+}
+
+/* Copies of the inputs' data, and a run of the reference on them. */
+static kiln_status candidate_inputs(const red_view *v, const int_vec *inputs, const kiln_graph *g,
+                                    kiln_val **cin) {
+  for (int i = 0; i < inputs->len; i++) {
+    const kiln_val *d = v->data[inputs->data[i]];
+    if (!d) return kiln_invalid("no data for input %d", i);
+    KILN_TRY(kiln_val_clone(d, &cin[i]));
   }
-  if (ok) {
+  kiln_val **outs = kiln_xcalloc((size_t)g->outputs.len + 1, sizeof *outs);
+  kiln_status s = kiln_interp_run(g, NULL, inputs->len, cin, outs);
+  for (int i = 0; i < g->outputs.len; i++) kiln_val_free(outs[i]);
+  free(outs);
+  return s;
+}
+
+/* The graph and inputs of a view, or false when it is not a valid candidate. */
+static bool materialize(red_view *v, kiln_graph **out_g, kiln_val ***out_in, int *out_n) {
+  int_vec inputs = {0};
+  node_vec nodes = {0};
+  kiln_graph *cg = NULL;
+  kiln_val **cin = NULL;
+  bool ok = compact(v, &inputs, &nodes);
+  kiln_status s = ok ? rebuild(v, &inputs, &nodes, &cg) : KILN_OK;
+  if (ok && !s) {
     cin = kiln_xcalloc((size_t)inputs.len + 1, sizeof *cin);
-    for (int i = 0; i < inputs.len && ok; i++) {
-      kiln_val *d = v->data[inputs.data[i]];
-      kiln_status s = d ? kiln_val_clone(d, &cin[i]) : kiln_invalid("no data");
-      ok = s == KILN_OK;
-      kiln_status_free(s);
-    }
+    s = candidate_inputs(v, &inputs, cg, cin);
   }
-  if (ok) { /* the reference must run */
-    kiln_val **outs = kiln_xcalloc((size_t)cg->outputs.len + 1, sizeof *outs);
-    kiln_status s = kiln_interp_run(cg, NULL, inputs.len, cin, outs);
-    for (int i = 0; i < cg->outputs.len; i++) kiln_val_free(outs[i]);
-    free(outs);
-    ok = s == KILN_OK;
-    kiln_status_free(s);
-  }
+  ok = ok && !s;
+  kiln_status_free(s);
   if (ok) {
     *out_g = cg;
     *out_in = cin;
@@ -307,11 +324,8 @@ static bool materialize(red_view *v, kiln_graph **out_g, kiln_val ***out_in, int
     free(cin);
     if (cg) kiln_graph_free(cg);
   }
-  kiln_strbuf_free(&text);
   kiln_vec_free(&nodes);
   kiln_vec_free(&inputs);
-  free(live_v);
-  free(live_n);
   return ok;
 }
 
