@@ -88,6 +88,11 @@ kiln_status kiln_reduce(const kiln_graph *g, kiln_val *const *inputs, int n_in,
                         kiln_reduce_pred pred, void *user, const kiln_reduce_opts *o,
                         kiln_reduce_result *out);
 
+/* Whether a failure with signature got is "the same" as the recorded one: equal when exact,
+ * else the same layer kind and pass, and op kinds (the third field) among the recorded ones
+ * ("-" only matches "-"). This is kiln_reduce_case's test. */
+bool kiln_reduce_same_failure(const char *recorded, const char *got, bool exact);
+
 /* Reduces the case in case_dir (kiln_verify_load_case): the predicate is "kiln_verify_run
  * fails the way the case recorded" (see exact_signature), with no unstable or non-finite
  * element in the candidate's reference when the original had none (run with the options the failure

@@ -36,7 +36,7 @@ static void run_signature(case_pred *p, const kiln_graph *g, int n_in, kiln_val 
 }
 
 /* "kind|pass|A,B,C": the same kind and pass, and each op kind of got among those of want. */
-static bool same_failure(const char *want, const char *got) {
+static bool subset_failure(const char *want, const char *got) {
   const char *w = strchr(want, '|'), *g = strchr(got, '|');
   w = w ? strchr(w + 1, '|') : NULL;
   g = g ? strchr(g + 1, '|') : NULL;
@@ -57,8 +57,13 @@ static bool same_failure(const char *want, const char *got) {
   return true;
 }
 
+bool kiln_reduce_same_failure(const char *recorded, const char *got, bool exact) {
+  if (!recorded || !got || !got[0]) return false;
+  return exact ? !strcmp(recorded, got) : subset_failure(recorded, got);
+}
+
 static bool matches(const case_pred *p, const char *sig) {
-  return sig[0] && (p->exact ? !strcmp(sig, p->signature) : same_failure(p->signature, sig));
+  return kiln_reduce_same_failure(p->signature, sig, p->exact);
 }
 
 static bool case_holds(void *user, const kiln_graph *g, int n_in, kiln_val *const *in) {

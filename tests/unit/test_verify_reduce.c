@@ -345,6 +345,25 @@ static void test_size_str(void) {
   CHECK(strcmp(buf, "12 nodes -> 2, 3 inputs -> 1, 1540 elements -> 8") == 0);
 }
 
+static void test_same_failure(void) {
+  const char *rec = "cpu|-|Add,Erf,Mul";
+  CHECK(kiln_reduce_same_failure(rec, rec, true));
+  CHECK(kiln_reduce_same_failure(rec, rec, false));
+  CHECK(kiln_reduce_same_failure(rec, "cpu|-|Erf", false));
+  CHECK(kiln_reduce_same_failure(rec, "cpu|-|Add,Mul", false));
+  CHECK(!kiln_reduce_same_failure(rec, "cpu|-|Erf", true));
+  CHECK(!kiln_reduce_same_failure(rec, "cpu|-|Er", false));      /* names, not prefixes */
+  CHECK(!kiln_reduce_same_failure(rec, "cpu|-|Erf,Sub", false)); /* an op not recorded */
+  CHECK(!kiln_reduce_same_failure(rec, "tile|-|Erf", false));    /* another layer */
+  CHECK(!kiln_reduce_same_failure(rec, "cpu|-|-", false));
+  CHECK(!kiln_reduce_same_failure(rec, "", false));
+  CHECK(kiln_reduce_same_failure("pass|dce|-", "pass|dce|-", false));
+  CHECK(!kiln_reduce_same_failure("pass|dce|-", "pass|cse|-", false));
+  CHECK(!kiln_reduce_same_failure("pass|simplify|Sub", "pass|simplify|-", false));
+  CHECK(!kiln_reduce_same_failure("pass|simplify|Sub", "pass|simplify2|Sub", false));
+  CHECK(!kiln_reduce_same_failure("pass|simplify|Sub", "pass|simplifySub", false));
+}
+
 /* With the runner: a case that does not fail is not reduced and nothing is written; a folder
  * without a case is an error. */
 static void test_case_that_passes(void) {
@@ -380,4 +399,4 @@ static void test_case_that_passes(void) {
 TEST_MAIN(T(test_needle_mul), T(test_miscompiled_sub), T(test_deterministic),
           T(test_not_reproduced), T(test_limits), T(test_attributes),
           T(test_required_attribute_kept), T(test_shape_constants), T(test_subgraphs),
-          T(test_bad_arguments), T(test_size_str), T(test_case_that_passes))
+          T(test_bad_arguments), T(test_size_str), T(test_same_failure), T(test_case_that_passes))
