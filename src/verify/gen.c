@@ -269,6 +269,7 @@ static int choose(gen *G, const int *cand, int n) {
 }
 
 int gen_pick(gen *G, const gen_want *w) {
+  if (G->prefer >= 0 && G->prefer < G->vals.len && val_matches(G, G->prefer, w)) return G->prefer;
   int *cand = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1)), n = 0;
   for (int i = 0; i < G->vals.len; i++)
     if (val_matches(G, i, w)) cand[n++] = i;
@@ -533,6 +534,7 @@ kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case 
   G.o = o;
   gen_rng_seed(&G.rng, seed);
   G.sym_n = gen_int(&G.rng, 2, 4);
+  G.prefer = -1;
   kiln_status st = build(&G, out);
   if (!st) st = kiln_gen_inputs(&G, out);
   truncate_to(&G, 0, 0, 0);

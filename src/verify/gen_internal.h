@@ -69,6 +69,7 @@ typedef struct gen {
   kiln_graph *g;           /* the last accepted graph (parsed, inferred) */
   int n_nodes;
   int next_name;
+  int prefer; /* gen_pick returns this value when it matches (chains), -1: none */
   char why[160]; /* a builder's reason to give up (debugging) */
 } gen;
 
@@ -164,5 +165,8 @@ bool gen_b_eyelike(gen *G, int op);
 bool gen_b_shape(gen *G, int op);
 bool gen_b_cos(gen *G, int op); /* ConstantOfShape */
 bool gen_b_shapechain(gen *G, int op);
+/* patterns of gen_ops.c used by the table */
+bool gen_b_chain(gen *G, int op);
+bool gen_b_diamond(gen *G, int op);
 
 #endif

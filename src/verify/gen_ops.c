@@ -226,7 +226,8 @@ static bool b_binary(gen *G, int op) {
   kiln_dtype dt = gen_dtype(G, a);
   if (kiln_dtype_is_int(dt) && (s->name[0] == 'P')) return false;
   int b = -1;
-  if (gen_chance(&G->rng, 0.1)) b = identity_operand(G, s->name, dt);
+  bool ident = false;
+  if (gen_chance(&G->rng, 0.12)) ident = (b = identity_operand(G, s->name, dt)) >= 0;
   if (b < 0 && s->mag == 'p') { /* Pow: a positive base, a small exponent */
     int64_t d1[1] = {1};
     kiln_type t = kiln_type_tensor(dt, gen_int(&G->rng, 0, 1), d1);
@@ -236,7 +237,7 @@ static bool b_binary(gen *G, int op) {
   if (b < 0) b = gen_pick_bcast(G, a, s->b, dt);
   if (b < 0) return false;
   int in[2] = {a, b};
-  if (gen_chance(&G->rng, 0.3) && s->name[0] != 'P' && s->mag != '/' && s->mag != 's' &&
+  if (gen_chance(&G->rng, ident ? 0.5 : 0.3) && s->name[0] != 'P' && s->mag != '/' && s->mag != 's' &&
       strcmp(s->name, "Mod"))
     in[0] = b, in[1] = a; /* the broadcast operand first */
   char attr[32] = "";
@@ -397,8 +398,63 @@ static bool b_duplicate(gen *G, int op) {
     kiln_strbuf_printf(&b, "%s%%%s", k ? ", " : "", v.name);
   }
   (void)first;
-  kiln_strbuf_printf(&b, "%s", eq);
+  const char *alpha = strstr(eq, "alpha=");
+  if (alpha && gen_chance(&G->rng, 0.5)) { /* a near-duplicate: another alpha (not for cse) */
+    const char *end = alpha + 6 + strspn(alpha + 6, "0123456789.e+-");
+    kiln_strbuf_printf(&b, "%.*salpha=%.3g%s", (int)(alpha - eq), eq, 0.05 + gen_unif(&G->rng), end);
+  } else kiln_strbuf_printf(&b, "%s", eq);
   kiln_vec_push(&G->lines, b.data);
+  return true;
+}
+
+/* The op of table entry `name`. */
+static int op_index(const char *name) {
+  for (int i = 0; i < kiln_gen_n_ops; i++)
+    if (!strcmp(kiln_gen_ops[i].name, name)) return i;
+  return -1;
+}
+
+/* Two or three view or cast ops in a row on one value (simplify's chains). */
+bool gen_b_chain(gen *G, int op) {
+  (void)op;
+  static const char *const links[] = {"Transpose", "Reshape", "Cast", "Unsqueeze", "Squeeze",
+                                      "Flatten", "Identity", "Relu", "Neg"};
+  int n = gen_int(&G->rng, 2, 3);
+  bool any = false;
+  for (int i = 0; i < n; i++) {
+    int k = op_index(links[gen_int(&G->rng, 0, (int)(sizeof links / sizeof links[0]) - 1)]);
+    int before = G->vals.len;
+    if (k >= 0 && kiln_gen_ops[k].build(G, k)) any = true;
+    if (G->vals.len > before) G->prefer = G->vals.len - 1;
+  }
+  G->prefer = -1;
+  return any;
+}
+
+/* a = f(x); Add(a, g(a)) with g a Transpose or a reduction: a path through a node that
+ * an elementwise group must not swallow (fusion's convexity), and a value used inside and
+ * outside a reduction's prologue. */
+bool gen_b_diamond(gen *G, int op) {
+  (void)op;
+  int64_t k = gen_int(&G->rng, 2, 6), dims[2] = {k, k};
+  gen_want w = want(DT_FLOAT, 2, 2, DOM_ANY);
+  int x = gen_pick(G, &w);
+  if (x < 0 || !gen_is_static(G, x) || gen_dim(G, x, 0) != gen_dim(G, x, 1)) {
+    kiln_type t = gen_tensor_type(gen_pick_dt(G, DT_FLOAT), 2, dims);
+    x = gen_new_input(G, &t, DOM_ANY);
+  }
+  static const char *const f[] = {"Relu", "Exp", "Neg", "Sigmoid", "Tanh"};
+  int a = gen_emit(G, f[gen_int(&G->rng, 0, 4)], 1, &x, 1, "", DOM_ANY, 8);
+  int b;
+  if (gen_chance(&G->rng, 0.5)) b = gen_emit(G, "Transpose", 1, &a, 1, "perm=[1,0]", DOM_ANY, 8);
+  else {
+    int64_t ax = gen_int(&G->rng, 0, 1);
+    int in[2] = {a, gen_const_i64(G, 1, &ax, false)};
+    b = gen_emit(G, "ReduceSum", 2, in, 1,
+                 "keepdims=1", DOM_ANY, 64);
+  }
+  int in[2] = {a, b};
+  gen_emit(G, gen_chance(&G->rng, 0.5) ? "Add" : "Mul", 2, in, 1, "", DOM_ANY, 600);
   return true;
 }
 
@@ -438,7 +494,8 @@ const gen_op kiln_gen_ops[] = {
     OP("ArgMax", 13, 1, b_argmax), OP("ArgMin", 13, 1, b_argmax),
     OP("Softmax", 13, 2, b_softmax), OP("LogSoftmax", 13, 1, b_softmax),
     OP("Hardmax", 13, 1, b_softmax), OP("CumSum", 14, 1, b_cumsum), OP("CumProd", 26, 1, b_cumsum),
-    OP("(duplicate)", 13, 2, b_duplicate),
+    OP("(duplicate)", 13, 2, b_duplicate), OP("(chain)", 13, 2, gen_b_chain),
+    OP("(diamond)", 13, 1, gen_b_diamond),
     /* gen_ops_nn.c */
     OP("MatMul", 13, 4, gen_b_matmul), OP("Gemm", 13, 2, gen_b_gemm), OP("Conv", 13, 3, gen_b_conv),
     OP("MaxPool", 13, 1, gen_b_pool), OP("AveragePool", 13, 1, gen_b_pool),
