@@ -370,9 +370,11 @@ static void test_case_that_passes(void) {
   kiln_graph *g = parse(reshape_graph);
   if (!g) return;
   kiln_val **in = make_inputs(g);
-  char dir[] = "/tmp/kiln-reduce-XXXXXX";
+  const char *tmp = getenv("TMPDIR");
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/kiln-reduce-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
   CHECK(mkdtemp(dir) != NULL);
-  char case_dir[64], out_dir[64];
+  char case_dir[600], out_dir[600];
   snprintf(case_dir, sizeof case_dir, "%s/case", dir);
   snprintf(out_dir, sizeof out_dir, "%s/reduced", dir);
   CHECK_OK(kiln_verify_write_case(case_dir, g, g->inputs.len, in, NULL));
@@ -389,7 +391,7 @@ static void test_case_that_passes(void) {
   kiln_status st = kiln_reduce_case(out_dir, case_dir, &vo, NULL, &r); /* no case there */
   CHECK(st != KILN_OK && !r.reproduced);
   kiln_status_free(st);
-  char cmd[160];
+  char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   CHECK(system(cmd) == 0);
   free_inputs(in, g->inputs.len);
