@@ -22,9 +22,31 @@ static bool elem_differs(const kiln_tensor *a, const kiln_tensor *c, int64_t i) 
   return memcmp((char *)a->data + i * sz, (char *)c->data + i * sz, sz) != 0;
 }
 
+/* Equal of floats: unstable where |a - b| <= e_a + e_b (an equality no corner reaches). */
+static int64_t equal_unstable(const bnd_node *b, kiln_tensor *const *wide, const kiln_tensor *y,
+                              bool *bad) {
+  if (b->n->op != KILN_OP_Equal || b->n->n_inputs != 2 || !y || b->n->inputs[0] == b->n->inputs[1])
+    return 0;
+  const kiln_val *a = b->in[0], *c = b->in[1];
+  if (!kiln_bnd_is_float_val(a) || !kiln_bnd_is_float_val(c) || a->t->dtype != KILN_F64 ||
+      c->t->dtype != KILN_F64 || (!wide[0] && !wide[1]))
+    return 0;
+  int64_t *ia = kiln_bnd_bcast_index(a->t, y), *ic = kiln_bnd_bcast_index(c->t, y), n = 0;
+  for (int64_t i = 0; i < y->numel; i++) {
+    double ea = wide[0] ? ((double *)wide[0]->data)[ia[i]] : 0;
+    double ec = wide[1] ? ((double *)wide[1]->data)[ic[i]] : 0;
+    double d = fabs(((double *)a->t->data)[ia[i]] - ((double *)c->t->data)[ic[i]]);
+    if (ea + ec > 0 && d <= ea + ec && !bad[i]) bad[i] = true, n++;
+  }
+  free(ia), free(ic);
+  return n;
+}
+
 /* ---- DISCRETE: elementwise; the corners (3^k: each input at x - e', x, x + e' with
- * e' = e + ulps u |x|, the op's own rounding before the discrete step) decide. A float
- * output (Floor, Round, Sign ...) gets as error the largest jump over the corners. ---- */
+ * e' = e + ulps u |x|, the op's own rounding before the discrete step) decide, and one more
+ * point with the inputs at 0 where their interval holds 0 (Cast to bool, x != 0); Equal
+ * by the distance of its operands. A float output (Floor, Round, Sign ...) gets as error
+ * the largest jump over the corners. ---- */
 kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
   int ni = b->n->n_inputs, nf = 0;
   int *fi = kiln_xcalloc((size_t)ni + 1, sizeof *fi);
@@ -58,9 +80,10 @@ kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
   kiln_tensor *jump = y && kiln_dtype_is_float(y->dtype) ? kiln_bnd_zeros_like(y) : NULL;
   kiln_status st = KILN_OK;
   bnd_subst *how = kiln_xcalloc((size_t)ni + 1, sizeof *how);
-  for (int c = 0; y && nf && c < ncorner && !st; c++) {
+  for (int c = 0; y && nf && c <= ncorner && !st; c++) {
     for (int i = 0; i < ni; i++) how[i] = BND_SAME;
-    for (int j = 0; j < nf; j++) {
+    for (int j = 0; c == ncorner && j < nf; j++) how[fi[j]] = BND_NEAR0; /* the zero point */
+    for (int j = 0; c < ncorner && j < nf; j++) {
       int cc = c;
       for (int q = 0; q < var[j]; q++) cc /= 3;
       how[fi[j]] = joint ? (c ? BND_PLUS : BND_MINUS)
@@ -87,6 +110,7 @@ kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
     }
     kiln_bnd_free_outs(b, o);
   }
+  if (y) equal_unstable(b, wide, y, bad);
   int64_t nbad = 0;
   for (int64_t i = 0; y && i < y->numel; i++) nbad += bad[i];
   kiln_bnd_unstable(b, nbad, "a discrete result can change within the input error");

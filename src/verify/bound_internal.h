@@ -79,6 +79,7 @@ typedef enum bnd_subst {
   BND_ONES,     /* 1 */
   BND_ZEROS,    /* 0 */
   BND_NEG_ABS,  /* -|x| */
+  BND_NEAR0,    /* 0 where the interval [x - e, x + e] holds 0, else x */
   BND_SAME,     /* x itself (borrowed) */
   BND_OMIT,     /* the input left out (NULL), e.g. Gemm's C */
 } bnd_subst;

@@ -446,6 +446,31 @@ static void test_overflow_select(void) {
 
 /* Results that any correct implementation computes exactly carry no error: a comparison
  * of a value with itself, x - x, integers cast to float and their Floor, selections. */
+/* Cast to bool of a value whose interval holds 0, and Equal of operands within their
+ * errors, are unstable (no corner of the box changes them). */
+static void test_unstable_zero(void) {
+  fixture f;
+  if (fixture_make(&f, "graph @z(%x: f32[3]) -> (%y: bool[3], %q: bool[3]) {\n"
+                       "  opset \"\" 17\n"
+                       "  %c = const f32[3] [1, 2, 3]\n"
+                       "  %d = const f32[3] [1, 2, 3.0001]\n"
+                       "  %z = const f32[] [0.0]\n"
+                       "  %m = Mul(%x, %z) : f32[3]\n"
+                       "  %e = Exp(%x) : f32[3]\n"
+                       "  %t = Mul(%e, %m) : f32[3]\n"
+                       "  %s = Add(%c, %t) : f32[3]\n"
+                       "  %w = Sub(%s, %c) : f32[3]\n"
+                       "  %y = Cast(%w) {to=9} : bool[3]\n"
+                       "  %q = Equal(%s, %d) : bool[3]\n"
+                       "  return %y, %q\n}\n",
+                   -1, 1)) {
+    /* w = (c + 0) - c: exactly 0 with a nonzero bound (Add rounds): 3 Cast elements; s equals
+     * d on two elements within the error */
+    CHECK(f.r->n_unstable == 5);
+  }
+  fixture_free(&f);
+}
+
 static void test_exact(void) {
   fixture f;
   if (fixture_make(&f, "graph @x(%x: f32[5], %i: i64[5]) -> (%a: bool[5], %d: f32[5], %fl: f32[5],\n"
@@ -549,5 +574,5 @@ static void setup(void) {
 static void teardown(void) { remove_dir(g_cache); }
 
 TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds),
-          T(test_unstable), T(test_overflow_select), T(test_exact), T(test_local), T(test_sound_unary), T(test_sound_contractions), T(test_sound_composite),
+          T(test_unstable), T(test_overflow_select), T(test_exact), T(test_unstable_zero), T(test_local), T(test_sound_unary), T(test_sound_contractions), T(test_sound_composite),
           T(test_sound_k4096), T(teardown))
