@@ -325,6 +325,7 @@ static kiln_status apply_rule(bnd_node *b) {
   case BND_HARDMAX: return kiln_bnd_hardmax(b);
   case BND_SOFTMAX: return kiln_bnd_softmax(b);
   case BND_NORM: return kiln_bnd_norm(b);
+  case BND_LRN: return kiln_bnd_lrn(b);
   case BND_REDUCE_MONO: return kiln_bnd_reduce_mono(b, info);
   case BND_PERTURB:
   case BND_RULE_COUNT: break;

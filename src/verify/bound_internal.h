@@ -28,6 +28,7 @@ typedef enum bnd_rule {
   BND_HARDMAX,   /* Hardmax: exact one-hot, unstable where a rival is within error */
   BND_SOFTMAX,   /* Softmax, LogSoftmax (bound_norm.c) */
   BND_NORM,      /* LayerNormalization, RMSNormalization, InstanceNormalization, GroupNorm */
+  BND_LRN,       /* LRN (bound_norm.c) */
   BND_REDUCE_MONO, /* ReduceMax/Min, MaxPool, GlobalMaxPool: monotone: corners of all inputs */
   BND_RULE_COUNT
 } bnd_rule;
@@ -127,5 +128,6 @@ kiln_status kiln_bnd_topk(bnd_node *b);
 kiln_status kiln_bnd_hardmax(bnd_node *b);
 kiln_status kiln_bnd_softmax(bnd_node *b);
 kiln_status kiln_bnd_norm(bnd_node *b);
+kiln_status kiln_bnd_lrn(bnd_node *b);
 
 #endif

@@ -271,3 +271,44 @@ kiln_status kiln_bnd_norm(bnd_node *b) {
   free(z), free(ez), free(st);
   return KILN_OK;
 }
+
+/* ---- LRN: y = x / d^beta, d = bias + alpha / size * (sum of x^2 over the channel window).
+ * Propagated (first order, x 1.25): e_x / d^beta + |y| |beta| (alpha / size) 2 sum |x_k| e_k / d;
+ * own: |y| (|beta| rel_d + (6 + |beta log d|) u), rel_d the rounding of the window sum
+ * (gamma_{size+2}) and of d. ---- */
+kiln_status kiln_bnd_lrn(bnd_node *b) {
+  kiln_tensor *y = kiln_bnd_out_t(b, b->out, 0);
+  if (!y || !kiln_bnd_is_float_val(b->in[0]) || b->in[0]->t->rank < 3) return kiln_bnd_perturb(b, 32);
+  const kiln_tensor *x = b->in[0]->t;
+  float alpha, beta, bias;
+  int64_t size;
+  KILN_TRY(kiln_node_float(b->n, "alpha", 1e-4f, &alpha));
+  KILN_TRY(kiln_node_float(b->n, "beta", 0.75f, &beta));
+  KILN_TRY(kiln_node_float(b->n, "bias", 1.0f, &bias));
+  KILN_TRY(kiln_node_int(b->n, "size", 1, &size));
+  int64_t C = x->dims[1], S = prod(x, 2, x->rank), lo = (size - 1) / 2, hi = size / 2;
+  double a = (double)alpha / (double)size, u = b->u_out[0], g = kiln_bnd_gamma((double)size + 2, u);
+  const double *xd = x->data, *yd = y->data;
+  const double *ed = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;
+  kiln_tensor *e = kiln_bnd_zeros_like(y);
+  for (int64_t i = 0; C > 0 && S > 0 && i < x->numel; i++) {
+    int64_t c = (i / S) % C, base = i - c * S;
+    double sum = 0, sxe = 0;
+    for (int64_t k = c - lo < 0 ? 0 : c - lo; k <= c + hi && k < C; k++) {
+      double v = xd[base + k * S];
+      sum += v * v;
+      if (ed) sxe += fabs(v) * ed[base + k * S];
+    }
+    double d = bias + a * sum, ay = fabs(yd[i]), p = pow(fabs(d), beta);
+    if (!(d > 0) || !isfinite(p) || p == 0) {
+      ((double *)e->data)[i] = INFINITY;
+      continue;
+    }
+    double rel_d = (a * g * sum + 2 * u * d) / d;
+    double own = ay * (fabs(beta) * rel_d + (6 + fabs(beta * log(d))) * u) + b->tiny_out[0];
+    double prop = ed ? 1.25 * (ed[i] / p + ay * fabs(beta) * a * 2 * sxe / d) : 0;
+    ((double *)e->data)[i] = own + prop;
+  }
+  b->eout[0] = e;
+  return KILN_OK;
+}

@@ -95,7 +95,7 @@ static const bnd_opinfo table[KILN_OP_COUNT] = {
     E(InstanceNormalization, NORM, 0, 0, 0, -1, 0, 0),
     E(GroupNormalization, NORM, 0, 0, 0, -1, 0, 0),
     E(MeanVarianceNormalization, NORM, 0, 0, 0, -1, 0, 0),
-    E(LpNormalization, NORM, 0, 0, 0, -1, 0, 0),
+    E(LpNormalization, NORM, 0, 0, 0, -1, 0, 0), E(LRN, LRN, 0, 0, 0, -1, 0, 0),
 };
 #undef E
 

@@ -203,7 +203,7 @@ static const char *const CONTRACT =
 static const char *const COMPOSITE =
     "graph @s(%x: f32[4,33], %s: f32[33], %b: f32[33], %t: f32[2,3,5,5]) -> (%sm: f32[4,33],\n"
     "         %lsm: f32[4,33], %ln: f32[4,33], %ch: f32[4,33], %in: f32[2,3,5,5],\n"
-    "         %gn: f32[2,3,5,5], %rms: f32[4,33], %cmp: f32[4,33]) {\n"
+    "         %gn: f32[2,3,5,5], %rms: f32[4,33], %cmp: f32[4,33], %lrn: f32[2,3,5,5]) {\n"
     "  opset \"\" 23\n"
     "  %three = const f32[] [3.0]\n"
     "  %z = const i64[1] [0]\n"
@@ -224,7 +224,9 @@ static const char *const COMPOSITE =
     "  %q = Div(%sm, %s) : f32[4,33]\n"
     "  %d = Sqrt(%e) : f32[4,33]\n"
     "  %cmp = Gelu(%d) : f32[4,33]\n"
-    "  return %sm, %lsm, %ln, %ch, %in, %gn, %rms, %cmp\n}\n";
+    "  %t2 = Mul(%t, %t) : f32[2,3,5,5]\n"
+    "  %lrn = LRN(%t2) {size=3, alpha=0.5, beta=0.75, bias=1.5} : f32[2,3,5,5]\n"
+    "  return %sm, %lsm, %ln, %ch, %in, %gn, %rms, %cmp, %lrn\n}\n";
 
 static char *to_f16(const char *text) {
   size_t n = strlen(text);
