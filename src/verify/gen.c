@@ -392,6 +392,10 @@ static bool accept_from(gen *G, int from) {
     kiln_status_free(st);
     return false;
   }
+  if (g->nodes.len > G->max_nodes) { /* a pattern of several nodes that does not fit */
+    kiln_graph_free(g);
+    return false;
+  }
   for (int i = from; i < G->vals.len; i++) {
     gen_val *v = &G->vals.data[i];
     int id = kiln_graph_find(g, v->name);
@@ -504,7 +508,7 @@ static kiln_status build(gen *G, kiln_gen_case *out) {
     return st;
   }
   pick_opset(G, allowed);
-  int max = G->o->max_nodes < 1 ? 1 : G->o->max_nodes > 30 ? 30 : G->o->max_nodes;
+  int max = G->max_nodes;
   int target = gen_int(&G->rng, 1, max);
   for (int a = 0; a < target * MAX_ATTEMPTS + 100 && (G->g ? G->g->nodes.len : 0) < target; a++)
     if (a >= target * MAX_ATTEMPTS && G->g) break; /* the extra draws only for a first node */
@@ -535,6 +539,7 @@ kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case 
   gen_rng_seed(&G.rng, seed);
   G.sym_n = gen_int(&G.rng, 2, 4);
   G.prefer = -1;
+  G.max_nodes = o->max_nodes < 1 ? 1 : o->max_nodes > 30 ? 30 : o->max_nodes;
   kiln_status st = build(&G, out);
   if (!st) st = kiln_gen_inputs(&G, out);
   truncate_to(&G, 0, 0, 0);

@@ -69,6 +69,7 @@ typedef struct gen {
   kiln_graph *g;           /* the last accepted graph (parsed, inferred) */
   int n_nodes;
   int next_name;
+  int max_nodes; /* of the graph (options clamped to 1..30) */
   int prefer; /* gen_pick returns this value when it matches (chains), -1: none */
   char why[160]; /* a builder's reason to give up (debugging) */
 } gen;

@@ -57,6 +57,7 @@ static void test_valid_and_covering(void) {
     kiln_gen_case c;
     CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(1, s), &c));
     if (!c.g) continue;
+    CHECK(c.g->nodes.len >= 1 && c.g->nodes.len <= o.max_nodes);
     kiln_val **outs = calloc((size_t)c.g->outputs.len + 1, sizeof *outs);
     kiln_status st = kiln_ops_validate_model(c.g);
     if (!st) st = kiln_interp_run(c.g, NULL, c.n_in, c.inputs, outs);
