@@ -405,6 +405,8 @@ static bool accept_from(gen *G, int from) {
       return false;
     }
     v->type = g->values.data[id].type;
+    for (int d = 0; d < v->type.rank; d++) /* the symbol outlives this parse of the graph */
+      if (v->type.dims[d].sym) v->type.dims[d].sym = "N";
     if (kiln_dtype_is_int(v->type.dtype) && !(v->mag <= INT_MAG_LIMIT)) {
       kiln_graph_free(g);
       return false;

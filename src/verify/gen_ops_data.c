@@ -328,13 +328,14 @@ bool gen_b_scatter_el(gen *G, int op) {
   if (x < 0) return false;
   int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
   int64_t d[KILN_MAX_RANK], n = 1, dim = gen_dim(G, x, axis);
+  if (dim > 64) return false;
   for (int k = 0; k < r; k++) d[k] = k == axis ? gen_int(&G->rng, 1, (int)dim) : gen_dim(G, x, k), n *= d[k];
   if (n > 512) return false;
   int64_t v[512], perm[64], inner = 1;
   for (int k = axis + 1; k < r; k++) inner *= d[k];
   for (int64_t outer = 0; outer < n / (d[axis] * inner); outer++)
     for (int64_t j = 0; j < inner; j++) {
-      for (int64_t i = 0; i < dim && i < 64; i++) perm[i] = i;
+      for (int64_t i = 0; i < dim; i++) perm[i] = i;
       shuffle(G, perm, (int)dim);
       for (int64_t i = 0; i < d[axis]; i++) v[(outer * d[axis] + i) * inner + j] = perm[i];
     }
@@ -354,9 +355,10 @@ bool gen_b_scatter_nd(gen *G, int op) {
   int x = pick_any(G, 1, 3, true);
   if (x < 0) return false;
   int r = gen_rank(G, x);
-  int64_t dim0 = gen_dim(G, x, 0), n = gen_int(&G->rng, 1, (int)dim0), d[2] = {n, 1}, v[64];
-  for (int64_t i = 0; i < dim0 && i < 64; i++) v[i] = i;
-  shuffle(G, v, (int)(dim0 < 64 ? dim0 : 64));
+  int64_t dim0 = gen_dim(G, x, 0) < 64 ? gen_dim(G, x, 0) : 64, v[64];
+  int64_t n = gen_int(&G->rng, 1, (int)dim0), d[2] = {n, 1};
+  for (int64_t i = 0; i < dim0; i++) v[i] = i;
+  shuffle(G, v, (int)dim0);
   int64_t ud[KILN_MAX_RANK] = {n};
   for (int k = 1; k < r; k++) ud[k] = gen_dim(G, x, k);
   kiln_type ut = gen_tensor_type(gen_dtype(G, x), r, ud);
