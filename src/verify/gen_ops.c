@@ -227,7 +227,7 @@ static bool b_binary(gen *G, int op) {
   if (kiln_dtype_is_int(dt) && (s->name[0] == 'P')) return false;
   int b = -1;
   bool ident = false;
-  if (gen_chance(&G->rng, 0.12)) ident = (b = identity_operand(G, s->name, dt)) >= 0;
+  if (gen_chance(&G->rng, 0.25)) ident = (b = identity_operand(G, s->name, dt)) >= 0;
   if (b < 0 && s->mag == 'p') { /* Pow: a positive base, a small exponent */
     int64_t d1[1] = {1};
     kiln_type t = kiln_type_tensor(dt, gen_int(&G->rng, 0, 1), d1);
@@ -419,10 +419,11 @@ bool gen_b_chain(gen *G, int op) {
   (void)op;
   static const char *const links[] = {"Transpose", "Reshape", "Cast", "Unsqueeze", "Squeeze",
                                       "Flatten", "Identity", "Relu", "Neg"};
-  int n = gen_int(&G->rng, 2, 3);
+  int n = gen_int(&G->rng, 2, 3), n_links = (int)(sizeof links / sizeof links[0]);
+  int same = gen_chance(&G->rng, 0.5) ? gen_int(&G->rng, 0, n_links - 1) : -1; /* T(T(x)) ... */
   bool any = false;
   for (int i = 0; i < n; i++) {
-    int k = op_index(links[gen_int(&G->rng, 0, (int)(sizeof links / sizeof links[0]) - 1)]);
+    int k = op_index(links[same >= 0 ? same : gen_int(&G->rng, 0, n_links - 1)]);
     int before = G->vals.len;
     if (k >= 0 && kiln_gen_ops[k].build(G, k)) any = true;
     if (G->vals.len > before) G->prefer = G->vals.len - 1;
