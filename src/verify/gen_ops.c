@@ -215,6 +215,7 @@ static int identity_operand(gen *G, const char *op, kiln_dtype dt) {
   char *br = strrchr(line, '[');
   snprintf(br, strlen(br) + 1, "[%s]", v); /* "[x]" is never longer than the drawn text */
   G->vals.data[c].mag = 1;
+  G->vals.data[c].dom = !strcmp(v, "1") ? DOM_POS : DOM_ANY; /* 0 is in no narrower domain */
   return c;
 }
 
@@ -244,7 +245,8 @@ static bool b_binary(gen *G, int op) {
   if (s->mag == 's') snprintf(attr, sizeof attr, "direction=\"%s\"", gen_chance(&G->rng, 0.5) ? "LEFT" : "RIGHT");
   if (!strcmp(s->name, "Mod") && gen_chance(&G->rng, 0.3)) return false;
   double mag = bin_mag(s->mag, gen_mag(G, a), gen_mag(G, b));
-  gen_dom dom = s->mag == 'm' && gen_v(G, a)->dom == gen_v(G, b)->dom ? gen_v(G, a)->dom : DOM_ANY;
+  bool minmax = !strcmp(s->name, "Max") || !strcmp(s->name, "Min"); /* keep a common domain */
+  gen_dom dom = minmax && gen_v(G, a)->dom == gen_v(G, b)->dom ? gen_v(G, a)->dom : DOM_ANY;
   if (!strcmp(s->name, "Max") && (gen_v(G, a)->dom == DOM_POS || gen_v(G, b)->dom == DOM_POS))
     dom = DOM_POS;
   int n_in = 2;
