@@ -238,6 +238,10 @@ static kiln_status run_passes(kiln_compiled *c, const kiln_compile_opts *o) {
   KILN_TRY(check_static_inputs(c->g));
   kiln_pass_opts po = o->passes;
   if (!po.fuse_classify) po.fuse_classify = kiln_lower_fuse_class;
+  /* The IR verifier after every pass: a pass that leaves a broken graph (a use of a removed
+   * value, a cycle) must stop compilation with an error naming it, never reach the later passes
+   * or the lowering, which assume a well-formed graph. It costs little next to the passes. */
+  po.verify_each = true;
   KILN_TRY(kiln_passes_run(c->g, &po, &c->pass_stats));
   c->stats.seconds[KILN_STAGE_PASSES] = now_s() - t0;
   progress(o, "passes", t0);
