@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Generates src/ops/op_attrs.c: for every op of src/graph/ops.def and every
-version of its ONNX schema, the attributes it accepts and their kinds. Run with
+version of its ONNX schema, the attributes it accepts and their kinds, and the
+number of inputs it defines (-1: variadic). Run with
 a Python that has the pinned onnx package (requirements-test.txt):
 
     .venv/bin/python scripts/gen_op_attrs.py > src/ops/op_attrs.c
@@ -23,10 +24,11 @@ for op in ops:
         name = "attrs_%s_%d" % (op, s.since_version)
         body = ", ".join('{"%s", %d, %d}' % a for a in attrs)
         print("static const kiln_attr_schema %s[] = {%s{0, 0, 0}};" % (name, body + ", " if body else ""))
-        versions.append((s.since_version, name))
+        max_in = -1 if s.max_input >= 2**31 - 1 else s.max_input
+        versions.append((s.since_version, name, max_in))
     vname = "versions_%s" % op
-    print("static const kiln_op_schema_version %s[] = {%s{0, 0}};" %
-          (vname, "".join("{%d, %s}, " % v for v in versions)))
+    print("static const kiln_op_schema_version %s[] = {%s{0, 0, 0}};" %
+          (vname, "".join("{%d, %s, %d}, " % v for v in versions)))
     index.append((op, vname))
 print("\nconst kiln_op_schema_version *const kiln_op_attr_versions[KILN_OP_COUNT] = {")
 for op, vname in index:

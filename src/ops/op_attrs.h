@@ -13,6 +13,7 @@ typedef struct kiln_attr_schema {
 typedef struct kiln_op_schema_version {
   int since; /* 0 ends a list */
   const kiln_attr_schema *attrs;
+  int max_in; /* inputs the version defines (its last ones may be optional); -1: variadic */
 } kiln_op_schema_version;
 
 /* Per op, its schema versions in increasing order (NULL for ops ONNX does not define). */

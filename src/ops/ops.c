@@ -24,11 +24,39 @@ const kiln_op_impl *kiln_op_get(kiln_op op) {
   return (unsigned)op < KILN_OP_COUNT ? &table[op] : &table[KILN_OP_UNKNOWN];
 }
 
-/* Every attribute must be one the op's schema (at the node's opset) names, of its kind. */
-static kiln_status check_attrs(const kiln_node *n, const char *lb) {
+/* The op's schema version at the node's opset (NULL: no schema). */
+static const kiln_op_schema_version *schema_at(const kiln_node *n) {
   const kiln_op_schema_version *v = kiln_op_attr_versions[n->op], *use = NULL;
   for (; v && v->since; v++)
     if (v->since <= n->opset) use = v;
+  return use;
+}
+
+/* The first later version of the schema that defines input i (0: none). */
+static int input_since(const kiln_node *n, int i) {
+  for (const kiln_op_schema_version *v = kiln_op_attr_versions[n->op]; v && v->since; v++)
+    if (v->since > n->opset && (v->max_in < 0 || v->max_in > i)) return v->since;
+  return 0;
+}
+
+/* Every input must be one the op's schema at the node's opset defines: an input that only
+ * later versions define (ReduceMean's axes before opset 18, Squeeze's before 13) would be
+ * ignored by one reading and used by another. n_in excludes trailing omitted inputs. */
+static kiln_status check_inputs(const kiln_node *n, const char *lb, int n_in) {
+  const kiln_op_schema_version *use = schema_at(n);
+  if (!use || use->max_in < 0 || n_in <= use->max_in) return KILN_OK;
+  int since = input_since(n, use->max_in);
+  if (since)
+    return kiln_invalid("%s: %s-%d (opset %lld) takes at most %d input(s), the node has %d "
+                        "(input %d exists from opset %d)", lb, n->op_type, use->since,
+                        (long long)n->opset, use->max_in, n_in, use->max_in, since);
+  return kiln_invalid("%s: %s-%d (opset %lld) takes at most %d input(s), the node has %d", lb,
+                      n->op_type, use->since, (long long)n->opset, use->max_in, n_in);
+}
+
+/* Every attribute must be one the op's schema (at the node's opset) names, of its kind. */
+static kiln_status check_attrs(const kiln_node *n, const char *lb) {
+  const kiln_op_schema_version *use = schema_at(n);
   if (!use) return KILN_OK;
   for (int i = 0; i < n->n_attrs; i++) {
     const kiln_attr *a = &n->attrs[i];
@@ -67,6 +95,7 @@ kiln_status kiln_op_check(const kiln_graph *g, const kiln_node *n) {
   KILN_TRY(check_attrs(n, lb));
   int n_in = n->n_inputs;
   while (n_in > 0 && n->inputs[n_in - 1] < 0) n_in--; /* trailing omitted inputs */
+  KILN_TRY(check_inputs(n, lb, n_in));
   if (n_in < impl->min_in || (impl->max_in >= 0 && n->n_inputs > impl->max_in))
     return kiln_invalid("%s: has %d inputs, expected %d to %d", lb, n->n_inputs, impl->min_in,
                         impl->max_in);

@@ -282,14 +282,43 @@ static kiln_status pad_params(dm *s, int64_t *lo, int *mode, kiln_texpr **val) {
   return KILN_OK;
 }
 
+/* Reflect along one axis of x (extent xd) padded by b before and e after (negative:
+ * cropped first, as the reference does), for output position o: the source index. The
+ * cropped extent n >= 1; n == 1 repeats its element. Pads of at most n - 1 reflect once
+ * (-i below the start, 2(n-1)-i past the end); larger pads reflect repeatedly, with
+ * period 2(n-1): y = (x mod p), mirrored when y >= n. */
+static kiln_texpr *pad_reflect(kiln_tkernel *k, kiln_texpr *o, int64_t xd, int64_t b, int64_t e) {
+  int64_t c0 = b < 0 ? -b : 0, n = xd - c0 - (e < 0 ? -e : 0), pb = b > 0 ? b : 0;
+  if (n == 1) return kiln_tint(k, c0);
+  kiln_texpr *i = kiln_tadd(k, o, kiln_tint(k, -b));
+  if (pb <= n - 1 && e <= n - 1) {
+    i = kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, i, kiln_tint(k, 0)),
+                     kiln_tun(k, KILN_TOP_NEG, i), i);
+    return kiln_tselect(
+        k, kiln_tbin(k, KILN_TOP_GE, i, kiln_tint(k, xd)),
+        kiln_tadd(k, kiln_tint(k, 2 * (xd - 1) + KILN_MUTANT(33)), /* mutant 33: 2n-1-i */
+                  kiln_tun(k, KILN_TOP_NEG, i)),
+        i);
+  }
+  int64_t p = 2 * (n - 1), lift = (pb + p - 1) / p * p; /* x + lift >= 0 */
+  kiln_texpr *x = kiln_tadd(k, o, kiln_tint(k, lift - pb));
+  kiln_texpr *y = kiln_tbin(k, KILN_TOP_MOD, x, kiln_tint(k, p));
+  y = kiln_tselect(k, kiln_tbin(k, KILN_TOP_GE, y, kiln_tint(k, n)),
+                   kiln_tadd(k, kiln_tint(k, p), kiln_tun(k, KILN_TOP_NEG, y)), y);
+  return kiln_tadd(k, y, kiln_tint(k, c0));
+}
+
 static kiln_status pad(dm *s) {
   int64_t lo[KILN_MAX_RANK];
   int mode;
   kiln_texpr *val;
   KILN_TRY(pad_params(s, lo, &mode, &val));
-  for (int d = 0; d < s->x->rank; d++)
-    if (s->xd[d] == 0 || (mode == 1 && s->xd[d] < 2 && s->yd[d] != s->xd[d]))
-      return kiln_unsupported("Pad of an empty or single-element axis");
+  for (int d = 0; d < s->x->rank; d++) {
+    int64_t e = s->yd[d] - s->xd[d] - lo[d];
+    int64_t n = s->xd[d] - (lo[d] < 0 ? -lo[d] : 0) - (e < 0 ? -e : 0);
+    if (s->xd[d] == 0 || (mode != 0 && n <= 0 && s->yd[d] > 0))
+      return kiln_unsupported("Pad of an empty axis");
+  }
   int xb, yb;
   kiln_nest nest = out_nest(s, &xb, &yb);
   kiln_tkernel *k = s->k;
@@ -297,14 +326,8 @@ static kiln_status pad(dm *s) {
   for (int d = 0; d < s->x->rank; d++) {
     kiln_texpr *i = kiln_tadd(k, var(s, &nest, d), kiln_tint(k, -lo[d]));
     int64_t n = s->xd[d];
-    if (mode == 1) { /* reflect: -i below 0, 2(n-1)-i past the end */
-      i = kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, i, kiln_tint(k, 0)),
-                       kiln_tun(k, KILN_TOP_NEG, i), i);
-      i = kiln_tselect(
-          k, kiln_tbin(k, KILN_TOP_GE, i, kiln_tint(k, n)),
-          kiln_tadd(k, kiln_tint(k, 2 * (n - 1) + KILN_MUTANT(33)), /* mutant 33: 2n-1-i */
-                    kiln_tun(k, KILN_TOP_NEG, i)),
-          i);
+    if (mode == 1) {
+      i = pad_reflect(k, var(s, &nest, d), n, lo[d], s->yd[d] - n - lo[d]);
     } else if (mode == 2) { /* edge: clamp */
       i = kiln_tbin(k, KILN_TOP_MIN, kiln_tbin(k, KILN_TOP_MAX, i, kiln_tint(k, 0)),
                     kiln_tint(k, n - 1));

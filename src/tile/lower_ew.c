@@ -620,12 +620,55 @@ static kiln_status ew_node(ew_state *s, const kiln_node *n) {
   return KILN_OK;
 }
 
-/* in-place candidates: an output may reuse an input of the same dtype and full shape */
+/* Program order of one iteration of the kernel body: statements numbered in preorder;
+ * last_load[b] is the last statement that loads parameter b (0: none), first_store[b] the
+ * first that stores it (0: none). A store statement's own loads come before its store. */
+typedef struct ew_order {
+  int *last_load, *first_store;
+  int seq;
+} ew_order;
+
+static void order_expr(ew_order *o, const kiln_texpr *e) {
+  if (!e) return;
+  if (e->kind == KILN_TE_LOAD) o->last_load[e->buf] = o->seq, order_expr(o, e->index);
+  if (e->kind == KILN_TE_OP || e->kind == KILN_TE_CAST)
+    for (int a = 0; a < 3; a++) order_expr(o, e->args[a]);
+}
+
+static void order_block(ew_order *o, const kiln_tblock *b) {
+  for (int i = 0; i < b->len; i++) {
+    const kiln_tstmt *st = b->data[i];
+    o->seq++;
+    order_expr(o, st->extent);
+    order_expr(o, st->cond);
+    order_expr(o, st->index);
+    order_expr(o, st->value);
+    if (st->kind == KILN_TS_STORE && !o->first_store[st->buf]) o->first_store[st->buf] = o->seq;
+    order_block(o, &st->body);
+    order_block(o, &st->orelse);
+  }
+}
+
+static bool same_dims(const kiln_type *a, const kiln_type *b) {
+  if (a->rank != b->rank) return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d].value != b->dims[d].value) return false;
+  return true;
+}
+
+/* In-place candidates (the contract of kiln_step.inplace): output parameter po may reuse
+ * input parameter pj when the input has the output's dtype and the group's full shape
+ * (a broadcast input is read by several iterations, so never) and no statement after the
+ * output's store loads the input (each element is read before the same iteration writes
+ * it: an input read by a node after an earlier output's store must keep its storage). */
 static void ew_inplace(ew_state *s) {
   const kiln_graph *g = s->c->g;
   int n = s->step.n_args;
   int *ip = kiln_arena_calloc(s->c->prog->module->arena, (size_t)n, sizeof(int));
   bool *taken = kiln_arena_calloc(s->c->scratch, (size_t)n + 1, 1);
+  ew_order o = {kiln_arena_calloc(s->c->scratch, (size_t)s->k->bufs.len + 1, sizeof(int)),
+                kiln_arena_calloc(s->c->scratch, (size_t)s->k->bufs.len + 1, sizeof(int)), 0};
+  order_block(&o, &s->k->body);
   bool any = false;
   for (int i = 0; i < n; i++) {
     ip[i] = -1;
@@ -634,9 +677,9 @@ static void ew_inplace(ew_state *s) {
     for (int j = 0; j < s->grp->n_inputs && ip[i] < 0; j++) {
       int u = s->grp->inputs[j], pj = param_of(s, u);
       const kiln_type *tu = kiln_lower_static(g, u);
-      if (!taken[pj] && tu->dtype == g->values.data[v].type.dtype && tu->rank == s->shape->rank &&
-          kiln_lower_numel(tu) == kiln_lower_numel(s->shape) &&
-          g->values.data[u].kind == KILN_VALUE_NODE)
+      bool read_first = o.last_load[pj] <= o.first_store[i];
+      if (!taken[pj] && tu->dtype == g->values.data[v].type.dtype && same_dims(tu, s->shape) &&
+          g->values.data[u].kind == KILN_VALUE_NODE && read_first)
         ip[i] = pj, taken[pj] = any = true;
     }
   }

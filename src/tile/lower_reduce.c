@@ -319,7 +319,6 @@ static kiln_status lower_reduce(red *s) {
                       ? x
                       : kiln_tun(k, KILN_TOP_ABS, x));
     break;
-  case RK_LOGSUMEXP: e = kiln_tbin(k, KILN_TOP_ADD, a, kiln_tun(k, KILN_TOP_EXP, x)); break;
   case RK_PROD: e = kiln_tbin(k, KILN_TOP_MUL, a, x); break;
   case RK_MAX: e = kiln_tbin(k, KILN_TOP_MAX, a, x); break;
   case RK_MIN: e = kiln_tbin(k, KILN_TOP_MIN, a, x); break;
@@ -331,7 +330,35 @@ static kiln_status lower_reduce(red *s) {
     r = /* mutant 25: Mean not divided */ kiln_tbin(k, KILN_TOP_DIV, r,
                                                     num(k, at, (double)reduced_count(s)));
   if (s->rk == RK_L2) r = kiln_tun(k, KILN_TOP_SQRT, r);
-  if (s->rk == RK_LOGSUM || s->rk == RK_LOGSUMEXP) r = kiln_tun(k, KILN_TOP_LOG, r);
+  if (s->rk == RK_LOGSUM) r = kiln_tun(k, KILN_TOP_LOG, r);
+  kiln_dtype ot = s->c->g->values.data[s->r->outputs[0]].type.dtype;
+  r = kiln_tcast(k, kiln_lower_compute_type(ot), r);
+  kiln_texpr *pos[KILN_MAX_RANK];
+  int rank = kept_pos(s, pos);
+  return epilogue(s, s->outer, s->r->outputs[0], r, pos, rank);
+}
+
+/* ReduceLogSumExp: log(sum exp(x - max)) + max, in F64 like the reference: a pass for the
+ * max, then the shifted sum (exp cannot overflow). A max that is infinite (every element
+ * -inf, or some +inf) shifts by 0 instead, so a row of -inf gives log(0) = -inf and a +inf
+ * gives +inf rather than NaN from inf - inf. */
+static kiln_status lower_logsumexp(red *s) {
+  kiln_tkernel *k = s->k;
+  int mx = new_var(s, "max", KILN_F64), acc = new_var(s, "acc", KILN_F64);
+  push(s, s->outer, mx, extreme(k, KILN_F64, false));
+  kiln_tblock *b = reduce_loops(s, s->outer);
+  kiln_texpr *x;
+  KILN_TRY(value_at(s, s->r->inputs[0], &x));
+  push(s, b, mx, kiln_tbin(k, KILN_TOP_MAX, kiln_tv(k, mx), kiln_tcast(k, KILN_F64, x)));
+  kiln_texpr *inf = kiln_tun(k, KILN_TOP_ISINF, kiln_tv(k, mx));
+  push(s, s->outer, mx, kiln_tselect(k, inf, kiln_tfloat(k, KILN_F64, 0), kiln_tv(k, mx)));
+  push(s, s->outer, acc, kiln_tfloat(k, KILN_F64, 0));
+  b = reduce_loops(s, s->outer);
+  KILN_TRY(value_at(s, s->r->inputs[0], &x));
+  kiln_texpr *d = kiln_tbin(k, KILN_TOP_SUB, kiln_tcast(k, KILN_F64, x), kiln_tv(k, mx));
+  push(s, b, acc, kiln_tbin(k, KILN_TOP_ADD, kiln_tv(k, acc), kiln_tun(k, KILN_TOP_EXP, d)));
+  kiln_texpr *r =
+      kiln_tbin(k, KILN_TOP_ADD, kiln_tun(k, KILN_TOP_LOG, kiln_tv(k, acc)), kiln_tv(k, mx));
   kiln_dtype ot = s->c->g->values.data[s->r->outputs[0]].type.dtype;
   r = kiln_tcast(k, kiln_lower_compute_type(ot), r);
   kiln_texpr *pos[KILN_MAX_RANK];
@@ -510,6 +537,7 @@ kiln_status kiln_lower_reduce_group(kiln_lower_ctx *c, const kiln_group *grp) {
   case RK_SOFTMAX:
   case RK_LOGSOFTMAX: st = lower_softmax(&s); break;
   case RK_LAYERNORM: st = lower_layernorm(&s); break;
+  case RK_LOGSUMEXP: st = lower_logsumexp(&s); break;
   default: st = lower_reduce(&s); break;
   }
   KILN_TRY(st);
