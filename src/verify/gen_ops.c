@@ -382,6 +382,8 @@ static bool b_duplicate(gen *G, int op) {
     if (!strstr(G->lines.data[i], "= const ")) idx[n++] = i;
   if (n == 0) return false;
   const char *line = G->lines.data[idx[gen_int(&G->rng, 0, n - 1)]];
+  for (int t = 0; t < 4 && !strstr(line, "alpha=") && gen_chance(&G->rng, 0.5); t++)
+    line = G->lines.data[idx[gen_int(&G->rng, 0, n - 1)]]; /* favour nodes with a float attribute */
   const char *eq = strstr(line, " = ");
   int n_out = 1;
   for (const char *p = line; p < eq; p++) n_out += *p == ',';
@@ -423,6 +425,7 @@ bool gen_b_chain(gen *G, int op) {
                                       "Flatten", "Identity", "Relu", "Neg"};
   int n = gen_int(&G->rng, 2, 3), n_links = (int)(sizeof links / sizeof links[0]);
   int same = gen_chance(&G->rng, 0.5) ? gen_int(&G->rng, 0, n_links - 1) : -1; /* T(T(x)) ... */
+  if (same >= 0 && gen_chance(&G->rng, 0.4)) same = 0; /* Transpose chains: perms compose */
   bool any = false;
   for (int i = 0; i < n; i++) {
     int k = op_index(links[same >= 0 ? same : gen_int(&G->rng, 0, n_links - 1)]);
