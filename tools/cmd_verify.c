@@ -19,6 +19,12 @@ static const char *const verify_help =
     "  cpu         the compiled C code\n"
     "  cuda        the CUDA-mapped program in the tile interpreter (--backend cuda; nothing\n"
     "              runs on a GPU: that row says so)\n"
+    "The tile, cpu and cuda layers are also checked kernel by kernel: each kernel step's\n"
+    "values against a reference of its own fusion group computed from the values the layer\n"
+    "gave the step (column 'local': worst error/bound), since the end-to-end bounds of a\n"
+    "deep network grow too loose to judge a late kernel. A row whose end-to-end bound is\n"
+    "too loose (relative bound > 0.1) and that has no local checks says 'bound too loose,\n"
+    "not judged' instead of ok.\n"
     "It prints one row per layer (max error, max error/bound: above 1 fails) and, on a\n"
     "failure, the first failing layer, the pass application that broke the graph, the node or\n"
     "kernel, and a signature (layer|pass|op kinds).\n"
@@ -34,6 +40,7 @@ static const char *const verify_help =
     "  --bisect-only       interpret only the graph after all passes; bisect the passes with\n"
     "                      the pass limit when it fails (faster on large models)\n"
     "  --threads N         kernel threads of the cpu layer (default 1)\n"
+    "  --no-local          no kernel-by-kernel checks (end-to-end comparisons only)\n"
     "  --repro DIR         on a failure, write the case to DIR\n"
     "  -q                  no progress lines on stderr\n\n"
     "Exit status: 0 every layer agrees, 1 a layer failed, 2 bad usage or an invalid model.\n";
@@ -80,6 +87,7 @@ static int parse_args(int argc, char **argv, verify_args *a) {
     }
     if (!strcmp(argv[i], "-q")) a->o.log = NULL;
     else if (!strcmp(argv[i], "--bisect-only")) a->o.each_pass = false;
+    else if (!strcmp(argv[i], "--no-local")) a->o.local = false;
     else if (kiln_cli_opt(argc, argv, &i, "--input", &v)) {
       if (!v || !strchr(v, '=')) return kiln_cli_usage("verify", "--input needs NAME=FILE");
       kiln_vec_push(&a->inputs, v);

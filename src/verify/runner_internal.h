@@ -18,6 +18,7 @@ typedef struct kiln_vrun {
   kiln_tensor **tin; /* the inputs as tensors (NULL for a non-tensor input) */
   bool all_tensors;  /* every input is a tensor (the tile layer runs) */
   double t0;         /* start of the current layer */
+  double looseness;  /* of the end-to-end bounds of the graph's outputs */
 } kiln_vrun;
 
 /* A new copy of g with its symbolic input dims bound to the inputs (as the compiler does). */
@@ -50,5 +51,18 @@ void kiln_vrun_cpu(kiln_vrun *r);
 void kiln_vrun_cuda(kiln_vrun *r);
 
 double kiln_vrun_now(void);
+
+/* runner_local.c: the local checks of a backend layer's traced run. Create one per run of
+ * program p (inputs: one per graph input of p->graph, borrowed), pass kiln_vlocal_observe
+ * and it as the run's step observer (it calls inject first), then kiln_vlocal_finish fills
+ * the layer's local fields and fails it on a local mismatch. */
+typedef struct kiln_vlocal kiln_vlocal;
+kiln_vlocal *kiln_vlocal_new(const kiln_program *p, kiln_val *const *inputs,
+                             kiln_step_trace_fn inject, void *inject_user);
+void kiln_vlocal_observe(void *user, int step, int value, const kiln_tensor *t);
+void kiln_vlocal_finish(kiln_vlocal *lc, kiln_layer_result *l);
+/* The first step that failed its local check and the value, when one did. */
+bool kiln_vlocal_failure(const kiln_vlocal *lc, int *step, int *value);
+void kiln_vlocal_free(kiln_vlocal *lc);
 
 #endif

@@ -1,11 +1,11 @@
 /* The backend layers of the runner: the lowered program in the tile interpreter, the
  * compiled C code, and the CUDA-mapped program in the tile interpreter.
  *
- * A failing backend layer is localized by running it again with a step observer
- * (kiln_program_interp_trace, kiln_compiled_run_trace) and checking every value a step
- * produces against the reference of the fused graph the program was lowered from: the
- * first step whose value is out of its bound names the kernel and the op kinds of its
- * fusion group. */
+ * Each layer's run is traced (kiln_program_interp_trace, kiln_compiled_run_trace): the
+ * local checks (runner_local.c) check every kernel step against its own group, and the
+ * first step that fails names the kernel and the op kinds of its fusion group. A layer
+ * that fails only end to end is localized by running it again, checking every value a
+ * step produces against the end-to-end reference of the fused graph it was lowered from. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,19 +152,48 @@ static void localize(kiln_vrun *r, const kiln_program *p, traced_run run, void *
     fprintf(r->o->log, "[verify] first wrong value: %s\n", ob.msg), fflush(r->o->log);
 }
 
+/* ---- the local checks ---- */
+/* The observer of a layer's run: the local checks (with opts.local) or only the injector. */
+static kiln_vlocal *local_new(kiln_vrun *r, const kiln_program *p, kiln_layer_kind kind) {
+  return r->o->local ? kiln_vlocal_new(p, r->inputs, injector(r, kind), r->o->inject_user) : NULL;
+}
+
+static kiln_step_trace_fn observer_fn(kiln_vrun *r, kiln_vlocal *lc, kiln_layer_kind kind) {
+  return lc ? kiln_vlocal_observe : injector(r, kind);
+}
+
+static void *observer_user(kiln_vrun *r, kiln_vlocal *lc) {
+  return lc ? (void *)lc : r->o->inject_user;
+}
+
+/* The first failure of layer l: the step that failed its local check, else a second,
+ * traced run against the fused graph's end-to-end reference. */
+static void localize_layer(kiln_vrun *r, const kiln_program *p, traced_run run, void *prog,
+                           const kiln_layer_result *l, const kiln_vlocal *lc) {
+  int step, value;
+  if (lc && !l->errored && kiln_vlocal_failure(lc, &step, &value)) {
+    describe_step(r, p, step, value);
+    if (r->o->log) fprintf(r->o->log, "[verify] %s\n", l->msg), fflush(r->o->log);
+    return;
+  }
+  localize(r, p, run, prog, l);
+}
+
 /* ---- running a program in the tile interpreter ---- */
-static void interp_program(kiln_vrun *r, const kiln_program *p, kiln_layer_result *l) {
+static void interp_program(kiln_vrun *r, const kiln_program *p, kiln_layer_result *l,
+                           kiln_vlocal *lc) {
   int n_out = p->graph->outputs.len;
   kiln_tensor **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
   kiln_val **vals = kiln_xcalloc((size_t)n_out + 1, sizeof *vals);
   kiln_status st =
       n_out == r->g->outputs.len
-          ? kiln_program_interp_trace(p, r->n_in, r->tin, outs, injector(r, l->kind),
-                                      r->o->inject_user)
+          ? kiln_program_interp_trace(p, r->n_in, r->tin, outs, observer_fn(r, lc, l->kind),
+                                      observer_user(r, lc))
           : kiln_invalid("the program has %d outputs, the model %d", n_out, r->g->outputs.len);
   for (int i = 0; i < n_out; i++) vals[i] = outs[i] ? kiln_val_tensor(outs[i]) : NULL;
   if (st) kiln_vrun_errored(r, l, st);
   else kiln_vrun_compare(r, l, vals);
+  if (lc) kiln_vlocal_finish(lc, l);
   for (int i = 0; i < n_out; i++) kiln_val_free(vals[i]);
   free(vals);
   free(outs);
@@ -205,9 +234,11 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
     return;
   }
   st = verify_kernels(p);
+  kiln_vlocal *lc = st ? NULL : local_new(r, p, KILN_LAYER_TILE);
   if (st) kiln_vrun_errored(r, l, st);
-  else interp_program(r, p, l);
-  if (kiln_vrun_done(r, l)) localize(r, p, trace_interp, (void *)p, l);
+  else interp_program(r, p, l, lc);
+  if (kiln_vrun_done(r, l)) localize_layer(r, p, trace_interp, (void *)p, l, lc);
+  kiln_vlocal_free(lc);
   kiln_program_free(p);
 }
 
@@ -231,13 +262,17 @@ void kiln_vrun_cpu(kiln_vrun *r) {
   }
   int n_out = kiln_compiled_graph(c)->outputs.len;
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
-  st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs, injector(r, KILN_LAYER_CPU),
-                               r->o->inject_user);
+  const kiln_program *p = kiln_compiled_program(c);
+  kiln_vlocal *lc = local_new(r, p, KILN_LAYER_CPU);
+  st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs, observer_fn(r, lc, KILN_LAYER_CPU),
+                               observer_user(r, lc));
   if (st) kiln_vrun_errored(r, l, st);
   else kiln_vrun_compare(r, l, outs);
+  if (lc) kiln_vlocal_finish(lc, l);
   for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
   free(outs);
-  if (kiln_vrun_done(r, l)) localize(r, kiln_compiled_program(c), trace_compiled, c, l);
+  if (kiln_vrun_done(r, l)) localize_layer(r, p, trace_compiled, c, l, lc);
+  kiln_vlocal_free(lc);
   kiln_compiled_free(c);
 }
 
@@ -262,8 +297,10 @@ void kiln_vrun_cuda(kiln_vrun *r) {
     kiln_vrun_errored(r, l, st);
     if (kiln_vrun_done(r, l)) set_where_error(r, "CUDA lowering", l);
   } else if (b) {
-    interp_program(r, b->prog, l);
-    if (kiln_vrun_done(r, l)) localize(r, b->prog, trace_interp, b->prog, l);
+    kiln_vlocal *lc = local_new(r, b->prog, KILN_LAYER_CUDA);
+    interp_program(r, b->prog, l, lc);
+    if (kiln_vrun_done(r, l)) localize_layer(r, b->prog, trace_interp, b->prog, l, lc);
+    kiln_vlocal_free(lc);
   } else {
     kiln_vrun_done(r, l);
   }

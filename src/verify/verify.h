@@ -100,6 +100,8 @@ typedef struct kiln_verify_opts {
   bool each_pass;    /* a layer per pass application (default true); false: only the graph
                         after all passes, and bisection with the pass limit on a failure */
   int threads;       /* cpu kernel threads (default 1) */
+  bool local;        /* local checks of every kernel step in the tile, cpu and cuda layers
+                        (default true; runner_local.c) */
   const char *repro_dir; /* on a failure, write the case there (kiln_verify_write_case); NULL:
                             none */
   FILE *log;         /* progress and the layer table; NULL: silent */
@@ -122,6 +124,20 @@ typedef struct kiln_layer_result {
   int worst_output;  /* graph output index with max_ratio, -1 when none */
   bool errored;      /* ran, but the layer's run returned an error (msg); not ok */
   double seconds;    /* time the layer took (preparing and running it) */
+  /* Local checks (tile, cpu, cuda with opts.local): each kernel step's values against a
+   * reference of its fusion group computed from the values this layer gave the step, read
+   * as exact: the bound holds the group's own rounding only, however deep it sits. A step
+   * that fails fails the layer (local_failed, msg) even when the outputs pass. */
+  int local_steps;     /* kernel steps checked */
+  int local_unchecked; /* of those, steps whose local reference could not run */
+  int local_unstable;  /* steps whose mismatch lies where the local reference is unstable:
+                          not failures */
+  double local_ratio;  /* worst |got - val| / bound over the locally checked values */
+  bool local_failed;
+  /* The end-to-end bounds: the largest relative bound of an output, KILN_VERIFY_SAFETY *
+   * max err / max |val| (kiln_verify_looseness). Above KILN_VERIFY_LOOSE the end-to-end
+   * comparison cannot judge the layer: the table says "bound too loose". */
+  double looseness;
   char msg[384];     /* the failing comparison, the error of a layer that could not run, or
                         why it was skipped */
 } kiln_layer_result;
@@ -142,6 +158,9 @@ typedef struct kiln_verify_result {
   char fired[256];         /* the passes that changed the graph, comma-separated, in pipeline
                               order, each once (for the fuzzer's pass firing counts) */
   char case_dir[1024];     /* where the case was written, "" when not */
+  int64_t n_unstable;      /* unstable elements of the reference (kiln_vref.n_unstable): a
+                              mismatch downstream of them may be no bug */
+  char unstable_note[256]; /* the first unstable node (kiln_vref.note) */
 } kiln_verify_result;
 
 /* Verifies g on inputs (both borrowed; g is not modified: the runner works on copies).
@@ -156,6 +175,11 @@ void kiln_verify_print(const kiln_verify_result *res, kiln_strbuf *out);
 /* The bisection of the pass layers: the smallest k in (good, bad] with fails(user, k),
  * given that fails(good) is false and fails(bad) true (binary search, about
  * log2(bad - good) calls; with several change points it returns one of them). */
+/* The relative bound of value v of r: KILN_VERIFY_SAFETY * max err / max(max |val|, 1e-6)
+ * over its finite elements; 0 for exact values, INFINITY for a non-finite bound. */
+double kiln_verify_looseness(const kiln_vref *r, int v);
+/* A relative end-to-end bound above this judges nothing (kiln_layer_result.looseness). */
+#define KILN_VERIFY_LOOSE 0.1
 int kiln_verify_bisect(int good, int bad, bool (*fails)(void *user, int k), void *user);
 
 /* ---- cases (case.c) ----

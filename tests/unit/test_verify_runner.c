@@ -203,7 +203,7 @@ static void check_localized(kiln_layer_kind kind) {
   o.inject_layers = 1u << kind;
   kiln_verify_result r;
   CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
-  CHECK(hits >= 2); /* the layer's run and the localization's run */
+  CHECK(hits >= 1); /* the layer's run (its local checks localize) */
   CHECK(r.failed && r.fail_kind == kind);
   CHECK(r.first_failing >= 0 && r.layers.data[r.first_failing].kind == kind);
   CHECK(r.pass[0] == 0 && r.pass_application == 0);
