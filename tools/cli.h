@@ -16,6 +16,7 @@ int kiln_cmd_bench(int argc, char **argv);
 int kiln_cmd_compile(int argc, char **argv);
 int kiln_cmd_verify(int argc, char **argv);
 int kiln_cmd_reduce(int argc, char **argv);
+int kiln_cmd_fuzz(int argc, char **argv);
 
 /* Prints "kiln CMD: message" for st to stderr, frees it, returns its exit status (1 or 2). */
 int kiln_cli_fail(const char *cmd, kiln_status st);

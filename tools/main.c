@@ -20,6 +20,7 @@ static const command commands[] = {
     {"bench", kiln_cmd_bench, "time repeated runs of a model (latency, throughput)"},
     {"verify", kiln_cmd_verify, "check every compiler layer against the reference with error bounds"},
     {"reduce", kiln_cmd_reduce, "shrink a failing case (kiln verify --repro, kiln fuzz) to a minimal one"},
+    {"fuzz", kiln_cmd_fuzz, "verify random models; failures deduplicated and written as cases"},
 };
 
 static void usage(FILE *f) {

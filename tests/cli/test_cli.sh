@@ -186,6 +186,27 @@ else
   failed=$((failed + 1)); echo "FAIL compile -o for the reduce case"; cat "$tmp/out"
 fi
 # ---- end kiln reduce ----
+# ---- kiln fuzz ----
+expect 0 "fuzz --help" "$kiln" fuzz --help
+grep -q "usage: kiln fuzz" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL fuzz --help does not show usage"; }
+expect 0 "fuzz --list-ops" "$kiln" fuzz --list-ops
+grep -qx "Conv" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL fuzz --list-ops lacks Conv"; }
+expect 2 "fuzz with an unknown option" "$kiln" fuzz --no-such-option
+expect 2 "fuzz --count 0" "$kiln" fuzz --count 0
+expect 2 "fuzz --shard 3/3" "$kiln" fuzz --shard 3/3
+expect 2 "fuzz --backend gpu" "$kiln" fuzz --backend gpu
+expect 2 "fuzz --max-nodes 31" "$kiln" fuzz --max-nodes 31
+expect 2 "fuzz --ops with an unknown op" "$kiln" fuzz --ops Relu,NoSuchOp --out "$tmp/fz0"
+expect_stderr "NoSuchOp" "fuzz names the unknown op"
+expect 0 "fuzz --count 3" "$kiln" fuzz --count 3 --seed 5 --max-nodes 6 --out "$tmp/fz" -q
+for line in "fuzz: 3 graphs" "ops covered:" "op pairs covered" "passes fired" "failures: 0" "files written"; do
+  grep -q "$line" "$tmp/out" && passed=$((passed + 1)) ||
+    { failed=$((failed + 1)); echo "FAIL fuzz summary lacks '$line'"; cat "$tmp/out"; }
+done
+expect 0 "fuzz shard 1/2 of the graph-only layers" "$kiln" fuzz --count 2 --shard 1/2 --backend none --out "$tmp/fz" -q
+# ---- end kiln fuzz ----
 # ---- kiln verify ----
 expect 0 "verify --help" "$kiln" verify --help
 grep -q "usage: kiln verify" "$tmp/out" && passed=$((passed + 1)) ||
