@@ -392,7 +392,8 @@ static bool accept_from(gen *G, int from) {
     kiln_status_free(st);
     return false;
   }
-  if (g->nodes.len > G->max_nodes) { /* a pattern of several nodes that does not fit */
+  if (g->nodes.len > G->max_nodes || /* a pattern of several nodes that does not fit */
+      !gen_types_ok(g, G->opset, G->why, sizeof G->why)) { /* not valid ONNX at the opset */
     kiln_graph_free(g);
     return false;
   }

@@ -4,6 +4,7 @@
 
 #include "harness.h"
 #include "verify/gen.h"
+#include "verify/gen_internal.h"
 
 enum { N_SEEDS = 1000 };
 
@@ -120,6 +121,45 @@ static void test_inputs(void) {
   CHECK(ok * 10 >= total * 9);
 }
 
+/* The ONNX type constraints per op and opset (Relu on ints from opset 14 only, Celu f32
+ * only, Sum without ints), and every generated graph keeps them. */
+static bool types_ok_text(const char *op, const char *dt, int opset) {
+  char text[512], why[160];
+  snprintf(text, sizeof text,
+           "graph @t(%%x: %s[3]) -> (%%y: ?) {\n  opset \"\" %d\n  %%y = %s(%%x)\n  return %%y\n}\n", dt,
+           opset, op);
+  kiln_graph *g = NULL;
+  kiln_status st = kiln_graph_parse(text, "t.kiln", &g);
+  if (!st) st = kiln_ops_infer_graph(g);
+  CHECK_OK(st);
+  bool ok = g && gen_types_ok(g, opset, why, sizeof why);
+  kiln_graph_free(g);
+  return ok;
+}
+
+static void test_type_constraints(void) {
+  CHECK(!types_ok_text("Relu", "i64", 13));
+  CHECK(types_ok_text("Relu", "i64", 14));
+  CHECK(types_ok_text("Relu", "f16", 13));
+  CHECK(!types_ok_text("Celu", "f16", 18));
+  CHECK(types_ok_text("Celu", "f32", 18));
+  CHECK(!types_ok_text("Sum", "i64", 21));
+  CHECK(!types_ok_text("IsInf", "f16", 18));
+  CHECK(types_ok_text("IsInf", "f16", 21));
+  kiln_gen_opts o;
+  builder_opts(&o);
+  int bad = 0;
+  for (uint64_t s = 0; s < 400; s++) {
+    kiln_gen_case c;
+    CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(11, s), &c));
+    char why[160] = "";
+    int opset = c.g ? (int)kiln_graph_opset(c.g, "") : 0;
+    if (c.g && !gen_types_ok(c.g, opset, why, sizeof why)) bad++, fprintf(stderr, "seed %llu: %s\n", (unsigned long long)s, why);
+    kiln_gen_case_free(&c);
+  }
+  CHECK(bad == 0);
+}
+
 static void test_bad_ops(void) {
   kiln_gen_opts o;
   builder_opts(&o);
@@ -136,4 +176,4 @@ static void test_bad_ops(void) {
 }
 
 TEST_MAIN(T(test_deterministic), T(test_valid_and_covering), T(test_shards), T(test_inputs),
-          T(test_bad_ops))
+          T(test_type_constraints), T(test_bad_ops))
