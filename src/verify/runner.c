@@ -348,13 +348,14 @@ static void print_status(const kiln_layer_result *l, kiln_strbuf *out) {
   const char *status = !l->ran ? "skipped" : l->errored ? "ERROR" : l->ok ? "ok" : "FAIL";
   if (l->ran && l->ok && loose && !local) status = "bound too loose, not judged";
   kiln_strbuf_printf(out, "%s", status);
-  if (l->ran && l->local_steps)
-    kiln_strbuf_printf(out, " (%d kernels checked locally%s", l->local_steps - l->local_unchecked,
+  bool any = l->ran && (l->local_steps || l->local_unchecked);
+  if (any)
+    kiln_strbuf_printf(out, " (%d %s checked locally%s", l->local_steps - l->local_unchecked,
+                       l->kind == KILN_LAYER_PASS ? "values" : "kernels",
                        loose ? ", end-to-end bound too loose" : "");
-  if (l->ran && l->local_unchecked)
-    kiln_strbuf_printf(out, ", %d unchecked", l->local_unchecked);
-  if (l->ran && l->local_unstable) kiln_strbuf_printf(out, ", %d unstable", l->local_unstable);
-  if (l->ran && l->local_steps) kiln_strbuf_printf(out, ")");
+  if (any && l->local_unchecked) kiln_strbuf_printf(out, ", %d unchecked", l->local_unchecked);
+  if (any && l->local_unstable) kiln_strbuf_printf(out, ", %d unstable", l->local_unstable);
+  if (any) kiln_strbuf_printf(out, ")");
   if (l->msg[0]) kiln_strbuf_printf(out, ": %s", l->msg);
   kiln_strbuf_printf(out, "\n");
 }

@@ -52,6 +52,15 @@ void kiln_vrun_cuda(kiln_vrun *r);
 
 double kiln_vrun_now(void);
 
+/* What node n of g computes, by names (op, attributes, inputs with constants by content,
+ * group; with_types: output types): equal keys in two graphs compute the same. */
+char *kiln_vrun_node_key(const kiln_graph *g, const kiln_node *n, bool with_types);
+/* runner_passlocal.c: the local check of a pass layer: the nodes of cur (after the
+ * application) that prev (before it) lacks, bounded from prev_ref's values by name, against
+ * prev_ref's values of the same names. Fills l's local fields; fails l on a mismatch. */
+void kiln_vrun_pass_local(kiln_vrun *r, const kiln_graph *prev, const kiln_vref *prev_ref,
+                          const kiln_graph *cur, kiln_layer_result *l);
+
 /* runner_local.c: the local checks of a backend layer's traced run. Create one per run of
  * program p (inputs: one per graph input of p->graph, borrowed), pass kiln_vlocal_observe
  * and it as the run's step observer (it calls inject first), then kiln_vlocal_finish fills

@@ -189,7 +189,7 @@ static void key_attr(kiln_strbuf *b, const kiln_attr *a) {
 
 /* What a node computes, by names: op, attributes, inputs (constants by content), group;
  * with_types adds the output types. */
-static char *node_key(const kiln_graph *g, const kiln_node *n, bool with_types) {
+char *kiln_vrun_node_key(const kiln_graph *g, const kiln_node *n, bool with_types) {
   kiln_strbuf b = {0};
   char tb[128];
   kiln_strbuf_printf(&b, "%s::%s @%s g%d (", n->domain, n->op_type, n->name, n->group);
@@ -212,7 +212,7 @@ static char *node_key(const kiln_graph *g, const kiln_node *n, bool with_types) 
 
 static void key_set(const kiln_graph *g, bool with_types, kiln_strmap *m) {
   for (int i = 0; i < g->nodes.len; i++) {
-    char *k = node_key(g, &g->nodes.data[i], with_types);
+    char *k = kiln_vrun_node_key(g, &g->nodes.data[i], with_types);
     kiln_strmap_put(m, k, i);
     free(k);
   }
@@ -226,7 +226,7 @@ static int diff_nodes(const kiln_graph *a, const kiln_graph *b, bool with_types,
   int n = 0;
   for (int i = 0; i < a->nodes.len; i++) {
     const kiln_node *nd = &a->nodes.data[i];
-    char *k = node_key(a, nd, with_types);
+    char *k = kiln_vrun_node_key(a, nd, with_types);
     int64_t dummy;
     bool found = kiln_strmap_get(&set, k, &dummy);
     free(k);
@@ -268,19 +268,27 @@ static void localize(kiln_vrun *r, const kiln_graph *before, const kiln_graph *a
 static kiln_status each_pass(kiln_vrun *r, const survey *s) {
   kiln_graph *prev = NULL;
   KILN_TRY(kiln_vrun_copy(r, &prev));
-  kiln_status st = KILN_OK;
-  for (int j = 0; !st && j < s->n_changed; j++) {
+  kiln_vref *prev_ref = NULL; /* of prev; NULL: r->ref (prev is a copy of r->g) */
+  for (int j = 0; j < s->n_changed; j++) {
     int k = s->changed_list[j];
     kiln_graph *cur = NULL;
     kiln_layer_result *l = kiln_vrun_layer(r, KILN_LAYER_PASS, "pass %d %s", k, s->name[k]);
     kiln_status e = graph_after(r, k, &cur);
     if (e) kiln_vrun_errored(r, l, e);
     else interpret(r, cur, l);
+    if (cur && r->o->local) kiln_vrun_pass_local(r, prev, prev_ref ? prev_ref : r->ref, cur, l);
     if (kiln_vrun_done(r, l)) localize(r, prev, cur, k, s->name[k]);
-    if (cur) kiln_graph_free(prev), prev = cur;
+    if (!cur) continue;
+    kiln_graph_free(prev), prev = cur;
+    kiln_vref_free(prev_ref), prev_ref = NULL;
+    if (r->o->local && j + 1 < s->n_changed) { /* the next application's graph before */
+      e = kiln_vref_compute(prev, r->n_in, r->inputs, &prev_ref);
+      if (e) kiln_status_free(e), prev_ref = NULL; /* it falls back on r->ref by name */
+    }
   }
+  kiln_vref_free(prev_ref);
   kiln_graph_free(prev);
-  return st;
+  return KILN_OK;
 }
 
 /* ---- bisection (without each_pass) ---- */

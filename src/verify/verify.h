@@ -100,8 +100,9 @@ typedef struct kiln_verify_opts {
   bool each_pass;    /* a layer per pass application (default true); false: only the graph
                         after all passes, and bisection with the pass limit on a failure */
   int threads;       /* cpu kernel threads (default 1) */
-  bool local;        /* local checks of every kernel step in the tile, cpu and cuda layers
-                        (default true; runner_local.c) */
+  bool local;        /* local checks (default true): every kernel step of the tile, cpu and
+                        cuda layers (runner_local.c), and the nodes each pass application
+                        changed (runner_passlocal.c, with each_pass) */
   const char *repro_dir; /* on a failure, write the case there (kiln_verify_write_case); NULL:
                             none */
   FILE *log;         /* progress and the layer table; NULL: silent */
@@ -124,12 +125,14 @@ typedef struct kiln_layer_result {
   int worst_output;  /* graph output index with max_ratio, -1 when none */
   bool errored;      /* ran, but the layer's run returned an error (msg); not ok */
   double seconds;    /* time the layer took (preparing and running it) */
-  /* Local checks (tile, cpu, cuda with opts.local): each kernel step's values against a
+  /* Local checks (opts.local). Tile, cpu, cuda: each kernel step's values against a
    * reference of its fusion group computed from the values this layer gave the step, read
-   * as exact: the bound holds the group's own rounding only, however deep it sits. A step
-   * that fails fails the layer (local_failed, msg) even when the outputs pass. */
-  int local_steps;     /* kernel steps checked */
-  int local_unchecked; /* of those, steps whose local reference could not run */
+   * as exact: the bound holds the group's own rounding only, however deep it sits. Pass
+   * layers: the nodes the application changed, bounded from the graph before's reference
+   * values, against that reference's values of the same names. A mismatch fails the layer
+   * (local_failed, msg) even when the outputs pass. */
+  int local_steps;     /* kernel steps (pass layers: values) checked */
+  int local_unchecked; /* of those, steps (regions) whose local reference could not run */
   int local_unstable;  /* steps whose mismatch lies where the local reference is unstable:
                           not failures */
   double local_ratio;  /* worst |got - val| / bound over the locally checked values */

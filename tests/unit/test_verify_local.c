@@ -2,7 +2,7 @@
  * table says when the end-to-end bounds cannot judge a layer: a kernel whose error hides
  * below a loose end-to-end bound fails its local check, in the tile and the cpu layer,
  * named by kernel; without local checks the same fault passes; the "bound too loose" rows;
- * the unstable warning. Cache entries go to a fresh folder under $TMPDIR. */
+ * the unstable warning; the local check of a pass layer against the graph before it. Cache entries go to a fresh folder under $TMPDIR. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "verify/runner_internal.h"
 #include "verify/verify.h"
 
 static char g_tmp[1024];
@@ -203,9 +204,57 @@ static void test_loose_rows_and_warning(void) {
   kiln_verify_result_free(&r);
 }
 
+/* ---- pass layers ---- */
+static const char *BEFORE = "graph @p(%x: f32[2,8]) -> (%y: f32[2,8]) {\n"
+                            "  opset \"\" 17\n"
+                            "  %c = const f32[1] [0.5]\n"
+                            "  %i = Identity(%x) : f32[2,8] @id\n"
+                            "  %m = Mul(%i, %c) : f32[2,8] @mul\n"
+                            "  %y = Tanh(%m) : f32[2,8] @tanh\n"
+                            "  return %y\n"
+                            "}\n";
+
+/* AFTER with %m = OP(%x, %c): Mul is a correct rewrite (Identity removed), Add is not. */
+static kiln_graph *after(const char *op) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "graph @p(%%x: f32[2,8]) -> (%%y: f32[2,8]) {\n  opset \"\" 17\n"
+           "  %%c = const f32[1] [0.5]\n  %%m = %s(%%x, %%c) : f32[2,8] @mul\n"
+           "  %%y = Tanh(%%m) : f32[2,8] @tanh\n  return %%y\n}\n",
+           op);
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(text, "after", &g));
+  if (g) CHECK_OK(kiln_ops_infer_graph(g));
+  return g;
+}
+
+static void test_pass_local(void) {
+  kiln_graph *prev = NULL;
+  CHECK_OK(kiln_graph_parse(BEFORE, "before", &prev));
+  if (prev) CHECK_OK(kiln_ops_infer_graph(prev));
+  kiln_val *in = input();
+  kiln_vref *ref = NULL;
+  if (prev) CHECK_OK(kiln_vref_compute(prev, 1, &in, &ref));
+  const char *ops[2] = {"Mul", "Add"};
+  for (int i = 0; ref && i < 2; i++) {
+    kiln_graph *cur = after(ops[i]);
+    kiln_layer_result l;
+    memset(&l, 0, sizeof l);
+    l.ran = l.ok = true;
+    if (cur) kiln_vrun_pass_local(NULL, prev, ref, cur, &l);
+    CHECK(l.local_steps == 1 && l.local_unchecked == 0); /* m (Tanh reads m by name: same) */
+    CHECK(l.ok == (i == 0) && l.local_failed == (i == 1));
+    if (i == 1) CHECK(strstr(l.msg, "'m' (Add)") != NULL);
+    kiln_graph_free(cur);
+  }
+  kiln_vref_free(ref);
+  kiln_val_free(in);
+  kiln_graph_free(prev);
+}
+
 static void cleanup(void) {
   if (g_tmp[0]) remove_dir(g_tmp);
 }
 
 TEST_MAIN(T(test_looseness), T(test_loose_rows_and_warning), T(test_clean_model_checked_locally),
-          T(test_tile_hidden_fault), T(test_cpu_hidden_fault), T(cleanup))
+          T(test_tile_hidden_fault), T(test_cpu_hidden_fault), T(test_pass_local), T(cleanup))
