@@ -256,5 +256,13 @@ else
   failed=$((failed + 1)); echo "FAIL compile -o for the verify case"
 fi
 # ---- end kiln verify ----
+# ---- kiln verify: local checks ----
+expect 0 "verify checks each kernel locally" "$kiln" verify "$tmp/mlp.kiln" -q --seed 3
+grep -q "^layer  *ran .* local " "$tmp/out" && grep -q "^cpu  *yes .* ok ([0-9]* kernels checked locally" "$tmp/out" &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL verify local column"; cat "$tmp/out"; }
+expect 0 "verify --no-local" "$kiln" verify "$tmp/mlp.kiln" -q --seed 3 --no-local
+! grep -q "checked locally" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL verify --no-local still checks locally"; cat "$tmp/out"; }
+# ---- end kiln verify: local checks ----
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
