@@ -204,6 +204,25 @@ int gen_new_const(gen *G, const kiln_type *t, gen_dom dom) {
   return v;
 }
 
+int gen_const_fill(gen *G, const kiln_type *t, double x) {
+  int v = gen_new_const(G, t, x > 0 ? DOM_POS : x < 0 ? DOM_NONZERO : DOM_ANY);
+  char *line = G->lines.data[G->lines.len - 1];
+  *strrchr(line, '[') = 0; /* the drawn data */
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "%s[", line);
+  int64_t n = 1;
+  for (int d = 0; d < t->rank; d++) n *= t->dims[d].value;
+  for (int64_t i = 0; i < n; i++)
+    if (t->dtype == KILN_BOOL) kiln_strbuf_printf(&b, "%s%s", i ? ", " : "", x != 0 ? "true" : "false");
+    else kiln_strbuf_printf(&b, "%s%.17g", i ? ", " : "", x);
+  kiln_strbuf_printf(&b, "]");
+  free(line);
+  G->lines.data[G->lines.len - 1] = b.data;
+  G->vals.data[v].mag = fabs(x);
+  if (x == 1 || x == 2) G->vals.data[v].dom = DOM_POS;
+  return v;
+}
+
 int gen_const_i64(gen *G, int n, const int64_t *vals, bool scalar) {
   int64_t dims[1] = {n};
   kiln_type t = kiln_type_tensor(KILN_I64, scalar ? 0 : 1, dims);
@@ -382,8 +401,9 @@ static kiln_status build_graph(const gen *G, const int *outs, int n_outs, kiln_g
   return KILN_OK;
 }
 
-/* Accepts the values from `from` on: parses, infers, takes their types. */
-static bool accept_from(gen *G, int from) {
+/* Accepts the values from `from` on: parses, infers, takes their types; the graph becomes
+ * G->g unless `settle` (a pattern's step: the draw may still be dropped). */
+static bool accept_from(gen *G, int from, bool settle) {
   int last = G->vals.len - 1;
   kiln_graph *g = NULL;
   kiln_status st = build_graph(G, &last, 1, &g);
@@ -414,9 +434,19 @@ static bool accept_from(gen *G, int from) {
     }
     if (v->type.dtype == KILN_BOOL) v->mag = 1, v->dom = DOM_ANY;
   }
+  if (settle) {
+    kiln_graph_free(g);
+    return true;
+  }
   kiln_graph_free(G->g);
   G->g = g;
   return true;
+}
+
+bool gen_settle(gen *G) {
+  int from = G->vals.len;
+  while (from > 0 && G->vals.data[from - 1].type.kind != KILN_TYPE_TENSOR) from--;
+  return from == G->vals.len || accept_from(G, from, true);
 }
 
 static void truncate_to(gen *G, int vals, int inputs, int lines) {
@@ -444,7 +474,7 @@ static bool grow(gen *G, const bool *allowed, int *rejected) {
   if (op < 0) return false;
   int nv = G->vals.len, ni = G->inputs.len, nl = G->lines.len;
   G->why[0] = 0;
-  if (kiln_gen_ops[op].build(G, op) && G->vals.len > nv && accept_from(G, nv)) return true;
+  if (kiln_gen_ops[op].build(G, op) && G->vals.len > nv && accept_from(G, nv, false)) return true;
   truncate_to(G, nv, ni, nl);
   ++*rejected;
   return false;
@@ -461,11 +491,11 @@ static int choose_outputs(gen *G, int *outs) {
   int n_out = 0, n_sinks = 0;
   for (int i = 0; i < G->vals.len; i++) {
     const gen_val *v = &G->vals.data[i];
-    if (v->is_input || v->is_const) continue;
+    if (v->is_input || v->is_const || v->dead) continue;
     int id = kiln_graph_find(g, v->name);
     bool sink = id >= 0 && !read[id];
     n_sinks += sink;
-    if (sink ? !gen_chance(&G->rng, 0.2) : gen_chance(&G->rng, 0.08)) outs[n_out++] = i;
+    if (sink ? v->keep || !gen_chance(&G->rng, 0.2) : gen_chance(&G->rng, 0.08)) outs[n_out++] = i;
   }
   if (n_out == 0) outs[n_out++] = G->vals.len - 1;
   free(read);

@@ -51,6 +51,8 @@ typedef struct gen_val {
   gen_dom dom;
   double mag; /* bound on |x| (INFINITY when unknown) */
   int uses;
+  bool dead;  /* never a graph output (an output of a multi-output node left unused) */
+  bool keep;  /* always a graph output when no node reads it */
 } gen_val;
 
 typedef struct gen_input {
@@ -95,6 +97,8 @@ int gen_pick_type(gen *G, const kiln_type *t, gen_dom dom);
 /* New graph input / constant of a given type (dims may carry the symbol "N"). */
 int gen_new_input(gen *G, const kiln_type *t, gen_dom dom);
 int gen_new_const(gen *G, const kiln_type *t, gen_dom dom);
+/* A constant of type t (static) with every element x. */
+int gen_const_fill(gen *G, const kiln_type *t, double x);
 /* An I64 constant of rank 1 (rank 0 when scalar) holding vals. */
 int gen_const_i64(gen *G, int n, const int64_t *vals, bool scalar);
 /* A random static shape of rank r with at most max_elems elements (dims >= 1). */
@@ -105,6 +109,10 @@ kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims);
  * bound mag; in[i] < 0 writes `_`. Returns the index of the first output. */
 int gen_emit(gen *G, const char *op, int n_in, const int *in, int n_out, const char *attrs,
              gen_dom dom, double mag);
+
+/* Types the values written since the last accepted draw (parse and inference of the text
+ * so far), so that a pattern can build on them; false when inference rejects the text. */
+bool gen_settle(gen *G);
 
 const gen_val *gen_v(const gen *G, int i);
 kiln_dtype gen_dtype(const gen *G, int i);
@@ -186,6 +194,9 @@ bool gen_b_cos(gen *G, int op); /* ConstantOfShape */
 bool gen_b_shapechain(gen *G, int op);
 /* patterns of gen_ops.c used by the table */
 bool gen_b_chain(gen *G, int op);
+/* gen_patterns.c: a pass pattern on an inner value, its result read by another node */
+bool gen_b_pattern(gen *G, int op);
+int gen_op_index(const char *name); /* the table entry of an op name, -1 when none */
 bool gen_b_diamond(gen *G, int op);
 
 #endif

@@ -431,6 +431,7 @@ bool gen_b_chain(gen *G, int op) {
     int k = op_index(links[same >= 0 ? same : gen_int(&G->rng, 0, n_links - 1)]);
     int before = G->vals.len;
     if (k >= 0 && kiln_gen_ops[k].build(G, k)) any = true;
+    if (G->vals.len > before && !gen_settle(G)) break; /* the next link needs the type */
     if (G->vals.len > before) G->prefer = G->vals.len - 1;
   }
   G->prefer = -1;
@@ -501,7 +502,7 @@ const gen_op kiln_gen_ops[] = {
     OP("Softmax", 13, 2, b_softmax), OP("LogSoftmax", 13, 1, b_softmax),
     OP("Hardmax", 13, 1, b_softmax), OP("CumSum", 14, 1, b_cumsum), OP("CumProd", 26, 1, b_cumsum),
     OP("(duplicate)", 13, 3, b_duplicate), OP("(chain)", 13, 4, gen_b_chain),
-    OP("(diamond)", 13, 2, gen_b_diamond),
+    OP("(diamond)", 13, 2, gen_b_diamond), OP("(pattern)", 13, 24, gen_b_pattern),
     /* gen_ops_nn.c */
     OP("MatMul", 13, 4, gen_b_matmul), OP("Gemm", 13, 2, gen_b_gemm), OP("Conv", 13, 3, gen_b_conv),
     OP("MaxPool", 13, 1, gen_b_pool), OP("AveragePool", 13, 1, gen_b_pool),

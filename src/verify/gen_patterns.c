@@ -1,0 +1,378 @@
+/* Pass patterns placed where the passes may rewrite them: the pattern's operand is an inner
+ * value (a node's output, not a graph input: a graph input cannot take a graph output's
+ * place) and, most of the time, another node reads the pattern's result (so it is not a
+ * graph output either). The patterns cover the families the graph passes rewrite:
+ * identity operands (0, -0, 1, -1 on either side, scalars or constants of a larger,
+ * broadcasting shape), Transpose and view chains followed by an op that depends on the
+ * layout, casts within and across classes, Neg forms, MatMul + constant bias, Gemm +
+ * BatchNormalization, near-duplicates (one attribute or the operand order differs: cse),
+ * multi-output nodes whose first output is unused (dce), Dropout with its mask, constant
+ * subgraphs (constfold), Shape/Size (shapefold). */
+#include <stdio.h>
+#include <string.h>
+
+#include "gen_internal.h"
+
+#define ATTR(...) (snprintf(a, sizeof a, __VA_ARGS__), a)
+
+int gen_op_index(const char *name) {
+  for (int i = 0; i < kiln_gen_n_ops; i++)
+    if (!strcmp(kiln_gen_ops[i].name, name)) return i;
+  return -1;
+}
+
+/* Runs the table's builder of `name` with v as its preferred operand; the new value's
+ * index, or -1 when the builder gave up. */
+static int build_on(gen *G, const char *name, int v) {
+  if (!gen_settle(G)) return -1;
+  int k = gen_op_index(name), before = G->vals.len;
+  G->prefer = v;
+  bool ok = k >= 0 && kiln_gen_ops[k].build(G, k);
+  G->prefer = -1;
+  return ok && G->vals.len > before ? G->vals.len - 1 : -1;
+}
+
+static bool is_float(const gen *G, int v) {
+  return kiln_dtype_is_float(gen_dtype(G, v));
+}
+
+/* An inner value of the set dts and rank range: an existing node output, or a cheap unary
+ * op of a picked value. */
+static int source(gen *G, int dts, int rmin, int rmax) {
+  gen_want w = {dts, rmin, rmax, DOM_ANY, false, true, 0};
+  int x = gen_pick(G, &w);
+  if (x < 0 || !(gen_v(G, x)->is_input || gen_v(G, x)->is_const) || gen_chance(&G->rng, 0.15))
+    return x;
+  static const char *const fl[] = {"Neg", "Tanh", "Sigmoid", "Relu", "Abs", "Sin"};
+  const char *op = is_float(G, x)             ? fl[gen_int(&G->rng, 0, 5)]
+                   : gen_chance(&G->rng, 0.5) ? "Neg"
+                                              : "Abs";
+  if (gen_dtype(G, x) == KILN_BOOL) op = "Not";
+  double m = gen_mag(G, x);
+  int y = gen_emit(G, op, 1, &x, 1, "",
+                   !strcmp(op, "Sigmoid") || !strcmp(op, "Abs") ? DOM_NONNEG : DOM_ANY,
+                   !strcmp(op, "Neg") || !strcmp(op, "Relu") || !strcmp(op, "Abs") ? m : 1);
+  return gen_settle(G) ? y : -1; /* the pattern needs its type */
+}
+
+/* A node reading r: an elementwise op, or one whose result depends on r's layout. */
+static void consume(gen *G, int r) {
+  static const char *const ops[] = {
+      "Neg",       "Relu",      "Add",    "Mul",    "Transpose", "Slice",  "Gather", "Softmax",
+      "ReduceSum", "ReduceMax", "MatMul", "Concat", "Flatten",   "CumSum", "Split",  "Sub"};
+  if (r < 0 || gen_chance(&G->rng, 0.3)) return;
+  build_on(G, ops[gen_int(&G->rng, 0, (int)(sizeof ops / sizeof ops[0]) - 1)], r);
+}
+
+/* A static type that x broadcasts to, or that broadcasts to x: the same, lower rank, a
+ * leading dim more, or a 1 of x grown. Symbolic dims become 1. */
+static kiln_type bcast_type(gen *G, int x, bool larger) {
+  kiln_type t = gen_v(G, x)->type;
+  for (int d = 0; d < t.rank; d++)
+    if (t.dims[d].value < 0 || (!larger && gen_chance(&G->rng, 0.3)))
+      t.dims[d].value = 1, t.dims[d].sym = NULL;
+  if (larger && t.rank < 4 && gen_chance(&G->rng, 0.6)) {
+    memmove(t.dims + 1, t.dims, sizeof t.dims[0] * (size_t)t.rank);
+    t.rank++, t.dims[0].value = gen_int(&G->rng, 2, 3), t.dims[0].sym = NULL;
+  } else if (larger) { /* a static 1 of x grown (a symbolic dim may be bound to anything) */
+    for (int d = 0; d < t.rank; d++)
+      if (gen_v(G, x)->type.dims[d].value == 1 && gen_chance(&G->rng, 0.7))
+        t.dims[d].value = gen_int(&G->rng, 2, 3);
+  } else if (gen_chance(&G->rng, 0.4)) {
+    int drop = gen_int(&G->rng, 0, t.rank);
+    memmove(t.dims, t.dims + drop, sizeof t.dims[0] * (size_t)(t.rank - drop));
+    t.rank -= drop;
+  }
+  return t;
+}
+
+/* x op c, c op x with c all 0, -0, 1, -1 or 2 (identities, Neg forms, near-identities). */
+static int p_identity(gen *G) {
+  int x = source(G, DT_FLOAT | DT_INT, 0, 4);
+  if (x < 0) return -1;
+  static const char *const ops[] = {"Add", "Sub", "Mul", "Div"};
+  static const double vals[] = {0, -0.0, 1, -1, 2, 1};
+  const char *op = ops[gen_int(&G->rng, 0, 3)];
+  double c = vals[gen_int(&G->rng, 0, 5)];
+  if (!strcmp(op, "Div") && c == 0) c = 1;
+  kiln_type t = bcast_type(G, x, gen_chance(&G->rng, 0.3));
+  int k = gen_const_fill(G, &t, c);
+  bool c_first = strcmp(op, "Div") && gen_chance(&G->rng, 0.4);
+  int in[2] = {c_first ? k : x, c_first ? x : k};
+  return gen_emit(G, op, 2, in, 1, "", DOM_ANY, 2 * gen_mag(G, x) + 2);
+}
+
+/* Two or three Transposes (rank 2..4), sometimes a view between them. */
+static int p_transposes(gen *G) {
+  int x = source(G, DT_ALL, gen_chance(&G->rng, 0.8) ? 3 : 2, 4);
+  int n = gen_int(&G->rng, 2, 3);
+  for (int i = 0; i < n && x >= 0; i++)
+    x = build_on(G, i == 1 && gen_chance(&G->rng, 0.1) ? "Unsqueeze" : "Transpose", x);
+  return x;
+}
+
+/* Views: a Reshape to the same rank with other dims (or another view), then more views. */
+static int p_views(gen *G) {
+  int x = source(G, DT_ALL, 1, 4);
+  if (x < 0) return -1;
+  int r = gen_rank(G, x);
+  if (r >= 2 && gen_is_static(G, x) && gen_chance(&G->rng, 0.6)) {
+    int64_t s[KILN_MAX_RANK];
+    for (int d = 0; d < r; d++) s[d] = gen_dim(G, x, r - 1 - d); /* reversed dims */
+    int in[2] = {x, gen_const_i64(G, r, s, false)};
+    x = gen_emit(G, "Reshape", 2, in, 1, "", gen_v(G, x)->dom, gen_mag(G, x));
+  }
+  static const char *const views[] = {"Reshape", "Flatten", "Unsqueeze", "Squeeze", "Reshape"};
+  int n = gen_int(&G->rng, 1, 2);
+  for (int i = 0; i < n && x >= 0; i++) {
+    int y = build_on(G, views[gen_int(&G->rng, 0, 4)], x);
+    if (y >= 0) x = y;
+  }
+  return x;
+}
+
+/* Casts: within a class (f32 -> f16 -> f32, i32 -> i64), across, or to the same dtype. */
+static int p_casts(gen *G) {
+  int x = source(G, DT_FLOAT | DT_INT, 0, 4);
+  if (x < 0) return -1;
+  int n = gen_int(&G->rng, 1, 2);
+  for (int i = 0; i < n; i++) {
+    kiln_dtype from = gen_dtype(G, x),
+               to = gen_pick_dt(G, kiln_dtype_is_float(from) ? DT_FLOAT : DT_INT);
+    if (gen_chance(&G->rng, 0.2)) to = from;
+    if (gen_chance(&G->rng, 0.15)) to = gen_pick_dt(G, DT_NUM);
+    if (kiln_dtype_is_float(from) && kiln_dtype_is_int(to) && gen_mag(G, x) > 100) to = from;
+    char a[16];
+    x = gen_emit(G, "Cast", 1, &x, 1, ATTR("to=%d", (int)to), DOM_ANY, gen_mag(G, x) + 1);
+  }
+  return x;
+}
+
+/* Neg(Neg(x)), a + Neg(b), a - Neg(b), Neg(b) + a. */
+static int p_neg(gen *G) {
+  int x = source(G, DT_FLOAT | DT_INT, 0, 4);
+  if (x < 0) return -1;
+  int nx = gen_emit(G, "Neg", 1, &x, 1, "", DOM_ANY, gen_mag(G, x));
+  int form = gen_int(&G->rng, 0, 3);
+  if (form == 0) return gen_emit(G, "Neg", 1, &nx, 1, "", gen_v(G, x)->dom, gen_mag(G, x));
+  int b = gen_pick_bcast(G, x, DOM_ANY, gen_dtype(G, x));
+  int in[2] = {form == 3 ? nx : b, form == 3 ? b : nx};
+  return gen_emit(G, form == 2 ? "Sub" : "Add", 2, in, 1, "", DOM_ANY,
+                  gen_mag(G, x) + gen_mag(G, b));
+}
+
+/* Rows M with remainders of the 8-row register tile, N with remainders of 16/32 columns. */
+static int64_t rows(gen *G) {
+  static const int64_t m[] = {1, 2, 3, 7, 9, 17, 25, 33};
+  return gen_chance(&G->rng, 0.5) ? m[gen_int(&G->rng, 0, 7)] : gen_int(&G->rng, 1, 40);
+}
+static int64_t cols(gen *G) {
+  static const int64_t n[] = {1, 5, 8, 15, 17, 24, 31, 33, 40};
+  return gen_chance(&G->rng, 0.5) ? n[gen_int(&G->rng, 0, 8)] : gen_int(&G->rng, 1, 48);
+}
+
+/* A 2-D inner float value [M, K]: an existing one or Relu of a new input. */
+static int matrix(gen *G, int64_t *m, int64_t *k) {
+  int x = source(G, DT_FLOAT, 2, 2);
+  if (x >= 0 && gen_chance(&G->rng, 0.6)) {
+    *m = gen_dim(G, x, 0), *k = gen_dim(G, x, 1);
+    return x;
+  }
+  int64_t d[2] = {rows(G), gen_int(&G->rng, 1, 24)};
+  kiln_type t = gen_tensor_type(gen_pick_dt(G, DT_FLOAT), 2, d);
+  int in = gen_new_input(G, &t, DOM_ANY);
+  *m = d[0], *k = d[1];
+  int y = gen_emit(G, gen_chance(&G->rng, 0.5) ? "Relu" : "Tanh", 1, &in, 1, "", DOM_ANY, 2);
+  return gen_settle(G) ? y : -1;
+}
+
+/* MatMul(A, constant B) + constant bias [N] or [1, N], the bias on either side. */
+static int p_matmul_bias(gen *G) {
+  int64_t m, k, n = cols(G);
+  int a = matrix(G, &m, &k);
+  if (a < 0) return -1;
+  kiln_dtype dt = gen_dtype(G, a);
+  int64_t bd[2] = {k, n}, cd[2] = {1, n};
+  kiln_type bt = kiln_type_tensor(dt, 2, bd);
+  int in[2] = {a, gen_chance(&G->rng, 0.8) ? gen_new_const(G, &bt, DOM_ANY)
+                                           : gen_new_input(G, &bt, DOM_ANY)};
+  int y = gen_emit(G, "MatMul", 2, in, 1, "", DOM_ANY, gen_mag(G, a) * 2 * (double)k);
+  bool row = gen_chance(&G->rng, 0.3);
+  kiln_type ct = kiln_type_tensor(dt, row ? 2 : 1, row ? cd : cd + 1);
+  int c =
+      gen_chance(&G->rng, 0.85) ? gen_new_const(G, &ct, DOM_ANY) : gen_new_input(G, &ct, DOM_ANY);
+  int add[2] = {gen_chance(&G->rng, 0.7) ? y : c, 0};
+  add[1] = add[0] == y ? c : y;
+  return gen_emit(G, "Add", 2, add, 1, "", DOM_ANY, gen_mag(G, y) + 2);
+}
+
+/* Gemm (constant B, transB, sometimes C, alpha, beta) + BatchNormalization over N. */
+static int p_gemm_bn(gen *G) {
+  int64_t m, k, n = cols(G);
+  int a = matrix(G, &m, &k);
+  if (a < 0) return -1;
+  kiln_dtype dt = gen_dtype(G, a);
+  bool tb = gen_chance(&G->rng, 0.5);
+  int64_t bd[2] = {tb ? n : k, tb ? k : n};
+  kiln_type bt = kiln_type_tensor(dt, 2, bd), ct = kiln_type_tensor(dt, 1, &n);
+  int in[3] = {a, gen_new_const(G, &bt, DOM_ANY),
+               gen_chance(&G->rng, 0.6) ? gen_new_const(G, &ct, DOM_ANY) : -1};
+  char at[96];
+  snprintf(at, sizeof at, "alpha=%.3g, beta=%.3g, transB=%d", gen_chance(&G->rng, 0.5) ? 1.0 : 0.75,
+           gen_chance(&G->rng, 0.5) ? 1.0 : 0.5, tb);
+  int y = gen_emit(G, "Gemm", in[2] >= 0 ? 3 : 2, in, 1, at, DOM_ANY,
+                   gen_mag(G, in[0]) * 2 * (double)k + 2);
+  int bn[5] = {y, gen_new_const(G, &ct, DOM_POS), gen_new_const(G, &ct, DOM_ANY),
+               gen_new_const(G, &ct, DOM_ANY), gen_new_const(G, &ct, DOM_POS)};
+  return gen_emit(G, "BatchNormalization", 5, bn, 1, "epsilon=0.001", DOM_ANY, INFINITY);
+}
+
+/* op(x) twice, alike but for one float attribute, or exactly alike; both read by a Sub. */
+static int p_near_duplicates(gen *G) {
+  static const char *const forms[] = {
+      "LeakyRelu {alpha=%.3g}",   "Elu {alpha=%.3g}",  "ThresholdedRelu {alpha=%.3g}",
+      "HardSigmoid {alpha=%.3g}", "Selu {gamma=%.3g}", "Shrink {lambd=%.3g}",
+      "Celu {alpha=%.3g}"};
+  int f = gen_int(&G->rng, 0, 6);
+  int x = source(G, f == 6 ? DT_F32 : DT_FLOAT, 0, 4);
+  if (x < 0) return -1;
+  char op[24], attr[2][32];
+  const char *br = strchr(forms[f], '{');
+  snprintf(op, sizeof op, "%.*s", (int)(br - forms[f] - 1), forms[f]);
+  double v1 = 0.1 + 0.1 * gen_int(&G->rng, 1, 9), v2 = gen_chance(&G->rng, 0.2) ? v1 : v1 + 0.25;
+  snprintf(attr[0], sizeof attr[0], br + 1, v1);
+  snprintf(attr[1], sizeof attr[1], br + 1, v2);
+  attr[0][strlen(attr[0]) - 1] = attr[1][strlen(attr[1]) - 1] = 0; /* the closing brace */
+  double m = gen_mag(G, x) * 2 + 2;
+  int y[2];
+  for (int i = 0; i < 2; i++) y[i] = gen_emit(G, op, 1, &x, 1, attr[i], DOM_ANY, m);
+  if (gen_chance(&G->rng, 0.3)) {
+    G->vals.data[y[0]].keep = G->vals.data[y[1]].keep = true;
+    return -1;
+  }
+  return gen_emit(G, gen_chance(&G->rng, 0.7) ? "Sub" : "Add", 2, y, 1, "", DOM_ANY, 2 * m);
+}
+
+/* Sub(a, b) and Sub(b, a), or Softmax over two axes, or ReduceSum with two keepdims: nodes
+ * that differ in operand order or an integer attribute, both graph outputs. */
+static int p_order_duplicates(gen *G) {
+  int x = source(G, DT_FLOAT, 1, 4);
+  if (x < 0) return -1;
+  int y[2], r = gen_rank(G, x), kind = gen_int(&G->rng, 0, 2);
+  char a[48];
+  if (kind == 0) {
+    int b = gen_pick_bcast(G, x, DOM_ANY, gen_dtype(G, x)), in[2] = {x, b}, ni[2] = {b, x};
+    y[0] = gen_emit(G, "Sub", 2, in, 1, "", DOM_ANY, gen_mag(G, x) + gen_mag(G, b));
+    y[1] = gen_emit(G, "Sub", 2, ni, 1, "", DOM_ANY, gen_mag(G, x) + gen_mag(G, b));
+  } else if (kind == 1 && r >= 2) {
+    int ax = gen_int(&G->rng, 0, r - 2);
+    y[0] = gen_emit(G, "Softmax", 1, &x, 1, ATTR("axis=%d", ax), DOM_NONNEG, 1);
+    y[1] = gen_emit(G, "Softmax", 1, &x, 1, ATTR("axis=%d", ax + 1), DOM_NONNEG, 1);
+  } else {
+    int64_t axis = gen_int(&G->rng, 0, r - 1);
+    double mag = gen_mag(G, x) * (double)gen_dim(G, x, (int)axis);
+    int in[2] = {x, gen_const_i64(G, 1, &axis, false)};
+    y[0] = gen_emit(G, "ReduceSum", 2, in, 1, "keepdims=1", DOM_ANY, mag);
+    in[1] = gen_const_i64(G, 1, &axis, false); /* an equal constant of its own: cse merges both */
+    y[1] = gen_emit(G, "ReduceSum", 2, in, 1, "keepdims=0", DOM_ANY, mag);
+  }
+  G->vals.data[y[0]].keep = G->vals.data[y[1]].keep = true;
+  return gen_chance(&G->rng, 0.5) ? y[0] : -1;
+}
+
+/* Split, TopK or Dropout whose first output is unused and a later one read. */
+static int p_first_unused(gen *G) {
+  int x = source(G, DT_FLOAT, 1, 4);
+  if (x < 0) return -1;
+  int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1), kind = gen_int(&G->rng, 0, 2), y;
+  int64_t d = gen_dim(G, x, axis);
+  char a[48];
+  if (kind == 0 && gen_v(G, x)->type.dims[axis].value >= 2) {
+    int64_t parts[2] = {gen_int(&G->rng, 1, (int)d - 1), 0};
+    parts[1] = d - parts[0];
+    int in[2] = {x, gen_const_i64(G, 2, parts, false)};
+    y = gen_emit(G, "Split", 2, in, 2, ATTR("axis=%d", axis), gen_v(G, x)->dom, gen_mag(G, x));
+  } else if (kind == 1 && gen_v(G, x)->type.dims[axis].value >= 1) {
+    int64_t k = gen_int(&G->rng, 1, (int)d);
+    int in[2] = {x, gen_const_i64(G, 1, &k, false)};
+    y = gen_emit(G, "TopK", 2, in, 2, ATTR("axis=%d, largest=%d", axis, gen_int(&G->rng, 0, 1)),
+                 gen_v(G, x)->dom, gen_mag(G, x) + 8);
+  } else {
+    y = gen_emit(G, "Dropout", 1, &x, 2, "", gen_v(G, x)->dom, gen_mag(G, x));
+    if (gen_chance(&G->rng, 0.5)) { /* the mask used with the data: Where(mask, y, -y) */
+      int ny = gen_emit(G, "Neg", 1, &y, 1, "", DOM_ANY, gen_mag(G, x)), in[3] = {y + 1, y, ny};
+      return gen_emit(G, "Where", 3, in, 1, "", DOM_ANY, gen_mag(G, x));
+    }
+  }
+  G->vals.data[y].dead = true;
+  G->vals.data[y + 1].keep = true;
+  return kind == 2 ? -1 : y + 1;
+}
+
+/* c1 op c2 of two different constants, then combined with an inner value (constfold). */
+static int p_const_fold(gen *G) {
+  int x = source(G, DT_FLOAT | DT_INT, 0, 4);
+  if (x < 0) return -1;
+  kiln_type t = bcast_type(G, x, false);
+  int c1 = gen_new_const(G, &t, DOM_ANY), c2 = gen_new_const(G, &t, DOM_NONZERO);
+  static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Max"};
+  const char *op = ops[gen_int(&G->rng, 0, 4)];
+  int in[2] = {c1, c2};
+  int c = gen_emit(G, op, 2, in, 1, "", DOM_ANY, !strcmp(op, "Div") ? 4 : 4 + 2);
+  int xin[2] = {x, c};
+  return gen_emit(G, gen_chance(&G->rng, 0.5) ? "Add" : "Mul", 2, xin, 1, "", DOM_ANY,
+                  gen_mag(G, x) * 6 + 6);
+}
+
+/* Shape(x) with start (and end) or Size(x), cast to a float and used in arithmetic. */
+static int p_shape(gen *G) {
+  int x = source(G, DT_ALL, 1, 4);
+  if (x < 0) return -1;
+  int r = gen_rank(G, x), s;
+  char a[48] = "";
+  if (gen_chance(&G->rng, 0.4)) s = gen_emit(G, "Size", 1, &x, 1, "", DOM_POS, 4096);
+  else {
+    if (G->opset >= 15 && r >= 2 && gen_chance(&G->rng, 0.8)) {
+      int st = gen_int(&G->rng, 1, r - 1);
+      if (gen_chance(&G->rng, 0.3)) ATTR("start=%d, end=%d", st, gen_int(&G->rng, st + 1, r));
+      else ATTR("start=%d", gen_chance(&G->rng, 0.3) ? st - r : st);
+    }
+    s = gen_emit(G, "Shape", 1, &x, 1, a, DOM_POS, 64);
+  }
+  kiln_dtype to = gen_pick_dt(G, DT_FLOAT);
+  int f = gen_emit(G, "Cast", 1, &s, 1, ATTR("to=%d", (int)to), DOM_POS, 4096);
+  G->vals.data[f].keep = true;
+  return f;
+}
+
+typedef int (*pattern_fn)(gen *G);
+static const struct {
+  pattern_fn fn;
+  int weight;
+} patterns[] = {
+    {p_identity, 4},
+    {p_transposes, 3},
+    {p_views, 3},
+    {p_casts, 2},
+    {p_neg, 2},
+    {p_matmul_bias, 2},
+    {p_gemm_bn, 1},
+    {p_near_duplicates, 3},
+    {p_order_duplicates, 2},
+    {p_first_unused, 2},
+    {p_const_fold, 2},
+    {p_shape, 2},
+};
+
+bool gen_b_pattern(gen *G, int op) {
+  (void)op;
+  int total = 0, n = (int)(sizeof patterns / sizeof patterns[0]);
+  for (int i = 0; i < n; i++) total += patterns[i].weight;
+  int x = gen_int(&G->rng, 0, total - 1), i = 0;
+  while ((x -= patterns[i].weight) >= 0) i++;
+  int before = G->vals.len;
+  int r = patterns[i].fn(G);
+  if (G->vals.len == before) return false;
+  consume(G, r);
+  return true;
+}
