@@ -502,7 +502,7 @@ const gen_op kiln_gen_ops[] = {
     OP("Softmax", 13, 2, b_softmax), OP("LogSoftmax", 13, 1, b_softmax),
     OP("Hardmax", 13, 1, b_softmax), OP("CumSum", 14, 1, b_cumsum), OP("CumProd", 26, 1, b_cumsum),
     OP("(duplicate)", 13, 3, b_duplicate), OP("(chain)", 13, 4, gen_b_chain),
-    OP("(diamond)", 13, 2, gen_b_diamond), OP("(pattern)", 13, 24, gen_b_pattern),
+    OP("(diamond)", 13, 2, gen_b_diamond), OP("(pattern)", 13, 36, gen_b_pattern),
     /* gen_ops_nn.c */
     OP("MatMul", 13, 4, gen_b_matmul), OP("Gemm", 13, 2, gen_b_gemm), OP("Conv", 13, 3, gen_b_conv),
     OP("MaxPool", 13, 1, gen_b_pool), OP("AveragePool", 13, 1, gen_b_pool),

@@ -192,7 +192,7 @@ bool gen_b_slice(gen *G, int op) {
     int64_t dim = gen_dim(G, x, d), b = gen_int(&G->rng, 0, (int)dim - 1), e = gen_int(&G->rng, (int)b + 1, (int)dim);
     ax[n] = d, sp[n] = gen_chance(&G->rng, 0.25) ? 2 : 1;
     if (gen_chance(&G->rng, 0.2)) st[n] = e - 1, en[n] = b - 1 < 0 ? -dim - 1 : b - 1, sp[n] = -1;
-    else st[n] = gen_chance(&G->rng, 0.2) ? b - dim : b, en[n] = gen_chance(&G->rng, 0.1) ? INT64_MAX : e;
+    else st[n] = gen_chance(&G->rng, 0.35) ? b - dim : b, en[n] = gen_chance(&G->rng, 0.1) ? INT64_MAX : e;
     n++;
   }
   if (n == 0) return false;

@@ -95,7 +95,7 @@ static int p_identity(gen *G) {
   const char *op = ops[gen_int(&G->rng, 0, 3)];
   double c = vals[gen_int(&G->rng, 0, 5)];
   if (!strcmp(op, "Div") && c == 0) c = 1;
-  kiln_type t = bcast_type(G, x, gen_chance(&G->rng, 0.3));
+  kiln_type t = bcast_type(G, x, gen_chance(&G->rng, 0.5));
   int k = gen_const_fill(G, &t, c);
   bool c_first = strcmp(op, "Div") && gen_chance(&G->rng, 0.4);
   int in[2] = {c_first ? k : x, c_first ? x : k};
@@ -361,7 +361,7 @@ static const struct {
     {p_order_duplicates, 2},
     {p_first_unused, 2},
     {p_const_fold, 2},
-    {p_shape, 2},
+    {p_shape, 3},
 };
 
 bool gen_b_pattern(gen *G, int op) {
