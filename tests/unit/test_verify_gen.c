@@ -160,6 +160,57 @@ static void test_type_constraints(void) {
   CHECK(bad == 0);
 }
 
+/* The producer node of value v with op `op`, or NULL. */
+static const kiln_node *made_by(const kiln_graph *g, int v, kiln_op op) {
+  if (v < 0 || g->values.data[v].kind != KILN_VALUE_NODE) return NULL;
+  const kiln_node *p = &g->nodes.data[g->values.data[v].node];
+  return p->op == op ? p : NULL;
+}
+
+static bool is_graph_output(const kiln_graph *g, int v) {
+  for (int i = 0; i < g->outputs.len; i++)
+    if (g->outputs.data[i] == v) return true;
+  return false;
+}
+
+/* Pass patterns sit where passes rewrite them: Transpose of an inner Transpose (rank >= 3),
+ * MatMul + constant bias, two nodes of one op on one input with other attributes. */
+static void test_patterns(void) {
+  kiln_gen_opts o;
+  builder_opts(&o);
+  int tt = 0, mm_bias = 0, near = 0, n = 300;
+  for (uint64_t s = 0; s < (uint64_t)n; s++) {
+    kiln_gen_case c;
+    CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(5, s), &c));
+    const kiln_graph *g = c.g;
+    bool has_tt = false, has_mm = false, has_near = false;
+    for (int i = 0; g && i < g->nodes.len; i++) {
+      const kiln_node *nd = &g->nodes.data[i];
+      int x = nd->n_inputs > 0 ? nd->inputs[0] : -1;
+      if (nd->op == KILN_OP_Transpose && made_by(g, x, KILN_OP_Transpose) && !is_graph_output(g, x) &&
+          g->values.data[x].type.rank >= 3)
+        has_tt = true;
+      if (nd->op == KILN_OP_Add && nd->n_inputs == 2)
+        for (int k = 0; k < 2; k++)
+          if (made_by(g, nd->inputs[k], KILN_OP_MatMul) && g->values.data[nd->inputs[1 - k]].kind == KILN_VALUE_CONST)
+            has_mm = true;
+      for (int j = 0; j < i; j++) {
+        const kiln_node *e = &g->nodes.data[j];
+        if (e->op == nd->op && e->n_inputs == 1 && nd->n_inputs == 1 && e->inputs[0] == x && e->n_attrs == 1 &&
+            nd->n_attrs == 1 && e->attrs[0].f != nd->attrs[0].f)
+          has_near = true;
+      }
+    }
+    tt += has_tt, mm_bias += has_mm, near += has_near;
+    kiln_gen_case_free(&c);
+  }
+  fprintf(stderr, "patterns in %d graphs: Transpose chains %d, MatMul + bias %d, near-duplicates %d\n", n, tt,
+          mm_bias, near);
+  CHECK(tt * 30 >= n);     /* >= 3% of the graphs */
+  CHECK(mm_bias * 30 >= n);
+  CHECK(near * 30 >= n);
+}
+
 static void test_bad_ops(void) {
   kiln_gen_opts o;
   builder_opts(&o);
@@ -176,4 +227,4 @@ static void test_bad_ops(void) {
 }
 
 TEST_MAIN(T(test_deterministic), T(test_valid_and_covering), T(test_shards), T(test_inputs),
-          T(test_type_constraints), T(test_bad_ops))
+          T(test_type_constraints), T(test_patterns), T(test_bad_ops))
