@@ -107,7 +107,12 @@ static kiln_status install(kiln_rw *rw, int n, int bn, kiln_tensor *w, kiln_tens
   kiln_rw_set_input(rw, n, 1, wv);
   if (rw->g->nodes.data[n].n_inputs >= 3) kiln_rw_set_input(rw, n, 2, bv);
   else kiln_rw_append_input(rw, n, bv);
-  kiln_rw_replace(rw, rw->g->nodes.data[bn].outputs[0], rw->g->nodes.data[n].outputs[0]);
+  int y = rw->g->nodes.data[bn].outputs[0], c = rw->g->nodes.data[n].outputs[0];
+  bool was_output = rw->is_output[y];
+  kiln_rw_replace(rw, y, c);
+  /* The folded node now computes the normalized value: it takes that value's name (as a graph
+   * output already does through kiln_rw_replace), so a name keeps its meaning across the pass. */
+  if (!was_output) kiln_rw_swap_names(rw, y, c);
   kiln_rw_kill_node(rw, bn);
   return KILN_OK;
 }

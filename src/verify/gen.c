@@ -488,13 +488,12 @@ static int choose_outputs(gen *G, int *outs) {
   for (int n = 0; n < g->nodes.len; n++)
     for (int k = 0; k < g->nodes.data[n].n_inputs; k++)
       if (g->nodes.data[n].inputs[k] >= 0) read[g->nodes.data[n].inputs[k]] = true;
-  int n_out = 0, n_sinks = 0;
+  int n_out = 0;
   for (int i = 0; i < G->vals.len; i++) {
     const gen_val *v = &G->vals.data[i];
     if (v->is_input || v->is_const || v->dead) continue;
     int id = kiln_graph_find(g, v->name);
     bool sink = id >= 0 && !read[id];
-    n_sinks += sink;
     if (sink ? v->keep || !gen_chance(&G->rng, 0.2) : gen_chance(&G->rng, 0.08)) outs[n_out++] = i;
   }
   if (n_out == 0) outs[n_out++] = G->vals.len - 1;
