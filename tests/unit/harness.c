@@ -1,5 +1,9 @@
 #include "harness.h"
 
+#include <dirent.h>
+#include <string.h>
+#include <unistd.h>
+
 int kiln_test_failed_checks;
 
 int kiln_test_run(const kiln_test_case *cases, int n) {
@@ -16,4 +20,19 @@ int kiln_test_run(const kiln_test_case *cases, int n) {
   }
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
+}
+
+void kiln_test_remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char p[2048];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    if (e->d_type == DT_DIR) kiln_test_remove_dir(p);
+    else unlink(p);
+  }
+  closedir(d);
+  rmdir(dir);
 }

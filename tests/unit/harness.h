@@ -48,6 +48,9 @@ typedef struct kiln_test_case {
 
 int kiln_test_run(const kiln_test_case *cases, int n);
 
+/* Removes a folder the test made (its files and subfolders), ignoring errors. */
+void kiln_test_remove_dir(const char *dir);
+
 #define TEST_MAIN(...)                                                                             \
   int main(void) {                                                                                 \
     static const kiln_test_case cases_[] = {__VA_ARGS__};                                          \

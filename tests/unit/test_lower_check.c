@@ -223,21 +223,6 @@ static void test_unchecked_steps(void) {
 /* ---- the compiled CPU code ---- */
 static char g_cache[1024];
 
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char p[2048];
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    if (e->d_type == DT_DIR) remove_dir(p);
-    else unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
 static bool compiled_case(const check_case *c) {
   kiln_graph *g = parse(c->text);
   if (!g) return false;
@@ -286,7 +271,7 @@ static void test_compiled(void) {
     if (!ok) fprintf(stderr, "  compiled case %d (%s) failed\n", i, cases[i].name);
     CHECK(ok);
   }
-  remove_dir(g_cache);
+  kiln_test_remove_dir(g_cache);
 }
 
 TEST_MAIN(T(test_program_interp), T(test_unchecked_steps), T(test_compiled))

@@ -24,21 +24,6 @@ static void make_cache_dir(void) {
   if (!mkdtemp(g_cache)) abort();
 }
 
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char p[2048];
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    if (e->d_type == DT_DIR) remove_dir(p);
-    else unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static double rnd(void) {
   rng_state ^= rng_state << 13;
@@ -634,7 +619,7 @@ static void test_model_api(void) {
 }
 
 static void test_cleanup(void) {
-  remove_dir(g_cache);
+  kiln_test_remove_dir(g_cache);
   CHECK(access(g_cache, F_OK) != 0);
 }
 

@@ -18,21 +18,6 @@
 
 static char g_cache[1024];
 
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char p[2048];
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    if (e->d_type == DT_DIR) remove_dir(p);
-    else unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static double rnd(void) {
   rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
@@ -573,7 +558,7 @@ static void setup(void) {
   if (!mkdtemp(g_cache)) abort();
 }
 
-static void teardown(void) { remove_dir(g_cache); }
+static void teardown(void) { kiln_test_remove_dir(g_cache); }
 
 TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds),
           T(test_unstable), T(test_overflow_select), T(test_exact), T(test_unstable_zero), T(test_local), T(test_sound_unary), T(test_sound_contractions), T(test_sound_composite),

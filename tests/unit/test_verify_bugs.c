@@ -29,21 +29,6 @@ static void make_tmp(void) {
   if (!mkdtemp(g_tmp)) abort();
 }
 
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char p[2048];
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    if (e->d_type == DT_DIR) remove_dir(p);
-    else unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
 static kiln_graph *parse(const char *text) {
   kiln_graph *g = NULL;
   CHECK_OK(kiln_graph_parse(text, "test", &g));
@@ -298,6 +283,6 @@ int main(void) {
       {"pad_large", test_pad_large},
   };
   int rc = kiln_test_run(cases, (int)(sizeof cases / sizeof cases[0]));
-  if (g_tmp[0]) remove_dir(g_tmp);
+  if (g_tmp[0]) kiln_test_remove_dir(g_tmp);
   return rc;
 }

@@ -23,21 +23,6 @@ static void make_tmp(void) {
   if (!mkdtemp(g_tmp)) abort();
 }
 
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char p[2048];
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    if (e->d_type == DT_DIR) remove_dir(p);
-    else unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
 /* b = (x + 1e4) - 1e4 loses x's low bits: its end-to-end bound is about 2e-3, and the
  * MatMul after it inherits that bound. The MatMul kernel itself, fed its actual input b,
  * is exact to about 1e-6: a fault of 2e-3 in y hides end to end and shows locally. */
@@ -253,7 +238,7 @@ static void test_pass_local(void) {
 }
 
 static void cleanup(void) {
-  if (g_tmp[0]) remove_dir(g_tmp);
+  if (g_tmp[0]) kiln_test_remove_dir(g_tmp);
 }
 
 TEST_MAIN(T(test_looseness), T(test_loose_rows_and_warning), T(test_clean_model_checked_locally),

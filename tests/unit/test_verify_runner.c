@@ -24,21 +24,6 @@ static void make_tmp(void) {
   if (!mkdtemp(g_tmp)) abort();
 }
 
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    char p[2048];
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    if (e->d_type == DT_DIR) remove_dir(p);
-    else unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
 /* MatMul + bias + Relu (one fused kernel), then a Sigmoid of the MatMul result: two
  * kernels at least. x has a symbolic batch dim. */
 static const char *MODEL = "graph @mlp(%x: f32[N,3]) -> (%y: f32[N,4], %s: f32[N,4]) {\n"
@@ -428,7 +413,7 @@ static void test_bad_arguments(void) {
 }
 
 static void cleanup(void) {
-  if (g_tmp[0]) remove_dir(g_tmp);
+  if (g_tmp[0]) kiln_test_remove_dir(g_tmp);
 }
 
 TEST_MAIN(T(test_names), T(test_bisect), T(test_trace_reports_each_value_once),
