@@ -137,12 +137,6 @@ static int parse_args(int argc, char **argv, compile_args *a) {
 }
 
 /* ---- the artifact ---- */
-static kiln_status make_dir(const char *path) {
-  struct stat sb;
-  if (mkdir(path, 0777) == 0 || (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))) return KILN_OK;
-  return kiln_error(KILN_ERR_IO, "cannot create folder '%s': %s", path, strerror(errno));
-}
-
 static kiln_status write_manifest(const compile_args *a, const char *path) {
   kiln_strbuf b = {0};
   kiln_strbuf_printf(&b,
@@ -162,11 +156,11 @@ static kiln_status write_manifest(const compile_args *a, const char *path) {
 /* Saves the model as imported (before the passes rewrite it) and prepares DIR/src. */
 static kiln_status start_artifact(compile_args *a, const kiln_graph *g, char *src, size_t n) {
   char path[4200];
-  KILN_TRY(make_dir(a->out_dir));
+  KILN_TRY(kiln_make_dirs(a->out_dir));
   snprintf(path, sizeof path, "%s/model.onnx", a->out_dir);
   KILN_TRY(kiln_onnx_save(g, path));
   snprintf(src, n, "%s/src", a->out_dir);
-  KILN_TRY(make_dir(src));
+  KILN_TRY(kiln_make_dirs(src));
   a->co.keep_sources = src;
   snprintf(path, sizeof path, "%s/manifest.txt", a->out_dir);
   return write_manifest(a, path);
@@ -197,7 +191,7 @@ static kiln_status finish(const compile_args *a, kiln_cli_engine *e) {
              a->out_dir);
   }
   if (!st && a->emit_dir) {
-    st = make_dir(a->emit_dir);
+    st = kiln_make_dirs(a->emit_dir);
     if (!st) st = kiln_emit_standalone(kiln_cli_engine_compiled(e), a->emit_dir, "model");
     if (!st)
       printf("standalone C: %s (build: cd %s && cc -O2 main.c model.c -lm)\n", a->emit_dir,
@@ -216,7 +210,7 @@ static kiln_status compile_cuda(compile_args *a, kiln_graph *g) {
   kiln_cuda_build_report(b, &rep);
   fwrite(rep.data, 1, rep.len, stdout);
   kiln_status st = KILN_OK;
-  if (a->cuda_dir) st = make_dir(a->cuda_dir);
+  if (a->cuda_dir) st = kiln_make_dirs(a->cuda_dir);
   if (!st && a->cuda_dir) st = kiln_cuda_build_write(b, a->cuda_dir);
   if (!st && a->cuda_dir)
     printf("CUDA: %s (model.cu, launch.txt, report.txt%s)\n", a->cuda_dir,

@@ -168,11 +168,6 @@ static void note_fired(campaign *c, const char *fired) {
 }
 
 /* ---- findings ---- */
-static kiln_status make_dir(const char *d) {
-  if (mkdir(d, 0777) && errno != EEXIST) return kiln_error(KILN_ERR_IO, "cannot create '%s': %s", d, strerror(errno));
-  return KILN_OK;
-}
-
 /* Records a failure; the first of its signature is written (and reduced with --reduce). */
 static kiln_status record(campaign *c, uint64_t j, const kiln_gen_case *gc, kiln_verify_result *res) {
   for (int i = 0; i < c->found.len; i++)
@@ -184,7 +179,7 @@ static kiln_status record(campaign *c, uint64_t j, const kiln_gen_case *gc, kiln
   snprintf(f.sig, sizeof f.sig, "%s", res->signature);
   uint64_t h = kiln_hash_bytes(f.sig, strlen(f.sig), 0);
   snprintf(f.dir, sizeof f.dir, "%s/%012llx", c->a.out, (unsigned long long)(h >> 16));
-  KILN_TRY(make_dir(c->a.out));
+  KILN_TRY(kiln_make_dirs(c->a.out));
   KILN_TRY(kiln_verify_write_case(f.dir, gc->g, gc->n_in, gc->inputs, res));
   c->files++;
   kiln_vec_push(&c->found, f);
@@ -304,7 +299,7 @@ static kiln_status setup(campaign *c) {
   kiln_gen_case_free(&probe);
   kiln_verify_opts_init(&c->vo);
   c->vo.cpu = c->a.cpu, c->vo.cuda = c->a.cuda, c->vo.each_pass = true, c->vo.threads = 1;
-  KILN_TRY(make_dir(c->a.out));
+  KILN_TRY(kiln_make_dirs(c->a.out));
   snprintf(c->cache, sizeof c->cache, "%s/cache", c->a.out);
   c->vo.compile.cache_dir = c->cache;
   c->n_ops = kiln_gen_op_count();

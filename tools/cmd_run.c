@@ -149,11 +149,7 @@ static void safe_name(const char *name, char *buf, size_t n) {
 }
 
 static kiln_status write_outputs(const kiln_graph *g, const run_opts *o, kiln_val **outs) {
-  if (o->out_dir && mkdir(o->out_dir, 0777) != 0) {
-    struct stat sb;
-    if (stat(o->out_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-      return kiln_error(KILN_ERR_IO, "cannot create output folder '%s'", o->out_dir);
-  }
+  if (o->out_dir) KILN_TRY(kiln_make_dirs(o->out_dir));
   for (int i = 0; i < g->outputs.len; i++) {
     const char *name = g->values.data[g->outputs.data[i]].name;
     char tb[128], fn[200], path[4096];

@@ -136,5 +136,7 @@ uint64_t kiln_hash_bytes(const void *p, size_t n, uint64_t seed); /* FNV-1a 64 *
 /* Reads a whole file into a malloc'd buffer (NUL-terminated, not counted in *out_len). */
 kiln_status kiln_read_file(const char *path, char **out_data, size_t *out_len);
 kiln_status kiln_write_file(const char *path, const void *data, size_t len);
+/* mkdir -p: creates path and its missing parents; an existing folder is fine. */
+kiln_status kiln_make_dirs(const char *path);
 
 #endif

@@ -1,6 +1,7 @@
 /* Allocation helpers, the arena, growable arrays, string builders, a string
  * hash map and whole-file I/O. */
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,4 +284,24 @@ kiln_status kiln_write_file(const char *path, const void *data, size_t len) {
   size_t n = fwrite(data, 1, len, f);
   if (fclose(f) != 0 || n != len) return kiln_error(KILN_ERR_IO, "cannot write '%s'", path);
   return KILN_OK;
+}
+
+kiln_status kiln_make_dirs(const char *dir) {
+  if (!dir || !*dir) return kiln_error(KILN_ERR_INVALID, "empty folder name");
+  char *path = kiln_xstrdup(dir);
+  kiln_status st = KILN_OK;
+  for (char *p = path + 1; !st; p++) {
+    bool end = *p == 0;
+    if (*p != '/' && !end) continue;
+    *p = 0;
+    struct stat sb;
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      st = kiln_error(KILN_ERR_IO, "cannot create folder '%s': %s", path, strerror(errno));
+    else if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+      st = kiln_error(KILN_ERR_IO, "'%s' is not a folder", path);
+    if (end) break;
+    *p = '/';
+  }
+  free(path);
+  return st;
 }

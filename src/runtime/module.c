@@ -159,24 +159,6 @@ static void sh_quote(kiln_strbuf *b, const char *s) {
 }
 
 /* ---- directories ---- */
-static kiln_status mkdirs(const char *path) {
-  char *p = kiln_xstrdup(path);
-  for (char *s = p + 1;; s++) {
-    if (*s != '/' && *s) continue;
-    char c = *s;
-    *s = 0;
-    if (mkdir(p, 0755) && errno != EEXIST) {
-      kiln_status st = kiln_error(KILN_ERR_IO, "cannot create folder '%s': %s", p, strerror(errno));
-      free(p);
-      return st;
-    }
-    *s = c;
-    if (!c) break;
-  }
-  free(p);
-  return KILN_OK;
-}
-
 char *kiln_cache_dir(const char *override) {
   if (override && *override) return kiln_xstrdup(override);
   const char *e = getenv("KILN_CACHE_DIR");
@@ -402,11 +384,11 @@ static char *entry_path(const build *b, const char *kind, hash128 key) {
 
 static kiln_status make_cache_dirs(const char *cache) {
   char sub[4096];
-  KILN_TRY(mkdirs(cache));
+  KILN_TRY(kiln_make_dirs(cache));
   snprintf(sub, sizeof sub, "%s/obj", cache);
-  KILN_TRY(mkdirs(sub));
+  KILN_TRY(kiln_make_dirs(sub));
   snprintf(sub, sizeof sub, "%s/lib", cache);
-  KILN_TRY(mkdirs(sub));
+  KILN_TRY(kiln_make_dirs(sub));
   if (access(cache, W_OK)) return kiln_error(KILN_ERR_IO, "cannot write to '%s'", cache);
   return KILN_OK;
 }
@@ -455,7 +437,7 @@ static void build_free(build *b) {
 }
 
 static kiln_status keep_sources(const build *b, int n, const char *const *sources) {
-  KILN_TRY(mkdirs(b->o->keep_sources));
+  KILN_TRY(kiln_make_dirs(b->o->keep_sources));
   for (int i = 0; i < n; i++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/unit%d.c", b->o->keep_sources, i);

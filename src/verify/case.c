@@ -8,26 +8,6 @@
 #include "../onnx/onnx.h"
 #include "verify.h"
 
-/* mkdir -p */
-static kiln_status make_dirs(const char *dir) {
-  char *path = kiln_xstrdup(dir);
-  kiln_status st = KILN_OK;
-  for (char *p = path + 1; !st; p++) {
-    bool end = *p == 0;
-    if (*p != '/' && !end) continue;
-    *p = 0;
-    struct stat sb;
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-      st = kiln_error(KILN_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-    else if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-      st = kiln_error(KILN_ERR_IO, "'%s' is not a directory", path);
-    if (end) break;
-    *p = '/';
-  }
-  free(path);
-  return st;
-}
-
 static char *join(const char *dir, const char *name) {
   size_t n = strlen(dir) + strlen(name) + 2;
   char *p = kiln_xmalloc(n);
@@ -79,7 +59,7 @@ kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_i
     if (!inputs[i] || inputs[i]->kind != KILN_TYPE_TENSOR || !inputs[i]->t)
       return kiln_unsupported("case: input '%s' is not a tensor",
                               g->values.data[g->inputs.data[i]].name);
-  KILN_TRY(make_dirs(dir));
+  KILN_TRY(kiln_make_dirs(dir));
   char *path = join(dir, "model.onnx");
   kiln_status st = kiln_onnx_save(g, path);
   free(path);

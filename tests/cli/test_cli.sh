@@ -206,6 +206,12 @@ for line in "fuzz: 3 graphs" "ops covered:" "op pairs covered" "passes fired" "f
     { failed=$((failed + 1)); echo "FAIL fuzz summary lacks '$line'"; cat "$tmp/out"; }
 done
 expect 0 "fuzz shard 1/2 of the graph-only layers" "$kiln" fuzz --count 2 --shard 1/2 --backend none --out "$tmp/fz" -q
+expect 0 "fuzz --out with missing parent folders" "$kiln" fuzz --count 1 --backend none --out "$tmp/fzp/a/b" -q
+[ -d "$tmp/fzp/a/b" ] && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL fuzz --out did not create its parent folders"; }
+touch "$tmp/fzfile"
+expect 2 "fuzz --out under a file" "$kiln" fuzz --count 1 --backend none --out "$tmp/fzfile/x" -q
+expect_stderr "fzfile" "fuzz names the folder it cannot create"
 # ---- end kiln fuzz ----
 # ---- kiln verify ----
 expect 0 "verify --help" "$kiln" verify --help
