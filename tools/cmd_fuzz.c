@@ -13,7 +13,7 @@
 static const char *const fuzz_help =
     "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N] [--backend cpu,cuda|none]\n"
     "                 [--oracle kiln|onnxruntime] [--out DIR] [--max-nodes N] [--ops A,B]\n"
-    "                 [--reduce] [-q] [--list-ops]\n\n"
+    "                 [--threads N] [--reduce] [-q] [--list-ops]\n\n"
     "Generates random valid models (1..max-nodes nodes over every op Kiln compiles, several\n"
     "dtypes, concrete and symbolic shapes) with inputs on which the reference is finite and\n"
     "stable, and verifies each one like 'kiln verify': the graph after every pass, the tile\n"
@@ -31,6 +31,8 @@ static const char *const fuzz_help =
     "  --out DIR        where failure cases go (default fuzz-out); DIR/cache is the kernel\n"
     "                   cache of the campaign\n"
     "  --max-nodes N    nodes per graph at most, 1..30 (default 12)\n"
+    "  --threads N      kernel threads the cpu layer compiles for (default: drawn per graph,\n"
+    "                   1, 2 or 4, so that the parallel schedules are checked too)\n"
     "  --ops A,B        draw only these ops (names as in --list-ops)\n"
     "  --reduce         reduce each new failure (DIR/<hash>/reduced)\n"
     "  -q               no progress lines\n"
@@ -45,6 +47,7 @@ typedef struct fuzz_args {
   bool cpu, cuda, ort, reduce, quiet;
   const char *out;
   long max_nodes;
+  long threads; /* 0: drawn per graph */
   const char *ops;
 } fuzz_args;
 
@@ -129,6 +132,9 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
     } else if (kiln_cli_opt(argc, argv, &i, "--max-nodes", &v)) {
       if (!v || kiln_cli_int(v, &n) || n < 1 || n > 30) return kiln_cli_usage("fuzz", "--max-nodes needs 1..30");
       a->max_nodes = n;
+    } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
+      if (!v || kiln_cli_int(v, &n) || n < 1 || n > 1024) return kiln_cli_usage("fuzz", "--threads needs 1..1024");
+      a->threads = n;
     } else if (kiln_cli_opt(argc, argv, &i, "--ops", &v)) {
       if (!v || !*v) return kiln_cli_usage("fuzz", "--ops needs op names");
       a->ops = v;
@@ -218,9 +224,19 @@ static kiln_status check_ort(campaign *c, uint64_t j, const kiln_gen_case *gc) {
   return st;
 }
 
+/* Kernel threads for graph j: --threads, else 1 (half the graphs), 2 or 4 from j's seed (the
+ * lowering picks parallel loops and GEMM splits by the thread count). */
+static int graph_threads(const campaign *c, uint64_t seed) {
+  if (c->a.threads > 0) return (int)c->a.threads;
+  static const int pick[4] = {1, 1, 2, 4};
+  return pick[(seed >> 61) & 3];
+}
+
 static kiln_status run_one(campaign *c, uint64_t j) {
   kiln_gen_case gc;
-  KILN_TRY(kiln_gen_model(&c->go, kiln_gen_seed(c->a.seed, j), &gc));
+  uint64_t seed = kiln_gen_seed(c->a.seed, j);
+  c->vo.threads = graph_threads(c, seed);
+  KILN_TRY(kiln_gen_model(&c->go, seed, &gc));
   c->tried++;
   if (gc.status == KILN_GEN_INVALID) {
     c->invalid++;

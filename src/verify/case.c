@@ -32,6 +32,14 @@ static const char *backend_flag(const kiln_verify_result *res) {
   return cpu ? " --backend cpu,cuda" : cuda ? " --backend cuda" : " --backend none";
 }
 
+const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result *res, char *buf,
+                                       size_t len) {
+  char threads[32] = "";
+  if (res && res->threads > 1) snprintf(threads, sizeof threads, " --threads %d", res->threads);
+  snprintf(buf, len, "kiln verify %s%s%s", dir, backend_flag(res), threads);
+  return buf;
+}
+
 static kiln_status write_info(const char *dir, const kiln_verify_result *res) {
   kiln_strbuf b = {0};
   const kiln_layer_result *f =
@@ -43,7 +51,9 @@ static kiln_status write_info(const char *dir, const kiln_verify_result *res) {
   else kiln_strbuf_printf(&b, "pass: -\n");
   kiln_strbuf_printf(&b, "where: %s\n", res && res->where[0] ? res->where : "-");
   if (f && f->msg[0]) kiln_strbuf_printf(&b, "message: %s\n", f->msg);
-  kiln_strbuf_printf(&b, "command: kiln verify %s%s\n", dir, backend_flag(res));
+  if (res && res->threads > 1) kiln_strbuf_printf(&b, "threads: %d\n", res->threads);
+  char cmd[1200];
+  kiln_strbuf_printf(&b, "command: %s\n", kiln_verify_replay_command(dir, res, cmd, sizeof cmd));
   char *path = join(dir, "case.txt");
   kiln_status st = kiln_write_file(path, b.data, b.len);
   free(path);

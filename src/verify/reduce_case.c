@@ -109,8 +109,8 @@ static bool choose_options(case_pred *p, const kiln_graph *g, int n_in, kiln_val
   return false;
 }
 
-/* The runner's base options from the replay command of case.txt ("--backend none" ...). */
-static void recorded_backends(const char *case_dir, kiln_verify_opts *vo) {
+/* The runner's base options from the replay command of case.txt ("--backend none", "--threads 4"). */
+static void recorded_options(const char *case_dir, kiln_verify_opts *vo) {
   char path[4200], *text = NULL;
   size_t len = 0;
   snprintf(path, sizeof path, "%s/case.txt", case_dir);
@@ -127,6 +127,11 @@ static void recorded_backends(const char *case_dir, kiln_verify_opts *vo) {
     snprintf(list, sizeof list, "%.*s", (int)(n < 63 ? n : 63), b);
     vo->cpu = strstr(list, "cpu") != NULL;
     vo->cuda = strstr(list, "cuda") != NULL;
+  }
+  const char *t = cmd ? strstr(cmd, "--threads ") : NULL;
+  if (t && (!eol || t < eol)) {
+    int n = atoi(t + strlen("--threads "));
+    if (n >= 1 && n <= 1024) vo->threads = n;
   }
   free(text);
 }
@@ -154,7 +159,7 @@ kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
   else kiln_verify_opts_init(&p.vo);
   p.vo.log = NULL;
   p.vo.repro_dir = NULL;
-  recorded_backends(case_dir, &p.vo);
+  recorded_options(case_dir, &p.vo);
 
   kiln_graph *g = NULL;
   kiln_val **in = NULL;

@@ -314,6 +314,7 @@ kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inpu
   kiln_verify_opts_init(&dflt);
   memset(res, 0, sizeof *res);
   res->first_failing = -1;
+  res->threads = o && o->threads > 0 ? o->threads : 1;
   KILN_TRY(check_args(g, n_in, inputs));
   kiln_vrun r = {.g = g, .n_in = n_in, .inputs = inputs, .o = o ? o : &dflt, .res = res};
   kiln_status st = setup(&r);
@@ -408,11 +409,13 @@ void kiln_verify_print(const kiln_verify_result *res, kiln_strbuf *out) {
     return;
   }
   const kiln_layer_result *f = &res->layers.data[res->first_failing];
+  char cmd[1200];
   kiln_strbuf_printf(out, "result: FAILED\nfirst failing layer: %s\n", f->name);
   if (res->pass[0])
     kiln_strbuf_printf(out, "pass: %s (application %d)\n", res->pass, res->pass_application);
   kiln_strbuf_printf(out, "where: %s\nsignature: %s\n", res->where[0] ? res->where : "-",
                      res->signature);
   if (res->case_dir[0])
-    kiln_strbuf_printf(out, "case: %s\nreplay: kiln verify %s\n", res->case_dir, res->case_dir);
+    kiln_strbuf_printf(out, "case: %s\nreplay: %s\n", res->case_dir,
+                       kiln_verify_replay_command(res->case_dir, res, cmd, sizeof cmd));
 }

@@ -164,6 +164,7 @@ typedef struct kiln_verify_result {
   int64_t n_unstable;      /* unstable elements of the reference (kiln_vref.n_unstable): a
                               mismatch downstream of them may be no bug */
   char unstable_note[256]; /* the first unstable node (kiln_vref.note) */
+  int threads;             /* the kernel threads the cpu layer was compiled for (opts.threads) */
 } kiln_verify_result;
 
 /* Verifies g on inputs (both borrowed; g is not modified: the runner works on copies).
@@ -190,9 +191,13 @@ int kiln_verify_bisect(int good, int bad, bool (*fails)(void *user, int k), void
  *   model.onnx   the graph
  *   model.kiln   the same graph in the text IR
  *   input_<i>.pb one TensorProto per graph input, named after it
- *   case.txt     "key: value" lines: signature, layer, pass, where, and "command: kiln verify
- *                DIR" -- the command that replays it.
+ *   case.txt     "key: value" lines: signature, layer, pass, where, threads (when > 1), and
+ *                "command: kiln verify DIR ..." -- the command that replays it.
  * `kiln verify DIR` loads model.onnx and the inputs of a case directory. */
+/* The command that replays res from the case folder dir: "kiln verify DIR" with the --backend
+ * and --threads the run used when they are not the defaults. Returns buf. */
+const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result *res, char *buf,
+                                       size_t len);
 kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
                                    kiln_val *const *inputs, const kiln_verify_result *res);
 /* Loads a case: *g (types inferred), *inputs (malloc'd array of n values), and the recorded

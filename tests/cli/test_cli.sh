@@ -198,6 +198,7 @@ expect 2 "fuzz --count 0" "$kiln" fuzz --count 0
 expect 2 "fuzz --shard 3/3" "$kiln" fuzz --shard 3/3
 expect 2 "fuzz --backend gpu" "$kiln" fuzz --backend gpu
 expect 2 "fuzz --max-nodes 31" "$kiln" fuzz --max-nodes 31
+expect 2 "fuzz --threads 0" "$kiln" fuzz --threads 0
 expect 2 "fuzz --ops with an unknown op" "$kiln" fuzz --ops Relu,NoSuchOp --out "$tmp/fz0"
 expect_stderr "NoSuchOp" "fuzz names the unknown op"
 expect 0 "fuzz --count 3" "$kiln" fuzz --count 3 --seed 5 --max-nodes 6 --out "$tmp/fz" -q

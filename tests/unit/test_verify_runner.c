@@ -349,9 +349,10 @@ static void test_case_round_trip(void) {
   char dir[1200];
   snprintf(dir, sizeof dir, "%s/cases/one", g_tmp);
   o.repro_dir = dir;
+  o.threads = 4; /* recorded in the replay command */
   kiln_verify_result r;
   CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
-  CHECK(r.failed && !strcmp(r.case_dir, dir));
+  CHECK(r.failed && !strcmp(r.case_dir, dir) && r.threads == 4);
   kiln_graph *g2 = NULL;
   kiln_val **ins = NULL;
   int n = 0;
@@ -376,8 +377,9 @@ static void test_case_round_trip(void) {
   size_t len = 0;
   CHECK_OK(kiln_read_file(path, &text, &len));
   char cmd[1400];
-  snprintf(cmd, sizeof cmd, "command: kiln verify %s --backend none\n", dir);
+  snprintf(cmd, sizeof cmd, "command: kiln verify %s --backend none --threads 4\n", dir);
   CHECK(text && strstr(text, cmd));
+  CHECK(text && strstr(text, "threads: 4\n"));
   CHECK(text && strstr(text, "layer: tile\n"));
   free(text);
   snprintf(path, sizeof path, "%s/model.kiln", dir);
