@@ -121,9 +121,41 @@ kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
   return st;
 }
 
-/* ---- CAST: to a float type the reference stays exact (x) and the error grows by the
- * rounding to the target: e (1 + u) + u |x| + tiny; a value out of the target's range
- * takes the converted value (Inf, NaN or the saturated maximum). To other types: DISCRETE. */
+/* ---- CAST to a float type. The rounding to the target is the op's meaning, not a freedom: a
+ * correct kernel rounds its input x' (|x' - x| <= e) to the target, and rounding is monotonic,
+ * so its result lies between round(x - e) and round(x + e). The reference is round(x) and the
+ * bound the larger distance to those corners: 0 for an exact input, so a Cast that a pass drops
+ * or a kernel skips is caught. From f64 to a type narrower than f32 the rounding through f32
+ * (twice rounded) is allowed too. A corner that leaves the target's range while x does not is
+ * unstable. f8/f4 targets (saturation modes) keep the looser model: the reference stays x and
+ * the error grows by the rounding, e (1 + u) + u |x| + tiny. To other types: DISCRETE. ---- */
+static double round_to(kiln_dtype to, double v) {
+  uint64_t tmp = 0;
+  kiln_store_f64(to, &tmp, 0, v);
+  return kiln_load_f64(to, &tmp, 0);
+}
+
+static bool exact_rounding(kiln_dtype to) {
+  return to == KILN_F64 || to == KILN_F32 || to == KILN_F16 || to == KILN_BF16;
+}
+
+/* The bound of one element rounded exactly: r = round(x); INFINITY when a corner leaves the
+ * range (or NaN) while r does not. */
+static double rounded_err(kiln_dtype from, kiln_dtype to, double xv, double ev, double r) {
+  double c[4] = {round_to(to, xv - ev), round_to(to, xv + ev), r, r};
+  if (from == KILN_F64 && to != KILN_F64 && to != KILN_F32) {
+    c[2] = round_to(to, round_to(KILN_F32, xv - ev));
+    c[3] = round_to(to, round_to(KILN_F32, xv + ev));
+  }
+  double err = 0;
+  for (int k = 0; k < 4; k++) {
+    if (c[k] == r) continue;
+    if (!isfinite(c[k]) || !isfinite(r)) return INFINITY;
+    err = fmax(err, fabs(c[k] - r));
+  }
+  return err;
+}
+
 kiln_status kiln_bnd_cast(bnd_node *b) {
   int oid = b->n->outputs[0];
   kiln_dtype to = oid >= 0 ? b->g->values.data[oid].type.dtype : KILN_UNDEFINED;
@@ -134,24 +166,31 @@ kiln_status kiln_bnd_cast(bnd_node *b) {
   kiln_tensor *y = kiln_bnd_out_t(b, b->out, 0);
   if (!x || !y || x->numel != y->numel || x->dtype == KILN_STRING) return KILN_OK;
   double u = kiln_bnd_unit_roundoff(to), tiny = kiln_bnd_tiny(to);
+  bool exact = exact_rounding(to);
   kiln_tensor *e = kiln_bnd_zeros_like(y);
   double *yd = y->data, *ed = e->data;
   const double *ex = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;
+  int64_t unstable = 0;
   for (int64_t i = 0; i < y->numel; i++) {
-    double xv = kiln_load_f64(x->dtype, x->data, (size_t)i);
-    if (b->n->op == KILN_OP_CastLike) { /* the kernel kept x: round to the target here */
-      uint64_t tmp = 0;
-      kiln_store_f64(to, &tmp, 0, xv);
-      yd[i] = kiln_load_f64(to, &tmp, 0);
+    double xv = kiln_load_f64(x->dtype, x->data, (size_t)i), ev = ex ? ex[i] : 0;
+    /* CastLike's reference kernel kept x in double: round to the target here */
+    double r = b->n->op == KILN_OP_CastLike ? round_to(to, xv) : yd[i];
+    if (isnan(xv)) {
+      yd[i] = r, ed[i] = 0;
+      continue;
     }
-    double r = yd[i];
+    if (exact) {
+      yd[i] = r, ed[i] = rounded_err(x->dtype, to, xv, ev, r);
+      unstable += isinf(ed[i]);
+      continue;
+    }
     bool normal = isfinite(xv) && isfinite(r) && fabs(r - xv) <= u * fabs(xv) + tiny;
-    if (normal || (isnan(xv) && isnan(r))) yd[i] = xv;
-    double ev = ex ? ex[i] : 0;
-    bool exact = ev == 0 && r == xv; /* an exact input that converts exactly */
-    ed[i] = isfinite(yd[i]) && !exact ? ev * (1 + u) + u * fabs(xv) + tiny : 0;
-    if (!normal && isfinite(xv) && ev > 0) kiln_bnd_unstable(b, 1, "a cast saturates");
+    yd[i] = normal ? xv : r;
+    bool same = ev == 0 && r == xv; /* an exact input that converts exactly */
+    ed[i] = isfinite(yd[i]) && !same ? ev * (1 + u) + u * fabs(xv) + tiny : 0;
+    if (!normal && isfinite(xv) && ev > 0) unstable++;
   }
+  if (unstable) kiln_bnd_unstable(b, unstable, "a cast leaves the target's range within the error");
   b->eout[0] = e;
   return KILN_OK;
 }

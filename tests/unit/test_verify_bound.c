@@ -481,6 +481,46 @@ static void test_exact(void) {
   fixture_free(&f);
 }
 
+/* Cast to a narrower float rounds exactly: the reference is the rounded value, with bound 0 for
+ * an exact input, so a dropped Cast (the unrounded value) fails; after an inexact op the bound
+ * is the distance to the rounded corners, at most one f16 step. The compiled code passes. */
+static const char *const CASTS = "graph @c(%x: f32[64]) -> (%y: f32[64], %z: f32[64]) {\n"
+                                 "  opset \"\" 17\n"
+                                 "  %h = Cast(%x) {to=10} : f16[64]\n"
+                                 "  %y = Cast(%h) {to=1} : f32[64]\n"
+                                 "  %e = Exp(%x) : f32[64]\n"
+                                 "  %he = Cast(%e) {to=10} : f16[64]\n"
+                                 "  %z = Cast(%he) {to=1} : f32[64]\n"
+                                 "  return %y, %z\n}\n";
+
+static void test_cast_rounding(void) {
+  fixture f;
+  if (fixture_make(&f, CASTS, -3, 3)) {
+    int h = kiln_graph_find(f.g, "h"), he = kiln_graph_find(f.g, "he");
+    const float *x = f.in[0]->t->data;
+    const double *hv = f.r->val[h]->t->data, *hev = f.r->val[he]->t->data;
+    const double *herr = f.r->err[he] ? f.r->err[he]->data : NULL;
+    bool rounded = true, exact = true, tight = true;
+    for (int i = 0; i < 64; i++) {
+      uint16_t b = 0;
+      kiln_store_f64(KILN_F16, &b, 0, x[i]);
+      rounded &= hv[i] == kiln_load_f64(KILN_F16, &b, 0);
+      exact &= !f.r->err[h] || ((double *)f.r->err[h]->data)[i] == 0;
+      if (herr) tight &= herr[i] <= 0x1p-10 * fabs(hev[i]) * 1.01;
+    }
+    CHECK(rounded);
+    CHECK(exact);
+    CHECK(tight);
+    CHECK(check_out(&f, 0).ok && check_out(&f, 1).ok);
+    /* a dropped Cast: y = x unrounded */
+    memcpy(f.out[0]->t->data, x, 64 * sizeof(float));
+    kiln_vcheck c = check_out(&f, 0);
+    CHECK(!c.ok);
+  }
+  fixture_free(&f);
+  CHECK(sound(CASTS, -3, 3, true) <= 1);
+}
+
 static const char *const UNARY =
     "graph @u(%x: f32[64], %p: f32[64]) -> (%a: f32[64], %b: f32[64], %c: f32[64], %d: f32[64],\n"
     "         %e: f32[64], %f: f32[64], %g: f32[64], %h: f32[64], %i: f32[64], %j: f32[64]) {\n"
@@ -561,5 +601,5 @@ static void setup(void) {
 static void teardown(void) { kiln_test_remove_dir(g_cache); }
 
 TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds),
-          T(test_unstable), T(test_overflow_select), T(test_exact), T(test_unstable_zero), T(test_local), T(test_sound_unary), T(test_sound_contractions), T(test_sound_composite),
+          T(test_unstable), T(test_overflow_select), T(test_exact), T(test_unstable_zero), T(test_cast_rounding), T(test_local), T(test_sound_unary), T(test_sound_contractions), T(test_sound_composite),
           T(test_sound_k4096), T(teardown))
