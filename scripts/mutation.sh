@@ -86,7 +86,7 @@ for id in $IDS; do
       secs=$(($(stat -c %Y "$first") - start))
       [ "$secs" -lt 0 ] && secs=0
       case "$exp" in
-      "pass "*) [ "$layer" = pass ] && [ "pass $pass" = "$exp" ] && ok=yes || ok=no ;;
+      "pass "*) [ "${layer%% *}" = pass ] && [ "pass ${pass%% *}" = "$exp" ] && ok=yes || ok=no ;;
       *) [ "$layer" = "$exp" ] && ok=yes || ok=no ;;
       esac
       [ "$ok" = yes ] && matched=$((matched + 1))

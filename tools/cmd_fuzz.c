@@ -13,7 +13,7 @@
 static const char *const fuzz_help =
     "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N] [--backend cpu,cuda|none]\n"
     "                 [--oracle kiln|onnxruntime] [--out DIR] [--max-nodes N] [--ops A,B]\n"
-    "                 [--threads N] [--reduce] [-q] [--list-ops]\n\n"
+    "                 [--threads N] [--cpu-every N] [--reduce] [-q] [--list-ops]\n\n"
     "Generates random valid models (1..max-nodes nodes over every op Kiln compiles, several\n"
     "dtypes, concrete and symbolic shapes) with inputs on which the reference is finite and\n"
     "stable, and verifies each one like 'kiln verify': the graph after every pass, the tile\n"
@@ -33,6 +33,10 @@ static const char *const fuzz_help =
     "  --max-nodes N    nodes per graph at most, 1..30 (default 12)\n"
     "  --threads N      kernel threads the cpu layer compiles for (default: drawn per graph,\n"
     "                   1, 2 or 4, so that the parallel schedules are checked too)\n"
+    "  --cpu-every N    compile and run the cpu layer on one graph in N, drawn by seed\n"
+    "                   (default 3; 1: every graph). The graph and tile layers run on every\n"
+    "                   graph: they take a tenth of the time of the C compiler, so a campaign\n"
+    "                   checks the lowering on three times as many graphs\n"
     "  --ops A,B        draw only these ops (names as in --list-ops)\n"
     "  --reduce         reduce each new failure (DIR/<hash>/reduced)\n"
     "  -q               no progress lines\n"
@@ -47,7 +51,8 @@ typedef struct fuzz_args {
   bool cpu, cuda, ort, reduce, quiet;
   const char *out;
   long max_nodes;
-  long threads; /* 0: drawn per graph */
+  long threads;   /* 0: drawn per graph */
+  long cpu_every; /* the cpu layer on one graph in cpu_every */
   const char *ops;
 } fuzz_args;
 
@@ -63,7 +68,7 @@ typedef struct campaign {
   kiln_gen_opts go;
   kiln_verify_opts vo;
   kiln_ort *ort;
-  int64_t tried, valid, invalid, no_inputs, verify_errors, ort_refused;
+  int64_t tried, valid, invalid, no_inputs, verify_errors, ort_refused, compiled;
   int64_t n_ops, *op_seen;             /* per generator op */
   bool pairs[KILN_OP_COUNT][KILN_OP_COUNT]; /* producer -> consumer */
   KILN_VEC(finding) found;
@@ -135,6 +140,9 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
     } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
       if (!v || kiln_cli_int(v, &n) || n < 1 || n > 1024) return kiln_cli_usage("fuzz", "--threads needs 1..1024");
       a->threads = n;
+    } else if (kiln_cli_opt(argc, argv, &i, "--cpu-every", &v)) {
+      if (!v || kiln_cli_int(v, &n) || n < 1 || n > 1000000) return kiln_cli_usage("fuzz", "--cpu-every needs a number >= 1");
+      a->cpu_every = n;
     } else if (kiln_cli_opt(argc, argv, &i, "--ops", &v)) {
       if (!v || !*v) return kiln_cli_usage("fuzz", "--ops needs op names");
       a->ops = v;
@@ -236,6 +244,7 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   kiln_gen_case gc;
   uint64_t seed = kiln_gen_seed(c->a.seed, j);
   c->vo.threads = graph_threads(c, seed);
+  c->vo.cpu = c->a.cpu && (seed >> 32) % (uint64_t)c->a.cpu_every == 0;
   KILN_TRY(kiln_gen_model(&c->go, seed, &gc));
   c->tried++;
   if (gc.status == KILN_GEN_INVALID) {
@@ -255,6 +264,7 @@ static kiln_status run_one(campaign *c, uint64_t j) {
       st = KILN_OK;
     } else {
       note_fired(c, res.fired);
+      c->compiled += c->vo.cpu;
       if (res.failed) st = record(c, j, &gc, &res);
       kiln_verify_result_free(&res);
     }
@@ -274,11 +284,35 @@ static bool op_listed(const char *list, const char *name) {
   return false;
 }
 
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Nodes drawn per op: the fewest (which op) and the median, over the ops in play. */
+static void print_depth(const campaign *c) {
+  int64_t *n = kiln_xcalloc((size_t)c->n_ops + 1, sizeof *n);
+  int m = 0, least = -1;
+  for (int k = 0; k < c->n_ops; k++) {
+    const char *name = kiln_gen_op_name(k);
+    if (name[0] == '(' || !op_listed(c->a.ops, name)) continue;
+    n[m++] = c->op_seen[k];
+    if (least < 0 || c->op_seen[k] < c->op_seen[least]) least = k;
+  }
+  if (m > 0) {
+    qsort(n, (size_t)m, sizeof *n, cmp_i64);
+    printf("nodes per op: fewest %lld (%s), median %lld\n", (long long)n[0],
+           kiln_gen_op_name(least), (long long)n[m / 2]);
+  }
+  free(n);
+}
+
 static void summary(const campaign *c, double secs) {
   printf("fuzz: %lld graphs in %.1f s (%.2f/s): %lld valid, %lld invalid, %lld dropped (no finite, "
          "stable inputs), %lld runner errors\n",
          (long long)c->tried, secs, secs > 0 ? (double)c->tried / secs : 0.0, (long long)c->valid,
          (long long)c->invalid, (long long)c->no_inputs, (long long)c->verify_errors);
+  if (c->a.cpu) printf("cpu layer (compiled C) on %lld graphs\n", (long long)c->compiled);
   int covered = 0, total = 0;
   kiln_strbuf miss = {0};
   for (int k = 0; k < c->n_ops; k++) {
@@ -290,6 +324,7 @@ static void summary(const campaign *c, double secs) {
   }
   printf("ops covered: %d of %d%s%s\n", covered, total, miss.data ? "; not covered:" : "", miss.data ? miss.data : "");
   kiln_strbuf_free(&miss);
+  print_depth(c);
   int pairs = 0;
   for (int p = 0; p < KILN_OP_COUNT; p++)
     for (int q = 0; q < KILN_OP_COUNT; q++) pairs += c->pairs[p][q];
@@ -339,7 +374,8 @@ static void teardown(campaign *c) {
 
 int kiln_cmd_fuzz(int argc, char **argv) {
   campaign *c = kiln_xcalloc(1, sizeof *c);
-  c->a = (fuzz_args){.seed = 1, .shards = 1, .cpu = true, .out = "fuzz-out", .max_nodes = 12};
+  c->a = (fuzz_args){.seed = 1, .shards = 1, .cpu = true, .out = "fuzz-out", .max_nodes = 12,
+                       .cpu_every = 3};
   int rc = parse_args(argc, argv, &c->a);
   kiln_status st = rc < 0 ? setup(c) : KILN_OK;
   double t0 = kiln_cli_seconds(), last = t0;

@@ -116,12 +116,13 @@ bool gen_b_conv(gen *G, int op) {
   int64_t group = 1, m = gen_int(&G->rng, 1, 6);
   int gsel = gen_int(&G->rng, 0, 3);
   if (gsel == 1) group = c, m = c * gen_int(&G->rng, 1, 2); /* depthwise */
-  else if (gsel == 2)
-    for (int64_t g = c; g >= 1; g--)
-      if (c % g == 0 && gen_chance(&G->rng, 0.5)) {
-        group = g, m = g * gen_int(&G->rng, 1, 2);
-        break;
-      }
+  else if (gsel == 2) { /* grouped: any divisor > 1, 1..3 output channels per group */
+    int64_t divs[16];
+    int nd = 0;
+    for (int64_t g = 2; g <= c && nd < 16; g++)
+      if (c % g == 0) divs[nd++] = g;
+    if (nd > 0) group = divs[gen_int(&G->rng, 0, nd - 1)], m = group * gen_int(&G->rng, 1, 3);
+  }
   int64_t k[3], s[3], dl[3], pads[6], wd[5] = {m, c / group};
   for (int d = 0; d < sd; d++) {
     int64_t in = gen_dim(G, x, 2 + d);

@@ -199,10 +199,11 @@ expect 2 "fuzz --shard 3/3" "$kiln" fuzz --shard 3/3
 expect 2 "fuzz --backend gpu" "$kiln" fuzz --backend gpu
 expect 2 "fuzz --max-nodes 31" "$kiln" fuzz --max-nodes 31
 expect 2 "fuzz --threads 0" "$kiln" fuzz --threads 0
+expect 2 "fuzz --cpu-every 0" "$kiln" fuzz --cpu-every 0
 expect 2 "fuzz --ops with an unknown op" "$kiln" fuzz --ops Relu,NoSuchOp --out "$tmp/fz0"
 expect_stderr "NoSuchOp" "fuzz names the unknown op"
 expect 0 "fuzz --count 3" "$kiln" fuzz --count 3 --seed 5 --max-nodes 6 --out "$tmp/fz" -q
-for line in "fuzz: 3 graphs" "ops covered:" "op pairs covered" "passes fired" "failures: 0" "files written"; do
+for line in "fuzz: 3 graphs" "cpu layer (compiled C) on" "nodes per op: fewest" "ops covered:" "op pairs covered" "passes fired" "failures: 0" "files written"; do
   grep -q "$line" "$tmp/out" && passed=$((passed + 1)) ||
     { failed=$((failed + 1)); echo "FAIL fuzz summary lacks '$line'"; cat "$tmp/out"; }
 done

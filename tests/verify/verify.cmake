@@ -25,5 +25,5 @@ endif()
 
 # 40 random graphs (deterministic by seed): exit 0, nothing found.
 add_test(NAME verify.fuzz_smoke
-         COMMAND kiln_cli fuzz --count 40 --seed 1 -q --out ${CMAKE_BINARY_DIR}/verify-fuzz-out)
+         COMMAND kiln_cli fuzz --count 120 --cpu-every 3 --seed 1 -q --out ${CMAKE_BINARY_DIR}/verify-fuzz-out)
 set_tests_properties(verify.fuzz_smoke PROPERTIES LABELS "verify" TIMEOUT 600)
