@@ -395,11 +395,27 @@ static void drop_if_zero(kiln_tensor **e) {
 typedef struct ext_source {
   kiln_val *(*lookup)(void *user, int value_id);
   void *user;
+  bool stored; /* outside values and constants carry their dtype's rounding as error */
 } ext_source;
 
+/* The rounding of a float value to its dtype: u |x| (1 + 2u) + tiny per element (NULL for
+ * other types). */
+static kiln_tensor *storage_err(const kiln_val *v, kiln_dtype dtype) {
+  if (!v || v->kind != KILN_TYPE_TENSOR || !v->t || v->t->dtype != KILN_F64 ||
+      !kiln_dtype_is_float(dtype))
+    return NULL;
+  double u = kiln_bnd_unit_roundoff(dtype), tiny = kiln_bnd_tiny(dtype);
+  kiln_tensor *e = kiln_bnd_zeros_like(v->t);
+  const double *x = v->t->data;
+  double *ed = e->data;
+  for (int64_t i = 0; i < e->numel; i++) ed[i] = isfinite(x[i]) ? u * fabs(x[i]) * (1 + 2 * u) + tiny : 0;
+  return e;
+}
+
 /* The value of a constant, an input or (local references) an outside value, widened, on
- * first use; exact (no error). */
+ * first use; exact (no error), or with its storage rounding when ext->stored. */
 static kiln_status value_of(kiln_vref *r, const ext_source *ext, int id, kiln_val **out) {
+  bool fresh = !r->val[id];
   if (!r->val[id] && r->g->values.data[id].kind == KILN_VALUE_CONST) {
     kiln_val v = {KILN_TYPE_TENSOR, r->g->values.data[id].data, NULL, false, KILN_UNDEFINED};
     r->val[id] = map_val(&v, KILN_UNDEFINED);
@@ -407,6 +423,8 @@ static kiln_status value_of(kiln_vref *r, const ext_source *ext, int id, kiln_va
   if (!r->val[id] && ext && ext->lookup) r->val[id] = map_val(ext->lookup(ext->user, id), 0);
   if (!r->val[id])
     return kiln_invalid("value '%s' is not available", r->g->values.data[id].name);
+  if (fresh && ext && ext->stored && !r->err[id])
+    r->err[id] = storage_err(r->val[id], r->g->values.data[id].type.dtype);
   *out = r->val[id];
   return KILN_OK;
 }
@@ -515,13 +533,13 @@ kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *in
   return KILN_OK;
 }
 
-kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
-                                    kiln_val *(*lookup)(void *user, int value_id), void *user,
-                                    kiln_vref **out) {
+static kiln_status compute_local(const kiln_graph *g, const bool *nodes,
+                                 kiln_val *(*lookup)(void *user, int value_id), void *user,
+                                 bool stored, kiln_vref **out) {
   *out = NULL;
   if (g->parent) return kiln_invalid("kiln_vref_compute_local: '%s' is not a root graph", g->name);
   kiln_vref *r = vref_new(g);
-  ext_source ext = {lookup, user};
+  ext_source ext = {lookup, user, stored};
   kiln_status st = run_nodes(r, &ext, nodes);
   if (st) {
     kiln_vref_free(r);
@@ -529,6 +547,18 @@ kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
   }
   *out = r;
   return KILN_OK;
+}
+
+kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
+                                    kiln_val *(*lookup)(void *user, int value_id), void *user,
+                                    kiln_vref **out) {
+  return compute_local(g, nodes, lookup, user, false, out);
+}
+
+kiln_status kiln_vref_compute_local_stored(const kiln_graph *g, const bool *nodes,
+                                           kiln_val *(*lookup)(void *user, int value_id),
+                                           void *user, kiln_vref **out) {
+  return compute_local(g, nodes, lookup, user, true, out);
 }
 
 void kiln_vref_free(kiln_vref *r) {

@@ -173,8 +173,8 @@ kiln_status kiln_bnd_cast(bnd_node *b) {
   int64_t unstable = 0;
   for (int64_t i = 0; i < y->numel; i++) {
     double xv = kiln_load_f64(x->dtype, x->data, (size_t)i), ev = ex ? ex[i] : 0;
-    /* CastLike's reference kernel kept x in double: round to the target here */
-    double r = b->n->op == KILN_OP_CastLike ? round_to(to, xv) : yd[i];
+    /* the reference kernels keep floats in double: round to the target here */
+    double r = round_to(to, xv);
     if (isnan(xv)) {
       yd[i] = r, ed[i] = 0;
       continue;

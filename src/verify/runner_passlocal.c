@@ -4,8 +4,10 @@
  * The end-to-end bound of a deep network's outputs is too loose to judge a rewrite late in
  * it. Here the nodes of the graph after application k that the graph before it lacks (by
  * node key: op, attributes, input names, constants, group) are bounded with
- * kiln_vref_compute_local, reading every other value by name from the double-precision
- * reference of the graph before (as exact); each value they produce that the graph before
+ * kiln_vref_compute_local_stored, reading every other value by name from the double-precision
+ * reference of the graph before, and constants from the graph after, each with the rounding
+ * to its dtype as its error (a folded constant is stored rounded where the graph before kept
+ * the value exact; a Cast after it rounds exactly); each value they produce that the graph before
  * also has (same name) is then compared with the before-graph's reference value, rounded
  * to the value's dtype: a rewrite that changes what a value means fails, wherever it sits.
  * Values a rewrite renames are checked end to end only. */
@@ -113,7 +115,7 @@ void kiln_vrun_pass_local(kiln_vrun *r, const kiln_graph *prev, const kiln_vref 
   bool *mask = kiln_xcalloc((size_t)cur->nodes.len + 1, sizeof *mask);
   int n = changed_nodes(prev, cur, mask), checked = 0;
   kiln_vref *loc = NULL;
-  kiln_status st = n ? kiln_vref_compute_local(cur, mask, lookup, &b, &loc) : KILN_OK;
+  kiln_status st = n ? kiln_vref_compute_local_stored(cur, mask, lookup, &b, &loc) : KILN_OK;
   if (st) {
     kiln_status_free(st);
     l->local_unchecked = 1;

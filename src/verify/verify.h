@@ -63,6 +63,13 @@ void kiln_vref_free(kiln_vref *r);
 kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
                                     kiln_val *(*lookup)(void *user, int value_id), void *user,
                                     kiln_vref **out);
+/* The same, but every value read from outside (lookup) and every constant carries the rounding
+ * to its dtype as its error (u |x| + tiny): for comparing a rewritten graph with exact values
+ * of the graph before it, where a correct rewrite may store a value (a folded constant) rounded
+ * where the graph before kept it exact. */
+kiln_status kiln_vref_compute_local_stored(const kiln_graph *g, const bool *nodes,
+                                           kiln_val *(*lookup)(void *user, int value_id),
+                                           void *user, kiln_vref **out);
 
 /* ---- comparison (compare.c) ----
  * got (a value computed by some layer, in the graph's dtype) against value id v of r:

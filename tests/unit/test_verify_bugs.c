@@ -6,7 +6,9 @@
  *   2. ReduceLogSumExp without a max shift overflowed exp (Inf for a finite result);
  *   3. an input that the op's opset does not define (ReduceMean's axes at opset 17) was
  *      ignored by the interpreter and used by the compiled code: now an error;
- *   4. Pad reflect with pads >= the extent read past the reflected range.
+ *   4. Pad reflect with pads >= the extent read past the reflected range;
+ *   5. a Cast to f16 inside a fused kernel (not stored) did not round: f16 is computed in f32
+ *      registers, and the cast went straight to the compute type.
  * Cache entries go to a fresh folder under $TMPDIR. */
 #include <dirent.h>
 #include <math.h>
@@ -275,12 +277,28 @@ static void test_pad_large(void) {
   CHECK(pad_ok("constant", 2, 3, 4, -1, 1, 5));
 }
 
+/* x -> f16 -> f32 (and -> f64 after a reduction) inside one kernel: the f16 rounding must
+ * happen although the f16 value is never stored. */
+static const char *CAST_CHAIN = "graph @cc(%x: f32[2,6], %s: f32[3,5]) -> (%y: f32[2,6], %z: f64[1,1]) {\n"
+                                "  opset \"\" 17\n"
+                                "  %h = Cast(%x) {to=10} : f16[2,6]\n"
+                                "  %y = Cast(%h) {to=1} : f32[2,6]\n"
+                                "  %m = ReduceMax(%s) {keepdims=1} : f32[1,1]\n"
+                                "  %mh = Cast(%m) {to=10} : f16[1,1]\n"
+                                "  %z = Cast(%mh) {to=11} : f64[1,1]\n"
+                                "  return %y, %z\n}\n";
+
+static void test_cast_in_register(void) {
+  CHECK(verify_ok(CAST_CHAIN, -1.7, 1.3));
+}
+
 int main(void) {
   static const kiln_test_case cases[] = {
       {"inplace_reread", test_inplace_reread},
       {"logsumexp_shift", test_logsumexp_shift},
       {"input_not_in_opset", test_input_not_in_opset},
       {"pad_large", test_pad_large},
+      {"cast_in_register", test_cast_in_register},
   };
   int rc = kiln_test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   if (g_tmp[0]) kiln_test_remove_dir(g_tmp);
