@@ -396,6 +396,7 @@ typedef struct ext_source {
   kiln_val *(*lookup)(void *user, int value_id);
   void *user;
   bool stored; /* outside values and constants carry their dtype's rounding as error */
+  const kiln_tensor *(*extra_err)(void *user, int value_id); /* more error (stored mode) */
 } ext_source;
 
 /* The rounding of a float value to its dtype: u |x| (1 + 2u) + tiny per element (NULL for
@@ -423,8 +424,13 @@ static kiln_status value_of(kiln_vref *r, const ext_source *ext, int id, kiln_va
   if (!r->val[id] && ext && ext->lookup) r->val[id] = map_val(ext->lookup(ext->user, id), 0);
   if (!r->val[id])
     return kiln_invalid("value '%s' is not available", r->g->values.data[id].name);
-  if (fresh && ext && ext->stored && !r->err[id])
+  if (fresh && ext && ext->stored && !r->err[id]) {
     r->err[id] = storage_err(r->val[id], r->g->values.data[id].type.dtype);
+    const kiln_tensor *more = ext->extra_err ? ext->extra_err(ext->user, id) : NULL;
+    if (more && r->err[id] && more->numel == r->err[id]->numel && more->dtype == KILN_F64)
+      for (int64_t i = 0; i < more->numel; i++)
+        ((double *)r->err[id]->data)[i] += ((const double *)more->data)[i];
+  }
   *out = r->val[id];
   return KILN_OK;
 }
@@ -534,12 +540,13 @@ kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *in
 }
 
 static kiln_status compute_local(const kiln_graph *g, const bool *nodes,
-                                 kiln_val *(*lookup)(void *user, int value_id), void *user,
-                                 bool stored, kiln_vref **out) {
+                                 kiln_val *(*lookup)(void *user, int value_id),
+                                 const kiln_tensor *(*extra_err)(void *user, int value_id),
+                                 void *user, bool stored, kiln_vref **out) {
   *out = NULL;
   if (g->parent) return kiln_invalid("kiln_vref_compute_local: '%s' is not a root graph", g->name);
   kiln_vref *r = vref_new(g);
-  ext_source ext = {lookup, user, stored};
+  ext_source ext = {lookup, user, stored, extra_err};
   kiln_status st = run_nodes(r, &ext, nodes);
   if (st) {
     kiln_vref_free(r);
@@ -552,13 +559,15 @@ static kiln_status compute_local(const kiln_graph *g, const bool *nodes,
 kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
                                     kiln_val *(*lookup)(void *user, int value_id), void *user,
                                     kiln_vref **out) {
-  return compute_local(g, nodes, lookup, user, false, out);
+  return compute_local(g, nodes, lookup, NULL, user, false, out);
 }
 
 kiln_status kiln_vref_compute_local_stored(const kiln_graph *g, const bool *nodes,
                                            kiln_val *(*lookup)(void *user, int value_id),
+                                           const kiln_tensor *(*extra_err)(void *user,
+                                                                           int value_id),
                                            void *user, kiln_vref **out) {
-  return compute_local(g, nodes, lookup, user, true, out);
+  return compute_local(g, nodes, lookup, extra_err, user, true, out);
 }
 
 void kiln_vref_free(kiln_vref *r) {

@@ -35,6 +35,16 @@ static kiln_val *lookup(void *user, int v) {
   return p >= 0 ? b->prev_ref->val[p] : NULL;
 }
 
+/* A constant of the graph after that the graph before computed (a folded value) carries the
+ * bound the graph before had for it: the fold may have computed it in the value's dtype. */
+static const kiln_tensor *folded_err(void *user, int v) {
+  by_name *b = user;
+  int p = prev_id(b, v);
+  if (p < 0 || b->cur->values.data[v].kind != KILN_VALUE_CONST) return NULL;
+  if (b->prev_ref->g->values.data[p].kind == KILN_VALUE_CONST) return NULL;
+  return b->prev_ref->err[p];
+}
+
 /* The before-graph's reference value rounded to dtype (a tensor of doubles in, new out). */
 static kiln_val *rounded(const kiln_val *x, kiln_dtype dtype) {
   if (!x || x->kind != KILN_TYPE_TENSOR || !x->t) return NULL;
@@ -115,7 +125,7 @@ void kiln_vrun_pass_local(kiln_vrun *r, const kiln_graph *prev, const kiln_vref 
   bool *mask = kiln_xcalloc((size_t)cur->nodes.len + 1, sizeof *mask);
   int n = changed_nodes(prev, cur, mask), checked = 0;
   kiln_vref *loc = NULL;
-  kiln_status st = n ? kiln_vref_compute_local_stored(cur, mask, lookup, &b, &loc) : KILN_OK;
+  kiln_status st = n ? kiln_vref_compute_local_stored(cur, mask, lookup, folded_err, &b, &loc) : KILN_OK;
   if (st) {
     kiln_status_free(st);
     l->local_unchecked = 1;

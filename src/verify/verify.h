@@ -64,11 +64,14 @@ kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
                                     kiln_val *(*lookup)(void *user, int value_id), void *user,
                                     kiln_vref **out);
 /* The same, but every value read from outside (lookup) and every constant carries the rounding
- * to its dtype as its error (u |x| + tiny): for comparing a rewritten graph with exact values
- * of the graph before it, where a correct rewrite may store a value (a folded constant) rounded
- * where the graph before kept it exact. */
+ * to its dtype as its error (u |x| + tiny), plus extra_err(user, id) when that returns an error
+ * tensor (borrowed, F64, one per element; NULL: none): for comparing a rewritten graph with
+ * exact values of the graph before it, where a correct rewrite may store a value rounded (a
+ * folded constant: its extra error is the bound the graph before had for that value). */
 kiln_status kiln_vref_compute_local_stored(const kiln_graph *g, const bool *nodes,
                                            kiln_val *(*lookup)(void *user, int value_id),
+                                           const kiln_tensor *(*extra_err)(void *user,
+                                                                           int value_id),
                                            void *user, kiln_vref **out);
 
 /* ---- comparison (compare.c) ----

@@ -160,6 +160,62 @@ static void test_pass_layers(void) {
   kiln_graph_free(g);
 }
 
+/* Correct rewrites that round where the graph before was exact pass the pass-local checks:
+ * constfold stores an f16 contraction folded through Casts into an f64 constant (the fold
+ * computed it in f16; the local check of the Mul after it allows the bound the graph before
+ * had for that value), and simplify drops an f16 -> f16 Cast before an exact Cast to f32. */
+static const char *ROUNDED_FOLDS =
+    "graph @rf(%x: f64[4,1], %s: f16[3,4]) -> (%y: f64[4,1], %z: f32[1,4]) {\n"
+    "  opset \"\" 18\n"
+    "  %a = const f16[4,7] [1.941, -1.363, 0.1289, 1.254, -0.2148, 1.422, -0.9336, 1.5, 0.5664,\n"
+    "    -0.7383, -1.02, -1.164, 1.008, -0.4258, -0.0781, -1.602, -0.871, -1.535, 1.34, -0.5273,\n"
+    "    -0.5547, -0.1133, -0.5117, 1.891, -1.281, 1.34, -1.66, 0.0781]\n"
+    "  %b = const f16[7,1] [-0.1758, 0.1328, 1.223, -0.957, 1.27, -1.52, 1.039]\n"
+    "  %ax = const i64[1] [0]\n"
+    "  %e = Einsum(%a, %b) {equation=\"ij,jk->ik\"} : f16[4,1]\n"
+    "  %e32 = Cast(%e) {to=1} : f32[4,1]\n"
+    "  %e64 = Cast(%e32) {to=11} : f64[4,1]\n"
+    "  %y = Mul(%e64, %x) : f64[4,1]\n"
+    "  %sel = Selu(%s) : f16[3,4]\n"
+    "  %r = ReduceSum(%sel, %ax) {keepdims=1} : f16[1,4]\n"
+    "  %h = Cast(%r) {to=10} : f16[1,4]\n"
+    "  %z = Cast(%h) {to=1} : f32[1,4]\n"
+    "  return %y, %z\n}\n";
+
+static void test_rounded_folds_pass(void) {
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(ROUNDED_FOLDS, "test", &g));
+  if (!g) return;
+  CHECK_OK(kiln_ops_infer_graph(g));
+  kiln_val *in[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    const kiln_type *t = &g->values.data[g->inputs.data[i]].type;
+    int64_t dims[2] = {t->dims[0].value, t->dims[1].value};
+    kiln_tensor *x = NULL;
+    CHECK_OK(kiln_tensor_new(t->dtype, 2, dims, &x));
+    for (int64_t k = 0; x && k < x->numel; k++)
+      kiln_store_f64(t->dtype, x->data, (size_t)k, 0.37 * (double)(k % 5) - 0.61);
+    in[i] = x ? kiln_val_tensor(x) : NULL;
+  }
+  kiln_verify_opts o;
+  opts(&o);
+  o.cpu = false;
+  kiln_verify_result r;
+  if (in[0] && in[1]) CHECK_OK(kiln_verify_run(g, 2, in, &o, &r));
+  if (in[0] && in[1]) {
+    CHECK(!r.failed && strstr(r.fired, "constfold") && strstr(r.fired, "simplify"));
+    if (r.failed) {
+      kiln_strbuf t = {0};
+      kiln_verify_print(&r, &t);
+      fprintf(stderr, "%s", t.data ? t.data : "");
+      kiln_strbuf_free(&t);
+    }
+    kiln_verify_result_free(&r);
+  }
+  kiln_val_free(in[0]), kiln_val_free(in[1]);
+  kiln_graph_free(g);
+}
+
 /* ---- fault injection through the step observers ---- */
 /* Corrupts the output of the Exp/Neg kernel: the [N,4] value whose elements are all < 0
  * (Neg of Exp), wherever the layer's run produces it. */
@@ -420,5 +476,5 @@ static void cleanup(void) {
 
 TEST_MAIN(T(test_names), T(test_bisect), T(test_trace_reports_each_value_once),
           T(test_compiled_trace_reports_each_value_once), T(test_small_model_passes),
-          T(test_pass_layers), T(test_tile_fault_localized), T(test_cpu_fault_localized),
+          T(test_pass_layers), T(test_rounded_folds_pass), T(test_tile_fault_localized), T(test_cpu_fault_localized),
           T(test_cuda_fault_localized), T(test_case_round_trip), T(test_bad_arguments), T(cleanup))
