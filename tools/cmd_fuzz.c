@@ -289,20 +289,20 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Nodes drawn per op: the fewest (which op) and the median, over the ops in play. */
+/* Nodes drawn per op: the five ops drawn least, and the median, over the ops in play. */
 static void print_depth(const campaign *c) {
   int64_t *n = kiln_xcalloc((size_t)c->n_ops + 1, sizeof *n);
-  int m = 0, least = -1;
+  int m = 0;
   for (int k = 0; k < c->n_ops; k++) {
     const char *name = kiln_gen_op_name(k);
-    if (name[0] == '(' || !op_listed(c->a.ops, name)) continue;
-    n[m++] = c->op_seen[k];
-    if (least < 0 || c->op_seen[k] < c->op_seen[least]) least = k;
+    if (name[0] != '(' && op_listed(c->a.ops, name)) n[m++] = c->op_seen[k] * 4096 + k;
   }
   if (m > 0) {
     qsort(n, (size_t)m, sizeof *n, cmp_i64);
-    printf("nodes per op: fewest %lld (%s), median %lld\n", (long long)n[0],
-           kiln_gen_op_name(least), (long long)n[m / 2]);
+    printf("nodes per op: fewest");
+    for (int i = 0; i < m && i < 5; i++)
+      printf("%s %s %lld", i ? "," : "", kiln_gen_op_name((int)(n[i] % 4096)), (long long)(n[i] / 4096));
+    printf("; median %lld\n", (long long)(n[m / 2] / 4096));
   }
   free(n);
 }
