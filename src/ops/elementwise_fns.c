@@ -60,7 +60,10 @@ FUN(f_sigmoid, sigmoid(a))
 FUN(f_softplus, softplus(a))
 FUN(f_softsign, a / (1 + fabs(a)))
 FUN(f_mish, a *tanh(softplus(a)))
-FUN(f_hardswish, a *clamp01(a / 6 + 0.5))
+/* HardSwish is HardSigmoid<alpha = 1/6 as a float attribute, beta = 0.5>(x) * x in the ONNX
+ * schema's function body: alpha is 0.16666667163372 (float 1/6), not 1/6, which f64 shows */
+#define KILN_HARDSWISH_ALPHA ((double)(float)(1.0 / 6.0))
+FUN(f_hardswish, a *clamp01(a * KILN_HARDSWISH_ALPHA + 0.5))
 FUN(f_abs, fabs(a))
 FUN(f_neg, -a)
 FUN(f_sign, a > 0 ? 1.0 : (a < 0 ? -1.0 : a * 0)) /* 0 and NaN stay */

@@ -264,7 +264,8 @@ static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a
   case KILN_OP_HardSwish:
     return bin(
         k, KILN_TOP_MUL, a,
-        clamp01(k, bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_DIV, a, num(k, t, 6)), num(k, t, 0.5))));
+        clamp01(k, bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MUL, a, num(k, t, (double)(float)(1.0 / 6.0))),
+                       num(k, t, 0.5)))); /* alpha: float 1/6 (the ONNX function body) */
   case KILN_OP_Elu: {
     kiln_texpr *em1 = expm1_(k, a);
     if (KILN_MUTANT(18)) em1 = un(k, KILN_TOP_EXP, a); /* mutant 18: exp(a) for exp(a) - 1 */

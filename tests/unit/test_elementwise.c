@@ -323,6 +323,10 @@ static void test_activations(void) {
   expect(y, KILN_F32, 2, V(-1, 3));
   CHECK_OK(run_op("HardSwish", 14, 1, INS(mk(KILN_F32, 1, D(3), V(-4, 1, 4))), 0, NULL, &y));
   expect(y, KILN_F32, 3, V(0, 1.0 * (1.0 / 6 + 0.5), 4));
+  /* f64: alpha is the float attribute 1/6 of the schema's function body, exactly */
+  CHECK_OK(run_op("HardSwish", 14, 1, INS(mk(KILN_F64, 1, D(1), V(1.5))), 0, NULL, &y));
+  if (y) CHECK(((double *)y->data)[0] == 1.5 * (1.5 * (double)(float)(1.0 / 6) + 0.5));
+  kiln_tensor_free(y);
   const attr_spec sh[] = {AF("lambd", 1.5), AF("bias", 1)};
   CHECK_OK(run_op("Shrink", 9, 1, INS(mki(KILN_I8, 1, D(3), IV(-3, 1, 5))), 2, sh, &y));
   expect_i(y, KILN_I8, 3, IV(-2, 0, 4));
