@@ -125,7 +125,9 @@ F(f_shrink) {
 F(f_gelu) {
   double a = x[0].f;
   if (p->mode == 0) return 0.5 * a * (1 + erf(a / sqrt(2.0)));
-  return 0.5 * a * (1 + tanh(sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
+  /* the constants of the schema's function body are float attributes: 2/pi and 0.044715 as
+   * floats (sqrt taken in the value's type), which f64 results show */
+  return 0.5 * a * (1 + tanh(sqrt((double)(float)(2 / M_PI)) * (a + (double)0.044715f * a * a * a)));
 }
 F(f_isinf) {
   double a = x[0].f;

@@ -317,8 +317,10 @@ static kiln_status gelu(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, kiln
     inner = un(k, KILN_TOP_ERF, bin(k, KILN_TOP_DIV, a, num(k, t, sqrt(2.0))));
   } else if (strcmp(mode, "tanh") == 0) {
     kiln_texpr *cube = bin(k, KILN_TOP_MUL, bin(k, KILN_TOP_MUL, a, a), a);
-    kiln_texpr *s = bin(k, KILN_TOP_ADD, a, bin(k, KILN_TOP_MUL, num(k, t, 0.044715), cube));
-    inner = un(k, KILN_TOP_TANH, bin(k, KILN_TOP_MUL, num(k, t, sqrt(2 / M_PI)), s));
+    /* float constants, as in the ONNX function body (see elementwise_fns.c) */
+    kiln_texpr *s = bin(k, KILN_TOP_ADD, a, bin(k, KILN_TOP_MUL, num(k, t, (double)0.044715f), cube));
+    inner = un(k, KILN_TOP_TANH,
+               bin(k, KILN_TOP_MUL, num(k, t, sqrt((double)(float)(2 / M_PI))), s));
   } else {
     return kiln_invalid("Gelu: approximate='%s' is not valid", mode);
   }

@@ -327,6 +327,12 @@ static void test_activations(void) {
   CHECK_OK(run_op("HardSwish", 14, 1, INS(mk(KILN_F64, 1, D(1), V(1.5))), 0, NULL, &y));
   if (y) CHECK(((double *)y->data)[0] == 1.5 * (1.5 * (double)(float)(1.0 / 6) + 0.5));
   kiln_tensor_free(y);
+  const attr_spec gt[] = {AS("approximate", "tanh")};
+  CHECK_OK(run_op("Gelu", 20, 1, INS(mk(KILN_F64, 1, D(1), V(0.75))), 1, gt, &y));
+  double gx = 0.75, gw = 0.5 * gx * (1 + tanh(sqrt((double)(float)(2 / M_PI)) *
+                                             (gx + (double)0.044715f * gx * gx * gx)));
+  if (y) CHECK(((double *)y->data)[0] == gw);
+  kiln_tensor_free(y);
   const attr_spec sh[] = {AF("lambd", 1.5), AF("bias", 1)};
   CHECK_OK(run_op("Shrink", 9, 1, INS(mki(KILN_I8, 1, D(3), IV(-3, 1, 5))), 2, sh, &y));
   expect_i(y, KILN_I8, 3, IV(-2, 0, 4));
