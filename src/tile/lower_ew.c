@@ -172,14 +172,22 @@ static kiln_texpr *sigmoid(kiln_tkernel *k, kiln_texpr *a) {
              bin(k, KILN_TOP_ADD, num(k, t, 1), un(k, KILN_TOP_EXP, un(k, KILN_TOP_NEG, a))));
 }
 
-/* softplus(a) = a > 0 ? a + log(1 + exp(-a)) : log(1 + exp(a)) */
+/* log(1 + e) accurate for tiny e, without a log1p op: with u = 1 + e rounded, log(u) * e /
+ * (u - 1) (e itself when u == 1) is within a few ulps (Goldberg's formula); log(1 + e) alone
+ * is 0 for e below the unit roundoff, which Pow or Div after it turns into Inf. */
+static kiln_texpr *log1p_(kiln_tkernel *k, kiln_texpr *e) {
+  kiln_dtype t = e->type;
+  kiln_texpr *u = bin(k, KILN_TOP_ADD, num(k, t, 1), e);
+  kiln_texpr *d = bin(k, KILN_TOP_SUB, u, num(k, t, 1));
+  kiln_texpr *q = bin(k, KILN_TOP_DIV, bin(k, KILN_TOP_MUL, un(k, KILN_TOP_LOG, u), e), d);
+  return sel(k, bin(k, KILN_TOP_EQ, d, num(k, t, 0)), e, q);
+}
+
+/* softplus(a) = a > 0 ? a + log1p(exp(-a)) : log1p(exp(a)) */
 static kiln_texpr *softplus(kiln_tkernel *k, kiln_texpr *a) {
   kiln_dtype t = a->type;
-  kiln_texpr *one = num(k, t, 1);
-  kiln_texpr *pos = bin(
-      k, KILN_TOP_ADD, a,
-      un(k, KILN_TOP_LOG, bin(k, KILN_TOP_ADD, one, un(k, KILN_TOP_EXP, un(k, KILN_TOP_NEG, a)))));
-  kiln_texpr *neg = un(k, KILN_TOP_LOG, bin(k, KILN_TOP_ADD, one, un(k, KILN_TOP_EXP, a)));
+  kiln_texpr *pos = bin(k, KILN_TOP_ADD, a, log1p_(k, un(k, KILN_TOP_EXP, un(k, KILN_TOP_NEG, a))));
+  kiln_texpr *neg = log1p_(k, un(k, KILN_TOP_EXP, a));
   return sel(k, bin(k, KILN_TOP_GT, a, num(k, t, 0)), pos, neg);
 }
 

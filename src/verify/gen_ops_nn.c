@@ -253,7 +253,8 @@ bool gen_b_topk(gen *G, int op) {
   int in[2] = {x, gen_const_i64(G, 1, &k, false)};
   char a[64];
   ATTR("axis=%d, largest=%d, sorted=1", axis, gen_int(&G->rng, 0, 1));
-  gen_emit(G, "TopK", 2, in, 2, a, gen_v(G, x)->dom, gen_mag(G, x) + 8);
+  int y = gen_emit(G, "TopK", 2, in, 2, a, gen_v(G, x)->dom, gen_mag(G, x) + 8);
+  if (y >= 0) G->vals.data[y + 1].dom = DOM_NONNEG; /* indices: 0 is one (never a divisor) */
   return true;
 }
 

@@ -8,7 +8,9 @@
  *      ignored by the interpreter and used by the compiled code: now an error;
  *   4. Pad reflect with pads >= the extent read past the reflected range;
  *   5. a Cast to f16 inside a fused kernel (not stored) did not round: f16 is computed in f32
- *      registers, and the cast went straight to the compute type.
+ *      registers, and the cast went straight to the compute type;
+ *   6. Softplus of x < -37 was log(1 + exp(x)) = 0 even in f64 (a Pow after it gave Inf): it
+ *      is now an accurate log1p of exp(x).
  * Cache entries go to a fresh folder under $TMPDIR. */
 #include <dirent.h>
 #include <math.h>
@@ -292,6 +294,19 @@ static void test_cast_in_register(void) {
   CHECK(verify_ok(CAST_CHAIN, -1.7, 1.3));
 }
 
+static const char *SOFTPLUS_TAIL = "graph @sp(%x: f32[3,5], %y64: f64[4]) -> (%y: f32[3,5], %z: f64[4]) {\n"
+                                   "  opset \"\" 17\n"
+                                   "  %e = const f32[1] [-0.5]\n"
+                                   "  %s = Softplus(%x) : f32[3,5]\n"
+                                   "  %y = Pow(%s, %e) : f32[3,5]\n"
+                                   "  %z = Softplus(%y64) : f64[4]\n"
+                                   "  return %y, %z\n}\n";
+
+static void test_softplus_tail(void) {
+  CHECK(verify_ok(SOFTPLUS_TAIL, -60, -30));
+  CHECK(verify_ok(SOFTPLUS_TAIL, -3, 3));
+}
+
 int main(void) {
   static const kiln_test_case cases[] = {
       {"inplace_reread", test_inplace_reread},
@@ -299,6 +314,7 @@ int main(void) {
       {"input_not_in_opset", test_input_not_in_opset},
       {"pad_large", test_pad_large},
       {"cast_in_register", test_cast_in_register},
+      {"softplus_tail", test_softplus_tail},
   };
   int rc = kiln_test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   if (g_tmp[0]) kiln_test_remove_dir(g_tmp);
