@@ -125,7 +125,10 @@ kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
  * correct kernel rounds its input x' (|x' - x| <= e) to the target, and rounding is monotonic,
  * so its result lies between round(x - e) and round(x + e). The reference is round(x) and the
  * bound the larger distance to those corners: 0 for an exact input, so a Cast that a pass drops
- * or a kernel skips is caught. From f64 to a type narrower than f32 the rounding through f32
+ * or a kernel skips is caught. The input itself is held in its own dtype (x' is round_from of
+ * a value within e of x), so a Cast to a type that holds every value of the source (f16 -> f16,
+ * f16 -> f32, f32 -> f64) is exact: y = x with error e; a narrowing Cast takes the corners
+ * round_to(round_from(x +- e)). From f64 to a type narrower than f32 the rounding through f32
  * (twice rounded) is allowed too. A corner that leaves the target's range while x does not is
  * unstable. f8/f4 targets (saturation modes) keep the looser model: the reference stays x and
  * the error grows by the rounding, e (1 + u) + u |x| + tiny. To other types: DISCRETE. ---- */
@@ -139,13 +142,26 @@ static bool exact_rounding(kiln_dtype to) {
   return to == KILN_F64 || to == KILN_F32 || to == KILN_F16 || to == KILN_BF16;
 }
 
+/* True when every value of the float type from is a value of to. */
+static bool holds(kiln_dtype to, kiln_dtype from) {
+  bool narrow16 = from == KILN_F16 || from == KILN_BF16;
+  return from == to || (to == KILN_F64 && (from == KILN_F32 || narrow16)) ||
+         (to == KILN_F32 && narrow16);
+}
+
+/* x held in the float type from (unchanged for other types). */
+static double held(kiln_dtype from, double v) {
+  return kiln_dtype_is_float(from) && from != KILN_F64 ? round_to(from, v) : v;
+}
+
 /* The bound of one element rounded exactly: r = round(x); INFINITY when a corner leaves the
  * range (or NaN) while r does not. */
 static double rounded_err(kiln_dtype from, kiln_dtype to, double xv, double ev, double r) {
-  double c[4] = {round_to(to, xv - ev), round_to(to, xv + ev), r, r};
+  double lo = held(from, xv - ev), hi = held(from, xv + ev);
+  double c[4] = {round_to(to, lo), round_to(to, hi), r, r};
   if (from == KILN_F64 && to != KILN_F64 && to != KILN_F32) {
-    c[2] = round_to(to, round_to(KILN_F32, xv - ev));
-    c[3] = round_to(to, round_to(KILN_F32, xv + ev));
+    c[2] = round_to(to, round_to(KILN_F32, lo));
+    c[3] = round_to(to, round_to(KILN_F32, hi));
   }
   double err = 0;
   for (int k = 0; k < 4; k++) {
@@ -167,6 +183,9 @@ kiln_status kiln_bnd_cast(bnd_node *b) {
   if (!x || !y || x->numel != y->numel || x->dtype == KILN_STRING) return KILN_OK;
   double u = kiln_bnd_unit_roundoff(to), tiny = kiln_bnd_tiny(to);
   bool exact = exact_rounding(to);
+  int xid = b->n->inputs[0];
+  kiln_dtype from = xid >= 0 ? b->g->values.data[xid].type.dtype : KILN_F64;
+  bool widening = exact && kiln_dtype_is_float(from) && holds(to, from);
   kiln_tensor *e = kiln_bnd_zeros_like(y);
   double *yd = y->data, *ed = e->data;
   const double *ex = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;
@@ -179,8 +198,12 @@ kiln_status kiln_bnd_cast(bnd_node *b) {
       yd[i] = r, ed[i] = 0;
       continue;
     }
+    if (widening) { /* the held input converts exactly */
+      yd[i] = xv, ed[i] = ev;
+      continue;
+    }
     if (exact) {
-      yd[i] = r, ed[i] = rounded_err(x->dtype, to, xv, ev, r);
+      yd[i] = r, ed[i] = rounded_err(from, to, xv, ev, r);
       unstable += isinf(ed[i]);
       continue;
     }

@@ -163,9 +163,10 @@ static void test_pass_layers(void) {
 /* Correct rewrites that round where the graph before was exact pass the pass-local checks:
  * constfold stores an f16 contraction folded through Casts into an f64 constant (the fold
  * computed it in f16; the local check of the Mul after it allows the bound the graph before
- * had for that value), and simplify drops an f16 -> f16 Cast before an exact Cast to f32. */
+ * had for that value), and simplify drops an f16 -> f16 Cast before an exact Cast to f32, and
+ * one read next to its input (a Cast to a type that holds the source is exact: Sub gives 0). */
 static const char *ROUNDED_FOLDS =
-    "graph @rf(%x: f64[4,1], %s: f16[3,4]) -> (%y: f64[4,1], %z: f32[1,4]) {\n"
+    "graph @rf(%x: f64[4,1], %s: f16[3,4]) -> (%y: f64[4,1], %z: f32[1,4], %d: f16[3,4]) {\n"
     "  opset \"\" 18\n"
     "  %a = const f16[4,7] [1.941, -1.363, 0.1289, 1.254, -0.2148, 1.422, -0.9336, 1.5, 0.5664,\n"
     "    -0.7383, -1.02, -1.164, 1.008, -0.4258, -0.0781, -1.602, -0.871, -1.535, 1.34, -0.5273,\n"
@@ -180,7 +181,10 @@ static const char *ROUNDED_FOLDS =
     "  %r = ReduceSum(%sel, %ax) {keepdims=1} : f16[1,4]\n"
     "  %h = Cast(%r) {to=10} : f16[1,4]\n"
     "  %z = Cast(%h) {to=1} : f32[1,4]\n"
-    "  return %y, %z\n}\n";
+    "  %w = Sigmoid(%s) : f16[3,4]\n"
+    "  %w2 = Cast(%w) {to=10} : f16[3,4]\n"
+    "  %d = Sub(%w2, %w) : f16[3,4]\n"
+    "  return %y, %z, %d\n}\n";
 
 static void test_rounded_folds_pass(void) {
   kiln_graph *g = NULL;
