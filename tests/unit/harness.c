@@ -1,6 +1,8 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -35,4 +37,10 @@ void kiln_test_remove_dir(const char *dir) {
   }
   closedir(d);
   rmdir(dir);
+}
+
+void kiln_test_make_tmp(char *buf, size_t n, const char *prefix) {
+  const char *t = getenv("TMPDIR");
+  snprintf(buf, n, "%s/%s_XXXXXX", t && *t ? t : "/tmp", prefix);
+  if (!mkdtemp(buf)) abort();
 }

@@ -50,6 +50,9 @@ int kiln_test_run(const kiln_test_case *cases, int n);
 
 /* Removes a folder the test made (its files and subfolders), ignoring errors. */
 void kiln_test_remove_dir(const char *dir);
+/* Makes a fresh folder $TMPDIR/<prefix>_<random> (or under /tmp) into buf; aborts when it
+ * cannot (a test without its folder cannot run). */
+void kiln_test_make_tmp(char *buf, size_t n, const char *prefix);
 
 #define TEST_MAIN(...)                                                                             \
   int main(void) {                                                                                 \

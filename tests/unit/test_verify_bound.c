@@ -593,9 +593,7 @@ static void test_local(void) {
 }
 
 static void setup(void) {
-  const char *t = getenv("TMPDIR");
-  snprintf(g_cache, sizeof g_cache, "%s/kiln_vbound_XXXXXX", t && *t ? t : "/tmp");
-  if (!mkdtemp(g_cache)) abort();
+  kiln_test_make_tmp(g_cache, sizeof g_cache, "kiln_vbound");
 }
 
 static void teardown(void) { kiln_test_remove_dir(g_cache); }

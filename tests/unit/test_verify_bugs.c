@@ -27,10 +27,7 @@
 static char g_tmp[1024];
 
 static void make_tmp(void) {
-  if (g_tmp[0]) return;
-  const char *t = getenv("TMPDIR");
-  snprintf(g_tmp, sizeof g_tmp, "%s/kiln_verify_bugs_XXXXXX", t && *t ? t : "/tmp");
-  if (!mkdtemp(g_tmp)) abort();
+  if (!g_tmp[0]) kiln_test_make_tmp(g_tmp, sizeof g_tmp, "kiln_verify_bugs");
 }
 
 static kiln_graph *parse(const char *text) {

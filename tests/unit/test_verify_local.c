@@ -17,10 +17,7 @@
 static char g_tmp[1024];
 
 static void make_tmp(void) {
-  if (g_tmp[0]) return;
-  const char *t = getenv("TMPDIR");
-  snprintf(g_tmp, sizeof g_tmp, "%s/kiln_verify_local_XXXXXX", t && *t ? t : "/tmp");
-  if (!mkdtemp(g_tmp)) abort();
+  if (!g_tmp[0]) kiln_test_make_tmp(g_tmp, sizeof g_tmp, "kiln_verify_local");
 }
 
 /* b = (x + 1e4) - 1e4 loses x's low bits: its end-to-end bound is about 2e-3, and the
