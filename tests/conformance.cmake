@@ -41,6 +41,18 @@ add_test(NAME cli.usage COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/test_cli.sh
                                  $<TARGET_FILE:kiln_cli>)
 set_tests_properties(cli.usage PROPERTIES LABELS "quick;asan")
 
+# Hostile-input suite: one test per tests/hostile/case_*.sh (see tests/hostile/lib.sh).
+file(GLOB kiln_hostile_cases ${CMAKE_SOURCE_DIR}/tests/hostile/case_*.sh)
+foreach(f ${kiln_hostile_cases})
+  get_filename_component(name ${f} NAME_WE)
+  string(REPLACE "case_" "" name ${name})
+  add_test(NAME hostile.${name}
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/hostile/run_hostile.sh case_${name}
+                   $<TARGET_FILE:kiln_cli> ${CMAKE_BINARY_DIR}/hostile)
+  set_tests_properties(hostile.${name} PROPERTIES LABELS "asan" TIMEOUT 900
+                       ENVIRONMENT "PYTHON=${CMAKE_SOURCE_DIR}/.venv/bin/python")
+endforeach()
+
 # Under the sanitizers a request for an absurd allocation (a size from a malformed model)
 # must come back as NULL, which Kiln reports as an error, not abort the process.
 get_property(kiln_all_tests DIRECTORY PROPERTY TESTS)

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Builds hostile models for tests/hostile/*.sh with the onnx package.
+
+  models.py names OUT.onnx [--seed N]   small MLP whose every name is hostile
+  models.py list                        prints the hostile names, one repr per line
+
+Hostile names: comment closers, quotes, backslashes, newlines, control bytes (no NUL), '..',
+'/', very long, non-ASCII, format directives, shell metacharacters.
+"""
+import argparse
+import random
+import sys
+
+HOSTILE = [
+    'r */ system("touch PWNED"); /* ',
+    "g\n__attribute__((constructor)) static void pwn(void){system(\"touch PWNED\");}\n//",
+    "a\\\"b'c`d$(touch PWNED)",
+    "../../escape",
+    "/abs/path",
+    "a/b",
+    "a_b",
+    "..",
+    ".",
+    "x" * 5000,
+    "ctl\x01\x02\x1b[31m\x7f\r\t\v\f",
+    "ünï¢ødé ✓ \u202e",
+    "%s%n%d%x",
+    "??/ trigraph ??=",
+    "#define X 1",
+    "*/",
+    "/*",
+    "//",
+    "}\n}\nint main(){return 0;}\n{",
+    " ",
+    "-o",
+    "--help",
+]
+
+
+def hostile_names(seed):
+    rng = random.Random(seed)
+    names = HOSTILE[:]
+    rng.shuffle(names)
+    return names
+
+
+def build_names(out, seed):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    names = hostile_names(seed)
+    pick = iter(names * 4)
+    uniq = {}
+
+    def n(role):
+        base = next(pick)
+        k = uniq.get(base, 0)
+        uniq[base] = k + 1
+        return base if k == 0 else "%s#%d" % (base, k)
+
+    x, w, b, h, y, z = (n(r) for r in ("x", "w", "b", "h", "y", "z"))
+    rng = np.random.default_rng(seed)
+    W = numpy_helper.from_array(rng.standard_normal((3, 4)).astype(np.float32), w)
+    B = numpy_helper.from_array(rng.standard_normal((3,)).astype(np.float32), b)
+    nodes = [
+        helper.make_node("Gemm", [x, w, b], [h], name=n("gemm"), transB=1, doc_string=n("doc")),
+        helper.make_node("Relu", [h], [y], name=n("relu")),
+        helper.make_node("Neg", [h], [z], name=n("neg")),
+    ]
+    g = helper.make_graph(
+        nodes,
+        n("graph"),
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info(z, TensorProto.FLOAT, [2, 3])],
+        [W, B],
+        doc_string=n("gdoc"),
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)],
+                          producer_name=n("producer"), doc_string=n("mdoc"))
+    helper.set_model_props(m, {n("key"): n("value")})
+    onnx.checker.check_model(m)
+    onnx.save(m, out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("names")
+    p.add_argument("out")
+    p.add_argument("--seed", type=int, default=0)
+    sub.add_parser("list")
+    a = ap.parse_args()
+    if a.cmd == "list":
+        for s in HOSTILE:
+            print(repr(s))
+    else:
+        build_names(a.out, a.seed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
