@@ -21,6 +21,8 @@ typedef enum kiln_code {
   KILN_ERR_OOM,         /* out of memory or size overflow                  (exit 1) */
   KILN_ERR_FAILED,      /* the work itself failed (mismatch, runtime error) (exit 1) */
   KILN_ERR_INTERNAL,    /* a bug in Kiln                                    (exit 1) */
+  KILN_ERR_SYSTEM,      /* the environment failed: a write or close (disk full), a missing
+                           tool (no C compiler), a resource limit      (exit 1) */
   KILN_CODE_COUNT
 } kiln_code;
 
@@ -56,6 +58,12 @@ int kiln_status_exit_code(kiln_status st);
     kiln_status kiln_try_st_ = (expr);                                                             \
     if (kiln_try_st_ != KILN_OK) return kiln_status_annotate(kiln_try_st_, __VA_ARGS__);           \
   } while (0)
+
+/* errno's text with a KILN_ERR_SYSTEM code: kiln_system_error("cannot write '%s'", path)
+ * gives "cannot write 'x': No space left on device". Call it right after the failing call. */
+#define kiln_system_error(...) kiln_status_errno(__FILE__, __LINE__, __VA_ARGS__)
+kiln_status kiln_status_errno(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- checked arithmetic (for sizes that come from input) ---- */
 bool kiln_mul_overflow_i64(int64_t a, int64_t b, int64_t *out);
@@ -99,8 +107,7 @@ void kiln_arena_vec_grow_(kiln_arena *a, void **data, int *cap, int need, size_t
 #define kiln_arena_vec_push(a, v, x)                                                               \
   do {                                                                                             \
     if ((v)->len + 1 > (v)->cap)                                                                   \
-      kiln_arena_vec_grow_((a), (void **)&(v)->data, &(v)->cap, (v)->len + 1,                      \
-                           sizeof(*(v)->data));                                                    \
+      kiln_arena_vec_grow_((a), (void **)&(v)->data, &(v)->cap, (v)->len + 1, sizeof(*(v)->data)); \
     (v)->data[(v)->len++] = (x);                                                                   \
   } while (0)
 #define kiln_vec_free(v) (free((v)->data), (v)->data = NULL, (v)->len = (v)->cap = 0)
@@ -131,6 +138,41 @@ void kiln_strmap_put(kiln_strmap *m, const char *key, int64_t val);
 bool kiln_strmap_get(const kiln_strmap *m, const char *key, int64_t *out_val);
 void kiln_strmap_free(kiln_strmap *m);
 uint64_t kiln_hash_bytes(const void *p, size_t n, uint64_t seed); /* FNV-1a 64 */
+
+/* ---- numbers from a user or a file (parse.c) ----------------------------
+ * The one way to read a number that came from outside: the whole string must be the number
+ * (no blanks, no trailing text), within [lo, hi], with no overflow; floats must be finite and
+ * not NaN. Errors are KILN_ERR_INVALID and name `what` (an option or a field), the text and
+ * the range: "--threads: '100000' is not an integer in 1..1024". */
+kiln_status kiln_parse_i64(const char *s, int64_t lo, int64_t hi, const char *what, int64_t *out);
+kiln_status kiln_parse_int(const char *s, int lo, int hi, const char *what, int *out);
+kiln_status kiln_parse_f64(const char *s, double lo, double hi, const char *what, double *out);
+/* A byte count with an optional binary unit: 4096, 64K, 512M, 8G, 1T (also KB/KiB, ...). */
+kiln_status kiln_parse_bytes(const char *s, int64_t lo, int64_t hi, const char *what, int64_t *out);
+
+/* ---- text from a model, escaped for each context it reaches (text.c) -----
+ * A model's names, doc strings and metadata are data, never code: everything that reaches
+ * emitted source, a manifest, a report or a file name goes through one of these. Each
+ * appends to b; s is any NUL-terminated byte string. */
+/* Inside a C or CUDA block comment: printable ASCII without '*', '\' and '?' is kept, every
+ * other byte is written as \xNN, so no comment closer, line splice or trigraph can form; at
+ * most max_len bytes of s are shown, then "...". */
+void kiln_esc_c_comment(kiln_strbuf *b, const char *s, size_t max_len);
+/* The body of a C string literal: '"', '\' and '?' escaped, other bytes outside printable
+ * ASCII as three-digit octal escapes. Not a format string: print it with "%s". */
+void kiln_esc_c_string(kiln_strbuf *b, const char *s);
+/* One line of a text file read back by Kiln (manifests, case files): '\' as "\\", bytes
+ * below 0x20 and 0x7f as \xNN, so the value holds no newline. kiln_unesc_line reverses it in
+ * place; a malformed escape is an error. */
+void kiln_esc_line(kiln_strbuf *b, const char *s);
+kiln_status kiln_unesc_line(char *s);
+/* One file name component from a name, injective: [A-Za-z0-9_-] and non-leading '.' are
+ * kept, every other byte is %XX (so "a/b" -> "a%2Fb", "a_b" stays, ".." -> "%2E."); empty is
+ * "%00"; a result over 200 bytes is cut and ends in "~" and a 16-hex-digit hash of s. */
+void kiln_esc_file_name(kiln_strbuf *b, const char *s);
+/* Text content of an HTML element or a quoted attribute value: & < > " ' as entities,
+ * control bytes other than tab and newline as U+FFFD. */
+void kiln_esc_html(kiln_strbuf *b, const char *s);
 
 /* ---- files ---- */
 /* Reads a whole file into a malloc'd buffer (NUL-terminated, not counted in *out_len). */

@@ -1,5 +1,6 @@
 /* Status objects: an error code, a message that accumulates context, and the
  * file:line where the error was made. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,14 @@ struct kiln_error {
 };
 
 static const char *const code_names[KILN_CODE_COUNT] = {
-    [KILN_OK_CODE] = "ok",         [KILN_ERR_INVALID] = "invalid input",
-    [KILN_ERR_UNSUPPORTED] = "unsupported", [KILN_ERR_IO] = "i/o error",
-    [KILN_ERR_OOM] = "out of memory",        [KILN_ERR_FAILED] = "failed",
+    [KILN_OK_CODE] = "ok",
+    [KILN_ERR_INVALID] = "invalid input",
+    [KILN_ERR_UNSUPPORTED] = "unsupported",
+    [KILN_ERR_IO] = "i/o error",
+    [KILN_ERR_OOM] = "out of memory",
+    [KILN_ERR_FAILED] = "failed",
     [KILN_ERR_INTERNAL] = "internal error",
+    [KILN_ERR_SYSTEM] = "system error",
 };
 
 static char *vformat(const char *fmt, va_list ap) {
@@ -42,6 +47,18 @@ kiln_status kiln_status_make(kiln_code code, const char *file, int line, const c
   return e;
 }
 
+kiln_status kiln_status_errno(const char *file, int line, const char *fmt, ...) {
+  int err = errno;
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = vformat(fmt, ap);
+  va_end(ap);
+  kiln_status st = kiln_status_make(KILN_ERR_SYSTEM, file, line, "%s: %s", msg,
+                                    err ? strerror(err) : "unknown error");
+  free(msg);
+  return st;
+}
+
 kiln_status kiln_status_annotate(kiln_status st, const char *fmt, ...) {
   if (!st) return st;
   va_list ap;
@@ -57,9 +74,15 @@ kiln_status kiln_status_annotate(kiln_status st, const char *fmt, ...) {
   return st;
 }
 
-kiln_code kiln_status_code(kiln_status st) { return st ? st->code : KILN_OK_CODE; }
-const char *kiln_status_message(kiln_status st) { return st ? st->message : ""; }
-const char *kiln_status_where(kiln_status st) { return st ? st->where : ""; }
+kiln_code kiln_status_code(kiln_status st) {
+  return st ? st->code : KILN_OK_CODE;
+}
+const char *kiln_status_message(kiln_status st) {
+  return st ? st->message : "";
+}
+const char *kiln_status_where(kiln_status st) {
+  return st ? st->where : "";
+}
 
 const char *kiln_code_name(kiln_code code) {
   return (unsigned)code < KILN_CODE_COUNT ? code_names[code] : "?";

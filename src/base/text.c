@@ -1,0 +1,124 @@
+/* Escaping of text that comes from a model, one function per context it reaches (base.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "base.h"
+
+static void put(kiln_strbuf *b, char c) {
+  kiln_strbuf_append(b, &c, 1);
+}
+
+static void put_hex(kiln_strbuf *b, const char *prefix, unsigned char c) {
+  static const char digits[] = "0123456789ABCDEF";
+  kiln_strbuf_append(b, prefix, strlen(prefix));
+  put(b, digits[c >> 4]);
+  put(b, digits[c & 15]);
+}
+
+static bool printable(unsigned char c) {
+  return c >= 0x20 && c < 0x7f;
+}
+
+void kiln_esc_c_comment(kiln_strbuf *b, const char *s, size_t max_len) {
+  size_t i = 0;
+  for (; s[i] && i < max_len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (printable(c) && c != '*' && c != '\\' && c != '?') put(b, (char)c);
+    else put_hex(b, "\\x", c);
+  }
+  if (s[i]) kiln_strbuf_append(b, "...", 3);
+}
+
+void kiln_esc_c_string(kiln_strbuf *b, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\' || c == '?') {
+      put(b, '\\');
+      put(b, (char)c);
+    } else if (printable(c)) {
+      put(b, (char)c);
+    } else {
+      char oct[5];
+      snprintf(oct, sizeof oct, "\\%03o", c);
+      kiln_strbuf_append(b, oct, 4);
+    }
+  }
+}
+
+void kiln_esc_line(kiln_strbuf *b, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '\\') kiln_strbuf_append(b, "\\\\", 2);
+    else if (c < 0x20 || c == 0x7f) put_hex(b, "\\x", c);
+    else put(b, (char)c);
+  }
+}
+
+static int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+kiln_status kiln_unesc_line(char *s) {
+  char *o = s;
+  for (char *p = s; *p; p++) {
+    if (*p != '\\') {
+      *o++ = *p;
+    } else if (p[1] == '\\') {
+      *o++ = '\\', p++;
+    } else if (p[1] == 'x' && hex_value(p[2]) >= 0 && hex_value(p[3]) >= 0 &&
+               (hex_value(p[2]) || hex_value(p[3]))) {
+      *o++ = (char)(hex_value(p[2]) << 4 | hex_value(p[3])), p += 3;
+    } else {
+      return kiln_invalid("bad escape at '%.8s'", p);
+    }
+  }
+  *o = 0;
+  return KILN_OK;
+}
+
+static bool name_char(unsigned char c, bool first) {
+  return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z') || c == '_' || c == '-' ||
+         (c == '.' && !first);
+}
+
+enum { FILE_NAME_MAX = 200 };
+
+void kiln_esc_file_name(kiln_strbuf *b, const char *s) {
+  size_t start = b->len;
+  if (!*s) kiln_strbuf_append(b, "%00", 3);
+  for (const char *p = s; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (name_char(c, p == s)) put(b, (char)c);
+    else put_hex(b, "%", c);
+  }
+  if (b->len - start <= FILE_NAME_MAX) return;
+  size_t cut = start + FILE_NAME_MAX - 18; /* never inside a %XX: back up over it */
+  if (b->data[cut - 1] == '%') cut -= 1;
+  else if (b->data[cut - 2] == '%') cut -= 2;
+  b->len = cut;
+  char tail[20];
+  snprintf(tail, sizeof tail, "~%016llx",
+           (unsigned long long)kiln_hash_bytes(s, strlen(s), 0x6b696c6e));
+  kiln_strbuf_append(b, tail, strlen(tail));
+  b->data[b->len] = 0;
+}
+
+void kiln_esc_html(kiln_strbuf *b, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    switch (c) {
+    case '&': kiln_strbuf_append(b, "&amp;", 5); break;
+    case '<': kiln_strbuf_append(b, "&lt;", 4); break;
+    case '>': kiln_strbuf_append(b, "&gt;", 4); break;
+    case '"': kiln_strbuf_append(b, "&quot;", 6); break;
+    case '\'': kiln_strbuf_append(b, "&#39;", 5); break;
+    default:
+      if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)
+        kiln_strbuf_append(b, "\xEF\xBF\xBD", 3);
+      else put(b, (char)c);
+    }
+  }
+}
