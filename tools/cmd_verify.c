@@ -29,7 +29,8 @@ static const char *const verify_help =
     "failure, the first failing layer, the pass application that broke the graph, the node or\n"
     "kernel, and a signature (layer|pass|op kinds).\n"
     "CASE_DIR is a folder written by --repro (or by kiln fuzz / kiln reduce): model.onnx and\n"
-    "input_<i>.pb; its recorded signature is compared with the new one.\n\n"
+    "input_<i>.pb; its recorded signature is compared with the new one. A model folder\n"
+    "(model.onnx, and test_data_set_0/input_<i>.pb as in ONNX's tests) runs on those inputs.\n\n"
     "options:\n"
     "  --input NAME=FILE   an input (.npy or .pb); inputs not given are drawn from --seed:\n"
     "                      floats uniform in [-1, 1], integers in [0, 2], booleans\n"
@@ -213,6 +214,8 @@ static kiln_status make_inputs(verify_args *a, const kiln_graph *g, kiln_val **v
     if (file) {
       kiln_val_free(vals[i]), vals[i] = NULL;
       KILN_TRYF(kiln_tensor_file_read(file, &v->type, &vals[i]), "input '%s'", v->name);
+      const kiln_tensor *t = vals[i]->kind == KILN_TYPE_TENSOR ? vals[i]->t : NULL;
+      KILN_TRYF(kiln_graph_check_input(v, t), "--input %s=%s", v->name, file);
     } else if (!vals[i]) {
       KILN_TRY(draw_input(a, v, &rng, &vals[i]));
     }
@@ -221,9 +224,36 @@ static kiln_status make_inputs(verify_args *a, const kiln_graph *g, kiln_val **v
 }
 
 /* ---- the command ---- */
-static bool is_case_dir(const char *path) {
+static bool is_dir(const char *path) {
   struct stat sb;
   return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static bool exists_in(const char *dir, const char *name) {
+  char path[4400];
+  struct stat sb;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return stat(path, &sb) == 0;
+}
+
+/* A folder written by --repro, kiln fuzz or kiln reduce (inputs next to the model). */
+static bool is_case_dir(const char *path) {
+  return is_dir(path) && (exists_in(path, "case.txt") || exists_in(path, "input_0.pb"));
+}
+
+/* A model folder as the other commands take it: DIR/model.onnx, and the inputs of
+ * DIR/test_data_set_0 when that exists (ONNX's test layout), else drawn. */
+static kiln_status load_model_dir(const char *dir, kiln_graph **g, kiln_val ***vals) {
+  char path[4400];
+  snprintf(path, sizeof path, "%s/model.onnx", dir);
+  if (!exists_in(dir, "model.onnx"))
+    return kiln_invalid("'%s' is a folder without model.onnx (nor a case folder: no input_0.pb)",
+                        dir);
+  KILN_TRY(kiln_cli_load(path, g));
+  *vals = kiln_xcalloc((size_t)(*g)->inputs.len + 1, sizeof **vals);
+  if (!exists_in(dir, "test_data_set_0")) return KILN_OK;
+  snprintf(path, sizeof path, "%s/test_data_set_0", dir);
+  return kiln_verify_load_inputs(path, *g, *vals);
 }
 
 static kiln_status load(verify_args *a, kiln_graph **g, kiln_val ***vals, char *sig, size_t n) {
@@ -231,10 +261,13 @@ static kiln_status load(verify_args *a, kiln_graph **g, kiln_val ***vals, char *
   if (is_case_dir(a->model)) {
     int n_in;
     KILN_TRY(kiln_verify_load_case(a->model, g, vals, &n_in, sig, n));
+  } else if (is_dir(a->model)) {
+    kiln_status st = load_model_dir(a->model, g, vals);
+    if (st) return kiln_status_annotate(st, "model folder '%s'", a->model);
   } else {
     KILN_TRY(kiln_cli_load(a->model, g));
-    *vals = kiln_xcalloc((size_t)(*g)->inputs.len + 1, sizeof **vals);
   }
+  if (!*vals) *vals = kiln_xcalloc((size_t)(*g)->inputs.len + 1, sizeof **vals);
   return make_inputs(a, *g, *vals);
 }
 

@@ -34,30 +34,76 @@ static kiln_status refresh_types(kiln_graph *g) {
   return kiln_ops_infer_graph(g);
 }
 
-static kiln_status bind_one_input(kiln_graph *g, const kiln_value *v, const kiln_tensor *t) {
+kiln_status kiln_graph_check_input(const kiln_value *v, const kiln_tensor *t) {
   char b1[128], b2[128];
   const kiln_type *ty = &v->type;
-  bool ok = ty->kind == KILN_TYPE_TENSOR && ty->dtype == t->dtype && ty->rank == t->rank;
-  for (int d = 0; ok && d < t->rank; d++)
+  if (ty->kind != KILN_TYPE_TENSOR) return KILN_OK; /* sequences, optionals: not checked here */
+  if (!t)
+    return kiln_invalid("input '%s' is missing (the model takes %s)", v->name,
+                        kiln_type_str(ty, b2, sizeof b2));
+  bool ok = ty->dtype == t->dtype && (ty->rank < 0 || ty->rank == t->rank);
+  for (int d = 0; ok && ty->rank >= 0 && d < t->rank; d++)
     ok = ty->dims[d].value < 0 || ty->dims[d].value == t->dims[d];
   if (!ok)
     return kiln_invalid("input '%s' is %s, the model takes %s", v->name,
                         kiln_tensor_type_str(t, b1, sizeof b1), kiln_type_str(ty, b2, sizeof b2));
-  for (int d = 0; d < t->rank; d++) {
-    const char *sym = ty->dims[d].sym;
+  return KILN_OK;
+}
+
+/* The extent of symbol sym at its first use before dim d of input i (inputs in order, dims
+ * in order); -1 when none. *at: the input that has it. */
+static int64_t first_extent(const kiln_graph *g, int i, int d, const kiln_tensor *const *inputs,
+                            const char *sym, int *at) {
+  for (int k = 0; k <= i; k++) {
+    const kiln_type *ty = &g->values.data[g->inputs.data[k]].type;
+    for (int e = 0; inputs[k] && ty->kind == KILN_TYPE_TENSOR && e < ty->rank; e++) {
+      if (k == i && e == d) return -1;
+      if (ty->dims[e].sym && !strcmp(ty->dims[e].sym, sym)) return *at = k, inputs[k]->dims[e];
+    }
+  }
+  return -1;
+}
+
+/* A symbolic dim has one extent: every input that uses it agrees with the first one. */
+static kiln_status check_symbols(const kiln_graph *g, int n, const kiln_tensor *const *inputs) {
+  for (int i = 0; i < n; i++) {
+    const kiln_value *v = &g->values.data[g->inputs.data[i]];
+    for (int d = 0; inputs[i] && v->type.kind == KILN_TYPE_TENSOR && d < v->type.rank; d++) {
+      const char *sym = v->type.dims[d].sym;
+      int at = -1;
+      int64_t e = sym ? first_extent(g, i, d, inputs, sym, &at) : -1;
+      if (e < 0 || e == inputs[i]->dims[d]) continue;
+      return kiln_invalid("input '%s' has %s = %lld (dim %d), input '%s' has %s = %lld: one "
+                          "symbol, one extent",
+                          v->name, sym, (long long)inputs[i]->dims[d], d,
+                          g->values.data[g->inputs.data[at]].name, sym, (long long)e);
+    }
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln_graph_check_inputs(const kiln_graph *g, int n, const kiln_tensor *const *inputs) {
+  if (n != g->inputs.len)
+    return kiln_invalid("the model takes %d input%s, %d given", g->inputs.len,
+                        g->inputs.len == 1 ? "" : "s", n);
+  for (int i = 0; i < n; i++)
+    KILN_TRY(kiln_graph_check_input(&g->values.data[g->inputs.data[i]], inputs[i]));
+  return check_symbols(g, n, inputs);
+}
+
+static kiln_status bind_one_input(kiln_graph *g, const kiln_value *v, const kiln_tensor *t) {
+  for (int d = 0; d < v->type.rank && d < t->rank; d++) {
+    const char *sym = v->type.dims[d].sym;
     if (sym) KILN_TRY(kiln_graph_bind_dims(g, sym, t->dims[d])); /* later uses now check */
   }
   return KILN_OK;
 }
 
 kiln_status kiln_graph_bind_inputs(kiln_graph *g, int n, const kiln_tensor *const *inputs) {
-  if (n != g->inputs.len)
-    return kiln_invalid("the model takes %d inputs, %d given", g->inputs.len, n);
+  KILN_TRY(kiln_graph_check_inputs(g, n, inputs));
   for (int i = 0; i < n; i++) {
     const kiln_value *v = &g->values.data[g->inputs.data[i]];
-    if (v->type.kind != KILN_TYPE_TENSOR) continue; /* sequences, optionals: NULL allowed */
-    if (!inputs[i]) return kiln_invalid("input '%s' is missing", v->name);
-    KILN_TRY(bind_one_input(g, v, inputs[i]));
+    if (v->type.kind == KILN_TYPE_TENSOR) KILN_TRY(bind_one_input(g, v, inputs[i]));
   }
   /* unnamed unknown dims of inputs take the tensor's extent */
   for (int i = 0; i < n; i++) {

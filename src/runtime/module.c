@@ -86,8 +86,19 @@ static kiln_status spawn_sh(const char *cmd, const char *log, pid_t *out) {
   char *argv[] = {"sh", "-c", (char *)cmd, NULL};
   int rc = posix_spawn(out, "/bin/sh", &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc) return kiln_error(KILN_ERR_FAILED, "cannot run '%s': %s", cmd, strerror(rc));
+  if (rc) return kiln_error(KILN_ERR_SYSTEM, "cannot run '%s': %s", cmd, strerror(rc));
   return KILN_OK;
+}
+
+/* Whether a command that exited with rc failed for the environment's sake rather than
+ * rejecting its input: the shell found no such program (127) or could not execute it (126),
+ * the exit status was lost (-1), or its log reports a full disk. Code that a working compiler
+ * rejects is KILN_ERR_FAILED (a bug in the C Kiln generated); these are KILN_ERR_SYSTEM. */
+static kiln_code command_failure(int rc, const char *log_text) {
+  if (rc == 126 || rc == 127 || rc < 0) return KILN_ERR_SYSTEM;
+  if (log_text && (strstr(log_text, strerror(ENOSPC)) || strstr(log_text, strerror(EDQUOT))))
+    return KILN_ERR_SYSTEM;
+  return KILN_ERR_FAILED;
 }
 
 static int exit_code(int status) {
@@ -143,7 +154,8 @@ static kiln_status run_sh(const char *cmd, const char *log, const char *what) {
   int rc = wait_exit(pid);
   if (rc == 0) return KILN_OK;
   char *head = log_head(log, 20);
-  kiln_status st = kiln_error(KILN_ERR_FAILED, "%s failed (exit %d): %s\n%s", what, rc, cmd, head);
+  kiln_status st =
+      kiln_error(command_failure(rc, head), "%s failed (exit %d): %s\n%s", what, rc, cmd, head);
   free(head);
   return st;
 }
@@ -324,9 +336,13 @@ static kiln_status probe_compiler_locked(const char *cc, const char *tmpdir, pro
   kiln_strbuf_printf(&cmd, "%s --version", cc);
   kiln_status st = run_sh(cmd.data, log, "the C compiler");
   kiln_strbuf_free(&cmd);
-  if (st) {
+  if (st) { /* `cc --version` compiles nothing of Kiln's: any failure is the environment's */
     unlink(log);
-    return kiln_status_annotate(st, "no usable C compiler (set CC or the cc option)");
+    kiln_status sys =
+        kiln_error(KILN_ERR_SYSTEM, "no usable C compiler (set CC or the cc option): %s",
+                   kiln_status_message(st));
+    kiln_status_free(st);
+    return sys;
   }
   probe p = {kiln_xstrdup(cc), {3, 4}, false};
   char *text;
@@ -468,8 +484,8 @@ static kiln_status finish_compile(build *b, const job *j, int rc) {
   }
   char *head = log_head(j->log, 20);
   kiln_status st =
-      kiln_error(KILN_ERR_FAILED, "the C compiler (%s) failed on unit %d (exit %d):\n%s", b->cc,
-                 j->unit, rc, head);
+      kiln_error(command_failure(rc, head), "the C compiler (%s) failed on unit %d (exit %d):\n%s",
+                 b->cc, j->unit, rc, head);
   free(head);
   return st;
 }

@@ -42,6 +42,14 @@ kiln_status kiln_graph_bind_dims(kiln_graph *g, const char *sym, int64_t value);
  * the tensor, a wrong rank or dtype, is an error.
  * Then re-runs type inference so that every value gets a static type where it can. */
 kiln_status kiln_graph_bind_inputs(kiln_graph *g, int n, const kiln_tensor *const *inputs);
+/* The check kiln_graph_bind_inputs makes first, without changing g: one tensor per graph
+ * input (NULL only for an input that is not a tensor), each of the declared dtype and rank
+ * with the declared known extents, and each symbolic dim of one extent across the inputs.
+ * Error KILN_ERR_INVALID naming the input: "input 'x' is f32[3,2], the model takes f32[2,3]".
+ * Every command that takes a user's inputs checks them with it before anything runs. */
+kiln_status kiln_graph_check_inputs(const kiln_graph *g, int n, const kiln_tensor *const *inputs);
+/* The same for one input v (a graph input's value) and its tensor t. */
+kiln_status kiln_graph_check_input(const kiln_value *v, const kiln_tensor *t);
 
 /* ---- compile options ---- */
 typedef struct kiln_dim_binding {

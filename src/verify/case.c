@@ -104,15 +104,41 @@ static void info_field(const char *text, const char *key, char *out, size_t len)
   }
 }
 
-static kiln_status load_inputs(const char *dir, const kiln_graph *g, kiln_val **vals) {
+static bool file_exists(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0;
+}
+
+/* The inputs must fit the graph before anything runs: a wrong file is the user's error. */
+static kiln_status check_loaded(const char *dir, const kiln_graph *g, kiln_val **vals) {
+  char *extra = input_path(dir, g->inputs.len);
+  bool more = file_exists(extra);
+  free(extra);
+  if (more)
+    return kiln_invalid("input_%d.pb is one input too many: the model takes %d input%s",
+                        g->inputs.len, g->inputs.len, g->inputs.len == 1 ? "" : "s");
+  for (int i = 0; i < g->inputs.len; i++) {
+    const kiln_value *v = &g->values.data[g->inputs.data[i]];
+    const kiln_tensor *t = vals[i]->kind == KILN_TYPE_TENSOR ? vals[i]->t : NULL;
+    KILN_TRYF(kiln_graph_check_input(v, t), "input_%d.pb", i);
+  }
+  const kiln_tensor **t = kiln_xcalloc((size_t)g->inputs.len + 1, sizeof *t);
+  for (int i = 0; i < g->inputs.len; i++)
+    t[i] = vals[i]->kind == KILN_TYPE_TENSOR ? vals[i]->t : NULL;
+  kiln_status st = kiln_graph_check_inputs(g, g->inputs.len, t);
+  free(t);
+  return st;
+}
+
+kiln_status kiln_verify_load_inputs(const char *dir, const kiln_graph *g, kiln_val **vals) {
   for (int i = 0; i < g->inputs.len; i++) {
     const kiln_value *v = &g->values.data[g->inputs.data[i]];
     char *path = input_path(dir, i);
     kiln_status st = kiln_pb_read_value(path, &v->type, &vals[i]);
     free(path);
-    KILN_TRYF(st, "case input %d ('%s')", i, v->name);
+    KILN_TRYF(st, "input %d ('%s')", i, v->name);
   }
-  return KILN_OK;
+  return check_loaded(dir, g, vals);
 }
 
 kiln_status kiln_verify_load_case(const char *dir, kiln_graph **g, kiln_val ***inputs, int *n,
@@ -125,7 +151,7 @@ kiln_status kiln_verify_load_case(const char *dir, kiln_graph **g, kiln_val ***i
   kiln_val **vals = NULL;
   if (!st) {
     vals = kiln_xcalloc((size_t)(*g)->inputs.len + 1, sizeof *vals);
-    st = load_inputs(dir, *g, vals);
+    st = kiln_verify_load_inputs(dir, *g, vals);
   }
   if (!st && signature && sig_len) {
     char *text = NULL;

@@ -109,7 +109,8 @@ static bool choose_options(case_pred *p, const kiln_graph *g, int n_in, kiln_val
   return false;
 }
 
-/* The runner's base options from the replay command of case.txt ("--backend none", "--threads 4"). */
+/* The runner's base options from the replay command of case.txt ("--backend none", "--threads 4").
+ */
 static void recorded_options(const char *case_dir, kiln_verify_opts *vo) {
   char path[4200], *text = NULL;
   size_t len = 0;
@@ -164,8 +165,7 @@ kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
   kiln_graph *g = NULL;
   kiln_val **in = NULL;
   int n = 0;
-  KILN_TRYF(kiln_verify_load_case(case_dir, &g, &in, &n, p.signature, sizeof p.signature),
-            "reduce: loading the case '%s'", case_dir);
+  KILN_TRY(kiln_verify_load_case(case_dir, &g, &in, &n, p.signature, sizeof p.signature));
   if (!p.signature[0] || !strcmp(p.signature, "-")) /* not recorded: the one it shows now */
     run_signature(&p, g, n, in, p.signature, sizeof p.signature);
   p.need_clean = clean_reference(g, n, in);

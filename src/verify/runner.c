@@ -140,7 +140,7 @@ void kiln_vrun_compare(kiln_vrun *r, kiln_layer_result *l, kiln_val *const *outs
 }
 
 void kiln_vrun_errored(kiln_vrun *r, kiln_layer_result *l, kiln_status st) {
-  (void)r;
+  kiln_vrun_environment(r, l, st);
   l->ok = false;
   l->errored = true;
   l->max_ratio = INFINITY;
@@ -255,16 +255,6 @@ static void reference_layer(kiln_vrun *r) {
   if (kiln_vrun_done(r, l)) kiln_vrun_set_where(r, "", "");
 }
 
-static kiln_status check_args(const kiln_graph *g, int n_in, kiln_val *const *inputs) {
-  if (g->parent) return kiln_invalid("verification takes a root graph");
-  if (n_in != g->inputs.len)
-    return kiln_invalid("the graph takes %d inputs, %d given", g->inputs.len, n_in);
-  for (int i = 0; i < n_in; i++)
-    if (!inputs[i])
-      return kiln_invalid("input '%s' is missing", g->values.data[g->inputs.data[i]].name);
-  return KILN_OK;
-}
-
 static kiln_status setup(kiln_vrun *r) {
   r->tin = kiln_xcalloc((size_t)r->n_in + 1, sizeof *r->tin);
   r->all_tensors = true;
@@ -315,10 +305,11 @@ kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inpu
   memset(res, 0, sizeof *res);
   res->first_failing = -1;
   res->threads = o && o->threads > 0 ? o->threads : 1;
-  KILN_TRY(check_args(g, n_in, inputs));
+  KILN_TRY(kiln_vrun_check_inputs(g, n_in, inputs));
   kiln_vrun r = {.g = g, .n_in = n_in, .inputs = inputs, .o = o ? o : &dflt, .res = res};
   kiln_status st = setup(&r);
   if (!st) layers(&r);
+  if (!st && r.env) st = r.env, r.env = NULL; /* not a finding: no case is written */
   if (!st && res->failed && r.o->repro_dir) {
     st = kiln_verify_write_case(r.o->repro_dir, g, n_in, inputs, res);
     if (!st) snprintf(res->case_dir, sizeof res->case_dir, "%s", r.o->repro_dir);

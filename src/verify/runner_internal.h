@@ -19,6 +19,7 @@ typedef struct kiln_vrun {
   bool all_tensors;  /* every input is a tensor (the tile layer runs) */
   double t0;         /* start of the current layer */
   double looseness;  /* of the end-to-end bounds of the graph's outputs */
+  kiln_status env;   /* the first layer error caused by the environment (runner_check.c) */
 } kiln_vrun;
 
 /* A new copy of g with its symbolic input dims bound to the inputs (as the compiler does). */
@@ -73,5 +74,13 @@ void kiln_vlocal_finish(kiln_vlocal *lc, kiln_layer_result *l);
 /* The first step that failed its local check and the value, when one did. */
 bool kiln_vlocal_failure(const kiln_vlocal *lc, int *step, int *value);
 void kiln_vlocal_free(kiln_vlocal *lc);
+
+/* runner_check.c: what is to blame. The inputs against the graph (count, kinds, dtypes,
+ * shapes, one extent per symbolic dim): KILN_ERR_INVALID naming the input. */
+kiln_status kiln_vrun_check_inputs(const kiln_graph *g, int n_in, kiln_val *const *inputs);
+/* True when layer l's error st comes from the environment (a missing C compiler, a full disk:
+ * KILN_ERR_SYSTEM or KILN_ERR_IO); the first such error is kept in r->env (st is not taken),
+ * and kiln_verify_run returns it instead of a result. */
+bool kiln_vrun_environment(kiln_vrun *r, const kiln_layer_result *l, kiln_status st);
 
 #endif

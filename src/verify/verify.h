@@ -214,5 +214,10 @@ kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_i
  * signature (may be NULL). */
 kiln_status kiln_verify_load_case(const char *dir, kiln_graph **g, kiln_val ***inputs, int *n,
                                   char *signature, size_t sig_len);
+/* Reads dir/input_<i>.pb, one per graph input of g, into vals (one slot per input, NULL on
+ * entry), and checks them against g's inputs (kiln_graph_check_inputs; a file input_<n>.pb
+ * beyond the n inputs is an error too): KILN_ERR_INVALID naming the file. A case folder and
+ * the test_data_set_<k> folder of an ONNX test layout both hold their inputs this way. */
+kiln_status kiln_verify_load_inputs(const char *dir, const kiln_graph *g, kiln_val **vals);
 
 #endif
