@@ -41,7 +41,9 @@ static const char *const fuzz_help =
     "  --reduce         reduce each new failure (DIR/<hash>/reduced)\n"
     "  -q               no progress lines\n"
     "  --list-ops       print the generator's ops and exit\n\n"
-    "Exit status: 0 nothing found, 1 failures found, 2 bad usage.\n";
+    "A layer that cannot run because the environment failed (no C compiler, a full disk) is a\n"
+    "runner error, never a finding; after 3 of them in a row the campaign stops (exit 1).\n\n"
+    "Exit status: 0 nothing found, 1 failures found or the environment failed, 2 bad usage.\n";
 
 typedef struct fuzz_args {
   uint64_t seed;
@@ -76,7 +78,16 @@ typedef struct campaign {
   KILN_VEC(int64_t) pass_fired;
   int64_t files;
   char cache[1100];
+  int64_t env_errors;   /* runner errors caused by the environment (KILN_ERR_SYSTEM) */
+  int env_streak;       /* of those, in a row since the last run that got through */
+  int64_t env_ok;       /* runs that needed the environment (the compiled layers) and got it */
+  kiln_status env_last; /* the last of those errors */
+  bool env_stop;        /* the campaign stopped: the environment failed on every graph */
 } campaign;
+
+/* The environment fails for every graph (no C compiler, a full disk): after this many runner
+ * errors in a row with KILN_ERR_SYSTEM, the campaign stops with that error. */
+#define FUZZ_ENV_STREAK 3
 
 /* ---- arguments ---- */
 static int parse_shard(const char *v, fuzz_args *a) {
@@ -182,6 +193,46 @@ static void note_fired(campaign *c, const char *fired) {
 }
 
 /* ---- findings ---- */
+/* A folder or file of the campaign that cannot be written: the environment failed (a full
+ * disk), a failed run (exit 1), not bad input. */
+static kiln_status as_system(kiln_status st) {
+  if (!st || kiln_status_code(st) != KILN_ERR_IO) return st;
+  kiln_status sys = kiln_error(KILN_ERR_SYSTEM, "%s", kiln_status_message(st));
+  kiln_status_free(st);
+  return sys;
+}
+
+static kiln_status env_failed(campaign *c);
+
+/* A runner error: counted; an error of the environment on every graph stops the campaign. */
+static kiln_status runner_error(campaign *c, uint64_t j, kiln_status st) {
+  c->verify_errors++;
+  if (!c->a.quiet)
+    fprintf(stderr, "fuzz: graph %llu: runner error: %s\n", (unsigned long long)j,
+            kiln_status_message(st));
+  if (kiln_status_code(st) != KILN_ERR_SYSTEM) {
+    kiln_status_free(st);
+    return KILN_OK;
+  }
+  c->env_errors++;
+  kiln_status_free(c->env_last);
+  c->env_last = st;
+  if (++c->env_streak < FUZZ_ENV_STREAK) return KILN_OK;
+  return env_failed(c);
+}
+
+/* Stops the campaign with the last environment error: it failed on every graph that needed it
+ * (FUZZ_ENV_STREAK in a row, or all of them when the campaign ends first). */
+static kiln_status env_failed(campaign *c) {
+  kiln_status st = c->env_last;
+  c->env_last = NULL;
+  c->env_stop = true;
+  return kiln_status_annotate(st,
+                              "the environment failed on every graph that needed it (%d of "
+                              "%lld), stopping",
+                              c->env_streak, (long long)(c->env_streak + c->env_ok));
+}
+
 /* Records a failure; the first of its signature is written (and reduced with --reduce). */
 static kiln_status record(campaign *c, uint64_t j, const kiln_gen_case *gc, kiln_verify_result *res) {
   for (int i = 0; i < c->found.len; i++)
@@ -193,8 +244,8 @@ static kiln_status record(campaign *c, uint64_t j, const kiln_gen_case *gc, kiln
   snprintf(f.sig, sizeof f.sig, "%s", res->signature);
   uint64_t h = kiln_hash_bytes(f.sig, strlen(f.sig), 0);
   snprintf(f.dir, sizeof f.dir, "%s/%012llx", c->a.out, (unsigned long long)(h >> 16));
-  KILN_TRY(kiln_make_dirs(c->a.out));
-  KILN_TRY(kiln_verify_write_case(f.dir, gc->g, gc->n_in, gc->inputs, res));
+  KILN_TRY(as_system(kiln_make_dirs(c->a.out)));
+  KILN_TRY(as_system(kiln_verify_write_case(f.dir, gc->g, gc->n_in, gc->inputs, res)));
   c->files++;
   kiln_vec_push(&c->found, f);
   if (!c->a.quiet) fprintf(stderr, "fuzz: graph %llu: new failure %s -> %s\n", (unsigned long long)j, f.sig, f.dir);
@@ -258,11 +309,9 @@ static kiln_status run_one(campaign *c, uint64_t j) {
     kiln_verify_result res;
     st = kiln_verify_run(gc.g, gc.n_in, gc.inputs, &c->vo, &res);
     if (st) {
-      c->verify_errors++;
-      if (!c->a.quiet) fprintf(stderr, "fuzz: graph %llu: %s\n", (unsigned long long)j, kiln_status_message(st));
-      kiln_status_free(st);
-      st = KILN_OK;
+      st = runner_error(c, j, st);
     } else {
+      if (c->vo.cpu || c->vo.cuda) c->env_streak = 0, c->env_ok++;
       note_fired(c, res.fired);
       c->compiled += c->vo.cpu;
       if (res.failed) st = record(c, j, &gc, &res);
@@ -309,9 +358,10 @@ static void print_depth(const campaign *c) {
 
 static void summary(const campaign *c, double secs) {
   printf("fuzz: %lld graphs in %.1f s (%.2f/s): %lld valid, %lld invalid, %lld dropped (no finite, "
-         "stable inputs), %lld runner errors\n",
+         "stable inputs), %lld runner errors (%lld from the environment)\n",
          (long long)c->tried, secs, secs > 0 ? (double)c->tried / secs : 0.0, (long long)c->valid,
-         (long long)c->invalid, (long long)c->no_inputs, (long long)c->verify_errors);
+         (long long)c->invalid, (long long)c->no_inputs, (long long)c->verify_errors,
+         (long long)c->env_errors);
   if (c->a.cpu) printf("cpu layer (compiled C) on %lld graphs\n", (long long)c->compiled);
   int covered = 0, total = 0;
   kiln_strbuf miss = {0};
@@ -364,6 +414,7 @@ static kiln_status setup(campaign *c) {
 }
 
 static void teardown(campaign *c) {
+  kiln_status_free(c->env_last);
   kiln_ort_close(c->ort);
   free(c->op_seen);
   for (int k = 0; k < c->pass_names.len; k++) free(c->pass_names.data[k]);
@@ -392,6 +443,8 @@ int kiln_cmd_fuzz(int argc, char **argv) {
       fprintf(stderr, "\n");
     }
   }
+  if (!st && rc < 0 && c->env_errors && !c->env_ok) st = env_failed(c);
+  if (st && c->env_stop) summary(c, kiln_cli_seconds() - t0);
   if (st) rc = kiln_cli_fail("fuzz", st);
   else if (rc < 0) {
     summary(c, kiln_cli_seconds() - t0);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../onnx/onnx.h"
 #include "verify.h"
@@ -61,6 +62,22 @@ static kiln_status write_info(const char *dir, const kiln_verify_result *res) {
   return st;
 }
 
+/* A case that could not be written whole (a full disk) leaves no folder that replays. */
+static void remove_case(const char *dir, int n_in) {
+  static const char *const names[] = {"model.onnx", "model.kiln", "case.txt"};
+  for (int i = 0; i < 3; i++) {
+    char *path = join(dir, names[i]);
+    remove(path);
+    free(path);
+  }
+  for (int i = 0; i < n_in; i++) {
+    char *path = input_path(dir, i);
+    remove(path);
+    free(path);
+  }
+  rmdir(dir); /* only when empty: other files of a folder the user gave stay */
+}
+
 kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
                                    kiln_val *const *inputs, const kiln_verify_result *res) {
   if (n_in != g->inputs.len)
@@ -86,6 +103,7 @@ kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_i
     free(path);
   }
   if (!st) st = write_info(dir, res);
+  if (st) remove_case(dir, n_in);
   return st ? kiln_status_annotate(st, "writing the case to '%s'", dir) : KILN_OK;
 }
 
