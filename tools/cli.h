@@ -67,6 +67,10 @@ typedef struct kiln_cli_engine kiln_cli_engine;
  * bind the symbolic dims of the inputs before tile and cpu compile the graph. */
 kiln_status kiln_cli_engine_new(kiln_graph *g, const kiln_cli_engine_opts *o,
                                 kiln_val *const *inputs, kiln_cli_engine **out);
+/* Compiled code needs static input shapes: without inputs to bind them, every symbolic dim
+ * of g's inputs must be bound by co->dims (co may be NULL). The error names the option:
+ * "input 'x' is f32[seq,3]: give the extent of 'seq' with --dim seq=N". */
+kiln_status kiln_cli_check_dims(const kiln_graph *g, const kiln_compile_opts *co);
 /* Runs once: inputs borrowed, one new value per graph output. */
 kiln_status kiln_cli_engine_run(kiln_cli_engine *e, kiln_val *const *inputs, kiln_val **outputs);
 /* The graph that runs (inputs and outputs in the order of the model). */

@@ -177,7 +177,8 @@ static void print_summary(const compile_args *a, const kiln_cli_engine *e) {
 static kiln_status finish(const compile_args *a, kiln_cli_engine *e) {
   kiln_strbuf fb = {0}, rep = {0};
   kiln_cli_engine_fallbacks(e, &fb);
-  if (fb.len) fprintf(stderr, "%s", fb.data); /* always: what did not compile */
+  /* what did not compile, always: on stderr, or in the report that lists each step once */
+  if (fb.len && !a->report) fprintf(stderr, "%s", fb.data);
   kiln_cli_engine_report(e, &rep);
   if (a->report) fwrite(rep.data, 1, rep.len, stdout);
   print_summary(a, e);
@@ -205,6 +206,7 @@ static kiln_status finish(const compile_args *a, kiln_cli_engine *e) {
 /* ---- the CUDA target ---- */
 static kiln_status compile_cuda(compile_args *a, kiln_graph *g) {
   kiln_cuda_build *b;
+  KILN_TRY(kiln_cli_check_dims(g, &a->co));
   KILN_TRY(kiln_compile_cuda(g, &a->co, &a->cuda_opts, &b));
   kiln_strbuf rep = {0};
   kiln_cuda_build_report(b, &rep);

@@ -61,6 +61,35 @@ static kiln_status bind_inputs(kiln_graph *g, kiln_val *const *inputs) {
   return st;
 }
 
+static bool dim_given(const kiln_compile_opts *co, const char *sym) {
+  for (int i = 0; co && i < co->n_dims; i++)
+    if (!strcmp(co->dims[i].sym, sym)) return true;
+  return false;
+}
+
+kiln_status kiln_cli_check_dims(const kiln_graph *g, const kiln_compile_opts *co) {
+  char tb[128];
+  for (int i = 0; i < g->inputs.len; i++) {
+    const kiln_value *v = &g->values.data[g->inputs.data[i]];
+    if (v->type.kind != KILN_TYPE_TENSOR) continue;
+    if (v->type.rank < 0)
+      return kiln_invalid("input '%s' has no known rank: compiled code needs a static shape",
+                          v->name);
+    for (int d = 0; d < v->type.rank; d++) {
+      const kiln_dim *dm = &v->type.dims[d];
+      if (dm->value >= 0 || (dm->sym && dim_given(co, dm->sym))) continue;
+      kiln_type_str(&v->type, tb, sizeof tb);
+      if (dm->sym)
+        return kiln_invalid("input '%s' is %s: give the extent of '%s' with --dim %s=N", v->name,
+                            tb, dm->sym, dm->sym);
+      return kiln_invalid("input '%s' is %s: dim %d has no name and no extent, so --dim cannot "
+                          "bind it (name it in the model)",
+                          v->name, tb, d);
+    }
+  }
+  return KILN_OK;
+}
+
 static kiln_status compile_cpu(kiln_cli_engine *e) {
   kiln_compile_opts co;
   kiln_compile_opts_init(&co);
@@ -86,7 +115,9 @@ static kiln_status prepare(kiln_cli_engine *e, kiln_val *const *inputs) {
   if (e->opts.backend != KILN_CLI_INTERP) KILN_TRY(bind_inputs(e->graph, inputs));
   switch (e->opts.backend) {
   case KILN_CLI_INTERP: return KILN_OK;
-  case KILN_CLI_CPU: return compile_cpu(e);
+  case KILN_CLI_CPU:
+    if (!inputs) KILN_TRY(kiln_cli_check_dims(e->graph, e->opts.compile));
+    return compile_cpu(e);
   case KILN_CLI_OPT: return run_passes(e, true);
   case KILN_CLI_TILE: {
     KILN_TRY(run_passes(e, false));

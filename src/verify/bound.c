@@ -69,14 +69,22 @@ void kiln_bnd_unstable(bnd_node *b, int64_t count, const char *why) {
   }
 }
 
-void kiln_bnd_nonfinite(bnd_node *b, int64_t count) {
+void kiln_bnd_nonfinite(bnd_node *b, int64_t count, int64_t by_bound) {
   if (count <= 0) return;
   b->n_nonfinite += count;
-  if (!b->r->note[0]) {
-    char lb[160];
-    snprintf(b->r->note, sizeof b->r->note, "%s: %lld NaN/Inf element(s) from finite inputs",
-             kiln_node_label(b->n, lb, sizeof lb), (long long)count);
-  }
+  if (b->r->note[0]) return;
+  char lb[160];
+  kiln_node_label(b->n, lb, sizeof lb);
+  if (by_bound == count) /* every value is finite: only the bounds say it may overflow */
+    snprintf(b->r->note, sizeof b->r->note,
+             "%s: %lld element(s) are finite, but their error bound reaches the range of the "
+             "dtype (the bounds are unstable: a correct result could overflow)",
+             lb, (long long)count);
+  else
+    snprintf(b->r->note, sizeof b->r->note,
+             "%s: %lld NaN/Inf element(s) from finite inputs (%lld more whose error bound "
+             "reaches the range of the dtype)",
+             lb, (long long)(count - by_bound), (long long)by_bound);
 }
 
 /* ---- widening to F64 ---- */
@@ -353,16 +361,17 @@ static void count_nonfinite(bnd_node *b) {
     int id = b->n->outputs[k];
     double lim = overflow_at(b->g->values.data[id].type.dtype);
     double *d = b->out[k]->t->data, *e = b->eout[k] ? b->eout[k]->data : NULL;
-    int64_t c = 0;
+    int64_t c = 0, by_bound = 0;
     for (int64_t i = 0; i < b->out[k]->t->numel; i++) {
       if (!isfinite(d[i])) {
         c++;
       } else if (lim > 0 && fabs(d[i]) + (e && isfinite(e[i]) ? e[i] : 0) >= lim) {
         c++;
         if (fabs(d[i]) >= lim) d[i] = d[i] > 0 ? INFINITY : -INFINITY, e ? e[i] = 0 : 0;
+        else by_bound++;
       }
     }
-    kiln_bnd_nonfinite(b, c);
+    kiln_bnd_nonfinite(b, c, by_bound);
   }
 }
 

@@ -89,9 +89,11 @@ void kiln_bnd_free_vals(kiln_val **v, int n);
 bool kiln_bnd_is_float_val(const kiln_val *v);
 /* Whether input i is a float tensor that carries an error. */
 bool kiln_bnd_has_err(const bnd_node *b, int i);
-/* Notes an unstable / non-finite element count of the node (first note wins). */
+/* Notes an unstable / non-finite element count of the node (first note wins). by_bound: of
+ * the non-finite ones, those whose value is finite but whose error bound reaches the range of
+ * the dtype (unstable bounds, not NaN/Inf values: the note says which). */
 void kiln_bnd_unstable(bnd_node *b, int64_t count, const char *why);
-void kiln_bnd_nonfinite(bnd_node *b, int64_t count);
+void kiln_bnd_nonfinite(bnd_node *b, int64_t count, int64_t by_bound);
 /* A new F64 tensor of the shape of t, zero. */
 kiln_tensor *kiln_bnd_zeros_like(const kiln_tensor *t);
 /* Adds own rounding c * u * |y| to e (e has y's shape), and returns e. */

@@ -248,7 +248,7 @@ static void reference_layer(kiln_vrun *r) {
   if (st) kiln_vrun_errored(r, l, st);
   else kiln_vrun_compare(r, l, outs);
   if (l->ok && (r->ref->n_unstable || r->ref->n_nonfinite))
-    snprintf(l->msg, sizeof l->msg, "%lld unstable, %lld non-finite elements: %s",
+    snprintf(l->msg, sizeof l->msg, "%lld unstable, %lld non-finite or out-of-range elements: %s",
              (long long)r->ref->n_unstable, (long long)r->ref->n_nonfinite, r->ref->note);
   for (int i = 0; i < g->outputs.len; i++) kiln_val_free(outs[i]);
   free(outs);

@@ -36,7 +36,9 @@
  *   result and of the inputs' errors propagated through the op). NULL for exact values.
  * Elements whose discrete result (a comparison, a rounding to an integer, an arg-max, a cast
  * to an integer type) could change within the input's error bound are "unstable": counted in
- * n_unstable. Finite inputs that produce NaN or Inf in some node count in n_nonfinite. A
+ * n_unstable. Finite inputs that produce NaN or Inf in some node count in n_nonfinite, and
+ * so do finite values whose error bound reaches the range of their dtype (the note tells the
+ * two apart). A
  * generated test input is usable only when both are 0. */
 typedef struct kiln_vref {
   const kiln_graph *g; /* borrowed */
