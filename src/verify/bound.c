@@ -176,7 +176,7 @@ kiln_status kiln_bnd_eval(const bnd_node *b, kiln_op op, kiln_val *const *ins, k
   bool any = false;
   for (int i = 0; i < ni; i++) {
     int id = tmp.inputs[i];
-    kiln_dtype dt = id >= 0 ? b->g->values.data[id].type.dtype : KILN_UNDEFINED;
+    kiln_dtype dt = id >= 0 ? b->r->dtype[id] : KILN_UNDEFINED;
     if (ins[i] && kiln_dtype_is_float(dt) && dt != KILN_F64) any = true;
     nar[i] = ins[i] ? map_val(ins[i], kiln_dtype_is_float(dt) ? dt : KILN_F64) : NULL;
   }
@@ -281,7 +281,7 @@ static kiln_val *lookup_narrow(void *user, int id) {
   const kiln_graph *g = nl->r->g;
   if (!nl->made[id] && nl->r->val[id]) {
     kiln_val *v = nl->r->val[id];
-    kiln_dtype dt = g->values.data[id].type.dtype;
+    kiln_dtype dt = nl->r->dtype[id] ? nl->r->dtype[id] : g->values.data[id].type.dtype;
     if (nl->sign && nl->r->err[id] && kiln_bnd_is_float_val(v)) {
       kiln_val *p = kiln_val_new(v->kind);
       p->t = subst_tensor(v->t, nl->r->err[id], nl->sign > 0 ? BND_PLUS : BND_MINUS);
@@ -379,13 +379,14 @@ static void node_unit_roundoff(bnd_node *b) {
   double umax = 0;
   for (int k = 0; k < b->n->n_outputs; k++) {
     int id = b->n->outputs[k];
-    b->u_out[k] = id >= 0 ? kiln_bnd_unit_roundoff(b->g->values.data[id].type.dtype) : 0;
-    b->tiny_out[k] = id >= 0 ? kiln_bnd_tiny(b->g->values.data[id].type.dtype) : 0;
+    kiln_dtype dt = id >= 0 ? kiln_bnd_out_dtype(b->r, b->n, k) : KILN_UNDEFINED;
+    b->u_out[k] = id >= 0 ? kiln_bnd_unit_roundoff(dt) : 0;
+    b->tiny_out[k] = id >= 0 ? kiln_bnd_tiny(dt) : 0;
     umax = fmax(umax, b->u_out[k]);
   }
   for (int i = 0; i < b->n->n_inputs; i++) {
     int id = b->n->inputs[i];
-    if (id >= 0) umax = fmax(umax, kiln_bnd_unit_roundoff(b->g->values.data[id].type.dtype));
+    if (id >= 0) umax = fmax(umax, kiln_bnd_unit_roundoff(b->r->dtype[id]));
   }
   b->u_in = umax;
 }
@@ -429,8 +430,14 @@ static kiln_status value_of(kiln_vref *r, const ext_source *ext, int id, kiln_va
   if (!r->val[id] && r->g->values.data[id].kind == KILN_VALUE_CONST) {
     kiln_val v = {KILN_TYPE_TENSOR, r->g->values.data[id].data, NULL, false, KILN_UNDEFINED};
     r->val[id] = map_val(&v, KILN_UNDEFINED);
+    r->dtype[id] = v.t ? v.t->dtype : KILN_UNDEFINED;
   }
-  if (!r->val[id] && ext && ext->lookup) r->val[id] = map_val(ext->lookup(ext->user, id), 0);
+  if (!r->val[id] && ext && ext->lookup) {
+    const kiln_val *x = ext->lookup(ext->user, id);
+    r->val[id] = map_val(x, 0);
+    kiln_dtype declared = r->g->values.data[id].type.dtype;
+    r->dtype[id] = declared ? declared : kiln_bnd_val_dtype(x);
+  }
   if (!r->val[id])
     return kiln_invalid("value '%s' is not available", r->g->values.data[id].name);
   if (fresh && ext && ext->stored && !r->err[id]) {
@@ -481,6 +488,7 @@ static kiln_status bound_node(kiln_vref *r, const ext_source *ext, int ni) {
   if (!st) bind_outers(r, ext, n);
   if (!st) st = kiln_op_check(r->g, n);
   if (!st) st = node_has_subgraph(n) ? bound_sub_node(&b) : kiln_bnd_apply(&b);
+  if (!st) kiln_bnd_note_dtypes(r, n, b.out);
   if (!st) count_nonfinite(&b);
   for (int k = 0; !st && k < nout; k++) drop_if_zero(&b.eout[k]);
   for (int k = 0; k < nout; k++) {
@@ -504,6 +512,7 @@ static kiln_vref *vref_new(const kiln_graph *g) {
   r->n_values = g->values.len;
   r->val = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->val);
   r->err = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->err);
+  r->dtype = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->dtype);
   return r;
 }
 
@@ -526,6 +535,7 @@ kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *in
   for (int i = 0; i < n_in && !st; i++) {
     if (!inputs[i]) st = kiln_invalid("graph input %d is missing", i);
     else r->val[g->inputs.data[i]] = map_val(inputs[i], KILN_UNDEFINED);
+    if (!st) r->dtype[g->inputs.data[i]] = kiln_bnd_val_dtype(inputs[i]);
   }
   bool *need = needed_values(g);
   bool *run = kiln_xcalloc((size_t)g->nodes.len + 1, 1);
@@ -587,5 +597,6 @@ void kiln_vref_free(kiln_vref *r) {
   }
   free(r->val);
   free(r->err);
+  free(r->dtype);
   free(r);
 }

@@ -89,6 +89,13 @@ void kiln_bnd_free_vals(kiln_val **v, int n);
 bool kiln_bnd_is_float_val(const kiln_val *v);
 /* Whether input i is a float tensor that carries an error. */
 bool kiln_bnd_has_err(const bnd_node *b, int i);
+/* bound_dtype.c: the dtype a value is stored in by the graph (kiln_vref.dtype). */
+kiln_dtype kiln_bnd_val_dtype(const kiln_val *v);
+/* Output k of n: its declared dtype, or (inference gave none) the one its op makes. */
+kiln_dtype kiln_bnd_out_dtype(const kiln_vref *r, const kiln_node *n, int k);
+/* Records r->dtype of n's outputs once n has run (outs: its outputs as the reference holds
+ * them). */
+void kiln_bnd_note_dtypes(kiln_vref *r, const kiln_node *n, kiln_val *const *outs);
 /* Notes an unstable / non-finite element count of the node (first note wins). by_bound: of
  * the non-finite ones, those whose value is finite but whose error bound reaches the range of
  * the dtype (unstable bounds, not NaN/Inf values: the note says which). */

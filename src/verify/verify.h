@@ -45,6 +45,9 @@ typedef struct kiln_vref {
   int n_values;        /* g->values.len */
   kiln_val **val;      /* per value id; NULL when not computed */
   kiln_tensor **err;   /* per value id; NULL when exact or not computed */
+  kiln_dtype *dtype;   /* per value id: the dtype the graph stores it in (the declared one,
+                          or, where inference gave none, the one its op makes); 0 when not
+                          computed. Nodes with subgraphs run in these dtypes. */
   int64_t n_unstable;
   int64_t n_nonfinite;
   char note[256]; /* the first unstable or non-finite node, for messages */
