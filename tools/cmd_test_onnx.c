@@ -164,6 +164,25 @@ static kiln_status read_set_inputs(const kiln_graph *g, const char *set, kiln_va
   return KILN_OK;
 }
 
+/* A set compares at least one output (ONNX cases may omit some, never all: a set without
+ * expected outputs would pass having checked nothing), and holds no more than the model's. */
+static kiln_status check_set_has_outputs(const kiln_graph *g, const char *set) {
+  char path[4096];
+  int found = 0;
+  for (int k = 0; k < g->outputs.len; k++) {
+    snprintf(path, sizeof path, "%s/output_%d.pb", set, k);
+    found += is_file(path);
+  }
+  snprintf(path, sizeof path, "%s/output_%d.pb", set, g->outputs.len);
+  if (is_file(path))
+    return kiln_invalid("%s: more output files than the model's %d outputs", set, g->outputs.len);
+  if (!found && g->outputs.len)
+    return kiln_invalid("%s: no expected output (no output_<k>.pb for any of the model's %d "
+                        "output%s): nothing to compare",
+                        set, g->outputs.len, g->outputs.len == 1 ? "" : "s");
+  return KILN_OK;
+}
+
 static kiln_status check_set_outputs(const kiln_graph *g, const char *set, kiln_val **outs,
                                      const test_opts *o) {
   char path[4096], msg[600];
@@ -190,6 +209,7 @@ static kiln_status run_set(const char *model, const char *set, const test_opts *
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
   kiln_cli_engine *e = NULL;
   kiln_status st = read_set_inputs(g, set, ins);
+  if (!st) st = check_set_has_outputs(g, set); /* before anything runs */
   if (st) kiln_graph_free(g);
   else st = kiln_cli_engine_new(g, &o->engine, ins, &e);
   if (!st) st = kiln_cli_engine_run(e, ins, outs);
