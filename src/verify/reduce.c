@@ -152,9 +152,10 @@ void red_view_init(red_view *v, const red_state *st) {
   v->n_values = g->values.len;
   v->n_nodes = g->nodes.len;
   v->values = kiln_xmalloc(((size_t)v->n_values + 1) * sizeof *v->values);
-  memcpy(v->values, g->values.data, (size_t)v->n_values * sizeof *v->values);
+  if (v->n_values) /* an empty vector has no data (NULL): no memcpy from it */
+    memcpy(v->values, g->values.data, (size_t)v->n_values * sizeof *v->values);
   v->nodes = kiln_xmalloc(((size_t)v->n_nodes + 1) * sizeof *v->nodes);
-  memcpy(v->nodes, g->nodes.data, (size_t)v->n_nodes * sizeof *v->nodes);
+  if (v->n_nodes) memcpy(v->nodes, g->nodes.data, (size_t)v->n_nodes * sizeof *v->nodes);
   v->drop = kiln_xcalloc((size_t)v->n_nodes + 1, sizeof *v->drop);
   v->repl = kiln_xmalloc(((size_t)v->n_values + 1) * sizeof *v->repl);
   v->data = kiln_xcalloc((size_t)v->n_values + 1, sizeof *v->data);
