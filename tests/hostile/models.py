@@ -3,6 +3,7 @@
 
   models.py names OUT.onnx [--seed N]   small MLP whose every name is hostile
   models.py list                        prints the hostile names, one repr per line
+  models.py blame DIR                   fixtures of case_blame.sh (wrong inputs, cases, folders)
 
 Hostile names: comment closers, quotes, backslashes, newlines, control bytes (no NUL), '..',
 '/', very long, non-ASCII, format directives, shell metacharacters.
@@ -84,6 +85,128 @@ def build_names(out, seed):
     onnx.save(m, out)
 
 
+def build_blame(d):
+    """Fixtures of case_blame.sh in folder d: models, right and wrong inputs, case folders
+    with wrong inputs, model folders in ONNX's test layout, outer values read in subgraphs,
+    ONNX test cases without expected outputs."""
+    import os
+    import numpy as np
+    import onnx
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+    F = T.FLOAT
+    os.makedirs(d, exist_ok=True)
+
+    def path(*p):
+        q = os.path.join(d, *p)
+        os.makedirs(os.path.dirname(q), exist_ok=True)
+        return q
+
+    def save(nodes, name, ins, outs, *rel):
+        m = h.make_model(h.make_graph(nodes, name, ins, outs),
+                         opset_imports=[h.make_opsetid("", 17)])
+        onnx.checker.check_model(m, full_check=True)
+        onnx.save(m, path(*rel))
+
+    def pb(arr, name, *rel):
+        with open(path(*rel), "wb") as f:
+            f.write(nh.from_array(arr, name).SerializeToString())
+
+    def const(name, arr):
+        return h.make_node("Constant", [], [name], value=nh.from_array(arr))
+
+    vi = h.make_tensor_value_info
+    x = vi("x", F, [2, 3])
+    basic = [h.make_node("Relu", ["x"], ["r"], name="relu"),
+             h.make_node("Add", ["r", "x"], ["y"], name="add")]
+    save(basic, "g", [x], [vi("y", F, [2, 3])], "m.onnx")
+    good = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    np.save(path("good.npy"), good)
+    np.save(path("shape.npy"), good.reshape(3, 2))
+    np.save(path("dtype.npy"), good.astype(np.float64))
+    np.save(path("int.npy"), np.ones((2, 3), np.int32))
+    np.save(path("rank.npy"), good.reshape(6))
+    np.save(path("scalar.npy"), np.float32(1))
+    np.save(path("empty.npy"), np.zeros((0, 3), np.float32))
+    np.save(path("more.npy"), np.ones((2, 3, 1), np.float32))
+    with open(path("corrupt.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00garbage")
+    # two inputs sharing a symbol N
+    save([h.make_node("ReduceMax", ["y"], ["m"], name="rm", axes=[1], keepdims=0),
+          h.make_node("Add", ["m", "z"], ["o"], name="add")], "g2",
+         [vi("y", F, ["N", 3]), vi("z", F, ["N"])], [vi("o", F, ["N"])], "m2.onnx")
+    np.save(path("y23.npy"), good)
+    np.save(path("z2.npy"), np.ones(2, np.float32))
+    np.save(path("z3.npy"), np.ones(3, np.float32))
+    # case folders (as kiln verify --repro writes them) with wrong inputs
+    cases = {"ok": [good], "shape": [good.reshape(3, 2)], "dtype": [good.astype(np.float64)],
+             "rank": [good.reshape(1, 2, 3)], "extra": [good, good], "missing": []}
+    for name, arrs in cases.items():
+        save(basic, "g", [x], [vi("y", F, [2, 3])], "cases", name, "model.onnx")
+        for i, a in enumerate(arrs):
+            pb(a, "x", "cases", name, "input_%d.pb" % i)
+        with open(path("cases", name, "case.txt"), "w") as f:
+            f.write("signature: pass|-|-\ncommand: kiln verify DIR\n")
+    with open(path("cases", "corrupt", "input_0.pb"), "wb") as f:
+        f.write(b"\xff\xff\xff\xff garbage")
+    open(path("cases", "empty", "input_0.pb"), "wb").close()
+    for name in ("corrupt", "empty"):
+        save(basic, "g", [x], [vi("y", F, [2, 3])], "cases", name, "model.onnx")
+    # model folders in ONNX's test layout
+    for name in ("folder", "folder_nodata", "folder_badset", "tno_good", "tno_noout", "tno_extra"):
+        save(basic, "g", [x], [vi("y", F, [2, 3])], name, "model.onnx")
+    for name in ("folder", "tno_good", "tno_noout", "tno_extra"):
+        pb(good, "x", name, "test_data_set_0", "input_0.pb")
+    pb(good.reshape(3, 2), "x", "folder_badset", "test_data_set_0", "input_0.pb")
+    want = np.maximum(good, 0) + good
+    pb(want, "y", "folder", "test_data_set_0", "output_0.pb")
+    pb(want, "y", "tno_good", "test_data_set_0", "output_0.pb")
+    pb(want, "y", "tno_extra", "test_data_set_0", "output_0.pb")
+    pb(want, "y2", "tno_extra", "test_data_set_0", "output_1.pb")
+    os.makedirs(path("folder_nomodel", "test_data_set_0", "x"), exist_ok=True)
+    # a symbolic dim
+    save([h.make_node("Relu", ["x"], ["y"], name="r")], "gs", [vi("x", F, ["seq", 3])],
+         [vi("y", F, ["seq", 3])], "sym.onnx")
+    # a finite f32 whose error bound reaches the range of f32
+    save([h.make_node("Mul", ["x", "x"], ["y"], name="sq")], "gq", [vi("x", F, [2])],
+         [vi("y", F, [2])], "bigsq.onnx")
+    np.save(path("big.npy"), np.array([np.nextafter(np.float32(2.0**64), np.float32(0)), 1],
+                                      np.float32))
+    # outer values read in subgraphs; b gets no dtype from inference (computed axes)
+    pre = [const("ax", np.array([0], np.int64)),
+           h.make_node("ReduceSum", ["x", "ax"], ["b"], name="rs", keepdims=0)]
+
+    def branch(nm, k):
+        return h.make_graph([const(nm + "_k", np.full((3,), k, np.float32)),
+                             h.make_node("Add", ["b", nm + "_k"], [nm + "_o"], name=nm + "_add")],
+                            nm, [], [vi(nm + "_o", F, [3])])
+    save(pre + [h.make_node("If", ["c"], ["y"], name="If_1", then_branch=branch("then", 0.5),
+                            else_branch=branch("else", -0.5))],
+         "gi", [x, vi("c", T.BOOL, [])], [vi("y", F, [3])], "sub_if.onnx")
+    np.save(path("true.npy"), np.array(True))
+    np.save(path("false.npy"), np.array(False))
+    body = h.make_graph([const("k", np.full((3,), 0.25, np.float32)),
+                         h.make_node("Add", ["b", "k"], ["t"], name="lb_add1"),
+                         h.make_node("Add", ["acc", "t"], ["acc_o"], name="lb_add2"),
+                         h.make_node("Identity", ["cin"], ["cout"])], "body",
+                        [vi("i", T.INT64, []), vi("cin", T.BOOL, []), vi("acc", F, [3])],
+                        [vi("cout", T.BOOL, []), vi("acc_o", F, [3])])
+    save(pre + [const("trip", np.array(3, np.int64)), const("t0", np.array(True)),
+                const("z", np.zeros((3,), np.float32)),
+                h.make_node("Loop", ["trip", "t0", "z"], ["y"], name="Loop_1", body=body)],
+         "gl", [x], [vi("y", F, [3])], "sub_loop.onnx")
+    body = h.make_graph([const("k", np.full((3,), 0.125, np.float32)),
+                         h.make_node("Add", ["row", "b"], ["t"], name="sb_add1"),
+                         h.make_node("Add", ["t", "k"], ["t2"], name="sb_add2"),
+                         h.make_node("Add", ["s", "t2"], ["s_o"], name="sb_add3"),
+                         h.make_node("Identity", ["t2"], ["out"])], "sbody",
+                        [vi("s", F, [3]), vi("row", F, [3])], [vi("s_o", F, [3]), vi("out", F, [3])])
+    save(pre + [const("s0", np.zeros((3,), np.float32)),
+                h.make_node("Scan", ["s0", "x"], ["ys", "y2"], name="Scan_1", body=body,
+                            num_scan_inputs=1)],
+         "gsc", [x], [vi("ys", F, [3]), vi("y2", F, [2, 3])], "sub_scan.onnx")
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -91,7 +214,11 @@ def main():
     p.add_argument("out")
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("list")
+    p = sub.add_parser("blame")
+    p.add_argument("dir")
     a = ap.parse_args()
+    if a.cmd == "blame":
+        return build_blame(a.dir)
     if a.cmd == "list":
         for s in HOSTILE:
             print(repr(s))
