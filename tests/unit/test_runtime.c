@@ -537,7 +537,8 @@ static void test_module_build_and_errors(void) {
   CHECK(m == NULL);
   kiln_cc_opts nocc = o;
   nocc.cc = "/nonexistent/kiln-cc";
-  CHECK_ERR(kiln_module_build(1, ok_src, &nocc, &m, &st), KILN_ERR_FAILED);
+  /* no such compiler: the environment failed (KILN_ERR_SYSTEM); code it rejects: FAILED */
+  CHECK_ERR(kiln_module_build(1, ok_src, &nocc, &m, &st), KILN_ERR_SYSTEM);
   CHECK_ERR(kiln_module_build(0, ok_src, &o, &m, &st), KILN_ERR_INVALID);
   /* a host program that ignores SIGCHLD: builds still work, errors are still reported */
   void (*old_handler)(int) = signal(SIGCHLD, SIG_IGN);
@@ -563,13 +564,13 @@ static void test_module_build_and_errors(void) {
   kiln_module_free(m);
   m = NULL;
   CHECK(access(stale, F_OK) != 0 && access(fresh, F_OK) == 0);
-  /* a failing compiler through kiln_compile */
+  /* a compiler that cannot even answer --version: the environment's failure, not Kiln's */
   kiln_compile_opts co = opts();
   co.cc = "false";
   co.no_cache = true;
   kiln_graph *g = parse(EW);
   kiln_compiled *c = NULL;
-  CHECK_ERR(kiln_compile(g, &co, &c), KILN_ERR_FAILED);
+  CHECK_ERR(kiln_compile(g, &co, &c), KILN_ERR_SYSTEM);
   CHECK(c == NULL);
   kiln_graph_free(g);
 }
