@@ -344,7 +344,7 @@ static kiln_status probe_compiler_locked(const char *cc, const char *tmpdir, pro
     kiln_status_free(st);
     return sys;
   }
-  probe p = {kiln_xstrdup(cc), {3, 4}, false};
+  probe p = {NULL, {3, 4}, false}; /* p.cc once nothing can fail (it leaked on a full disk) */
   char *text;
   size_t len;
   KILN_TRY(kiln_read_file(log, &text, &len));
@@ -354,6 +354,7 @@ static kiln_status probe_compiler_locked(const char *cc, const char *tmpdir, pro
   free(text);
   hash_cpu(&p.ident);
   KILN_TRY(probe_openmp(cc, tmpdir, &p.openmp));
+  p.cc = kiln_xstrdup(cc);
   kiln_vec_push(&g_probes, p);
   *out = p;
   return KILN_OK;
