@@ -11,6 +11,7 @@ typedef struct case_pred {
   bool need_clean; /* candidates must have no unstable or non-finite reference element */
   bool exact;      /* the signature itself, not a subset of its op kinds */
   int runs;
+  kiln_status env; /* the first run the environment failed (no C compiler, a full disk) */
 } case_pred;
 
 /* True when the reference of (g, inputs) has no unstable and no non-finite element. */
@@ -32,6 +33,7 @@ static void run_signature(case_pred *p, const kiln_graph *g, int n_in, kiln_val 
   kiln_status s = kiln_verify_run(g, n_in, in, &p->vo, &res);
   if (!s && res.failed) snprintf(sig, len, "%s", res.signature);
   if (!s) kiln_verify_result_free(&res);
+  if (s && !p->env && kiln_status_code(s) == KILN_ERR_SYSTEM) p->env = s, s = KILN_OK;
   kiln_status_free(s);
 }
 
@@ -177,6 +179,8 @@ kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
       fprintf(ro.log, "reduce: signature %s (checked %s the compiled code, %s)\n", p.signature,
               p.vo.cpu ? "with" : "without", p.vo.each_pass ? "a layer per pass" : "bisection");
     st = kiln_reduce(g, in, n, case_holds, &p, &ro, out);
+  } else if (p.env) { /* the environment, not the case: say so instead of "does not fail" */
+    st = p.env, p.env = NULL;
   } else {
     if (ro.log && p.signature[0])
       fprintf(ro.log, "reduce: the case does not fail as recorded (%s); it %s%s\n", p.signature,
@@ -191,6 +195,7 @@ kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
     fprintf(ro.log, "reduce: %s (%d tests, %.1f s%s)\n", sizes, out->tests, out->seconds,
             out->stopped ? ", stopped by the limit" : "");
   }
+  kiln_status_free(p.env);
   for (int i = 0; i < n; i++) kiln_val_free(in[i]);
   free(in);
   kiln_graph_free(g);

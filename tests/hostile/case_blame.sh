@@ -82,6 +82,11 @@ expect 1 "verify, cc not on PATH" env -u CC PATH=/nonexistent $kiln verify "$fx/
 expect_err "environment failed" "verify, cc not on PATH"
 expect 1 "verify, a compiler that fails --version" env CC=false $kiln verify "$fx/m.onnx" -q
 expect_err "no usable C compiler" "verify, CC=false"
+cp -r "$fx/cases/ok" "$tmp/cpu_case"
+printf 'signature: cpu|-|Add,Relu\ncommand: kiln verify DIR\n' >"$tmp/cpu_case/case.txt"
+expect 1 "reduce, no C compiler" env CC=/nonexistent/cc $kiln reduce "$tmp/cpu_case" -q --out "$tmp/cpu_reduced"
+expect_err "environment failed" "reduce, no C compiler: the reason, not 'does not fail'"
+expect_no_file "$tmp/cpu_reduced" "reduce, no C compiler: nothing written"
 expect 0 "verify --backend none needs no compiler" env CC=/nonexistent/cc $kiln verify "$fx/m.onnx" -q --backend none
 expect 1 "fuzz, no C compiler" env CC=/nonexistent/cc $kiln fuzz --count 8 --cpu-every 1 --max-nodes 3 -q --out "$tmp/fuzz_cc"
 expect_err "environment failed on every graph" "fuzz, no C compiler: stops with the reason"
