@@ -204,22 +204,53 @@ static kiln_status check_input_names(const verify_args *a, const kiln_graph *g) 
 }
 
 /* Fills the inputs that are still NULL: from --input files, else drawn. */
+/* The extent --dim (or an earlier file) gave sym, -1 when none. */
+static int64_t bound_extent(const verify_args *a, const char *sym) {
+  size_t n = strlen(sym);
+  for (int k = 0; k < a->dims.len; k++)
+    if (!strncmp(a->dims.data[k].sym, sym, n) && a->dims.data[k].sym[n] == '=')
+      return a->dims.data[k].value;
+  return -1;
+}
+
+/* The symbolic dims of the inputs that are given (files, a case) take the given extents, so
+ * that the inputs drawn next agree with them; one that --dim set otherwise is bad input. */
+static kiln_status bind_given_dims(verify_args *a, const kiln_graph *g, kiln_val **vals) {
+  for (int i = 0; i < g->inputs.len; i++) {
+    const kiln_value *v = &g->values.data[g->inputs.data[i]];
+    const kiln_tensor *t = vals[i] && vals[i]->kind == KILN_TYPE_TENSOR ? vals[i]->t : NULL;
+    for (int d = 0; t && v->type.kind == KILN_TYPE_TENSOR && d < v->type.rank && d < t->rank; d++) {
+      const char *sym = v->type.dims[d].sym;
+      int64_t e = sym && v->type.dims[d].value < 0 ? bound_extent(a, sym) : -2;
+      if (e == -2 || e == t->dims[d]) continue;
+      if (e >= 0)
+        return kiln_invalid("input '%s' has %s = %lld (dim %d), but --dim %s=%lld", v->name, sym,
+                            (long long)t->dims[d], d, sym, (long long)e);
+      char *spec = kiln_xmalloc(strlen(sym) + 2);
+      sprintf(spec, "%s=", sym);
+      kiln_dim_binding b = {spec, t->dims[d]};
+      kiln_vec_push(&a->dims, b);
+    }
+  }
+  return KILN_OK;
+}
+
 static kiln_status make_inputs(verify_args *a, const kiln_graph *g, kiln_val **vals) {
   KILN_TRY(check_input_names(a, g));
-  uint64_t rng = a->seed * 0x2545f4914f6cdd1dULL + 1;
-  draw_dims(a, g, &rng);
   for (int i = 0; i < g->inputs.len; i++) {
     const kiln_value *v = &g->values.data[g->inputs.data[i]];
     const char *file = given_input(a, v->name);
-    if (file) {
-      kiln_val_free(vals[i]), vals[i] = NULL;
-      KILN_TRYF(kiln_tensor_file_read(file, &v->type, &vals[i]), "input '%s'", v->name);
-      const kiln_tensor *t = vals[i]->kind == KILN_TYPE_TENSOR ? vals[i]->t : NULL;
-      KILN_TRYF(kiln_graph_check_input(v, t), "--input %s=%s", v->name, file);
-    } else if (!vals[i]) {
-      KILN_TRY(draw_input(a, v, &rng, &vals[i]));
-    }
+    if (!file) continue;
+    kiln_val_free(vals[i]), vals[i] = NULL;
+    KILN_TRYF(kiln_tensor_file_read(file, &v->type, &vals[i]), "input '%s'", v->name);
+    const kiln_tensor *t = vals[i]->kind == KILN_TYPE_TENSOR ? vals[i]->t : NULL;
+    KILN_TRYF(kiln_graph_check_input(v, t), "--input %s=%s", v->name, file);
   }
+  KILN_TRY(bind_given_dims(a, g, vals));
+  uint64_t rng = a->seed * 0x2545f4914f6cdd1dULL + 1;
+  draw_dims(a, g, &rng);
+  for (int i = 0; i < g->inputs.len; i++)
+    if (!vals[i]) KILN_TRY(draw_input(a, &g->values.data[g->inputs.data[i]], &rng, &vals[i]));
   return KILN_OK;
 }
 

@@ -50,6 +50,12 @@ expect 0 "verify, one symbol one extent" $kiln verify "$fx/m2.onnx" --input y="$
 expect 2 "verify, a symbol with two extents" $kiln verify "$fx/m2.onnx" --input y="$fx/y23.npy" --input z="$fx/z3.npy"
 expect_err "input 'z' has N = 3 .* input 'y' has N = 2" "verify, two extents named"
 not_a_finding "verify, two extents"
+# an input drawn next to a given one takes the given extent of their symbol
+expect 0 "verify, one input given, one drawn" $kiln verify "$fx/m2.onnx" --input y="$fx/y53.npy" -q
+expect_out "every layer agrees" "verify, the drawn input follows the given extent"
+expect 0 "verify, the other input given" $kiln verify "$fx/m2.onnx" --input z="$fx/z3.npy" -q
+expect 2 "verify, --dim against a given input" $kiln verify "$fx/m2.onnx" --input y="$fx/y53.npy" --dim N=3 -q
+expect_err "input 'y' has N = 5 .*--dim N=3" "verify, --dim against a given input named"
 
 # ---- case folders (verify, reduce) with inputs that do not fit ----
 expect 0 "verify, right case" $kiln verify "$fx/cases/ok" -q

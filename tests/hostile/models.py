@@ -138,6 +138,7 @@ def build_blame(d):
     np.save(path("y23.npy"), good)
     np.save(path("z2.npy"), np.ones(2, np.float32))
     np.save(path("z3.npy"), np.ones(3, np.float32))
+    np.save(path("y53.npy"), np.ones((5, 3), np.float32))
     # case folders (as kiln verify --repro writes them) with wrong inputs
     cases = {"ok": [good], "shape": [good.reshape(3, 2)], "dtype": [good.astype(np.float64)],
              "rank": [good.reshape(1, 2, 3)], "extra": [good, good], "missing": []}
