@@ -52,6 +52,7 @@ typedef struct verify_args {
   KILN_VEC(kiln_dim_binding) dims;
   unsigned long long seed;
   kiln_verify_opts o;
+  int n_cli_dims; /* dims[0..n_cli_dims) come from --dim; the rest from inputs or drawn */
 } verify_args;
 
 static int parse_backend(const char *v, kiln_verify_opts *o) {
@@ -204,12 +205,11 @@ static kiln_status check_input_names(const verify_args *a, const kiln_graph *g) 
 }
 
 /* Fills the inputs that are still NULL: from --input files, else drawn. */
-/* The extent --dim (or an earlier file) gave sym, -1 when none. */
-static int64_t bound_extent(const verify_args *a, const char *sym) {
+/* The binding of sym (from --dim, or from an earlier given input), -1 when none. */
+static int binding_of(const verify_args *a, const char *sym) {
   size_t n = strlen(sym);
   for (int k = 0; k < a->dims.len; k++)
-    if (!strncmp(a->dims.data[k].sym, sym, n) && a->dims.data[k].sym[n] == '=')
-      return a->dims.data[k].value;
+    if (!strncmp(a->dims.data[k].sym, sym, n) && a->dims.data[k].sym[n] == '=') return k;
   return -1;
 }
 
@@ -221,8 +221,11 @@ static kiln_status bind_given_dims(verify_args *a, const kiln_graph *g, kiln_val
     const kiln_tensor *t = vals[i] && vals[i]->kind == KILN_TYPE_TENSOR ? vals[i]->t : NULL;
     for (int d = 0; t && v->type.kind == KILN_TYPE_TENSOR && d < v->type.rank && d < t->rank; d++) {
       const char *sym = v->type.dims[d].sym;
-      int64_t e = sym && v->type.dims[d].value < 0 ? bound_extent(a, sym) : -2;
-      if (e == -2 || e == t->dims[d]) continue;
+      if (!sym || v->type.dims[d].value >= 0) continue;
+      int k = binding_of(a, sym);
+      int64_t e = k >= 0 ? a->dims.data[k].value : -1;
+      if (k >= a->n_cli_dims && e >= 0) continue; /* two inputs disagree: the runner says so */
+      if (e == t->dims[d]) continue;
       if (e >= 0)
         return kiln_invalid("input '%s' has %s = %lld (dim %d), but --dim %s=%lld", v->name, sym,
                             (long long)t->dims[d], d, sym, (long long)e);
@@ -328,7 +331,7 @@ int kiln_cmd_verify(int argc, char **argv) {
     kiln_vec_free(&a.dims);
     return rc == 1 ? 0 : rc;
   }
-  int n_given_dims = a.dims.len;
+  int n_given_dims = a.n_cli_dims = a.dims.len;
   kiln_graph *g = NULL;
   kiln_val **vals = NULL;
   char recorded[256];
