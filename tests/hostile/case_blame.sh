@@ -67,6 +67,12 @@ for c in shape dtype rank extra missing corrupt empty; do
   expect_no_file "$tmp/reduced_$c" "reduce, case with $c input: nothing reduced"
   if grep -q "^reduced:" "$tmp/out"; then bad "reduce, case with $c input: reduced"; else ok; fi
 done
+for c in hostile_case0 hostile_case1; do
+  expect 2 "verify, $c with a wrong input" $kiln verify "$fx/$c" -q
+  expect_err "is f32\[4,2\], the model takes f32\[2,4\]" "verify, $c: the shapes"
+  expect 2 "reduce, $c with a wrong input" $kiln reduce "$fx/$c" -q --out "$tmp/reduced_$c"
+  expect_no_file "$tmp/reduced_$c" "reduce, $c: nothing reduced"
+done
 expect 2 "verify, case input one too many" $kiln verify "$fx/cases/extra" -q
 expect_err "input_1.pb is one input too many" "verify, extra case input"
 

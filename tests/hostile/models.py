@@ -173,6 +173,12 @@ def build_blame(d):
          [vi("y", F, [2])], "bigsq.onnx")
     np.save(path("big.npy"), np.array([np.nextafter(np.float32(2.0**64), np.float32(0)), 1],
                                       np.float32))
+    # a case of a model whose every name is hostile, with an input of the wrong shape
+    for seed in (0, 1):
+        build_names(path("hostile_case%d" % seed, "model.onnx"), seed)
+        hm = onnx.load(path("hostile_case%d" % seed, "model.onnx"))
+        pb(np.ones((4, 2), np.float32), hm.graph.input[0].name, "hostile_case%d" % seed,
+           "input_0.pb")
     # outer values read in subgraphs; b gets no dtype from inference (computed axes)
     pre = [const("ax", np.array([0], np.int64)),
            h.make_node("ReduceSum", ["x", "ax"], ["b"], name="rs", keepdims=0)]
