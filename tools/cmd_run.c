@@ -110,20 +110,6 @@ static kiln_status check_arg_names(const kiln_graph *g, const char *const *list,
   return KILN_OK;
 }
 
-/* The file's tensor must have the declared dtype, rank and known extents. */
-static kiln_status check_input_type(const kiln_type *want, const kiln_tensor *t) {
-  char a[128], b[128];
-  bool ok = !want->dtype || t->dtype == want->dtype;
-  if (want->rank >= 0) {
-    ok = ok && t->rank == want->rank;
-    for (int d = 0; ok && d < t->rank; d++)
-      ok = want->dims[d].value < 0 || want->dims[d].value == t->dims[d];
-  }
-  if (ok) return KILN_OK;
-  return kiln_invalid("the file holds %s, the model expects %s",
-                      kiln_tensor_type_str(t, a, sizeof a), kiln_type_str(want, b, sizeof b));
-}
-
 static kiln_status load_inputs(const kiln_graph *g, const run_opts *o, kiln_val **vals) {
   KILN_TRY(
       check_arg_names(g, o->inputs.data, o->inputs.len, g->inputs.data, g->inputs.len, "input"));
@@ -133,10 +119,15 @@ static kiln_status load_inputs(const kiln_graph *g, const run_opts *o, kiln_val 
     if (!file)
       return kiln_invalid("input '%s' is not given (use --input %s=FILE)", v->name, v->name);
     KILN_TRYF(kiln_tensor_file_read(file, &v->type, &vals[i]), "input '%s'", v->name);
-    if (vals[i]->kind == KILN_TYPE_TENSOR && v->type.kind == KILN_TYPE_TENSOR)
-      KILN_TRYF(check_input_type(&v->type, vals[i]->t), "input '%s' from '%s'", v->name, file);
+    if (vals[i]->kind == KILN_TYPE_TENSOR) /* the check every command makes (runtime.h) */
+      KILN_TRYF(kiln_graph_check_input(v, vals[i]->t), "--input %s=%s", v->name, file);
   }
-  return KILN_OK;
+  const kiln_tensor **ts = kiln_xcalloc((size_t)g->inputs.len + 1, sizeof *ts);
+  for (int i = 0; i < g->inputs.len; i++)
+    ts[i] = vals[i]->kind == KILN_TYPE_TENSOR ? vals[i]->t : NULL;
+  kiln_status st = kiln_graph_check_inputs(g, g->inputs.len, ts); /* one extent per symbol */
+  free(ts);
+  return st;
 }
 
 static void safe_name(const char *name, char *buf, size_t n) {

@@ -50,6 +50,11 @@ expect 0 "verify, one symbol one extent" $kiln verify "$fx/m2.onnx" --input y="$
 expect 2 "verify, a symbol with two extents" $kiln verify "$fx/m2.onnx" --input y="$fx/y23.npy" --input z="$fx/z3.npy"
 expect_err "input 'z' has N = 3 .* input 'y' has N = 2" "verify, two extents named"
 not_a_finding "verify, two extents"
+# kiln run makes the same check (one check in the runtime)
+expect 2 "run, wrong shape" $kiln run "$fx/m.onnx" --input x="$fx/shape.npy"
+expect_err "input 'x' is f32\[3,2\], the model takes f32\[2,3\]" "run, wrong shape named"
+expect 2 "run, a symbol with two extents" $kiln run "$fx/m2.onnx" --input y="$fx/y23.npy" --input z="$fx/z3.npy"
+expect_err "input 'z' has N = 3 .* input 'y' has N = 2" "run, two extents: the inputs, not a node"
 # an input drawn next to a given one takes the given extent of their symbol
 expect 0 "verify, one input given, one drawn" $kiln verify "$fx/m2.onnx" --input y="$fx/y53.npy" -q
 expect_out "every layer agrees" "verify, the drawn input follows the given extent"
