@@ -309,7 +309,8 @@ kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inpu
   kiln_vrun r = {.g = g, .n_in = n_in, .inputs = inputs, .o = o ? o : &dflt, .res = res};
   kiln_status st = setup(&r);
   if (!st) layers(&r);
-  if (!st && r.env) st = r.env, r.env = NULL; /* not a finding: no case is written */
+  if (!st) st = kiln_vrun_take_environment(&r); /* not a finding: no case is written */
+  kiln_status_free(r.env);
   if (!st && res->failed && r.o->repro_dir) {
     st = kiln_verify_write_case(r.o->repro_dir, g, n_in, inputs, res);
     if (!st) snprintf(res->case_dir, sizeof res->case_dir, "%s", r.o->repro_dir);

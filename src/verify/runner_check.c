@@ -35,8 +35,19 @@ static bool is_environment(kiln_status st) {
   return c == KILN_ERR_SYSTEM || c == KILN_ERR_IO;
 }
 
+kiln_status kiln_vrun_take_environment(kiln_vrun *r) {
+  kiln_status env = r->env;
+  r->env = NULL;
+  if (env && r->res->first_failing != r->env_layer) { /* a finding came first: keep it */
+    kiln_status_free(env);
+    env = KILN_OK;
+  }
+  return env;
+}
+
 bool kiln_vrun_environment(kiln_vrun *r, const kiln_layer_result *l, kiln_status st) {
   if (!is_environment(st)) return false;
+  if (!r->env) r->env_layer = (int)(l - r->res->layers.data);
   if (!r->env)
     r->env = kiln_error(KILN_ERR_SYSTEM,
                         "the %s layer could not run, the environment failed (a runner error, "

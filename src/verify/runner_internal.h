@@ -20,6 +20,7 @@ typedef struct kiln_vrun {
   double t0;         /* start of the current layer */
   double looseness;  /* of the end-to-end bounds of the graph's outputs */
   kiln_status env;   /* the first layer error caused by the environment (runner_check.c) */
+  int env_layer;     /* the index of its layer in res->layers */
 } kiln_vrun;
 
 /* A new copy of g with its symbolic input dims bound to the inputs (as the compiler does). */
@@ -80,7 +81,10 @@ void kiln_vlocal_free(kiln_vlocal *lc);
 kiln_status kiln_vrun_check_inputs(const kiln_graph *g, int n_in, kiln_val *const *inputs);
 /* True when layer l's error st comes from the environment (a missing C compiler, a full disk:
  * KILN_ERR_SYSTEM or KILN_ERR_IO); the first such error is kept in r->env (st is not taken),
- * and kiln_verify_run returns it instead of a result. */
+ * and kiln_verify_run returns it instead of a result (kiln_vrun_take_environment). */
 bool kiln_vrun_environment(kiln_vrun *r, const kiln_layer_result *l, kiln_status st);
+/* The environment's error to return instead of the result: when its layer is the first
+ * failing one (a finding before it stands, and the error is dropped). Takes r->env. */
+kiln_status kiln_vrun_take_environment(kiln_vrun *r);
 
 #endif

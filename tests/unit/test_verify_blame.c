@@ -237,6 +237,33 @@ static void test_environment_is_no_finding(void) {
   CHECK(!failed);
 }
 
+/* Corrupts every f32 [2,3] value a step of the tile layer produces: a wrong kernel. */
+static void corrupt(void *user, int step, int value, const kiln_tensor *t) {
+  (void)user, (void)step, (void)value;
+  if (t->dtype == KILN_F32 && t->numel == 6) ((float *)t->data)[5] += 1.0f;
+}
+
+/* A finding before the layer the environment broke stands: the tile layer fails, the cpu
+ * layer cannot compile; the result is the tile finding, not the environment's error. */
+static void test_finding_before_environment(void) {
+  kiln_graph *g = parse(small);
+  const int64_t d23[] = {2, 3};
+  kiln_val *in[1] = {tensor(KILN_F32, 2, d23, 1)};
+  kiln_verify_opts o;
+  opts(&o, true);
+  o.compile.cc = "/nonexistent/cc";
+  o.inject = corrupt;
+  o.inject_layers = 1u << KILN_LAYER_TILE;
+  kiln_verify_result res;
+  CHECK_OK(kiln_verify_run(g, 1, in, &o, &res));
+  CHECK(res.failed && res.fail_kind == KILN_LAYER_TILE);
+  kiln_verify_result_free(&res);
+  o.inject_layers = 1u << KILN_LAYER_CPU; /* nothing fails before the cpu layer */
+  CHECK(err_says(kiln_verify_run(g, 1, in, &o, &res), KILN_ERR_SYSTEM, "environment"));
+  free_vals(in, 1);
+  kiln_graph_free(g);
+}
+
 /* ---- the reference: outer values read in subgraphs ---- */
 /* b has no dtype after inference (ReduceSum with computed axes, keepdims=0): read inside a
  * subgraph next to a subgraph's own f32 constant, it must keep f32. */
@@ -361,4 +388,5 @@ static void teardown(void) {
 
 TEST_MAIN(T(setup), T(test_inputs_checked_first), T(test_shared_check), T(test_case_inputs_checked),
           T(test_half_case_removed), T(test_environment_is_no_finding),
-          T(test_outer_values_in_subgraphs), T(test_overflow_note), T(teardown))
+          T(test_finding_before_environment), T(test_outer_values_in_subgraphs),
+          T(test_overflow_note), T(teardown))
