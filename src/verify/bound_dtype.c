@@ -24,9 +24,10 @@ static kiln_dtype derived_dtype(const kiln_vref *r, const kiln_node *n) {
     return (kiln_dtype)a->i;
   if (n->op == KILN_OP_CastLike && n->n_inputs > 1 && n->inputs[1] >= 0)
     return r->dtype[n->inputs[1]];
-  if (n->op == KILN_OP_ConstantOfShape)
-    return (a = kiln_node_attr(n, "value")) && a->kind == KILN_ATTR_TENSOR && a->t ? a->t->dtype
-                                                                               : KILN_F32;
+  if (n->op == KILN_OP_ConstantOfShape) {
+    a = kiln_node_attr(n, "value");
+    return a && a->kind == KILN_ATTR_TENSOR && a->t ? a->t->dtype : KILN_F32;
+  }
   for (int i = 0; i < n->n_inputs; i++)
     if (n->inputs[i] >= 0 && kiln_dtype_is_float(r->dtype[n->inputs[i]]))
       return r->dtype[n->inputs[i]];
