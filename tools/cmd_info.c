@@ -38,6 +38,27 @@ static int cmp_count(const void *a, const void *b) {
   return x->count != y->count ? y->count - x->count : strcmp(x->name, y->name);
 }
 
+/* Prints text from the model: as a JSON string body, or as one escaped line for the terminal
+ * (a name holding a newline or an escape sequence cannot forge or color a listing). */
+static void put(const char *s, bool json) {
+  kiln_strbuf b = {0}, line = {0};
+  if (json) {
+    kiln_esc_json(&b, s);
+  } else {
+    kiln_esc_line(&line, s);
+    kiln_esc_terminal(&b, line.data ? line.data : "");
+  }
+  fputs(b.data ? b.data : "", stdout);
+  kiln_strbuf_free(&b);
+  kiln_strbuf_free(&line);
+}
+
+/* A name and its padding to 24 columns, for the text listing. */
+static void put_padded(const char *s) {
+  put(s, false);
+  printf("%*s", (int)(strlen(s) < 24 ? 24 - strlen(s) : 0), "");
+}
+
 static void print_values(const kiln_graph *g, const int *ids, int n_ids, const char *what,
                          bool json) {
   char buf[256];
@@ -46,10 +67,47 @@ static void print_values(const kiln_graph *g, const int *ids, int n_ids, const c
   for (int i = 0; i < n_ids; i++) {
     const kiln_value *v = &g->values.data[ids[i]];
     kiln_type_str(&v->type, buf, sizeof buf);
-    if (json) printf("%s{\"name\": \"%s\", \"type\": \"%s\"}", i ? ", " : "", v->name, buf);
-    else printf("  %-24s %s\n", v->name, buf);
+    if (json) {
+      printf("%s{\"name\": \"", i ? ", " : "");
+      put(v->name, true);
+      printf("\", \"type\": \"");
+      put(buf, true);
+      printf("\"}");
+    } else {
+      printf("  ");
+      put_padded(v->name);
+      printf(" ");
+      put(buf, false);
+      printf("\n");
+    }
   }
   if (json) printf("],\n");
+}
+
+static void print_opsets(const kiln_graph *g, bool json) {
+  printf(json ? "  \"opsets\": {" : "opsets:");
+  for (int i = 0; i < g->opsets.len; i++) {
+    const char *d = g->opsets.data[i].domain[0] ? g->opsets.data[i].domain : "ai.onnx";
+    printf("%s", json ? (i ? ", \"" : "\"") : " ");
+    put(d, json);
+    printf(json ? "\": %lld" : "=%lld", (long long)g->opsets.data[i].version);
+  }
+}
+
+static void print_ops(const op_count *hist, int n_hist, int n_nodes, bool json) {
+  if (json) printf("},\n  \"ops\": {");
+  else printf("\nops (%d nodes):\n", n_nodes);
+  for (int i = 0; i < n_hist; i++) {
+    if (json) {
+      printf("%s\"", i ? ", " : "");
+      put(hist[i].name, true);
+      printf("\": %d", hist[i].count);
+    } else {
+      printf("  ");
+      put_padded(hist[i].name);
+      printf(" %d\n", hist[i].count);
+    }
+  }
 }
 
 static void print_info(const char *path, const kiln_graph *g, bool json) {
@@ -58,19 +116,19 @@ static void print_info(const char *path, const kiln_graph *g, bool json) {
   int64_t params = 0;
   count_ops(g, hist, &n_hist, &params);
   qsort(hist, (size_t)n_hist, sizeof *hist, cmp_count);
-  if (json) printf("{\n  \"model\": \"%s\",\n", path);
-  else printf("model: %s\ngraph: %s  (ir_version %lld)\n", path, g->name, (long long)g->ir_version);
+  printf(json ? "{\n  \"model\": \"" : "model: ");
+  put(path, json);
+  if (json) {
+    printf("\",\n");
+  } else {
+    printf("\ngraph: ");
+    put(g->name, false);
+    printf("  (ir_version %lld)\n", (long long)g->ir_version);
+  }
   print_values(g, g->inputs.data, g->inputs.len, "inputs", json);
   print_values(g, g->outputs.data, g->outputs.len, "outputs", json);
-  printf(json ? "  \"opsets\": {" : "opsets:");
-  for (int i = 0; i < g->opsets.len; i++)
-    printf(json ? "%s\"%s\": %lld" : "%s %s=%lld", json && i ? ", " : "",
-           g->opsets.data[i].domain[0] ? g->opsets.data[i].domain : "ai.onnx",
-           (long long)g->opsets.data[i].version);
-  printf(json ? "},\n  \"ops\": {" : "\nops (%d nodes):\n", g->nodes.len);
-  for (int i = 0; i < n_hist; i++)
-    printf(json ? "%s\"%s\": %d" : "  %s%-24s %d\n", json && i ? ", " : "", hist[i].name,
-           hist[i].count);
+  print_opsets(g, json);
+  print_ops(hist, n_hist, g->nodes.len, json);
   printf(json ? "},\n  \"parameters\": %lld\n}\n" : "parameters: %lld\n", (long long)params);
   free(hist);
 }

@@ -18,8 +18,10 @@ static const command commands[] = {
     {"test-onnx", kiln_cmd_test_onnx, "run ONNX test cases (model.onnx + test_data_set_*)"},
     {"compile", kiln_cmd_compile, "compile a model for the CPU (artifact, report, standalone C)"},
     {"bench", kiln_cmd_bench, "time repeated runs of a model (latency, throughput)"},
-    {"verify", kiln_cmd_verify, "check every compiler layer against the reference with error bounds"},
-    {"reduce", kiln_cmd_reduce, "shrink a failing case (kiln verify --repro, kiln fuzz) to a minimal one"},
+    {"verify", kiln_cmd_verify,
+     "check every compiler layer against the reference with error bounds"},
+    {"reduce", kiln_cmd_reduce,
+     "shrink a failing case (kiln verify --repro, kiln fuzz) to a minimal one"},
     {"fuzz", kiln_cmd_fuzz, "verify random models; failures deduplicated and written as cases"},
 };
 
@@ -51,7 +53,10 @@ int main(int argc, char **argv) {
 }
 
 int kiln_cli_fail(const char *cmd, kiln_status st) {
-  fprintf(stderr, "kiln %s: error: %s\n", cmd, kiln_status_message(st));
+  kiln_strbuf b = {0};
+  kiln_esc_terminal(&b, kiln_status_message(st));
+  fprintf(stderr, "kiln %s: error: %s\n", cmd, b.data ? b.data : "");
+  kiln_strbuf_free(&b);
   int code = kiln_status_exit_code(st);
   kiln_status_free(st);
   return code;
@@ -60,9 +65,12 @@ int kiln_cli_fail(const char *cmd, kiln_status st) {
 int kiln_cli_usage(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "kiln %s: ", cmd);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n(see 'kiln %s --help')\n", cmd);
+  kiln_strbuf msg = {0}, shown = {0};
+  kiln_strbuf_vprintf(&msg, fmt, ap);
+  kiln_esc_terminal(&shown, msg.data ? msg.data : "");
+  fprintf(stderr, "kiln %s: %s\n(see 'kiln %s --help')\n", cmd, shown.data ? shown.data : "", cmd);
+  kiln_strbuf_free(&msg);
+  kiln_strbuf_free(&shown);
   va_end(ap);
   return 2;
 }

@@ -170,6 +170,14 @@ kiln_status kiln_unesc_line(char *s);
  * kept, every other byte is %XX (so "a/b" -> "a%2Fb", "a_b" stays, ".." -> "%2E."); empty is
  * "%00"; a result over 200 bytes is cut and ends in "~" and a 16-hex-digit hash of s. */
 void kiln_esc_file_name(kiln_strbuf *b, const char *s);
+/* Text for a terminal (error messages, listings on stdout/stderr): newline and tab are kept,
+ * other control bytes (ESC above all: no escape sequence from a model reaches the terminal)
+ * as \xNN, and so are the UTF-8 forms of the C1 controls and of the bidirectional overrides
+ * (U+202A-U+202E, U+2066-U+2069), which could make shown text differ from the real text. */
+void kiln_esc_terminal(kiln_strbuf *b, const char *s);
+/* The body of a JSON string: '"' and '\\' escaped, control bytes as \u00XX, bytes that are
+ * not valid UTF-8 as \uFFFD (the output is always valid JSON). */
+void kiln_esc_json(kiln_strbuf *b, const char *s);
 /* Text content of an HTML element or a quoted attribute value: & < > " ' as entities,
  * control bytes other than tab and newline as U+FFFD. */
 void kiln_esc_html(kiln_strbuf *b, const char *s);

@@ -122,3 +122,55 @@ void kiln_esc_html(kiln_strbuf *b, const char *s) {
     }
   }
 }
+
+/* Length of a UTF-8 sequence at s that a terminal must not see raw (C1 control, bidi
+ * override or isolate), or 0. */
+static int hidden_utf8(const unsigned char *s) {
+  if (s[0] == 0xC2 && s[1] >= 0x80 && s[1] <= 0x9F) return 2;
+  if (s[0] == 0xE2 && s[1] == 0x80 && s[2] >= 0xAA && s[2] <= 0xAE) return 3;
+  if (s[0] == 0xE2 && s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9) return 3;
+  return 0;
+}
+
+void kiln_esc_terminal(kiln_strbuf *b, const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    int n = hidden_utf8(p);
+    for (int i = 0; i < n; i++) put_hex(b, "\\x", p[i]);
+    if (n) {
+      p += n;
+      continue;
+    }
+    if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) put_hex(b, "\\x", *p);
+    else put(b, (char)*p);
+    p++;
+  }
+}
+
+/* Length of the valid UTF-8 sequence at s (2-4, no overlong forms or surrogates), or 0. */
+static int utf8_len(const unsigned char *s) {
+  int n = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
+  for (int i = 1; i < n; i++)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))) return 0;
+  if (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))) return 0;
+  return n;
+}
+
+void kiln_esc_json(kiln_strbuf *b, const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    if (*p == '"' || *p == '\\') {
+      put(b, '\\');
+      put(b, (char)*p++);
+    } else if (*p < 0x20 || *p == 0x7f) {
+      put_hex(b, "\\u00", *p++);
+    } else if (*p < 0x80) {
+      put(b, (char)*p++);
+    } else {
+      int n = utf8_len(p);
+      if (n) kiln_strbuf_append(b, (const char *)p, (size_t)n), p += n;
+      else kiln_strbuf_append(b, "\\uFFFD", 6), p++;
+    }
+  }
+}

@@ -162,6 +162,17 @@ static void test_esc_html(void) {
   kiln_strbuf_free(&b);
 }
 
+static void test_esc_terminal_json(void) {
+  kiln_strbuf t = {0}, j = {0};
+  kiln_esc_terminal(&t, "a\x1b[31mred\n\tok \xe2\x80\xae\xc2\x9b\xc3\xbc");
+  CHECK(!strchr(t.data, 0x1b) && strstr(t.data, "\n\t") && !strstr(t.data, "\xe2\x80\xae") &&
+        !strstr(t.data, "\xc2\x9b") && strstr(t.data, "\xc3\xbc"));
+  kiln_esc_json(&j, "q\"b\\\n\x01\xff\xc3\xbc\xed\xa0\x80");
+  CHECK(!strcmp(j.data, "q\\\"b\\\\\\u000A\\u0001\\uFFFD\xc3\xbc\\uFFFD\\uFFFD\\uFFFD"));
+  kiln_strbuf_free(&t);
+  kiln_strbuf_free(&j);
+}
+
 static void test_system_error(void) {
   errno = ENOSPC;
   kiln_status st = kiln_system_error("cannot write '%s'", "f");
@@ -171,4 +182,5 @@ static void test_system_error(void) {
 }
 
 TEST_MAIN(T(test_parse_int), T(test_parse_bytes), T(test_esc_comment_and_line),
-          T(test_esc_file_name), T(test_esc_c_compiles), T(test_esc_html), T(test_system_error))
+          T(test_esc_file_name), T(test_esc_c_compiles), T(test_esc_html),
+          T(test_esc_terminal_json), T(test_system_error))
