@@ -181,6 +181,7 @@ static const char *ec_cpu(const char *text, ec_out *o) {
   if (!st) st = kiln_standalone_text(p, plan, "model", &o->sa);
   if (!st) kiln_program_print(p, &o->prog);
   if (!st) kiln_tmodule_print(p->module, &o->tile);
+  if (!st) kiln_plan_print(p, plan, &o->prog);
   kiln_plan_free(plan);
   kiln_program_free(p);
   kiln_graph_free(g);
