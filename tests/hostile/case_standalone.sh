@@ -87,6 +87,20 @@ check_weights "a missing model.bin" "cannot open"
 # -o that is not a folder: exit 1 and nothing written
 expect 1 "-o into a missing folder" "$prog" -w "$sa/model.bin" -o "$run/nosuch" "$in/good.npy"
 expect_no_file "$run/nosuch" "-o into a missing folder creates nothing"
+# a link planted where the temporary file goes is replaced, not followed
+rm -f "$o"/*
+ln -s "$run/victim" "$o/.sub%2F..%2Fy.npy.tmp"
+expect 0 "standalone with a link at its temporary file" "$prog" -w "$sa/model.bin" -o "$o" "$in/good.npy"
+expect_no_file "$run/victim" "the link's target was not written"
+expect_file "$o/sub%2F..%2Fy.npy" "the output was written"
+# an output whose place is taken by a folder, -o that is a file: exit 1
+rm -f "$o"/*
+mkdir "$o/sub%2F..%2Fy.npy"
+expect 1 "an output whose file name is a folder" "$prog" -w "$sa/model.bin" -o "$o" "$in/good.npy"
+expect_err "sub%2F..%2Fy.npy: is a directory" "the message names the output file"
+rm -rf "$o"/* "$o"/.[!.]*
+: >"$tmp/afile"
+expect 1 "-o that is a file" "$prog" -w "$sa/model.bin" -o "$tmp/afile" "$in/good.npy"
 # nothing was ever written outside -o: only o/a/b and its two outputs
 find "$run" -mindepth 1 | sort >"$tmp/found"
 printf '%s\n' "$run/o" "$run/o/a" "$run/o/a/b" | sort >"$tmp/want"
