@@ -155,27 +155,29 @@ static void emit_title(const emitter *e, kiln_strbuf *b, const char *ext) {
 static void emit_header(const emitter *e, kiln_strbuf *b) {
   const char *n = e->name;
   emit_title(e, b, "h");
-  kiln_strbuf_printf(b,
-                     " compiled by Kiln. Build: cc -O2 main.c %s.c -lm\n"
-                     " * (add -fopenmp for threads). Not thread-safe: one run at a time. */\n"
-                     "#ifndef %s_H_\n#define %s_H_\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
-                     "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n"
-                     "typedef struct %s_io {\n  const char *name;\n"
-                     "  const char *file; /* the name as a file name: bytes outside "
-                     "[A-Za-z0-9_.-] as %%XX */\n  const char *dtype; /* f32, "
-                     "i64, ... (elements in native byte order) */\n  int rank;\n"
-                     "  int64_t dims[8];\n  size_t bytes;\n} %s_io;\n\n"
-                     "extern const %s_io %s_inputs[], %s_outputs[];\n\n"
-                     "/* Reads the weights file (%s.bin) and allocates the arena (%lld bytes).\n"
-                     " * Returns 0, or -1 with a message on stderr. */\n"
-                     "int %s_init(const char *weights_path);\n"
-                     "/* in[i]: data of input i; out[i]: a buffer of %s_outputs[i].bytes.\n"
-                     " * Returns 0, or -1 with a message on stderr when the input is invalid\n"
-                     " * (an index out of range); the outputs are then not written. */\n"
-                     "int %s_run(const void *const *in, void *const *out);\n"
-                     "void %s_free(void);\n\n#endif\n",
-                     n, n, n, n, e->g->inputs.len, n, e->g->outputs.len, n, n, n, n, n, n,
-                     (long long)e->plan->arena_bytes, n, n, n, n);
+  kiln_strbuf_printf(
+      b,
+      " compiled by Kiln. Build: cc -O2 main.c %s.c -lm\n"
+      " * (add -fopenmp for threads). Not thread-safe: one run at a time. */\n"
+      "#ifndef %s_H_\n#define %s_H_\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
+      "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n"
+      "typedef struct %s_io {\n  const char *name;\n"
+      "  const char *file; /* the name as a file name: bytes outside "
+      "[A-Za-z0-9_.-] as %%XX */\n  const char *dtype; /* f32, "
+      "i64, ... (elements in native byte order) */\n  int rank;\n"
+      "  int64_t dims[8];\n  size_t bytes;\n} %s_io;\n\n"
+      "extern const %s_io %s_inputs[], %s_outputs[];\n\n"
+      "/* Reads the weights file (%s.bin), checks its size and checksum, and allocates\n"
+      " * the arena (%lld bytes). Returns 0, or -1 with a message on stderr (a\n"
+      " * missing, foreign, truncated or corrupted file). */\n"
+      "int %s_init(const char *weights_path);\n"
+      "/* in[i]: data of input i; out[i]: a buffer of %s_outputs[i].bytes.\n"
+      " * Returns 0, or -1 with a message on stderr when the input is invalid\n"
+      " * (an index out of range); the outputs are then not written. */\n"
+      "int %s_run(const void *const *in, void *const *out);\n"
+      "void %s_free(void);\n\n#endif\n",
+      n, n, n, n, e->g->inputs.len, n, e->g->outputs.len, n, n, n, n, n, n,
+      (long long)e->plan->arena_bytes, n, n, n, n);
 }
 
 /* ---- model.c ---- */
