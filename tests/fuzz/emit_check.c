@@ -85,7 +85,7 @@ static void ec_names(const uint8_t *data, size_t size, char **names) {
   for (int i = 0; i < EC_NAMES; i++) {
     size_t end = at;
     while (end < size && data[end]) end++;
-    names[i] = ec_name(i, data + (at < size ? at : size), at < size ? end - at : 0);
+    names[i] = ec_name(i, at < size ? data + at : NULL, at < size ? end - at : 0);
     at = end + 1;
   }
   for (int i = EC_VALUE0; i < EC_NAMES; i++) {
