@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../fuzz/emit_check.c"
+#include "codegen/codegen.h"
 #include "harness.h"
 
 static void check_input(const uint8_t *data, size_t size, const char *what) {
@@ -79,5 +80,23 @@ static void test_check_sees_injection(void) {
   kiln_strbuf_free(&b);
 }
 
+/* A kernel's name becomes a C symbol as it is: both backends refuse one that is not an
+ * identifier (the lowering makes identifiers; a tile IR text may quote anything). */
+static void test_kernel_name_is_identifier(void) {
+  const char *bad[] = {"a(b", "k */ x", "k\nint", "", "9k", "k-1", "k.x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    kiln_tmodule *m = kiln_tmodule_new();
+    kiln_tkernel *k = kiln_tkernel_new(m, bad[i]);
+    kiln_tkernel_param(k, "x", KILN_F32, 4);
+    kiln_codegen_opts o = kiln_codegen_opts_default();
+    kiln_strbuf out = {0};
+    CHECK_ERR(kiln_codegen_c_kernel(k, &o, &out), KILN_ERR_INVALID);
+    CHECK_ERR(kiln_codegen_cuda_kernel(k, &o, &out), KILN_ERR_INVALID);
+    CHECK(out.len == 0);
+    kiln_strbuf_free(&out);
+    kiln_tmodule_free(m);
+  }
+}
+
 TEST_MAIN(T(test_default_names), T(test_each_hostile_everywhere), T(test_raw_and_long),
-          T(test_random), T(test_check_sees_injection))
+          T(test_random), T(test_check_sees_injection), T(test_kernel_name_is_identifier))
