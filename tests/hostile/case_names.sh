@@ -1,6 +1,7 @@
 # Names from a model are data, never code: a model whose every name is hostile (comment
 # closers, quotes, backslashes, newlines, control bytes, '..', '/', 5000 bytes, non-ASCII,
-# format directives; tests/hostile/models.py) goes through every emitter: the compiled
+# format directives, line splices, names of emitted symbols and files; tests/hostile/models.py
+# names and names-more) goes through every emitter: the compiled
 # artifact and its report, the standalone C program (built and run, with and without input
 # files, with -o), CUDA C with its launch manifest and report, the IR printer and `kiln
 # verify`. Nothing runs that the model wrote (no file PWNED appears), nothing is written
@@ -22,10 +23,12 @@ lines() {
   [ "$odd" -eq 0 ] && ok || { bad "$3: $odd lines of $1 are not records"; grep -vE -- "$2" "$1" | head -3; }
 }
 cd "$tmp/cwd" || return # whatever ran, it ran here
-for seed in 0 1 2 3; do
-  w=$tmp/s$seed m=$tmp/s$seed/names.onnx
+for run in "names 0" "names 1" "names 2" "names 3" "names-more 0" "names-more 1" "names-more 2"; do
+  kind=${run% *} seed=${run#* }
+  w=$tmp/$kind$seed m=$tmp/$kind$seed/names.onnx
   mkdir -p "$w/o/a/b"
-  model names "$m" --seed "$seed" || { bad "seed $seed: models.py names failed"; continue; }
+  model "$kind" "$m" --seed "$seed" || { bad "$run: models.py failed"; continue; }
+  seed="$kind $seed" # names the run in the messages below
   # the artifact, its report, the standalone sources
   expect 0 "seed $seed: compile -o --emit-c" "$kiln" compile "$m" -o "$w/art" --emit-c "$w/sa" --report
   no_pwned "seed $seed: compile"
@@ -65,7 +68,7 @@ for seed in 0 1 2 3; do
     } >"$w/cu/check.cu"
     expect 0 "seed $seed: nvcc compiles model.cu" nvcc -c --fmad=false "$w/cu/check.cu" -o "$w/cu/check.o"
     no_pwned "seed $seed: nvcc"
-  elif [ "$seed" -eq 0 ]; then
+  elif [ "$seed" = "names 0" ]; then
     echo "SKIPPED nvcc compile check of model.cu: nvcc is not on PATH"
   fi
   # the IR printer: the text reads back to the same text

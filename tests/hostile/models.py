@@ -3,6 +3,10 @@
 
   models.py names OUT.onnx [--seed N]   small MLP whose every name is hostile
   models.py list                        prints the hostile names, one repr per line
+  models.py names-more OUT.onnx [--seed N]
+                                        the same MLP with other hostile names (MORE_HOSTILE:
+                                        line splices, names of the emitted symbols and files,
+                                        escapes as text, names that collide once encoded)
   models.py io OUT.onnx                 x: f32[2,4] -> outputs '../../x' and 'sub/../y'
   models.py inputs DIR                  hostile input files for an f32[2,4] input (see
                                         write_inputs)
@@ -89,6 +93,41 @@ def build_names(out, seed):
     helper.set_model_props(m, {n("key"): n("value")})
     onnx.checker.check_model(m)
     onnx.save(m, out)
+
+
+MORE_HOSTILE = [
+    "\\\n*/ int pwn; /*",
+    "*\\\n/ system(\"touch PWNED\");",
+    "??/\nsystem(\"touch PWNED\");",
+    "\\x2A/",
+    "\\n\\0\\\"",
+    "%%%00%2F",
+    "a%2Fb",
+    "a/b",
+    "model_init",
+    "main",
+    "A",
+    "in",
+    ".npy",
+    "x.npy",
+    "model.bin",
+    "-w",
+    "\"); system(\"touch PWNED\"); (\"",
+    "'); system('touch PWNED'); ('",
+    "y" * 255,
+    "\u00e9\u0301\ufeff\u2028\u0000x".replace("\u0000", ""),
+]
+
+
+def build_names_more(out, seed):
+    """build_names with MORE_HOSTILE in place of HOSTILE."""
+    global HOSTILE
+    saved = HOSTILE
+    HOSTILE = MORE_HOSTILE
+    try:
+        build_names(out, seed)
+    finally:
+        HOSTILE = saved
 
 
 def build_io(out):
@@ -209,6 +248,9 @@ def main():
     p.add_argument("out")
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("list")
+    p = sub.add_parser("names-more")
+    p.add_argument("out")
+    p.add_argument("--seed", type=int, default=0)
     sub.add_parser("io").add_argument("out")
     sub.add_parser("inputs").add_argument("dir")
     p = sub.add_parser("expect-args")
@@ -216,7 +258,9 @@ def main():
     p.add_argument("outdir")
     p.add_argument("files", nargs="*")
     a = ap.parse_args()
-    if a.cmd == "io":
+    if a.cmd == "names-more":
+        build_names_more(a.out, a.seed)
+    elif a.cmd == "io":
         build_io(a.out)
     elif a.cmd == "inputs":
         write_inputs(a.dir)
