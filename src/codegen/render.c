@@ -101,7 +101,24 @@ const char *kiln_render_ctype(kiln_dtype t) {
   }
 }
 
+/* The kernel's name becomes a C symbol as it is: it must be an identifier (the lowering makes
+ * it one; a tile IR text may hold any quoted name). */
+static kiln_status check_symbol(const kiln_tkernel *k) {
+  const char *s = k->name;
+  bool ok = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_';
+  for (; ok && *s; s++)
+    ok = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+         *s == '_';
+  if (ok && strlen(k->name) < 256) return KILN_OK;
+  kiln_strbuf b = {0};
+  kiln_esc_line(&b, k->name);
+  kiln_status st = kiln_invalid("kernel '%.200s': the name is not a C identifier", b.data);
+  kiln_strbuf_free(&b);
+  return st;
+}
+
 kiln_status kiln_render_check_types(const kiln_tkernel *k) {
+  KILN_TRY(check_symbol(k));
   for (int i = 0; i < k->bufs.len; i++)
     if (!kiln_render_ctype(k->bufs.data[i].dtype))
       return kiln_unsupported("kernel '%s': buffer '%s' of type %s has no code generation", k->name,
@@ -161,11 +178,7 @@ void kiln_render_line(kiln_render *r, const char *fmt, ...) {
 void kiln_render_origin(kiln_render *r) {
   const char *o = r->k->origin && *r->k->origin ? r->k->origin : "(no graph node)";
   kiln_strbuf_printf(r->out, "/* kernel %s from: ", r->k->name);
-  for (const char *p = o; *p; p++) { /* keep the comment closed whatever the names hold */
-    if (p[0] == '*' && p[1] == '/') kiln_strbuf_append(r->out, "* /", 3), p++;
-    else if (*p == '\n') kiln_strbuf_append(r->out, " ", 1);
-    else kiln_strbuf_append(r->out, p, 1);
-  }
+  kiln_esc_c_comment(r->out, o, KILN_RENDER_ORIGIN_MAX); /* names are data, never code */
   kiln_strbuf_printf(r->out, " */\n");
 }
 

@@ -34,7 +34,8 @@ void kiln_render_free(kiln_render *r);
 
 /* C type of a dtype's values ("float", "uint16_t" for F16, ...); NULL if none. */
 const char *kiln_render_ctype(kiln_dtype t);
-/* Checks that every buffer and variable has a type the backends can hold. */
+/* Checks that the kernel's name is a C identifier and that every buffer and variable has a
+ * type the backends can hold. */
 kiln_status kiln_render_check_types(const kiln_tkernel *k);
 
 /* Appends a line at the current indentation. */
@@ -50,7 +51,9 @@ kiln_status kiln_render_block(kiln_render *r, const kiln_tblock *b);
 kiln_status kiln_render_for_header(kiln_render *r, const kiln_tstmt *s);
 /* The MMA as plain loops (exact tile.h semantics, fma for floats). */
 kiln_status kiln_render_mma_loops(kiln_render *r, const kiln_tstmt *s);
-/* The comment naming the kernel's origin. */
+/* The comment naming the kernel's origin (the graph nodes, escaped by kiln_esc_c_comment: at
+ * most KILN_RENDER_ORIGIN_MAX bytes of it are shown). */
+enum { KILN_RENDER_ORIGIN_MAX = 1000 };
 void kiln_render_origin(kiln_render *r);
 
 /* The helper functions both preludes share: KILN_FN, bit casts, KILN_INFF etc. must be

@@ -374,27 +374,34 @@ const kiln_plan *kiln_compiled_plan(const kiln_compiled *c) {
 }
 
 /* ---- report ---- */
+/* Names from the model (graph, origins, node labels, reasons naming values) are data: each
+ * goes through kiln_esc_line, so every record of the report stays one line. */
 static void report_steps(const kiln_compiled *c, kiln_strbuf *out) {
   const kiln_program *p = c->prog;
   char lb[200];
   for (int i = 0; i < p->module->kernels.len; i++) {
     const kiln_tkernel *k = p->module->kernels.data[i];
-    kiln_strbuf_printf(out, "  kernel %s -> %s  (%s)\n", k->name, c->symbols[i],
-                       k->origin ? k->origin : "");
+    kiln_strbuf_printf(out, "  kernel %s -> %s  (", k->name, c->symbols[i]);
+    kiln_esc_line(out, k->origin ? k->origin : "");
+    kiln_strbuf_printf(out, ")\n");
   }
   for (int i = 0; i < p->steps.len; i++) {
     const kiln_step *s = &p->steps.data[i];
     if (s->kind != KILN_STEP_FALLBACK) continue;
-    kiln_strbuf_printf(out, "  fallback %s: %s\n",
-                       kiln_node_label(&c->g->nodes.data[s->node], lb, sizeof lb),
-                       s->reason ? s->reason : "");
+    kiln_strbuf_printf(out, "  fallback ");
+    kiln_esc_line(out, kiln_node_label(&c->g->nodes.data[s->node], lb, sizeof lb));
+    kiln_strbuf_printf(out, ": ");
+    kiln_esc_line(out, s->reason ? s->reason : "");
+    kiln_strbuf_printf(out, "\n");
   }
 }
 
 void kiln_compiled_report(const kiln_compiled *c, kiln_strbuf *out) {
   const kiln_compile_stats *s = &c->stats;
-  kiln_strbuf_printf(out, "graph '%s': %d steps (%d kernel, %d fallback, %d alias)\n", c->g->name,
-                     s->n_steps, s->n_kernel_steps, s->n_fallback_steps, s->n_alias_steps);
+  kiln_strbuf_printf(out, "graph '");
+  kiln_esc_line(out, c->g->name);
+  kiln_strbuf_printf(out, "': %d steps (%d kernel, %d fallback, %d alias)\n", s->n_steps,
+                     s->n_kernel_steps, s->n_fallback_steps, s->n_alias_steps);
   kiln_strbuf_printf(out, "kernels: %d (%d unique) in %d translation units, %d from the cache%s\n",
                      s->n_kernels, s->n_unique_kernels, s->n_units, s->n_units_cached,
                      s->library_cached ? ", library from the cache" : "");

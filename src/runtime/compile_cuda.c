@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "../codegen/codegen.h"
+#include "../graph/graph_text.h"
 #include "rt_internal.h"
 
 static double now_s(void) {
@@ -153,7 +154,40 @@ void kiln_cuda_build_free(kiln_cuda_build *b) {
   free(b);
 }
 
-/* ---- report and manifest ---- */
+/* ---- report and manifest ----
+ * Names from the model are data: value names as in the IR text (%name, or %"..." quoted with
+ * escapes), node labels, origins and reasons through kiln_esc_line, so each record stays one
+ * line whatever the names hold. */
+static void put_line(kiln_strbuf *out, const char *s) {
+  kiln_esc_line(out, s ? s : "");
+}
+
+static void put_label(kiln_strbuf *out, const kiln_node *n) {
+  char lb[200];
+  put_line(out, kiln_node_label(n, lb, sizeof lb));
+}
+
+static void report_kernels(const kiln_cuda_build *b, kiln_strbuf *out) {
+  const kiln_program *p = b->prog;
+  for (int i = 0; i < p->module->kernels.len; i++) {
+    const kiln_cuda_kinfo *ki = &b->info[i];
+    if (ki->map != KILN_CUDA_SERIAL && ki->map != KILN_CUDA_UNMAPPED) continue;
+    kiln_strbuf_printf(out, "  %s %s (", kiln_cuda_map_name(ki->map),
+                       p->module->kernels.data[i]->name);
+    put_line(out, p->module->kernels.data[i]->origin);
+    kiln_strbuf_printf(out, "): ");
+    put_line(out, ki->reason);
+    kiln_strbuf_printf(out, "\n");
+  }
+  for (int i = 0; i < p->steps.len; i++) {
+    if (p->steps.data[i].kind != KILN_STEP_FALLBACK) continue;
+    kiln_strbuf_printf(out, "  fallback ");
+    put_label(out, &p->graph->nodes.data[p->steps.data[i].node]);
+    kiln_strbuf_printf(out, ": ");
+    put_line(out, p->steps.data[i].reason);
+    kiln_strbuf_printf(out, "\n");
+  }
+}
 void kiln_cuda_build_report(const kiln_cuda_build *b, kiln_strbuf *out) {
   const kiln_program *p = b->prog;
   kiln_strbuf_printf(out,
@@ -165,20 +199,7 @@ void kiln_cuda_build_report(const kiln_cuda_build *b, kiln_strbuf *out) {
                      b->n_map[KILN_CUDA_UNMAPPED], b->n_shared);
   kiln_strbuf_printf(out, "steps: %d (%d fallback to host reference kernels, %d aliases)\n",
                      p->steps.len, b->n_fallback_steps, b->n_alias_steps);
-  for (int i = 0; i < p->module->kernels.len; i++) {
-    const kiln_cuda_kinfo *ki = &b->info[i];
-    if (ki->map == KILN_CUDA_SERIAL || ki->map == KILN_CUDA_UNMAPPED)
-      kiln_strbuf_printf(out, "  %s %s (%s): %s\n", kiln_cuda_map_name(ki->map),
-                         p->module->kernels.data[i]->name, p->module->kernels.data[i]->origin,
-                         ki->reason ? ki->reason : "");
-  }
-  char lb[200];
-  for (int i = 0; i < p->steps.len; i++)
-    if (p->steps.data[i].kind == KILN_STEP_FALLBACK)
-      kiln_strbuf_printf(
-          out, "  fallback %s: %s\n",
-          kiln_node_label(&p->graph->nodes.data[p->steps.data[i].node], lb, sizeof lb),
-          p->steps.data[i].reason);
+  report_kernels(b, out);
   kiln_strbuf_printf(out, "time: passes %.3f s, lowering+schedule %.3f s, CUDA C %.3f s\n",
                      b->seconds_passes, b->seconds_lower, b->seconds_codegen);
   if (!b->nvrtc_found) kiln_strbuf_printf(out, "NVRTC: not found (no PTX)\n");
@@ -192,7 +213,7 @@ void kiln_cuda_build_report(const kiln_cuda_build *b, kiln_strbuf *out) {
 }
 
 static void print_binding(const kiln_program *p, const kiln_arg *a, kiln_strbuf *out) {
-  if (a->kind == KILN_ARG_VALUE) kiln_strbuf_printf(out, "%%%s", p->graph->values.data[a->id].name);
+  if (a->kind == KILN_ARG_VALUE) kiln_gtext_name(out, '%', p->graph->values.data[a->id].name);
   else if (a->kind == KILN_ARG_PACKED) kiln_strbuf_printf(out, "packed[%d]", a->id);
   else kiln_strbuf_printf(out, "scratch[%lld]", (long long)a->bytes);
 }
@@ -214,13 +235,16 @@ static void manifest_launch(const kiln_cuda_build *b, const kiln_cuda_launch *l,
 static void manifest_step(const kiln_cuda_build *b, int i, int *li, kiln_strbuf *out) {
   const kiln_program *p = b->prog;
   const kiln_step *s = &p->steps.data[i];
-  char lb[200];
   if (s->kind == KILN_STEP_ALIAS) {
-    kiln_strbuf_printf(out, "step %d alias %%%s = %%%s\n", i, p->graph->values.data[s->dst].name,
-                       p->graph->values.data[s->src].name);
+    kiln_strbuf_printf(out, "step %d alias ", i);
+    kiln_gtext_name(out, '%', p->graph->values.data[s->dst].name);
+    kiln_strbuf_printf(out, " = ");
+    kiln_gtext_name(out, '%', p->graph->values.data[s->src].name);
+    kiln_strbuf_printf(out, "\n");
   } else if (s->kind == KILN_STEP_FALLBACK) {
-    kiln_strbuf_printf(out, "step %d host-reference %s\n", i,
-                       kiln_node_label(&p->graph->nodes.data[s->node], lb, sizeof lb));
+    kiln_strbuf_printf(out, "step %d host-reference ", i);
+    put_label(out, &p->graph->nodes.data[s->node]);
+    kiln_strbuf_printf(out, "\n");
   } else if (b->info[s->kernel].map == KILN_CUDA_UNMAPPED) {
     kiln_strbuf_printf(out, "step %d unmapped %s\n", i, p->module->kernels.data[s->kernel]->name);
   }
@@ -234,16 +258,21 @@ static kiln_status write_text(const char *dir, const char *name, const char *dat
   return kiln_write_file(path, data ? data : "", data ? len : 0);
 }
 
-kiln_status kiln_cuda_build_write(const kiln_cuda_build *b, const char *dir) {
-  kiln_strbuf man = {0}, rep = {0};
-  kiln_strbuf_printf(&man,
+void kiln_cuda_build_manifest(const kiln_cuda_build *b, kiln_strbuf *out) {
+  kiln_strbuf_printf(out,
                      "# Kiln CUDA launch manifest (source model.cu, compile with %s for %s).\n"
                      "# Steps run in order. `launch NAME grid X Y Z block X Y Z shared BYTES "
                      "PARAM=VALUE...`\n# binds each kernel parameter to a graph value "
-                     "(%%name), a prepacked constant (packed[i]) or scratch[bytes].\n",
+                     "(%%name as in the IR text: %%\"...\" quoted with escapes unless bare), "
+                     "a prepacked constant (packed[i]) or scratch[bytes].\n",
                      KILN_CODEGEN_NVRTC_FLAGS, b->arch);
   int li = 0;
-  for (int i = 0; i < b->prog->steps.len; i++) manifest_step(b, i, &li, &man);
+  for (int i = 0; i < b->prog->steps.len; i++) manifest_step(b, i, &li, out);
+}
+
+kiln_status kiln_cuda_build_write(const kiln_cuda_build *b, const char *dir) {
+  kiln_strbuf man = {0}, rep = {0};
+  kiln_cuda_build_manifest(b, &man);
   kiln_cuda_build_report(b, &rep);
   kiln_status st = write_text(dir, "model.cu", b->source.data, b->source.len);
   if (!st) st = write_text(dir, "launch.txt", man.data, man.len);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../base/mutate.h"
+#include "../graph/graph_text.h"
 #include "../ops/ops.h"
 #include "runtime.h"
 
@@ -665,12 +666,13 @@ void kiln_plan_print(const kiln_program *p, const kiln_plan *plan, kiln_strbuf *
                      plan->lower_bound ? (double)plan->arena_bytes / (double)plan->lower_bound
                                        : 1.0,
                      plan->n_inplace, plan->heuristic);
-  for (int v = 0; v < plan->n_values; v++) {
+  for (int v = 0; v < plan->n_values; v++) { /* names as in the IR text: one line each */
     const kiln_loc *l = &plan->loc[v];
+    if (l->kind != KILN_LOC_ARENA && l->kind != KILN_LOC_HEAP) continue;
+    kiln_strbuf_printf(out, "  ");
+    kiln_gtext_name(out, '%', g->values.data[v].name);
     if (l->kind == KILN_LOC_ARENA)
-      kiln_strbuf_printf(out, "  %%%s: [%lld, +%lld)\n", g->values.data[v].name,
-                         (long long)l->offset, (long long)l->bytes);
-    else if (l->kind == KILN_LOC_HEAP)
-      kiln_strbuf_printf(out, "  %%%s: heap\n", g->values.data[v].name);
+      kiln_strbuf_printf(out, ": [%lld, +%lld)\n", (long long)l->offset, (long long)l->bytes);
+    else kiln_strbuf_printf(out, ": heap\n");
   }
 }

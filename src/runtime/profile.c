@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/graph_text.h"
 #include "rt_internal.h"
 
 #define PROFILE_TOP 15
@@ -18,12 +19,17 @@ static void print_step(const kiln_compiled *c, int s, double ms, double total, k
   kiln_strbuf_printf(out, "  %9.3f ms %5.1f%%  step %d: ", ms, total > 0 ? 100 * ms / total : 0, s);
   if (st->kind == KILN_STEP_KERNEL) {
     const kiln_tkernel *k = c->prog->module->kernels.data[st->kernel];
-    kiln_strbuf_printf(out, "kernel %s (%s)\n", k->name, k->origin ? k->origin : "");
+    kiln_strbuf_printf(out, "kernel %s (", k->name); /* names from the model: one line */
+    kiln_esc_line(out, k->origin ? k->origin : "");
+    kiln_strbuf_printf(out, ")\n");
   } else if (st->kind == KILN_STEP_FALLBACK) {
-    kiln_strbuf_printf(out, "fallback %s\n",
-                       kiln_node_label(&c->g->nodes.data[st->node], lb, sizeof lb));
+    kiln_strbuf_printf(out, "fallback ");
+    kiln_esc_line(out, kiln_node_label(&c->g->nodes.data[st->node], lb, sizeof lb));
+    kiln_strbuf_printf(out, "\n");
   } else {
-    kiln_strbuf_printf(out, "alias %%%s\n", c->g->values.data[st->dst].name);
+    kiln_strbuf_printf(out, "alias ");
+    kiln_gtext_name(out, '%', c->g->values.data[st->dst].name);
+    kiln_strbuf_printf(out, "\n");
   }
 }
 

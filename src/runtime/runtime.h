@@ -267,6 +267,8 @@ kiln_status kiln_compile_cuda(kiln_graph *g, const kiln_compile_opts *o,
                               const kiln_cuda_opts *co, kiln_cuda_build **out);
 /* Counts, unmapped kernels and fallbacks with reasons, times. */
 void kiln_cuda_build_report(const kiln_cuda_build *b, kiln_strbuf *out);
+/* The text of launch.txt (below); model names in it as in the IR text or escaped lines. */
+void kiln_cuda_build_manifest(const kiln_cuda_build *b, kiln_strbuf *out);
 /* Writes DIR/model.cu, DIR/launch.txt (per step: kernel launches with grid, block, shared
  * bytes and the values bound to each parameter; fallback and alias steps), DIR/report.txt
  * and DIR/model.ptx (when compiled). DIR must exist. */

@@ -11,8 +11,12 @@
 
 #include "../codegen/codegen.h"
 #include "standalone.h"
+#include "standalone_internal.h"
 
-#define WEIGHTS_MAGIC "KILNWTS1"
+/* The weights file: magic, payload bytes, FNV-1a 64 of the payload (u64s in native byte order,
+ * as the loader in standalone_text.c reads them), the payload. */
+#define WEIGHTS_MAGIC "KILNWTS2"
+enum { WEIGHTS_HEAD = 24, COMMENT_MAX = 200 };
 
 typedef struct emitter {
   const kiln_program *p;
@@ -22,6 +26,7 @@ typedef struct emitter {
   int64_t *const_off;  /* per value id: offset in the weights blob, or -1 */
   int64_t *packed_off; /* per packed constant */
   int64_t blob_bytes;
+  uint64_t blob_sum; /* the payload's checksum */
 } emitter;
 
 static int64_t value_bytes(const kiln_value *v) {
@@ -49,6 +54,19 @@ static kiln_status use_value(emitter *e, int v) {
   return KILN_OK;
 }
 
+/* The io tables hold at most 8 dims per input or output. */
+static kiln_status check_ranks(const emitter *e) {
+  for (int k = 0; k < 2; k++) {
+    const int *ids = k ? e->g->outputs.data : e->g->inputs.data;
+    for (int i = 0; i < (k ? e->g->outputs.len : e->g->inputs.len); i++)
+      if (e->g->values.data[ids[i]].type.rank > 8)
+        return kiln_unsupported("standalone C: %s '%s' has rank %d (at most 8)",
+                                k ? "output" : "input", e->g->values.data[ids[i]].name,
+                                e->g->values.data[ids[i]].type.rank);
+  }
+  return KILN_OK;
+}
+
 /* Checks that every step compiles to code and lays out the weights blob. */
 static kiln_status layout(emitter *e) {
   char label[200];
@@ -72,12 +90,21 @@ static kiln_status layout(emitter *e) {
     if (v->type.kind != KILN_TYPE_TENSOR || !kiln_type_is_static(&v->type))
       return kiln_unsupported("standalone C: input '%s' has no static tensor type", v->name);
   }
-  return KILN_OK;
+  return check_ranks(e);
 }
 
-static kiln_status write_blob(const emitter *e, const char *path) {
-  size_t n = 16 + (size_t)e->blob_bytes;
+/* FNV-1a 64, as weights_checksum in the emitted loader. */
+static uint64_t checksum(const unsigned char *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325u;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3u;
+  return h;
+}
+
+/* The weights file in memory (WEIGHTS_HEAD + blob_bytes bytes); sets e->blob_sum. */
+static kiln_status pack_blob(emitter *e, unsigned char **out) {
+  size_t n = WEIGHTS_HEAD + (size_t)e->blob_bytes;
   unsigned char *buf = calloc(1, n);
+  *out = buf;
   if (!buf) return kiln_error(KILN_ERR_OOM, "standalone C: weights of %zu bytes", n);
   memcpy(buf, WEIGHTS_MAGIC, 8);
   uint64_t payload = (uint64_t)e->blob_bytes;
@@ -85,16 +112,16 @@ static kiln_status write_blob(const emitter *e, const char *path) {
   for (int v = 0; v < e->g->values.len; v++)
     if (e->const_off[v] >= 0) {
       const kiln_tensor *t = e->g->values.data[v].data;
-      memcpy(buf + 16 + e->const_off[v], t->data, kiln_tensor_nbytes(t));
+      memcpy(buf + WEIGHTS_HEAD + e->const_off[v], t->data, kiln_tensor_nbytes(t));
     }
   for (int i = 0; i < e->p->packed.len; i++)
     if (e->packed_off[i] >= 0) {
       const kiln_tensor *t = e->p->packed.data[i];
-      memcpy(buf + 16 + e->packed_off[i], t->data, kiln_tensor_nbytes(t));
+      memcpy(buf + WEIGHTS_HEAD + e->packed_off[i], t->data, kiln_tensor_nbytes(t));
     }
-  kiln_status st = kiln_write_file(path, buf, n);
-  free(buf);
-  return st;
+  e->blob_sum = checksum(buf + WEIGHTS_HEAD, (size_t)e->blob_bytes);
+  memcpy(buf + 16, &e->blob_sum, 8);
+  return KILN_OK;
 }
 
 /* ---- model.h ---- */
@@ -103,8 +130,14 @@ static void emit_io_table(const emitter *e, kiln_strbuf *b, const char *what, in
   kiln_strbuf_printf(b, "const %s_io %s_%s[%d] = {\n", e->name, e->name, what, n > 0 ? n : 1);
   for (int i = 0; i < n; i++) {
     const kiln_value *v = &e->g->values.data[ids[i]];
-    kiln_strbuf_printf(b, "    {\"%s\", \"%s\", %d, {", v->name, kiln_dtype_name(v->type.dtype),
-                       v->type.rank);
+    kiln_strbuf file = {0};
+    kiln_esc_file_name(&file, v->name);
+    kiln_strbuf_printf(b, "    {\"");
+    kiln_esc_c_string(b, v->name);
+    kiln_strbuf_printf(b, "\", \"");
+    kiln_esc_c_string(b, file.data);
+    kiln_strbuf_printf(b, "\", \"%s\", %d, {", kiln_dtype_name(v->type.dtype), v->type.rank);
+    kiln_strbuf_free(&file);
     for (int d = 0; d < v->type.rank; d++)
       kiln_strbuf_printf(b, "%s%lld", d ? ", " : "", (long long)v->type.dims[d].value);
     kiln_strbuf_printf(b, "%s}, %lld},\n", v->type.rank ? "" : "0", (long long)value_bytes(v));
@@ -112,27 +145,39 @@ static void emit_io_table(const emitter *e, kiln_strbuf *b, const char *what, in
   kiln_strbuf_printf(b, "};\n");
 }
 
+/* The opening of a file's comment: NAME.EXT: graph 'GRAPH' (the name escaped for a comment). */
+static void emit_title(const emitter *e, kiln_strbuf *b, const char *ext) {
+  kiln_strbuf_printf(b, "/* %s.%s: graph '", e->name, ext);
+  kiln_esc_c_comment(b, e->g->name, COMMENT_MAX);
+  kiln_strbuf_printf(b, "'");
+}
+
 static void emit_header(const emitter *e, kiln_strbuf *b) {
   const char *n = e->name;
-  kiln_strbuf_printf(b,
-                     "/* %s.h: graph '%s' compiled by Kiln. Build: cc -O2 main.c %s.c -lm\n"
-                     " * (add -fopenmp for threads). Not thread-safe: one run at a time. */\n"
-                     "#ifndef %s_H_\n#define %s_H_\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
-                     "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n"
-                     "typedef struct %s_io {\n  const char *name;\n  const char *dtype; /* f32, "
-                     "i64, ... (elements in native byte order) */\n  int rank;\n"
-                     "  int64_t dims[8];\n  size_t bytes;\n} %s_io;\n\n"
-                     "extern const %s_io %s_inputs[], %s_outputs[];\n\n"
-                     "/* Reads the weights file (%s.bin) and allocates the arena (%lld bytes).\n"
-                     " * Returns 0, or -1 with a message on stderr. */\n"
-                     "int %s_init(const char *weights_path);\n"
-                     "/* in[i]: data of input i; out[i]: a buffer of %s_outputs[i].bytes.\n"
-                     " * Returns 0, or -1 with a message on stderr when the input is invalid\n"
-                     " * (an index out of range); the outputs are then not written. */\n"
-                     "int %s_run(const void *const *in, void *const *out);\n"
-                     "void %s_free(void);\n\n#endif\n",
-                     n, e->g->name, n, n, n, n, e->g->inputs.len, n, e->g->outputs.len, n, n, n, n,
-                     n, n, (long long)e->plan->arena_bytes, n, n, n, n);
+  emit_title(e, b, "h");
+  kiln_strbuf_printf(
+      b,
+      " compiled by Kiln. Build: cc -O2 main.c %s.c -lm\n"
+      " * (add -fopenmp for threads). Not thread-safe: one run at a time. */\n"
+      "#ifndef %s_H_\n#define %s_H_\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
+      "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n\n"
+      "typedef struct %s_io {\n  const char *name;\n"
+      "  const char *file; /* the name as a file name: bytes outside "
+      "[A-Za-z0-9_.-] as %%XX */\n  const char *dtype; /* f32, "
+      "i64, ... (elements in native byte order) */\n  int rank;\n"
+      "  int64_t dims[8];\n  size_t bytes;\n} %s_io;\n\n"
+      "extern const %s_io %s_inputs[], %s_outputs[];\n\n"
+      "/* Reads the weights file (%s.bin), checks its size and checksum, and allocates\n"
+      " * the arena (%lld bytes). Returns 0, or -1 with a message on stderr (a\n"
+      " * missing, foreign, truncated or corrupted file). */\n"
+      "int %s_init(const char *weights_path);\n"
+      "/* in[i]: data of input i; out[i]: a buffer of %s_outputs[i].bytes.\n"
+      " * Returns 0, or -1 with a message on stderr when the input is invalid\n"
+      " * (an index out of range); the outputs are then not written. */\n"
+      "int %s_run(const void *const *in, void *const *out);\n"
+      "void %s_free(void);\n\n#endif\n",
+      n, n, n, n, e->g->inputs.len, n, e->g->outputs.len, n, n, n, n, n, n,
+      (long long)e->plan->arena_bytes, n, n, n, n);
 }
 
 /* ---- model.c ---- */
@@ -151,17 +196,6 @@ static void emit_ptr(const emitter *e, int s, int a, kiln_strbuf *b) {
   }
 }
 
-/* s as the body of a C string literal (quotes, backslashes and controls escaped). */
-static void c_string(kiln_strbuf *b, const char *s) {
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') kiln_strbuf_printf(b, "\\%c", ch);
-    else if (ch < 32 || ch == 127) kiln_strbuf_printf(b, "\\%03o", ch);
-    else if (ch == '%') kiln_strbuf_printf(b, "%%%%");
-    else kiln_strbuf_printf(b, "%c", ch);
-  }
-}
-
 /* A kernel that checks its input: its error flag is cleared before and read after. */
 static void emit_check(const emitter *e, int s, bool after, kiln_strbuf *b) {
   const kiln_step *st = &e->p->steps.data[s];
@@ -172,12 +206,15 @@ static void emit_check(const emitter *e, int s, bool after, kiln_strbuf *b) {
     return;
   }
   char lb[200];
-  kiln_strbuf_printf(b, "    if (*(int32_t *)(A + %lld)) {\n      fprintf(stderr, \"%s: ",
-                     (long long)off, e->name);
-  c_string(b, kiln_node_label(&e->g->nodes.data[st->node], lb, sizeof lb));
-  kiln_strbuf_printf(b, ": ");
-  c_string(b, st->check_msg);
-  kiln_strbuf_printf(b, "\\n\");\n      return -1;\n    }\n");
+  kiln_strbuf msg = {0}; /* one line whatever the names hold, then a C string */
+  kiln_strbuf_printf(&msg, "%s: ", e->name);
+  kiln_esc_line(&msg, kiln_node_label(&e->g->nodes.data[st->node], lb, sizeof lb));
+  kiln_strbuf_printf(&msg, ": ");
+  kiln_esc_line(&msg, st->check_msg);
+  kiln_strbuf_printf(b, "    if (*(int32_t *)(A + %lld)) {\n      fputs(\"", (long long)off);
+  kiln_esc_c_string(b, msg.data);
+  kiln_strbuf_printf(b, "\\n\", stderr);\n      return -1;\n    }\n");
+  kiln_strbuf_free(&msg);
 }
 
 static void emit_steps(const emitter *e, kiln_strbuf *b) {
@@ -185,8 +222,9 @@ static void emit_steps(const emitter *e, kiln_strbuf *b) {
     const kiln_step *st = &e->p->steps.data[s];
     if (st->kind != KILN_STEP_KERNEL) continue;
     const kiln_tkernel *k = e->p->module->kernels.data[st->kernel];
-    kiln_strbuf_printf(b, "  { /* step %d: %s */\n    void *const a[] = {", s,
-                       k->origin ? k->origin : "");
+    kiln_strbuf_printf(b, "  { /* step %d: ", s);
+    kiln_esc_c_comment(b, k->origin ? k->origin : "", COMMENT_MAX);
+    kiln_strbuf_printf(b, " */\n    void *const a[] = {");
     for (int a = 0; a < st->n_args; a++) {
       kiln_strbuf_printf(b, "%s", a ? ", " : "");
       emit_ptr(e, s, a, b);
@@ -212,43 +250,29 @@ static void emit_outputs(const emitter *e, kiln_strbuf *b) {
   }
 }
 
-static const char *const source_runtime =
-    "static unsigned char *A, *W; /* the arena, the weights */\n\n"
-    "int %s_init(const char *weights_path) {\n"
-    "  FILE *f = fopen(weights_path, \"rb\");\n"
-    "  unsigned char head[16];\n"
-    "  uint64_t n = 0;\n"
-    "  if (!f) {\n    fprintf(stderr, \"%s: cannot open %%s\\n\", weights_path);\n    return -1;\n "
-    " }\n"
-    "  if (fread(head, 1, 16, f) == 16) memcpy(&n, head + 8, 8);\n"
-    "  if (memcmp(head, \"" WEIGHTS_MAGIC "\", 8) || n != %lldu) {\n"
-    "    fprintf(stderr, \"%s: %%s is not the weights file of this model\\n\", weights_path);\n"
-    "    fclose(f);\n    return -1;\n  }\n"
-    "  A = aligned_alloc(64, %lldu);\n  W = aligned_alloc(64, %lldu);\n"
-    "  if (!A || !W || fread(W, 1, (size_t)n, f) != (size_t)n) {\n"
-    "    fprintf(stderr, \"%s: cannot load %%s\\n\", weights_path);\n"
-    "    fclose(f);\n    %s_free();\n    return -1;\n  }\n"
-    "  fclose(f);\n  return 0;\n}\n\n"
-    "void %s_free(void) {\n  free(A);\n  free(W);\n  A = W = NULL;\n}\n\n";
-
 static kiln_status emit_source(const emitter *e, kiln_strbuf *b) {
   kiln_codegen_opts co = kiln_codegen_opts_default();
   char prefix[128];
   snprintf(prefix, sizeof prefix, "%s_k_", e->name);
   co.prefix = prefix;
+  emit_title(e, b, "c");
   kiln_strbuf_printf(b,
-                     "/* %s.c: graph '%s' compiled by Kiln (%d steps). */\n"
-                     "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
-                     "#include \"%s.h\"\n\n",
-                     e->name, e->g->name, e->p->steps.len, e->name);
+                     " compiled by Kiln (%d steps). */\n"
+                     "#include <errno.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+                     "#include <string.h>\n\n#include \"%s.h\"\n\n",
+                     e->p->steps.len, e->name);
   KILN_TRY(kiln_codegen_c_module(e->p->module, &co, b));
   kiln_strbuf_printf(b, "\n");
   emit_io_table(e, b, "inputs", e->g->inputs.len, e->g->inputs.data);
   emit_io_table(e, b, "outputs", e->g->outputs.len, e->g->outputs.data);
   int64_t arena = (e->plan->arena_bytes + 64 + 63) / 64 * 64, w = e->blob_bytes + 64;
   const char *n = e->name;
-  kiln_strbuf_printf(b, source_runtime, n, n, (long long)e->blob_bytes, n, (long long)arena,
-                     (long long)w, n, n, n);
+  kiln_strbuf_printf(b,
+                     "\nstatic const uint64_t weights_bytes = %lluu, weights_sum = 0x%016llxu;\n"
+                     "static const size_t arena_alloc = %lldu, weights_alloc = %lldu;\n\n",
+                     (unsigned long long)e->blob_bytes, (unsigned long long)e->blob_sum,
+                     (long long)arena, (long long)w);
+  kiln_standalone_expand(b, kiln_standalone_weights_c, n);
   kiln_strbuf_printf(b, "int %s_run(const void *const *in, void *const *out) {\n", n);
   kiln_strbuf_printf(b, "  (void)in;\n");
   emit_steps(e, b);
@@ -257,186 +281,59 @@ static kiln_status emit_source(const emitter *e, kiln_strbuf *b) {
   return KILN_OK;
 }
 
-static kiln_status write_text(const char *dir, const char *file, const char *ext,
-                              const kiln_strbuf *b) {
+static kiln_status write_text(const char *dir, const char *file, const char *ext, const void *data,
+                              size_t len) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s%s", dir, file, ext);
-  return kiln_write_file(path, b->data ? b->data : "", b->len);
+  return kiln_write_file(path, data ? data : "", len);
 }
 
 static kiln_status check_name(const char *name) {
-  bool ok = name && (name[0] == '_' || (name[0] | 32) >= 'a') && strlen(name) < 64;
+  bool ok = name && (name[0] == '_' || ((name[0] | 32) >= 'a' && (name[0] | 32) <= 'z')) &&
+            strlen(name) < 64;
   for (const char *s = name; ok && *s; s++)
     ok = *s == '_' || (*s >= '0' && *s <= '9') || ((*s | 32) >= 'a' && (*s | 32) <= 'z');
   return ok ? KILN_OK : kiln_invalid("standalone C: '%s' is not a C identifier", name);
 }
 
-static const char *const main_template =
-    "/* main.c: runs MODEL, compiled by Kiln.\n"
-    " *   cc -O2 main.c MODEL.c -lm   (-fopenmp for threads)\n"
-    " *   ./a.out [-w MODEL.bin] [-o DIR] [INPUT.npy ...]\n"
-    " * Inputs: one .npy file (or raw bytes) per model input, in the order of MODEL_inputs,\n"
-    " * holding exactly that input's dtype and shape; without files the inputs are filled with\n"
-    " * a fixed pattern. Prints each output's first values and sum; with -o also writes\n"
-    " * DIR/<output name>.npy. */\n"
-    "#include <stdio.h>\n"
-    "#include <stdlib.h>\n"
-    "#include <string.h>\n"
-    "\n"
-    "#include \"MODEL.h\"\n"
-    "\n"
-    "static const char *npy_descr(const char *dtype) {\n"
-    "  static const char *const map[][2] = {\n"
-    "      {\"f32\", \"<f4\"}, {\"f64\", \"<f8\"}, {\"f16\", \"<f2\"}, {\"i8\", \"|i1\"},  "
-    "{\"u8\", \"|u1\"},\n"
-    "      {\"i16\", \"<i2\"}, {\"u16\", \"<u2\"}, {\"i32\", \"<i4\"}, {\"u32\", \"<u4\"}, "
-    "{\"i64\", \"<i8\"},\n"
-    "      {\"u64\", \"<u8\"}, {\"bool\", \"|b1\"}};\n"
-    "  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)\n"
-    "    if (!strcmp(map[i][0], dtype)) return map[i][1];\n"
-    "  return NULL;\n"
-    "}\n"
-    "\n"
-    "/* Reads the data of a .npy file (version 1 to 3) or of a raw file: exactly `bytes`. */\n"
-    "static int read_input(const char *path, void *dst, size_t bytes) {\n"
-    "  FILE *f = fopen(path, \"rb\");\n"
-    "  unsigned char h[12];\n"
-    "  long skip = 0;\n"
-    "  if (!f) {\n"
-    "    perror(path);\n"
-    "    return -1;\n"
-    "  }\n"
-    "  if (fread(h, 1, 12, f) == 12 && !memcmp(h, \"\\x93NUMPY\", 6))\n"
-    "    skip = h[6] == 1 ? 10 + (h[8] | h[9] << 8) : 12 + (h[8] | h[9] << 8 | (long)h[10] << "
-    "16);\n"
-    "  char extra;\n"
-    "  int ok = fseek(f, skip, SEEK_SET) == 0 && fread(dst, 1, bytes, f) == bytes &&\n"
-    "           fread(&extra, 1, 1, f) == 0;\n"
-    "  fclose(f);\n"
-    "  if (!ok) fprintf(stderr, \"%s: does not hold %zu bytes of data\\n\", path, bytes);\n"
-    "  return ok ? 0 : -1;\n"
-    "}\n"
-    "\n"
-    "static int write_npy(const char *dir, const MODEL_io *io, const void *data) {\n"
-    "  char path[4096], head[512], shape[256] = \"\";\n"
-    "  const char *descr = npy_descr(io->dtype);\n"
-    "  if (!descr) return 0; /* no numpy dtype: skip */\n"
-    "  for (int d = 0; d < io->rank; d++)\n"
-    "    snprintf(shape + strlen(shape), sizeof shape - strlen(shape), \"%lld%s\",\n"
-    "             (long long)io->dims[d], io->rank == 1 ? \",\" : d + 1 < io->rank ? \", \" : "
-    "\"\");\n"
-    "  int n = snprintf(head, sizeof head, \"{'descr': '%s', 'fortran_order': False, 'shape': "
-    "(%s), }\",\n"
-    "                   descr, shape);\n"
-    "  while ((10 + n + 1) % 64) head[n++] = ' ';\n"
-    "  head[n++] = '\\n';\n"
-    "  snprintf(path, sizeof path, \"%s/%s.npy\", dir, io->name);\n"
-    "  FILE *f = fopen(path, \"wb\");\n"
-    "  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 255),\n"
-    "                           (unsigned char)(n >> 8)};\n"
-    "  int ok = f && fwrite(pre, 1, 10, f) == 10 && fwrite(head, 1, (size_t)n, f) == (size_t)n &&\n"
-    "           fwrite(data, 1, io->bytes, f) == io->bytes;\n"
-    "  if (f) ok = (fclose(f) == 0) && ok;\n"
-    "  if (!ok) perror(path);\n"
-    "  return ok ? 0 : -1;\n"
-    "}\n"
-    "\n"
-    "static void fill_pattern(const MODEL_io *io, void *data) {\n"
-    "  size_t n = io->bytes;\n"
-    "  if (!strcmp(io->dtype, \"f32\"))\n"
-    "    for (size_t i = 0; i < n / 4; i++) ((float *)data)[i] = (float)(i % 17) * 0.0625f - "
-    "0.5f;\n"
-    "  else if (!strcmp(io->dtype, \"i64\"))\n"
-    "    for (size_t i = 0; i < n / 8; i++) ((long long *)data)[i] = (long long)(i % 3);\n"
-    "  else memset(data, 0, n);\n"
-    "}\n"
-    "\n"
-    "static void summarize(const MODEL_io *io, const void *data) {\n"
-    "  printf(\"output %s (%s, %zu bytes):\", io->name, io->dtype, io->bytes);\n"
-    "  double sum = 0;\n"
-    "  size_t n = 0;\n"
-    "  if (!strcmp(io->dtype, \"f32\")) {\n"
-    "    n = io->bytes / 4;\n"
-    "    for (size_t i = 0; i < n; i++) sum += ((const float *)data)[i];\n"
-    "    for (size_t i = 0; i < n && i < 6; i++) printf(\" %.6g\", ((const float *)data)[i]);\n"
-    "  } else if (!strcmp(io->dtype, \"i64\")) {\n"
-    "    n = io->bytes / 8;\n"
-    "    for (size_t i = 0; i < n; i++) sum += (double)((const long long *)data)[i];\n"
-    "    for (size_t i = 0; i < n && i < 6; i++) printf(\" %lld\", ((const long long *)data)[i]);\n"
-    "  }\n"
-    "  printf(\"%s sum %.9g\\n\", n > 6 ? \" ...\" : \"\", sum);\n"
-    "}\n"
-    "\n"
-    "int main(int argc, char **argv) {\n"
-    "  const char *weights = \"MODEL.bin\", *out_dir = NULL;\n"
-    "  void *in[MODEL_NUM_INPUTS + 1] = {0}, *out[MODEL_NUM_OUTPUTS + 1] = {0};\n"
-    "  int n_files = 0, rc = 0;\n"
-    "  char **files = calloc((size_t)argc, sizeof *files);\n"
-    "  for (int i = 1; i < argc; i++) {\n"
-    "    if (!strcmp(argv[i], \"-w\") && i + 1 < argc) weights = argv[++i];\n"
-    "    else if (!strcmp(argv[i], \"-o\") && i + 1 < argc) out_dir = argv[++i];\n"
-    "    else files[n_files++] = argv[i];\n"
-    "  }\n"
-    "  if (n_files && n_files != MODEL_NUM_INPUTS) {\n"
-    "    fprintf(stderr, \"the model takes %d inputs, %d files given\\n\", MODEL_NUM_INPUTS, "
-    "n_files);\n"
-    "    return 2;\n"
-    "  }\n"
-    "  if (MODEL_init(weights) != 0) return 1;\n"
-    "  for (int i = 0; i < MODEL_NUM_INPUTS && !rc; i++) {\n"
-    "    in[i] = malloc(MODEL_inputs[i].bytes + 1);\n"
-    "    if (n_files) rc = read_input(files[i], in[i], MODEL_inputs[i].bytes);\n"
-    "    else fill_pattern(&MODEL_inputs[i], in[i]);\n"
-    "  }\n"
-    "  for (int i = 0; i < MODEL_NUM_OUTPUTS; i++) out[i] = malloc(MODEL_outputs[i].bytes + 1);\n"
-    "  if (!rc && MODEL_run((const void *const *)in, out) != 0) rc = -1;\n"
-    "  for (int i = 0; i < MODEL_NUM_OUTPUTS && !rc; i++) {\n"
-    "    summarize(&MODEL_outputs[i], out[i]);\n"
-    "    if (out_dir) rc = write_npy(out_dir, &MODEL_outputs[i], out[i]);\n"
-    "  }\n"
-    "  for (int i = 0; i < MODEL_NUM_INPUTS; i++) free(in[i]);\n"
-    "  for (int i = 0; i < MODEL_NUM_OUTPUTS; i++) free(out[i]);\n"
-    "  free(files);\n"
-    "  MODEL_free();\n"
-    "  return rc ? 1 : 0;\n"
-    "}\n";
-
-/* Writes dir/main.c from the template, with MODEL replaced by the name. */
-static kiln_status emit_main(const char *dir, const char *name) {
-  kiln_strbuf b = {0};
-  for (const char *s = main_template; *s;) {
-    const char *m = strstr(s, "MODEL");
-    size_t n = m ? (size_t)(m - s) : strlen(s);
-    kiln_strbuf_append(&b, s, n);
-    if (!m) break;
-    kiln_strbuf_printf(&b, "%s", name);
-    s = m + 5;
+kiln_status kiln_standalone_text(const kiln_program *p, const kiln_plan *plan, const char *name,
+                                 kiln_standalone_files *out) {
+  memset(out, 0, sizeof *out);
+  KILN_TRY(check_name(name));
+  emitter e = {p, plan, p->graph, name, NULL, NULL, 0, 0};
+  e.const_off = kiln_xmalloc(sizeof(int64_t) * ((size_t)e.g->values.len + 1));
+  e.packed_off = kiln_xmalloc(sizeof(int64_t) * ((size_t)e.p->packed.len + 1));
+  memset(e.const_off, 0xff, sizeof(int64_t) * ((size_t)e.g->values.len + 1));
+  memset(e.packed_off, 0xff, sizeof(int64_t) * ((size_t)e.p->packed.len + 1));
+  kiln_status st = layout(&e);
+  if (!st) st = pack_blob(&e, &out->bin); /* first: the source holds its checksum */
+  if (!st) {
+    out->bin_len = WEIGHTS_HEAD + (size_t)e.blob_bytes;
+    emit_header(&e, &out->h);
+    st = emit_source(&e, &out->c);
   }
-  kiln_status st = write_text(dir, "main", ".c", &b);
-  kiln_strbuf_free(&b);
+  if (!st) kiln_standalone_expand(&out->main, kiln_standalone_main_c, name);
+  free(e.const_off);
+  free(e.packed_off);
+  if (st) kiln_standalone_files_free(out);
   return st;
 }
 
+void kiln_standalone_files_free(kiln_standalone_files *f) {
+  kiln_strbuf_free(&f->h);
+  kiln_strbuf_free(&f->c);
+  kiln_strbuf_free(&f->main);
+  free(f->bin);
+  memset(f, 0, sizeof *f);
+}
+
 kiln_status kiln_emit_standalone(const kiln_compiled *c, const char *dir, const char *name) {
-  KILN_TRY(check_name(name));
-  emitter e = {
-      kiln_compiled_program(c), kiln_compiled_plan(c), kiln_compiled_graph(c), name, NULL, NULL, 0};
-  e.const_off = malloc(sizeof(int64_t) * ((size_t)e.g->values.len + 1));
-  e.packed_off = malloc(sizeof(int64_t) * ((size_t)e.p->packed.len + 1));
-  memset(e.const_off, 0xff, sizeof(int64_t) * ((size_t)e.g->values.len + 1));
-  memset(e.packed_off, 0xff, sizeof(int64_t) * ((size_t)e.p->packed.len + 1));
-  kiln_strbuf h = {0}, src = {0};
-  char path[4200];
-  kiln_status st = layout(&e);
-  if (!st) emit_header(&e, &h), st = emit_source(&e, &src);
-  if (!st) st = write_text(dir, name, ".h", &h);
-  if (!st) st = write_text(dir, name, ".c", &src);
-  snprintf(path, sizeof path, "%s/%s.bin", dir, name);
-  if (!st) st = write_blob(&e, path);
-  if (!st) st = emit_main(dir, name);
-  kiln_strbuf_free(&h);
-  kiln_strbuf_free(&src);
-  free(e.const_off);
-  free(e.packed_off);
+  kiln_standalone_files f;
+  KILN_TRY(kiln_standalone_text(kiln_compiled_program(c), kiln_compiled_plan(c), name, &f));
+  kiln_status st = write_text(dir, name, ".h", f.h.data, f.h.len);
+  if (!st) st = write_text(dir, name, ".c", f.c.data, f.c.len);
+  if (!st) st = write_text(dir, name, ".bin", f.bin, f.bin_len);
+  if (!st) st = write_text(dir, "main", ".c", f.main.data, f.main.len);
+  kiln_standalone_files_free(&f);
   return st;
 }

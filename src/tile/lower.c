@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../graph/graph_text.h"
 #include "lower_more.h"
 
 /* ---- building steps ---- */
@@ -440,7 +441,7 @@ void kiln_program_free(kiln_program *p) {
 /* ---- printing ---- */
 static void print_arg(const kiln_program *p, const kiln_arg *a, kiln_strbuf *out) {
   switch (a->kind) {
-  case KILN_ARG_VALUE: kiln_strbuf_printf(out, "%%%s", p->graph->values.data[a->id].name); break;
+  case KILN_ARG_VALUE: kiln_gtext_name(out, '%', p->graph->values.data[a->id].name); break;
   case KILN_ARG_PACKED: kiln_strbuf_printf(out, "packed[%d]", a->id); break;
   default: kiln_strbuf_printf(out, "scratch(%lld bytes)", (long long)a->bytes); break;
   }
@@ -459,17 +460,27 @@ static void print_step(const kiln_program *p, int i, const kiln_step *s, kiln_st
     }
     kiln_strbuf_printf(out, ")\n");
   } else if (s->kind == KILN_STEP_ALIAS) {
-    kiln_strbuf_printf(out, "alias %%%s = %%%s\n", g->values.data[s->dst].name,
-                       g->values.data[s->src].name);
+    kiln_strbuf_printf(out, "alias ");
+    kiln_gtext_name(out, '%', g->values.data[s->dst].name);
+    kiln_strbuf_printf(out, " = ");
+    kiln_gtext_name(out, '%', g->values.data[s->src].name);
+    kiln_strbuf_printf(out, "\n");
   } else {
-    kiln_strbuf_printf(out, "fallback %s: %s\n",
-                       kiln_node_label(&g->nodes.data[s->node], lb, sizeof lb), s->reason);
+    kiln_strbuf_printf(out, "fallback ");
+    kiln_esc_line(out, kiln_node_label(&g->nodes.data[s->node], lb, sizeof lb));
+    kiln_strbuf_printf(out, ": ");
+    kiln_esc_line(out, s->reason ? s->reason : "");
+    kiln_strbuf_printf(out, "\n");
   }
 }
 
+/* Names from the model as in the graph IR text (quoted when not bare), labels and reasons as
+ * escaped lines: one line per step whatever the names hold. */
 void kiln_program_print(const kiln_program *p, kiln_strbuf *out) {
-  kiln_strbuf_printf(out, "program @%s: %d steps, %d kernels, %d fallbacks\n", p->graph->name,
-                     p->steps.len, p->module->kernels.len, p->n_fallback);
+  kiln_strbuf_printf(out, "program ");
+  kiln_gtext_name(out, '@', p->graph->name);
+  kiln_strbuf_printf(out, ": %d steps, %d kernels, %d fallbacks\n", p->steps.len,
+                     p->module->kernels.len, p->n_fallback);
   for (int i = 0; i < p->steps.len; i++) print_step(p, i, &p->steps.data[i], out);
   kiln_tmodule_print(p->module, out);
 }

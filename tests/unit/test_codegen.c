@@ -233,7 +233,7 @@ static void test_add1_parallel(void) {
   o.prefix = "my_";
   CHECK_OK(kiln_codegen_c_kernel(k, &o, &src));
   CHECK(strstr(src.data, "void my_add1(void *const *args)") != NULL);
-  CHECK(strstr(src.data, "add_1, relu * / 2") != NULL); /* the comment stays closed */
+  CHECK(strstr(src.data, "add_1, relu \\x2A/ 2") != NULL); /* the comment stays closed */
   CHECK(strstr(src.data, "#pragma omp parallel for") != NULL);
   CHECK(strstr(src.data, "0x1.99999ap-4f") != NULL); /* exact float constant */
   kiln_strbuf_free(&src);
