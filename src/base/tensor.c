@@ -18,17 +18,29 @@ kiln_status kiln_shape_numel(int rank, const int64_t *dims, int64_t *out) {
   return KILN_OK;
 }
 
+static const char *type_str(kiln_dtype dtype, int rank, const int64_t *dims, char *buf, size_t n) {
+  kiln_tensor t = {.dtype = dtype, .rank = rank};
+  for (int i = 0; i < rank; i++) t.dims[i] = dims[i];
+  return kiln_tensor_type_str(&t, buf, n);
+}
+
 kiln_status kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *dims, kiln_tensor **out) {
   if (!kiln_dtype_valid((int)dtype))
     return kiln_unsupported("element type %d is not supported", (int)dtype);
   int64_t numel, nbytes;
   KILN_TRY(kiln_shape_numel(rank, dims, &numel));
   if (kiln_mul_overflow_i64(numel, (int64_t)kiln_dtype_size(dtype), &nbytes) ||
-      nbytes > ((int64_t)1 << 46))
+      nbytes > KILN_MAX_TENSOR_BYTES)
     return kiln_invalid("tensor of %lld elements is too large", (long long)numel);
+  char tb[160];
+  KILN_TRY(kiln_mem_reserve(nbytes, "tensor %s", type_str(dtype, rank, dims, tb, sizeof tb)));
   void *data = calloc((size_t)(nbytes ? nbytes : 1), 1);
-  if (!data) return kiln_error(KILN_ERR_OOM, "cannot allocate %lld bytes", (long long)nbytes);
+  if (!data) {
+    kiln_mem_release(nbytes);
+    return kiln_error(KILN_ERR_OOM, "cannot allocate %lld bytes", (long long)nbytes);
+  }
   kiln_tensor *t = kiln_xcalloc(1, sizeof *t);
+  t->reserved = nbytes;
   t->dtype = dtype;
   t->rank = rank;
   for (int i = 0; i < rank; i++) t->dims[i] = dims[i];
@@ -71,8 +83,17 @@ void kiln_tensor_free(kiln_tensor *t) {
       for (int64_t i = 0; i < t->numel; i++) free(s[i]);
     }
     free(t->data);
+    kiln_mem_release(t->reserved);
   }
   free(t);
+}
+
+void kiln_tensor_drop_data(kiln_tensor *t) {
+  if (t->owns_data) {
+    free(t->data);
+    kiln_mem_release(t->reserved);
+  }
+  t->data = NULL, t->reserved = 0, t->numel = 0, t->rank = 1, t->dims[0] = 0;
 }
 
 bool kiln_tensor_same_shape(const kiln_tensor *a, const kiln_tensor *b) {
