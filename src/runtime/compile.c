@@ -264,6 +264,15 @@ static kiln_status lower(kiln_compiled *c, const kiln_compile_opts *o) {
   return KILN_OK;
 }
 
+/* The arena value with the most bytes (named when the plan is over the memory limit). */
+static int largest_value(const kiln_plan *p) {
+  int best = -1;
+  for (int v = 0; v < p->n_values; v++)
+    if (p->loc[v].kind == KILN_LOC_ARENA && (best < 0 || p->loc[v].bytes > p->loc[best].bytes))
+      best = v;
+  return best;
+}
+
 static kiln_status plan(kiln_compiled *c, const kiln_compile_opts *o) {
   double t0 = now_s();
   KILN_TRY(kiln_plan_program(c->prog, NULL, &c->plan));
@@ -272,8 +281,15 @@ static kiln_status plan(kiln_compiled *c, const kiln_compile_opts *o) {
 #endif
   /* The arena is made at the first run; it must fit then, next to what is held now (the
    * graph's constants, packed weights). */
-  KILN_TRY(
-      kiln_mem_check(c->plan->arena_bytes, "the memory plan (arena) of graph '%s'", c->g->name));
+  int big = largest_value(c->plan);
+  char tb[160] = "", what[400] = "";
+  if (big >= 0)
+    snprintf(what, sizeof what, " (its largest value: '%.200s', %s, %lld bytes)",
+             c->g->values.data[big].name,
+             kiln_type_str(&c->g->values.data[big].type, tb, sizeof tb),
+             (long long)c->plan->loc[big].bytes);
+  KILN_TRY(kiln_mem_check(c->plan->arena_bytes, "the memory plan (arena) of graph '%s'%s",
+                          c->g->name, what));
   c->stats.arena_bytes = c->plan->arena_bytes;
   c->stats.lower_bound = c->plan->lower_bound;
   c->stats.seconds[KILN_STAGE_PLAN] = now_s() - t0;
