@@ -51,6 +51,14 @@ kiln_status kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *dims, kil
   return KILN_OK;
 }
 
+kiln_status kiln_tensor_new_companion(kiln_dtype dtype, int rank, const int64_t *dims,
+                                      kiln_tensor **out) {
+  int64_t prev = kiln_mem_push_limit(INT64_MAX);
+  kiln_status st = kiln_tensor_new(dtype, rank, dims, out);
+  kiln_mem_pop_limit(prev);
+  return st;
+}
+
 kiln_status kiln_tensor_new_scalar_f64(kiln_dtype dtype, double v, kiln_tensor **out) {
   KILN_TRY(kiln_tensor_new(dtype, 0, NULL, out));
   kiln_store_f64(dtype, (*out)->data, 0, v);

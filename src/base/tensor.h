@@ -22,6 +22,12 @@ typedef struct kiln_tensor {
  * INVALID error "tensor f32[..] needs N bytes, above the limit ...") and allocates zeroed
  * data. */
 kiln_status kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *dims, kiln_tensor **out);
+/* kiln_tensor_new for a companion of tensors that were already allowed (the f64 copy or the
+ * error bound of a value, in verification): its bytes are counted, but not refused by the
+ * memory limit, so that code which cannot fail there still holds; the next checked
+ * allocation sees them. Errors only for a bad shape or a failed allocation. */
+kiln_status kiln_tensor_new_companion(kiln_dtype dtype, int rank, const int64_t *dims,
+                                      kiln_tensor **out);
 kiln_status kiln_tensor_new_scalar_f64(kiln_dtype dtype, double v, kiln_tensor **out);
 kiln_status kiln_tensor_clone(const kiln_tensor *t, kiln_tensor **out);
 void kiln_tensor_free(kiln_tensor *t);
