@@ -144,7 +144,19 @@ mm initializer init
 bounded 2 "initializer with huge dims and no data: compile" 300 "$kiln" compile "$tmp/init.onnx"
 bounded 2 "initializer with huge dims and no data: run" 300 "$kiln" run "$tmp/init.onnx"
 
-# ---- 6. --max-memory itself: every command takes it, bad values are usage errors ----
+# ---- 6. verification holds f64 copies and error bounds of every value: a clear refusal ----
+mm matmul mm --n 2048
+for lim in 20M 40M 80M; do
+  bounded 2 "verify a 16 MB weight under --max-memory $lim" 400 \
+    "$kiln" verify "$tmp/mm.onnx" --max-memory $lim -q
+  expect_err "$limit_re" "verify under --max-memory $lim: message"
+done
+bounded 0 "verify the same model under the default limit" 600 "$kiln" verify "$tmp/mm.onnx" -q
+bounded 2 "run (interpreter) a 16 MB weight under --max-memory 8M: the weight itself" 300 \
+  "$kiln" run "$tmp/mm.onnx" --max-memory 8M
+expect_err "'w'.*$limit_re" "a weight over the limit: message names 'w'"
+
+# ---- 7. --max-memory itself: every command takes it, bad values are usage errors ----
 for cmd in compile run bench verify test-onnx reduce fuzz; do
   expect 0 "$cmd --help mentions --max-memory" "$kiln" $cmd --help
   expect_out "--max-memory" "$cmd --help lists --max-memory"

@@ -161,6 +161,11 @@ def build_memory(kind, out, n):
         t.dims.extend([n, n])
         m = _mem_model([node("Add", ["x", "w"], ["y"])], [vi("x", T.FLOAT, [n, n])], [y_any],
                        [t])
+    elif kind == "matmul":  # a real n x n weight (4 n^2 bytes) that verification widens
+        import numpy as np
+        w = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+        m = _mem_model([node("MatMul", ["x", "w"], ["y"])], [vi("x", T.FLOAT, [1, n])],
+                       [vi("y", T.FLOAT, [1, n])], [_f32("w", w)])
     else:
         raise SystemExit("unknown memory kind %r (one of %s)" % (kind, ", ".join(MEMORY_KINDS)))
     onnx.save(m, out)
@@ -168,7 +173,7 @@ def build_memory(kind, out, n):
 
 MEMORY_KINDS = ["symbatch", "constofshape", "constofshape_input", "constofshape_computed",
                 "expand", "tile", "resize", "range", "pad", "reshape", "input_dims",
-                "value_info", "initializer"]
+                "value_info", "initializer", "matmul"]
 
 
 def main():
