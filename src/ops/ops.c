@@ -202,6 +202,11 @@ kiln_status kiln_eval_out(kiln_eval_ctx *ctx, int i, kiln_dtype dtype, int rank,
   return KILN_OK;
 }
 
+kiln_status kiln_eval_scratch_check(const kiln_eval_ctx *ctx, int64_t bytes, const char *what) {
+  char lb[200];
+  return kiln_mem_check(bytes, "%s: %s", kiln_node_label(ctx->node, lb, sizeof lb), what);
+}
+
 void kiln_eval_set_out(kiln_eval_ctx *ctx, int i, kiln_tensor *t) {
   kiln_val_free(ctx->out[i]);
   ctx->out[i] = kiln_val_tensor(t);

@@ -129,6 +129,17 @@ expect_err "$limit_re" "ConstantOfShape of an input shape, cpu: message"
 bounded 0 "ConstantOfShape of a small input shape still runs" 300 \
   "$kiln" run "$tmp/cosi.onnx" --input "s=$tmp/s_small.npy" --max-memory 64M
 
+# scratch beside the outputs: Attention's n x n scores from three n x 1 inputs (400 KB each)
+mm attention att
+npy q 'np.ones([1, 1, 100000, 1], np.float32)'
+bounded 2 "Attention of 10^5 rows: the 80 GB of scores are refused" 300 \
+  "$kiln" run "$tmp/att.onnx" --input "q=$tmp/q.npy" --input "k=$tmp/q.npy" --input "v=$tmp/q.npy"
+expect_err "Attention.*scores.*$limit_re" "Attention scores: message"
+mm attention att_small --n 64
+npy q64 'np.ones([1, 1, 64, 1], np.float32)'
+bounded 0 "Attention of 64 rows still runs" 300 "$kiln" run "$tmp/att_small.onnx" \
+  --input "q=$tmp/q64.npy" --input "k=$tmp/q64.npy" --input "v=$tmp/q64.npy"
+
 # ---- 5. declared types: inputs, intermediates, initializers without data ----
 mm reshape reshape
 bounded 2 "Reshape to a target whose element count overflows" 300 \

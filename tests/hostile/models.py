@@ -161,6 +161,9 @@ def build_memory(kind, out, n):
         t.dims.extend([n, n])
         m = _mem_model([node("Add", ["x", "w"], ["y"])], [vi("x", T.FLOAT, [n, n])], [y_any],
                        [t])
+    elif kind == "attention":  # Q, K, V of n rows and width 1: n^2 attention scores
+        qkv = [vi(k, T.FLOAT, [1, 1, n, 1]) for k in ("q", "k", "v")]
+        m = _mem_model([node("Attention", ["q", "k", "v"], ["y"])], qkv, [y_any], [], opset=23)
     elif kind == "matmul":  # a real n x n weight (4 n^2 bytes) that verification widens
         import numpy as np
         w = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
@@ -173,7 +176,7 @@ def build_memory(kind, out, n):
 
 MEMORY_KINDS = ["symbatch", "constofshape", "constofshape_input", "constofshape_computed",
                 "expand", "tile", "resize", "range", "pad", "reshape", "input_dims",
-                "value_info", "initializer", "matmul"]
+                "value_info", "initializer", "matmul", "attention"]
 
 
 def main():
