@@ -214,10 +214,36 @@ static void test_inference_rejects_overflow(void) {
   kiln_graph_free(g);
 }
 
+/* the C API: kiln_set_max_memory bounds the interpreter of kiln_model_run */
+static void test_api_limit(void) {
+  char dir[1024], path[1100];
+  kiln_test_make_tmp(dir, sizeof dir, "kiln_mem_api");
+  snprintf(path, sizeof path, "%s/cos.kiln", dir);
+  const char *text = "graph @cos() -> (%y: f32[2000,2000]) {\n"
+                     "  opset \"\" 17\n"
+                     "  %s = const i64[2] [2000, 2000]\n"
+                     "  %y = ConstantOfShape(%s) : f32[2000,2000]\n"
+                     "  return %y\n}\n";
+  CHECK_OK(kiln_write_file(path, text, strlen(text)));
+  kiln_model *m = NULL;
+  CHECK_OK(kiln_model_load(path, &m));
+  kiln_tensor *y = NULL;
+  kiln_set_max_memory((int64_t)8 << 20); /* the 16 MB result does not fit */
+  if (m) check_msg(kiln_model_run(m, NULL, &y), "'y'", "16000000 bytes");
+  CHECK(y == NULL);
+  kiln_set_max_memory(0);
+  if (m) CHECK_OK(kiln_model_run(m, NULL, &y));
+  CHECK(y && y->numel == 4000000);
+  kiln_tensor_free(y);
+  kiln_model_free(m);
+  kiln_test_remove_dir(dir);
+}
+
 TEST_MAIN({"tensor_counts_its_bytes", test_tensor_counts_its_bytes},
           {"limit_refuses_and_names", test_limit_refuses_and_names},
           {"thread_limit_and_estimates", test_thread_limit_and_estimates},
           {"compile_allocates_no_arena", test_compile_allocates_no_arena},
           {"plan_over_max_memory", test_plan_over_max_memory},
           {"constant_of_shape_not_materialized", test_constant_of_shape_not_materialized},
-          {"inference_rejects_overflow", test_inference_rejects_overflow})
+          {"inference_rejects_overflow", test_inference_rejects_overflow},
+          {"api_limit", test_api_limit})
