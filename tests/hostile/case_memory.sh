@@ -155,6 +155,36 @@ mm initializer init
 bounded 2 "initializer with huge dims and no data: compile" 300 "$kiln" compile "$tmp/init.onnx"
 bounded 2 "initializer with huge dims and no data: run" 300 "$kiln" run "$tmp/init.onnx"
 
+# input files whose header declares a huge tensor over a few bytes of data: refused before
+# the tensor is allocated, even with the limit raised
+"$PYTHON" - "$tmp" <<'PY'
+import sys, onnx
+d = sys.argv[1]
+for name, shape in (("big", (100000, 100000)), ("ovf", (4000000000000000, 1000))):
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': %r, }" % (shape,)
+    h += " " * (118 - len(h)) + "\n"
+    open("%s/%s.npy" % (d, name), "wb").write(
+        b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode() + b"\0" * 16)
+t = onnx.TensorProto(name="x", data_type=1, dims=[100000, 1000, 1000], raw_data=b"\0" * 16)
+open(d + "/big.pb", "wb").write(t.SerializeToString())
+PY
+for f in big.npy ovf.npy big.pb; do
+  bounded 2 "input file $f declaring a huge tensor (limit raised)" 300 \
+    "$kiln" run "$tmp/sym.onnx" --input "x=$tmp/$f" --max-memory 1T
+  expect_err "does not match|has 16 bytes" "input file $f: message"
+done
+
+# test-onnx: a case over the limit fails (exit 1: a case failed), with the message
+mkdir -p "$tmp/tc/cos/test_data_set_0"
+cp "$tmp/cos.onnx" "$tmp/tc/cos/model.onnx"
+"$PYTHON" -c "import sys, onnx; t = onnx.TensorProto(name='y', data_type=1, dims=[1], float_data=[0]); open(sys.argv[1], 'wb').write(t.SerializeToString())" \
+  "$tmp/tc/cos/test_data_set_0/output_0.pb"
+for b in interp cpu; do
+  bounded 1 "test-onnx --backend $b on a case over the limit" 400 \
+    "$kiln" test-onnx "$tmp/tc" --backend $b --no-fork
+  expect_out "$limit_re" "test-onnx --backend $b: the case's message"
+done
+
 # ---- 6. verification holds f64 copies and error bounds of every value: a clear refusal ----
 mm matmul mm --n 2048
 for lim in 20M 40M 80M; do
