@@ -27,8 +27,11 @@ static const char *type_str(kiln_dtype dtype, int rank, const int64_t *dims, cha
 kiln_status kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *dims, kiln_tensor **out) {
   if (!kiln_dtype_valid((int)dtype))
     return kiln_unsupported("element type %d is not supported", (int)dtype);
-  int64_t numel, nbytes;
+  int64_t numel, nbytes, stride = 1;
   KILN_TRY(kiln_shape_numel(rank, dims, &numel));
+  for (int i = 0; i < rank; i++) /* strides of an empty tensor must not overflow either */
+    if (dims[i] > 0 && kiln_mul_overflow_i64(stride, dims[i], &stride))
+      return kiln_invalid("the strides of an empty tensor of rank %d overflow 64 bits", rank);
   if (kiln_mul_overflow_i64(numel, (int64_t)kiln_dtype_size(dtype), &nbytes) ||
       nbytes > KILN_MAX_TENSOR_BYTES)
     return kiln_invalid("tensor of %lld elements is too large", (long long)numel);

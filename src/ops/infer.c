@@ -46,19 +46,21 @@ static kiln_status infer_node(kiln_graph *g, const kiln_node *n) {
 /* ---- sizes: checked once, here, for every tensor type that inference leaves ----
  * No later stage (folding, lowering, the memory plan, the executor) sees a tensor type
  * whose element count or byte size overflows int64 or exceeds KILN_MAX_TENSOR_BYTES: the
- * product of the known dims is already a lower bound (a zero dim makes it 0). */
+ * product of the known dims is already a lower bound. */
 static kiln_status check_type_size(const kiln_value *v) {
   const kiln_type *t = &v->type;
   if (t->kind != KILN_TYPE_TENSOR || t->rank <= 0) return KILN_OK;
-  for (int d = 0; d < t->rank; d++)
-    if (t->dims[d].value == 0) return KILN_OK;
+  /* The product of the non-zero dims: the element count, or for an empty tensor the
+   * largest stride, which lowering computes too (f32[0,2^62,2^62] overflows there). */
   int64_t numel = 1, bytes;
-  bool over = false;
-  for (int d = 0; d < t->rank && !over; d++)
+  bool over = false, empty = false;
+  for (int d = 0; d < t->rank && !over; d++) {
+    empty |= t->dims[d].value == 0;
     if (t->dims[d].value > 0) over = kiln_mul_overflow_i64(numel, t->dims[d].value, &numel);
+  }
   int64_t elem = kiln_dtype_valid((int)t->dtype) ? (int64_t)kiln_dtype_size(t->dtype) : 1;
   over = over || kiln_mul_overflow_i64(numel, elem ? elem : 1, &bytes);
-  if (!over && bytes <= KILN_MAX_TENSOR_BYTES) return KILN_OK;
+  if (!over && (empty || bytes <= KILN_MAX_TENSOR_BYTES)) return KILN_OK;
   char tb[200];
   kiln_type_str(t, tb, sizeof tb);
   if (over)

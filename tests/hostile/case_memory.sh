@@ -48,6 +48,7 @@ npy x22 'np.ones([2, 2], np.float32)'
 npy x1122 'np.ones([1, 1, 2, 2], np.float32)'
 npy s 'np.array([100000, 100000], np.int64)'
 npy s_small 'np.array([3, 4], np.int64)'
+npy s4 'np.array([1, 1, 100000, 100000], np.int64)'
 
 # ---- 1. a symbolic batch bound to a large extent: compile plans, allocates nothing ----
 mm symbatch sym
@@ -128,6 +129,23 @@ bounded 2 "ConstantOfShape of an input shape: run --backend cpu (fallback step)"
 expect_err "$limit_re" "ConstantOfShape of an input shape, cpu: message"
 bounded 0 "ConstantOfShape of a small input shape still runs" 300 \
   "$kiln" run "$tmp/cosi.onnx" --input "s=$tmp/s_small.npy" --max-memory 64M
+
+# empty tensors whose strides overflow: f32[0, 2^62, 2^62, 2^62], declared or from data
+mm expand_empty expand_empty --n 4611686018427387904
+bounded 2 "Expand to [0, 2^62, 2^62, 2^62]: compile" 300 "$kiln" compile "$tmp/expand_empty.onnx"
+expect_err "'y'.*overflows" "Expand to an empty shape with huge dims: message"
+mm expand_input expand_input
+npy s_empty 'np.array([0, 2**62, 2**62, 2**62], np.int64)'
+for b in interp cpu tile; do
+  bounded 2 "Expand to [0, 2^62, 2^62, 2^62] from data: run --backend $b" 300 \
+    "$kiln" run "$tmp/expand_input.onnx" --backend $b --input "x=$tmp/x1.npy" \
+    --input "s=$tmp/s_empty.npy"
+  expect_err "'y'.*overflow" "Expand from data ($b): message"
+  bounded 2 "Expand to [100000, 100000] from data: run --backend $b" 300 \
+    "$kiln" run "$tmp/expand_input.onnx" --backend $b --input "x=$tmp/x1.npy" \
+    --input "s=$tmp/s4.npy"
+  expect_err "'y'.*$limit_re" "Expand to 10^10 from data ($b): message"
+done
 
 # scratch beside the outputs: Attention's n x n scores from three n x 1 inputs (400 KB each)
 mm attention att

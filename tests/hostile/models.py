@@ -131,6 +131,12 @@ def build_memory(kind, out, n):
     elif kind == "expand":
         m = _mem_model([node("Expand", ["x", "s"], ["y"])], [vi("x", T.FLOAT, [1])], [y_any],
                        [_i64("s", [n, n])])
+    elif kind == "expand_empty":  # no elements, but strides n^3 (overflow for n = 2^62)
+        m = _mem_model([node("Expand", ["x", "s"], ["y"])], [vi("x", T.FLOAT, [1])], [y_any],
+                       [_i64("s", [0, n, n, n])])
+    elif kind == "expand_input":  # the target shape is data
+        m = _mem_model([node("Expand", ["x", "s"], ["y"])],
+                       [vi("x", T.FLOAT, [1]), vi("s", T.INT64, [4])], [y_any], [])
     elif kind == "tile":
         m = _mem_model([node("Tile", ["x", "r"], ["y"])], [vi("x", T.FLOAT, [2, 2])], [y_any],
                        [_i64("r", [n, n])])
@@ -176,7 +182,8 @@ def build_memory(kind, out, n):
 
 MEMORY_KINDS = ["symbatch", "constofshape", "constofshape_input", "constofshape_computed",
                 "expand", "tile", "resize", "range", "pad", "reshape", "input_dims",
-                "value_info", "initializer", "matmul", "attention"]
+                "value_info", "initializer", "matmul", "attention", "expand_empty",
+                "expand_input"]
 
 
 def main():
