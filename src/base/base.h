@@ -102,6 +102,9 @@ kiln_status kiln_mem_check(int64_t bytes, const char *what_fmt, ...)
 kiln_status kiln_mem_reserve(int64_t bytes, const char *what_fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void kiln_mem_release(int64_t bytes);
+/* True when st is a refusal by the memory limit (made by kiln_mem_check/reserve, whatever
+ * context was added since): the user's limit, never a bug of the code that hit it. */
+bool kiln_mem_limit_error(kiln_status st);
 
 /* ---- arena ---------------------------------------------------------------
  * A bump allocator that owns everything of one compilation; freed in one call.

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base.h"
@@ -100,4 +101,9 @@ kiln_status kiln_mem_reserve(int64_t bytes, const char *fmt, ...) {
 
 void kiln_mem_release(int64_t bytes) {
   if (bytes > 0) atomic_fetch_sub(&g_in_use, bytes);
+}
+
+bool kiln_mem_limit_error(kiln_status st) {
+  return st && kiln_status_code(st) == KILN_ERR_INVALID &&
+         strstr(kiln_status_where(st), "budget.c:") != NULL;
 }

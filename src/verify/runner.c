@@ -141,6 +141,11 @@ void kiln_vrun_compare(kiln_vrun *r, kiln_layer_result *l, kiln_val *const *outs
 
 void kiln_vrun_errored(kiln_vrun *r, kiln_layer_result *l, kiln_status st) {
   (void)r;
+  if (kiln_mem_limit_error(st)) { /* the user's --max-memory: not run, not a finding */
+    kiln_vrun_skip(l, "not run: %s", kiln_status_message(st));
+    kiln_status_free(st);
+    return;
+  }
   l->ok = false;
   l->errored = true;
   l->max_ratio = INFINITY;

@@ -104,6 +104,16 @@ static void test_thread_limit_and_estimates(void) {
   CHECK(kiln_mem_in_use() == before + ((int64_t)2 << 20));
   kiln_mem_pop_limit(prev);
   kiln_tensor_free(t);
+  /* a refusal stays recognizable under added context; other bad input is not one */
+  prev = kiln_mem_push_limit((int64_t)1 << 20);
+  kiln_status st = kiln_tensor_new(KILN_F32, 1, (const int64_t[]){1 << 20}, &t);
+  kiln_mem_pop_limit(prev);
+  st = kiln_status_annotate(st, "node 'n'");
+  CHECK(kiln_mem_limit_error(st));
+  kiln_status_free(st);
+  st = kiln_invalid("the model mentions (--max-memory) but is just bad");
+  CHECK(!kiln_mem_limit_error(st) && !kiln_mem_limit_error(KILN_OK));
+  kiln_status_free(st);
 }
 
 static const char *const BIG = "graph @big(%x: f32[N,256,256]) -> (%y: f32[N,256,256]) {\n"
