@@ -210,13 +210,17 @@ for lim in 20M 40M 80M; do
     "$kiln" verify "$tmp/mm.onnx" --max-memory $lim -q
   expect_err "$limit_re" "verify under --max-memory $lim: message"
 done
+for cmd in info print; do
+  bounded 2 "$cmd: a 16 MB weight under --max-memory 8M" 300 "$kiln" $cmd "$tmp/mm.onnx" --max-memory 8M
+  expect_err "'w'.*$limit_re" "$cmd: a weight over the limit: message names 'w'"
+done
 bounded 0 "verify the same model under the default limit" 600 "$kiln" verify "$tmp/mm.onnx" -q
 bounded 2 "run (interpreter) a 16 MB weight under --max-memory 8M: the weight itself" 300 \
   "$kiln" run "$tmp/mm.onnx" --max-memory 8M
 expect_err "'w'.*$limit_re" "a weight over the limit: message names 'w'"
 
 # ---- 7. --max-memory itself: every command takes it, bad values are usage errors ----
-for cmd in compile run bench verify test-onnx reduce fuzz; do
+for cmd in compile run bench verify test-onnx reduce fuzz info print; do
   expect 0 "$cmd --help mentions --max-memory" "$kiln" $cmd --help
   expect_out "--max-memory" "$cmd --help lists --max-memory"
 done
