@@ -101,6 +101,8 @@ kiln_status kiln_mem_check(int64_t bytes, const char *what_fmt, ...)
 /* The same, and counts the bytes as in use until kiln_mem_release. */
 kiln_status kiln_mem_reserve(int64_t bytes, const char *what_fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* kiln_mem_reserve without a message (for hot paths: build the message on failure). */
+bool kiln_mem_try_reserve(int64_t bytes);
 void kiln_mem_release(int64_t bytes);
 /* True when st is a refusal by the memory limit (made by kiln_mem_check/reserve, whatever
  * context was added since): the user's limit, never a bug of the code that hit it. */

@@ -84,6 +84,15 @@ kiln_status kiln_mem_check(int64_t bytes, const char *fmt, ...) {
   return st;
 }
 
+bool kiln_mem_try_reserve(int64_t bytes) {
+  int64_t limit = kiln_mem_limit();
+  int64_t cur = atomic_load(&g_in_use), next;
+  do {
+    if (bytes < 0 || kiln_add_overflow_i64(cur, bytes, &next) || next > limit) return false;
+  } while (!atomic_compare_exchange_weak(&g_in_use, &cur, next));
+  return true;
+}
+
 kiln_status kiln_mem_reserve(int64_t bytes, const char *fmt, ...) {
   int64_t limit = kiln_mem_limit();
   int64_t cur = atomic_load(&g_in_use), next;

@@ -35,12 +35,17 @@ kiln_status kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *dims, kil
   if (kiln_mul_overflow_i64(numel, (int64_t)kiln_dtype_size(dtype), &nbytes) ||
       nbytes > KILN_MAX_TENSOR_BYTES)
     return kiln_invalid("tensor of %lld elements is too large", (long long)numel);
-  char tb[160];
-  KILN_TRY(kiln_mem_reserve(nbytes, "tensor %s", type_str(dtype, rank, dims, tb, sizeof tb)));
+  while (!kiln_mem_try_reserve(nbytes)) { /* the message is made only on a refusal */
+    char tb[160];
+    KILN_TRY(kiln_mem_check(nbytes, "tensor %s", type_str(dtype, rank, dims, tb, sizeof tb)));
+  } /* (a pass of the check means memory was released meanwhile: try again) */
   void *data = calloc((size_t)(nbytes ? nbytes : 1), 1);
   if (!data) {
     kiln_mem_release(nbytes);
-    return kiln_error(KILN_ERR_OOM, "cannot allocate %lld bytes", (long long)nbytes);
+    return kiln_error(KILN_ERR_OOM,
+                      "cannot allocate %lld bytes: the machine has less memory than the limit "
+                      "of %lld bytes allows (a smaller --max-memory makes this an early error)",
+                      (long long)nbytes, (long long)kiln_mem_limit());
   }
   kiln_tensor *t = kiln_xcalloc(1, sizeof *t);
   t->reserved = nbytes;
