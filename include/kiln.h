@@ -24,6 +24,13 @@
  *   kiln_tensor_free(x);
  *   kiln_model_free(m);
  *
+ * Memory: everything Kiln allocates for tensors (weights, interpreter values, the compiled
+ * arena) counts against one limit, checked before allocating; a model that needs more fails
+ * with KILN_ERR_INVALID ("... needs N bytes, above the limit of M bytes (--max-memory)"),
+ * never by exhausting the machine. kiln_set_max_memory sets it for the process (default:
+ * 16 GiB or 3/4 of physical memory, whichever is smaller); kiln_compile_opts.max_memory
+ * sets it for one compiled form (its compilation and its runs). See base.h (kiln_mem_*).
+ *
  * Under this convenience layer, the stage headers are public too: the graph IR
  * (graph/graph.h), the operator set and reference interpreter (ops/ops.h), ONNX
  * import/export and tensor files (onnx/onnx.h), the compiler and runtime
@@ -61,6 +68,8 @@ kiln_status kiln_model_run(kiln_model *m, const kiln_tensor *const *inputs, kiln
 kiln_status kiln_model_compile(kiln_model *m, const kiln_compile_opts *o);
 /* Binds the symbolic dims of the model's inputs from example tensors (one per input). */
 kiln_status kiln_model_bind_inputs(kiln_model *m, const kiln_tensor *const *inputs);
+/* The process-wide memory limit in bytes (0: back to the default); see above. */
+void kiln_set_max_memory(int64_t bytes);
 /* The compiled form (for kiln_compiled_report and stats), or NULL before compiling. */
 const kiln_compiled *kiln_model_compiled(const kiln_model *m);
 

@@ -28,6 +28,11 @@ int kiln_cli_opt(int argc, char **argv, int *i, const char *name, const char **v
 /* Parses a double/int option value, 0 on success. */
 int kiln_cli_double(const char *s, double *out);
 int kiln_cli_int(const char *s, long *out);
+/* --max-memory BYTES (common_flags.c): true when argv[*i] is that option; then sets the
+ * process-wide memory limit (kiln_mem_set_limit) and *rc = -1, or prints a usage error and
+ * sets *rc = 2. Each command that loads or runs a model takes it and prints the help. */
+bool kiln_cli_max_memory(const char *cmd, int argc, char **argv, int *i, int *rc);
+extern const char *const kiln_cli_memory_help;
 /* Loads a model (.onnx, or the text IR if the name ends in .kiln) and infers types. */
 kiln_status kiln_cli_load(const char *path, kiln_graph **out);
 

@@ -39,6 +39,7 @@ static int parse_count(const char *v, long *out, long min, const char *what) {
 
 static int parse_one(int argc, char **argv, int *i, bench_opts *o) {
   const char *v = NULL;
+  int mrc;
   long n;
   if (kiln_cli_opt(argc, argv, i, "--backend", &v)) {
     if (kiln_cli_backend_parse(v, &o->engine.backend))
@@ -59,6 +60,7 @@ static int parse_one(int argc, char **argv, int *i, bench_opts *o) {
     kiln_vec_push(&o->dims, v);
   } else if (!strcmp(argv[*i], "--json")) o->json = true;
   else if (!strcmp(argv[*i], "--verbose")) o->engine.verbose = true;
+  else if (kiln_cli_max_memory("bench", argc, argv, i, &mrc)) return mrc;
   else if (argv[*i][0] == '-') return kiln_cli_usage("bench", "unknown option '%s'", argv[*i]);
   else if (o->model) return kiln_cli_usage("bench", "more than one model given");
   else o->model = argv[*i];
@@ -73,6 +75,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(bench_help, stdout);
+      fputs(kiln_cli_memory_help, stdout);
       return 0;
     }
     int rc = parse_one(argc, argv, &i, o);

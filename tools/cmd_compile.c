@@ -74,6 +74,7 @@ static int usage_status(kiln_status st) {
 
 static int parse_one(int argc, char **argv, int *i, compile_args *a) {
   const char *v = NULL;
+  int mrc;
   kiln_status st = KILN_OK;
   long n;
   if (kiln_cli_opt(argc, argv, i, "-o", &v) || kiln_cli_opt(argc, argv, i, "--output", &v)) {
@@ -111,7 +112,8 @@ static int parse_one(int argc, char **argv, int *i, compile_args *a) {
   else if (kiln_cli_pass_flag(argv[*i], &a->co.passes, &st)) {
     if (st) return usage_status(st);
     kiln_vec_push(&a->pass_args, argv[*i]);
-  } else if (argv[*i][0] == '-') return kiln_cli_usage("compile", "unknown option '%s'", argv[*i]);
+  } else if (kiln_cli_max_memory("compile", argc, argv, i, &mrc)) return mrc;
+  else if (argv[*i][0] == '-') return kiln_cli_usage("compile", "unknown option '%s'", argv[*i]);
   else if (a->model) return kiln_cli_usage("compile", "more than one model given");
   else a->model = argv[*i];
   return -1;
@@ -122,6 +124,7 @@ static int parse_args(int argc, char **argv, compile_args *a) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(compile_help, stdout);
+      fputs(kiln_cli_memory_help, stdout);
       fputs(kiln_cli_pass_flags_help, stdout);
       return 0;
     }

@@ -122,7 +122,9 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
   for (int i = 1; i < argc; i++) {
     const char *v;
     long n;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(fuzz_help, stdout), 0;
+    int mrc;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+      return fputs(fuzz_help, stdout), fputs(kiln_cli_memory_help, stdout), 0;
     if (!strcmp(argv[i], "--list-ops")) return list_ops(), 0;
     if (!strcmp(argv[i], "--reduce")) a->reduce = true;
     else if (!strcmp(argv[i], "-q")) a->quiet = true;
@@ -142,6 +144,8 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
       if (!v || (strcmp(v, "kiln") && strcmp(v, "onnxruntime")))
         return kiln_cli_usage("fuzz", "--oracle needs kiln or onnxruntime");
       a->ort = !strcmp(v, "onnxruntime");
+    } else if (kiln_cli_max_memory("fuzz", argc, argv, &i, &mrc)) {
+      if (mrc > 0) return mrc;
     } else if (kiln_cli_opt(argc, argv, &i, "--out", &v)) {
       if (!v || !*v) return kiln_cli_usage("fuzz", "--out needs a folder");
       a->out = v;

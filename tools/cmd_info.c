@@ -137,12 +137,16 @@ int kiln_cmd_info(int argc, char **argv) {
   const char *path = NULL;
   bool json = false;
   for (int i = 1; i < argc; i++) {
+    int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(info_help, stdout);
+      fputs(kiln_cli_memory_help, stdout);
       return 0;
     }
     if (!strcmp(argv[i], "--json")) json = true;
-    else if (argv[i][0] == '-') return kiln_cli_usage("info", "unknown option '%s'", argv[i]);
+    else if (kiln_cli_max_memory("info", argc, argv, &i, &mrc)) {
+      if (mrc > 0) return mrc;
+    } else if (argv[i][0] == '-') return kiln_cli_usage("info", "unknown option '%s'", argv[i]);
     else if (path) return kiln_cli_usage("info", "more than one model given");
     else path = argv[i];
   }

@@ -18,6 +18,7 @@ static void usage_help(void) {
   int n;
   const kiln_pass_info *p = kiln_passes_pipeline(&n);
   fputs(print_help, stdout);
+  fputs(kiln_cli_memory_help, stdout);
   fputs(kiln_cli_pass_flags_help, stdout);
   fputs("\nthe pipeline, in order:\n", stdout);
   for (int i = 0; i < n; i++) printf("  %2d. %-10s %s\n", i + 1, p[i].name, p[i].summary);
@@ -35,6 +36,7 @@ static int parse_args(int argc, char **argv, print_args *a) {
   for (int i = 1; i < argc; i++) {
     const char *v;
     kiln_status err;
+    int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       usage_help();
       return 0;
@@ -51,6 +53,8 @@ static int parse_args(int argc, char **argv, print_args *a) {
     } else if (kiln_cli_opt(argc, argv, &i, "--elide", &v)) {
       if (!v || kiln_cli_int(v, &a->elide) || a->elide < 0)
         return kiln_cli_usage("print", "--elide needs a number >= 0");
+    } else if (kiln_cli_max_memory("print", argc, argv, &i, &mrc)) {
+      if (mrc > 0) return mrc;
     } else if (argv[i][0] == '-') return kiln_cli_usage("print", "unknown option '%s'", argv[i]);
     else if (a->path) return kiln_cli_usage("print", "more than one model given");
     else a->path = argv[i];

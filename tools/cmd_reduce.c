@@ -43,8 +43,10 @@ static int parse_args(int argc, char **argv, reduce_args *a) {
   kiln_reduce_opts_init(&a->o);
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
+    int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(reduce_help, stdout);
+      fputs(kiln_cli_memory_help, stdout);
       return -1;
     }
     if (!strcmp(argv[i], "-q")) {
@@ -64,6 +66,8 @@ static int parse_args(int argc, char **argv, reduce_args *a) {
       if (!v || kiln_cli_double(v, &t) || !(t > 0) || t > 1e9)
         return kiln_cli_usage("reduce", "--time needs a positive number of seconds");
       a->o.max_seconds = t;
+    } else if (kiln_cli_max_memory("reduce", argc, argv, &i, &mrc)) {
+      if (mrc > 0) return mrc;
     } else if (argv[i][0] == '-') {
       return kiln_cli_usage("reduce", "unknown option '%s'", argv[i]);
     } else if (a->dir) {

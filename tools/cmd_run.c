@@ -40,8 +40,10 @@ static int parse_args(int argc, char **argv, run_opts *o) {
   o->format = "npy";
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
+    int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(run_help, stdout);
+      fputs(kiln_cli_memory_help, stdout);
       return 0;
     }
     if (kiln_cli_opt(argc, argv, &i, "--input", &v)) {
@@ -75,6 +77,8 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       if (kiln_cli_double(v, &o->atol)) return kiln_cli_usage("run", "--atol needs a number");
     } else if (!strcmp(argv[i], "--trace")) {
       o->engine.trace = true;
+    } else if (kiln_cli_max_memory("run", argc, argv, &i, &mrc)) {
+      if (mrc > 0) return mrc;
     } else if (argv[i][0] == '-') {
       return kiln_cli_usage("run", "unknown option '%s'", argv[i]);
     } else if (o->model) {

@@ -323,8 +323,10 @@ static int parse_args(int argc, char **argv, test_opts *o) {
   o->jobs = 1;
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
+    int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(test_help, stdout);
+      fputs(kiln_cli_memory_help, stdout);
       return 0;
     }
     if (kiln_cli_opt(argc, argv, &i, "--rtol", &v)) {
@@ -352,6 +354,8 @@ static int parse_args(int argc, char **argv, test_opts *o) {
       o->quiet = true;
     } else if (!strcmp(argv[i], "--no-fork")) {
       o->no_fork = true;
+    } else if (kiln_cli_max_memory("test-onnx", argc, argv, &i, &mrc)) {
+      if (mrc > 0) return mrc;
     } else if (argv[i][0] == '-') {
       return kiln_cli_usage("test-onnx", "unknown option '%s'", argv[i]);
     } else {

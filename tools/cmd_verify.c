@@ -83,8 +83,10 @@ static int parse_args(int argc, char **argv, verify_args *a) {
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
     long n;
+    int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(verify_help, stdout);
+      fputs(kiln_cli_memory_help, stdout);
       return 1;
     }
     if (!strcmp(argv[i], "-q")) a->o.log = NULL;
@@ -109,6 +111,8 @@ static int parse_args(int argc, char **argv, verify_args *a) {
     } else if (kiln_cli_opt(argc, argv, &i, "--repro", &v)) {
       if (!v || !*v) return kiln_cli_usage("verify", "--repro needs a folder");
       a->o.repro_dir = v;
+    } else if (kiln_cli_max_memory("verify", argc, argv, &i, &mrc)) {
+      if (mrc > 0) return mrc;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return kiln_cli_usage("verify", "unknown option '%s'", argv[i]);
     } else if (a->model) {

@@ -82,6 +82,10 @@ kiln_status kiln_model_bind_inputs(kiln_model *m, const kiln_tensor *const *inpu
   return kiln_graph_bind_inputs(m->g, m->g->inputs.len, inputs);
 }
 
+void kiln_set_max_memory(int64_t bytes) {
+  kiln_mem_set_limit(bytes);
+}
+
 const kiln_compiled *kiln_model_compiled(const kiln_model *m) {
   return m->compiled;
 }

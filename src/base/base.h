@@ -75,6 +75,39 @@ void *kiln_xcalloc(size_t n, size_t m); /* idem */
 void *kiln_xrealloc(void *p, size_t n); /* idem */
 char *kiln_xstrdup(const char *s);
 
+/* ---- the memory limit (budget.c) ----------------------------------------
+ * One count of the host memory that Kiln's tensors (kiln_tensor_new), compiled arenas and
+ * large scratch buffers hold at once, checked against one limit before each allocation: a
+ * request that would take the count above the limit is refused with KILN_ERR_INVALID
+ * (exit 2), "WHAT needs N bytes, above the limit of M bytes (--max-memory)". Estimates
+ * (a memory plan, a constant a pass would create) are checked the same way before anything
+ * is allocated. The limit is process-wide (kiln_mem_set_limit, the CLI's --max-memory); a
+ * thread may narrow or widen it for a while (kiln_mem_push_limit: kiln_compile_opts.
+ * max_memory). Default: 16 GiB or 3/4 of physical memory, whichever is smaller. */
+#define KILN_MEM_DEFAULT_CAP ((int64_t)16 << 30)
+int64_t kiln_mem_default_limit(void);
+int64_t kiln_mem_limit(void);           /* the limit in force on this thread */
+void kiln_mem_set_limit(int64_t bytes); /* 0: back to the default */
+/* Sets this thread's limit (bytes > 0; else keeps the current one); returns the previous
+ * setting for kiln_mem_pop_limit. */
+int64_t kiln_mem_push_limit(int64_t bytes);
+void kiln_mem_pop_limit(int64_t prev);
+int64_t kiln_mem_in_use(void);
+/* Error unless `bytes` more fit under the limit (nothing is reserved); the message starts
+ * with the formatted WHAT (a value, a tensor type, "the arena of graph 'g'"). A negative
+ * `bytes` means "more than any limit" (an overflowed estimate). */
+kiln_status kiln_mem_check(int64_t bytes, const char *what_fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The same, and counts the bytes as in use until kiln_mem_release. */
+kiln_status kiln_mem_reserve(int64_t bytes, const char *what_fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* kiln_mem_reserve without a message (for hot paths: build the message on failure). */
+bool kiln_mem_try_reserve(int64_t bytes);
+void kiln_mem_release(int64_t bytes);
+/* True when st is a refusal by the memory limit (made by kiln_mem_check/reserve, whatever
+ * context was added since): the user's limit, never a bug of the code that hit it. */
+bool kiln_mem_limit_error(kiln_status st);
+
 /* ---- arena ---------------------------------------------------------------
  * A bump allocator that owns everything of one compilation; freed in one call.
  * Allocations are zeroed and 16-byte aligned. */

@@ -18,17 +18,37 @@ kiln_status kiln_shape_numel(int rank, const int64_t *dims, int64_t *out) {
   return KILN_OK;
 }
 
+static const char *type_str(kiln_dtype dtype, int rank, const int64_t *dims, char *buf, size_t n) {
+  kiln_tensor t = {.dtype = dtype, .rank = rank};
+  for (int i = 0; i < rank; i++) t.dims[i] = dims[i];
+  return kiln_tensor_type_str(&t, buf, n);
+}
+
 kiln_status kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *dims, kiln_tensor **out) {
   if (!kiln_dtype_valid((int)dtype))
     return kiln_unsupported("element type %d is not supported", (int)dtype);
-  int64_t numel, nbytes;
+  int64_t numel, nbytes, stride = 1;
   KILN_TRY(kiln_shape_numel(rank, dims, &numel));
+  for (int i = 0; i < rank; i++) /* strides of an empty tensor must not overflow either */
+    if (dims[i] > 0 && kiln_mul_overflow_i64(stride, dims[i], &stride))
+      return kiln_invalid("the strides of an empty tensor of rank %d overflow 64 bits", rank);
   if (kiln_mul_overflow_i64(numel, (int64_t)kiln_dtype_size(dtype), &nbytes) ||
-      nbytes > ((int64_t)1 << 46))
+      nbytes > KILN_MAX_TENSOR_BYTES)
     return kiln_invalid("tensor of %lld elements is too large", (long long)numel);
+  while (!kiln_mem_try_reserve(nbytes)) { /* the message is made only on a refusal */
+    char tb[160];
+    KILN_TRY(kiln_mem_check(nbytes, "tensor %s", type_str(dtype, rank, dims, tb, sizeof tb)));
+  } /* (a pass of the check means memory was released meanwhile: try again) */
   void *data = calloc((size_t)(nbytes ? nbytes : 1), 1);
-  if (!data) return kiln_error(KILN_ERR_OOM, "cannot allocate %lld bytes", (long long)nbytes);
+  if (!data) {
+    kiln_mem_release(nbytes);
+    return kiln_error(KILN_ERR_OOM,
+                      "cannot allocate %lld bytes: the machine has less memory than the limit "
+                      "of %lld bytes allows (a smaller --max-memory makes this an early error)",
+                      (long long)nbytes, (long long)kiln_mem_limit());
+  }
   kiln_tensor *t = kiln_xcalloc(1, sizeof *t);
+  t->reserved = nbytes;
   t->dtype = dtype;
   t->rank = rank;
   for (int i = 0; i < rank; i++) t->dims[i] = dims[i];
@@ -37,6 +57,14 @@ kiln_status kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *dims, kil
   t->owns_data = true;
   *out = t;
   return KILN_OK;
+}
+
+kiln_status kiln_tensor_new_companion(kiln_dtype dtype, int rank, const int64_t *dims,
+                                      kiln_tensor **out) {
+  int64_t prev = kiln_mem_push_limit(INT64_MAX);
+  kiln_status st = kiln_tensor_new(dtype, rank, dims, out);
+  kiln_mem_pop_limit(prev);
+  return st;
 }
 
 kiln_status kiln_tensor_new_scalar_f64(kiln_dtype dtype, double v, kiln_tensor **out) {
@@ -71,8 +99,17 @@ void kiln_tensor_free(kiln_tensor *t) {
       for (int64_t i = 0; i < t->numel; i++) free(s[i]);
     }
     free(t->data);
+    kiln_mem_release(t->reserved);
   }
   free(t);
+}
+
+void kiln_tensor_drop_data(kiln_tensor *t) {
+  if (t->owns_data) {
+    free(t->data);
+    kiln_mem_release(t->reserved);
+  }
+  t->data = NULL, t->reserved = 0, t->numel = 0, t->rank = 1, t->dims[0] = 0;
 }
 
 bool kiln_tensor_same_shape(const kiln_tensor *a, const kiln_tensor *b) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "onnx_internal.h"
 
@@ -278,11 +279,28 @@ static kiln_status npy_read_header(FILE *f, npy_header *h) {
   return st;
 }
 
+/* A header that declares more data than a regular file holds is refused before the tensor
+ * is allocated (a 100-byte file must not cost the memory its header describes). */
+static kiln_status npy_check_size(FILE *f, kiln_dtype dt, const npy_header *h) {
+  struct stat sb;
+  long at = ftell(f);
+  int64_t numel, bytes;
+  if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode) || at < 0) return KILN_OK;
+  KILN_TRY(kiln_shape_numel(h->rank, h->dims, &numel));
+  if (kiln_mul_overflow_i64(numel, (int64_t)kiln_dtype_size(dt), &bytes) ||
+      bytes != (int64_t)sb.st_size - at)
+    return kiln_invalid(".npy data does not match the shape in its header (%lld bytes of data "
+                        "in the file)",
+                        (long long)sb.st_size - at);
+  return KILN_OK;
+}
+
 static kiln_status npy_read_file(FILE *f, kiln_tensor **out) {
   npy_header h;
   KILN_TRY(npy_read_header(f, &h));
   kiln_dtype dt;
   KILN_TRY(npy_dtype(h.descr, &dt));
+  KILN_TRY(npy_check_size(f, dt, &h));
   kiln_tensor *t;
   KILN_TRY(kiln_tensor_new(dt, h.rank, h.dims, &t));
   size_t n = kiln_tensor_nbytes(t);

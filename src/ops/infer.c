@@ -20,6 +20,8 @@ static void merge_type(kiln_type *have, const kiln_type *got) {
     if (have->dims[i].value < 0 && !have->dims[i].sym) have->dims[i] = got->dims[i];
 }
 
+static kiln_status infer_nodes(kiln_graph *g);
+
 static kiln_status infer_node(kiln_graph *g, const kiln_node *n) {
   const kiln_op_impl *impl = kiln_op_get(n->op);
   if (!impl->infer) return KILN_OK;
@@ -30,8 +32,8 @@ static kiln_status infer_node(kiln_graph *g, const kiln_node *n) {
   for (int i = 0; i < n->n_inputs; i++) {
     int id = n->inputs[i];
     in[i] = id >= 0 ? &g->values.data[id].type : NULL;
-    cin[i] = id >= 0 && g->values.data[id].kind == KILN_VALUE_CONST ? g->values.data[id].data
-                                                                       : NULL;
+    cin[i] =
+        id >= 0 && g->values.data[id].kind == KILN_VALUE_CONST ? g->values.data[id].data : NULL;
   }
   for (int i = 0; i < n->n_outputs; i++) out[i] = kiln_type_unknown();
   kiln_infer_ctx ctx = {g, n, n->n_inputs, in, cin, n->n_outputs, out};
@@ -41,7 +43,57 @@ static kiln_status infer_node(kiln_graph *g, const kiln_node *n) {
   return KILN_OK;
 }
 
+/* ---- sizes: checked once, here, for every tensor type that inference leaves ----
+ * No later stage (folding, lowering, the memory plan, the executor) sees a tensor type
+ * whose element count or byte size overflows int64 or exceeds KILN_MAX_TENSOR_BYTES: the
+ * product of the known dims is already a lower bound. */
+static kiln_status check_type_size(const kiln_value *v) {
+  const kiln_type *t = &v->type;
+  if (t->kind != KILN_TYPE_TENSOR || t->rank <= 0) return KILN_OK;
+  /* The product of the non-zero dims: the element count, or for an empty tensor the
+   * largest stride, which lowering computes too (f32[0,2^62,2^62] overflows there). */
+  int64_t numel = 1, bytes;
+  bool over = false, empty = false;
+  for (int d = 0; d < t->rank && !over; d++) {
+    empty |= t->dims[d].value == 0;
+    if (t->dims[d].value > 0) over = kiln_mul_overflow_i64(numel, t->dims[d].value, &numel);
+  }
+  int64_t elem = kiln_dtype_valid((int)t->dtype) ? (int64_t)kiln_dtype_size(t->dtype) : 1;
+  over = over || kiln_mul_overflow_i64(numel, elem ? elem : 1, &bytes);
+  if (!over && (empty || bytes <= KILN_MAX_TENSOR_BYTES)) return KILN_OK;
+  char tb[200];
+  kiln_type_str(t, tb, sizeof tb);
+  if (over)
+    return kiln_invalid("'%s' is %s: its element count or byte size overflows 64 bits", v->name,
+                        tb);
+  return kiln_invalid("'%s' is %s: %lld bytes, more than the %lld bytes a tensor may hold", v->name,
+                      tb, (long long)bytes, (long long)KILN_MAX_TENSOR_BYTES);
+}
+
+static kiln_status check_outputs(const kiln_graph *g, const kiln_node *n) {
+  for (int k = 0; k < n->n_outputs; k++) {
+    if (n->outputs[k] < 0) continue;
+    char lb[200];
+    KILN_TRYF(check_type_size(&g->values.data[n->outputs[k]]), "%s: output %d",
+              kiln_node_label(n, lb, sizeof lb), k);
+  }
+  return KILN_OK;
+}
+
+/* Before the nodes: inputs (with the dims bound to them), constants, outer values. */
+static kiln_status check_sources(const kiln_graph *g) {
+  for (int v = 0; v < g->values.len; v++)
+    if (g->values.data[v].kind != KILN_VALUE_NODE)
+      KILN_TRYF(check_type_size(&g->values.data[v]), "graph '%s'", g->name);
+  return KILN_OK;
+}
+
 kiln_status kiln_ops_infer_graph(kiln_graph *g) {
+  KILN_TRY(check_sources(g));
+  return infer_nodes(g);
+}
+
+static kiln_status infer_nodes(kiln_graph *g) {
   for (int i = 0; i < g->nodes.len; i++) {
     const kiln_node *n = &g->nodes.data[i];
     if (kiln_op_get(n->op)->eval) KILN_TRY(kiln_op_check(g, n)); /* arity */
@@ -52,6 +104,7 @@ kiln_status kiln_ops_infer_graph(kiln_graph *g) {
         KILN_TRY(kiln_ops_infer_graph(at->graphs[k]));
     }
     KILN_TRY(infer_node(g, n));
+    KILN_TRY(check_outputs(g, n)); /* before a later node computes with them */
   }
   return KILN_OK;
 }
@@ -76,7 +129,8 @@ kiln_status kiln_ops_validate_model(const kiln_graph *g) {
   int64_t opset = kiln_graph_opset(g, "");
   if (g->opsets.len && (opset < 0 || opset > KILN_MAX_OPSET))
     return kiln_unsupported("the model imports opset %lld of the default domain; Kiln knows "
-                            "opsets 1 to %d", (long long)opset, KILN_MAX_OPSET);
+                            "opsets 1 to %d",
+                            (long long)opset, KILN_MAX_OPSET);
   if (g->outputs.len == 0) return kiln_invalid("graph '%s' has no outputs", g->name);
   for (int i = 0; i < g->inputs.len; i++) KILN_TRY(validate_input(g, g->inputs.data[i]));
   return KILN_OK;

@@ -189,7 +189,11 @@ static kiln_status attn_store(kiln_eval_ctx *ctx, int i, kiln_dtype dt, int rank
 
 static kiln_status attn_compute(kiln_eval_ctx *ctx, attn *a) {
   kiln_dtype dt = a->q->dtype;
-  int64_t nrows = a->B * a->Hq * a->Sq;
+  int64_t nrows = a->B * a->Hq * a->Sq, n_y, n_qk, bytes; /* nrows: elements of Q */
+  bool over = kiln_mul_overflow_i64(nrows, a->dv, &n_y) ||
+              kiln_mul_overflow_i64(nrows, a->T, &n_qk) ||
+              kiln_add_overflow_i64(n_y, n_qk, &bytes) || kiln_mul_overflow_i64(bytes, 8, &bytes);
+  KILN_TRY(kiln_eval_scratch_check(ctx, over ? -1 : bytes, "the attention scores and result"));
   double *y = kiln_xcalloc((size_t)(nrows * a->dv + 1), sizeof(double));
   double *qk = kiln_xcalloc((size_t)(nrows * a->T + 1), sizeof(double));
   double *s = kiln_xmalloc((size_t)(a->T + 1) * sizeof(double));

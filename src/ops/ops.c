@@ -192,11 +192,19 @@ kiln_status kiln_eval_out(kiln_eval_ctx *ctx, int i, kiln_dtype dtype, int rank,
   kiln_status st = kiln_tensor_new(dtype, rank, dims, &t);
   if (st) {
     char lb[200];
-    return kiln_status_annotate(st, "%s: output %d", kiln_node_label(ctx->node, lb, sizeof lb), i);
+    int v = i < ctx->node->n_outputs ? ctx->node->outputs[i] : -1;
+    return kiln_status_annotate(st, "%s: output %d ('%s')",
+                                kiln_node_label(ctx->node, lb, sizeof lb), i,
+                                v >= 0 ? ctx->graph->values.data[v].name : "");
   }
   kiln_eval_set_out(ctx, i, t);
   if (out) *out = t;
   return KILN_OK;
+}
+
+kiln_status kiln_eval_scratch_check(const kiln_eval_ctx *ctx, int64_t bytes, const char *what) {
+  char lb[200];
+  return kiln_mem_check(bytes, "%s: %s", kiln_node_label(ctx->node, lb, sizeof lb), what);
 }
 
 void kiln_eval_set_out(kiln_eval_ctx *ctx, int i, kiln_tensor *t) {

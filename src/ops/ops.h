@@ -55,6 +55,10 @@ typedef kiln_status (*kiln_eval_fn)(kiln_eval_ctx *ctx);
 const kiln_tensor *kiln_eval_in(const kiln_eval_ctx *ctx, int i);
 /* Same, but an error naming the node when input i is missing or not a tensor. */
 kiln_status kiln_eval_in_req(const kiln_eval_ctx *ctx, int i, const kiln_tensor **out);
+/* Checks `bytes` of scratch (a buffer a kernel mallocs beside its outputs) against the memory
+ * limit: an INVALID error naming the node and `what`; a negative `bytes` (an overflowed
+ * product) is over any limit. Nothing is reserved: the kernel frees it before returning. */
+kiln_status kiln_eval_scratch_check(const kiln_eval_ctx *ctx, int64_t bytes, const char *what);
 /* Allocates output i as a tensor of the given shape (checked) and stores it in ctx->out[i]. */
 kiln_status kiln_eval_out(kiln_eval_ctx *ctx, int i, kiln_dtype dtype, int rank,
                           const int64_t *dims, kiln_tensor **out);

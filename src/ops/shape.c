@@ -188,6 +188,9 @@ kiln_status kiln_shape_alloc(const kiln_eval_ctx *ctx, int64_t count, size_t ele
   if (count < 0 || (uint64_t)count > SIZE_MAX / 2 / (elem ? elem : 1))
     return kiln_eval_error(ctx, KILN_ERR_OOM, "buffer of %lld elements is too large",
                            (long long)count);
+  char lb[200];
+  KILN_TRY(kiln_mem_check((int64_t)((size_t)count * elem), "%s: a scratch buffer of %lld elements",
+                          kiln_node_label(ctx->node, lb, sizeof lb), (long long)count));
   *out = malloc(count ? (size_t)count * elem : 1);
   if (!*out) return kiln_eval_error(ctx, KILN_ERR_OOM, "out of memory");
   return KILN_OK;

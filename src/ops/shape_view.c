@@ -568,8 +568,12 @@ static kiln_status infer_tile(kiln_infer_ctx *ctx) {
   for (int i = 0; i < k; i++) {
     d[i] = rep[i] == 1 ? x->dims[i] : kiln_shape_dim(-1);
     if (x->dims[i].value >= 0 && rep[i] >= 0 &&
-        kiln_mul_overflow_i64(x->dims[i].value, rep[i], &d[i].value))
-      d[i].value = -1;
+        kiln_mul_overflow_i64(x->dims[i].value, rep[i], &d[i].value)) {
+      char lb[200];
+      return kiln_invalid("%s: output extent %lld x %lld (dim %d) overflows",
+                          kiln_node_label(ctx->node, lb, sizeof lb), (long long)x->dims[i].value,
+                          (long long)rep[i], i);
+    }
   }
   kiln_shape_out_type(ctx, 0, x->dtype, k, d);
   return KILN_OK;

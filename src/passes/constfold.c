@@ -6,7 +6,13 @@
  * with sequence or optional results, and results that would grow the model: an output of
  * more than max(total input elements, FOLD_GROWTH) elements stays a node (ConstantOfShape
  * or Expand of a scalar into a big tensor is cheaper computed than stored). A kernel that
- * fails, or computes a type other than the inferred one, leaves the node as it is. */
+ * fails, or computes a type other than the inferred one, leaves the node as it is.
+ *
+ * Nothing large is computed to be thrown away: an output whose inferred type is already
+ * over that size is not evaluated, and the kernel runs under a memory limit narrowed to
+ * what a kept result and its scratch could need (a ConstantOfShape whose shape is computed
+ * by the graph fails its allocation instead of materializing the tensor the model only
+ * describes). */
 #include <stdlib.h>
 
 #include "../base/mutate.h"
@@ -48,8 +54,29 @@ static bool agrees(const kiln_type *t, const kiln_val *v) {
   return true;
 }
 
+/* False when an output's inferred (static) type already has more than `limit` elements. */
+static bool outputs_small(const kiln_graph *g, const kiln_node *n, int64_t limit) {
+  for (int k = 0; k < n->n_outputs; k++) {
+    if (n->outputs[k] < 0) continue;
+    const kiln_type *t = &g->values.data[n->outputs[k]].type;
+    if (t->kind != KILN_TYPE_TENSOR || t->rank < 0) continue;
+    int64_t numel = 1;
+    for (int d = 0; d < t->rank; d++)
+      if (t->dims[d].value >= 0 && kiln_mul_overflow_i64(numel, t->dims[d].value, &numel))
+        return false;
+    if (numel > limit) return false;
+  }
+  return true;
+}
+
+/* Bytes a fold may allocate: its largest kept result (16-byte elements) four times over. */
+static int64_t fold_budget(int64_t in_elems) {
+  int64_t keep = in_elems > FOLD_GROWTH ? in_elems : FOLD_GROWTH, b;
+  return kiln_mul_overflow_i64(keep, 64, &b) ? INT64_MAX : b + ((int64_t)1 << 20);
+}
+
 /* Evaluates node i; out[k] receives its results (NULL when it cannot be folded). */
-static bool evaluate(kiln_graph *g, int i, kiln_val **out) {
+static bool evaluate(kiln_graph *g, int i, int64_t in_elems, kiln_val **out) {
   const kiln_node *n = &g->nodes.data[i];
   kiln_val *in[FOLD_MAX_IO] = {0};
   for (int k = 0; k < n->n_outputs; k++) out[k] = NULL;
@@ -57,10 +84,15 @@ static bool evaluate(kiln_graph *g, int i, kiln_val **out) {
     if (n->inputs[k] >= 0) /* mutant 13: every operand read from input 0 */
       in[k] = kiln_val_tensor(g->values.data[n->inputs[KILN_MUTANT(13) ? 0 : k]].data);
   kiln_status st = kiln_op_check(g, n);
+  int64_t limit = kiln_mem_limit(), cap = kiln_mem_in_use(), prev = 0;
+  bool narrow = n->op != KILN_OP_Constant &&
+                !kiln_add_overflow_i64(cap, fold_budget(in_elems), &cap) && cap < limit;
+  if (narrow) prev = kiln_mem_push_limit(cap);
   if (!st) {
     kiln_eval_ctx ec = {g, n, n->n_inputs, in, n->n_outputs, out, NULL};
     st = kiln_op_get(n->op)->eval(&ec);
   }
+  if (narrow) kiln_mem_pop_limit(prev);
   for (int k = 0; k < n->n_inputs; k++)
     if (in[k]) in[k]->t = NULL, kiln_val_free(in[k]); /* shells over the graph's data */
   bool ok = !st;
@@ -92,8 +124,12 @@ static kiln_status install(kiln_rw *rw, int i, kiln_val **out) {
   return KILN_OK;
 }
 
+static int64_t fold_limit(int64_t in_elems) {
+  return in_elems > FOLD_GROWTH ? in_elems : FOLD_GROWTH;
+}
+
 static bool small_enough(kiln_val **out, int n_out, int64_t in_elems) {
-  int64_t limit = in_elems > FOLD_GROWTH ? in_elems : FOLD_GROWTH;
+  int64_t limit = fold_limit(in_elems);
   for (int k = 0; k < n_out; k++)
     if (out[k] && out[k]->t && out[k]->t->numel > limit) return false;
   return true;
@@ -110,7 +146,8 @@ kiln_status kiln_pass_constfold(kiln_pass_ctx *ctx, kiln_graph *g) {
     kiln_val *out[FOLD_MAX_IO];
     int n_out = g->nodes.data[i].n_outputs;
     bool is_const_op = g->nodes.data[i].op == KILN_OP_Constant;
-    if (evaluate(g, i, out) && (is_const_op || small_enough(out, n_out, in_elems))) {
+    if (!is_const_op && !outputs_small(g, &g->nodes.data[i], fold_limit(in_elems))) continue;
+    if (evaluate(g, i, in_elems, out) && (is_const_op || small_enough(out, n_out, in_elems))) {
       st = install(&rw, i, out);
       ctx->changes++;
     }

@@ -264,12 +264,32 @@ static kiln_status lower(kiln_compiled *c, const kiln_compile_opts *o) {
   return KILN_OK;
 }
 
+/* The arena value with the most bytes (named when the plan is over the memory limit). */
+static int largest_value(const kiln_plan *p) {
+  int best = -1;
+  for (int v = 0; v < p->n_values; v++)
+    if (p->loc[v].kind == KILN_LOC_ARENA && (best < 0 || p->loc[v].bytes > p->loc[best].bytes))
+      best = v;
+  return best;
+}
+
 static kiln_status plan(kiln_compiled *c, const kiln_compile_opts *o) {
   double t0 = now_s();
   KILN_TRY(kiln_plan_program(c->prog, NULL, &c->plan));
 #ifndef NDEBUG
   KILN_TRY(kiln_plan_check(c->prog, c->plan));
 #endif
+  /* The arena is made at the first run; it must fit then, next to what is held now (the
+   * graph's constants, packed weights). */
+  int big = largest_value(c->plan);
+  char tb[160] = "", what[400] = "";
+  if (big >= 0)
+    snprintf(what, sizeof what, " (its largest value: '%.200s', %s, %lld bytes)",
+             c->g->values.data[big].name,
+             kiln_type_str(&c->g->values.data[big].type, tb, sizeof tb),
+             (long long)c->plan->loc[big].bytes);
+  KILN_TRY(kiln_mem_check(c->plan->arena_bytes, "the memory plan (arena) of graph '%s'%s",
+                          c->g->name, what));
   c->stats.arena_bytes = c->plan->arena_bytes;
   c->stats.lower_bound = c->plan->lower_bound;
   c->stats.seconds[KILN_STAGE_PLAN] = now_s() - t0;
@@ -309,8 +329,7 @@ static void release_weights(kiln_compiled *c) {
     if (used[v] || g->values.data[v].kind != KILN_VALUE_CONST || !t || !t->owns_data ||
         t->dtype == KILN_STRING)
       continue;
-    free(t->data);
-    t->data = NULL, t->numel = 0, t->rank = 1, t->dims[0] = 0;
+    kiln_tensor_drop_data(t);
   }
   free(used);
 }
@@ -332,12 +351,15 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_opts *o, kiln_compile
   double t0 = now_s();
   kiln_compiled *c = kiln_xcalloc(1, sizeof *c);
   c->g = g;
+  c->max_memory = o->max_memory;
+  int64_t prev_limit = kiln_mem_push_limit(o->max_memory);
   kiln_status st = run_passes(c, o);
   if (!st) st = lower(c, o);
   if (!st) st = build_module(c, o);
   if (!st) st = plan(c, o);
   if (!st) st = load(c, o);
   if (!st && o->release_weights) release_weights(c);
+  kiln_mem_pop_limit(prev_limit);
   c->stats.total_seconds = now_s() - t0;
   if (st) {
     kiln_compiled_free(c);

@@ -53,21 +53,32 @@ static kiln_status prepare_arg(kiln_compiled *c, int s, int a, void **slot) {
   return KILN_OK;
 }
 
-static kiln_status prepare_kernels(kiln_compiled *c) {
+/* Every kernel's function: looked up when the program is compiled. */
+static kiln_status find_kernels(kiln_compiled *c) {
   const kiln_program *p = c->prog;
   c->xsteps = kiln_xcalloc((size_t)p->steps.len + 1, sizeof *c->xsteps);
   for (int s = 0; s < p->steps.len; s++) {
     const kiln_step *st = &p->steps.data[s];
     if (st->kind != KILN_STEP_KERNEL) continue;
-    kiln_xstep *x = &c->xsteps[s];
-    KILN_TRY(kiln_module_sym(c->mod, c->symbols[st->kernel], (void **)&x->fn));
-    x->args = kiln_xcalloc((size_t)st->n_args + 1, sizeof *x->args);
-    for (int a = 0; a < st->n_args; a++) KILN_TRY(prepare_arg(c, s, a, &x->args[a]));
+    KILN_TRY(kiln_module_sym(c->mod, c->symbols[st->kernel], (void **)&c->xsteps[s].fn));
     if (st->check_msg && st->check_arg >= 0 &&
         (st->check_arg >= st->n_args || st->args[st->check_arg].kind != KILN_ARG_SCRATCH ||
          st->args[st->check_arg].bytes < (int64_t)sizeof(int32_t)))
       return kiln_error(KILN_ERR_INTERNAL, "kernel step %d: its error flag is not scratch space",
                         s);
+  }
+  return KILN_OK;
+}
+
+/* Every kernel's argument array: pointers into the arena, so made with the arena. */
+static kiln_status prepare_kernels(kiln_compiled *c) {
+  const kiln_program *p = c->prog;
+  for (int s = 0; s < p->steps.len; s++) {
+    const kiln_step *st = &p->steps.data[s];
+    if (st->kind != KILN_STEP_KERNEL) continue;
+    kiln_xstep *x = &c->xsteps[s];
+    x->args = kiln_xcalloc((size_t)st->n_args + 1, sizeof *x->args);
+    for (int a = 0; a < st->n_args; a++) KILN_TRY(prepare_arg(c, s, a, &x->args[a]));
   }
   return KILN_OK;
 }
@@ -128,13 +139,31 @@ static void free_dead(kiln_compiled *c, int s) {
   }
 }
 
+/* Compiling prepares what needs no memory of the size of the model: the kernels' functions.
+ * The arena (and what points into it) is made at the first run (exec_ready): a compile
+ * that runs nothing allocates nothing of the plan's size. */
 kiln_status kiln_exec_prepare(kiln_compiled *c) {
-  size_t bytes = (size_t)c->plan->arena_bytes + 64;
-  c->arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (!c->arena)
+  return find_kernels(c);
+}
+
+static kiln_status alloc_arena(kiln_compiled *c) {
+  int64_t bytes = (c->plan->arena_bytes + 64 + 63) / 64 * 64;
+  KILN_TRY(kiln_mem_reserve(bytes, "the memory plan (arena) of graph '%s'", c->g->name));
+  c->arena = aligned_alloc(64, (size_t)bytes);
+  if (!c->arena) {
+    kiln_mem_release(bytes);
     return kiln_error(KILN_ERR_OOM, "cannot allocate the %lld-byte arena",
                       (long long)c->plan->arena_bytes);
-  memset(c->arena, 0, bytes);
+  }
+  c->arena_reserved = bytes;
+  memset(c->arena, 0, (size_t)bytes);
+  return KILN_OK;
+}
+
+static kiln_status exec_ready(kiln_compiled *c) {
+  if (c->ready) return KILN_OK;
+  if (!c->arena) KILN_TRY(alloc_arena(c));
+  if (c->views) return kiln_error(KILN_ERR_INTERNAL, "the executor was left half prepared");
   int nv = c->g->values.len;
   c->views = kiln_xcalloc((size_t)nv + 1, sizeof *c->views);
   c->heap = kiln_xcalloc((size_t)nv + 1, sizeof *c->heap);
@@ -150,7 +179,9 @@ kiln_status kiln_exec_prepare(kiln_compiled *c) {
       c->views[v] = kiln_val_tensor(view_tensor(&val->type, value_ptr(c, v))); /* a view */
   }
   prepare_heap_frees(c);
-  return prepare_kernels(c);
+  KILN_TRY(prepare_kernels(c));
+  c->ready = true;
+  return KILN_OK;
 }
 
 static void clear_heap(kiln_compiled *c) {
@@ -169,6 +200,7 @@ void kiln_exec_free(kiln_compiled *c) {
   free(c->free_start);
   free(c->free_list);
   free(c->arena);
+  kiln_mem_release(c->arena_reserved);
 }
 
 /* ---- one run ---- */
@@ -377,17 +409,24 @@ static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
   return kiln_val_clone(val, out);
 }
 
-static kiln_status run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
-                            kiln_val **outputs, trace *t) {
+static kiln_status run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs, kiln_val **outputs,
+                            trace *t) {
   const kiln_graph *g = c->g;
   for (int i = 0; i < g->outputs.len; i++) outputs[i] = NULL;
   KILN_TRY(check_inputs(c, n_in, inputs));
+  int64_t prev = kiln_mem_push_limit(c->max_memory);
+  kiln_status st = exec_ready(c);
+  if (st) {
+    kiln_mem_pop_limit(prev);
+    return st;
+  }
   bind_inputs(c, inputs);
-  kiln_status st = run_steps(c, t);
+  st = run_steps(c, t);
   for (int i = 0; !st && i < g->outputs.len; i++)
     st = copy_output(c, g->outputs.data[i], &outputs[i]);
   clear_heap(c);
   c->cur_inputs = NULL;
+  kiln_mem_pop_limit(prev);
   if (st)
     for (int i = 0; i < g->outputs.len; i++) kiln_val_free(outputs[i]), outputs[i] = NULL;
   return st;

@@ -474,6 +474,18 @@ static void fill_plan(const liveness *L, const kiln_program *p, kiln_plan *plan)
   plan->n_inplace = L->n_inplace;
 }
 
+/* Offsets and sums stay far from overflow: the blocks together (a bound on any arena and
+ * on the lower bound) must be under 2^62 bytes; each block is a checked tensor size. */
+static kiln_status check_total(const liveness *L) {
+  int64_t total = 0;
+  for (int i = 0; i < L->blocks.len; i++) {
+    int64_t b = L->blocks.data[i].bytes;
+    if (b < 0 || kiln_add_overflow_i64(total, b, &total) || total > ((int64_t)1 << 62))
+      return kiln_mem_check(-1, "the memory plan (its values together)");
+  }
+  return KILN_OK;
+}
+
 kiln_status kiln_plan_program(const kiln_program *p, const kiln_plan_opts *o, kiln_plan **out) {
   kiln_plan_opts dflt = {false, -1};
   if (!o) o = &dflt;
@@ -481,6 +493,11 @@ kiln_status kiln_plan_program(const kiln_program *p, const kiln_plan_opts *o, ki
     return kiln_invalid("memory plan: no heuristic %d", o->heuristic);
   liveness L;
   kiln_status st = compute_liveness(p, !o->no_inplace, &L);
+  if (st) {
+    liveness_free(&L);
+    return st;
+  }
+  st = check_total(&L);
   if (st) {
     liveness_free(&L);
     return st;

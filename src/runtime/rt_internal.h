@@ -28,7 +28,10 @@ struct kiln_compiled {
   kiln_compile_stats stats;
   kiln_pass_stats pass_stats;
   /* executor state (exec.c) */
-  unsigned char *arena;
+  bool ready;             /* exec_ready ran: arena, views and kernel arguments made */
+  unsigned char *arena;   /* made at the first run */
+  int64_t arena_reserved; /* its bytes, counted against the memory limit */
+  int64_t max_memory;     /* kiln_compile_opts.max_memory, in force during runs */
   kiln_xstep *xsteps;
   KILN_VEC(kiln_patch) patches;
   kiln_val **views;            /* per value: a tensor view for fallback steps (ARENA, INPUT) */
@@ -38,7 +41,8 @@ struct kiln_compiled {
   double *step_seconds;        /* while profiling: time spent in each step */
 };
 
-/* Prepares the executor once the module is loaded and the plan made. */
+/* Prepares the executor once the module is loaded and the plan made (the arena and the
+ * kernels' arguments are made at the first run). */
 kiln_status kiln_exec_prepare(kiln_compiled *c);
 void kiln_exec_free(kiln_compiled *c);
 /* Binds the dims listed in the options, then refreshes the types (bind.c). */

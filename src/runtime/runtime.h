@@ -78,6 +78,10 @@ typedef struct kiln_compile_opts {
   bool release_weights;
   bool take_graph; /* on success, kiln_compiled_free frees the graph too (on failure the
                       caller keeps it) */
+  /* The memory limit (bytes) while compiling and running the compiled form: constants the
+   * passes create, the memory plan's arena (checked when compiling, allocated at the first
+   * run), the tensors of fallback steps. 0: the process-wide limit (kiln_mem_limit). */
+  int64_t max_memory;
 } kiln_compile_opts;
 
 void kiln_compile_opts_init(kiln_compile_opts *o);

@@ -135,10 +135,26 @@ static kiln_status eval_now(kiln_lower_ctx *c, const kiln_node *n, kiln_tensor *
   return st;
 }
 
+/* The fill value of a ConstantOfShape (its "value" attribute, else a zero of the output's
+ * type): the kernel stores it everywhere, so the result is never materialized now. */
+static kiln_status fill_value(const kiln_node *n, const kiln_type *y, kiln_tensor **out) {
+  const kiln_attr *a = kiln_node_attr(n, "value");
+  if (!a || a->kind != KILN_ATTR_TENSOR || !a->t)
+    return kiln_tensor_new(y->dtype, 1, (const int64_t[]){1}, out);
+  if (a->t->numel != 1 || a->t->dtype != y->dtype)
+    return kiln_unsupported("ConstantOfShape value of %lld elements", (long long)a->t->numel);
+  return kiln_tensor_clone(a->t, out);
+}
+
 static kiln_status fold(one *s) {
   kiln_tensor *t;
-  KILN_TRY(eval_now(s->c, s->n, &t));
-  if (t->dtype != s->y->dtype || t->numel != kiln_lower_numel(s->y)) {
+  bool fill = s->n->op == KILN_OP_ConstantOfShape;
+  if (fill) {
+    KILN_TRY(fill_value(s->n, s->y, &t));
+  } else {
+    KILN_TRY(eval_now(s->c, s->n, &t));
+  }
+  if (t->dtype != s->y->dtype || (!fill && t->numel != kiln_lower_numel(s->y))) {
     kiln_tensor_free(t);
     return kiln_unsupported("%s result differs from its static type", s->n->op_type);
   }
@@ -148,7 +164,8 @@ static kiln_status fold(one *s) {
   int i = kiln_tkernel_var(s->k, "i", KILN_I64);
   kiln_tstmt *loop = kiln_tfor(s->k, i, kiln_tint(s->k, total), KILN_LOOP_PARALLEL);
   kiln_tblock_push(s->k, &loop->body,
-                   kiln_tstore(s->k, yb, kiln_tv(s->k, i), kiln_tload(s->k, pb, kiln_tv(s->k, i))));
+                   kiln_tstore(s->k, yb, kiln_tv(s->k, i),
+                               kiln_tload(s->k, pb, fill ? kiln_tint(s->k, 0) : kiln_tv(s->k, i))));
   kiln_tblock_push(s->k, &s->k->body, loop);
   return KILN_OK;
 }

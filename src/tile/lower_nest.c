@@ -22,9 +22,11 @@ bool kiln_lower_node_static(const kiln_graph *g, const kiln_node *n) {
   return true;
 }
 
+/* Inference checks every element count (src/ops/infer.c); -1 should an overflow slip by. */
 int64_t kiln_lower_numel(const kiln_type *t) {
   int64_t n = 1;
-  for (int d = 0; d < t->rank; d++) n *= t->dims[d].value;
+  for (int d = 0; d < t->rank; d++)
+    if (t->dims[d].value < 0 || kiln_mul_overflow_i64(n, t->dims[d].value, &n)) return -1;
   return n;
 }
 

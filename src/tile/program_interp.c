@@ -90,7 +90,10 @@ static kiln_status kernel_arg(penv *e, const kiln_arg *a, void **out, void **scr
   if (a->kind == KILN_ARG_PACKED) {
     *out = e->p->packed.data[a->id]->data;
   } else if (a->kind == KILN_ARG_SCRATCH) {
-    *scratch = kiln_xcalloc(1, (size_t)a->bytes + 16);
+    KILN_TRY(kiln_mem_check(a->bytes, "scratch of a kernel (%lld bytes)", (long long)a->bytes));
+    *scratch = calloc(1, (size_t)a->bytes + 16);
+    if (!*scratch)
+      return kiln_error(KILN_ERR_OOM, "cannot allocate %lld bytes", (long long)a->bytes);
     *out = *scratch;
   } else {
     if (!e->vals[a->id]) { /* an output of this kernel */

@@ -48,8 +48,9 @@ bool kiln_bnd_has_err(const bnd_node *b, int i) {
 
 kiln_tensor *kiln_bnd_zeros_like(const kiln_tensor *t) {
   kiln_tensor *z = NULL;
-  kiln_status st = kiln_tensor_new(KILN_F64, t->rank, t->dims, &z);
-  if (st) abort(); /* t's shape was already checked when t was made */
+  /* t's shape was already checked when t was made; a companion is not refused by the limit */
+  kiln_status st = kiln_tensor_new_companion(KILN_F64, t->rank, t->dims, &z);
+  if (st) abort();
   return z;
 }
 
@@ -92,7 +93,10 @@ void kiln_bnd_nonfinite(bnd_node *b, int64_t count, int64_t by_bound) {
 static kiln_tensor *widen_tensor(const kiln_tensor *t) {
   kiln_tensor *w = NULL;
   if (!kiln_dtype_is_float(t->dtype) || t->dtype == KILN_F64) {
-    if (kiln_tensor_clone(t, &w)) abort();
+    int64_t prev = kiln_mem_push_limit(INT64_MAX); /* a companion (kiln_tensor_new_companion) */
+    kiln_status st = kiln_tensor_clone(t, &w);
+    kiln_mem_pop_limit(prev);
+    if (st) abort();
     return w;
   }
   w = kiln_bnd_zeros_like(t);
@@ -106,7 +110,7 @@ static kiln_tensor *narrow_tensor(const kiln_tensor *t, kiln_dtype dtype) {
   if (t->dtype != KILN_F64 || !kiln_dtype_is_float(dtype) || dtype == KILN_F64)
     return widen_tensor(t);
   kiln_tensor *n = NULL;
-  if (kiln_tensor_new(dtype, t->rank, t->dims, &n)) abort();
+  if (kiln_tensor_new_companion(dtype, t->rank, t->dims, &n)) abort();
   const double *d = t->data;
   for (int64_t i = 0; i < t->numel; i++) kiln_store_f64(dtype, n->data, (size_t)i, d[i]);
   return n;

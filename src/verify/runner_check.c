@@ -46,6 +46,13 @@ kiln_status kiln_vrun_take_environment(kiln_vrun *r) {
 }
 
 bool kiln_vrun_environment(kiln_vrun *r, const kiln_layer_result *l, kiln_status st) {
+  if (kiln_mem_limit_error(st)) { /* the user's --max-memory: bad input, not a finding */
+    if (!r->env) r->env_layer = (int)(l - r->res->layers.data);
+    if (!r->env)
+      r->env = kiln_invalid("the %s layer could not run within the memory limit: %s", l->name,
+                            kiln_status_message(st));
+    return true;
+  }
   if (!is_environment(st)) return false;
   if (!r->env) r->env_layer = (int)(l - r->res->layers.data);
   if (!r->env)
