@@ -1,4 +1,5 @@
 /* kiln print MODEL: the model in Kiln's text IR, optionally after the graph passes. */
+#include <limits.h>
 #include <string.h>
 
 #include "cli.h"
@@ -49,8 +50,7 @@ static int parse_args(int argc, char **argv, print_args *a) {
       a->po.stop_after = v;
       a->run_passes = true;
     } else if (kiln_cli_opt(argc, argv, &i, "--elide", &v)) {
-      if (!v || kiln_cli_int(v, &a->elide) || a->elide < 0)
-        return kiln_cli_usage("print", "--elide needs a number >= 0");
+      if (kiln_cli_long("print", "--elide", v, 0, LONG_MAX, &a->elide)) return 2;
     } else if (argv[i][0] == '-') return kiln_cli_usage("print", "unknown option '%s'", argv[i]);
     else if (a->path) return kiln_cli_usage("print", "more than one model given");
     else a->path = argv[i];

@@ -55,15 +55,9 @@ static int parse_args(int argc, char **argv, reduce_args *a) {
       if (!v || !v[0]) return kiln_cli_usage("reduce", "--out needs a directory");
       a->out = v;
     } else if (kiln_cli_opt(argc, argv, &i, "--max-tests", &v)) {
-      long n;
-      if (!v || kiln_cli_int(v, &n) || n < 1 || n > 100000000)
-        return kiln_cli_usage("reduce", "--max-tests needs a positive count");
-      a->o.max_tests = (int)n;
+      if (kiln_cli_int("reduce", "--max-tests", v, 1, 100000000, &a->o.max_tests)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--time", &v)) {
-      double t;
-      if (!v || kiln_cli_double(v, &t) || !(t > 0) || t > 1e9)
-        return kiln_cli_usage("reduce", "--time needs a positive number of seconds");
-      a->o.max_seconds = t;
+      if (kiln_cli_f64("reduce", "--time", v, 1e-3, 1e9, &a->o.max_seconds)) return 2;
     } else if (argv[i][0] == '-') {
       return kiln_cli_usage("reduce", "unknown option '%s'", argv[i]);
     } else if (a->dir) {

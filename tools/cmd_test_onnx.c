@@ -2,6 +2,7 @@
  * {input,output}_K.pb) and compares outputs. Each case runs in a child process
  * so that a crash or a hang is reported as that case's failure. */
 #include <dirent.h>
+#include <float.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,16 +309,14 @@ static int parse_args(int argc, char **argv, test_opts *o) {
       return 0;
     }
     if (kiln_cli_opt(argc, argv, &i, "--rtol", &v)) {
-      if (kiln_cli_double(v, &o->rtol)) return kiln_cli_usage("test-onnx", "--rtol needs a number");
+      if (kiln_cli_f64("test-onnx", "--rtol", v, 0, DBL_MAX, &o->rtol)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--atol", &v)) {
-      if (kiln_cli_double(v, &o->atol)) return kiln_cli_usage("test-onnx", "--atol needs a number");
+      if (kiln_cli_f64("test-onnx", "--atol", v, 0, DBL_MAX, &o->atol)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--timeout", &v)) {
-      if (kiln_cli_int(v, &o->timeout) || o->timeout <= 0)
-        return kiln_cli_usage("test-onnx", "--timeout needs a positive number of seconds");
+      if (kiln_cli_long("test-onnx", "--timeout", v, 1, 1000000, &o->timeout)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--jobs", &v) ||
                kiln_cli_opt(argc, argv, &i, "-j", &v)) {
-      if (kiln_cli_int(v, &o->jobs) || o->jobs <= 0 || o->jobs > 256)
-        return kiln_cli_usage("test-onnx", "--jobs needs a number of processes in 1..256");
+      if (kiln_cli_long("test-onnx", "--jobs", v, 1, 256, &o->jobs)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--expect", &v)) {
       if (!v) return kiln_cli_usage("test-onnx", "--expect needs a file");
       kiln_vec_push(&o->expect_paths, v);

@@ -311,7 +311,9 @@ static kiln_status request(kiln_ort *o, const char *mode, int *n_out) {
   for (int attempt = 0;; attempt++) {
     if (o->pid <= 0) KILN_TRY(restart(o, "Python is not running"));
     reply r = exchange(o, msg, line, sizeof line);
-    if (r == REPLY_OK) return *n_out = atoi(line + 3), KILN_OK;
+    if (r == REPLY_OK) /* the oracle's count is checked like any number from outside */
+      return kiln_status_annotate(kiln_parse_int(line + 3, 0, 1 << 20, "outputs", n_out),
+                                  "onnxruntime: bad reply '%.60s'", line);
     if (r == REPLY_ERROR) {
       o->stats.refused++;
       return kiln_unsupported("onnxruntime: %s", line + 6);
