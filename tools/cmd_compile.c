@@ -158,11 +158,12 @@ static kiln_status write_manifest(const compile_args *a, const char *path) {
   return st;
 }
 
-/* Saves the model as imported (before the passes rewrite it) and prepares TMP/src. */
+/* Saves the model as imported (before the passes rewrite it) and prepares TMP/src. The model
+ * is model.onnx.part until the end: an interrupted compile's folder is not a model folder. */
 static kiln_status start_artifact(compile_args *a, const kiln_graph *g, char *src, size_t n) {
   char path[4200];
   KILN_TRY(kiln_cli_artifact_begin(a->out_dir, &a->art));
-  snprintf(path, sizeof path, "%s/model.onnx", a->art.tmp);
+  snprintf(path, sizeof path, "%s/model.onnx.part", a->art.tmp);
   KILN_TRY(kiln_onnx_save(g, path));
   snprintf(src, n, "%s/src", a->art.tmp);
   KILN_TRY(kiln_make_dirs(src));
@@ -170,9 +171,13 @@ static kiln_status start_artifact(compile_args *a, const kiln_graph *g, char *sr
   return KILN_OK;
 }
 
-/* The report, then the manifest (what makes the folder an artifact), then the rename. */
+/* The model under its name, the report, then the manifest (what makes the folder an
+ * artifact), then the rename of the folder. */
 static kiln_status finish_artifact(compile_args *a, const kiln_strbuf *rep) {
-  char path[4200];
+  char path[4200], part[4200];
+  snprintf(part, sizeof part, "%s/model.onnx.part", a->art.tmp);
+  snprintf(path, sizeof path, "%s/model.onnx", a->art.tmp);
+  if (rename(part, path) != 0) return kiln_system_error("cannot rename '%s'", part);
   snprintf(path, sizeof path, "%s/report.txt", a->art.tmp);
   KILN_TRY(kiln_write_file(path, rep->data ? rep->data : "", rep->len));
   snprintf(path, sizeof path, "%s/manifest.txt", a->art.tmp);

@@ -483,14 +483,26 @@ int kiln_cmd_test_onnx(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   int rc = parse_args(argc, argv, &o);
   if (rc < 0) {
+    /* --json: the file is opened (a folder or FIFO refused) before the run, the text kept in
+     * memory and written through the file writer at the end */
+    kiln_file_writer *jf = NULL;
+    char *text = NULL;
+    size_t len = 0;
     FILE *json = NULL;
-    if (o.json_path && !(json = fopen(o.json_path, "w"))) {
-      rc = kiln_cli_usage("test-onnx", "cannot write '%s'", o.json_path);
+    kiln_status st = o.json_path ? kiln_file_open(o.json_path, &jf) : KILN_OK;
+    if (!st && jf && !(json = open_memstream(&text, &len)))
+      st = kiln_system_error("cannot write '%s'", o.json_path);
+    if (st) {
+      kiln_file_abort(jf);
+      rc = kiln_cli_fail("test-onnx", st);
     } else {
       if (json) fprintf(json, "[");
       run_all(&o, json);
-      if (json) fprintf(json, "\n]\n"), fclose(json);
       rc = (int)o.timeout;
+      if (json) fprintf(json, "\n]\n"), fclose(json);
+      if (jf) kiln_file_write(jf, text, len), st = kiln_file_commit(jf);
+      if (st) rc = kiln_cli_fail("test-onnx", st);
+      free(text);
     }
   }
   for (int i = 0; i < o.cases.len; i++) free(o.cases.data[i]);
