@@ -11,7 +11,7 @@
 
 static const char *const compile_help =
     "usage: kiln compile MODEL [-o DIR] [options]\n\n"
-    "Compiles MODEL (.onnx or .kiln): graph passes, fusion, lowering to tile kernels, C,\n"
+    "Compiles MODEL (.onnx or .kiln, or a folder holding model.onnx): graph passes, fusion, lowering to tile kernels, C,\n"
     "the system C compiler (kernels cached in $KILN_CACHE_DIR, else ~/.cache/kiln) and a\n"
     "static memory plan. Nodes that could not be lowered run their reference kernel; each\n"
     "such fallback is listed on stderr with its reason. Symbolic dims of the inputs must\n"
@@ -20,7 +20,10 @@ static const char *const compile_help =
     "  -o DIR            write the artifact: DIR/model.onnx (the model as imported), DIR/\n"
     "                    manifest.txt (target, threads, dims), DIR/src/*.c (the generated C)\n"
     "                    and DIR/report.txt. `kiln run DIR` runs it: the kernels come back\n"
-    "                    from the cache, so running needs the C compiler only on a cache miss\n"
+    "                    from the cache, so running needs the C compiler only on a cache miss.\n"
+    "                    DIR must be new, empty or an earlier artifact (never the model's own\n"
+    "                    folder); the artifact is built in a hidden folder next to DIR and\n"
+    "                    renamed into place when complete, so a failed compile leaves none\n"
     "  --target cpu|cuda the target (default cpu). cuda: the kernels are scheduled for a\n"
     "                    GPU (tiled shared-memory matmuls, parallel loops mapped to blocks\n"
     "                    and threads, other kernels as one thread), emitted as CUDA C and\n"

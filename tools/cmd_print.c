@@ -7,9 +7,10 @@
 
 static const char *const print_help =
     "usage: kiln print MODEL [--full] [--elide N] [--after PASS|all] [pass flags]\n\n"
-    "Prints MODEL (.onnx, or .kiln text IR) as Kiln's text IR (docs/IR.md) after type\n"
-    "inference. Constants with more than N elements (default 16) are elided as\n"
-    "'<N elements>'; --full prints every value, so that the output parses back.\n\n"
+    "Prints MODEL (.onnx, .kiln text IR, or a folder holding model.onnx) as Kiln's text IR\n"
+    "(docs/IR.md) after type inference. Constants with more than N elements (default 16)\n"
+    "are elided as '<N elements>'; --full prints every value, so that the output parses\n"
+    "back.\n\n"
     "  --after PASS|all         run the pass pipeline up to and including the first\n"
     "                           application of PASS (all: the whole pipeline) and print the\n"
     "                           result; '--after fusion' shows the fusion groups\n"

@@ -9,11 +9,14 @@
 
 static const char *const run_help =
     "usage: kiln run MODEL --input NAME=FILE ... [--output-dir DIR] [options]\n\n"
-    "MODEL is a .onnx or .kiln file, or a folder written by `kiln compile -o` (then the\n"
-    "backend is cpu, with the threads, dims and pass flags it was compiled with).\n"
+    "MODEL is a .onnx or .kiln file, a folder holding model.onnx, or a folder written by\n"
+    "`kiln compile -o` (then the backend is cpu, with the threads, dims and pass flags it was\n"
+    "compiled with).\n"
     "Runs MODEL on a backend (default: the reference interpreter). Each graph input needs\n"
     "--input NAME=FILE (.npy or .pb TensorProto); symbolic dims take the extents of the\n"
-    "inputs. Outputs are written to DIR/NAME.npy (or .pb with --format pb); without\n"
+    "inputs (each given once). Outputs are written to DIR/NAME.npy (or .pb with --format pb),\n"
+    "NAME with every byte other than letters, digits, '_', '-' and a non-leading '.' written\n"
+    "as %XX (\"a/b\" -> a%2Fb.npy), and the file of each output is printed; without\n"
     "--output-dir they are only summarized.\n\n"
     "options:\n"
     "  --backend B              interp: reference interpreter; opt: the interpreter after the\n"

@@ -213,6 +213,22 @@ static kiln_status entry_write(const char *path, const void *data, size_t n) {
   return kiln_file_commit(f);
 }
 
+/* "KILNC1 <size> <32 hex digits>\n": the header's length, or 0 when it is malformed. The size
+ * goes through the checked parser like any number read from a file (an entry may be damaged). */
+static size_t entry_header(const char *text, size_t len, int64_t *size, char hex[33]) {
+  const size_t m = strlen(ENTRY_MAGIC " ");
+  if (len <= m || strncmp(text, ENTRY_MAGIC " ", m)) return 0;
+  const char *p = text + m, *sp = strchr(p, ' '), *nl = sp ? strchr(sp, '\n') : NULL;
+  char num[32];
+  if (!nl || sp - p >= (ptrdiff_t)sizeof num || nl - sp - 1 != 32) return 0;
+  snprintf(num, sizeof num, "%.*s", (int)(sp - p), p);
+  memcpy(hex, sp + 1, 32);
+  hex[32] = 0;
+  kiln_status st = kiln_parse_i64(num, 0, INT64_MAX, "cache entry size", size);
+  kiln_status_free(st);
+  return st ? 0 : (size_t)(nl + 1 - text);
+}
+
 /* The payload of a valid entry (malloc'd), or false for a missing or corrupt one. */
 static bool entry_read(const char *path, char **data, size_t *n) {
   char *text;
@@ -222,23 +238,22 @@ static bool entry_read(const char *path, char **data, size_t *n) {
     kiln_status_free(st);
     return false;
   }
-  size_t size = 0;
-  char hex[33] = {0}, want[33];
-  int skip = 0;
-  if (sscanf(text, ENTRY_MAGIC " %zu %32[0-9a-f]\n%n", &size, hex, &skip) != 2 || skip <= 0 ||
-      len - (size_t)skip != size) {
+  char hex[33], want[33];
+  int64_t size = -1;
+  size_t skip = entry_header(text, len, &size, hex);
+  bool ok = skip && len - skip == (uint64_t)size;
+  if (ok) {
+    hash128 h = {1, 2};
+    hash_update(&h, text + skip, (size_t)size);
+    hash_hex(h, want);
+    ok = !strcmp(hex, want);
+  }
+  if (!ok) {
     free(text);
     return false;
   }
-  hash128 h = {1, 2};
-  hash_update(&h, text + skip, size);
-  hash_hex(h, want);
-  if (strcmp(hex, want)) {
-    free(text);
-    return false;
-  }
-  memmove(text, text + skip, size);
-  *data = text, *n = size;
+  memmove(text, text + skip, (size_t)size);
+  *data = text, *n = (size_t)size;
   return true;
 }
 
