@@ -352,16 +352,21 @@ static kiln_status probe_compiler_locked(const char *cc, const char *tmpdir, pro
     kiln_status_free(st);
     return sys;
   }
-  probe p = {kiln_xstrdup(cc), {3, 4}, false};
+  probe p = {NULL, {3, 4}, false};
   char *text;
   size_t len;
   KILN_TRY(kiln_read_file(log, &text, &len));
   unlink(log);
+  if (!len) { /* a full disk can swallow the output: never key the cache on nothing */
+    free(text);
+    return kiln_error(KILN_ERR_SYSTEM, "the C compiler '%s' printed no version", cc);
+  }
   hash_str(&p.ident, cc);
   hash_update(&p.ident, text, len);
   free(text);
   hash_cpu(&p.ident);
   KILN_TRY(probe_openmp(cc, tmpdir, &p.openmp));
+  p.cc = kiln_xstrdup(cc);
   kiln_vec_push(&g_probes, p);
   *out = p;
   return KILN_OK;
