@@ -53,13 +53,25 @@ static int add_named(name_list *list, const char *opt, const char *v) {
   return 0;
 }
 
-/* An --output-dir that exists must be a folder: found before anything runs. */
+/* --output-dir, or the nearest of its parents that exists, must be a folder: a file there is
+ * found before anything runs. */
 static int check_out_dir(const char *v) {
   struct stat sb;
   if (!v || !*v) return kiln_cli_usage("run", "--output-dir needs a folder");
-  if (stat(v, &sb) == 0 && !S_ISDIR(sb.st_mode))
-    return kiln_cli_usage("run", "--output-dir '%s' exists and is not a folder", v);
-  return 0;
+  char *p = kiln_xstrdup(v);
+  int rc = 0;
+  for (;;) {
+    if (stat(p, &sb) == 0) {
+      if (!S_ISDIR(sb.st_mode))
+        rc = kiln_cli_usage("run", "--output-dir '%s': '%s' exists and is not a folder", v, p);
+      break;
+    }
+    char *slash = strrchr(p, '/');
+    if (!slash || slash == p) break;
+    *slash = 0;
+  }
+  free(p);
+  return rc;
 }
 
 static int parse_args(int argc, char **argv, run_opts *o) {

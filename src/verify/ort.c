@@ -166,9 +166,14 @@ static kiln_status start_child(kiln_ort *o) {
     bool timed_out;
     /* importing onnxruntime takes a second or two: at least a minute, whatever the limit */
     read_line(o, fmax(request_limit(o), 60), line, sizeof line, &timed_out);
-    char ver[32];
-    int opset, ir;
-    if (sscanf(line, "ready %31s %d %d", ver, &opset, &ir) == 3) {
+    char ver[32], num[2][16];
+    int opset = 0, ir = 0;
+    bool ready = sscanf(line, "ready %31s %15s %15s", ver, num[0], num[1]) == 3;
+    kiln_status pst = ready ? kiln_parse_int(num[0], 1, 1000, "opset", &opset) : KILN_OK;
+    if (!pst && ready) pst = kiln_parse_int(num[1], 1, 1000, "IR version", &ir);
+    ready = ready && !pst;
+    kiln_status_free(pst);
+    if (ready) {
       snprintf(o->version, sizeof o->version, "onnxruntime %s (opset <= %d)", ver, opset);
     } else {
       const char *why = timed_out ? "it did not start in time"

@@ -142,7 +142,8 @@ not_ran "missing --expect file"
 expect 2 "run --output-dir a file" "$kiln" run "$m" --backend cpu --input x="$x" --output-dir "$tmp/afile"
 expect_err "not a folder" "says the output dir is not a folder"
 not_ran "--output-dir a file"
-expect 2 "run --output-dir under a file" "$kiln" run "$m" --input x="$x" --output-dir "$tmp/afile/sub"
+expect 2 "run --output-dir under a file" "$kiln" run "$m" --input x="$x" --output-dir "$tmp/afile/sub/dir"
+not_ran "--output-dir under a file"
 expect_same "$tmp/afile" <(echo data) "the file is intact"
 
 # ---- folders where files are expected; model folders where models are taken ----
