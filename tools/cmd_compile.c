@@ -11,7 +11,8 @@
 
 static const char *const compile_help =
     "usage: kiln compile MODEL [-o DIR] [options]\n\n"
-    "Compiles MODEL (.onnx or .kiln, or a folder holding model.onnx): graph passes, fusion, lowering to tile kernels, C,\n"
+    "Compiles MODEL (.onnx or .kiln, or a folder holding model.onnx): graph passes, fusion, "
+    "lowering to tile kernels, C,\n"
     "the system C compiler (kernels cached in $KILN_CACHE_DIR, else ~/.cache/kiln) and a\n"
     "static memory plan. Nodes that could not be lowered run their reference kernel; each\n"
     "such fallback is listed on stderr with its reason. Symbolic dims of the inputs must\n"
