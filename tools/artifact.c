@@ -1,10 +1,9 @@
-/* Compiled artifacts of `kiln compile -o DIR`: the folder is built as a hidden sibling
- * ".NAME.kiln-tmp.XXXXXX" and renamed into place once complete (manifest.txt last), so an
- * interrupted or failed compile never leaves a folder that `kiln run` accepts, and an
- * artifact being replaced stays valid until the new one is complete (the two folders are
- * exchanged with one rename where the system has RENAME_EXCHANGE). DIR must be new, empty
- * or an earlier artifact: a folder holding anything else (the model's own folder, `-o .`)
- * is refused, so that no file of the user is replaced. */
+/* Compiled artifacts of `kiln compile -o DIR`: the folder is written whole (kiln_dir_begin:
+ * a hidden sibling renamed into place once complete, manifest.txt last), so an interrupted
+ * or failed compile never leaves a folder that `kiln run` accepts, and an artifact being
+ * replaced stays valid until the new one is complete. DIR must be new, empty or an earlier
+ * artifact: a folder holding anything else (the model's own folder, `-o .`) is refused, so
+ * that no file of the user is replaced. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,29 +24,6 @@ static bool is_artifact_entry(const char *name) {
   for (size_t i = 0; i < sizeof artifact_entries / sizeof artifact_entries[0]; i++)
     if (!strcmp(name, artifact_entries[i])) return true;
   return false;
-}
-
-/* Removes the files of an artifact folder (src/ holds only files) and the folder. */
-static void remove_artifact_dir(const char *dir) {
-  char path[PATH_MAX + 300];
-  snprintf(path, sizeof path, "%s/src", dir);
-  DIR *d = opendir(path);
-  for (struct dirent *e; d && (e = readdir(d));) {
-    if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, ".."))) continue;
-    snprintf(path, sizeof path, "%s/src/%s", dir, e->d_name);
-    unlink(path);
-  }
-  if (d) closedir(d);
-  snprintf(path, sizeof path, "%s/src", dir);
-  rmdir(path);
-  d = opendir(dir);
-  for (struct dirent *e; d && (e = readdir(d));) {
-    if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, ".."))) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    unlink(path); /* a leftover temporary of the file writer too */
-  }
-  if (d) closedir(d);
-  rmdir(dir);
 }
 
 /* An existing DIR is fine when it is empty or holds only the entries of an artifact. */
@@ -80,68 +56,6 @@ kiln_status kiln_cli_artifact_check_dest(const char *dir, const char *model_file
                           dir, model_file, artifact_entries[i]);
   }
   return check_existing(dir);
-}
-
-/* dir without trailing slashes, made absolute when it exists (so "." has a parent). */
-static char *final_path(const char *dir) {
-  char *real = realpath(dir, NULL);
-  if (real) return real;
-  char *p = kiln_xstrdup(dir);
-  for (size_t n = strlen(p); n > 1 && p[n - 1] == '/'; n--) p[n - 1] = 0;
-  return p;
-}
-
-kiln_status kiln_cli_artifact_begin(const char *dir, kiln_cli_artifact_out *out) {
-  memset(out, 0, sizeof *out);
-  out->final = final_path(dir);
-  const char *slash = strrchr(out->final, '/');
-  kiln_strbuf parent = {0}, tmp = {0};
-  if (slash) kiln_strbuf_printf(&parent, "%.*s", (int)(slash - out->final), out->final);
-  const char *par = !slash ? "." : slash == out->final ? "/" : parent.data;
-  const char *base = slash ? slash + 1 : out->final;
-  kiln_status st = kiln_make_dirs(par);
-  kiln_strbuf_printf(&tmp, "%s/.%.100s.kiln-tmp.XXXXXX", par, base);
-  if (!st && !mkdtemp(tmp.data)) st = kiln_system_error("cannot create a folder next to '%s'", dir);
-  kiln_strbuf_free(&parent);
-  if (st) {
-    kiln_strbuf_free(&tmp);
-    free(out->final);
-    out->final = NULL;
-    return st;
-  }
-  out->tmp = tmp.data;
-  return KILN_OK;
-}
-
-void kiln_cli_artifact_abort(kiln_cli_artifact_out *out) {
-  if (out->tmp) remove_artifact_dir(out->tmp);
-  free(out->tmp);
-  free(out->final);
-  memset(out, 0, sizeof *out);
-}
-
-/* Puts the complete folder tmp in place of final; the old artifact (if any) is removed. */
-kiln_status kiln_cli_artifact_commit(kiln_cli_artifact_out *out) {
-  struct stat sb;
-  kiln_status st = KILN_OK;
-  if (stat(out->final, &sb) != 0) {
-    if (rename(out->tmp, out->final) != 0)
-      st = kiln_system_error("cannot move the artifact into '%s'", out->final);
-  } else if (renameat2(AT_FDCWD, out->tmp, AT_FDCWD, out->final, RENAME_EXCHANGE) != 0) {
-    /* no atomic exchange here: move the old one aside first, then the new one in */
-    kiln_strbuf old = {0};
-    kiln_strbuf_printf(&old, "%s.old", out->tmp);
-    if (rename(out->final, old.data) != 0 || rename(out->tmp, out->final) != 0)
-      st = kiln_system_error("cannot replace the artifact '%s'", out->final);
-    else remove_artifact_dir(old.data);
-    kiln_strbuf_free(&old);
-  }
-  if (!st) { /* out->tmp now holds the old artifact, if there was one */
-    kiln_cli_artifact_abort(out);
-    return KILN_OK;
-  }
-  kiln_cli_artifact_abort(out);
-  return st;
 }
 
 /* ---- reading an artifact back (kiln run DIR) ---- */

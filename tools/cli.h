@@ -111,16 +111,10 @@ typedef struct kiln_cli_artifact {
 kiln_status kiln_cli_artifact_load(const char *dir, kiln_cli_artifact *out);
 void kiln_cli_artifact_free(kiln_cli_artifact *a);
 
-/* Writing an artifact (artifact.c): check the destination before anything runs, build the
- * folder in tmp (a hidden sibling of final), then commit (rename into place) or abort. */
-typedef struct kiln_cli_artifact_out {
-  char *final, *tmp;
-} kiln_cli_artifact_out;
-/* DIR must be new, empty or an artifact, and must not hold the input model itself. */
+/* Writing an artifact: kiln_cli_artifact_check_dest before anything runs, then the folder
+ * is written whole with kiln_dir_begin / kiln_dir_commit (base.h). DIR must be new, empty or
+ * an artifact (only its own entries), and must not hold the input model itself. */
 kiln_status kiln_cli_artifact_check_dest(const char *dir, const char *model_file);
-kiln_status kiln_cli_artifact_begin(const char *dir, kiln_cli_artifact_out *out);
-kiln_status kiln_cli_artifact_commit(kiln_cli_artifact_out *out);
-void kiln_cli_artifact_abort(kiln_cli_artifact_out *out);
 
 /* Every name of a comma-separated op list (--force-fallback) is an ONNX op Kiln knows. */
 kiln_status kiln_cli_check_ops(const char *what, const char *list);

@@ -57,7 +57,7 @@ typedef struct compile_args {
   kiln_compile_opts co;
   KILN_VEC(kiln_dim_binding) dims;
   KILN_VEC(const char *) pass_args; /* kept for the manifest */
-  kiln_cli_artifact_out art;        /* -o: the folder being built */
+  kiln_dir_writer art;              /* -o: the folder being built */
 } compile_args;
 
 static int parse_dim(const char *v, compile_args *a) {
@@ -166,7 +166,7 @@ static kiln_status write_manifest(const compile_args *a, const char *path) {
  * is model.onnx.part until the end: an interrupted compile's folder is not a model folder. */
 static kiln_status start_artifact(compile_args *a, const kiln_graph *g, char *src, size_t n) {
   char path[4200];
-  KILN_TRY(kiln_cli_artifact_begin(a->out_dir, &a->art));
+  KILN_TRY(kiln_dir_begin(a->out_dir, &a->art));
   snprintf(path, sizeof path, "%s/model.onnx.part", a->art.tmp);
   KILN_TRY(kiln_onnx_save(g, path));
   snprintf(src, n, "%s/src", a->art.tmp);
@@ -186,7 +186,7 @@ static kiln_status finish_artifact(compile_args *a, const kiln_strbuf *rep) {
   KILN_TRY(kiln_write_file(path, rep->data ? rep->data : "", rep->len));
   snprintf(path, sizeof path, "%s/manifest.txt", a->art.tmp);
   KILN_TRY(write_manifest(a, path));
-  return kiln_cli_artifact_commit(&a->art);
+  return kiln_dir_commit(&a->art);
 }
 
 /* Output folders must not replace the input model: DIR/model.onnx of -o, or a file of
@@ -295,7 +295,7 @@ int kiln_cmd_compile(int argc, char **argv) {
   int rc = parse_args(argc, argv, &a);
   if (rc < 0) {
     kiln_status st = compile_model(&a);
-    kiln_cli_artifact_abort(&a.art); /* a failed compile leaves no artifact behind */
+    kiln_dir_abort(&a.art); /* a failed compile leaves no artifact behind */
     rc = st ? kiln_cli_fail("compile", st) : 0;
   }
   for (int i = 0; i < a.dims.len; i++) free((char *)a.dims.data[i].sym);

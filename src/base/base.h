@@ -203,5 +203,16 @@ void kiln_file_abort(kiln_file_writer *w);
 bool kiln_same_file(const char *a, const char *b);
 /* mkdir -p: creates path and its missing parents; an existing folder is fine. */
 kiln_status kiln_make_dirs(const char *path);
+/* A folder written as a whole: its files go to w->tmp, a new hidden folder next to dir
+ * (".NAME.kiln-tmp.XXXXXX"), and kiln_dir_commit renames it to dir, so that a failed or
+ * killed writer never leaves a part-written dir. An existing dir is exchanged with it in one
+ * rename (renameat2 RENAME_EXCHANGE, else two renames) and then removed whole: the caller
+ * makes sure it holds nothing that is not its own. commit and abort free w. */
+typedef struct kiln_dir_writer {
+  char *final, *tmp;
+} kiln_dir_writer;
+kiln_status kiln_dir_begin(const char *dir, kiln_dir_writer *w);
+kiln_status kiln_dir_commit(kiln_dir_writer *w);
+void kiln_dir_abort(kiln_dir_writer *w); /* removes w->tmp and everything in it */
 
 #endif

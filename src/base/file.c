@@ -9,6 +9,8 @@
  * and an fsync per file would slow the cache and fuzz case folders down for no such gain). */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +231,76 @@ kiln_status kiln_write_file(const char *path, const void *data, size_t len) {
 bool kiln_same_file(const char *a, const char *b) {
   struct stat sa, sb;
   return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* ---- folders written whole ---- */
+/* dir without trailing slashes, made absolute when it exists (so "." has a parent). */
+static char *final_dir(const char *dir) {
+  char *real = realpath(dir, NULL);
+  if (real) return real;
+  char *p = kiln_xstrdup(dir);
+  for (size_t n = strlen(p); n > 1 && p[n - 1] == '/'; n--) p[n - 1] = 0;
+  return p;
+}
+
+kiln_status kiln_dir_begin(const char *dir, kiln_dir_writer *w) {
+  memset(w, 0, sizeof *w);
+  if (!dir || !*dir) return kiln_error(KILN_ERR_IO, "empty folder name");
+  w->final = final_dir(dir);
+  const char *slash = strrchr(w->final, '/');
+  kiln_strbuf parent = {0}, tmp = {0};
+  if (slash) kiln_strbuf_printf(&parent, "%.*s", (int)(slash - w->final), w->final);
+  const char *par = !slash ? "." : slash == w->final ? "/" : parent.data;
+  const char *base = slash ? slash + 1 : w->final;
+  kiln_status st = kiln_make_dirs(par);
+  kiln_strbuf_printf(&tmp, "%s/.%.100s.kiln-tmp.XXXXXX", par, base);
+  if (!st && !mkdtemp(tmp.data)) st = kiln_system_error("cannot create a folder next to '%s'", dir);
+  kiln_strbuf_free(&parent);
+  if (st) {
+    kiln_strbuf_free(&tmp);
+    free(w->final);
+    w->final = NULL;
+    return st;
+  }
+  w->tmp = tmp.data;
+  return KILN_OK;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)ftw;
+  if (flag == FTW_DP) rmdir(path);
+  else unlink(path);
+  return 0;
+}
+
+void kiln_dir_abort(kiln_dir_writer *w) {
+  if (w->tmp) nftw(w->tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS); /* our own folder only */
+  free(w->tmp);
+  free(w->final);
+  memset(w, 0, sizeof *w);
+}
+
+kiln_status kiln_dir_commit(kiln_dir_writer *w) {
+  struct stat sb;
+  kiln_status st = KILN_OK;
+  if (stat(w->final, &sb) != 0) {
+    if (rename(w->tmp, w->final) != 0) st = kiln_system_error("cannot create '%s'", w->final);
+  } else if (renameat2(AT_FDCWD, w->tmp, AT_FDCWD, w->final, RENAME_EXCHANGE) != 0) {
+    /* no atomic exchange here: the old folder aside first, then the new one in */
+    kiln_strbuf old = {0};
+    kiln_strbuf_printf(&old, "%s.old", w->tmp);
+    if (rename(w->final, old.data) != 0) st = kiln_system_error("cannot replace '%s'", w->final);
+    else if (rename(w->tmp, w->final) != 0) {
+      st = kiln_system_error("cannot replace '%s'", w->final);
+      rename(old.data, w->final);
+    } else {
+      free(w->tmp);
+      w->tmp = old.data, old.data = NULL; /* removed below */
+    }
+    kiln_strbuf_free(&old);
+  }
+  kiln_dir_abort(w); /* after an exchange w->tmp holds the old folder */
+  return st;
 }
 
 kiln_status kiln_make_dirs(const char *dir) {

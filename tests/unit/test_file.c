@@ -165,6 +165,38 @@ static void test_same_file(void) {
   free(a), free(hard), free(soft), free(other);
 }
 
+/* ---- folders written whole ---- */
+static void test_dir_writer(void) {
+  char *dir = path_in("whole"), *f = path_in("whole/a.txt"), *sub = path_in("whole/src");
+  kiln_dir_writer w;
+  CHECK_OK(kiln_dir_begin(dir, &w));
+  kiln_strbuf p = {0};
+  kiln_strbuf_printf(&p, "%s/a.txt", w.tmp);
+  CHECK_OK(kiln_write_file(p.data, "one", 3));
+  CHECK(access(dir, F_OK) != 0); /* nothing under the final name before the commit */
+  CHECK_OK(kiln_dir_commit(&w));
+  CHECK(file_is(f, "one"));
+  CHECK_OK(kiln_dir_begin(dir, &w)); /* a replacement: the old folder stays whole meanwhile */
+  p.len = 0;
+  kiln_strbuf_printf(&p, "%s/src", w.tmp);
+  CHECK_OK(kiln_make_dirs(p.data));
+  kiln_strbuf_printf(&p, "/b.c");
+  CHECK_OK(kiln_write_file(p.data, "two", 3));
+  CHECK(file_is(f, "one") && access(sub, F_OK) != 0);
+  CHECK_OK(kiln_dir_commit(&w));
+  CHECK(access(f, F_OK) != 0 && access(sub, F_OK) == 0); /* the old content is gone */
+  CHECK_OK(kiln_dir_begin(dir, &w));
+  p.len = 0;
+  kiln_strbuf_printf(&p, "%s/c.txt", w.tmp);
+  CHECK_OK(kiln_write_file(p.data, "three", 5));
+  kiln_dir_abort(&w);
+  CHECK(access(sub, F_OK) == 0 && count_entries(g_dir) == 1); /* no temporary folder left */
+  kiln_dir_abort(&w);                                         /* twice is harmless */
+  kiln_test_remove_dir(dir);
+  kiln_strbuf_free(&p);
+  free(dir), free(f), free(sub);
+}
+
 /* ---- the kernel cache: unusable is slow, not fatal ---- */
 static const char *const src1[1] = {"int kiln_tf_one(void) { return 1; }\n"};
 
@@ -219,6 +251,7 @@ static void test_all(void) {
   test_write_full_disk();
   test_read_refused();
   test_same_file();
+  test_dir_writer();
   test_cache_unusable();
   kiln_test_remove_dir(g_dir);
 }
