@@ -207,7 +207,8 @@ kiln_status kiln_make_dirs(const char *path);
  * (".NAME.kiln-tmp.XXXXXX"), and kiln_dir_commit renames it to dir, so that a failed or
  * killed writer never leaves a part-written dir. An existing dir is exchanged with it in one
  * rename (renameat2 RENAME_EXCHANGE, else two renames) and then removed whole: the caller
- * makes sure it holds nothing that is not its own. commit and abort free w. */
+ * makes sure it holds nothing that is not its own. commit and abort free w. Temporary
+ * folders of writers killed over a day ago are removed by the next kiln_dir_begin. */
 typedef struct kiln_dir_writer {
   char *final, *tmp;
 } kiln_dir_writer;

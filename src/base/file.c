@@ -7,6 +7,7 @@
  * guarantee is against a failing write and against Kiln being interrupted, not against a
  * power loss (a rename after a complete close is what the kernel cache and artifacts need,
  * and an fsync per file would slow the cache and fuzz case folders down for no such gain). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -243,6 +244,29 @@ static char *final_dir(const char *dir) {
   return p;
 }
 
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw);
+
+/* Removes the temporaries ".BASE.kiln-tmp.XXXXXX" in par of writers killed over a day ago. */
+static void sweep_stale(const char *par, const char *base) {
+  DIR *d = opendir(par);
+  if (!d) return;
+  kiln_strbuf prefix = {0}, path = {0};
+  kiln_strbuf_printf(&prefix, ".%.100s.kiln-tmp.", base);
+  time_t now = time(NULL);
+  for (struct dirent *e; (e = readdir(d));) {
+    if (strncmp(e->d_name, prefix.data, prefix.len) || strlen(e->d_name) != prefix.len + 6)
+      continue;
+    path.len = 0;
+    kiln_strbuf_printf(&path, "%s/%s", par, e->d_name);
+    struct stat sb;
+    if (lstat(path.data, &sb) == 0 && S_ISDIR(sb.st_mode) && now - sb.st_mtime > 24 * 3600)
+      nftw(path.data, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+  closedir(d);
+  kiln_strbuf_free(&prefix);
+  kiln_strbuf_free(&path);
+}
+
 kiln_status kiln_dir_begin(const char *dir, kiln_dir_writer *w) {
   memset(w, 0, sizeof *w);
   if (!dir || !*dir) return kiln_error(KILN_ERR_IO, "empty folder name");
@@ -253,6 +277,7 @@ kiln_status kiln_dir_begin(const char *dir, kiln_dir_writer *w) {
   const char *par = !slash ? "." : slash == w->final ? "/" : parent.data;
   const char *base = slash ? slash + 1 : w->final;
   kiln_status st = kiln_make_dirs(par);
+  if (!st) sweep_stale(par, base);
   kiln_strbuf_printf(&tmp, "%s/.%.100s.kiln-tmp.XXXXXX", par, base);
   if (!st && !mkdtemp(tmp.data)) st = kiln_system_error("cannot create a folder next to '%s'", dir);
   kiln_strbuf_free(&parent);

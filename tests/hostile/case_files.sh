@@ -185,6 +185,12 @@ mkdir -p "$tmp/fo" && mkfifo "$tmp/fo/y.npy"
 expect 2 "run writing an output over a FIFO" "$kiln" run "$m" --input x="$x" --output-dir "$tmp/fo"
 mkdir -p "$tmp/a3" && cp -r "$tmp/a1/." "$tmp/a3/" && rm "$tmp/a3/manifest.txt" && mkfifo "$tmp/a3/manifest.txt"
 expect 2 "run an artifact whose manifest is a FIFO" "$kiln" run "$tmp/a3" --input x="$x"
+mkdir -p "$tmp/fm" && mkfifo "$tmp/fm/model.onnx"
+for cmd in info run compile bench test-onnx; do
+  expect 2 "$cmd on a model folder whose model.onnx is a FIFO" "$kiln" $cmd "$tmp/fm"
+done
+mkdir -p "$tmp/a4" && cp -r "$tmp/a1/." "$tmp/a4/" && rm "$tmp/a4/model.onnx" && mkfifo "$tmp/a4/model.onnx"
+expect 2 "run an artifact whose model.onnx is a FIFO" "$kiln" run "$tmp/a4" --input x="$x"
 mkdir -p "$tmp/case" && mkfifo "$tmp/case/case.txt" && cp "$tmp/model.ref" "$tmp/case/model.onnx"
 expect 2 "reduce a case whose case.txt is a FIFO" "$kiln" reduce "$tmp/case" --out "$tmp/case_out"
 unset HOSTILE_TIMEOUT

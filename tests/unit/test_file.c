@@ -192,6 +192,15 @@ static void test_dir_writer(void) {
   kiln_dir_abort(&w);
   CHECK(access(sub, F_OK) == 0 && count_entries(g_dir) == 1); /* no temporary folder left */
   kiln_dir_abort(&w);                                         /* twice is harmless */
+  char *stale = path_in(".whole.kiln-tmp.AbC123"), *fresh = path_in(".whole.kiln-tmp.XyZ789");
+  CHECK(mkdir(stale, 0755) == 0 && mkdir(fresh, 0755) == 0);
+  struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+  CHECK(utimensat(AT_FDCWD, stale, old, 0) == 0);
+  CHECK_OK(kiln_dir_begin(dir, &w)); /* a killed writer's old folder is swept, a recent kept */
+  CHECK(access(stale, F_OK) != 0 && access(fresh, F_OK) == 0);
+  kiln_dir_abort(&w);
+  rmdir(fresh);
+  free(stale), free(fresh);
   kiln_test_remove_dir(dir);
   kiln_strbuf_free(&p);
   free(dir), free(f), free(sub);
