@@ -125,13 +125,14 @@ static kiln_status open_temp(kiln_file_writer *w) {
   for (int tries = 0; tries < 100; tries++) {
     w->tmp = temp_name(w->path, __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
     int fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 && (w->f = fdopen(fd, "wb"))) return KILN_OK;
     if (fd >= 0) {
-      w->f = fdopen(fd, "wb");
-      if (w->f) return KILN_OK;
+      kiln_status st = kiln_system_error("cannot write '%s'", w->path);
       close(fd);
       unlink(w->tmp);
+      return st;
     }
-    if (fd >= 0 || errno != EEXIST) return open_error("create", w->path);
+    if (errno != EEXIST) return open_error("create", w->path);
     free(w->tmp);
     w->tmp = NULL;
   }
@@ -143,6 +144,8 @@ static kiln_status open_temp(kiln_file_writer *w) {
 static kiln_status open_in_place(kiln_file_writer *w) {
   int fd = open(w->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return open_error("open", w->path);
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK); /* a terminal: blocking writes */
   w->f = fdopen(fd, "wb");
   if (!w->f) {
     kiln_status st = kiln_system_error("cannot open '%s'", w->path);
