@@ -96,7 +96,8 @@ static kiln_status manifest_kv(kiln_cli_artifact *a, const char *key, char *rest
     if (strcmp(rest, "cpu")) return kiln_unsupported("target '%s'", rest);
   } else if (!strcmp(key, "threads")) {
     KILN_TRY(once(seen, SEEN_THREADS, key));
-    KILN_TRY(kiln_parse_int(rest, 1, KILN_CLI_MAX_THREADS, "threads", &a->co.threads));
+    /* 0: all cores, as artifacts of earlier versions wrote it */
+    KILN_TRY(kiln_parse_int(rest, 0, KILN_CLI_MAX_THREADS, "threads", &a->co.threads));
   } else if (!strcmp(key, "dim")) {
     KILN_TRY(manifest_dim(a, rest));
   } else if (!strcmp(key, "force-fallback")) {

@@ -11,12 +11,11 @@
 
 static const char *const compile_help =
     "usage: kiln compile MODEL [-o DIR] [options]\n\n"
-    "Compiles MODEL (.onnx or .kiln, or a folder holding model.onnx): graph passes, fusion, "
-    "lowering to tile kernels, C,\n"
-    "the system C compiler (kernels cached in $KILN_CACHE_DIR, else ~/.cache/kiln) and a\n"
-    "static memory plan. Nodes that could not be lowered run their reference kernel; each\n"
-    "such fallback is listed on stderr with its reason. Symbolic dims of the inputs must\n"
-    "be bound with --dim.\n\n"
+    "Compiles MODEL (.onnx or .kiln, or a folder holding model.onnx): graph passes, fusion,\n"
+    "lowering to tile kernels, C, the system C compiler (kernels cached in $KILN_CACHE_DIR,\n"
+    "else ~/.cache/kiln) and a static memory plan. Nodes that could not be lowered run their\n"
+    "reference kernel; each such fallback is listed on stderr with its reason. Symbolic dims\n"
+    "of the inputs must be bound with --dim.\n\n"
     "options:\n"
     "  -o DIR            write the artifact: DIR/model.onnx (the model as imported), DIR/\n"
     "                    manifest.txt (target, threads, dims), DIR/src/*.c (the generated C)\n"
@@ -141,7 +140,7 @@ static int parse_args(int argc, char **argv, compile_args *a) {
   return -1;
 }
 
-/* ---- the artifact (tools/artifact.c builds it in a temporary folder) ---- */
+/* ---- the artifact: written whole (kiln_dir_begin), the manifest last ---- */
 static kiln_status write_manifest(const compile_args *a, const char *path) {
   kiln_strbuf b = {0};
   kiln_strbuf_printf(&b, "# Kiln compiled artifact: `kiln run ");

@@ -141,7 +141,7 @@ set_line() { # set_line KEY LINE: replaces the KEY line of the good manifest wit
   grep -v "^$1 " "$tmp/manifest.good" >"$tmp/art/manifest.txt"
   printf '%s\n' "$2" >>"$tmp/art/manifest.txt"
 }
-for v in 100000 -7 abc 0 "" 99999999999999999999999 1e3 0x10 " 2" NaN 2.5; do
+for v in 100000 1025 -7 -1 abc "" 99999999999999999999999 1e3 0x10 " 2" "2 " NaN 2.5; do
   set_line threads "threads $v"
   run_art 2 "manifest 'threads $v'"
   expect_err "threads" "manifest 'threads $v' names the field"
