@@ -40,6 +40,11 @@ int kiln_cli_threads(const char *cmd, const char *v, int *out);
 /* A --dim SYM=N value, N in 0..KILN_CLI_MAX_DIM; sym gets a malloc'd copy of SYM. */
 #define KILN_CLI_MAX_DIM ((int64_t)1 << 40)
 int kiln_cli_dim(const char *cmd, const char *v, char **sym, int64_t *n);
+/* A NAME=FILE value v of option opt (--input, --expect) checked against the ones given
+ * before (list, n): 0 when it is well-formed and NAME is new, else prints the usage error
+ * and returns 2 (a name given twice is an error, not a silent choice of one). */
+int kiln_cli_named_arg(const char *cmd, const char *opt, const char *const *list, int n,
+                       const char *v);
 /* MODEL as given on the command line: a model file, or a folder in the ONNX test layout
  * (DIR/model.onnx); writes the model file's path to file. A folder without model.onnx, a
  * FIFO or another non-file is an error (exit 2). */

@@ -39,16 +39,8 @@ typedef struct run_opts {
   kiln_cli_engine_opts engine;
 } run_opts;
 
-/* NAME=FILE of --input or --expect; a NAME given twice is an error, not a silent choice. */
 static int add_named(name_list *list, const char *opt, const char *v) {
-  const char *eq = v ? strchr(v, '=') : NULL;
-  if (!eq) return kiln_cli_usage("run", "%s needs NAME=FILE", opt);
-  for (int i = 0; i < list->len; i++) {
-    const char *p = list->data[i];
-    if (!strncmp(p, v, (size_t)(eq - v) + 1))
-      return kiln_cli_usage("run", "%s '%.*s' is given twice ('%s' and '%s')", opt, (int)(eq - v),
-                            v, p + (eq - v) + 1, eq + 1);
-  }
+  if (kiln_cli_named_arg("run", opt, list->data, list->len, v)) return 2;
   kiln_vec_push(list, v);
   return 0;
 }

@@ -89,7 +89,7 @@ static int parse_args(int argc, char **argv, verify_args *a) {
     else if (!strcmp(argv[i], "--bisect-only")) a->o.each_pass = false;
     else if (!strcmp(argv[i], "--no-local")) a->o.local = false;
     else if (kiln_cli_opt(argc, argv, &i, "--input", &v)) {
-      if (!v || !strchr(v, '=')) return kiln_cli_usage("verify", "--input needs NAME=FILE");
+      if (kiln_cli_named_arg("verify", "--input", a->inputs.data, a->inputs.len, v)) return 2;
       kiln_vec_push(&a->inputs, v);
     } else if (kiln_cli_opt(argc, argv, &i, "--seed", &v)) {
       int64_t seed;

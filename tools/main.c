@@ -198,3 +198,15 @@ kiln_status kiln_cli_check_dims(const kiln_graph *g, const kiln_dim_binding *dim
   }
   return KILN_OK;
 }
+
+int kiln_cli_named_arg(const char *cmd, const char *opt, const char *const *list, int n,
+                       const char *v) {
+  const char *eq = v ? strchr(v, '=') : NULL;
+  if (!eq || eq == v) return kiln_cli_usage(cmd, "%s needs NAME=FILE", opt);
+  size_t k = (size_t)(eq - v) + 1; /* NAME= */
+  for (int i = 0; i < n; i++)
+    if (!strncmp(list[i], v, k))
+      return kiln_cli_usage(cmd, "%s '%.*s' is given twice ('%s' and '%s')", opt,
+                            (int)(k - 1 > 200 ? 200 : k - 1), v, list[i] + k, eq + 1);
+  return 0;
+}

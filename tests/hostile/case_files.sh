@@ -132,6 +132,8 @@ fi
 expect 2 "run with --input x= twice" "$kiln" run "$m" --input x="$x" --input x="$tmp/other.npy"
 expect_err "twice" "says the input is given twice"
 not_ran "repeated --input"
+expect 2 "verify with --input x= twice" "$kiln" verify "$m" --dim batch=2 --input x="$x" --input x="$x"
+expect_err "twice" "verify says the input is given twice"
 expect 2 "run with the same --input twice" "$kiln" run "$m" --input x="$x" --input x="$x"
 expect 2 "run with --expect y= twice" "$kiln" run "$m" --input x="$x" --expect y="$x" --expect y="$x"
 expect 2 "run --backend cpu with an unknown --expect name" "$kiln" run "$m" --backend cpu --input x="$x" --expect nosuch="$x"
