@@ -209,6 +209,30 @@ static kiln_status check_outputs(const compile_args *a, const char *model_file) 
   return KILN_OK;
 }
 
+/* --emit-c / --emit-cuda: a new folder is written whole (kiln_dir_begin), so a failure
+ * leaves none; into an existing folder (the user's own) file by file, each atomically. */
+static kiln_status emit_folder(const char *dir, kiln_status (*emit)(const void *, const char *),
+                               const void *arg) {
+  struct stat sb;
+  if (stat(dir, &sb) == 0) return emit(arg, dir);
+  kiln_dir_writer w;
+  KILN_TRY(kiln_dir_begin(dir, &w));
+  kiln_status st = emit(arg, w.tmp);
+  if (st) {
+    kiln_dir_abort(&w);
+    return st;
+  }
+  return kiln_dir_commit(&w);
+}
+
+static kiln_status emit_c(const void *compiled, const char *dir) {
+  return kiln_emit_standalone(compiled, dir, "model");
+}
+
+static kiln_status emit_cuda(const void *build, const char *dir) {
+  return kiln_cuda_build_write(build, dir);
+}
+
 static void print_summary(const compile_args *a, const kiln_cli_engine *e) {
   const kiln_compile_stats *s = kiln_compiled_stats(kiln_cli_engine_compiled(e));
   printf("compiled %s for cpu in %.2f s: %d kernels (%d unique), %d fallback steps, "
@@ -232,8 +256,7 @@ static kiln_status finish(compile_args *a, kiln_cli_engine *e) {
              a->out_dir);
   }
   if (!st && a->emit_dir) {
-    st = kiln_make_dirs(a->emit_dir);
-    if (!st) st = kiln_emit_standalone(kiln_cli_engine_compiled(e), a->emit_dir, "model");
+    st = emit_folder(a->emit_dir, emit_c, kiln_cli_engine_compiled(e));
     if (!st)
       printf("standalone C: %s (build: cd %s && cc -O2 main.c model.c -lm)\n", a->emit_dir,
              a->emit_dir);
@@ -251,8 +274,7 @@ static kiln_status compile_cuda(compile_args *a, kiln_graph *g) {
   kiln_cuda_build_report(b, &rep);
   fwrite(rep.data, 1, rep.len, stdout);
   kiln_status st = KILN_OK;
-  if (a->cuda_dir) st = kiln_make_dirs(a->cuda_dir);
-  if (!st && a->cuda_dir) st = kiln_cuda_build_write(b, a->cuda_dir);
+  if (a->cuda_dir) st = emit_folder(a->cuda_dir, emit_cuda, b);
   if (!st && a->cuda_dir)
     printf("CUDA: %s (model.cu, launch.txt, report.txt%s)\n", a->cuda_dir,
            b->ptx ? ", model.ptx" : "");
