@@ -1,5 +1,4 @@
 /* kiln run MODEL --input NAME=FILE ... [--output-dir DIR]: run on a backend. */
-#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -97,9 +96,9 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     } else if (!strcmp(argv[i], "--report")) {
       o->report = true;
     } else if (kiln_cli_opt(argc, argv, &i, "--rtol", &v)) {
-      if (kiln_cli_f64("run", "--rtol", v, 0, DBL_MAX, &o->rtol)) return 2;
+      if (kiln_cli_f64("run", "--rtol", v, 0, 1e9, &o->rtol)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--atol", &v)) {
-      if (kiln_cli_f64("run", "--atol", v, 0, DBL_MAX, &o->atol)) return 2;
+      if (kiln_cli_f64("run", "--atol", v, 0, 1e9, &o->atol)) return 2;
     } else if (!strcmp(argv[i], "--trace")) {
       o->engine.trace = true;
     } else if (argv[i][0] == '-') {
