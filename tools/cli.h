@@ -37,8 +37,10 @@ int kiln_cli_f64(const char *cmd, const char *opt, const char *v, double lo, dou
 /* --threads of every command: one range, 1..KILN_CLI_MAX_THREADS. */
 #define KILN_CLI_MAX_THREADS 1024
 int kiln_cli_threads(const char *cmd, const char *v, int *out);
-/* A --dim SYM=N value, N in 0..KILN_CLI_MAX_DIM; sym gets a malloc'd copy of SYM. */
-#define KILN_CLI_MAX_DIM ((int64_t)1 << 40)
+/* A --dim SYM=N value, N in 0..KILN_CLI_MAX_DIM; sym gets a malloc'd copy of SYM. Any
+ * extent an int64 holds parses: whether the tensors it makes fit is decided by inference
+ * (element counts) and the memory estimate, which name the limit that applies. */
+#define KILN_CLI_MAX_DIM INT64_MAX
 int kiln_cli_dim(const char *cmd, const char *v, char **sym, int64_t *n);
 /* A NAME=FILE value v of option opt (--input, --expect) checked against the ones given
  * before (list, n): 0 when it is well-formed and NAME is new, else prints the usage error

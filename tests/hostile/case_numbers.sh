@@ -93,7 +93,6 @@ check_int compile --block-threads "$m" --dim batch=2 --target cuda
 for v in "${bad_ints[@]}" "-0x1"; do
   expect 2 "compile --dim batch='$v'" "$kiln" compile "$m" --dim "batch=$v"
 done
-expect 2 "compile --dim 2^44 overflows nothing: over the limit" "$kiln" compile "$m" --dim batch=17592186044417
 expect 2 "compile --dim given twice" "$kiln" compile "$m" --dim batch=2 --dim batch=3
 expect 2 "compile --dim of a symbol the model lacks" "$kiln" compile "$m" --dim batch=2 --dim Batch=2
 expect_err "Batch" "the misspelt dim is named"
@@ -146,7 +145,7 @@ for v in 100000 1025 -7 -1 abc "" 99999999999999999999999 1e3 0x10 " 2" "2 " NaN
   run_art 2 "manifest 'threads $v'"
   expect_err "threads" "manifest 'threads $v' names the field"
 done
-for v in -1 99999999999999999999999 abc 1e3 17592186044417 ""; do
+for v in -1 99999999999999999999999 9223372036854775808 abc 1e3 0x10 ""; do
   set_line dim "dim batch $v"
   run_art 2 "manifest 'dim batch $v'"
 done
