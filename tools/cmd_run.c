@@ -175,6 +175,9 @@ static kiln_status output_paths(const kiln_graph *g, const run_opts *o, char **p
     kiln_esc_file_name(&b, g->values.data[g->outputs.data[i]].name);
     kiln_strbuf_printf(&b, ".%s", o->format);
     paths[i] = b.data;
+    struct stat sb; /* a folder or FIFO in the way is found before the run */
+    if (stat(paths[i], &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISCHR(sb.st_mode))
+      return kiln_invalid("output %d would be written to '%s', which is not a file", i, paths[i]);
     for (int k = 0; k < i; k++)
       if (!strcmp(paths[k], paths[i]))
         return kiln_invalid("outputs %d and %d would both be written to '%s'", k, i, paths[i]);
