@@ -273,6 +273,18 @@ if mount -t tmpfs -o ro,size=64k tmpfs "$tmp/ro" 2>/dev/null; then
 else
   echo "SKIP read-only cache check: cannot mount a read-only tmpfs here"
 fi
+# cache entries replaced by FIFOs, folders and garbage: a miss, never a wait or a crash
+expect 0 "fill a kernel cache" env KILN_CACHE_DIR="$tmp/cache_bad" "$kiln" compile "$m" --dim batch=2 --threads 13
+n=0
+for e in "$tmp"/cache_bad/obj/* "$tmp"/cache_bad/lib/*; do
+  [ -f "$e" ] || continue
+  rm "$e"
+  case $((n % 3)) in 0) mkfifo "$e" ;; 1) mkdir "$e" ;; 2) printf 'KILNC1 99999999999999999999 0\n' >"$e" ;; esac
+  n=$((n + 1))
+done
+[ "$n" -ge 2 ] && ok || bad "the kernel cache holds entries to spoil ($n)"
+HOSTILE_TIMEOUT=60 expect 0 "compile with spoilt cache entries" env KILN_CACHE_DIR="$tmp/cache_bad" \
+  "$kiln" compile "$m" --dim batch=2 --threads 13
 expect 1 "no C compiler at all: a failed run, not bad input" env CC=/nonexistent/cc \
   KILN_CACHE_DIR="$tmp/cache_nocc" "$kiln" compile "$m" --dim batch=2 --threads 9
 expect_err "C compiler" "names the missing compiler"
