@@ -25,15 +25,39 @@ int kiln_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(
 /* True if argv[*i] is "--name" (value in argv[*i+1]) or "--name=value"; sets *value and
  * advances *i past the value. A missing value is reported through *value == NULL. */
 int kiln_cli_opt(int argc, char **argv, int *i, const char *name, const char **value);
-/* Parses a double/int option value, 0 on success. */
-int kiln_cli_double(const char *s, double *out);
-int kiln_cli_int(const char *s, long *out);
 /* --max-memory BYTES (common_flags.c): true when argv[*i] is that option; then sets the
  * process-wide memory limit (kiln_mem_set_limit) and *rc = -1, or prints a usage error and
  * sets *rc = 2. Each command that loads or runs a model takes it and prints the help. */
 bool kiln_cli_max_memory(const char *cmd, int argc, char **argv, int *i, int *rc);
 extern const char *const kiln_cli_memory_help;
-/* Loads a model (.onnx, or the text IR if the name ends in .kiln) and infers types. */
+/* The value v of option opt of command cmd as a number in [lo, hi] (kiln_parse_i64/f64):
+ * 0 on success; else prints the usage error ("kiln bench: --iters: 'abc' is not an integer
+ * in 1..1000000") and returns 2. A missing value (v NULL) is such an error. */
+int kiln_cli_i64(const char *cmd, const char *opt, const char *v, int64_t lo, int64_t hi,
+                 int64_t *out);
+int kiln_cli_int(const char *cmd, const char *opt, const char *v, int lo, int hi, int *out);
+int kiln_cli_long(const char *cmd, const char *opt, const char *v, long lo, long hi, long *out);
+int kiln_cli_f64(const char *cmd, const char *opt, const char *v, double lo, double hi,
+                 double *out);
+/* --threads of every command: one range, 1..KILN_CLI_MAX_THREADS. */
+#define KILN_CLI_MAX_THREADS 1024
+int kiln_cli_threads(const char *cmd, const char *v, int *out);
+/* A --dim SYM=N value, N in 0..KILN_CLI_MAX_DIM; sym gets a malloc'd copy of SYM. Any
+ * extent an int64 holds parses: whether the tensors it makes fit is decided by inference
+ * (element counts) and the memory estimate, which name the limit that applies. */
+#define KILN_CLI_MAX_DIM INT64_MAX
+int kiln_cli_dim(const char *cmd, const char *v, char **sym, int64_t *n);
+/* A NAME=FILE value v of option opt (--input, --expect) checked against the ones given
+ * before (list, n): 0 when it is well-formed and NAME is new, else prints the usage error
+ * and returns 2 (a name given twice is an error, not a silent choice of one). */
+int kiln_cli_named_arg(const char *cmd, const char *opt, const char *const *list, int n,
+                       const char *v);
+/* MODEL as given on the command line: a model file, or a folder in the ONNX test layout
+ * (DIR/model.onnx); writes the model file's path to file. A folder without model.onnx, a
+ * FIFO or another non-file is an error (exit 2). */
+kiln_status kiln_cli_model_file(const char *model, char *file, size_t n);
+/* Loads a model (.onnx, or the text IR if the name ends in .kiln; a folder holding
+ * model.onnx, see kiln_cli_model_file) and infers types. */
 kiln_status kiln_cli_load(const char *path, kiln_graph **out);
 
 /* Comparison of a result against an expected value: |a-e| <= atol + rtol*|e|
@@ -97,6 +121,19 @@ typedef struct kiln_cli_artifact {
   KILN_VEC(kiln_dim_binding) dims;
   char *text; /* the manifest (pass flag values point into it) */
 } kiln_cli_artifact;
+/* Reads DIR/manifest.txt: "KEY VALUE" lines (LF or CRLF; blank lines and "# ..." skipped);
+ * every number is checked (threads 1..KILN_CLI_MAX_THREADS, dims 0..KILN_CLI_MAX_DIM), an
+ * unknown key, op or a repeated key is an error naming the line. */
 kiln_status kiln_cli_artifact_load(const char *dir, kiln_cli_artifact *out);
 void kiln_cli_artifact_free(kiln_cli_artifact *a);
+
+/* Writing an artifact: kiln_cli_artifact_check_dest before anything runs, then the folder
+ * is written whole with kiln_dir_begin / kiln_dir_commit (base.h). DIR must be new, empty or
+ * an artifact (only its own entries), and must not hold the input model itself. */
+kiln_status kiln_cli_artifact_check_dest(const char *dir, const char *model_file);
+
+/* Every name of a comma-separated op list (--force-fallback) is an ONNX op Kiln knows. */
+kiln_status kiln_cli_check_ops(const char *what, const char *list);
+/* Every bound dim names a symbolic dim of g's inputs (a misspelt --dim is not ignored). */
+kiln_status kiln_cli_check_dim_names(const kiln_graph *g, const kiln_dim_binding *dims, int n);
 #endif

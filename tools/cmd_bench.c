@@ -1,4 +1,5 @@
 /* kiln bench MODEL: times repeated runs of a model on a backend. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,19 +29,28 @@ typedef struct bench_opts {
   long warmup, iters, seed;
   bool json;
   kiln_cli_engine_opts engine;
-  KILN_VEC(const char *) dims;
+  KILN_VEC(kiln_dim_binding) dims;
 } bench_opts;
 
 static int parse_count(const char *v, long *out, long min, const char *what) {
-  if (kiln_cli_int(v, out) || *out < min || *out > 1000000)
-    return kiln_cli_usage("bench", "%s needs a number >= %ld", what, min);
+  return kiln_cli_long("bench", what, v, min, 1000000, out) ? 2 : -1;
+}
+
+static int parse_dim(const char *v, bench_opts *o) {
+  kiln_dim_binding b;
+  if (kiln_cli_dim("bench", v, (char **)&b.sym, &b.value)) return 2;
+  for (int i = 0; i < o->dims.len; i++)
+    if (!strcmp(o->dims.data[i].sym, b.sym)) {
+      free((char *)b.sym);
+      return kiln_cli_usage("bench", "--dim '%s' is given twice", o->dims.data[i].sym);
+    }
+  kiln_vec_push(&o->dims, b);
   return -1;
 }
 
 static int parse_one(int argc, char **argv, int *i, bench_opts *o) {
   const char *v = NULL;
   int mrc;
-  long n;
   if (kiln_cli_opt(argc, argv, i, "--backend", &v)) {
     if (kiln_cli_backend_parse(v, &o->engine.backend))
       return kiln_cli_usage("bench", "unknown backend '%s' (one of " KILN_CLI_BACKENDS ")",
@@ -49,16 +59,12 @@ static int parse_one(int argc, char **argv, int *i, bench_opts *o) {
     return parse_count(v, &o->warmup, 0, "--warmup");
   else if (kiln_cli_opt(argc, argv, i, "--iters", &v))
     return parse_count(v, &o->iters, 1, "--iters");
-  else if (kiln_cli_opt(argc, argv, i, "--seed", &v)) return parse_count(v, &o->seed, 0, "--seed");
-  else if (kiln_cli_opt(argc, argv, i, "--threads", &v)) {
-    int rc = parse_count(v, &n, 1, "--threads");
-    o->engine.threads = (int)n;
-    return rc;
-  } else if (kiln_cli_opt(argc, argv, i, "--dim", &v)) {
-    if (!v || !strchr(v, '=') || kiln_cli_int(strchr(v, '=') + 1, &n) || n < 0)
-      return kiln_cli_usage("bench", "--dim needs SYM=N");
-    kiln_vec_push(&o->dims, v);
-  } else if (!strcmp(argv[*i], "--json")) o->json = true;
+  else if (kiln_cli_opt(argc, argv, i, "--seed", &v))
+    return kiln_cli_long("bench", "--seed", v, 0, LONG_MAX, &o->seed) ? 2 : -1;
+  else if (kiln_cli_opt(argc, argv, i, "--threads", &v))
+    return kiln_cli_threads("bench", v, &o->engine.threads) ? 2 : -1;
+  else if (kiln_cli_opt(argc, argv, i, "--dim", &v)) return parse_dim(v, o);
+  else if (!strcmp(argv[*i], "--json")) o->json = true;
   else if (!strcmp(argv[*i], "--verbose")) o->engine.verbose = true;
   else if (kiln_cli_max_memory("bench", argc, argv, i, &mrc)) return mrc;
   else if (argv[*i][0] == '-') return kiln_cli_usage("bench", "unknown option '%s'", argv[*i]);
@@ -86,22 +92,14 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
 }
 
 /* ---- inputs ---- */
-static bool is_dir(const char *p) {
-  struct stat sb;
-  return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
-/* The folder that holds the model (where test_data_set_0 would be). */
-static void model_paths(const char *model, char *file, char *dir, size_t n) {
-  if (is_dir(model)) {
-    snprintf(file, n, "%s/model.onnx", model);
-    snprintf(dir, n, "%s", model);
-    return;
-  }
-  snprintf(file, n, "%s", model);
-  const char *slash = strrchr(model, '/');
-  if (slash) snprintf(dir, n, "%.*s", (int)(slash - model), model);
+/* The model file (kiln_cli_model_file) and the folder that holds it (where test_data_set_0
+ * would be). */
+static kiln_status model_paths(const char *model, char *file, char *dir, size_t n) {
+  KILN_TRY(kiln_cli_model_file(model, file, n));
+  const char *slash = strrchr(file, '/');
+  if (slash) snprintf(dir, n, "%.*s", (int)(slash - file), file);
   else snprintf(dir, n, ".");
+  return KILN_OK;
 }
 
 static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
@@ -113,10 +111,8 @@ static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
 
 static int64_t dim_extent(const bench_opts *o, const kiln_dim *d) {
   if (d->value >= 0) return d->value;
-  size_t k = d->sym ? strlen(d->sym) : 0;
-  for (int i = 0; k && i < o->dims.len; i++)
-    if (!strncmp(o->dims.data[i], d->sym, k) && o->dims.data[i][k] == '=')
-      return strtoll(o->dims.data[i] + k + 1, NULL, 10);
+  for (int i = 0; d->sym && i < o->dims.len; i++)
+    if (!strcmp(o->dims.data[i].sym, d->sym)) return o->dims.data[i].value;
   return 1;
 }
 
@@ -212,9 +208,14 @@ static void print_result(const bench_opts *o, const kiln_cli_engine *e, bool fro
 
 static kiln_status bench(const bench_opts *o) {
   char file[4096], dir[4096];
-  model_paths(o->model, file, dir, sizeof file);
+  KILN_TRY(model_paths(o->model, file, dir, sizeof file));
   kiln_graph *g;
   KILN_TRY(kiln_cli_load(file, &g));
+  kiln_status dst = kiln_cli_check_dim_names(g, o->dims.data, o->dims.len);
+  if (dst) {
+    kiln_graph_free(g);
+    return dst;
+  }
   int n_in = g->inputs.len;
   kiln_val **ins = kiln_xcalloc((size_t)n_in + 1, sizeof *ins);
   bool from_files = false;
@@ -246,6 +247,7 @@ int kiln_cmd_bench(int argc, char **argv) {
     kiln_status st = bench(&o);
     rc = st ? kiln_cli_fail("bench", st) : 0;
   }
+  for (int i = 0; i < o.dims.len; i++) free((char *)o.dims.data[i].sym);
   kiln_vec_free(&o.dims);
   return rc;
 }

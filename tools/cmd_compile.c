@@ -11,16 +11,19 @@
 
 static const char *const compile_help =
     "usage: kiln compile MODEL [-o DIR] [options]\n\n"
-    "Compiles MODEL (.onnx or .kiln): graph passes, fusion, lowering to tile kernels, C,\n"
-    "the system C compiler (kernels cached in $KILN_CACHE_DIR, else ~/.cache/kiln) and a\n"
-    "static memory plan. Nodes that could not be lowered run their reference kernel; each\n"
-    "such fallback is listed on stderr with its reason. Symbolic dims of the inputs must\n"
-    "be bound with --dim.\n\n"
+    "Compiles MODEL (.onnx or .kiln, or a folder holding model.onnx): graph passes, fusion,\n"
+    "lowering to tile kernels, C, the system C compiler (kernels cached in $KILN_CACHE_DIR,\n"
+    "else ~/.cache/kiln) and a static memory plan. Nodes that could not be lowered run their\n"
+    "reference kernel; each such fallback is listed on stderr with its reason. Symbolic dims\n"
+    "of the inputs must be bound with --dim.\n\n"
     "options:\n"
     "  -o DIR            write the artifact: DIR/model.onnx (the model as imported), DIR/\n"
     "                    manifest.txt (target, threads, dims), DIR/src/*.c (the generated C)\n"
     "                    and DIR/report.txt. `kiln run DIR` runs it: the kernels come back\n"
-    "                    from the cache, so running needs the C compiler only on a cache miss\n"
+    "                    from the cache, so running needs the C compiler only on a cache miss.\n"
+    "                    DIR must be new, empty or an earlier artifact (never the model's own\n"
+    "                    folder); the artifact is built in a hidden folder next to DIR and\n"
+    "                    renamed into place when complete, so a failed compile leaves none\n"
     "  --target cpu|cuda the target (default cpu). cuda: the kernels are scheduled for a\n"
     "                    GPU (tiled shared-memory matmuls, parallel loops mapped to blocks\n"
     "                    and threads, other kernels as one thread), emitted as CUDA C and\n"
@@ -53,15 +56,19 @@ typedef struct compile_args {
   kiln_compile_opts co;
   KILN_VEC(kiln_dim_binding) dims;
   KILN_VEC(const char *) pass_args; /* kept for the manifest */
+  kiln_dir_writer art;              /* -o: the folder being built */
 } compile_args;
 
 static int parse_dim(const char *v, compile_args *a) {
-  const char *eq = v ? strchr(v, '=') : NULL;
-  long n;
-  if (!eq || eq == v || kiln_cli_int(eq + 1, &n) || n < 0)
-    return kiln_cli_usage("compile", "--dim needs SYM=N with N >= 0");
-  kiln_dim_binding b = {kiln_xstrdup(v), n};
-  ((char *)b.sym)[eq - v] = 0;
+  char *sym;
+  int64_t n;
+  if (kiln_cli_dim("compile", v, &sym, &n)) return 2;
+  for (int i = 0; i < a->dims.len; i++)
+    if (!strcmp(a->dims.data[i].sym, sym)) {
+      free(sym);
+      return kiln_cli_usage("compile", "--dim '%s' is given twice", a->dims.data[i].sym);
+    }
+  kiln_dim_binding b = {sym, n};
   kiln_vec_push(&a->dims, b);
   return -1;
 }
@@ -76,7 +83,6 @@ static int parse_one(int argc, char **argv, int *i, compile_args *a) {
   const char *v = NULL;
   int mrc;
   kiln_status st = KILN_OK;
-  long n;
   if (kiln_cli_opt(argc, argv, i, "-o", &v) || kiln_cli_opt(argc, argv, i, "--output", &v)) {
     if (!v) return kiln_cli_usage("compile", "-o needs a folder");
     a->out_dir = v;
@@ -96,15 +102,13 @@ static int parse_one(int argc, char **argv, int *i, compile_args *a) {
       return kiln_cli_usage("compile", "--cuda-arch needs compute_XX");
     a->cuda_opts.arch = v;
   } else if (kiln_cli_opt(argc, argv, i, "--block-threads", &v)) {
-    if (kiln_cli_int(v, &n) || n < 1 || n > 1024)
-      return kiln_cli_usage("compile", "--block-threads needs a number in 1..1024");
-    a->cuda_opts.threads_per_block = (int)n;
+    if (kiln_cli_int("compile", "--block-threads", v, 1, 1024, &a->cuda_opts.threads_per_block))
+      return 2;
   } else if (kiln_cli_opt(argc, argv, i, "--threads", &v)) {
-    if (kiln_cli_int(v, &n) || n < 1 || n > 1024)
-      return kiln_cli_usage("compile", "--threads needs a number in 1..1024");
-    a->co.threads = (int)n;
+    if (kiln_cli_threads("compile", v, &a->co.threads)) return 2;
   } else if (kiln_cli_opt(argc, argv, i, "--force-fallback", &v)) {
-    if (!v || !*v) return kiln_cli_usage("compile", "--force-fallback needs op names");
+    if (!v) return kiln_cli_usage("compile", "--force-fallback needs op names");
+    if ((st = kiln_cli_check_ops("--force-fallback", v))) return usage_status(st);
     a->co.force_fallback = v;
   } else if (kiln_cli_opt(argc, argv, i, "--dim", &v)) return parse_dim(v, a);
   else if (!strcmp(argv[*i], "--report")) a->report = true;
@@ -139,15 +143,19 @@ static int parse_args(int argc, char **argv, compile_args *a) {
   return -1;
 }
 
-/* ---- the artifact ---- */
+/* ---- the artifact: written whole (kiln_dir_begin), the manifest last ---- */
 static kiln_status write_manifest(const compile_args *a, const char *path) {
   kiln_strbuf b = {0};
-  kiln_strbuf_printf(&b,
-                     "# Kiln compiled artifact: `kiln run %s --input NAME=FILE ...`\n"
-                     "format kiln-artifact 1\nmodel model.onnx\ntarget cpu\nthreads %d\n",
-                     a->out_dir, a->co.threads);
-  for (int i = 0; i < a->dims.len; i++)
-    kiln_strbuf_printf(&b, "dim %s %lld\n", a->dims.data[i].sym, (long long)a->dims.data[i].value);
+  kiln_strbuf_printf(&b, "# Kiln compiled artifact: `kiln run ");
+  kiln_esc_line(&b, a->out_dir);
+  kiln_strbuf_printf(&b, " --input NAME=FILE ...`\n"
+                         "format kiln-artifact 1\nmodel model.onnx\ntarget cpu\n");
+  if (a->co.threads > 0) kiln_strbuf_printf(&b, "threads %d\n", a->co.threads);
+  for (int i = 0; i < a->dims.len; i++) {
+    kiln_strbuf_printf(&b, "dim ");
+    kiln_esc_line(&b, a->dims.data[i].sym);
+    kiln_strbuf_printf(&b, " %lld\n", (long long)a->dims.data[i].value);
+  }
   if (a->co.force_fallback) kiln_strbuf_printf(&b, "force-fallback %s\n", a->co.force_fallback);
   for (int i = 0; i < a->pass_args.len; i++)
     kiln_strbuf_printf(&b, "pass-flag %s\n", a->pass_args.data[i]);
@@ -156,17 +164,76 @@ static kiln_status write_manifest(const compile_args *a, const char *path) {
   return st;
 }
 
-/* Saves the model as imported (before the passes rewrite it) and prepares DIR/src. */
+/* Saves the model as imported (before the passes rewrite it) and prepares TMP/src. The model
+ * is model.onnx.part until the end: an interrupted compile's folder is not a model folder. */
 static kiln_status start_artifact(compile_args *a, const kiln_graph *g, char *src, size_t n) {
   char path[4200];
-  KILN_TRY(kiln_make_dirs(a->out_dir));
-  snprintf(path, sizeof path, "%s/model.onnx", a->out_dir);
+  KILN_TRY(kiln_dir_begin(a->out_dir, &a->art));
+  snprintf(path, sizeof path, "%s/model.onnx.part", a->art.tmp);
   KILN_TRY(kiln_onnx_save(g, path));
-  snprintf(src, n, "%s/src", a->out_dir);
+  snprintf(src, n, "%s/src", a->art.tmp);
   KILN_TRY(kiln_make_dirs(src));
   a->co.keep_sources = src;
-  snprintf(path, sizeof path, "%s/manifest.txt", a->out_dir);
-  return write_manifest(a, path);
+  return KILN_OK;
+}
+
+/* The model under its name, the report, then the manifest (what makes the folder an
+ * artifact), then the rename of the folder. */
+static kiln_status finish_artifact(compile_args *a, const kiln_strbuf *rep) {
+  char path[4200], part[4200];
+  snprintf(part, sizeof part, "%s/model.onnx.part", a->art.tmp);
+  snprintf(path, sizeof path, "%s/model.onnx", a->art.tmp);
+  if (rename(part, path) != 0) return kiln_system_error("cannot rename '%s'", part);
+  snprintf(path, sizeof path, "%s/report.txt", a->art.tmp);
+  KILN_TRY(kiln_write_file(path, rep->data ? rep->data : "", rep->len));
+  snprintf(path, sizeof path, "%s/manifest.txt", a->art.tmp);
+  KILN_TRY(write_manifest(a, path));
+  return kiln_dir_commit(&a->art);
+}
+
+/* Output folders must not replace the input model: DIR/model.onnx of -o, or a file of
+ * --emit-c / --emit-cuda, being the model itself (any link to it) is refused up front. */
+static kiln_status check_outputs(const compile_args *a, const char *model_file) {
+  static const char *const emitted[] = {"model.c",  "model.h",    "model.bin",  "main.c",
+                                        "model.cu", "launch.txt", "report.txt", "model.ptx"};
+  if (a->out_dir) KILN_TRY(kiln_cli_artifact_check_dest(a->out_dir, model_file));
+  const char *dirs[] = {a->emit_dir, a->cuda_dir};
+  for (int d = 0; d < 2; d++) {
+    struct stat sb;
+    if (dirs[d] && stat(dirs[d], &sb) == 0 && !S_ISDIR(sb.st_mode))
+      return kiln_invalid("'%s' exists and is not a folder", dirs[d]);
+    for (size_t i = 0; dirs[d] && i < sizeof emitted / sizeof emitted[0]; i++) {
+      char path[4200];
+      snprintf(path, sizeof path, "%s/%s", dirs[d], emitted[i]);
+      if (kiln_same_file(path, model_file))
+        return kiln_invalid("'%s' would replace the input model '%s'", path, model_file);
+    }
+  }
+  return KILN_OK;
+}
+
+/* --emit-c / --emit-cuda: a new folder is written whole (kiln_dir_begin), so a failure
+ * leaves none; into an existing folder (the user's own) file by file, each atomically. */
+static kiln_status emit_folder(const char *dir, kiln_status (*emit)(const void *, const char *),
+                               const void *arg) {
+  struct stat sb;
+  if (stat(dir, &sb) == 0) return emit(arg, dir);
+  kiln_dir_writer w;
+  KILN_TRY(kiln_dir_begin(dir, &w));
+  kiln_status st = emit(arg, w.tmp);
+  if (st) {
+    kiln_dir_abort(&w);
+    return st;
+  }
+  return kiln_dir_commit(&w);
+}
+
+static kiln_status emit_c(const void *compiled, const char *dir) {
+  return kiln_emit_standalone(compiled, dir, "model");
+}
+
+static kiln_status emit_cuda(const void *build, const char *dir) {
+  return kiln_cuda_build_write(build, dir);
 }
 
 static void print_summary(const compile_args *a, const kiln_cli_engine *e) {
@@ -177,7 +244,7 @@ static void print_summary(const compile_args *a, const kiln_cli_engine *e) {
          (long long)s->arena_bytes, (long long)s->lower_bound);
 }
 
-static kiln_status finish(const compile_args *a, kiln_cli_engine *e) {
+static kiln_status finish(compile_args *a, kiln_cli_engine *e) {
   kiln_strbuf fb = {0}, rep = {0};
   kiln_cli_engine_fallbacks(e, &fb);
   /* what did not compile, always: on stderr, or in the report that lists each step once */
@@ -186,17 +253,14 @@ static kiln_status finish(const compile_args *a, kiln_cli_engine *e) {
   if (a->report) fwrite(rep.data, 1, rep.len, stdout);
   print_summary(a, e);
   kiln_status st = KILN_OK;
-  char path[4200];
   if (a->out_dir) {
-    snprintf(path, sizeof path, "%s/report.txt", a->out_dir);
-    st = kiln_write_file(path, rep.data, rep.len);
+    st = finish_artifact(a, &rep);
     if (!st)
       printf("artifact: %s (run it with `kiln run %s --input NAME=FILE ...`)\n", a->out_dir,
              a->out_dir);
   }
   if (!st && a->emit_dir) {
-    st = kiln_make_dirs(a->emit_dir);
-    if (!st) st = kiln_emit_standalone(kiln_cli_engine_compiled(e), a->emit_dir, "model");
+    st = emit_folder(a->emit_dir, emit_c, kiln_cli_engine_compiled(e));
     if (!st)
       printf("standalone C: %s (build: cd %s && cc -O2 main.c model.c -lm)\n", a->emit_dir,
              a->emit_dir);
@@ -215,8 +279,7 @@ static kiln_status compile_cuda(compile_args *a, kiln_graph *g) {
   kiln_cuda_build_report(b, &rep);
   fwrite(rep.data, 1, rep.len, stdout);
   kiln_status st = KILN_OK;
-  if (a->cuda_dir) st = kiln_make_dirs(a->cuda_dir);
-  if (!st && a->cuda_dir) st = kiln_cuda_build_write(b, a->cuda_dir);
+  if (a->cuda_dir) st = emit_folder(a->cuda_dir, emit_cuda, b);
   if (!st && a->cuda_dir)
     printf("CUDA: %s (model.cu, launch.txt, report.txt%s)\n", a->cuda_dir,
            b->ptx ? ", model.ptx" : "");
@@ -229,14 +292,17 @@ static kiln_status compile_cuda(compile_args *a, kiln_graph *g) {
 
 static kiln_status compile_model(compile_args *a) {
   kiln_graph *g;
-  char src[4200];
-  KILN_TRY(kiln_cli_load(a->model, &g));
-  if (a->cuda) {
-    kiln_status cst = compile_cuda(a, g);
+  char src[4200], file[4200];
+  KILN_TRY(kiln_cli_model_file(a->model, file, sizeof file));
+  KILN_TRY(check_outputs(a, file));
+  KILN_TRY(kiln_cli_load(file, &g));
+  kiln_status st = kiln_cli_check_dim_names(g, a->dims.data, a->dims.len);
+  if (!st && a->cuda) st = compile_cuda(a, g);
+  if (st || a->cuda) {
     kiln_graph_free(g);
-    return cst;
+    return st;
   }
-  kiln_status st = a->out_dir ? start_artifact(a, g, src, sizeof src) : KILN_OK;
+  st = a->out_dir ? start_artifact(a, g, src, sizeof src) : KILN_OK;
   if (st) {
     kiln_graph_free(g);
     return st;
@@ -255,69 +321,11 @@ int kiln_cmd_compile(int argc, char **argv) {
   int rc = parse_args(argc, argv, &a);
   if (rc < 0) {
     kiln_status st = compile_model(&a);
+    kiln_dir_abort(&a.art); /* a failed compile leaves no artifact behind */
     rc = st ? kiln_cli_fail("compile", st) : 0;
   }
   for (int i = 0; i < a.dims.len; i++) free((char *)a.dims.data[i].sym);
   kiln_vec_free(&a.dims);
   kiln_vec_free(&a.pass_args);
   return rc;
-}
-
-/* ---- reading an artifact back (kiln run DIR) ---- */
-static kiln_status manifest_line(kiln_cli_artifact *a, char *line, int no) {
-  char key[32], sym[256];
-  long long n;
-  int used = 0;
-  if (sscanf(line, " %31s %n", key, &used) < 1 || key[0] == '#') return KILN_OK;
-  char *rest = line + used;
-  if (!strcmp(key, "format")) {
-    if (strcmp(rest, "kiln-artifact 1"))
-      return kiln_invalid("line %d: unknown format '%s'", no, rest);
-  } else if (!strcmp(key, "model")) {
-    snprintf(a->model, sizeof a->model, "%s/%s", a->dir, rest);
-  } else if (!strcmp(key, "target")) {
-    if (strcmp(rest, "cpu")) return kiln_unsupported("line %d: target '%s'", no, rest);
-  } else if (!strcmp(key, "threads")) {
-    a->co.threads = atoi(rest);
-  } else if (!strcmp(key, "dim")) {
-    if (sscanf(rest, "%255s %lld", sym, &n) != 2 || n < 0)
-      return kiln_invalid("line %d: bad dim", no);
-    kiln_dim_binding b = {kiln_xstrdup(sym), n};
-    kiln_vec_push(&a->dims, b);
-  } else if (!strcmp(key, "force-fallback")) {
-    a->co.force_fallback = rest;
-  } else if (!strcmp(key, "pass-flag")) {
-    kiln_status st = KILN_OK;
-    if (!kiln_cli_pass_flag(rest, &a->co.passes, &st))
-      return kiln_invalid("line %d: not a pass flag", no);
-    if (st) return kiln_status_annotate(st, "line %d", no);
-  } else {
-    return kiln_invalid("line %d: unknown key '%s'", no, key);
-  }
-  return KILN_OK;
-}
-
-kiln_status kiln_cli_artifact_load(const char *dir, kiln_cli_artifact *a) {
-  char path[4200];
-  size_t len;
-  memset(a, 0, sizeof *a);
-  kiln_compile_opts_init(&a->co);
-  snprintf(a->dir, sizeof a->dir, "%s", dir);
-  snprintf(path, sizeof path, "%s/manifest.txt", dir);
-  KILN_TRY(kiln_read_file(path, &a->text, &len));
-  int no = 0;
-  for (char *line = strtok(a->text, "\n"); line; line = strtok(NULL, "\n")) {
-    kiln_status st = manifest_line(a, line, ++no);
-    if (st) return kiln_status_annotate(st, "%s", path);
-  }
-  if (!a->model[0]) return kiln_invalid("%s: no 'model' line", path);
-  a->co.dims = a->dims.data;
-  a->co.n_dims = a->dims.len;
-  return KILN_OK;
-}
-
-void kiln_cli_artifact_free(kiln_cli_artifact *a) {
-  for (int i = 0; i < a->dims.len; i++) free((char *)a->dims.data[i].sym);
-  kiln_vec_free(&a->dims);
-  free(a->text);
 }

@@ -1,6 +1,7 @@
 /* kiln fuzz: random models (src/verify/gen.h) through the differential runner
  * (kiln_verify_run), failures deduplicated by signature and written as cases. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -90,13 +91,14 @@ typedef struct campaign {
 #define FUZZ_ENV_STREAK 3
 
 /* ---- arguments ---- */
+/* i/N with 0 <= i < N <= 1000000; 0 or the exit status of a usage error. */
 static int parse_shard(const char *v, fuzz_args *a) {
-  char *end;
-  a->shard = strtol(v, &end, 10);
-  if (end == v || *end != '/') return 1;
-  const char *p = end + 1;
-  a->shards = strtol(p, &end, 10);
-  return end == p || *end || a->shards < 1 || a->shard < 0 || a->shard >= a->shards;
+  const char *slash = v ? strchr(v, '/') : NULL;
+  if (!slash) return kiln_cli_usage("fuzz", "--shard needs i/N with 0 <= i < N");
+  char i_text[32];
+  snprintf(i_text, sizeof i_text, "%.*s", (int)(slash - v < 31 ? slash - v : 31), v);
+  if (kiln_cli_long("fuzz", "--shard N", slash + 1, 1, 1000000, &a->shards)) return 2;
+  return kiln_cli_long("fuzz", "--shard i", i_text, 0, a->shards - 1, &a->shard);
 }
 
 static int parse_backend(const char *v, fuzz_args *a) {
@@ -121,7 +123,6 @@ static void list_ops(void) {
 static int parse_args(int argc, char **argv, fuzz_args *a) {
   for (int i = 1; i < argc; i++) {
     const char *v;
-    long n;
     int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
       return fputs(fuzz_help, stdout), fputs(kiln_cli_memory_help, stdout), 0;
@@ -129,15 +130,15 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
     if (!strcmp(argv[i], "--reduce")) a->reduce = true;
     else if (!strcmp(argv[i], "-q")) a->quiet = true;
     else if (kiln_cli_opt(argc, argv, &i, "--seed", &v)) {
-      char *end;
-      if (!v || !*v || (a->seed = strtoull(v, &end, 10), *end) || v[0] == '-')
-        return kiln_cli_usage("fuzz", "--seed needs a number >= 0");
+      int64_t seed;
+      if (kiln_cli_i64("fuzz", "--seed", v, 0, INT64_MAX, &seed)) return 2;
+      a->seed = (uint64_t)seed;
     } else if (kiln_cli_opt(argc, argv, &i, "--count", &v)) {
-      if (!v || kiln_cli_int(v, &a->count) || a->count < 1) return kiln_cli_usage("fuzz", "--count needs a number >= 1");
+      if (kiln_cli_long("fuzz", "--count", v, 1, LONG_MAX, &a->count)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--time", &v)) {
-      if (!v || kiln_cli_double(v, &a->time) || !(a->time > 0)) return kiln_cli_usage("fuzz", "--time needs seconds > 0");
+      if (kiln_cli_f64("fuzz", "--time", v, 1e-3, 1e9, &a->time)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--shard", &v)) {
-      if (!v || parse_shard(v, a)) return kiln_cli_usage("fuzz", "--shard needs i/N with 0 <= i < N");
+      if (parse_shard(v, a)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
       if (!v || parse_backend(v, a)) return kiln_cli_usage("fuzz", "--backend needs cpu, cuda, cpu,cuda or none");
     } else if (kiln_cli_opt(argc, argv, &i, "--oracle", &v)) {
@@ -150,14 +151,11 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
       if (!v || !*v) return kiln_cli_usage("fuzz", "--out needs a folder");
       a->out = v;
     } else if (kiln_cli_opt(argc, argv, &i, "--max-nodes", &v)) {
-      if (!v || kiln_cli_int(v, &n) || n < 1 || n > 30) return kiln_cli_usage("fuzz", "--max-nodes needs 1..30");
-      a->max_nodes = n;
+      if (kiln_cli_long("fuzz", "--max-nodes", v, 1, 30, &a->max_nodes)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
-      if (!v || kiln_cli_int(v, &n) || n < 1 || n > 1024) return kiln_cli_usage("fuzz", "--threads needs 1..1024");
-      a->threads = n;
+      if (kiln_cli_long("fuzz", "--threads", v, 1, KILN_CLI_MAX_THREADS, &a->threads)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--cpu-every", &v)) {
-      if (!v || kiln_cli_int(v, &n) || n < 1 || n > 1000000) return kiln_cli_usage("fuzz", "--cpu-every needs a number >= 1");
-      a->cpu_every = n;
+      if (kiln_cli_long("fuzz", "--cpu-every", v, 1, 1000000, &a->cpu_every)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--ops", &v)) {
       if (!v || !*v) return kiln_cli_usage("fuzz", "--ops needs op names");
       a->ops = v;

@@ -6,9 +6,9 @@
 
 static const char *const info_help =
     "usage: kiln info MODEL [--json]\n\n"
-    "Prints the inputs and outputs of MODEL (an .onnx file) with their types, the opsets it\n"
-    "imports, how many nodes of each operator it has, and its parameter count (elements of\n"
-    "its constants). With --json, the same as a JSON object.\n";
+    "Prints the inputs and outputs of MODEL (an .onnx file or a folder holding model.onnx)\n"
+    "with their types, the opsets it imports, how many nodes of each operator it has, and its\n"
+    "parameter count (elements of its constants). With --json, the same as a JSON object.\n";
 
 typedef struct op_count {
   const char *name;

@@ -1,4 +1,5 @@
 /* kiln print MODEL: the model in Kiln's text IR, optionally after the graph passes. */
+#include <limits.h>
 #include <string.h>
 
 #include "cli.h"
@@ -6,9 +7,10 @@
 
 static const char *const print_help =
     "usage: kiln print MODEL [--full] [--elide N] [--after PASS|all] [pass flags]\n\n"
-    "Prints MODEL (.onnx, or .kiln text IR) as Kiln's text IR (docs/IR.md) after type\n"
-    "inference. Constants with more than N elements (default 16) are elided as\n"
-    "'<N elements>'; --full prints every value, so that the output parses back.\n\n"
+    "Prints MODEL (.onnx, .kiln text IR, or a folder holding model.onnx) as Kiln's text IR\n"
+    "(docs/IR.md) after type inference. Constants with more than N elements (default 16)\n"
+    "are elided as '<N elements>'; --full prints every value, so that the output parses\n"
+    "back.\n\n"
     "  --after PASS|all         run the pass pipeline up to and including the first\n"
     "                           application of PASS (all: the whole pipeline) and print the\n"
     "                           result; '--after fusion' shows the fusion groups\n"
@@ -51,8 +53,7 @@ static int parse_args(int argc, char **argv, print_args *a) {
       a->po.stop_after = v;
       a->run_passes = true;
     } else if (kiln_cli_opt(argc, argv, &i, "--elide", &v)) {
-      if (!v || kiln_cli_int(v, &a->elide) || a->elide < 0)
-        return kiln_cli_usage("print", "--elide needs a number >= 0");
+      if (kiln_cli_long("print", "--elide", v, 0, LONG_MAX, &a->elide)) return 2;
     } else if (kiln_cli_max_memory("print", argc, argv, &i, &mrc)) {
       if (mrc > 0) return mrc;
     } else if (argv[i][0] == '-') return kiln_cli_usage("print", "unknown option '%s'", argv[i]);

@@ -57,15 +57,9 @@ static int parse_args(int argc, char **argv, reduce_args *a) {
       if (!v || !v[0]) return kiln_cli_usage("reduce", "--out needs a directory");
       a->out = v;
     } else if (kiln_cli_opt(argc, argv, &i, "--max-tests", &v)) {
-      long n;
-      if (!v || kiln_cli_int(v, &n) || n < 1 || n > 100000000)
-        return kiln_cli_usage("reduce", "--max-tests needs a positive count");
-      a->o.max_tests = (int)n;
+      if (kiln_cli_int("reduce", "--max-tests", v, 1, 100000000, &a->o.max_tests)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--time", &v)) {
-      double t;
-      if (!v || kiln_cli_double(v, &t) || !(t > 0) || t > 1e9)
-        return kiln_cli_usage("reduce", "--time needs a positive number of seconds");
-      a->o.max_seconds = t;
+      if (kiln_cli_f64("reduce", "--time", v, 1e-3, 1e9, &a->o.max_seconds)) return 2;
     } else if (kiln_cli_max_memory("reduce", argc, argv, &i, &mrc)) {
       if (mrc > 0) return mrc;
     } else if (argv[i][0] == '-') {
@@ -88,8 +82,9 @@ static void replay_command(const char *dir, char *out, size_t len) {
   snprintf(path, sizeof path, "%s/case.txt", dir);
   kiln_status st = kiln_read_file(path, &text, &n);
   kiln_status_free(st);
-  const char *c = text ? strstr(text, "command: ") : NULL;
-  if (c) snprintf(out, len, "%.*s", (int)strcspn(c + 9, "\n"), c + 9);
+  char c[1400] = "";
+  if (text) kiln_verify_case_field(text, "command", c, sizeof c);
+  if (c[0]) snprintf(out, len, "%s", c);
   free(text);
 }
 

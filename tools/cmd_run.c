@@ -8,11 +8,14 @@
 
 static const char *const run_help =
     "usage: kiln run MODEL --input NAME=FILE ... [--output-dir DIR] [options]\n\n"
-    "MODEL is a .onnx or .kiln file, or a folder written by `kiln compile -o` (then the\n"
-    "backend is cpu, with the threads, dims and pass flags it was compiled with).\n"
+    "MODEL is a .onnx or .kiln file, a folder holding model.onnx, or a folder written by\n"
+    "`kiln compile -o` (then the backend is cpu, with the threads, dims and pass flags it was\n"
+    "compiled with).\n"
     "Runs MODEL on a backend (default: the reference interpreter). Each graph input needs\n"
     "--input NAME=FILE (.npy or .pb TensorProto); symbolic dims take the extents of the\n"
-    "inputs. Outputs are written to DIR/NAME.npy (or .pb with --format pb); without\n"
+    "inputs (each given once). Outputs are written to DIR/NAME.npy (or .pb with --format pb),\n"
+    "NAME with every byte other than letters, digits, '_', '-' and a non-leading '.' written\n"
+    "as %XX (\"a/b\" -> a%2Fb.npy), and the file of each output is printed; without\n"
     "--output-dir they are only summarized.\n\n"
     "options:\n"
     "  --backend B              interp: reference interpreter; opt: the interpreter after the\n"
@@ -25,14 +28,42 @@ static const char *const run_help =
     "  --format npy|pb          file format of written outputs (default npy)\n"
     "  --trace                  print each node as it runs\n";
 
+typedef KILN_VEC(const char *) name_list;
+
 typedef struct run_opts {
   const char *model, *out_dir, *format;
-  KILN_VEC(const char *) inputs;
-  KILN_VEC(const char *) expects;
+  name_list inputs, expects;
   double rtol, atol;
   bool report, backend_set;
   kiln_cli_engine_opts engine;
 } run_opts;
+
+static int add_named(name_list *list, const char *opt, const char *v) {
+  if (kiln_cli_named_arg("run", opt, list->data, list->len, v)) return 2;
+  kiln_vec_push(list, v);
+  return 0;
+}
+
+/* --output-dir, or the nearest of its parents that exists, must be a folder: a file there is
+ * found before anything runs. */
+static int check_out_dir(const char *v) {
+  struct stat sb;
+  if (!v || !*v) return kiln_cli_usage("run", "--output-dir needs a folder");
+  char *p = kiln_xstrdup(v);
+  int rc = 0;
+  for (;;) {
+    if (stat(p, &sb) == 0) {
+      if (!S_ISDIR(sb.st_mode))
+        rc = kiln_cli_usage("run", "--output-dir '%s': '%s' exists and is not a folder", v, p);
+      break;
+    }
+    char *slash = strrchr(p, '/');
+    if (!slash || slash == p) break;
+    *slash = 0;
+  }
+  free(p);
+  return rc;
+}
 
 static int parse_args(int argc, char **argv, run_opts *o) {
   o->rtol = 1e-3;
@@ -47,13 +78,11 @@ static int parse_args(int argc, char **argv, run_opts *o) {
       return 0;
     }
     if (kiln_cli_opt(argc, argv, &i, "--input", &v)) {
-      if (!v || !strchr(v, '=')) return kiln_cli_usage("run", "--input needs NAME=FILE");
-      kiln_vec_push(&o->inputs, v);
+      if (add_named(&o->inputs, "--input", v)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--expect", &v)) {
-      if (!v || !strchr(v, '=')) return kiln_cli_usage("run", "--expect needs NAME=FILE");
-      kiln_vec_push(&o->expects, v);
+      if (add_named(&o->expects, "--expect", v)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--output-dir", &v)) {
-      if (!v) return kiln_cli_usage("run", "--output-dir needs a folder");
+      if (check_out_dir(v)) return 2;
       o->out_dir = v;
     } else if (kiln_cli_opt(argc, argv, &i, "--format", &v)) {
       if (!v || (strcmp(v, "npy") && strcmp(v, "pb")))
@@ -65,16 +94,13 @@ static int parse_args(int argc, char **argv, run_opts *o) {
                               v ? v : "");
       o->backend_set = true;
     } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
-      long n;
-      if (kiln_cli_int(v, &n) || n < 1 || n > 1024)
-        return kiln_cli_usage("run", "--threads needs a number in 1..1024");
-      o->engine.threads = (int)n;
+      if (kiln_cli_threads("run", v, &o->engine.threads)) return 2;
     } else if (!strcmp(argv[i], "--report")) {
       o->report = true;
     } else if (kiln_cli_opt(argc, argv, &i, "--rtol", &v)) {
-      if (kiln_cli_double(v, &o->rtol)) return kiln_cli_usage("run", "--rtol needs a number");
+      if (kiln_cli_f64("run", "--rtol", v, 0, 1e9, &o->rtol)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--atol", &v)) {
-      if (kiln_cli_double(v, &o->atol)) return kiln_cli_usage("run", "--atol needs a number");
+      if (kiln_cli_f64("run", "--atol", v, 0, 1e9, &o->atol)) return 2;
     } else if (!strcmp(argv[i], "--trace")) {
       o->engine.trace = true;
     } else if (kiln_cli_max_memory("run", argc, argv, &i, &mrc)) {
@@ -134,54 +160,70 @@ static kiln_status load_inputs(const kiln_graph *g, const run_opts *o, kiln_val 
   return st;
 }
 
-static void safe_name(const char *name, char *buf, size_t n) {
-  size_t k = 0;
-  for (; name[k] && k + 1 < n; k++) {
-    char c = name[k];
-    buf[k] = (c == '/' || c == '\\' || c == ':' || (k == 0 && c == '.')) ? '_' : c;
+/* DIR/<output name, escaped>.FORMAT: kiln_esc_file_name is injective ("a/b" -> "a%2Fb",
+ * "a_b" stays), and equal paths are refused all the same (a name cut to 200 bytes ends in a
+ * hash, which could collide), so no output ever overwrites another. */
+static kiln_status output_paths(const kiln_graph *g, const run_opts *o, char **paths) {
+  for (int i = 0; i < g->outputs.len; i++) {
+    kiln_strbuf b = {0};
+    kiln_strbuf_printf(&b, "%s/", o->out_dir);
+    kiln_esc_file_name(&b, g->values.data[g->outputs.data[i]].name);
+    kiln_strbuf_printf(&b, ".%s", o->format);
+    paths[i] = b.data;
+    struct stat sb; /* a folder or FIFO in the way is found before the run */
+    if (stat(paths[i], &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISCHR(sb.st_mode))
+      return kiln_invalid("output %d would be written to '%s', which is not a file", i, paths[i]);
+    for (int k = 0; k < i; k++)
+      if (!strcmp(paths[k], paths[i]))
+        return kiln_invalid("outputs %d and %d would both be written to '%s'", k, i, paths[i]);
   }
-  buf[k] = 0;
+  return KILN_OK;
 }
 
-static kiln_status write_outputs(const kiln_graph *g, const run_opts *o, kiln_val **outs) {
-  if (o->out_dir) KILN_TRY(kiln_make_dirs(o->out_dir));
-  for (int i = 0; i < g->outputs.len; i++) {
+static kiln_status write_outputs(const kiln_graph *g, const run_opts *o, kiln_val **outs,
+                                 char **paths) {
+  int n = g->outputs.len;
+  kiln_status st = o->out_dir ? kiln_make_dirs(o->out_dir) : KILN_OK;
+  for (int i = 0; !st && i < n; i++) {
     const char *name = g->values.data[g->outputs.data[i]].name;
-    char tb[128], fn[200], path[4096];
+    char tb[128];
     if (outs[i]->kind != KILN_TYPE_TENSOR || !outs[i]->t) {
       printf("output %s: (non-tensor value)\n", name);
       continue;
     }
     printf("output %-20s %s", name, kiln_tensor_type_str(outs[i]->t, tb, sizeof tb));
-    if (o->out_dir) {
-      safe_name(name, fn, sizeof fn);
-      snprintf(path, sizeof path, "%s/%s.%s", o->out_dir, fn, o->format);
-      if (!strcmp(o->format, "pb")) KILN_TRY(kiln_pb_write_tensor(path, outs[i]->t, name));
-      else KILN_TRY(kiln_npy_write(path, outs[i]->t));
-      printf("  -> %s", path);
-    }
+    if (paths[i] && !strcmp(o->format, "pb")) st = kiln_pb_write_tensor(paths[i], outs[i]->t, name);
+    else if (paths[i]) st = kiln_npy_write(paths[i], outs[i]->t);
+    if (!st && paths[i]) printf("  -> %s", paths[i]);
     printf("\n");
   }
-  return KILN_OK;
+  return st;
 }
 
-static kiln_status check_expects(const kiln_graph *g, const run_opts *o, kiln_val **outs,
-                                 int *mismatches) {
+/* The expected outputs, read before the run: a wrong name or an unreadable file is bad
+ * input, reported before anything long runs. */
+static kiln_status load_expects(const kiln_graph *g, const run_opts *o, kiln_val **wants) {
   KILN_TRY(check_arg_names(g, o->expects.data, o->expects.len, g->outputs.data, g->outputs.len,
                            "output"));
   for (int i = 0; i < g->outputs.len; i++) {
     const kiln_value *v = &g->values.data[g->outputs.data[i]];
     const char *file = find_arg(o->expects.data, o->expects.len, v->name);
-    if (!file) continue;
-    kiln_val *want;
-    KILN_TRYF(kiln_tensor_file_read(file, &v->type, &want), "expected output '%s'", v->name);
-    char msg[512];
-    bool ok = kiln_cli_compare(outs[i], want, o->rtol, o->atol, msg, sizeof msg);
-    printf("check %-20s %s%s%s\n", v->name, ok ? "ok" : "MISMATCH", ok ? "" : ": ", ok ? "" : msg);
-    *mismatches += !ok;
-    kiln_val_free(want);
+    if (file)
+      KILN_TRYF(kiln_tensor_file_read(file, &v->type, &wants[i]), "expected output '%s'", v->name);
   }
   return KILN_OK;
+}
+
+static void check_expects(const kiln_graph *g, const run_opts *o, kiln_val **outs, kiln_val **wants,
+                          int *mismatches) {
+  for (int i = 0; i < g->outputs.len; i++) {
+    if (!wants[i]) continue;
+    const char *name = g->values.data[g->outputs.data[i]].name;
+    char msg[512];
+    bool ok = kiln_cli_compare(outs[i], wants[i], o->rtol, o->atol, msg, sizeof msg);
+    printf("check %-20s %s%s%s\n", name, ok ? "ok" : "MISMATCH", ok ? "" : ": ", ok ? "" : msg);
+    *mismatches += !ok;
+  }
 }
 
 /* MODEL may be an artifact folder of `kiln compile -o`: its model, on the cpu backend with
@@ -195,7 +237,10 @@ static kiln_status open_model(run_opts *o, kiln_cli_artifact *art, kiln_graph **
     if (!o->backend_set) o->engine.backend = KILN_CLI_CPU;
     if (o->engine.threads > 0) art->co.threads = o->engine.threads;
     o->engine.compile = &art->co;
-    return kiln_cli_load(art->model, g);
+    KILN_TRY(kiln_cli_load(art->model, g));
+    kiln_status st = kiln_cli_check_dim_names(*g, art->dims.data, art->dims.len);
+    if (st) kiln_graph_free(*g);
+    return st ? kiln_status_annotate(st, "%s/manifest.txt", o->model) : KILN_OK;
   }
   return kiln_cli_load(o->model, g);
 }
@@ -212,8 +257,12 @@ static kiln_status run_model(run_opts *o, int *mismatches) {
   int n_in = g->inputs.len, n_out = g->outputs.len;
   kiln_val **ins = kiln_xcalloc((size_t)n_in + 1, sizeof *ins);
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  kiln_val **wants = kiln_xcalloc((size_t)n_out + 1, sizeof *wants);
+  char **paths = kiln_xcalloc((size_t)n_out + 1, sizeof *paths);
   kiln_cli_engine *e = NULL;
   kiln_status st = load_inputs(g, o, ins);
+  if (!st) st = load_expects(g, o, wants);
+  if (!st && o->out_dir) st = output_paths(g, o, paths);
   if (st) kiln_graph_free(g);
   else st = kiln_cli_engine_new(g, &o->engine, ins, &e);
   double t0 = kiln_cli_seconds();
@@ -229,13 +278,15 @@ static kiln_status run_model(run_opts *o, int *mismatches) {
     const kiln_graph *rg = kiln_cli_engine_graph(e);
     printf("ran %s on backend %s in %.3f ms (prepared in %.1f ms)\n", o->model,
            kiln_cli_backend_name(o->engine.backend), ms, kiln_cli_engine_prepare_seconds(e) * 1e3);
-    st = write_outputs(rg, o, outs);
-    if (!st) st = check_expects(rg, o, outs, mismatches);
+    st = write_outputs(rg, o, outs, paths);
+    if (!st) check_expects(rg, o, outs, wants, mismatches);
   }
   for (int i = 0; i < n_in; i++) kiln_val_free(ins[i]);
-  for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
+  for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]), kiln_val_free(wants[i]), free(paths[i]);
+  free(paths);
   free(ins);
   free(outs);
+  free(wants);
   kiln_cli_engine_free(e);
   kiln_cli_artifact_free(&art);
   return st;

@@ -330,16 +330,14 @@ static int parse_args(int argc, char **argv, test_opts *o) {
       return 0;
     }
     if (kiln_cli_opt(argc, argv, &i, "--rtol", &v)) {
-      if (kiln_cli_double(v, &o->rtol)) return kiln_cli_usage("test-onnx", "--rtol needs a number");
+      if (kiln_cli_f64("test-onnx", "--rtol", v, 0, 1e9, &o->rtol)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--atol", &v)) {
-      if (kiln_cli_double(v, &o->atol)) return kiln_cli_usage("test-onnx", "--atol needs a number");
+      if (kiln_cli_f64("test-onnx", "--atol", v, 0, 1e9, &o->atol)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--timeout", &v)) {
-      if (kiln_cli_int(v, &o->timeout) || o->timeout <= 0)
-        return kiln_cli_usage("test-onnx", "--timeout needs a positive number of seconds");
+      if (kiln_cli_long("test-onnx", "--timeout", v, 1, 1000000, &o->timeout)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--jobs", &v) ||
                kiln_cli_opt(argc, argv, &i, "-j", &v)) {
-      if (kiln_cli_int(v, &o->jobs) || o->jobs <= 0 || o->jobs > 256)
-        return kiln_cli_usage("test-onnx", "--jobs needs a number of processes in 1..256");
+      if (kiln_cli_long("test-onnx", "--jobs", v, 1, 256, &o->jobs)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--expect", &v)) {
       if (!v) return kiln_cli_usage("test-onnx", "--expect needs a file");
       kiln_vec_push(&o->expect_paths, v);
@@ -508,14 +506,26 @@ int kiln_cmd_test_onnx(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   int rc = parse_args(argc, argv, &o);
   if (rc < 0) {
+    /* --json: the file is opened (a folder or FIFO refused) before the run, the text kept in
+     * memory and written through the file writer at the end */
+    kiln_file_writer *jf = NULL;
+    char *text = NULL;
+    size_t len = 0;
     FILE *json = NULL;
-    if (o.json_path && !(json = fopen(o.json_path, "w"))) {
-      rc = kiln_cli_usage("test-onnx", "cannot write '%s'", o.json_path);
+    kiln_status st = o.json_path ? kiln_file_open(o.json_path, &jf) : KILN_OK;
+    if (!st && jf && !(json = open_memstream(&text, &len)))
+      st = kiln_system_error("cannot write '%s'", o.json_path);
+    if (st) {
+      kiln_file_abort(jf);
+      rc = kiln_cli_fail("test-onnx", st);
     } else {
       if (json) fprintf(json, "[");
       run_all(&o, json);
-      if (json) fprintf(json, "\n]\n"), fclose(json);
       rc = (int)o.timeout;
+      if (json) fprintf(json, "\n]\n"), fclose(json);
+      if (jf) kiln_file_write(jf, text, len), st = kiln_file_commit(jf);
+      if (st) rc = kiln_cli_fail("test-onnx", st);
+      free(text);
     }
   }
   for (int i = 0; i < o.cases.len; i++) free(o.cases.data[i]);

@@ -71,8 +71,9 @@ static int parse_backend(const char *v, kiln_verify_opts *o) {
 
 static int parse_dim(const char *v, verify_args *a) {
   const char *eq = v ? strchr(v, '=') : NULL;
-  long n;
-  if (!eq || eq == v || kiln_cli_int(eq + 1, &n) || n < 0) return -1;
+  int64_t n;
+  if (!eq || eq == v) return kiln_cli_usage("verify", "--dim needs SYM=N (N >= 0)");
+  if (kiln_cli_i64("verify", "--dim", eq + 1, 0, KILN_CLI_MAX_DIM, &n)) return 2;
   kiln_dim_binding b = {v, n};
   kiln_vec_push(&a->dims, b);
   return 0;
@@ -82,7 +83,6 @@ static int parse_dim(const char *v, verify_args *a) {
 static int parse_args(int argc, char **argv, verify_args *a) {
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
-    long n;
     int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(verify_help, stdout);
@@ -93,21 +93,19 @@ static int parse_args(int argc, char **argv, verify_args *a) {
     else if (!strcmp(argv[i], "--bisect-only")) a->o.each_pass = false;
     else if (!strcmp(argv[i], "--no-local")) a->o.local = false;
     else if (kiln_cli_opt(argc, argv, &i, "--input", &v)) {
-      if (!v || !strchr(v, '=')) return kiln_cli_usage("verify", "--input needs NAME=FILE");
+      if (kiln_cli_named_arg("verify", "--input", a->inputs.data, a->inputs.len, v)) return 2;
       kiln_vec_push(&a->inputs, v);
     } else if (kiln_cli_opt(argc, argv, &i, "--seed", &v)) {
-      if (!v || kiln_cli_int(v, &n) || n < 0)
-        return kiln_cli_usage("verify", "--seed needs a number >= 0");
-      a->seed = (unsigned long long)n;
+      int64_t seed;
+      if (kiln_cli_i64("verify", "--seed", v, 0, INT64_MAX, &seed)) return 2;
+      a->seed = (unsigned long long)seed;
     } else if (kiln_cli_opt(argc, argv, &i, "--dim", &v)) {
-      if (parse_dim(v, a)) return kiln_cli_usage("verify", "--dim needs SYM=N (N >= 0)");
+      if (parse_dim(v, a)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
       if (!v || parse_backend(v, &a->o))
         return kiln_cli_usage("verify", "--backend takes cpu, cuda, cpu,cuda or none");
     } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
-      if (!v || kiln_cli_int(v, &n) || n < 1 || n > 1024)
-        return kiln_cli_usage("verify", "--threads needs a number in 1..1024");
-      a->o.threads = (int)n;
+      if (kiln_cli_threads("verify", v, &a->o.threads)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--repro", &v)) {
       if (!v || !*v) return kiln_cli_usage("verify", "--repro needs a folder");
       a->o.repro_dir = v;

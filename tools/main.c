@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -88,20 +89,130 @@ int kiln_cli_opt(int argc, char **argv, int *i, const char *name, const char **v
   return 1;
 }
 
-int kiln_cli_double(const char *s, double *out) {
-  char *end;
-  if (!s || !*s) return -1;
-  *out = strtod(s, &end);
-  return *end ? -1 : 0;
+/* Every numeric option goes through the checked parsers of base.h: the whole value, a range,
+ * no overflow, finite floats. A bad value is a usage error naming the option and the range. */
+static int number_usage(const char *cmd, kiln_status st) {
+  int rc = kiln_cli_usage(cmd, "%s", kiln_status_message(st));
+  kiln_status_free(st);
+  return rc;
 }
 
-int kiln_cli_int(const char *s, long *out) {
-  char *end;
-  if (!s || !*s) return -1;
-  *out = strtol(s, &end, 10);
-  return *end ? -1 : 0;
+int kiln_cli_i64(const char *cmd, const char *opt, const char *v, int64_t lo, int64_t hi,
+                 int64_t *out) {
+  if (!v) return kiln_cli_usage(cmd, "%s needs a value", opt);
+  kiln_status st = kiln_parse_i64(v, lo, hi, opt, out);
+  return st ? number_usage(cmd, st) : 0;
+}
+
+int kiln_cli_int(const char *cmd, const char *opt, const char *v, int lo, int hi, int *out) {
+  int64_t n;
+  int rc = kiln_cli_i64(cmd, opt, v, lo, hi, &n);
+  if (!rc) *out = (int)n;
+  return rc;
+}
+
+int kiln_cli_long(const char *cmd, const char *opt, const char *v, long lo, long hi, long *out) {
+  int64_t n;
+  int rc = kiln_cli_i64(cmd, opt, v, lo, hi, &n);
+  if (!rc) *out = (long)n;
+  return rc;
+}
+
+int kiln_cli_f64(const char *cmd, const char *opt, const char *v, double lo, double hi,
+                 double *out) {
+  if (!v) return kiln_cli_usage(cmd, "%s needs a value", opt);
+  kiln_status st = kiln_parse_f64(v, lo, hi, opt, out);
+  return st ? number_usage(cmd, st) : 0;
+}
+
+int kiln_cli_threads(const char *cmd, const char *v, int *out) {
+  return kiln_cli_int(cmd, "--threads", v, 1, KILN_CLI_MAX_THREADS, out);
+}
+
+int kiln_cli_dim(const char *cmd, const char *v, char **sym, int64_t *n) {
+  const char *eq = v ? strchr(v, '=') : NULL;
+  if (!eq || eq == v) return kiln_cli_usage(cmd, "--dim needs SYM=N");
+  char opt[300];
+  snprintf(opt, sizeof opt, "--dim %.*s", (int)(eq - v < 200 ? eq - v : 200), v);
+  if (kiln_cli_i64(cmd, opt, eq + 1, 0, KILN_CLI_MAX_DIM, n)) return 2;
+  *sym = kiln_xstrdup(v);
+  (*sym)[eq - v] = 0;
+  return 0;
+}
+
+/* The one place that turns MODEL into a model file: `kiln run DIR` is as common a slip as
+ * it is a reasonable request when DIR is a folder of the ONNX test layout. */
+kiln_status kiln_cli_model_file(const char *model, char *file, size_t n) {
+  struct stat sb;
+  if (stat(model, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    if ((size_t)snprintf(file, n, "%s", model) >= n)
+      return kiln_error(KILN_ERR_IO, "'%.100s...': the path is too long", model);
+    return KILN_OK;
+  }
+  if ((size_t)snprintf(file, n, "%s/model.onnx", model) >= n)
+    return kiln_error(KILN_ERR_IO, "'%.100s...': the path is too long", model);
+  if (stat(file, &sb) != 0)
+    return kiln_error(KILN_ERR_IO, "'%s' is a folder without model.onnx: give the model file",
+                      model);
+  return KILN_OK;
 }
 
 kiln_status kiln_cli_load(const char *path, kiln_graph **out) {
-  return kiln_load_graph(path, out);
+  char file[4200];
+  KILN_TRY(kiln_cli_model_file(path, file, sizeof file));
+  return kiln_load_graph(file, out);
+}
+
+kiln_status kiln_cli_check_ops(const char *what, const char *list) {
+  if (!*list) return kiln_invalid("%s needs op names", what);
+  for (const char *p = list;;) {
+    size_t n = strcspn(p, ",");
+    char op[64];
+    snprintf(op, sizeof op, "%.*s", (int)(n < sizeof op ? n : sizeof op - 1), p);
+    if (n >= sizeof op || kiln_op_lookup("", op) == KILN_OP_UNKNOWN)
+      return kiln_invalid("%s: unknown op '%.*s'", what, (int)(n > 60 ? 60 : n), p);
+    if (!p[n]) return KILN_OK;
+    p += n + 1;
+  }
+}
+
+/* Any value of the graph: a symbol of the inputs, or one the exporter gave to an output. */
+static bool graph_has_sym(const kiln_graph *g, const char *sym) {
+  for (int i = 0; i < g->values.len; i++) {
+    const kiln_type *t = &g->values.data[i].type;
+    for (int d = 0; t->kind == KILN_TYPE_TENSOR && d < t->rank; d++)
+      if (t->dims[d].sym && !strcmp(t->dims[d].sym, sym)) return true;
+  }
+  return false;
+}
+
+kiln_status kiln_cli_check_dim_names(const kiln_graph *g, const kiln_dim_binding *dims, int n) {
+  for (int i = 0; i < n; i++) {
+    if (graph_has_sym(g, dims[i].sym)) continue;
+    kiln_strbuf known = {0};
+    for (int k = 0; k < g->inputs.len; k++) {
+      const kiln_type *t = &g->values.data[g->inputs.data[k]].type;
+      for (int d = 0; t->kind == KILN_TYPE_TENSOR && d < t->rank; d++)
+        if (t->dims[d].sym && known.len < 200)
+          kiln_strbuf_printf(&known, "%s'%s'", known.len ? ", " : "", t->dims[d].sym);
+    }
+    kiln_status st =
+        kiln_invalid("--dim %s: the model has no symbolic dim of that name (%s%s)", dims[i].sym,
+                     known.len ? "it has " : "it has none", known.len ? known.data : "");
+    kiln_strbuf_free(&known);
+    return st;
+  }
+  return KILN_OK;
+}
+
+int kiln_cli_named_arg(const char *cmd, const char *opt, const char *const *list, int n,
+                       const char *v) {
+  const char *eq = v ? strchr(v, '=') : NULL;
+  if (!eq || eq == v) return kiln_cli_usage(cmd, "%s needs NAME=FILE", opt);
+  size_t k = (size_t)(eq - v) + 1; /* NAME= */
+  for (int i = 0; i < n; i++)
+    if (!strncmp(list[i], v, k))
+      return kiln_cli_usage(cmd, "%s '%.*s' is given twice ('%s' and '%s')", opt,
+                            (int)(k - 1 > 200 ? 200 : k - 1), v, list[i] + k, eq + 1);
+  return 0;
 }

@@ -1,6 +1,5 @@
 /* Parsing of the pass manager's flags (see pass_flags.h). */
-#include <errno.h>
-#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "pass_flags.h"
@@ -28,13 +27,7 @@ static kiln_status check_names(const char *flag, const char *list, bool all_ok) 
 }
 
 static kiln_status parse_limit(const char *v, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long n = strtoll(v, &end, 10);
-  if (!v[0] || *end || errno || n < 0)
-    return kiln_invalid("--pass-limit needs a number >= 0, not '%s'", v);
-  *out = n;
-  return KILN_OK;
+  return kiln_parse_i64(v, 0, INT32_MAX, "--pass-limit", out);
 }
 
 bool kiln_cli_pass_flag(const char *arg, kiln_pass_opts *o, kiln_status *err) {

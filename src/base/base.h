@@ -215,11 +215,46 @@ void kiln_esc_json(kiln_strbuf *b, const char *s);
  * control bytes other than tab and newline as U+FFFD. */
 void kiln_esc_html(kiln_strbuf *b, const char *s);
 
-/* ---- files ---- */
+/* ---- files (file.c) ----------------------------------------------------
+ * Every file Kiln reads from a user is opened with kiln_open_read: a folder, FIFO, socket or
+ * device is refused with a clear message (KILN_ERR_IO, exit 2) and nothing ever blocks.
+ * Every file Kiln writes goes through a kiln_file_writer (or kiln_write_file): the bytes go
+ * to a temporary file in the same folder, renamed over PATH only once every write, the flush
+ * and the close succeeded; on failure the temporary is removed and the error is
+ * KILN_ERR_SYSTEM with errno's text ("cannot write 'x': No space left on device", exit 1).
+ * A path into a missing folder is KILN_ERR_IO (exit 2). An existing character device
+ * (/dev/null, /dev/full) is written in place; an existing folder or FIFO is refused. */
+/* Opens a regular file for reading (blocking reads, close-on-exec). */
+kiln_status kiln_open_read(const char *path, int *out_fd);
 /* Reads a whole file into a malloc'd buffer (NUL-terminated, not counted in *out_len). */
 kiln_status kiln_read_file(const char *path, char **out_data, size_t *out_len);
+/* Writes a whole file: kiln_file_open + kiln_file_write + kiln_file_commit. */
 kiln_status kiln_write_file(const char *path, const void *data, size_t len);
+typedef struct kiln_file_writer kiln_file_writer;
+kiln_status kiln_file_open(const char *path, kiln_file_writer **out);
+/* Appends; the first failure is kept and reported by kiln_file_commit. */
+void kiln_file_write(kiln_file_writer *w, const void *data, size_t len);
+void kiln_file_printf(kiln_file_writer *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Flushes, closes and renames into place; frees w whatever the outcome. */
+kiln_status kiln_file_commit(kiln_file_writer *w);
+/* Removes the temporary and frees w (NULL is fine): nothing of the file is left. */
+void kiln_file_abort(kiln_file_writer *w);
+/* True when both paths exist and are the same file (device and inode, links resolved). */
+bool kiln_same_file(const char *a, const char *b);
 /* mkdir -p: creates path and its missing parents; an existing folder is fine. */
 kiln_status kiln_make_dirs(const char *path);
+/* A folder written as a whole: its files go to w->tmp, a new hidden folder next to dir
+ * (".NAME.kiln-tmp.XXXXXX"), and kiln_dir_commit renames it to dir, so that a failed or
+ * killed writer never leaves a part-written dir. An existing dir is exchanged with it in one
+ * rename (renameat2 RENAME_EXCHANGE, else two renames) and then removed whole: the caller
+ * makes sure it holds nothing that is not its own. commit and abort free w. Temporary
+ * folders of writers killed over a day ago are removed by the next kiln_dir_begin. */
+typedef struct kiln_dir_writer {
+  char *final, *tmp;
+} kiln_dir_writer;
+kiln_status kiln_dir_begin(const char *dir, kiln_dir_writer *w);
+kiln_status kiln_dir_commit(kiln_dir_writer *w);
+void kiln_dir_abort(kiln_dir_writer *w); /* removes w->tmp and everything in it */
 
 #endif

@@ -1,7 +1,5 @@
-/* Allocation helpers, the arena, growable arrays, string builders, a string
- * hash map and whole-file I/O. */
-#include <errno.h>
-#include <sys/stat.h>
+/* Allocation helpers, the arena, growable arrays, string builders and a string
+ * hash map (files are in file.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +48,9 @@ struct kiln_arena {
 
 enum { CHUNK_SIZE = 64 * 1024 };
 
-kiln_arena *kiln_arena_new(void) { return kiln_xcalloc(1, sizeof(kiln_arena)); }
+kiln_arena *kiln_arena_new(void) {
+  return kiln_xcalloc(1, sizeof(kiln_arena));
+}
 
 void kiln_arena_free(kiln_arena *a) {
   if (!a) return;
@@ -128,7 +128,9 @@ char *kiln_arena_printf(kiln_arena *a, const char *fmt, ...) {
   return p;
 }
 
-size_t kiln_arena_bytes(const kiln_arena *a) { return a->total; }
+size_t kiln_arena_bytes(const kiln_arena *a) {
+  return a->total;
+}
 
 /* ---- growable arrays ---- */
 static int grown_cap(int cap, int need) {
@@ -248,60 +250,4 @@ void kiln_strmap_free(kiln_strmap *m) {
   free(m->keys);
   free(m->vals);
   memset(m, 0, sizeof *m);
-}
-
-/* ---- files ---- */
-kiln_status kiln_read_file(const char *path, char **out_data, size_t *out_len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return kiln_error(KILN_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-  long size = -1;
-  if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-  if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return kiln_error(KILN_ERR_IO, "cannot read '%s': not a regular file", path);
-  }
-  char *data = malloc((size_t)size + 1);
-  if (!data) {
-    fclose(f);
-    return kiln_error(KILN_ERR_OOM, "cannot read '%s': %ld bytes do not fit in memory", path, size);
-  }
-  size_t n = fread(data, 1, (size_t)size, f);
-  bool err = ferror(f) || n != (size_t)size;
-  fclose(f);
-  if (err) {
-    free(data);
-    return kiln_error(KILN_ERR_IO, "cannot read '%s'", path);
-  }
-  data[size] = 0;
-  *out_data = data;
-  *out_len = (size_t)size;
-  return KILN_OK;
-}
-
-kiln_status kiln_write_file(const char *path, const void *data, size_t len) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return kiln_error(KILN_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-  size_t n = fwrite(data, 1, len, f);
-  if (fclose(f) != 0 || n != len) return kiln_error(KILN_ERR_IO, "cannot write '%s'", path);
-  return KILN_OK;
-}
-
-kiln_status kiln_make_dirs(const char *dir) {
-  if (!dir || !*dir) return kiln_error(KILN_ERR_INVALID, "empty folder name");
-  char *path = kiln_xstrdup(dir);
-  kiln_status st = KILN_OK;
-  for (char *p = path + 1; !st; p++) {
-    bool end = *p == 0;
-    if (*p != '/' && !end) continue;
-    *p = 0;
-    struct stat sb;
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-      st = kiln_error(KILN_ERR_IO, "cannot create folder '%s': %s", path, strerror(errno));
-    else if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-      st = kiln_error(KILN_ERR_IO, "'%s' is not a folder", path);
-    if (end) break;
-    *p = '/';
-  }
-  free(path);
-  return st;
 }

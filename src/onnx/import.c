@@ -446,10 +446,11 @@ char *kiln_onnx_dir_of(const char *path) {
 
 /* Maps the file read-only; falls back to reading it when it cannot be mapped. */
 kiln_status kiln_onnx_map_file(const char *path, uint8_t **out, size_t *out_len, bool *mapped) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd;
   struct stat sb;
   *mapped = false;
-  if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+  KILN_TRY(kiln_open_read(path, &fd)); /* a folder or a FIFO: a clear error, never a wait */
+  if (fstat(fd, &sb) == 0 && sb.st_size > 0) {
     void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p != MAP_FAILED) {
       close(fd);
@@ -457,7 +458,7 @@ kiln_status kiln_onnx_map_file(const char *path, uint8_t **out, size_t *out_len,
       return KILN_OK;
     }
   }
-  if (fd >= 0) close(fd);
+  close(fd);
   return kiln_read_file(path, (char **)out, out_len);
 }
 

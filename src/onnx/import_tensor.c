@@ -335,9 +335,8 @@ static kiln_status open_external(kiln_onnx_src *s, const tensor_msg *m, int *out
     st = terr(s, m, KILN_ERR_INVALID, "external data location leaves the model's folder");
     goto done;
   }
-  *out_fd = open(real_file, O_RDONLY | O_CLOEXEC);
-  if (*out_fd < 0)
-    st = kiln_error(KILN_ERR_IO, "cannot open external data '%s': %s", full.data, strerror(errno));
+  st = kiln_open_read(real_file, out_fd); /* a folder or a FIFO is refused, never waited on */
+  if (st) st = kiln_status_annotate(st, "external data of tensor '%s'", m->name ? m->name : "");
 done:
   free(real_base);
   free(real_file);

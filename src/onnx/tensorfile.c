@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx_internal.h"
 
@@ -315,8 +316,14 @@ static kiln_status npy_read_file(FILE *f, kiln_tensor **out) {
 }
 
 kiln_status kiln_npy_read(const char *path, kiln_tensor **out) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return kiln_error(KILN_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  int fd;
+  KILN_TRY(kiln_open_read(path, &fd));
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    kiln_status fst = kiln_system_error("cannot read '%s'", path);
+    close(fd);
+    return fst;
+  }
   kiln_status st = npy_read_file(f, out);
   fclose(f);
   return st ? kiln_status_annotate(st, "%s", path) : KILN_OK;
@@ -355,17 +362,16 @@ kiln_status kiln_npy_write(const char *path, const kiln_tensor *t) {
     pre[6] = 2, npre = 12;
     for (int i = 0; i < 4; i++) pre[8 + i] = (uint8_t)(hdr.len >> (8 * i));
   }
-  FILE *f = fopen(path, "wb");
-  if (!f) {
-    kiln_strbuf_free(&hdr);
-    return kiln_error(KILN_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+  kiln_file_writer *f;
+  kiln_status st = kiln_file_open(path, &f);
+  if (!st) {
+    kiln_file_write(f, pre, npre);
+    kiln_file_write(f, hdr.data, hdr.len);
+    kiln_file_write(f, t->data, kiln_tensor_nbytes(t));
+    st = kiln_file_commit(f);
   }
-  size_t n = kiln_tensor_nbytes(t);
-  bool ok = fwrite(pre, 1, npre, f) == npre && fwrite(hdr.data, 1, hdr.len, f) == hdr.len &&
-            (!n || fwrite(t->data, 1, n, f) == n);
-  ok &= fclose(f) == 0;
   kiln_strbuf_free(&hdr);
-  return ok ? KILN_OK : kiln_error(KILN_ERR_IO, "cannot write '%s'", path);
+  return st;
 }
 
 /* ---- by extension ---- */

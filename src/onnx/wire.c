@@ -258,7 +258,7 @@ void kiln_wire_put_raw(kiln_wire_writer *w, const void *p, size_t n) {
   w->n += n;
   if (!n) return;
   if (w->buf) kiln_strbuf_append(w->buf, p, n);
-  else if (w->file && fwrite(p, 1, n, w->file) != n) w->io_error = true;
+  else if (w->file) kiln_file_write(w->file, p, n);
 }
 
 void kiln_wire_put_varint(kiln_wire_writer *w, uint64_t v) {
@@ -361,11 +361,13 @@ kiln_status kiln_wire_write_buf(kiln_strbuf *out, kiln_wire_msg_fn fn, const voi
 }
 
 kiln_status kiln_wire_write_file(const char *path, kiln_wire_msg_fn fn, const void *arg) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return kiln_error(KILN_ERR_IO, "cannot open %s for writing: %s", path, strerror(errno));
+  kiln_file_writer *f;
+  KILN_TRY(kiln_file_open(path, &f));
   kiln_wire_writer w = {.file = f};
   kiln_status st = fn(&w, arg);
-  if (fclose(f) != 0) w.io_error = true;
-  if (!st && w.io_error) st = kiln_error(KILN_ERR_IO, "cannot write %s", path);
-  return st;
+  if (st) {
+    kiln_file_abort(f);
+    return st;
+  }
+  return kiln_file_commit(f);
 }

@@ -104,10 +104,9 @@ bool kiln_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *out);
 
 /* ---- writer ---- */
 typedef struct kiln_wire_writer {
-  kiln_strbuf *buf; /* append here, or */
-  FILE *file;       /* stream here; neither: count only */
-  uint64_t n;       /* bytes written or counted */
-  bool io_error;
+  kiln_strbuf *buf;       /* append here, or */
+  kiln_file_writer *file; /* stream here (errors kept by the writer); neither: count only */
+  uint64_t n;             /* bytes written or counted */
 } kiln_wire_writer;
 
 typedef kiln_status (*kiln_wire_msg_fn)(kiln_wire_writer *w, const void *arg);

@@ -213,26 +213,32 @@ static void sweep_stale_builds(const char *cache) {
 /* ---- cache entries: "KILNC1 <size> <hash>\n" + payload ---- */
 #define ENTRY_MAGIC "KILNC1"
 
-static kiln_status entry_write(const char *path, const char *tmpdir, const void *data, size_t n) {
+static kiln_status entry_write(const char *path, const void *data, size_t n) {
   hash128 h = {1, 2};
   hash_update(&h, data, n);
-  char hex[33], tmp[4096];
+  char hex[33];
   hash_hex(h, hex);
-  snprintf(tmp, sizeof tmp, "%s/entry.%d.tmp", tmpdir, (int)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return kiln_error(KILN_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
-  fprintf(f, ENTRY_MAGIC " %zu %s\n", n, hex);
-  size_t w = fwrite(data, 1, n, f);
-  if (fclose(f) != 0 || w != n) {
-    unlink(tmp);
-    return kiln_error(KILN_ERR_IO, "cannot write '%s'", tmp);
-  }
-  if (rename(tmp, path)) {
-    kiln_status st = kiln_error(KILN_ERR_IO, "cannot rename '%s': %s", tmp, strerror(errno));
-    unlink(tmp);
-    return st;
-  }
-  return KILN_OK;
+  kiln_file_writer *f;
+  KILN_TRY(kiln_file_open(path, &f)); /* a temporary next to the entry, renamed into place */
+  kiln_file_printf(f, ENTRY_MAGIC " %zu %s\n", n, hex);
+  kiln_file_write(f, data, n);
+  return kiln_file_commit(f);
+}
+
+/* "KILNC1 <size> <32 hex digits>\n": the header's length, or 0 when it is malformed. The size
+ * goes through the checked parser like any number read from a file (an entry may be damaged). */
+static size_t entry_header(const char *text, size_t len, int64_t *size, char hex[33]) {
+  const size_t m = strlen(ENTRY_MAGIC " ");
+  if (len <= m || strncmp(text, ENTRY_MAGIC " ", m)) return 0;
+  const char *p = text + m, *sp = strchr(p, ' '), *nl = sp ? strchr(sp, '\n') : NULL;
+  char num[32];
+  if (!nl || sp - p >= (ptrdiff_t)sizeof num || nl - sp - 1 != 32) return 0;
+  snprintf(num, sizeof num, "%.*s", (int)(sp - p), p);
+  memcpy(hex, sp + 1, 32);
+  hex[32] = 0;
+  kiln_status st = kiln_parse_i64(num, 0, INT64_MAX, "cache entry size", size);
+  kiln_status_free(st);
+  return st ? 0 : (size_t)(nl + 1 - text);
 }
 
 /* The payload of a valid entry (malloc'd), or false for a missing or corrupt one. */
@@ -244,23 +250,22 @@ static bool entry_read(const char *path, char **data, size_t *n) {
     kiln_status_free(st);
     return false;
   }
-  size_t size = 0;
-  char hex[33] = {0}, want[33];
-  int skip = 0;
-  if (sscanf(text, ENTRY_MAGIC " %zu %32[0-9a-f]\n%n", &size, hex, &skip) != 2 || skip <= 0 ||
-      len - (size_t)skip != size) {
+  char hex[33], want[33];
+  int64_t size = -1;
+  size_t skip = entry_header(text, len, &size, hex);
+  bool ok = skip && len - skip == (uint64_t)size;
+  if (ok) {
+    hash128 h = {1, 2};
+    hash_update(&h, text + skip, (size_t)size);
+    hash_hex(h, want);
+    ok = !strcmp(hex, want);
+  }
+  if (!ok) {
     free(text);
     return false;
   }
-  hash128 h = {1, 2};
-  hash_update(&h, text + skip, size);
-  hash_hex(h, want);
-  if (strcmp(hex, want)) {
-    free(text);
-    return false;
-  }
-  memmove(text, text + skip, size);
-  *data = text, *n = size;
+  memmove(text, text + skip, (size_t)size);
+  *data = text, *n = (size_t)size;
   return true;
 }
 
@@ -274,13 +279,27 @@ static kiln_status copy_entry_out(const char *entry, const char *dst, bool *hit)
   return st;
 }
 
-static kiln_status store_entry(const char *entry, const char *file, const char *tmpdir) {
+static kiln_status store_entry(const char *entry, const char *file) {
   char *data;
   size_t n;
   KILN_TRY(kiln_read_file(file, &data, &n));
-  kiln_status st = entry_write(entry, tmpdir, data, n);
+  kiln_status st = entry_write(entry, data, n);
   free(data);
   return st;
+}
+
+/* A fresh private folder "PARENT/PREFIX.XXXXXX" (PARENT NULL: $TMPDIR or /tmp). */
+static kiln_status make_temp_dir(const char *parent, const char *prefix, char **out) {
+  const char *td = getenv("TMPDIR");
+  kiln_strbuf t = {0};
+  kiln_strbuf_printf(&t, "%s/%s.XXXXXX", parent ? parent : td && *td ? td : "/tmp", prefix);
+  if (!mkdtemp(t.data)) {
+    kiln_status st = kiln_system_error("cannot create a build folder '%s'", t.data);
+    kiln_strbuf_free(&t);
+    return st;
+  }
+  *out = t.data;
+  return KILN_OK;
 }
 
 /* ---- the compiler: identity and OpenMP support, probed once per command ---- */
@@ -336,11 +355,12 @@ static kiln_status probe_compiler_locked(const char *cc, const char *tmpdir, pro
   kiln_strbuf_printf(&cmd, "%s --version", cc);
   kiln_status st = run_sh(cmd.data, log, "the C compiler");
   kiln_strbuf_free(&cmd);
-  if (st) { /* `cc --version` compiles nothing of Kiln's: any failure is the environment's */
+  if (st) { /* the environment lacks a tool: not a failure of Kiln or of the model */
     unlink(log);
-    kiln_status sys =
-        kiln_error(KILN_ERR_SYSTEM, "no usable C compiler (set CC or the cc option): %s",
-                   kiln_status_message(st));
+    kiln_status sys = kiln_error(KILN_ERR_SYSTEM,
+                                 "no usable C compiler '%s' (set CC or the cc "
+                                 "option): %s",
+                                 cc, kiln_status_message(st));
     kiln_status_free(st);
     return sys;
   }
@@ -349,6 +369,10 @@ static kiln_status probe_compiler_locked(const char *cc, const char *tmpdir, pro
   size_t len;
   KILN_TRY(kiln_read_file(log, &text, &len));
   unlink(log);
+  if (!len) { /* a full disk can swallow the output: never key the cache on nothing */
+    free(text);
+    return kiln_error(KILN_ERR_SYSTEM, "the C compiler '%s' printed no version", cc);
+  }
   hash_str(&p.ident, cc);
   hash_update(&p.ident, text, len);
   free(text);
@@ -360,10 +384,18 @@ static kiln_status probe_compiler_locked(const char *cc, const char *tmpdir, pro
   return KILN_OK;
 }
 
-static kiln_status probe_compiler(const char *cc, const char *tmpdir, probe *out) {
+/* In a private folder of its own: the probe must not depend on a usable kernel cache. */
+static kiln_status probe_compiler(const char *cc, probe *out) {
+  char *tmpdir = NULL;
   pthread_mutex_lock(&g_probe_lock);
-  kiln_status st = probe_compiler_locked(cc, tmpdir, out);
+  bool known = false;
+  for (int i = 0; i < g_probes.len && !known; i++)
+    if (!strcmp(g_probes.data[i].cc, cc)) *out = g_probes.data[i], known = true;
+  kiln_status st = known ? KILN_OK : make_temp_dir(NULL, "kiln-probe", &tmpdir);
+  if (!st && !known) st = probe_compiler_locked(cc, tmpdir, out);
   pthread_mutex_unlock(&g_probe_lock);
+  if (tmpdir) rmdir(tmpdir);
+  free(tmpdir);
   return st;
 }
 
@@ -378,7 +410,8 @@ typedef struct build {
   kiln_strbuf flags;
   int n_units;
   hash128 *keys;
-  bool *have; /* object present in tmpdir */
+  bool *have;                /* object present in tmpdir */
+  kiln_status cache_failure; /* the first failed store into the cache, or KILN_OK */
 } build;
 
 static char *tmp_file(build *b, const char *fmt, int i) {
@@ -406,37 +439,24 @@ static kiln_status make_cache_dirs(const char *cache) {
   KILN_TRY(kiln_make_dirs(sub));
   snprintf(sub, sizeof sub, "%s/lib", cache);
   KILN_TRY(kiln_make_dirs(sub));
-  if (access(cache, W_OK)) return kiln_error(KILN_ERR_IO, "cannot write to '%s'", cache);
+  if (access(cache, W_OK)) return kiln_system_error("cannot write to '%s'", cache);
   return KILN_OK;
 }
 
-static kiln_status build_init(build *b, const kiln_cc_opts *o) {
+/* cache: the cache folder to use (the build folder is made inside it, so that entries are
+ * renamed within one file system and the library is loaded from a folder known to allow
+ * it), or NULL for a private build folder in $TMPDIR. */
+static kiln_status build_init(build *b, const kiln_cc_opts *o, const char *cache) {
   memset(b, 0, sizeof *b);
   b->o = o;
   b->cc = o->cc && *o->cc ? o->cc : getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
-  b->cache = o->no_cache ? NULL : kiln_cache_dir(o->cache_dir);
-  kiln_status st = b->cache ? make_cache_dirs(b->cache) : KILN_OK;
-  if (st) { /* an unusable cache slows compiles down but does not stop them */
-    if (o->verbose) fprintf(stderr, "[kiln] no kernel cache: %s\n", kiln_status_message(st));
-    kiln_status_free(st);
-    free(b->cache);
-    b->cache = NULL;
-  }
-  kiln_strbuf t = {0};
-  if (b->cache) {
+  if (cache) {
+    KILN_TRY(make_cache_dirs(cache));
+    b->cache = kiln_xstrdup(cache);
     sweep_stale_builds(b->cache);
-    kiln_strbuf_printf(&t, "%s/tmp.XXXXXX", b->cache);
-  } else {
-    const char *td = getenv("TMPDIR");
-    kiln_strbuf_printf(&t, "%s/kiln.XXXXXX", td && *td ? td : "/tmp");
   }
-  if (!mkdtemp(t.data)) {
-    st = kiln_error(KILN_ERR_IO, "cannot create a folder '%s': %s", t.data, strerror(errno));
-    kiln_strbuf_free(&t);
-    return st;
-  }
-  b->tmpdir = t.data;
-  KILN_TRY(probe_compiler(b->cc, b->tmpdir, &b->pr));
+  KILN_TRY(make_temp_dir(b->cache, b->cache ? "tmp" : "kiln", &b->tmpdir));
+  KILN_TRY(probe_compiler(b->cc, &b->pr));
   kiln_strbuf_printf(&b->flags, "-O2 -march=native -fPIC%s%s%s", b->pr.openmp ? " -fopenmp" : "",
                      o->cflags ? " " : "", o->cflags ? o->cflags : "");
   return KILN_OK;
@@ -451,6 +471,7 @@ static void build_free(build *b) {
   free(b->tmpdir);
   free(b->keys);
   free(b->have);
+  kiln_status_free(b->cache_failure);
 }
 
 static kiln_status keep_sources(const build *b, int n, const char *const *sources) {
@@ -545,18 +566,24 @@ static kiln_status lookup_units(build *b, kiln_cc_stats *stats) {
   return KILN_OK;
 }
 
-static kiln_status store_units(build *b, const bool *cached) {
+/* A failure to store into the cache only costs time: it is kept (the first one) for the
+ * warning, and the build goes on. */
+static void keep_cache_failure(build *b, kiln_status st) {
+  if (!st) return;
+  if (!b->cache_failure) b->cache_failure = st;
+  else kiln_status_free(st);
+}
+
+static void store_units(build *b, const bool *cached) {
   for (int i = 0; b->cache && i < b->n_units; i++) {
     if (cached[i]) continue;
     char *entry = entry_path(b, "obj", b->keys[i]);
     kiln_strbuf obj = {0};
     kiln_strbuf_printf(&obj, "%s/unit%d.o", b->tmpdir, i);
-    kiln_status st = store_entry(entry, obj.data, b->tmpdir);
+    keep_cache_failure(b, store_entry(entry, obj.data));
     free(entry);
     kiln_strbuf_free(&obj);
-    KILN_TRY(st);
   }
-  return KILN_OK;
 }
 
 static kiln_status link_library(build *b, const char *lib) {
@@ -599,24 +626,20 @@ static kiln_status build_library(build *b, const char *const *sources, const cha
   bool *cached = kiln_xcalloc((size_t)b->n_units + 1, sizeof *cached);
   memcpy(cached, b->have, (size_t)b->n_units * sizeof *cached);
   kiln_status st = compile_units(b, sources);
-  if (!st) st = store_units(b, cached);
+  if (!st) store_units(b, cached);
   free(cached);
   KILN_TRY(st);
   return link_library(b, lib);
 }
 
-kiln_status kiln_module_build(int n_units, const char *const *sources, const kiln_cc_opts *o,
-                              kiln_module **out, kiln_cc_stats *stats) {
-  kiln_cc_opts dflt = {0};
-  kiln_cc_stats dummy;
-  if (!o) o = &dflt;
-  if (!stats) stats = &dummy;
+/* One build in the cache folder cache (NULL: a private folder without a cache). */
+static kiln_status build_in(const char *cache, int n_units, const char *const *sources,
+                            const kiln_cc_opts *o, kiln_module **out, kiln_cc_stats *stats,
+                            kiln_status *cache_failure) {
   memset(stats, 0, sizeof *stats);
   stats->n_units = n_units;
-  *out = NULL;
-  if (n_units < 1) return kiln_invalid("kiln_module_build: no translation unit");
   build b;
-  kiln_status st = build_init(&b, o);
+  kiln_status st = build_init(&b, o, cache);
   if (!st && o->keep_sources) st = keep_sources(&b, n_units, sources);
   if (st) {
     build_free(&b);
@@ -636,10 +659,47 @@ kiln_status kiln_module_build(int n_units, const char *const *sources, const kil
     if (st) kiln_status_free(st), st = KILN_OK, hit = false; /* unusable entry: rebuild */
   }
   if (!st && !hit) st = build_library(&b, sources, lib, stats);
-  if (!st && !hit && entry) st = store_entry(entry, lib, b.tmpdir);
+  if (!st && !hit && entry) keep_cache_failure(&b, store_entry(entry, lib));
   if (!st && !hit) st = load_library(lib, out);
   free(entry);
+  *cache_failure = b.cache_failure, b.cache_failure = KILN_OK;
   build_free(&b);
+  return st;
+}
+
+/* One line on stderr per process: an unusable cache is worth knowing, not worth a flood. */
+static void warn_cache(const char *cache, kiln_status why) {
+  static int warned;
+  if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
+  const char *msg = kiln_status_message(why);
+  fprintf(stderr,
+          "kiln: warning: the kernel cache '%s' is not usable (%.*s); compiling without "
+          "it\n",
+          cache, (int)strcspn(msg, "\n"), msg);
+}
+
+/* An unusable cache (a file, read-only, full) only costs time: a build that fails in the
+ * cache is tried again in a private folder, and a store that fails is skipped. Only a
+ * build that fails there too is an error, and then it is that build's error. */
+kiln_status kiln_module_build(int n_units, const char *const *sources, const kiln_cc_opts *o,
+                              kiln_module **out, kiln_cc_stats *stats) {
+  kiln_cc_opts dflt = {0};
+  kiln_cc_stats dummy;
+  if (!o) o = &dflt;
+  if (!stats) stats = &dummy;
+  *out = NULL;
+  if (n_units < 1) return kiln_invalid("kiln_module_build: no translation unit");
+  char *cache = o->no_cache ? NULL : kiln_cache_dir(o->cache_dir);
+  kiln_status failure = KILN_OK;
+  kiln_status st = build_in(cache, n_units, sources, o, out, stats, &failure);
+  if (st && cache) {
+    kiln_status_free(failure);
+    failure = st;
+    st = build_in(NULL, n_units, sources, o, out, stats, &(kiln_status){KILN_OK});
+  }
+  if (!st && failure) warn_cache(cache, failure);
+  kiln_status_free(failure);
+  free(cache);
   return st;
 }
 

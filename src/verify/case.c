@@ -41,7 +41,8 @@ const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result
   return buf;
 }
 
-static kiln_status write_info(const char *dir, const kiln_verify_result *res) {
+/* case.txt in dir; its replay command names the case's final folder, named. */
+static kiln_status write_info(const char *dir, const char *named, const kiln_verify_result *res) {
   kiln_strbuf b = {0};
   const kiln_layer_result *f =
       res && res->first_failing >= 0 ? &res->layers.data[res->first_failing] : NULL;
@@ -50,11 +51,13 @@ static kiln_status write_info(const char *dir, const kiln_verify_result *res) {
   if (res && res->pass[0])
     kiln_strbuf_printf(&b, "pass: %s (application %d)\n", res->pass, res->pass_application);
   else kiln_strbuf_printf(&b, "pass: -\n");
-  kiln_strbuf_printf(&b, "where: %s\n", res && res->where[0] ? res->where : "-");
-  if (f && f->msg[0]) kiln_strbuf_printf(&b, "message: %s\n", f->msg);
+  kiln_strbuf_printf(&b, "where: "); /* names from the model: one line each, escaped */
+  kiln_esc_line(&b, res && res->where[0] ? res->where : "-");
+  if (f && f->msg[0]) kiln_strbuf_printf(&b, "\nmessage: "), kiln_esc_line(&b, f->msg);
+  kiln_strbuf_printf(&b, "\n");
   if (res && res->threads > 1) kiln_strbuf_printf(&b, "threads: %d\n", res->threads);
   char cmd[1200];
-  kiln_strbuf_printf(&b, "command: %s\n", kiln_verify_replay_command(dir, res, cmd, sizeof cmd));
+  kiln_strbuf_printf(&b, "command: %s\n", kiln_verify_replay_command(named, res, cmd, sizeof cmd));
   char *path = join(dir, "case.txt");
   kiln_status st = kiln_write_file(path, b.data, b.len);
   free(path);
@@ -78,15 +81,8 @@ static void remove_case(const char *dir, int n_in) {
   rmdir(dir); /* only when empty: other files of a folder the user gave stay */
 }
 
-kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
-                                   kiln_val *const *inputs, const kiln_verify_result *res) {
-  if (n_in != g->inputs.len)
-    return kiln_invalid("the graph takes %d inputs, %d given", g->inputs.len, n_in);
-  for (int i = 0; i < n_in; i++)
-    if (!inputs[i] || inputs[i]->kind != KILN_TYPE_TENSOR || !inputs[i]->t)
-      return kiln_unsupported("case: input '%s' is not a tensor",
-                              g->values.data[g->inputs.data[i]].name);
-  KILN_TRY(kiln_make_dirs(dir));
+static kiln_status write_files(const char *dir, const char *named, const kiln_graph *g, int n_in,
+                               kiln_val *const *inputs, const kiln_verify_result *res) {
   char *path = join(dir, "model.onnx");
   kiln_status st = kiln_onnx_save(g, path);
   free(path);
@@ -102,13 +98,37 @@ kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_i
     st = kiln_pb_write_tensor(path, inputs[i]->t, g->values.data[g->inputs.data[i]].name);
     free(path);
   }
-  if (!st) st = write_info(dir, res);
-  if (st) remove_case(dir, n_in);
+  if (!st) st = write_info(dir, named, res);
+  return st;
+}
+
+/* A new case folder is written whole (kiln_dir_begin: built next to it, renamed into place),
+ * so a full disk or a killed run never leaves half a case; into an existing folder (a
+ * --repro folder the user chose) the files are written one by one, case.txt last. */
+kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
+                                   kiln_val *const *inputs, const kiln_verify_result *res) {
+  if (n_in != g->inputs.len)
+    return kiln_invalid("the graph takes %d inputs, %d given", g->inputs.len, n_in);
+  for (int i = 0; i < n_in; i++)
+    if (!inputs[i] || inputs[i]->kind != KILN_TYPE_TENSOR || !inputs[i]->t)
+      return kiln_unsupported("case: input '%s' is not a tensor",
+                              g->values.data[g->inputs.data[i]].name);
+  struct stat sb;
+  kiln_status st;
+  if (stat(dir, &sb) == 0) {
+    st = write_files(dir, dir, g, n_in, inputs, res);
+    if (st) remove_case(dir, n_in);
+  } else {
+    kiln_dir_writer w;
+    st = kiln_dir_begin(dir, &w);
+    if (!st) st = write_files(w.tmp, dir, g, n_in, inputs, res);
+    if (!st) st = kiln_dir_commit(&w);
+    else kiln_dir_abort(&w);
+  }
   return st ? kiln_status_annotate(st, "writing the case to '%s'", dir) : KILN_OK;
 }
 
-/* The value of "key: " in case.txt, copied to out ("" when absent). */
-static void info_field(const char *text, const char *key, char *out, size_t len) {
+void kiln_verify_case_field(const char *text, const char *key, char *out, size_t len) {
   size_t k = strlen(key);
   out[0] = 0;
   for (const char *p = text; p && *p;) {
@@ -178,7 +198,7 @@ kiln_status kiln_verify_load_case(const char *dir, kiln_graph **g, kiln_val ***i
     kiln_status e = kiln_read_file(path, &text, &len);
     free(path);
     signature[0] = 0;
-    if (!e) info_field(text, "signature", signature, sig_len);
+    if (!e) kiln_verify_case_field(text, "signature", signature, sig_len);
     kiln_status_free(e); /* a case without case.txt replays without a signature */
     free(text);
   }

@@ -166,9 +166,14 @@ static kiln_status start_child(kiln_ort *o) {
     bool timed_out;
     /* importing onnxruntime takes a second or two: at least a minute, whatever the limit */
     read_line(o, fmax(request_limit(o), 60), line, sizeof line, &timed_out);
-    char ver[32];
-    int opset, ir;
-    if (sscanf(line, "ready %31s %d %d", ver, &opset, &ir) == 3) {
+    char ver[32], num[2][16];
+    int opset = 0, ir = 0;
+    bool ready = sscanf(line, "ready %31s %15s %15s", ver, num[0], num[1]) == 3;
+    kiln_status pst = ready ? kiln_parse_int(num[0], 1, 1000, "opset", &opset) : KILN_OK;
+    if (!pst && ready) pst = kiln_parse_int(num[1], 1, 1000, "IR version", &ir);
+    ready = ready && !pst;
+    kiln_status_free(pst);
+    if (ready) {
       snprintf(o->version, sizeof o->version, "onnxruntime %s (opset <= %d)", ver, opset);
     } else {
       const char *why = timed_out ? "it did not start in time"
@@ -311,7 +316,9 @@ static kiln_status request(kiln_ort *o, const char *mode, int *n_out) {
   for (int attempt = 0;; attempt++) {
     if (o->pid <= 0) KILN_TRY(restart(o, "Python is not running"));
     reply r = exchange(o, msg, line, sizeof line);
-    if (r == REPLY_OK) return *n_out = atoi(line + 3), KILN_OK;
+    if (r == REPLY_OK) /* the oracle's count is checked like any number from outside */
+      return kiln_status_annotate(kiln_parse_int(line + 3, 0, 1 << 20, "outputs", n_out),
+                                  "onnxruntime: bad reply '%.60s'", line);
     if (r == REPLY_ERROR) {
       o->stats.refused++;
       return kiln_unsupported("onnxruntime: %s", line + 6);

@@ -113,30 +113,35 @@ static bool choose_options(case_pred *p, const kiln_graph *g, int n_in, kiln_val
 
 /* The runner's base options from the replay command of case.txt ("--backend none", "--threads 4").
  */
-static void recorded_options(const char *case_dir, kiln_verify_opts *vo) {
+static kiln_status recorded_options(const char *case_dir, kiln_verify_opts *vo) {
   char path[4200], *text = NULL;
   size_t len = 0;
   snprintf(path, sizeof path, "%s/case.txt", case_dir);
   kiln_status s = kiln_read_file(path, &text, &len);
-  kiln_status_free(s);
-  if (!text) return;
-  const char *cmd = strstr(text, "command: ");
-  const char *b = cmd ? strstr(cmd, "--backend ") : NULL;
-  const char *eol = cmd ? strchr(cmd, '\n') : NULL;
-  if (b && (!eol || b < eol)) {
+  kiln_status_free(s); /* no case.txt: the default options */
+  s = KILN_OK;
+  if (!text) return KILN_OK;
+  char cmd[1400];
+  kiln_verify_case_field(text, "command", cmd, sizeof cmd);
+  const char *b = strstr(cmd, "--backend ");
+  if (b) {
     b += strlen("--backend ");
-    size_t n = strcspn(b, " \n");
+    size_t n = strcspn(b, " ");
     char list[64];
     snprintf(list, sizeof list, "%.*s", (int)(n < 63 ? n : 63), b);
     vo->cpu = strstr(list, "cpu") != NULL;
     vo->cuda = strstr(list, "cuda") != NULL;
   }
-  const char *t = cmd ? strstr(cmd, "--threads ") : NULL;
-  if (t && (!eol || t < eol)) {
-    int n = atoi(t + strlen("--threads "));
-    if (n >= 1 && n <= 1024) vo->threads = n;
+  const char *t = strstr(cmd, "--threads ");
+  if (t) {
+    t += strlen("--threads ");
+    char num[32];
+    size_t n = strcspn(t, " \r");
+    snprintf(num, sizeof num, "%.*s", (int)(n < 31 ? n : 31), t);
+    s = kiln_parse_int(num, 1, 1024, "--threads", &vo->threads);
   }
   free(text);
+  return s ? kiln_status_annotate(s, "%s", path) : KILN_OK;
 }
 
 /* Writes the reduced case with the result of a run with the options the reduction used (they
@@ -162,7 +167,7 @@ kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
   else kiln_verify_opts_init(&p.vo);
   p.vo.log = NULL;
   p.vo.repro_dir = NULL;
-  recorded_options(case_dir, &p.vo);
+  KILN_TRY(recorded_options(case_dir, &p.vo));
 
   kiln_graph *g = NULL;
   kiln_val **in = NULL;

@@ -211,6 +211,10 @@ int kiln_verify_bisect(int good, int bad, bool (*fails)(void *user, int k), void
  * `kiln verify DIR` loads model.onnx and the inputs of a case directory. */
 /* The command that replays res from the case folder dir: "kiln verify DIR" with the --backend
  * and --threads the run used when they are not the defaults. Returns buf. */
+/* The value of the line "key: value" of a case.txt text, copied to out ("" when absent). Only a
+ * line that starts with the key counts: text from a model inside another field cannot pose as
+ * one (fields are written one escaped line each). */
+void kiln_verify_case_field(const char *text, const char *key, char *out, size_t len);
 const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result *res, char *buf,
                                        size_t len);
 kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
