@@ -35,12 +35,30 @@ static void merge_dims(kiln_type *have, const kiln_type *got) {
   }
 }
 
-static kiln_status merge_type(const kiln_value *v, kiln_type *have, const kiln_type *got) {
+/* "from 'x' (i64[1,3,8,8]), 'w' (f32[4,3,3,3])": the inputs a wrong result comes from (a
+ * model input of the wrong type shows here rather than only the node). */
+static void inputs_str(const kiln_graph *g, const kiln_node *n, kiln_strbuf *b) {
+  char tb[160];
+  for (int i = 0, k = 0; i < n->n_inputs && i < 8; i++) {
+    if (n->inputs[i] < 0) continue;
+    const kiln_value *in = &g->values.data[n->inputs[i]];
+    kiln_strbuf_printf(b, "%s'%s' (%s)", k++ ? ", " : " from ", in->name,
+                       kiln_type_str(&in->type, tb, sizeof tb));
+  }
+}
+
+static kiln_status merge_type(const kiln_graph *g, const kiln_node *n, const kiln_value *v,
+                              kiln_type *have, const kiln_type *got) {
   if (got->kind == KILN_TYPE_UNKNOWN) return KILN_OK;
   if (have->kind != KILN_TYPE_UNKNOWN && types_conflict(have, got)) {
     char b1[160], b2[160];
-    return kiln_invalid("value '%s' is declared %s, but its producer computes %s", v->name,
-                        kiln_type_str(have, b1, sizeof b1), kiln_type_str(got, b2, sizeof b2));
+    kiln_strbuf from = {0};
+    inputs_str(g, n, &from);
+    kiln_status st = kiln_invalid("value '%s' is declared %s, but the node computes %s%s", v->name,
+                                  kiln_type_str(have, b1, sizeof b1),
+                                  kiln_type_str(got, b2, sizeof b2), from.data ? from.data : "");
+    kiln_strbuf_free(&from);
+    return st;
   }
   if (have->kind == KILN_TYPE_UNKNOWN || have->rank < 0) {
     kiln_dtype keep = have->dtype;
@@ -73,7 +91,7 @@ static kiln_status infer_node(kiln_graph *g, const kiln_node *n) {
     if (n->outputs[i] < 0) continue;
     kiln_value *v = &g->values.data[n->outputs[i]];
     char lb[256];
-    KILN_TRYF(merge_type(v, &v->type, &out[i]), "%s", kiln_node_label(n, lb, sizeof lb));
+    KILN_TRYF(merge_type(g, n, v, &v->type, &out[i]), "%s", kiln_node_label(n, lb, sizeof lb));
   }
   return KILN_OK;
 }

@@ -70,10 +70,8 @@ void kiln_nn_store_f64(kiln_tensor *t, const double *v) {
 void kiln_nn_store_i64(kiln_tensor *t, const int64_t *v) {
   bool is_unsigned = kiln_dtype_class_of(t->dtype) == KILN_CLASS_UINT;
   for (int64_t i = 0; i < t->numel; i++) {
-    if (is_unsigned)
-      kiln_store_u64(t->dtype, t->data, (size_t)i, (uint64_t)v[i]);
-    else
-      kiln_store_i64(t->dtype, t->data, (size_t)i, v[i]);
+    if (is_unsigned) kiln_store_u64(t->dtype, t->data, (size_t)i, (uint64_t)v[i]);
+    else kiln_store_i64(t->dtype, t->data, (size_t)i, v[i]);
   }
 }
 
@@ -139,11 +137,27 @@ kiln_status kiln_nn_bcast_map(const kiln_eval_ctx *ctx, const kiln_tensor *t, in
 
 /* ---- checks ---- */
 
+/* The value bound to the input of ctx's node that holds t, or NULL. */
+static const kiln_value *input_value(const kiln_eval_ctx *ctx, const kiln_tensor *t) {
+  for (int i = 0; ctx->node && ctx->graph && i < ctx->n_in && i < ctx->node->n_inputs; i++)
+    if (kiln_eval_in(ctx, i) == t && ctx->node->inputs[i] >= 0)
+      return &ctx->graph->values.data[ctx->node->inputs[i]];
+  return NULL;
+}
+
+/* A wrong dtype names the value that has it (often a model input declared with the wrong
+ * type), not only the node. */
 kiln_status kiln_nn_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what) {
-  if (!kiln_dtype_is_float(t->dtype))
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must have a float dtype, not %s", what,
+  if (kiln_dtype_is_float(t->dtype)) return KILN_OK;
+  const kiln_value *v = input_value(ctx, t);
+  if (v)
+    return kiln_eval_error(ctx, KILN_ERR_INVALID,
+                           "%s must have a float dtype, but it is %s'%s', "
+                           "of dtype %s",
+                           what, v->kind == KILN_VALUE_INPUT ? "the graph input " : "", v->name,
                            kiln_dtype_name(t->dtype));
-  return KILN_OK;
+  return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must have a float dtype, not %s", what,
+                         kiln_dtype_name(t->dtype));
 }
 
 kiln_status kiln_nn_need_rank(const kiln_eval_ctx *ctx, const kiln_tensor *t, int min_rank,
@@ -194,14 +208,10 @@ kiln_status kiln_nn_scalar_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t, c
 kiln_status kiln_nn_parse_autopad(const kiln_node *node, kiln_nn_autopad *out) {
   const char *s;
   KILN_TRY(kiln_node_string(node, "auto_pad", "NOTSET", &s));
-  if (!strcmp(s, "NOTSET") || !*s)
-    *out = KILN_NN_PAD_NOTSET;
-  else if (!strcmp(s, "SAME_UPPER"))
-    *out = KILN_NN_PAD_SAME_UPPER;
-  else if (!strcmp(s, "SAME_LOWER"))
-    *out = KILN_NN_PAD_SAME_LOWER;
-  else if (!strcmp(s, "VALID"))
-    *out = KILN_NN_PAD_VALID;
+  if (!strcmp(s, "NOTSET") || !*s) *out = KILN_NN_PAD_NOTSET;
+  else if (!strcmp(s, "SAME_UPPER")) *out = KILN_NN_PAD_SAME_UPPER;
+  else if (!strcmp(s, "SAME_LOWER")) *out = KILN_NN_PAD_SAME_LOWER;
+  else if (!strcmp(s, "VALID")) *out = KILN_NN_PAD_VALID;
   else {
     char buf[160];
     return kiln_invalid("%s: unknown auto_pad '%s'", kiln_node_label(node, buf, sizeof buf), s);

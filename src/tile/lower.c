@@ -416,10 +416,26 @@ static kiln_status lower_singletons(kiln_lower_ctx *c, const kiln_group *grp) {
   return KILN_OK;
 }
 
+/* A group whose every output is an empty tensor (a zero extent, as from --dim N=0) has
+ * nothing to compute: one kernel with no body defines its outputs. */
+static bool lower_empty(kiln_lower_ctx *c, const kiln_group *grp) {
+  if (grp->n_outputs == 0) return false;
+  for (int i = 0; i < grp->n_outputs; i++) {
+    const kiln_type *t = kiln_lower_static(c->g, grp->outputs[i]);
+    if (!t || kiln_lower_numel(t) != 0) return false;
+  }
+  kiln_step step;
+  kiln_tkernel *k = kiln_lower_kernel(c, grp, "empty", &step);
+  for (int i = 0; i < grp->n_outputs; i++) kiln_lower_param_value(c, k, &step, grp->outputs[i]);
+  kiln_vec_push(&c->prog->steps, step); /* the outputs stay written (not read-only) */
+  return true;
+}
+
 static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_node *n = &c->g->nodes.data[grp->nodes[0]];
   for (int i = 0; i < grp->n_nodes; i++)
     KILN_TRY(kiln_op_check(c->g, &c->g->nodes.data[grp->nodes[i]]));
+  if (!forced(c->opts, n) && lower_empty(c, grp)) return KILN_OK;
   if (grp->n_nodes == 1 && !forced(c->opts, n) && try_alias(c, n)) return KILN_OK;
   prog_mark m = mark_now(c);
   kiln_status st = lower_kernels(c, grp);
