@@ -291,6 +291,16 @@ kiln_status kiln_nn_infer_error(const kiln_infer_ctx *ctx, const char *fmt, ...)
   return kiln_invalid("%s: %s", kiln_node_label(ctx->node, label, sizeof label), msg);
 }
 
+kiln_status kiln_nn_infer_need_float(const kiln_infer_ctx *ctx, int i, const char *what) {
+  if (i >= ctx->n_in || !ctx->in[i] || !ctx->in[i]->dtype || kiln_dtype_is_float(ctx->in[i]->dtype))
+    return KILN_OK;
+  char tb[160];
+  const kiln_value *v = &ctx->graph->values.data[ctx->node->inputs[i]];
+  return kiln_nn_infer_error(ctx, "%s must be a float tensor, but it is %s'%s' (%s)", what,
+                             v->kind == KILN_VALUE_INPUT ? "the graph input " : "", v->name,
+                             kiln_type_str(ctx->in[i], tb, sizeof tb));
+}
+
 const kiln_type *kiln_nn_infer_in(const kiln_infer_ctx *ctx, int i) {
   if (i >= ctx->n_in || !ctx->in[i]) return NULL;
   const kiln_type *t = ctx->in[i];

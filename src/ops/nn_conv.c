@@ -269,7 +269,9 @@ static kiln_status convt_pads(kiln_eval_ctx *ctx, convt_geom *g) {
   return KILN_OK;
 }
 
-static bool small(int64_t v) { return v >= -INT32_MAX && v <= INT32_MAX; }
+static bool small(int64_t v) {
+  return v >= -INT32_MAX && v <= INT32_MAX;
+}
 
 /* Shapes from x dims [N, C, in...] and w dims [C, M/G, k...], both of the given rank. */
 static kiln_status convt_geom_init(kiln_eval_ctx *ctx, int rank, const int64_t *xd,
@@ -390,6 +392,10 @@ static kiln_status eval_conv_transpose(kiln_eval_ctx *ctx) {
 
 kiln_status kiln_nn_infer_conv(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_nn_infer_in(ctx, 0), *w = kiln_nn_infer_in(ctx, 1);
+  if (ctx->node->op != KILN_OP_ConvInteger) { /* Conv, DeformConv */
+    KILN_TRY(kiln_nn_infer_need_float(ctx, 0, "X"));
+    KILN_TRY(kiln_nn_infer_need_float(ctx, 1, "W"));
+  }
   if (!x || !w) return KILN_OK;
   if (x->rank < 3 || w->rank != x->rank)
     return kiln_nn_infer_error(ctx, "X and W must have the same rank >= 3");
@@ -400,10 +406,8 @@ kiln_status kiln_nn_infer_conv(kiln_infer_ctx *ctx) {
   KILN_TRY(kiln_nn_ints_n(ctx->node, "kernel_shape", win.nsp, 0, win.kernel, &has_k));
   for (int d = 0; d < win.nsp; d++) {
     if (!has_k) win.kernel[d] = w->dims[d + 2].value;
-    if (win.kernel[d] < 0)
-      win.kernel[d] = 1, win.in[d] = -1; /* unknown kernel */
-    else
-      win.in[d] = x->dims[d + 2].value;
+    if (win.kernel[d] < 0) win.kernel[d] = 1, win.in[d] = -1; /* unknown kernel */
+    else win.in[d] = x->dims[d + 2].value;
   }
   KILN_TRY(kiln_nn_window_init(ctx->node, &win, false));
   kiln_type t = *x;
@@ -421,6 +425,8 @@ kiln_status kiln_nn_infer_conv(kiln_infer_ctx *ctx) {
  * all of W's dims are known; otherwise only the rank (and the batch dim) is. */
 static kiln_status infer_conv_transpose(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_nn_infer_in(ctx, 0), *w = kiln_nn_infer_in(ctx, 1);
+  KILN_TRY(kiln_nn_infer_need_float(ctx, 0, "X"));
+  KILN_TRY(kiln_nn_infer_need_float(ctx, 1, "W"));
   if (!x || !w) return KILN_OK;
   if (x->rank < 3 || w->rank != x->rank)
     return kiln_nn_infer_error(ctx, "X and W must have the same rank >= 3");
