@@ -522,6 +522,38 @@ static void test_subgraph_reads_order_groups(void) {
   kiln_graph_free(g);
 }
 
+/* Empty tensors (a zero extent, as from --dim N=0): each group is a kernel with no body
+ * that defines its outputs (a Conv used to fall back with "no lowering for Conv"). */
+static void test_empty_tensors_lower_to_empty_kernels(void) {
+  kiln_graph *g = NULL;
+  kiln_program *p = lower_text("graph @g(%x: f32[0,3,4,4]) -> (%y: f32[0,2,4,4]) {\n"
+                               "  opset \"\" 17\n"
+                               "  %w = const f32[2,3,1,1] [1, 2, 3, 4, 5, 6]\n"
+                               "  %c = Conv(%x, %w) : f32[0,2,4,4]\n"
+                               "  %y = Relu(%c) : f32[0,2,4,4]\n"
+                               "  return %y\n"
+                               "}\n",
+                               &g);
+  if (p) {
+    CHECK(p->n_fallback == 0 && p->steps.len == 2);
+    for (int i = 0; i < p->module->kernels.len; i++)
+      CHECK(p->module->kernels.data[i]->body.len == 0);
+    kiln_plan *plan = NULL;
+    CHECK_OK(kiln_plan_program(p, NULL, &plan));
+    CHECK(plan && plan->arena_bytes == 0);
+    kiln_plan_free(plan);
+    kiln_tensor *x = NULL;
+    CHECK_OK(kiln_tensor_new(KILN_F32, 4, (int64_t[]){0, 3, 4, 4}, &x));
+    kiln_tensor *y = NULL;
+    CHECK_OK(kiln_program_interp(p, 1, &x, &y));
+    CHECK(y && y->numel == 0 && y->rank == 4 && y->dims[1] == 2);
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+  }
+  kiln_program_free(p);
+  kiln_graph_free(g);
+}
+
 TEST_MAIN(T(test_chain_reuses_two_buffers), T(test_inplace_chain_uses_one_buffer),
           T(test_inplace_refused_when_input_lives_on),
           T(test_graph_output_not_overwritten_in_place), T(test_alias_extends_life),
@@ -529,4 +561,5 @@ TEST_MAIN(T(test_chain_reuses_two_buffers), T(test_inplace_chain_uses_one_buffer
           T(test_heap_for_unknown_shapes), T(test_bad_programs_are_errors), T(test_random_programs),
           T(test_each_heuristic_is_valid), T(test_check_catches_overlap), T(test_exported_models),
           T(test_verifier_catches_unwritten_output),
-          T(test_reduction_group_stores_values_read_outside), T(test_subgraph_reads_order_groups))
+          T(test_reduction_group_stores_values_read_outside), T(test_subgraph_reads_order_groups),
+          T(test_empty_tensors_lower_to_empty_kernels))
