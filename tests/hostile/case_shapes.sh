@@ -68,3 +68,21 @@ for n in 1 3; do
   expect 0 "conv batch: --dim N=$n compiles" "$kiln" compile "$tmp/conv_batch_inf.onnx" --dim N=$n
   expect_out " 0 fallback steps" "conv batch: --dim N=$n with declared symbols does not fall back"
 done
+
+# A data-dependent value declared static (NonZero's output as [1,2]; the data has 4
+# non-zeros): the interpreter computes the real shape; compiled code and the program
+# interpreter, lowered for the declared shape, refuse the run instead of reading part of it.
+m=$tmp/declared_datadep.onnx
+model declared "$m" --mode datadep
+"$PYTHON" -c "import numpy as np; np.save('$tmp/nz.npy', np.array([1, 0, 2, 3, 0, 4], np.float32))"
+x=$("$PYTHON" -c "import onnx; print(onnx.load('$m').graph.input[0].name, end='')")
+if [ -n "$x" ] && [ "${x#*=}" = "$x" ]; then
+  expect 0 "datadep: the interpreter computes the real shape" "$kiln" run "$m" --input "$x=$tmp/nz.npy"
+  expect_out "i64\[1,4\]" "datadep: interpreter output shape"
+  for backend in cpu tile; do
+    expect 1 "datadep: $backend refuses the run" "$kiln" run "$m" --backend "$backend" \
+      --input "$x=$tmp/nz.npy"
+    expect_err "was computed as i64\[1,4\], the (plan|program) holds i64\[1,2\]" \
+      "datadep: $backend says what was computed and what was planned"
+  done
+fi

@@ -6,7 +6,8 @@
   models.py declared OUT.onnx --mode M  an MLP whose value_info and outputs declare types:
                                         sym (exporter symbols on static dims), infer (as
                                         onnx.shape_inference writes them, dims renamed to
-                                        'unk__N'), static / dtype / rank (a contradiction)
+                                        'unk__N'), static / dtype / rank (a contradiction),
+                                        datadep (NonZero's output declared [1,2])
   models.py detector OUT.onnx --mode M  an SSD-like tail: L2 norm, Shape -> ReduceProd ->
                                         Equal -> If whose branches read outer values; infer:
                                         after onnx.shape_inference, dims renamed to symbols;
@@ -136,6 +137,13 @@ def build_declared(out, seed, mode):
         [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 16])],
         [helper.make_tensor_value_info(y, TensorProto.FLOAT, out_dims)], [W],
         value_info=[helper.make_tensor_value_info(h, vi_type, vi_dims)])
+    if mode == "datadep":  # a data-dependent value (NonZero) declared with a static shape
+        nodes = [helper.make_node("NonZero", [x], [h], name="NonZero_0"),
+                 helper.make_node("Neg", [h], [y], name="Neg_1")]
+        g = helper.make_graph(
+            nodes, "declared", [helper.make_tensor_value_info(x, TensorProto.FLOAT, [6])],
+            [helper.make_tensor_value_info(y, TensorProto.INT64, [1, 2])], [],
+            value_info=[helper.make_tensor_value_info(h, TensorProto.INT64, [1, 2])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     if mode == "infer":
         del m.graph.value_info[:]
@@ -241,7 +249,7 @@ def main():
     p.add_argument("out")
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("list")
-    for cmd, modes in (("declared", ["sym", "infer", "static", "dtype", "rank"]),
+    for cmd, modes in (("declared", ["sym", "infer", "static", "dtype", "rank", "datadep"]),
                        ("detector", ["infer", "plain"]), ("conv", ["batch", "i64"]),
                        ("short_external", None)):
         p = sub.add_parser(cmd)
