@@ -444,9 +444,10 @@ char *kiln_onnx_dir_of(const char *path) {
   return d;
 }
 
-/* Maps the file read-only; falls back to reading it when it cannot be mapped. */
+/* Maps the file read-only; falls back to reading it when it cannot be mapped. O_NONBLOCK:
+ * opening a FIFO must not wait for a writer (it is not a regular file, so not mapped). */
 kiln_status kiln_onnx_map_file(const char *path, uint8_t **out, size_t *out_len, bool *mapped) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat sb;
   *mapped = false;
   if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
