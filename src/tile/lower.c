@@ -431,6 +431,21 @@ static bool lower_empty(kiln_lower_ctx *c, const kiln_group *grp) {
   return true;
 }
 
+/* The reason of a fallback whose node reads an empty tensor (a zero extent): that, rather
+ * than "no lowering for ReduceSum" (the lowerings take non-empty inputs). */
+static void empty_input_reason(kiln_lower_ctx *c, const kiln_node *n, char *reason, size_t len) {
+  for (int i = 0; i < n->n_inputs; i++) {
+    const kiln_type *t = n->inputs[i] >= 0 ? kiln_lower_static(c->g, n->inputs[i]) : NULL;
+    if (t && kiln_lower_numel(t) == 0) {
+      snprintf(reason, len,
+               "input '%.100s' is empty (a zero extent): the reference kernel "
+               "computes the result",
+               c->g->values.data[n->inputs[i]].name);
+      return;
+    }
+  }
+}
+
 static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_node *n = &c->g->nodes.data[grp->nodes[0]];
   for (int i = 0; i < grp->n_nodes; i++)
@@ -448,6 +463,7 @@ static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp) {
   char reason[256];
   snprintf(reason, sizeof reason, "%s", kiln_status_message(st));
   kiln_status_free(st);
+  if (!strncmp(reason, "no lowering for", 15)) empty_input_reason(c, n, reason, sizeof reason);
   add_fallback(c, grp->nodes[0], reason);
   return KILN_OK;
 }

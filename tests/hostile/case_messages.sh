@@ -56,6 +56,23 @@ done
 expect 0 "--dim N=0: artifact" "$kiln" compile "$tmp/conv.onnx" --dim N=0 -o "$tmp/art0"
 expect 0 "--dim N=0: artifact runs" "$kiln" run "$tmp/art0" --input pixels="$tmp/x0.npy"
 
+# empty reductions (K=0): the reference kernels say why they run, and agree with the
+# interpreter (sums 0, max -inf, an empty softmax)
+model reductions "$tmp/red.onnx"
+"$PYTHON" -c "import numpy as np; np.save('$tmp/a0.npy', np.ones((2, 0), np.float32)); np.save('$tmp/b0.npy', np.ones((0, 3), np.float32))"
+expect 0 "--dim K=0 reductions: compile" "$kiln" compile "$tmp/red.onnx" --dim K=0 --report
+expect_err "input 'a' is empty \(a zero extent\)" "--dim K=0 reductions: the fallback says the input is empty"
+grep -q "no lowering" "$tmp/out" "$tmp/err" && bad "--dim K=0 reductions: 'no lowering' in the report" || ok
+for backend in interp cpu tile; do
+  expect 0 "empty reductions on $backend" "$kiln" run "$tmp/red.onnx" --backend "$backend" \
+    --input a="$tmp/a0.npy" --input b="$tmp/b0.npy" --output-dir "$tmp/red_$backend"
+done
+for o in y s mx sm; do
+  for backend in cpu tile; do
+    expect_same "$tmp/red_interp/$o.npy" "$tmp/red_$backend/$o.npy" "empty reductions: $o on $backend"
+  done
+done
+
 # --- an input of the wrong element type: the message names the input and its type ---
 model conv "$tmp/conv_i64.onnx" --mode i64
 for cmd in info compile; do

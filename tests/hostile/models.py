@@ -15,6 +15,7 @@
   models.py conv OUT.onnx --mode M      a Conv model: batch (symbolic batch 'N'), i64 (an
                                         i64 input feeding the Conv)
   models.py short_external DIR          DIR/model.onnx whose external weights file is short
+  models.py reductions OUT.onnx         MatMul and reductions over a symbolic extent 'K'
 
 Hostile names: comment closers, quotes, backslashes, newlines, control bytes (no NUL), '..',
 '/', very long, non-ASCII, format directives, shell metacharacters.
@@ -223,6 +224,28 @@ def build_conv(out, seed, mode):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out)
 
 
+
+def build_reductions(out, seed):
+    """MatMul, ReduceSum, ReduceMax and Softmax over a symbolic extent 'K' (bound to 0: empty
+    reductions)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    f32 = TensorProto.FLOAT
+    ax = numpy_helper.from_array(np.array([1], np.int64), "ax")
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["m"]),
+             helper.make_node("ReduceSum", ["a", "ax"], ["s"], keepdims=0),
+             helper.make_node("ReduceMax", ["a", "ax"], ["mx"], keepdims=0),
+             helper.make_node("Softmax", ["a"], ["sm"], axis=1),
+             helper.make_node("Relu", ["m"], ["y"])]
+    g = helper.make_graph(
+        nodes, "reductions",
+        [helper.make_tensor_value_info("a", f32, [2, "K"]),
+         helper.make_tensor_value_info("b", f32, ["K", 3])],
+        [helper.make_tensor_value_info(o, f32, None) for o in ["y", "s", "mx", "sm"]], [ax])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), out)
+
 def build_short_external(out_dir, seed):
     import os
 
@@ -251,7 +274,7 @@ def main():
     sub.add_parser("list")
     for cmd, modes in (("declared", ["sym", "infer", "static", "dtype", "rank", "datadep"]),
                        ("detector", ["infer", "plain"]), ("conv", ["batch", "i64"]),
-                       ("short_external", None)):
+                       ("short_external", None), ("reductions", None)):
         p = sub.add_parser(cmd)
         p.add_argument("out")
         p.add_argument("--seed", type=int, default=0)
@@ -267,6 +290,8 @@ def main():
         build_detector(a.out, a.seed, a.mode)
     elif a.cmd == "conv":
         build_conv(a.out, a.seed, a.mode)
+    elif a.cmd == "reductions":
+        build_reductions(a.out, a.seed)
     elif a.cmd == "short_external":
         build_short_external(a.out, a.seed)
     else:
