@@ -278,8 +278,8 @@ static kiln_status check_typed(kiln_onnx_src *s, const tensor_msg *m, kiln_dtype
 
 /* ---- external data ---- */
 
-static kiln_status parse_size(kiln_onnx_src *s, const tensor_msg *m, const char *key,
-                              const char *v, int64_t *out) {
+static kiln_status parse_size(kiln_onnx_src *s, const tensor_msg *m, const char *key, const char *v,
+                              int64_t *out) {
   kiln_status st = kiln_parse_i64(v, 0, INT64_MAX, key, out);
   if (!st) return KILN_OK;
   char msg[300];
@@ -386,8 +386,7 @@ static kiln_status check_extent(kiln_onnx_src *s, const tensor_msg *m, int64_t o
     snprintf(msg, sizeof msg,
              "external data file '%.200s' has %lld bytes: the tensor needs %lld bytes from offset "
              "%lld, %lld are missing",
-             f, (long long)size, (long long)need, (long long)off,
-             (long long)(need - (size - off)));
+             f, (long long)size, (long long)need, (long long)off, (long long)(need - (size - off)));
   else if (len < 0 && size - off > need)
     snprintf(msg, sizeof msg,
              "external data file '%.200s' has %lld bytes after offset %lld, the tensor needs "
