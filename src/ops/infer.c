@@ -81,8 +81,8 @@ static kiln_status infer_node(kiln_graph *g, const kiln_node *n) {
   for (int i = 0; i < n->n_inputs; i++) {
     int id = n->inputs[i];
     in[i] = id >= 0 ? &g->values.data[id].type : NULL;
-    cin[i] =
-        id >= 0 && g->values.data[id].kind == KILN_VALUE_CONST ? g->values.data[id].data : NULL;
+    cin[i] = id >= 0 && g->values.data[id].kind == KILN_VALUE_CONST ? g->values.data[id].data
+                                                                       : NULL;
   }
   for (int i = 0; i < n->n_outputs; i++) out[i] = kiln_type_unknown();
   kiln_infer_ctx ctx = {g, n, n->n_inputs, in, cin, n->n_outputs, out};
@@ -131,8 +131,7 @@ kiln_status kiln_ops_validate_model(const kiln_graph *g) {
   int64_t opset = kiln_graph_opset(g, "");
   if (g->opsets.len && (opset < 0 || opset > KILN_MAX_OPSET))
     return kiln_unsupported("the model imports opset %lld of the default domain; Kiln knows "
-                            "opsets 1 to %d",
-                            (long long)opset, KILN_MAX_OPSET);
+                            "opsets 1 to %d", (long long)opset, KILN_MAX_OPSET);
   if (g->outputs.len == 0) return kiln_invalid("graph '%s' has no outputs", g->name);
   for (int i = 0; i < g->inputs.len; i++) KILN_TRY(validate_input(g, g->inputs.data[i]));
   return KILN_OK;
