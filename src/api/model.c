@@ -1,6 +1,9 @@
 /* The convenience layer of include/kiln.h over the graph IR and the interpreter. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "kiln.h"
 
@@ -9,18 +12,68 @@ struct kiln_model {
   kiln_compiled *compiled; /* NULL: run with the interpreter */
 };
 
-kiln_status kiln_load_graph(const char *path, kiln_graph **out) {
-  size_t n = strlen(path);
-  if (n > 5 && !strcmp(path + n - 5, ".kiln")) {
-    char *text;
-    size_t len;
-    KILN_TRY(kiln_read_file(path, &text, &len));
-    kiln_status st = kiln_graph_parse(text, path, out);
-    free(text);
-    KILN_TRY(st);
-  } else {
-    KILN_TRY(kiln_onnx_load(path, out));
+/* Reads up to n - 1 bytes of the start of a regular file (NUL-terminated) into buf; 0 when
+ * the file is not a regular file or cannot be read (the loader then says why). O_NONBLOCK:
+ * a FIFO must not hang the sniffing. */
+static size_t read_head(const char *path, char *buf, size_t n) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat sb;
+  ssize_t k = 0;
+  if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) k = read(fd, buf, n - 1);
+  if (fd >= 0) close(fd);
+  buf[k > 0 ? k : 0] = '\0';
+  return k > 0 ? (size_t)k : 0;
+}
+
+/* Kiln's text IR starts, after blanks and '#' comments, with the word "graph". No ONNX
+ * protobuf can: 'g' would be field 12 with wire type 7, which does not exist. */
+static bool is_text_ir(const char *head) {
+  const char *p = head;
+  for (;;) {
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+    if (*p != '#') break;
+    while (*p && *p != '\n') p++;
   }
+  return strncmp(p, "graph", 5) == 0 && (p[5] == ' ' || p[5] == '@' || p[5] == '\t');
+}
+
+/* True when the head is text (printable ASCII, blanks, UTF-8): not a protobuf. */
+static bool is_text(const char *head, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)head[i];
+    if (ch < 0x20 && ch != '\n' && ch != '\r' && ch != '\t') return false;
+  }
+  return n > 0;
+}
+
+static kiln_status load_text(const char *path, kiln_graph **out) {
+  char *text;
+  size_t len;
+  KILN_TRY(kiln_read_file(path, &text, &len));
+  kiln_status st = kiln_graph_parse(text, path, out);
+  free(text);
+  return st;
+}
+
+/* A file ending in .kiln, or any file whose content is the text IR, is parsed as text;
+ * anything else is an ONNX model. */
+static kiln_status load_any(const char *path, kiln_graph **out) {
+  size_t n = strlen(path);
+  char head[512];
+  size_t got = read_head(path, head, sizeof head);
+  if ((n > 5 && !strcmp(path + n - 5, ".kiln")) || is_text_ir(head)) return load_text(path, out);
+  kiln_status st = kiln_onnx_load(path, out);
+  if (st && kiln_status_code(st) == KILN_ERR_INVALID && is_text(head, got)) {
+    kiln_status_free(st);
+    st = kiln_invalid("%s: not an ONNX model: the file is text, not a protobuf (a file of "
+                      "Kiln's text IR starts with 'graph @NAME(' and ends in .kiln)",
+                      path);
+  }
+  return st;
+}
+
+kiln_status kiln_load_graph(const char *path, kiln_graph **out) {
+  KILN_TRY(load_any(path, out));
   kiln_status st = kiln_ops_validate_model(*out);
   if (!st) st = kiln_ops_infer_graph(*out);
   if (st) {

@@ -472,6 +472,10 @@ kiln_status kiln_onnx_load(const char *path, kiln_graph **out) {
   size_t len;
   bool mapped;
   KILN_TRY(kiln_onnx_map_file(path, &data, &len, &mapped));
+  if (len == 0) {
+    kiln_onnx_unmap(data, len, mapped);
+    return kiln_invalid("%s: the file is empty (an ONNX model is a serialized ModelProto)", path);
+  }
   kiln_onnx_src src;
   memset(&src, 0, sizeof src);
   kiln_wire_ctx_init(&src.w, data, len, "model");

@@ -278,14 +278,14 @@ static kiln_status check_typed(kiln_onnx_src *s, const tensor_msg *m, kiln_dtype
 
 /* ---- external data ---- */
 
-static kiln_status parse_size(kiln_onnx_src *s, const tensor_msg *m, const char *v, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long x = strtoll(v, &end, 10);
-  if (!v[0] || *end || errno || x < 0)
-    return terr(s, m, KILN_ERR_INVALID, "external data offset/length is not a valid size");
-  *out = x;
-  return KILN_OK;
+static kiln_status parse_size(kiln_onnx_src *s, const tensor_msg *m, const char *key, const char *v,
+                              int64_t *out) {
+  kiln_status st = kiln_parse_i64(v, 0, INT64_MAX, key, out);
+  if (!st) return KILN_OK;
+  char msg[300];
+  snprintf(msg, sizeof msg, "external data %s", kiln_status_message(st));
+  kiln_status_free(st);
+  return terr(s, m, KILN_ERR_INVALID, msg);
 }
 
 /* Normalizes a relative path lexically; false if it is absolute or climbs out with "..". */
@@ -367,6 +367,34 @@ static kiln_status alloc_tensor(kiln_onnx_src *s, const tensor_msg *m, kiln_tens
   return st;
 }
 
+/* The bytes [off, off + len) of a file of `size` bytes hold the tensor's `need` bytes (len
+ * < 0: not given, then the file must end where the tensor does). Each message says which
+ * number is wrong: "'w.bin' has 3000 bytes: the tensor needs 4000 bytes from offset 0,
+ * 1000 are missing". */
+static kiln_status check_extent(kiln_onnx_src *s, const tensor_msg *m, int64_t off, int64_t len,
+                                int64_t size, int64_t need) {
+  char msg[512];
+  const char *f = m->ext_location;
+  if (len >= 0 && len != need)
+    snprintf(msg, sizeof msg, "external data length is %lld bytes, the tensor needs %lld",
+             (long long)len, (long long)need);
+  else if (off > size)
+    snprintf(msg, sizeof msg, "external data offset %lld is past the end of '%.200s' (%lld bytes)",
+             (long long)off, f, (long long)size);
+  else if (size - off < need)
+    snprintf(msg, sizeof msg,
+             "external data file '%.200s' has %lld bytes: the tensor needs %lld bytes from offset "
+             "%lld, %lld are missing",
+             f, (long long)size, (long long)need, (long long)off, (long long)(need - (size - off)));
+  else if (len < 0 && size - off > need)
+    snprintf(msg, sizeof msg,
+             "external data file '%.200s' has %lld bytes after offset %lld, the tensor needs "
+             "%lld (no length is given, so the data must end the file)",
+             f, (long long)(size - off), (long long)off, (long long)need);
+  else return KILN_OK;
+  return terr(s, m, KILN_ERR_INVALID, msg);
+}
+
 static kiln_status read_external(kiln_onnx_src *s, const tensor_msg *m, int64_t numel,
                                  kiln_tensor **out) {
   if (!s->base_dir)
@@ -375,8 +403,8 @@ static kiln_status read_external(kiln_onnx_src *s, const tensor_msg *m, int64_t 
     return terr(s, m, KILN_ERR_INVALID, "string tensors cannot be external");
   if (!m->ext_location) return terr(s, m, KILN_ERR_INVALID, "external data has no location");
   int64_t off = 0, len = -1;
-  if (m->ext_offset) KILN_TRY(parse_size(s, m, m->ext_offset, &off));
-  if (m->ext_length) KILN_TRY(parse_size(s, m, m->ext_length, &len));
+  if (m->ext_offset) KILN_TRY(parse_size(s, m, "offset", m->ext_offset, &off));
+  if (m->ext_length) KILN_TRY(parse_size(s, m, "length", m->ext_length, &len));
   size_t need;
   KILN_TRY(kiln_onnx_packed_bytes((kiln_dtype)m->dtype, numel, &need));
   int fd;
@@ -385,13 +413,7 @@ static kiln_status read_external(kiln_onnx_src *s, const tensor_msg *m, int64_t 
   kiln_status st = KILN_OK;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
     st = terr(s, m, KILN_ERR_INVALID, "external data is not a regular file");
-  else if (len < 0) len = off <= sb.st_size ? sb.st_size - off : -1;
-  if (!st && (len != (int64_t)need || off > sb.st_size || len > sb.st_size - off)) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "external data has %lld bytes at offset %lld, the tensor needs %zu",
-             (long long)len, (long long)off, need);
-    st = terr(s, m, KILN_ERR_INVALID, msg);
-  }
+  else st = check_extent(s, m, off, len, (int64_t)sb.st_size, (int64_t)need);
   if (!st) st = alloc_tensor(s, m, out);
   if (!st) st = pread_all(fd, (*out)->data, need, off, m->name ? m->name : "");
   close(fd);

@@ -21,6 +21,13 @@ typedef struct pb_file {
 static kiln_status pb_open(const char *path, const char *root, pb_file *f) {
   memset(f, 0, sizeof *f);
   KILN_TRY(kiln_onnx_map_file(path, &f->data, &f->len, &f->mapped));
+  if (f->len == 0) {
+    kiln_onnx_unmap(f->data, f->len, f->mapped);
+    return kiln_invalid("%s: the file is empty (a .pb file holds one serialized %sProto)", path,
+                        !strcmp(root, "sequence")   ? "Sequence"
+                        : !strcmp(root, "optional") ? "Optional"
+                                                    : "Tensor");
+  }
   f->dir = kiln_onnx_dir_of(path);
   kiln_wire_ctx_init(&f->src.w, f->data, f->len, root);
   f->src.base_dir = f->dir;

@@ -4,20 +4,71 @@
 
 #include "ops.h"
 
-/* Fills what `have` leaves unknown from `got`. */
-static void merge_type(kiln_type *have, const kiln_type *got) {
-  if (got->kind == KILN_TYPE_UNKNOWN) return;
-  if (have->kind == KILN_TYPE_UNKNOWN || (have->kind == got->kind && have->rank < 0)) {
+/* Merging a type that inference computes (`got`) into the type a value already has
+ * (`have`: declared by the model, or computed before). Inferred static facts win: a known
+ * extent replaces a symbolic or unknown dim (an exporter's name for a computed dim, such as
+ * 'unk__123', must not make a static value look dynamic); a symbol from inference replaces
+ * an unknown dim or a symbol that inference does not know; what inference leaves unknown
+ * keeps what `have` says. A known fact of `have` that inference contradicts (element type,
+ * rank, a known extent) is an error naming the value: one of the two is wrong. */
+static bool dims_conflict(const kiln_type *have, const kiln_type *got) {
+  for (int i = 0; i < have->rank; i++)
+    if (have->dims[i].value >= 0 && got->dims[i].value >= 0 &&
+        have->dims[i].value != got->dims[i].value)
+      return true;
+  return false;
+}
+
+static bool types_conflict(const kiln_type *have, const kiln_type *got) {
+  if (have->kind != got->kind) return true;
+  if (have->kind == KILN_TYPE_OPTIONAL && have->elem_seq != got->elem_seq) return true;
+  if (have->dtype && got->dtype && have->dtype != got->dtype) return true;
+  if (have->rank < 0 || got->rank < 0) return false;
+  return have->rank != got->rank || dims_conflict(have, got);
+}
+
+static void merge_dims(kiln_type *have, const kiln_type *got) {
+  for (int i = 0; i < have->rank; i++) {
+    kiln_dim *h = &have->dims[i];
+    const kiln_dim *g = &got->dims[i];
+    if (g->value >= 0 || (h->value < 0 && g->sym)) *h = *g;
+  }
+}
+
+/* "from 'x' (i64[1,3,8,8]), 'w' (f32[4,3,3,3])": the inputs a wrong result comes from (a
+ * model input of the wrong type shows here rather than only the node). */
+static void inputs_str(const kiln_graph *g, const kiln_node *n, kiln_strbuf *b) {
+  char tb[160];
+  for (int i = 0, k = 0; i < n->n_inputs && i < 8; i++) {
+    if (n->inputs[i] < 0) continue;
+    const kiln_value *in = &g->values.data[n->inputs[i]];
+    kiln_strbuf_printf(b, "%s'%s' (%s)", k++ ? ", " : " from ", in->name,
+                       kiln_type_str(&in->type, tb, sizeof tb));
+  }
+}
+
+static kiln_status merge_type(const kiln_graph *g, const kiln_node *n, const kiln_value *v,
+                              kiln_type *have, const kiln_type *got) {
+  if (got->kind == KILN_TYPE_UNKNOWN) return KILN_OK;
+  if (have->kind != KILN_TYPE_UNKNOWN && types_conflict(have, got)) {
+    char b1[160], b2[160];
+    kiln_strbuf from = {0};
+    inputs_str(g, n, &from);
+    kiln_status st = kiln_invalid("value '%s' is declared %s, but the node computes %s%s", v->name,
+                                  kiln_type_str(have, b1, sizeof b1),
+                                  kiln_type_str(got, b2, sizeof b2), from.data ? from.data : "");
+    kiln_strbuf_free(&from);
+    return st;
+  }
+  if (have->kind == KILN_TYPE_UNKNOWN || have->rank < 0) {
     kiln_dtype keep = have->dtype;
     *have = *got;
     if (!have->dtype) have->dtype = keep;
-    return;
+    return KILN_OK;
   }
-  if (have->kind != got->kind) return;
   if (!have->dtype) have->dtype = got->dtype;
-  if (have->rank != got->rank) return;
-  for (int i = 0; i < have->rank; i++)
-    if (have->dims[i].value < 0 && !have->dims[i].sym) have->dims[i] = got->dims[i];
+  if (got->rank >= 0) merge_dims(have, got);
+  return KILN_OK;
 }
 
 static kiln_status infer_nodes(kiln_graph *g);
@@ -38,8 +89,12 @@ static kiln_status infer_node(kiln_graph *g, const kiln_node *n) {
   for (int i = 0; i < n->n_outputs; i++) out[i] = kiln_type_unknown();
   kiln_infer_ctx ctx = {g, n, n->n_inputs, in, cin, n->n_outputs, out};
   KILN_TRY(impl->infer(&ctx));
-  for (int i = 0; i < n->n_outputs; i++)
-    if (n->outputs[i] >= 0) merge_type(&g->values.data[n->outputs[i]].type, &out[i]);
+  for (int i = 0; i < n->n_outputs; i++) {
+    if (n->outputs[i] < 0) continue;
+    kiln_value *v = &g->values.data[n->outputs[i]];
+    char lb[256];
+    KILN_TRYF(merge_type(g, n, v, &v->type, &out[i]), "%s", kiln_node_label(n, lb, sizeof lb));
+  }
   return KILN_OK;
 }
 

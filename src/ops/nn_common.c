@@ -139,11 +139,26 @@ kiln_status kiln_nn_bcast_map(const kiln_eval_ctx *ctx, const kiln_tensor *t, in
 
 /* ---- checks ---- */
 
+/* The value bound to the input of ctx's node that holds t, or NULL. */
+static const kiln_value *input_value(const kiln_eval_ctx *ctx, const kiln_tensor *t) {
+  for (int i = 0; ctx->node && ctx->graph && i < ctx->n_in && i < ctx->node->n_inputs; i++)
+    if (kiln_eval_in(ctx, i) == t && ctx->node->inputs[i] >= 0)
+      return &ctx->graph->values.data[ctx->node->inputs[i]];
+  return NULL;
+}
+
+/* A wrong dtype names the value that has it (often a model input declared with the wrong
+ * type), not only the node. */
 kiln_status kiln_nn_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what) {
-  if (!kiln_dtype_is_float(t->dtype))
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must have a float dtype, not %s", what,
+  if (kiln_dtype_is_float(t->dtype)) return KILN_OK;
+  const kiln_value *v = input_value(ctx, t);
+  if (v)
+    return kiln_eval_error(ctx, KILN_ERR_INVALID,
+                           "%s must have a float dtype, but it is %s'%s', of dtype %s", what,
+                           v->kind == KILN_VALUE_INPUT ? "the graph input " : "", v->name,
                            kiln_dtype_name(t->dtype));
-  return KILN_OK;
+  return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must have a float dtype, not %s", what,
+                         kiln_dtype_name(t->dtype));
 }
 
 kiln_status kiln_nn_need_rank(const kiln_eval_ctx *ctx, const kiln_tensor *t, int min_rank,
@@ -279,6 +294,17 @@ kiln_status kiln_nn_infer_error(const kiln_infer_ctx *ctx, const char *fmt, ...)
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   return kiln_invalid("%s: %s", kiln_node_label(ctx->node, label, sizeof label), msg);
+}
+
+kiln_status kiln_nn_infer_need_float(const kiln_infer_ctx *ctx, int i, const char *what) {
+  if (i >= ctx->n_in || !ctx->in[i] || !ctx->in[i]->dtype ||
+      kiln_dtype_is_float(ctx->in[i]->dtype))
+    return KILN_OK;
+  char tb[160];
+  const kiln_value *v = &ctx->graph->values.data[ctx->node->inputs[i]];
+  return kiln_nn_infer_error(ctx, "%s must be a float tensor, but it is %s'%s' (%s)", what,
+                             v->kind == KILN_VALUE_INPUT ? "the graph input " : "", v->name,
+                             kiln_type_str(ctx->in[i], tb, sizeof tb));
 }
 
 const kiln_type *kiln_nn_infer_in(const kiln_infer_ctx *ctx, int i) {

@@ -390,6 +390,10 @@ static kiln_status eval_conv_transpose(kiln_eval_ctx *ctx) {
 
 kiln_status kiln_nn_infer_conv(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_nn_infer_in(ctx, 0), *w = kiln_nn_infer_in(ctx, 1);
+  if (ctx->node->op != KILN_OP_ConvInteger) { /* Conv, DeformConv */
+    KILN_TRY(kiln_nn_infer_need_float(ctx, 0, "X"));
+    KILN_TRY(kiln_nn_infer_need_float(ctx, 1, "W"));
+  }
   if (!x || !w) return KILN_OK;
   if (x->rank < 3 || w->rank != x->rank)
     return kiln_nn_infer_error(ctx, "X and W must have the same rank >= 3");
@@ -421,6 +425,8 @@ kiln_status kiln_nn_infer_conv(kiln_infer_ctx *ctx) {
  * all of W's dims are known; otherwise only the rank (and the batch dim) is. */
 static kiln_status infer_conv_transpose(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_nn_infer_in(ctx, 0), *w = kiln_nn_infer_in(ctx, 1);
+  KILN_TRY(kiln_nn_infer_need_float(ctx, 0, "X"));
+  KILN_TRY(kiln_nn_infer_need_float(ctx, 1, "W"));
   if (!x || !w) return KILN_OK;
   if (x->rank < 3 || w->rank != x->rank)
     return kiln_nn_infer_error(ctx, "X and W must have the same rank >= 3");

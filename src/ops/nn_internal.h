@@ -91,6 +91,9 @@ kiln_status kiln_nn_window_init(const kiln_node *node, kiln_nn_window *w, bool c
 /* Error naming the node of an inference context. */
 kiln_status kiln_nn_infer_error(const kiln_infer_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Error naming the value (and its type) when input i has a known dtype that is not a float
+ * one: a model input declared with the wrong type shows before anything runs. */
+kiln_status kiln_nn_infer_need_float(const kiln_infer_ctx *ctx, int i, const char *what);
 /* Input i's type when it is a tensor of known rank; NULL otherwise. */
 const kiln_type *kiln_nn_infer_in(const kiln_infer_ctx *ctx, int i);
 /* Sets output i to a tensor type of the given dtype and rank, dims unknown. */

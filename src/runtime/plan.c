@@ -491,6 +491,7 @@ kiln_status kiln_plan_program(const kiln_program *p, const kiln_plan_opts *o, ki
   if (!o) o = &dflt;
   if (o->heuristic >= N_HEURISTICS)
     return kiln_invalid("memory plan: no heuristic %d", o->heuristic);
+  KILN_TRYF(kiln_program_verify(p), "memory plan");
   liveness L;
   kiln_status st = compute_liveness(p, !o->no_inplace, &L);
   if (st) {

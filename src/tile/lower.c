@@ -152,6 +152,28 @@ static void group_io(kiln_lower_ctx *c, group_set *s, int gi, const int *uses_ou
   grp->outputs = out;
 }
 
+/* Calls add(ctx, v) for each value of g that the subgraphs of node n read (their OUTER
+ * values; a nested subgraph reads through an OUTER value of the subgraph between). */
+static void for_subgraph_reads(const kiln_graph *g, const kiln_node *n,
+                               void (*add)(void *ctx, int v), void *ctx) {
+  for (int a = 0; a < n->n_attrs; a++) {
+    const kiln_attr *at = &n->attrs[a];
+    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
+    for (int k = 0; k < cnt; k++) {
+      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
+      for (int v = 0; sub && sub->parent == g && v < sub->values.len; v++) {
+        const kiln_value *val = &sub->values.data[v];
+        if (val->kind == KILN_VALUE_OUTER && val->outer >= 0 && val->outer < g->values.len)
+          add(ctx, val->outer);
+      }
+    }
+  }
+}
+
+static void mark_value(void *ctx, int v) {
+  ((int *)ctx)[v] = 1;
+}
+
 /* uses_outside[v]: value v is a graph output or read by a node of another group (or by a
  * subgraph of a node, which counts as a read by that node). */
 static int *outside_uses(kiln_lower_ctx *c, const group_set *s) {
@@ -166,9 +188,7 @@ static int *outside_uses(kiln_lower_ctx *c, const group_set *s) {
           s->of_node[g->values.data[v].node] != s->of_node[i])
         u[v] = 1;
     }
-    for (int a = 0; a < n->n_attrs; a++) /* outer reads of subgraphs: keep every value */
-      if (n->attrs[a].kind == KILN_ATTR_GRAPH || n->attrs[a].kind == KILN_ATTR_GRAPHS)
-        for (int v = 0; v < g->values.len; v++) u[v] = 1;
+    for_subgraph_reads(g, n, mark_value, u);
   }
   return u;
 }
@@ -197,17 +217,47 @@ static void collect_groups(kiln_lower_ctx *c, group_set *s) {
   for (int gi = 0; gi < s->n; gi++) group_io(c, s, gi, u);
 }
 
+typedef struct dep_list {
+  kiln_lower_ctx *c;
+  const group_set *s;
+  int gi, n, cap;
+  int *deps;
+} dep_list;
+
+static void add_dep(void *ctx, int v) {
+  dep_list *d = ctx;
+  const kiln_value *val = &d->c->g->values.data[v];
+  if (val->kind != KILN_VALUE_NODE || d->s->of_node[val->node] == d->gi) return;
+  if (d->n == d->cap) {
+    int cap = d->cap ? 2 * d->cap : 8;
+    int *grown = kiln_arena_calloc(d->c->scratch, (size_t)cap, sizeof(int));
+    if (d->n) memcpy(grown, d->deps, sizeof(int) * (size_t)d->n);
+    d->deps = grown, d->cap = cap;
+  }
+  d->deps[d->n++] = d->s->of_node[val->node];
+}
+
+/* The groups that group gi waits for, with repeats (one per value read): producers of its
+ * inputs and of the values its nodes' subgraphs read (a fallback If reads those when it
+ * runs, though they are not inputs of the node). */
+static int group_deps(kiln_lower_ctx *c, const group_set *s, int gi, int **out) {
+  const kiln_group *grp = &s->groups[gi];
+  dep_list d = {c, s, gi, 0, 0, NULL};
+  for (int j = 0; j < grp->n_inputs; j++) add_dep(&d, grp->inputs[j]);
+  for (int i = 0; i < grp->n_nodes; i++)
+    for_subgraph_reads(c->g, &c->g->nodes.data[grp->nodes[i]], add_dep, &d);
+  *out = d.deps;
+  return d.n;
+}
+
 /* Orders groups so that each runs after the groups it reads from (Kahn's algorithm,
  * smallest first node first). Error when the groups form a cycle (a non-convex group). */
 static kiln_status order_groups(kiln_lower_ctx *c, const group_set *s, int *order) {
-  const kiln_graph *g = c->g;
   int *indeg = kiln_arena_calloc(c->scratch, (size_t)s->n + 1, sizeof(int));
+  int *n_deps = kiln_arena_calloc(c->scratch, (size_t)s->n + 1, sizeof(int));
+  int **deps = kiln_arena_calloc(c->scratch, (size_t)s->n + 1, sizeof(int *));
   bool *done = kiln_arena_calloc(c->scratch, (size_t)s->n + 1, 1);
-  for (int gi = 0; gi < s->n; gi++)
-    for (int j = 0; j < s->groups[gi].n_inputs; j++) {
-      const kiln_value *v = &g->values.data[s->groups[gi].inputs[j]];
-      if (v->kind == KILN_VALUE_NODE) indeg[gi]++;
-    }
+  for (int gi = 0; gi < s->n; gi++) indeg[gi] = n_deps[gi] = group_deps(c, s, gi, &deps[gi]);
   for (int pos = 0; pos < s->n; pos++) {
     int pick = -1;
     for (int gi = 0; gi < s->n && pick < 0; gi++)
@@ -216,10 +266,7 @@ static kiln_status order_groups(kiln_lower_ctx *c, const group_set *s, int *orde
     done[pick] = true;
     order[pos] = pick;
     for (int gi = 0; gi < s->n; gi++)
-      for (int j = 0; j < s->groups[gi].n_inputs; j++) {
-        const kiln_value *v = &g->values.data[s->groups[gi].inputs[j]];
-        if (v->kind == KILN_VALUE_NODE && s->of_node[v->node] == pick) indeg[gi]--;
-      }
+      for (int j = 0; j < n_deps[gi]; j++) indeg[gi] -= deps[gi][j] == pick;
   }
   return KILN_OK;
 }
@@ -370,10 +417,41 @@ static kiln_status lower_singletons(kiln_lower_ctx *c, const kiln_group *grp) {
   return KILN_OK;
 }
 
+/* A group whose every output is an empty tensor (a zero extent, as from --dim N=0) has
+ * nothing to compute: one kernel with no body defines its outputs. */
+static bool lower_empty(kiln_lower_ctx *c, const kiln_group *grp) {
+  if (grp->n_outputs == 0) return false;
+  for (int i = 0; i < grp->n_outputs; i++) {
+    const kiln_type *t = kiln_lower_static(c->g, grp->outputs[i]);
+    if (!t || kiln_lower_numel(t) != 0) return false;
+  }
+  kiln_step step;
+  kiln_tkernel *k = kiln_lower_kernel(c, grp, "empty", &step);
+  for (int i = 0; i < grp->n_outputs; i++) kiln_lower_param_value(c, k, &step, grp->outputs[i]);
+  kiln_vec_push(&c->prog->steps, step); /* the outputs stay written (not read-only) */
+  return true;
+}
+
+/* The reason of a fallback whose node reads an empty tensor (a zero extent): that, rather
+ * than "no lowering for ReduceSum" (the lowerings take non-empty inputs). */
+static void empty_input_reason(kiln_lower_ctx *c, const kiln_node *n, char *reason, size_t len) {
+  for (int i = 0; i < n->n_inputs; i++) {
+    const kiln_type *t = n->inputs[i] >= 0 ? kiln_lower_static(c->g, n->inputs[i]) : NULL;
+    if (t && kiln_lower_numel(t) == 0) {
+      snprintf(reason, len,
+               "input '%.100s' is empty (a zero extent): the reference kernel "
+               "computes the result",
+               c->g->values.data[n->inputs[i]].name);
+      return;
+    }
+  }
+}
+
 static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_node *n = &c->g->nodes.data[grp->nodes[0]];
   for (int i = 0; i < grp->n_nodes; i++)
     KILN_TRY(kiln_op_check(c->g, &c->g->nodes.data[grp->nodes[i]]));
+  if (!forced(c->opts, n) && lower_empty(c, grp)) return KILN_OK;
   if (grp->n_nodes == 1 && !forced(c->opts, n) && try_alias(c, n)) return KILN_OK;
   prog_mark m = mark_now(c);
   kiln_status st = lower_kernels(c, grp);
@@ -386,6 +464,7 @@ static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp) {
   char reason[256];
   snprintf(reason, sizeof reason, "%s", kiln_status_message(st));
   kiln_status_free(st);
+  if (!strncmp(reason, "no lowering for", 15)) empty_input_reason(c, n, reason, sizeof reason);
   add_fallback(c, grp->nodes[0], reason);
   return KILN_OK;
 }
@@ -420,6 +499,7 @@ kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program 
   p->target = opts->target;
   kiln_lower_ctx c = {g, opts, p, kiln_arena_new()};
   kiln_status st = lower_all(&c);
+  if (!st) st = kiln_program_verify(p);
   kiln_arena_free(c.scratch);
   if (st) {
     kiln_program_free(p);

@@ -102,6 +102,11 @@ typedef void (*kiln_step_trace_fn)(void *user, int step, int value_id, const kil
 /* kiln_program_interp, calling cb (when not NULL) after each step. */
 kiln_status kiln_program_interp_trace(const kiln_program *p, int n_in, kiln_tensor *const *inputs,
                                       kiln_tensor **outputs, kiln_step_trace_fn cb, void *user);
+/* Checks the dataflow of the steps: each value read is an input, a constant or defined by
+ * an earlier step; each value written is a node output defined once; each node output the
+ * graph returns is defined. KILN_ERR_INTERNAL (a bug of the lowering) otherwise. Run by
+ * kiln_lower on every program it makes and by the memory planner. */
+kiln_status kiln_program_verify(const kiln_program *p);
 /* Prints the steps (kernel names, bound values, fallbacks with reasons) and the module. */
 void kiln_program_print(const kiln_program *p, kiln_strbuf *out);
 

@@ -228,31 +228,51 @@ static void push(red *s, kiln_tblock *b, int var, kiln_texpr *e) {
   kiln_tblock_push(s->k, b, kiln_tassign(s->k, var, e));
 }
 
+static void store_value(red *s, kiln_tblock *b, int v, kiln_texpr *e, kiln_texpr *const *pos,
+                        int rank) {
+  const kiln_type *ot = &s->c->g->values.data[v].type;
+  kiln_tblock_push(s->k, b,
+                   kiln_tstore(s->k, param_of(s, v), bcast_at(s, ot, rank, pos),
+                               kiln_lower_to_storage(s->k, ot->dtype, e)));
+}
+
+/* The expression of chain value u (the reduction's result or an epilogue node's output
+ * computed so far), or NULL when u is not one. */
+static kiln_texpr *chain_expr(const int *vals, kiln_texpr *const *exprs, int n, int u) {
+  for (int i = 0; i < n; i++)
+    if (vals[i] == u) return exprs[i];
+  return NULL;
+}
+
 /* Applies the epilogue nodes (after the reduction in the group) to value e of value v and
- * stores the result; pos (of length rank) indexes the result's shape, dims of 1 ignored. */
+ * stores the result; pos (of length rank) indexes the result's shape, dims of 1 ignored.
+ * A value of the chain that is read outside the group (a group output) is stored too. */
 static kiln_status epilogue(red *s, kiln_tblock *b, int v, kiln_texpr *e, kiln_texpr *const *pos,
                             int rank) {
   const kiln_graph *g = s->c->g;
+  int n_chain = 0, cap = s->grp->n_nodes - s->r_pos;
+  int *vals = kiln_arena_calloc(s->c->scratch, (size_t)cap + 1, sizeof *vals);
+  kiln_texpr **exprs = kiln_arena_calloc(s->c->scratch, (size_t)cap + 1, sizeof *exprs);
+  vals[n_chain] = v, exprs[n_chain++] = e;
   for (int i = s->r_pos + 1; i < s->grp->n_nodes; i++) {
+    if (param_of(s, v) >= 0) store_value(s, b, v, e, pos, rank);
     const kiln_node *n = &g->nodes.data[s->grp->nodes[i]];
     kiln_texpr *ops[8] = {0};
     if (n->n_inputs > 8) return kiln_unsupported("epilogue node with many inputs");
     for (int j = 0; j < n->n_inputs; j++) {
       int u = n->inputs[j];
-      if (u >= 0)
-        ops[j] = u == v ? e
-                        : kiln_lower_load(s->k, param_of(s, u),
-                                          bcast_at(s, &g->values.data[u].type, rank, pos));
+      if (u < 0) continue;
+      ops[j] = chain_expr(vals, exprs, n_chain, u);
+      if (!ops[j])
+        ops[j] =
+            kiln_lower_load(s->k, param_of(s, u), bcast_at(s, &g->values.data[u].type, rank, pos));
     }
     KILN_TRY(kiln_lower_ew_expr(s->c, s->k, n, ops, &e));
     v = n->outputs[0];
+    vals[n_chain] = v, exprs[n_chain++] = e;
   }
-  const kiln_type *ot = &g->values.data[v].type;
-  int p = param_of(s, v);
-  if (p < 0) return kiln_error(KILN_ERR_INTERNAL, "reduction result is not bound");
-  kiln_tblock_push(
-      s->k, b,
-      kiln_tstore(s->k, p, bcast_at(s, ot, rank, pos), kiln_lower_to_storage(s->k, ot->dtype, e)));
+  if (param_of(s, v) < 0) return kiln_error(KILN_ERR_INTERNAL, "reduction result is not bound");
+  store_value(s, b, v, e, pos, rank);
   return KILN_OK;
 }
 
@@ -491,6 +511,26 @@ static kiln_status lower_layernorm(red *s) {
 }
 
 /* ---- the group ---- */
+static bool is_group_output(const kiln_group *grp, int v) {
+  for (int i = 0; i < grp->n_outputs; i++)
+    if (grp->outputs[i] == v) return true;
+  return false;
+}
+
+static bool is_group_input(const kiln_group *grp, int v) {
+  for (int i = 0; i < grp->n_inputs; i++)
+    if (grp->inputs[i] == v) return true;
+  return false;
+}
+
+/* Whether u is the reduction's output 0 or an output of an epilogue node before node i. */
+static bool in_chain(const red *s, int i, int u) {
+  if (u == s->r->outputs[0]) return true;
+  for (int j = s->r_pos + 1; j < i; j++)
+    if (s->c->g->nodes.data[s->grp->nodes[j]].outputs[0] == u) return true;
+  return false;
+}
+
 static kiln_status check_group(red *s) {
   const kiln_graph *g = s->c->g;
   s->r_pos = -1;
@@ -505,12 +545,22 @@ static kiln_status check_group(red *s) {
     }
   }
   if (s->r_pos < 0) return kiln_unsupported("no reduction in the group");
-  /* the epilogue is a chain on output 0 */
+  /* a prologue value is computed inside the reduced loops: one read outside the group
+   * would need its own store there */
+  for (int i = 0; i < s->r_pos; i++)
+    if (is_group_output(s->grp, g->nodes.data[s->grp->nodes[i]].outputs[0]))
+      return kiln_unsupported("a value of the reduction's prologue is read outside the group");
+  /* the epilogue is a chain on output 0; its nodes read only the chain and group inputs */
   int v = s->r->outputs[0];
   for (int i = s->r_pos + 1; i < s->grp->n_nodes; i++) {
     const kiln_node *n = &g->nodes.data[s->grp->nodes[i]];
     bool reads = false;
-    for (int j = 0; j < n->n_inputs; j++) reads |= n->inputs[j] == v;
+    for (int j = 0; j < n->n_inputs; j++) {
+      reads |= n->inputs[j] == v;
+      if (!in_chain(s, i, n->inputs[j]) && !is_group_input(s->grp, n->inputs[j]) &&
+          n->inputs[j] >= 0)
+        return kiln_unsupported("reduction epilogue reads a value of the prologue");
+    }
     if (!reads) return kiln_unsupported("reduction epilogue is not a chain");
     v = n->outputs[0];
   }

@@ -139,6 +139,24 @@ static kiln_val *value_of(void *user, int v) {
   return e->vals[v];
 }
 
+/* A fallback result must have its value's static type: the kernels after it were lowered
+ * for that shape (a data-dependent value the model declares static, and computes larger,
+ * would otherwise be read in part, silently). */
+static kiln_status check_static(const kiln_graph *g, int v, const kiln_val *val) {
+  const kiln_type *t = &g->values.data[v].type;
+  if (!kiln_type_is_static(t)) return KILN_OK;
+  bool ok = val->kind == KILN_TYPE_TENSOR && val->t && val->t->dtype == t->dtype &&
+            val->t->rank == t->rank;
+  for (int d = 0; ok && d < t->rank; d++) ok = val->t->dims[d] == t->dims[d].value;
+  if (ok) return KILN_OK;
+  char b1[128], b2[128];
+  return kiln_error(
+      KILN_ERR_FAILED, "'%s' was computed as %s, the program holds %s", g->values.data[v].name,
+      val->kind == KILN_TYPE_TENSOR && val->t ? kiln_tensor_type_str(val->t, b1, sizeof b1)
+                                              : "not a tensor",
+      kiln_type_str(t, b2, sizeof b2));
+}
+
 static kiln_status run_fallback(penv *e, const kiln_step *s) {
   const kiln_graph *g = e->p->graph;
   const kiln_node *n = &g->nodes.data[s->node];
@@ -149,6 +167,7 @@ static kiln_status run_fallback(penv *e, const kiln_step *s) {
   kiln_status st = kiln_interp_eval_node(g, s->node, value_of, e, outs);
   for (int k = 0; k < n->n_outputs; k++) {
     int v = n->outputs[k];
+    if (!st && v >= 0 && outs[k]) st = check_static(g, v, outs[k]);
     if (!st && v >= 0 && outs[k]) set_owned(e, v, outs[k]);
     else kiln_val_free(outs[k]);
   }

@@ -10,6 +10,7 @@
 #include "graph/graph.h"
 #include "harness.h"
 #include "kiln.h"
+#include "tile/lower.h"
 
 /* ---- building programs by hand ---- */
 typedef struct fixture {
@@ -392,9 +393,173 @@ static void test_exported_models(void) {
   for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) plan_model(models[i]);
 }
 
+/* ---- the program verifier ---- */
+static bool message_has(kiln_status st, const char *what) {
+  bool ok = st && strstr(kiln_status_message(st), what) != NULL;
+  if (!ok) fprintf(stderr, "  message: %s\n", st ? kiln_status_message(st) : "OK");
+  kiln_status_free(st);
+  return ok;
+}
+
+/* A kernel bound to an output it never stores (a lowering that dropped a store): the
+ * verifier names the kernel's step and the value, as a bug of Kiln, before planning. */
+static void test_verifier_catches_unwritten_output(void) {
+  fixture f;
+  fx_init(&f, 16);
+  int a = fx_compute(&f, 1, (int[]){0}, 16, -1);
+  int b = fx_compute(&f, 1, &a, 16, -1);
+  kiln_graph_add_output(f.g, b);
+  CHECK_OK(kiln_program_verify(&f.p));
+  kiln_tkernel *k0 = f.p.module->kernels.data[0];
+  k0->bufs.data[1].readonly = true; /* seeded: the first kernel never writes a */
+  CHECK(message_has(kiln_program_verify(&f.p), "reads 'v1' before any step defines it"));
+  CHECK(message_has(kiln_program_verify(&f.p), "bug in Kiln"));
+  kiln_plan *plan = NULL;
+  CHECK_ERR(kiln_plan_program(&f.p, NULL, &plan), KILN_ERR_INTERNAL);
+  k0->bufs.data[1].readonly = false;
+  fx_kernel(&f, 1, (int[]){0}, a, -1, 0); /* a second definition of a */
+  CHECK(message_has(kiln_program_verify(&f.p), "defined by step 0 and by step 2"));
+  fx_free(&f);
+}
+
+/* Lowers a graph in text IR (groups as written, no passes). */
+static kiln_program *lower_text(const char *text, kiln_graph **g) {
+  kiln_program *p = NULL;
+  CHECK_OK(kiln_graph_parse(text, "lowered", g));
+  if (!*g) return NULL;
+  CHECK_OK(kiln_ops_infer_graph(*g));
+  CHECK_OK(kiln_lower(*g, NULL, &p));
+  return p;
+}
+
+/* Runs the program and the reference interpreter on input x; true when they agree. */
+static bool program_matches_reference(const kiln_program *p, kiln_graph *g, kiln_tensor *x) {
+  int n_out = g->outputs.len;
+  kiln_tensor *got[4] = {0};
+  kiln_val *in = kiln_val_tensor(x), *ref[4] = {0};
+  bool ok = n_out <= 4;
+  CHECK_OK(kiln_program_interp(p, 1, &x, got));
+  CHECK_OK(kiln_interp_run(g, NULL, 1, &in, ref));
+  for (int i = 0; ok && i < n_out; i++) {
+    ok = got[i] && ref[i] && ref[i]->t && got[i]->numel == ref[i]->t->numel;
+    for (int64_t e = 0; ok && e < got[i]->numel; e++) {
+      double a = kiln_load_f64(got[i]->dtype, got[i]->data, (size_t)e);
+      double b = kiln_load_f64(ref[i]->t->dtype, ref[i]->t->data, (size_t)e);
+      ok = a - b <= 1e-5 && b - a <= 1e-5;
+    }
+  }
+  for (int i = 0; i < n_out && i < 4; i++) {
+    kiln_tensor_free(got[i]);
+    kiln_val_free(ref[i]);
+  }
+  in->t = NULL;
+  kiln_val_free(in);
+  return ok;
+}
+
+static kiln_tensor *ramp(int rank, const int64_t *dims) {
+  kiln_tensor *t = NULL;
+  if (kiln_tensor_new(KILN_F32, rank, dims, &t)) abort();
+  for (int64_t i = 0; i < t->numel; i++) ((float *)t->data)[i] = (float)((i * 7) % 11) - 4.5f;
+  return t;
+}
+
+/* A reduction group whose result is also read outside the group: the kernel stores it
+ * (it used to store only the end of the epilogue chain, and the plan found a read of a
+ * value no step defines: 'memory plan, step 20 reads ... before any step defines it'). */
+static void test_reduction_group_stores_values_read_outside(void) {
+  kiln_graph *g = NULL;
+  kiln_program *p = lower_text("graph @g(%x: f32[2,3,4]) -> (%y: f32[2,1,4], %o: f32[2,1,4]) {\n"
+                               "  opset \"\" 17\n"
+                               "  %h = const f32[] [0.5]\n"
+                               "  %n = ReduceL2(%x) {axes=[1], keepdims=1} : f32[2,1,4] group 1\n"
+                               "  %m = Add(%n, %h) : f32[2,1,4] group 1\n"
+                               "  %y = Mul(%m, %n) : f32[2,1,4] group 1\n"
+                               "  %o = Neg(%m) : f32[2,1,4]\n"
+                               "  return %y, %o\n"
+                               "}\n",
+                               &g);
+  if (p) {
+    CHECK(p->module->kernels.len == 2); /* the group stays one kernel */
+    kiln_plan *plan = NULL;
+    CHECK_OK(kiln_plan_program(p, NULL, &plan));
+    kiln_plan_free(plan);
+    kiln_tensor *x = ramp(3, (int64_t[]){2, 3, 4});
+    CHECK(program_matches_reference(p, g, x));
+    kiln_tensor_free(x);
+  }
+  kiln_program_free(p);
+  kiln_graph_free(g);
+}
+
+/* An If whose branches read a value of a group that comes later in node order than the
+ * If: the group runs first (reads of subgraphs order the groups like inputs do). */
+static void test_subgraph_reads_order_groups(void) {
+  kiln_graph *g = NULL;
+  kiln_program *p = lower_text("graph @g(%x: f32[4], %c: bool[]) -> (%z: f32[4], %d: f32[4]) {\n"
+                               "  opset \"\" 17\n"
+                               "  %a = Exp(%x) : f32[4] group 1\n"
+                               "  %z = If(%c) {else_branch=graph @e() -> (%a: f32[4]) {\n"
+                               "    outer %a\n"
+                               "    return %a\n"
+                               "  }, then_branch=graph @t() -> (%u: f32[4]) {\n"
+                               "    outer %a\n"
+                               "    %u = Neg(%a) : f32[4]\n"
+                               "    return %u\n"
+                               "  }} : f32[4]\n"
+                               "  %b = Sin(%z) : f32[4]\n"
+                               "  %s = Sqrt(%x) : f32[4]\n"
+                               "  %d = Add(%a, %s) : f32[4] group 1\n"
+                               "  return %z, %d\n"
+                               "}\n",
+                               &g);
+  if (p) {
+    kiln_plan *plan = NULL;
+    CHECK_OK(kiln_plan_program(p, NULL, &plan));
+    kiln_plan_free(plan);
+  }
+  kiln_program_free(p);
+  kiln_graph_free(g);
+}
+
+/* Empty tensors (a zero extent, as from --dim N=0): each group is a kernel with no body
+ * that defines its outputs (a Conv used to fall back with "no lowering for Conv"). */
+static void test_empty_tensors_lower_to_empty_kernels(void) {
+  kiln_graph *g = NULL;
+  kiln_program *p = lower_text("graph @g(%x: f32[0,3,4,4]) -> (%y: f32[0,2,4,4]) {\n"
+                               "  opset \"\" 17\n"
+                               "  %w = const f32[2,3,1,1] [1, 2, 3, 4, 5, 6]\n"
+                               "  %c = Conv(%x, %w) : f32[0,2,4,4]\n"
+                               "  %y = Relu(%c) : f32[0,2,4,4]\n"
+                               "  return %y\n"
+                               "}\n",
+                               &g);
+  if (p) {
+    CHECK(p->n_fallback == 0 && p->steps.len == 2);
+    for (int i = 0; i < p->module->kernels.len; i++)
+      CHECK(p->module->kernels.data[i]->body.len == 0);
+    kiln_plan *plan = NULL;
+    CHECK_OK(kiln_plan_program(p, NULL, &plan));
+    CHECK(plan && plan->arena_bytes == 0);
+    kiln_plan_free(plan);
+    kiln_tensor *x = NULL;
+    CHECK_OK(kiln_tensor_new(KILN_F32, 4, (int64_t[]){0, 3, 4, 4}, &x));
+    kiln_tensor *y = NULL;
+    CHECK_OK(kiln_program_interp(p, 1, &x, &y));
+    CHECK(y && y->numel == 0 && y->rank == 4 && y->dims[1] == 2);
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+  }
+  kiln_program_free(p);
+  kiln_graph_free(g);
+}
+
 TEST_MAIN(T(test_chain_reuses_two_buffers), T(test_inplace_chain_uses_one_buffer),
           T(test_inplace_refused_when_input_lives_on),
           T(test_graph_output_not_overwritten_in_place), T(test_alias_extends_life),
           T(test_alias_of_input_points_at_input), T(test_scratch_lives_one_step),
           T(test_heap_for_unknown_shapes), T(test_bad_programs_are_errors), T(test_random_programs),
-          T(test_each_heuristic_is_valid), T(test_check_catches_overlap), T(test_exported_models))
+          T(test_each_heuristic_is_valid), T(test_check_catches_overlap), T(test_exported_models),
+          T(test_verifier_catches_unwritten_output),
+          T(test_reduction_group_stores_values_read_outside), T(test_subgraph_reads_order_groups),
+          T(test_empty_tensors_lower_to_empty_kernels))

@@ -628,7 +628,72 @@ static void test_infer_subgraph_lenient(void) {
   kiln_graph_free(g);
 }
 
+/* ---- declared types against inferred ones ---- */
+/* Parses text, runs inference; the status. */
+static kiln_status infer_text(const char *text, kiln_graph **g) {
+  kiln_status st = kiln_graph_parse(text, "declared", g);
+  return st ? st : kiln_ops_infer_graph(*g);
+}
+
+static const char *type_of(const kiln_graph *g, const char *name, char *buf, size_t n) {
+  int id = kiln_graph_find(g, name);
+  return id < 0 ? "none" : kiln_type_str(&g->values.data[id].type, buf, n);
+}
+
+/* An exporter's symbolic names for dims that inference computes ("unk__1",
+ * "Gemmoutput_dim_0") take the computed extents, so the values are static (they used to
+ * stay symbolic and make every node after them a reference fallback). */
+static void test_inferred_static_beats_declared_symbol(void) {
+  kiln_graph *g = NULL;
+  CHECK_OK(infer_text("graph @g(%x: f32[2,4], %n: f32[N,4]) -> (%y: f32[Gemm_dim_0,3]) {\n"
+                      "  opset \"\" 17\n"
+                      "  %w = const f32[3,4] [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]\n"
+                      "  %r = Relu(%x) : f32[unk__1,unk__2]\n"
+                      "  %y = Gemm(%r, %w) {transB=1} : f32[Gemm_dim_0,3]\n"
+                      "  %m = Neg(%n) : f32[unk__3,?]\n"
+                      "  %k = Neg(%n) : f32[?,4]\n"
+                      "  return %y\n"
+                      "}\n",
+                      &g));
+  char b[64];
+  if (g) {
+    CHECK(!strcmp(type_of(g, "r", b, sizeof b), "f32[2,4]"));
+    CHECK(!strcmp(type_of(g, "y", b, sizeof b), "f32[2,3]"));
+    CHECK(!strcmp(type_of(g, "m", b, sizeof b), "f32[N,4]")); /* inference's symbol */
+    CHECK(!strcmp(type_of(g, "k", b, sizeof b), "f32[N,4]"));
+  }
+  kiln_graph_free(g);
+}
+
+/* A declared fact that inference contradicts is bad input naming the value and the
+ * node's inputs: a static extent, the element type, the rank. */
+static void test_declared_contradiction_is_an_error(void) {
+  static const char *const cases[][2] = {
+      {"%y = Relu(%x) : f32[3,4]",
+       "value 'y' is declared f32[3,4], but the node computes f32[2,4]"},
+      {"%y = Relu(%x) : f64[2,4]", "from 'x' (f32[2,4])"},
+      {"%y = Relu(%x) : f32[8]", "value 'y' is declared f32[8]"},
+      {"%y = Relu(%x) : seq<f32[*]>", "value 'y' is declared seq<f32"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "graph @g(%%x: f32[2,4]) -> (%%z: f32[2,4]) {\n  opset \"\" 17\n  %s\n  %%z = "
+             "Neg(%%x) : f32[2,4]\n  return %%z\n}\n",
+             cases[i][0]);
+    kiln_graph *g = NULL;
+    kiln_status st = infer_text(text, &g);
+    CHECK(kiln_status_code(st) == KILN_ERR_INVALID);
+    CHECK(st && strstr(kiln_status_message(st), cases[i][1]));
+    if (st && !strstr(kiln_status_message(st), cases[i][1]))
+      fprintf(stderr, "  case %zu: %s\n", i, kiln_status_message(st));
+    kiln_status_free(st);
+    kiln_graph_free(g);
+  }
+}
+
 TEST_MAIN(T(test_reshape_forms), T(test_strings), T(test_index_errors), T(test_slice_forms),
           T(test_split_forms), T(test_squeeze_forms), T(test_pad_modes), T(test_resize_legacy),
           T(test_resize_int_saturate), T(test_unique), T(test_generators), T(test_infer_symbolic),
-          T(test_infer_values), T(test_infer_subgraph_lenient))
+          T(test_infer_values), T(test_infer_subgraph_lenient),
+          T(test_inferred_static_beats_declared_symbol), T(test_declared_contradiction_is_an_error))
