@@ -3,6 +3,10 @@
 
   models.py names OUT.onnx [--seed N]   small MLP whose every name is hostile
   models.py list                        prints the hostile names, one repr per line
+  models.py race OUT.onnx --kind conv|matmul [--seed N]
+                                        a contraction with a remainder row tile (Conv
+                                        256->546 1x1 on 1x256x3x3, or a 37x512 by 512x96 MatMul):
+                                        its parallel schedule once raced on the scratch tile
 
 Hostile names: comment closers, quotes, backslashes, newlines, control bytes (no NUL), '..',
 '/', very long, non-ASCII, format directives, shell metacharacters.
@@ -84,6 +88,34 @@ def build_names(out, seed):
     onnx.save(m, out)
 
 
+def build_race(out, kind, seed):
+    """One contraction whose rows do not split into whole register tiles of 8: 546 output
+    channels (68*8 + 2) of a 1x1 Conv, or 37 rows (4*8 + 5) of a MatMul."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    if kind == "conv":
+        W = numpy_helper.from_array(
+            rng.standard_normal((546, 256, 1, 1)).astype(np.float32) * 0.1, "w")
+        node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv_546")
+        xs, ys = [1, 256, 3, 3], [1, 546, 3, 3]
+    else:
+        # 3 panels of 32 columns split worse on 2 threads than 4 row blocks: the row-block
+        # loop runs on the threads and the 5-row tail after it
+        W = numpy_helper.from_array(rng.standard_normal((512, 96)).astype(np.float32) * 0.1, "w")
+        node = helper.make_node("MatMul", ["x", "w"], ["y"], name="linear_37")
+        xs, ys = [37, 512], [37, 96]
+    g = helper.make_graph(
+        [node], "race_" + kind,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ys)], [W])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(m)
+    onnx.save(m, out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -91,8 +123,14 @@ def main():
     p.add_argument("out")
     p.add_argument("--seed", type=int, default=0)
     sub.add_parser("list")
+    p = sub.add_parser("race")
+    p.add_argument("out")
+    p.add_argument("--kind", choices=("conv", "matmul"), default="conv")
+    p.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    if a.cmd == "list":
+    if a.cmd == "race":
+        build_race(a.out, a.kind, a.seed)
+    elif a.cmd == "list":
         for s in HOSTILE:
             print(repr(s))
     else:
