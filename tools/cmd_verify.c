@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "onnx/onnx.h"
@@ -16,7 +17,9 @@ static const char *const verify_help =
     "  pass K NAME the interpreter on the graph after pass application K (each application\n"
     "              that changed the graph)\n"
     "  tile        the lowered program in the tile IR interpreter\n"
-    "  cpu         the compiled C code\n"
+    "  cpu         the compiled C code, on 1 thread, then on --threads (default all cores,\n"
+    "              as kiln run): compiled for several threads it runs twice and must give\n"
+    "              the same bits (a data race shows as a difference)\n"
     "  cuda        the CUDA-mapped program in the tile interpreter (--backend cuda; nothing\n"
     "              runs on a GPU: that row says so)\n"
     "The tile, cpu and cuda layers are also checked kernel by kernel: each kernel step's\n"
@@ -39,7 +42,8 @@ static const char *const verify_help =
     "                      tile layer (default cpu)\n"
     "  --bisect-only       interpret only the graph after all passes; bisect the passes with\n"
     "                      the pass limit when it fails (faster on large models)\n"
-    "  --threads N         kernel threads of the cpu layer (default 1)\n"
+    "  --threads N         kernel threads of the second cpu layer (default: all cores; 1:\n"
+    "                      only the one-thread layer); the tile layer lowers for N too\n"
     "  --no-local          no kernel-by-kernel checks (end-to-end comparisons only)\n"
     "  --repro DIR         on a failure, write the case to DIR\n"
     "  -q                  no progress lines on stderr\n\n"
@@ -103,7 +107,7 @@ static int parse_args(int argc, char **argv, verify_args *a) {
     } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
       if (!v || kiln_cli_int(v, &n) || n < 1 || n > 1024)
         return kiln_cli_usage("verify", "--threads needs a number in 1..1024");
-      a->o.threads = (int)n;
+      a->o.par_threads = (int)n;
     } else if (kiln_cli_opt(argc, argv, &i, "--repro", &v)) {
       if (!v || !*v) return kiln_cli_usage("verify", "--repro needs a folder");
       a->o.repro_dir = v;
@@ -258,6 +262,8 @@ int kiln_cmd_verify(int argc, char **argv) {
   a.seed = 1;
   kiln_verify_opts_init(&a.o);
   a.o.log = stderr;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN); /* what kiln run uses without --threads */
+  a.o.par_threads = cores > 1 ? (int)(cores < 1024 ? cores : 1024) : 1;
   int rc = parse_args(argc, argv, &a);
   if (rc) {
     kiln_vec_free(&a.inputs);
