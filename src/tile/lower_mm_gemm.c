@@ -95,7 +95,7 @@ static par_mode pick_mode(const kiln_mm_gemm *g) {
   int64_t nbatch = batch_count(g), np = kiln_mm_gemm_panels(g);
   double flops = 2.0 * (double)g->M * (double)g->N * (double)g->K * (double)nbatch;
   int t = g->threads;
-  if (t <= 1 || flops < 2e6) return PAR_NONE;
+  if (t <= 1 || (flops < 2e6 && !g->stress)) return PAR_NONE;
   double eb = nbatch > 1 ? split_eff(nbatch, t) : 0, ep = split_eff(np, t);
   int64_t full = g->M / g->MR;
   /* the row tail runs after the parallel loop, on one thread */

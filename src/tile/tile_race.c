@@ -19,6 +19,9 @@
  *   per iteration (loops of at most 2^16 iterations): with p fixed to each value, interval
  *   arithmetic bounds what the iteration writes, and these footprints must not overlap
  *   (this takes p / C and p % C apart, and guards that depend on p).
+ * One exception: a buffer of one element that the loop only sets to one constant and never
+ * reads (the error flag of a kernel that checks its indices, lower.h) may be written by
+ * several iterations: every writer stores the same bits.
  * Reads are not checked: a parallel loop that reads what another iteration writes is not
  * caught here. */
 #include <stdlib.h>
@@ -71,6 +74,7 @@ void kiln_tverify_race_init(kiln_tverify *c) {
   c->shared_buf = kiln_xcalloc(nb, 1);
   c->par_var = kiln_xcalloc(nv, 1);
   c->par_buf = kiln_xcalloc(nb, 1);
+  c->par_flag = kiln_xcalloc(nb, 1);
   mark_outside(&k->body, c->shared_var, c->shared_buf);
   for (int b = 0; b < k->bufs.len; b++)
     if (k->bufs.data[b].scope != KILN_SCOPE_LOCAL) c->shared_buf[b] = 1;
@@ -78,6 +82,7 @@ void kiln_tverify_race_init(kiln_tverify *c) {
 
 void kiln_tverify_race_free(kiln_tverify *c) {
   free(c->shared_var), free(c->shared_buf), free(c->par_var), free(c->par_buf);
+  free(c->par_flag);
 }
 
 /* ---- what differs between iterations: written or looped over in the body ---- */
@@ -92,6 +97,37 @@ static void mark_body(const kiln_tblock *b, uint8_t *vars, uint8_t *bufs) {
   }
 }
 
+/* ---- flags: buffers that the body only sets to one constant ----
+ * flag[b]: 0 not seen, 1 every store so far writes the constant *val[b], 2 anything else
+ * (another value, an MMA, a load in the body). */
+static void mark_reads(const kiln_texpr *e, uint8_t *flag) {
+  if (!e) return;
+  if (e->kind == KILN_TE_LOAD) flag[e->buf] = 2;
+  mark_reads(e->index, flag);
+  for (int i = 0; i < 3; i++) mark_reads(e->args[i], flag);
+}
+
+static void mark_flags(const kiln_tblock *b, uint8_t *flag, const kiln_texpr **val) {
+  for (int i = 0; i < b->len; i++) {
+    const kiln_tstmt *s = b->data[i];
+    mark_reads(s->extent, flag), mark_reads(s->cond, flag), mark_reads(s->index, flag);
+    mark_reads(s->value, flag);
+    if (s->kind == KILN_TS_MMA) {
+      flag[s->mma.c_buf] = 2;
+      mark_reads(s->mma.a_off, flag), mark_reads(s->mma.b_off, flag);
+      mark_reads(s->mma.c_off, flag);
+    }
+    if (s->kind == KILN_TS_STORE && flag[s->buf] != 2) {
+      bool k = s->value->kind == KILN_TE_INT || s->value->kind == KILN_TE_FLOAT;
+      if (k && (!flag[s->buf] || kiln_tverify_same_expr(val[s->buf], s->value)))
+        flag[s->buf] = 1, val[s->buf] = s->value;
+      else flag[s->buf] = 2;
+    }
+    mark_flags(&s->body, flag, val);
+    mark_flags(&s->orelse, flag, val);
+  }
+}
+
 void kiln_tverify_race_enter(kiln_tverify *c, const kiln_tstmt *s, kiln_tival ext) {
   if (s->loop != KILN_LOOP_PARALLEL || ext.hi <= 1) return;
   c->par = s;
@@ -100,6 +136,11 @@ void kiln_tverify_race_enter(kiln_tverify *c, const kiln_tstmt *s, kiln_tival ex
   memset(c->par_buf, 0, (size_t)c->k->bufs.len + 1);
   c->par_var[s->var] = 1;
   mark_body(&s->body, c->par_var, c->par_buf);
+  size_t nb = (size_t)c->k->bufs.len + 1;
+  const kiln_texpr **val = kiln_xcalloc(nb, sizeof *val);
+  memset(c->par_flag, 0, nb);
+  mark_flags(&s->body, c->par_flag, val);
+  free(val);
 }
 
 /* ---- the index as a sum of terms ----
@@ -338,6 +379,8 @@ static const char *shared_why(const kiln_tverify *c, int buf) {
 kiln_status kiln_tverify_race_store(kiln_tverify *c, int buf, const kiln_texpr *index,
                                     kiln_tival span) {
   if (!c->par || c->unreachable || !c->shared_buf[buf]) return KILN_OK;
+  if (c->par_flag[buf] == 1 && c->k->bufs.data[buf].size == 1)
+    return KILN_OK; /* an error flag: every writer stores one value */
   terms l = {0};
   split(c, &l, index, 1, true);
   if (!l.bad && (span.lo != 0 || span.hi != 0) && l.n < RACE_MAX_TERMS)

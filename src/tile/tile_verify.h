@@ -34,6 +34,7 @@ typedef struct kiln_tverify {
   int race_budget;                  /* per-iteration proofs left for the current store */
   uint8_t *shared_var, *shared_buf; /* one object for all iterations of a parallel loop */
   uint8_t *par_var, *par_buf;       /* what may differ between par's iterations */
+  uint8_t *par_flag;                /* 1: a buffer par's body only sets to one constant */
   int unreachable;                  /* inside loops that never run */
 } kiln_tverify;
 

@@ -235,7 +235,8 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
   }
   kiln_lower_opts lo = {KILN_TARGET_CPU, tile_threads(r), r->o->compile.force_fallback};
   kiln_program *p = NULL;
-  kiln_status st = kiln_lower(fused, &lo, &p);
+  /* several threads: every parallel schedule, however small the model */
+  kiln_status st = kiln_lower_stress(fused, &lo, &p);
   if (st) {
     kiln_vrun_errored(r, l, st);
     if (kiln_vrun_done(r, l)) set_where_error(r, "lowering", l);

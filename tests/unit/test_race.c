@@ -74,6 +74,10 @@ static void test_race_accepted(void) {
           " for $p in 0..4 parallel {\n"
           "  mma %c[mul($p, 16)] += %a[0] * %b[0] {m=2, n=8, k=2, ldc=8, a_sm=2, a_sk=1, b_sk=8, "
           "b_sn=1}\n }\n}\n");
+  /* an error flag: every iteration that finds a bad index stores the same 1 at one place */
+  accepts("kernel @a(%i: i64[8] readonly, %y: f32[8], %f: i32[1]) {\n var $p: i64\n"
+          " for $p in 0..8 parallel {\n  if lt(%i[$p], 8) {\n   %y[$p] = 1:f32\n  } else {\n"
+          "   %y[$p] = 0:f32\n   %f[0] = 1:i32\n  }\n }\n}\n");
   /* one iteration: nothing runs concurrently */
   accepts("kernel @a(%y: f32[4]) {\n var $p: i64\n"
           " for $p in 0..1 parallel {\n  %y[0] = 1:f32\n }\n}\n");
@@ -112,6 +116,15 @@ static void test_race_rejected(void) {
   rejects("kernel @a(%i: i64[8] readonly, %y: f32[8]) {\n var $p: i64\n"
           " for $p in 0..8 parallel {\n  %y[min(max(%i[$p], 0), 7)] = 1:f32\n }\n}\n",
           "cannot prove that the iterations of parallel loop $p write disjoint elements of %y");
+  /* a counter is no flag: it reads what other iterations write */
+  rejects("kernel @a(%f: i32[1]) {\n var $p: i64\n"
+          " for $p in 0..8 parallel {\n  %f[0] = add(%f[0], 1:i32)\n }\n}\n",
+          "writes %f (a parameter) at indices that do not depend on $p");
+  /* nor are two different constants */
+  rejects("kernel @a(%f: i32[1]) {\n var $p: i64\n"
+          " for $p in 0..8 parallel {\n  if lt($p, 4) {\n   %f[0] = 1:i32\n  } else {\n"
+          "   %f[0] = 2:i32\n  }\n }\n}\n",
+          "writes %f (a parameter) at indices that do not depend on $p");
   /* MMA tiles that overlap: 16 apart, 2 rows of 16 */
   rejects("kernel @a(%c: f32[80], %a: f32[16] readonly, %b: f32[32] readonly) {\n var $p: i64\n"
           " for $p in 0..4 parallel {\n"
