@@ -14,11 +14,17 @@
  *   terms that read nothing the iterations change cancel between two iterations (a clamp
  *   min/max that the enclosing guards make idle is looked through). If no term reads the
  *   loop variable p, every iteration writes the same place: rejected (scratch at a fixed
- *   place, a scalar in a buffer). Otherwise the proof is either
- *   linear: the only term that reads p is c * p and the others span less than |c|, or
+ *   place, a scalar in a buffer). Otherwise one of these proofs must hold:
+ *   linear: the only term that reads p is c * p and the others span less than |c|;
+ *   digits: with the terms sorted by |c_i|, a split where the higher coefficients are all
+ *   multiples of S (the smallest of them) and the lower terms span less than S: the index
+ *   then determines both parts, so one part written disjointly is enough (rows of a tile
+ *   with the columns below, a panel of columns under the rows above);
+ *   expansion: a sum kept whole (under a constant factor or an idle clamp) taken apart;
  *   per iteration (loops of at most 2^16 iterations): with p fixed to each value, interval
  *   arithmetic bounds what the iteration writes, and these footprints must not overlap
  *   (this takes p / C and p % C apart, and guards that depend on p).
+ *   The search is bounded (RACE_MAX_PROOFS, RACE_MAX_SWEEPS); past it nothing is proved.
  * One exception: a buffer of one element that the loop only sets to one constant and never
  * reads (the error flag of a kernel that checks its indices, lower.h) may be written by
  * several iterations: every writer stores the same bits.
@@ -31,7 +37,13 @@
 
 #define FAIL(...) kiln_tverify_fail(c, __VA_ARGS__)
 
-enum { RACE_MAX_TERMS = 32, RACE_MAX_EVAL = 1 << 16 };
+enum {
+  RACE_MAX_TERMS = 32,
+  RACE_MAX_EVAL = 1 << 16, /* iterations of a per-iteration proof */
+  RACE_MAX_WORK = 1 << 18, /* iterations times terms of one per-iteration proof */
+  RACE_MAX_PROOFS = 256,   /* proof attempts for one store */
+  RACE_MAX_SWEEPS = 16     /* per-iteration proofs for one store */
+};
 
 static bool sub_overflow(int64_t a, int64_t b, int64_t *out) {
   return b == INT64_MIN ? (a >= 0 || (*out = a - b, false)) : kiln_add_overflow_i64(a, -b, out);
@@ -289,8 +301,9 @@ static int cmp_lo(const void *a, const void *b) {
 
 /* The footprint of each iteration (the terms' ranges with p fixed), sorted: they must not
  * overlap. On an overlap, c->race_p1 and c->race_p2 are two iterations that may meet. */
-static bool each_iteration_proof(kiln_tverify *c, const terms *l) {
-  if (c->par_n > RACE_MAX_EVAL || c->race_budget-- <= 0) return false;
+static bool each_iteration_proof(kiln_tverify *c, const terms *l, bool top) {
+  if (c->par_n > RACE_MAX_EVAL || c->par_n * (l->n + 1) > RACE_MAX_WORK || c->race_sweeps-- <= 0)
+    return false;
   int64_t n = c->par_n;
   footprint *fp = kiln_xmalloc((size_t)n * sizeof *fp);
   kiln_tival saved = c->var_range[c->par->var];
@@ -305,7 +318,7 @@ static bool each_iteration_proof(kiln_tverify *c, const terms *l) {
   for (int64_t i = 1; i < n && ok; i++)
     if (fp[i].r.lo <= fp[i - 1].r.hi) {
       ok = false;
-      if (c->race_p1 < 0) c->race_p1 = fp[i - 1].p, c->race_p2 = fp[i].p;
+      if (top) c->race_p1 = fp[i - 1].p, c->race_p2 = fp[i].p;
     }
   free(fp);
   return ok;
@@ -363,9 +376,9 @@ static bool expand_proof(kiln_tverify *c, const terms *l, int depth) {
 
 /* The iterations of c->par write disjoint values of sum(l) (plus what cancels). */
 static bool prove(kiln_tverify *c, const terms *l, int depth) {
-  if (!any_p(l) || depth > 6) return false;
+  if (!any_p(l) || depth > 6 || c->race_budget-- <= 0) return false;
   return linear_proof(c, l) || radix_proof(c, l, depth) || expand_proof(c, l, depth) ||
-         each_iteration_proof(c, l);
+         each_iteration_proof(c, l, depth == 0);
 }
 
 static const char *shared_why(const kiln_tverify *c, int buf) {
@@ -391,7 +404,7 @@ kiln_status kiln_tverify_race_store(kiln_tverify *c, int buf, const kiln_texpr *
                 "not depend on $%s",
                 pv, bn, shared_why(c, buf), pv);
   c->race_p1 = c->race_p2 = -1;
-  c->race_budget = 32; /* evaluations of every iteration, for one store */
+  c->race_budget = RACE_MAX_PROOFS, c->race_sweeps = RACE_MAX_SWEEPS;
   if (!l.bad && prove(c, &l, 0)) return KILN_OK;
   if (c->race_p1 >= 0)
     return FAIL("race: cannot prove that the iterations of parallel loop $%s write disjoint "

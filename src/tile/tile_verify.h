@@ -31,7 +31,7 @@ typedef struct kiln_tverify {
   const kiln_tstmt *par;            /* the enclosing parallel loop (of 2+ iterations) or NULL */
   int64_t par_n;                    /* its iterations (at most) */
   int64_t race_p1, race_p2;         /* two iterations whose writes may meet, or -1 */
-  int race_budget;                  /* per-iteration proofs left for the current store */
+  int race_budget, race_sweeps;     /* proof attempts and per-iteration proofs left */
   uint8_t *shared_var, *shared_buf; /* one object for all iterations of a parallel loop */
   uint8_t *par_var, *par_buf;       /* what may differ between par's iterations */
   uint8_t *par_flag;                /* 1: a buffer par's body only sets to one constant */
