@@ -58,7 +58,7 @@ static void mark_expr(const kiln_texpr *e, uint8_t *vars, uint8_t *bufs) {
   for (int i = 0; i < 3; i++) mark_expr(e->args[i], vars, bufs);
 }
 
-static void mark_outside(const kiln_tblock *b, uint8_t *vars, uint8_t *bufs) {
+void kiln_tile_mark_outside_parallel(const kiln_tblock *b, uint8_t *vars, uint8_t *bufs) {
   for (int i = 0; i < b->len; i++) {
     const kiln_tstmt *s = b->data[i];
     mark_expr(s->extent, vars, bufs);
@@ -74,8 +74,8 @@ static void mark_outside(const kiln_tblock *b, uint8_t *vars, uint8_t *bufs) {
       mark_expr(s->mma.b_off, vars, bufs);
       mark_expr(s->mma.c_off, vars, bufs);
     }
-    mark_outside(&s->body, vars, bufs);
-    mark_outside(&s->orelse, vars, bufs);
+    kiln_tile_mark_outside_parallel(&s->body, vars, bufs);
+    kiln_tile_mark_outside_parallel(&s->orelse, vars, bufs);
   }
 }
 
@@ -87,7 +87,7 @@ void kiln_tverify_race_init(kiln_tverify *c) {
   c->par_var = kiln_xcalloc(nv, 1);
   c->par_buf = kiln_xcalloc(nb, 1);
   c->par_flag = kiln_xcalloc(nb, 1);
-  mark_outside(&k->body, c->shared_var, c->shared_buf);
+  kiln_tile_mark_outside_parallel(&k->body, c->shared_var, c->shared_buf);
   for (int b = 0; b < k->bufs.len; b++)
     if (k->bufs.data[b].scope != KILN_SCOPE_LOCAL) c->shared_buf[b] = 1;
 }
