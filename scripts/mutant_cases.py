@@ -208,6 +208,19 @@ case(53)(lambda: Case([N("Conv", ["x", "w"], ["y"])], [("x", r(1, 2, 6, 6))], [(
 case(54)(unary("Relu", x=r(3, 13)))
 
 
+# ---- races (run at 2 threads: the row blocks of a 37-row product go to the threads) ----
+def race_case():
+    def ints(*shape):  # small integers: every sum is exact, whatever the order
+        return rng.integers(-2, 3, shape).astype(np.float32)
+    k = Case([N("MatMul", ["a", "b"], ["y"])], [("a", ints(37, 300))], [("y", F)],
+             [c("b", ints(300, 96))])
+    k.threads = 2
+    return k
+
+
+case(55)(race_case)
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()
@@ -227,7 +240,8 @@ def check(kiln, n, backend, work, env):
     exp = []
     for name, _ in case_.outputs:
         exp += ["--expect", f"{name}={os.path.join(d, 'ref', name + '.npy')}"]
-    cmd = [kiln, "run", model, *args, "--backend", backend, "--threads", "1", *exp,
+    threads = str(getattr(case_, "threads", 1))
+    cmd = [kiln, "run", model, *args, "--backend", backend, "--threads", threads, *exp,
            "--rtol", "1e-5", "--atol", "1e-6"]
     rc_ctl, out_ctl = run(cmd, e0)
     e1 = dict(e0, KILN_MUTANT=str(n))

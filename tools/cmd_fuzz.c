@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "verify/gen.h"
@@ -33,7 +34,8 @@ static const char *const fuzz_help =
     "                   cache of the campaign\n"
     "  --max-nodes N    nodes per graph at most, 1..30 (default 12)\n"
     "  --threads N      kernel threads the cpu layer compiles for (default: drawn per graph,\n"
-    "                   1, 2 or 4, so that the parallel schedules are checked too)\n"
+    "                   1, 2, 4 or all cores, so that the parallel schedules are checked\n"
+    "                   too; above 1 the compiled code runs twice and must give the same bits)\n"
     "  --cpu-every N    compile and run the cpu layer on one graph in N, drawn by seed\n"
     "                   (default 3; 1: every graph). The graph and tile layers run on every\n"
     "                   graph: they take a tenth of the time of the C compiler, so a campaign\n"
@@ -285,12 +287,15 @@ static kiln_status check_ort(campaign *c, uint64_t j, const kiln_gen_case *gc) {
   return st;
 }
 
-/* Kernel threads for graph j: --threads, else 1 (half the graphs), 2 or 4 from j's seed (the
- * lowering picks parallel loops and GEMM splits by the thread count). */
+/* Kernel threads for graph j: --threads, else from j's seed 1 (half the graphs), 2, 4 or all
+ * cores (what kiln run uses by default; a quarter): the lowering picks parallel loops and GEMM
+ * splits by the thread count. Above one thread the runner also runs the code twice. */
 static int graph_threads(const campaign *c, uint64_t seed) {
   if (c->a.threads > 0) return (int)c->a.threads;
-  static const int pick[4] = {1, 1, 2, 4};
-  return pick[(seed >> 61) & 3];
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int all = cores > 1 ? (int)(cores < 1024 ? cores : 1024) : 1;
+  const int pick[8] = {1, 1, 1, 1, 2, 4, all, all};
+  return pick[(seed >> 61) & 7];
 }
 
 static kiln_status run_one(campaign *c, uint64_t j) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "onnx/onnx.h"
@@ -16,7 +17,9 @@ static const char *const verify_help =
     "  pass K NAME the interpreter on the graph after pass application K (each application\n"
     "              that changed the graph)\n"
     "  tile        the lowered program in the tile IR interpreter\n"
-    "  cpu         the compiled C code\n"
+    "  cpu         the compiled C code, on 1 thread, then on --threads (default all cores,\n"
+    "              as kiln run): compiled for several threads it runs twice and must give\n"
+    "              the same bits (a data race shows as a difference)\n"
     "  cuda        the CUDA-mapped program in the tile interpreter (--backend cuda; nothing\n"
     "              runs on a GPU: that row says so)\n"
     "The tile, cpu and cuda layers are also checked kernel by kernel: each kernel step's\n"
@@ -40,7 +43,8 @@ static const char *const verify_help =
     "                      tile layer (default cpu)\n"
     "  --bisect-only       interpret only the graph after all passes; bisect the passes with\n"
     "                      the pass limit when it fails (faster on large models)\n"
-    "  --threads N         kernel threads of the cpu layer (default 1)\n"
+    "  --threads N         kernel threads of the second cpu layer (default: all cores; 1:\n"
+    "                      only the one-thread layer); the tile layer lowers for N too\n"
     "  --no-local          no kernel-by-kernel checks (end-to-end comparisons only)\n"
     "  --repro DIR         on a failure, write the case to DIR\n"
     "  -q                  no progress lines on stderr\n\n"
@@ -105,7 +109,7 @@ static int parse_args(int argc, char **argv, verify_args *a) {
       if (!v || parse_backend(v, &a->o))
         return kiln_cli_usage("verify", "--backend takes cpu, cuda, cpu,cuda or none");
     } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
-      if (kiln_cli_threads("verify", v, &a->o.threads)) return 2;
+      if (kiln_cli_threads("verify", v, &a->o.par_threads)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--repro", &v)) {
       if (!v || !*v) return kiln_cli_usage("verify", "--repro needs a folder");
       a->o.repro_dir = v;
@@ -327,6 +331,8 @@ int kiln_cmd_verify(int argc, char **argv) {
   a.seed = 1;
   kiln_verify_opts_init(&a.o);
   a.o.log = stderr;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN); /* what kiln run uses without --threads */
+  a.o.par_threads = cores > 1 ? (int)(cores < 1024 ? cores : 1024) : 1;
   int rc = parse_args(argc, argv, &a);
   if (rc) {
     kiln_vec_free(&a.inputs);

@@ -486,7 +486,8 @@ static kiln_status lower_all(kiln_lower_ctx *c) {
   return KILN_OK;
 }
 
-kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out) {
+static kiln_status lower_program(kiln_graph *g, const kiln_lower_opts *opts, bool stress,
+                                 kiln_program **out) {
   *out = NULL;
   kiln_lower_opts dflt = {KILN_TARGET_CPU, 1, NULL};
   if (!opts) opts = &dflt;
@@ -495,9 +496,11 @@ kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program 
   kiln_program *p = kiln_xcalloc(1, sizeof *p);
   p->graph = g;
   p->module = kiln_tmodule_new();
-  p->module->par_min_elements = opts->target == KILN_TARGET_CPU ? KILN_LOWER_PAR_MIN_ELEMENTS : 0;
+  stress = stress && opts->threads > 1;
+  p->module->par_min_elements =
+      opts->target == KILN_TARGET_CPU && !stress ? KILN_LOWER_PAR_MIN_ELEMENTS : 0;
   p->target = opts->target;
-  kiln_lower_ctx c = {g, opts, p, kiln_arena_new()};
+  kiln_lower_ctx c = {g, opts, p, kiln_arena_new(), stress};
   kiln_status st = lower_all(&c);
   if (!st) st = kiln_program_verify(p);
   kiln_arena_free(c.scratch);
@@ -507,6 +510,14 @@ kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program 
   }
   *out = p;
   return KILN_OK;
+}
+
+kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out) {
+  return lower_program(g, opts, false, out);
+}
+
+kiln_status kiln_lower_stress(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out) {
+  return lower_program(g, opts, true, out);
 }
 
 void kiln_program_free(kiln_program *p) {

@@ -89,6 +89,11 @@ kiln_fuse_class kiln_lower_fuse_class(const kiln_graph *g, const kiln_node *n);
 
 /* Lowers g (after the pass pipeline, fusion included; all value types static). */
 kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out);
+/* kiln_lower for verification: with threads > 1 it plans the parallel schedules whatever
+ * the size of the work (GEMM splits, parallel depthwise loops, nests below
+ * KILN_LOWER_PAR_MIN_ELEMENTS), so that the tile verifier's race check and the tile
+ * interpreter see them on small models. Same results; not what kiln_compile runs. */
+kiln_status kiln_lower_stress(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out);
 void kiln_program_free(kiln_program *p);
 /* Runs the program with the tile IR interpreter (kernels), the reference kernels (fallback
  * steps) and views (alias steps), each value in its own allocation: the tile-level oracle

@@ -414,6 +414,7 @@ static kiln_status lower_conv_gemm(kiln_lower_ctx *c, const kiln_group *grp, con
   gm->epi = conv_epi_cb;
   gm->epi_ud = map;
   gm->threads = c->opts->threads;
+  gm->stress = c->stress;
   KILN_TRY(kiln_mm_gemm_emit(k, gm));
   kiln_lower_add_step(c, &step);
   return KILN_OK;
@@ -481,7 +482,8 @@ static kiln_status lower_conv_depthwise(kiln_lower_ctx *c, const kiln_group *grp
   v.x = kiln_tkernel_var(k, "x", KILN_I64);
   v.acc = kiln_tkernel_buf(k, "row", type, KILN_SCOPE_LOCAL, W);
   double flops = 2.0 * (double)cg->N * (double)cg->Co * (double)cg->P * (double)cg->KS;
-  kiln_loop_kind ck = c->opts->threads > 1 && flops >= 2e6 ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
+  bool par = c->opts->threads > 1 && (flops >= 2e6 || c->stress);
+  kiln_loop_kind ck = par ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
   kiln_tstmt *cl = loop(k, &k->body, v.c, cg->N * cg->Co, ck);
   kiln_tstmt *rl = loop(k, &cl->body, v.r, rows, KILN_LOOP_SERIAL);
   kiln_tstmt *zl = loop(k, &rl->body, v.x, W, KILN_LOOP_VECTOR);
@@ -566,7 +568,8 @@ static kiln_status lower_dw2(kiln_lower_ctx *c, const kiln_group *grp, const kil
   d->plane = kiln_tkernel_buf(k, "plane", type, KILN_SCOPE_LOCAL, d->Hp * d->Wp);
   d->row = kiln_tkernel_buf(k, "row", type, KILN_SCOPE_LOCAL, cg->out[1]);
   double flops = 2.0 * (double)cg->N * (double)cg->Co * (double)cg->P * (double)cg->KS;
-  kiln_loop_kind ck = c->opts->threads > 1 && flops >= 2e6 ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
+  bool par = c->opts->threads > 1 && (flops >= 2e6 || c->stress);
+  kiln_loop_kind ck = par ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
   kiln_tstmt *cl = loop(k, &k->body, d->c, cg->N * cg->Co, ck);
   kiln_texpr *cv = kiln_tv(k, d->c);
   kiln_texpr *img = kiln_tbin(k, KILN_TOP_DIV, cv, kiln_tint(k, cg->Co));

@@ -24,6 +24,7 @@ typedef struct kiln_lower_ctx {
   const kiln_lower_opts *opts;
   kiln_program *prog;
   kiln_arena *scratch; /* freed after lowering */
+  bool stress;         /* kiln_lower_stress: every parallel schedule, however small the work */
 } kiln_lower_ctx;
 
 /* ---- building steps (lower.c) ----

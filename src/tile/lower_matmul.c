@@ -189,6 +189,7 @@ static kiln_status finish(kiln_lower_ctx *c, const kiln_group *grp, kiln_tkernel
   gm->epi = mm_epi_cb;
   gm->epi_ud = map;
   gm->threads = c->opts->threads;
+  gm->stress = c->stress;
   KILN_TRY(kiln_mm_gemm_emit(k, gm));
   kiln_lower_add_step(c, step);
   return KILN_OK;

@@ -105,6 +105,7 @@ struct kiln_mm_gemm {
   kiln_mm_epi_fn epi;
   void *epi_ud;
   int threads;
+  bool stress; /* kiln_lower_stress: split for threads however small the product */
 };
 
 /* Elements of scratch the SCRATCH kind needs (all batches' panels). */

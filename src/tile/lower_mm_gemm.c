@@ -12,7 +12,8 @@
  * One loop runs on the threads: the batch loop, the panel loop (each thread packs the
  * panels it multiplies, so a panel is used while it is in L2) or the row-block loop (B
  * packed first by all threads, then each thread takes row blocks and streams its share of
- * A once), whichever splits evenly; tiny products run serially. */
+ * A once), whichever splits evenly; tiny products run serially. Every parallel loop owns
+ * its register tile: the row tail that runs after the row-block loop has a tile of its own. */
 #include "../base/mutate.h"
 #include "lower_mm.h"
 
@@ -94,7 +95,7 @@ static par_mode pick_mode(const kiln_mm_gemm *g) {
   int64_t nbatch = batch_count(g), np = kiln_mm_gemm_panels(g);
   double flops = 2.0 * (double)g->M * (double)g->N * (double)g->K * (double)nbatch;
   int t = g->threads;
-  if (t <= 1 || flops < 2e6) return PAR_NONE;
+  if (t <= 1 || (flops < 2e6 && !g->stress)) return PAR_NONE;
   double eb = nbatch > 1 ? split_eff(nbatch, t) : 0, ep = split_eff(np, t);
   int64_t full = g->M / g->MR;
   /* the row tail runs after the parallel loop, on one thread */
@@ -234,8 +235,14 @@ static kiln_status emit_batch_body(kiln_tkernel *k, kiln_tblock *blk, const kiln
   kiln_tstmt *pl = loop(k, &il->body, v->jb, np, KILN_LOOP_SERIAL);
   KILN_TRY(emit_tile(k, &pl->body, g, v, kiln_tv(k, v->ib), g->MR, kiln_tv(k, v->jb)));
   if (tail > 0) {
+    /* The tail runs after the parallel loop, on one thread: it gets a tile of its own, so
+     * that the parallel loop's tile is used only inside it and each thread has its own (a
+     * buffer used outside a parallel loop is one object shared by its iterations). */
+    gemm_vars tv = *v;
+    if (!KILN_MUTANT(55)) /* mutant 55: the tail shares the parallel loop's tile (a race) */
+      tv.cbuf = kiln_tkernel_buf(k, "acc_tail", g->type, KILN_SCOPE_LOCAL, (int64_t)g->MR * g->NR);
     kiln_tstmt *tl = loop(k, blk, v->jb, np, KILN_LOOP_SERIAL);
-    KILN_TRY(emit_tile(k, &tl->body, g, v, kiln_tint(k, full), tail, kiln_tv(k, v->jb)));
+    KILN_TRY(emit_tile(k, &tl->body, g, &tv, kiln_tint(k, full), tail, kiln_tv(k, v->jb)));
   }
   return KILN_OK;
 }

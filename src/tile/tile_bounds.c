@@ -78,6 +78,9 @@ static kiln_tival divide(kiln_tival a, kiln_tival b) {
 static kiln_tival rem(kiln_tival a, kiln_tival b) {
   if ((b.lo <= 0 && b.hi >= 0) || b.lo == INT64_MIN) return FULL;
   int64_t m = (b.hi > -b.lo ? b.hi : -b.lo) - 1;
+  /* a non-negative dividend within one period of a constant divisor: exact */
+  if (a.lo >= 0 && b.lo == b.hi && b.lo > 0 && a.lo / b.lo == a.hi / b.lo)
+    return iv(a.lo % b.lo, a.hi % b.lo);
   if (a.lo >= 0) return iv(0, a.hi < m ? a.hi : m);
   if (a.hi <= 0) return iv(a.lo > -m ? a.lo : -m, 0);
   return iv(-m, m);
@@ -152,20 +155,20 @@ static kiln_tival base_range(kiln_tverify *c, const kiln_texpr *e) {
 }
 
 /* ---- facts ---- */
-static bool same_expr(const kiln_texpr *a, const kiln_texpr *b) {
+bool kiln_tverify_same_expr(const kiln_texpr *a, const kiln_texpr *b) {
   if (a == b) return true;
   if (!a || !b || a->kind != b->kind || a->type != b->type) return false;
   switch (a->kind) {
   case KILN_TE_INT: return a->i == b->i;
   case KILN_TE_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0;
   case KILN_TE_VAR: return a->var == b->var;
-  case KILN_TE_LOAD: return a->buf == b->buf && same_expr(a->index, b->index);
+  case KILN_TE_LOAD: return a->buf == b->buf && kiln_tverify_same_expr(a->index, b->index);
   case KILN_TE_OP:
     if (a->op != b->op) return false;
     for (int i = 0; i < kiln_top_arity(a->op); i++)
-      if (!same_expr(a->args[i], b->args[i])) return false;
+      if (!kiln_tverify_same_expr(a->args[i], b->args[i])) return false;
     return true;
-  case KILN_TE_CAST: return same_expr(a->args[0], b->args[0]);
+  case KILN_TE_CAST: return kiln_tverify_same_expr(a->args[0], b->args[0]);
   default: return false;
   }
 }
@@ -174,7 +177,7 @@ kiln_tival kiln_tverify_range(kiln_tverify *c, const kiln_texpr *e) {
   kiln_tival r = base_range(c, e);
   for (int i = 0; i < c->facts.len; i++) {
     const kiln_tfact *f = &c->facts.data[i];
-    if (!f->dead && same_expr(f->e, e)) r = meet(r, f->r);
+    if (!f->dead && kiln_tverify_same_expr(f->e, e)) r = meet(r, f->r);
   }
   return r;
 }

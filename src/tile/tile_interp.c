@@ -227,12 +227,25 @@ static void reset_shared(kiln_tinterp *in) {
       memset(in->bufs[b].init, 0, (size_t)in->k->bufs.data[b].size);
 }
 
+/* A new iteration of a parallel loop (a thread of its own in C) starts with its private
+ * local buffers and variables undefined: reading one before the iteration writes it fails. */
+static void forget_private(kiln_tinterp *in) {
+  const kiln_tkernel *k = in->k;
+  for (int v = 0; v < k->vars.len; v++)
+    if (!in->outside_var[v] && !in->is_loop_var[v]) in->vinit[v] = 0;
+  for (int b = k->n_params; b < k->bufs.len; b++)
+    if (!in->outside_buf[b] && k->bufs.data[b].scope == KILN_SCOPE_LOCAL &&
+        k->bufs.data[b].size > 0)
+      memset(in->bufs[b].init, 0, (size_t)k->bufs.data[b].size);
+}
+
 static kiln_status exec_for(kiln_tinterp *in, const kiln_tstmt *s) {
   kiln_tval n;
   KILN_TRY(kiln_tinterp_eval(in, s->extent, &n));
   if (kiln_tinterp_is_thread_loop(s->loop)) return kiln_tinterp_threads(in, s, n.i);
   bool new_block = is_block_loop(s->loop) && !block_has_block_loop(&s->body);
   for (int64_t i = 0; i < n.i; i++) {
+    if (s->loop == KILN_LOOP_PARALLEL) forget_private(in);
     in->vars[s->var].i = i;
     in->vinit[s->var] = 1;
     if (new_block) reset_shared(in);
@@ -318,12 +331,17 @@ static kiln_status alloc_state(kiln_tinterp *in, void *const *args) {
     in->bufs[i].init = in->bufs[i].data + (size_t)k->bufs.data[i].size * in->bufs[i].esize;
   }
   mark_loop_vars(in, &k->body);
+  in->outside_var = kiln_xcalloc(nv + 1, 1);
+  in->outside_buf = kiln_xcalloc((size_t)k->bufs.len + 1, 1);
+  kiln_tile_mark_outside_parallel(&k->body, in->outside_var, in->outside_buf);
   return KILN_OK;
 }
 
 static void free_state(kiln_tinterp *in) {
   free(in->bufs);
   free(in->is_loop_var);
+  free(in->outside_var);
+  free(in->outside_buf);
   free(in->priv);
   free(in->shared);
 }

@@ -32,6 +32,9 @@ typedef struct kiln_tinterp {
   size_t priv_bytes;
   unsigned char *shared;  /* shared buffers and their flags */
   const kiln_tstmt *stmt; /* the statement executing, for diagnostics */
+  /* used outside parallel loops (kiln_tile_mark_outside_parallel): the rest of the local
+   * buffers and variables is private to each iteration of a parallel loop */
+  uint8_t *outside_var, *outside_buf;
 } kiln_tinterp;
 
 kiln_status kiln_tinterp_error(const kiln_tinterp *in, const char *fmt, ...)

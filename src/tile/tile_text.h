@@ -24,6 +24,12 @@ void kiln_ttext_stmt_line(const kiln_tkernel *k, const kiln_tstmt *s, kiln_strbu
  * Errors name the kernel and the statement. */
 kiln_status kiln_tkernel_check_types(const kiln_tkernel *k);
 
+/* Marks (sets to 1) the variables and buffers that statements outside parallel loops use,
+ * the extents of parallel loops included: what the C backend declares once per kernel, one
+ * object for all iterations of a parallel loop. A LOCAL buffer or variable left unmarked is
+ * private to each iteration (tile_race.c; the interpreter forgets it at each iteration). */
+void kiln_tile_mark_outside_parallel(const kiln_tblock *b, uint8_t *vars, uint8_t *bufs);
+
 /* Largest statement and expression nesting the parser accepts and the interpreter and
  * verifier recurse through. */
 enum { KILN_TILE_MAX_DEPTH = 256 };

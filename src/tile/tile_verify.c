@@ -1,6 +1,7 @@
 /* Tile IR verifier: the type rules (tile_types.c), then names, loop kinds, the scope of
- * loop variables, barriers, and the bounds of every buffer access, proved by interval
- * arithmetic (tile_bounds.c) from the loop extents and the enclosing conditions. */
+ * loop variables, barriers, the bounds of every buffer access, proved by interval
+ * arithmetic (tile_bounds.c) from the loop extents and the enclosing conditions, and the
+ * writes of parallel loops (tile_race.c: no two iterations write one element). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,11 @@ static kiln_status check_span(kiln_tverify *c, int buf, const kiln_texpr *off, i
 
 static kiln_status check_mma(kiln_tverify *c, const kiln_tmma *m) {
   KILN_TRY(check_span(c, m->c_buf, m->c_off, m->m, m->ldc, m->n, 1, "C"));
+  /* the footprint around c_off (check_span proved that these products do not overflow) */
+  int64_t rows = (m->m - 1) * m->ldc, cols = m->n - 1;
+  kiln_tival span = {(rows < 0 ? rows : 0) + (cols < 0 ? cols : 0),
+                     (rows > 0 ? rows : 0) + (cols > 0 ? cols : 0)};
+  KILN_TRY(kiln_tverify_race_store(c, m->c_buf, m->c_off, span));
   KILN_TRY(check_span(c, m->a_buf, m->a_off, m->m, m->a_sm, m->k, m->a_sk, "A"));
   KILN_TRY(check_span(c, m->b_buf, m->b_off, m->k, m->b_sk, m->n, m->b_sn, "B"));
   memset(c->scratch_bufs, 0, (size_t)c->k->bufs.len + 1);
@@ -144,6 +150,7 @@ static kiln_status check_assign(kiln_tverify *c, const kiln_tstmt *s) {
   if (c->is_loop_var[s->var])
     return FAIL("assignment to the loop variable $%s", c->k->vars.data[s->var].name);
   KILN_TRY(check_expr(c, s->value));
+  KILN_TRY(kiln_tverify_race_assign(c, s->var));
   kiln_tival r = c->k->vars.data[s->var].type == KILN_I64 ? kiln_tverify_range(c, s->value)
                                                           : (kiln_tival){INT64_MIN, INT64_MAX};
   memset(c->scratch_vars, 0, (size_t)c->k->vars.len + 1);
@@ -158,6 +165,7 @@ static kiln_status check_store(kiln_tverify *c, const kiln_tstmt *s) {
   KILN_TRY(check_expr(c, s->index));
   KILN_TRY(check_expr(c, s->value));
   KILN_TRY(check_index(c, s->buf, s->index));
+  KILN_TRY(kiln_tverify_race_store(c, s->buf, s->index, (kiln_tival){0, 0}));
   memset(c->scratch_bufs, 0, (size_t)c->k->bufs.len + 1);
   c->scratch_bufs[s->buf] = 1;
   forget(c, NULL, c->scratch_bufs);
@@ -196,6 +204,8 @@ static kiln_status check_for(kiln_tverify *c, const kiln_tstmt *s) {
   kiln_tival ext = kiln_tverify_range(c, s->extent);
   kiln_tival saved_range = c->var_range[s->var];
   c->var_range[s->var] = (kiln_tival){0, ext.hi > 0 ? ext.hi - 1 : -1};
+  const kiln_tstmt *saved_par = c->par;
+  kiln_tverify_race_enter(c, s, ext);
   c->in_loop[s->var] = 1;
   c->stack[c->depth++] = s;
   int never = ext.hi <= 0; /* the body never runs: its accesses need no proof */
@@ -203,6 +213,7 @@ static kiln_status check_for(kiln_tverify *c, const kiln_tstmt *s) {
   int saved_facts = c->facts.len; /* facts of the body may not hold if it never runs */
   kiln_status st = check_block(c, &s->body);
   c->facts.len = saved_facts;
+  c->par = saved_par;
   c->unreachable -= never;
   c->depth--;
   c->in_loop[s->var] = 0;
@@ -287,6 +298,7 @@ kiln_status kiln_tkernel_verify(const kiln_tkernel *k) {
   for (int v = 0; v < k->vars.len; v++)
     c.var_exprs[v] = (kiln_texpr){.kind = KILN_TE_VAR, .type = k->vars.data[v].type, .var = v};
   mark_loops(&c, &k->body);
+  kiln_tverify_race_init(&c);
   kiln_status st = check_block(&c, &k->body);
   free(c.var_range);
   free(c.in_loop);
@@ -294,6 +306,7 @@ kiln_status kiln_tkernel_verify(const kiln_tkernel *k) {
   free(c.scratch_vars);
   free(c.scratch_bufs);
   free(c.var_exprs);
+  kiln_tverify_race_free(&c);
   kiln_vec_free(&c.facts);
   return st;
 }

@@ -29,6 +29,7 @@ void kiln_verify_opts_init(kiln_verify_opts *o) {
   o->cpu = true;
   o->each_pass = true;
   o->threads = 1;
+  o->determinism = true;
   o->local = true;
   kiln_compile_opts_init(&o->compile);
 }
@@ -305,6 +306,7 @@ kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inpu
   memset(res, 0, sizeof *res);
   res->first_failing = -1;
   res->threads = o && o->threads > 0 ? o->threads : 1;
+  if (o && o->par_threads > res->threads) res->threads = o->par_threads;
   KILN_TRY(kiln_vrun_check_inputs(g, n_in, inputs));
   kiln_vrun r = {.g = g, .n_in = n_in, .inputs = inputs, .o = o ? o : &dflt, .res = res};
   kiln_status st = setup(&r);

@@ -54,6 +54,19 @@ void kiln_vrun_cuda(kiln_vrun *r);
 
 double kiln_vrun_now(void);
 
+/* runner_det.c: the determinism check of a cpu layer compiled for several threads. Pass
+ * kiln_vdet_observe and the kiln_vdet as the first run's step observer (it calls inner
+ * first), then kiln_vdet_rerun runs c again (with the injector `inject` only) and compares
+ * every step's values and the outputs with the first run's (first: its outputs): true when
+ * they differ (l fails, with the message); kiln_vdet_where gives the first differing step. */
+typedef struct kiln_vdet kiln_vdet;
+kiln_vdet *kiln_vdet_new(kiln_step_trace_fn inner, void *inner_user);
+void kiln_vdet_observe(void *user, int step, int value, const kiln_tensor *t);
+bool kiln_vdet_rerun(kiln_vdet *d, kiln_vrun *r, kiln_compiled *c, int threads,
+                     kiln_step_trace_fn inject, kiln_val *const *first, kiln_layer_result *l);
+bool kiln_vdet_where(const kiln_vdet *d, int *step, int *value);
+void kiln_vdet_free(kiln_vdet *d);
+
 /* What node n of g computes, by names (op, attributes, inputs with constants by content,
  * group; with_types: output types): equal keys in two graphs compute the same. */
 char *kiln_vrun_node_key(const kiln_graph *g, const kiln_node *n, bool with_types);

@@ -5,7 +5,9 @@
  * local checks (runner_local.c) check every kernel step against its own group, and the
  * first step that fails names the kernel and the op kinds of its fusion group. A layer
  * that fails only end to end is localized by running it again, checking every value a
- * step produces against the end-to-end reference of the fused graph it was lowered from. */
+ * step produces against the end-to-end reference of the fused graph it was lowered from.
+ * A cpu layer compiled for several threads also runs twice and must give the same bits
+ * (runner_det.c). */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,12 @@
 
 static int layer_threads(const kiln_vrun *r) {
   return r->o->threads > 0 ? r->o->threads : 1;
+}
+
+/* The tile layer lowers for the most threads any cpu layer uses (the parallel schedule). */
+static int tile_threads(const kiln_vrun *r) {
+  int t = layer_threads(r);
+  return r->o->par_threads > t ? r->o->par_threads : t;
 }
 
 /* The fault injector of the options when it runs in layers of this kind, else NULL. */
@@ -225,9 +233,10 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
     kiln_vrun_done(r, l);
     return;
   }
-  kiln_lower_opts lo = {KILN_TARGET_CPU, layer_threads(r), r->o->compile.force_fallback};
+  kiln_lower_opts lo = {KILN_TARGET_CPU, tile_threads(r), r->o->compile.force_fallback};
   kiln_program *p = NULL;
-  kiln_status st = kiln_lower(fused, &lo, &p);
+  /* several threads: every parallel schedule, however small the model */
+  kiln_status st = kiln_lower_stress(fused, &lo, &p);
   if (st) {
     kiln_vrun_errored(r, l, st);
     if (kiln_vrun_done(r, l)) set_where_error(r, "lowering", l);
@@ -243,13 +252,35 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
 }
 
 /* ---- cpu ---- */
-void kiln_vrun_cpu(kiln_vrun *r) {
-  kiln_layer_result *l = kiln_vrun_layer(r, KILN_LAYER_CPU, "cpu");
+/* Runs c once (traced: local checks, and the determinism record at several threads), then
+ * again at several threads; fills l. Returns the determinism check (or NULL). */
+static kiln_vdet *run_compiled(kiln_vrun *r, kiln_compiled *c, int threads, kiln_layer_result *l,
+                               kiln_vlocal *lc) {
+  int n_out = kiln_compiled_graph(c)->outputs.len;
+  kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  kiln_step_trace_fn obs = observer_fn(r, lc, KILN_LAYER_CPU);
+  void *obs_user = observer_user(r, lc);
+  kiln_vdet *det = threads > 1 && r->o->determinism ? kiln_vdet_new(obs, obs_user) : NULL;
+  kiln_status st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs,
+                                           det ? kiln_vdet_observe : obs, det ? det : obs_user);
+  if (st) kiln_vrun_errored(r, l, st);
+  else kiln_vrun_compare(r, l, outs);
+  if (lc) kiln_vlocal_finish(lc, l);
+  if (!st && det && !kiln_vdet_rerun(det, r, c, threads, injector(r, KILN_LAYER_CPU), outs, l))
+    kiln_vdet_free(det), det = NULL; /* the same bits: nothing to report */
+  for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
+  free(outs);
+  return det;
+}
+
+static void cpu_layer(kiln_vrun *r, int threads, bool named) {
+  kiln_layer_result *l = named ? kiln_vrun_layer(r, KILN_LAYER_CPU, "cpu (%d threads)", threads)
+                               : kiln_vrun_layer(r, KILN_LAYER_CPU, "cpu");
   kiln_graph *g = NULL;
   kiln_status st = kiln_vrun_copy(r, &g);
   kiln_compile_opts co = r->o->compile;
   co.target = KILN_TARGET_CPU;
-  co.threads = layer_threads(r);
+  co.threads = threads;
   co.take_graph = true;
   co.release_weights = false;
   kiln_compiled *c = NULL;
@@ -260,20 +291,24 @@ void kiln_vrun_cpu(kiln_vrun *r) {
     if (kiln_vrun_done(r, l)) set_where_error(r, "compiling", l);
     return;
   }
-  int n_out = kiln_compiled_graph(c)->outputs.len;
-  kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
   const kiln_program *p = kiln_compiled_program(c);
   kiln_vlocal *lc = local_new(r, p, KILN_LAYER_CPU);
-  st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs, observer_fn(r, lc, KILN_LAYER_CPU),
-                               observer_user(r, lc));
-  if (st) kiln_vrun_errored(r, l, st);
-  else kiln_vrun_compare(r, l, outs);
-  if (lc) kiln_vlocal_finish(lc, l);
-  for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
-  free(outs);
-  if (kiln_vrun_done(r, l)) localize_layer(r, p, trace_compiled, c, l, lc);
+  kiln_vdet *det = run_compiled(r, c, threads, l, lc);
+  int step, value;
+  if (kiln_vrun_done(r, l)) {
+    if (det && kiln_vdet_where(det, &step, &value)) describe_step(r, p, step, value);
+    else if (det) kiln_vrun_set_where(r, "the outputs (every step's values were the same)", "");
+    else localize_layer(r, p, trace_compiled, c, l, lc);
+  }
+  kiln_vdet_free(det);
   kiln_vlocal_free(lc);
   kiln_compiled_free(c);
+}
+
+void kiln_vrun_cpu(kiln_vrun *r) {
+  int t = layer_threads(r), par = r->o->par_threads;
+  cpu_layer(r, t, t > 1);
+  if (par > 1 && par != t) cpu_layer(r, par, true);
 }
 
 /* ---- cuda ---- */

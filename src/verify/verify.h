@@ -115,6 +115,14 @@ typedef struct kiln_verify_opts {
   bool each_pass;    /* a layer per pass application (default true); false: only the graph
                         after all passes, and bisection with the pass limit on a failure */
   int threads;       /* cpu kernel threads (default 1) */
+  /* > 1 and != threads: a second cpu layer compiled for this many kernel threads (kiln
+   * verify: all cores, what kiln run uses by default); the tile layer then lowers for the
+   * larger count, so that the tile verifier sees the parallel schedule. 0 (default): none */
+  int par_threads;
+  /* default true: a cpu layer compiled for more than one thread runs the compiled code twice
+   * and fails unless both runs give the same bits at every step (a data race shows as a
+   * difference; where: the first step that differs) */
+  bool determinism;
   bool local;        /* local checks (default true): every kernel step of the tile, cpu and
                         cuda layers (runner_local.c), and the nodes each pass application
                         changed (runner_passlocal.c, with each_pass) */
@@ -179,7 +187,8 @@ typedef struct kiln_verify_result {
   int64_t n_unstable;      /* unstable elements of the reference (kiln_vref.n_unstable): a
                               mismatch downstream of them may be no bug */
   char unstable_note[256]; /* the first unstable node (kiln_vref.note) */
-  int threads;             /* the kernel threads the cpu layer was compiled for (opts.threads) */
+  int threads;             /* the kernel threads to replay with (the larger of opts.threads
+                              and opts.par_threads) */
 } kiln_verify_result;
 
 /* Verifies g on inputs (both borrowed; g is not modified: the runner works on copies).

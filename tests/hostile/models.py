@@ -3,6 +3,12 @@
 
   models.py names OUT.onnx [--seed N]   small MLP whose every name is hostile
   models.py list                        prints the hostile names, one repr per line
+  models.py race OUT.onnx --kind conv|matmul|gemm [--m M] [--seed N]
+                                        a contraction with a remainder row tile (Conv
+                                        256->546 1x1 on 1x256x3x3, a 37x512 by 512x96 MatMul,
+                                        a 45-row Gemm; --m: other channels or rows): its
+                                        parallel schedule once raced on the scratch tile
+  models.py input OUT.npy D0,D1,... [--seed N]   random float32 input of that shape
   models.py declared OUT.onnx --mode M  an MLP whose value_info and outputs declare types:
                                         sym (exporter symbols on static dims), infer (as
                                         onnx.shape_inference writes them, dims renamed to
@@ -652,6 +658,60 @@ def build_short_external(out_dir, seed):
 
 
 
+def build_race(out, kind, seed, m=0):
+    """One contraction whose rows do not split into whole register tiles of 8: 546 output
+    channels (68*8 + 2) of a 1x1 Conv, or 37 rows (4*8 + 5) of a MatMul; m overrides the
+    channels (conv) or rows (matmul, gemm)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    if kind == "conv":
+        co = m or 546
+        W = numpy_helper.from_array(
+            rng.standard_normal((co, 256, 1, 1)).astype(np.float32) * 0.1, "w")
+        node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv_%d" % co)
+        xs, ys = [1, 256, 3, 3], [1, co, 3, 3]
+    elif kind == "gemm":
+        rows = m or 45
+        W = numpy_helper.from_array(rng.standard_normal((96, 512)).astype(np.float32) * 0.1, "w")
+        B = numpy_helper.from_array(rng.standard_normal((96,)).astype(np.float32), "b")
+        node = helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="gemm_%d" % rows, transB=1)
+        g = helper.make_graph(
+            [node], "race_gemm",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 512])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 96])], [W, B])
+        mod = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        onnx.checker.check_model(mod)
+        onnx.save(mod, out)
+        return
+    else:
+        # 3 panels of 32 columns split worse on 2 threads than 4 row blocks: the row-block
+        # loop runs on the threads and the 5-row tail after it
+        W = numpy_helper.from_array(rng.standard_normal((512, 96)).astype(np.float32) * 0.1, "w")
+        rows = m or 37
+        node = helper.make_node("MatMul", ["x", "w"], ["y"], name="linear_%d" % rows)
+        xs, ys = [rows, 512], [rows, 96]
+    g = helper.make_graph(
+        [node], "race_" + kind,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ys)], [W])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(m)
+    onnx.save(m, out)
+
+
+def write_input(out, shape, seed):
+    """A float32 .npy of the comma-separated shape, normal random data."""
+    import numpy as np
+
+    dims = [int(d) for d in shape.split(",")]
+    np.save(out, np.random.default_rng(seed).standard_normal(dims).astype(np.float32))
+
+
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -682,6 +742,15 @@ def main():
         p.add_argument("--seed", type=int, default=0)
         if modes:
             p.add_argument("--mode", choices=modes, default=modes[0])
+    p = sub.add_parser("race")
+    p.add_argument("out")
+    p.add_argument("--kind", choices=("conv", "matmul", "gemm"), default="conv")
+    p.add_argument("--m", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0)
+    p = sub.add_parser("input")
+    p.add_argument("out")
+    p.add_argument("shape")
+    p.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     if a.cmd == "blame":
         return build_blame(a.dir)
@@ -708,6 +777,10 @@ def main():
         build_reductions(a.out, a.seed)
     elif a.cmd == "short_external":
         build_short_external(a.out, a.seed)
+    elif a.cmd == "race":
+        build_race(a.out, a.kind, a.seed, a.m)
+    elif a.cmd == "input":
+        write_input(a.out, a.shape, a.seed)
     else:
         build_names(a.out, a.seed)
 

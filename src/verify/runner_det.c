@@ -1,0 +1,123 @@
+/* The determinism check of a cpu layer compiled for several threads: the compiled code runs
+ * a second time on the same inputs and must give the same bits, step by step. A data race
+ * in a kernel (two threads writing one element, a scratch buffer shared by the iterations
+ * of a parallel loop) shows as a difference; the first step whose values differ is where.
+ *
+ * The first run records a hash of every value each step produces (through the step
+ * observer, after the observer it wraps, which may inject faults); the second compares the
+ * same sequence. String tensors are skipped (their data are pointers). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner_internal.h"
+
+typedef struct det_entry {
+  int step, value;
+  uint64_t hash;
+} det_entry;
+
+struct kiln_vdet {
+  kiln_step_trace_fn inner; /* the wrapped observer (or NULL) */
+  void *inner_user;
+  KILN_VEC(det_entry) seen; /* the first run's values, in the order they came */
+  bool second;              /* comparing */
+  int at;                   /* next entry of the second run */
+  bool differs;
+  int step, value; /* the first difference */
+};
+
+kiln_vdet *kiln_vdet_new(kiln_step_trace_fn inner, void *inner_user) {
+  kiln_vdet *d = kiln_xcalloc(1, sizeof *d);
+  d->inner = inner, d->inner_user = inner_user;
+  d->step = d->value = -1;
+  return d;
+}
+
+void kiln_vdet_free(kiln_vdet *d) {
+  if (!d) return;
+  kiln_vec_free(&d->seen);
+  free(d);
+}
+
+static uint64_t tensor_hash(const kiln_tensor *t) {
+  if (!t || t->dtype == KILN_STRING) return 0;
+  uint64_t h = kiln_hash_bytes(t->data, kiln_tensor_nbytes(t), (uint64_t)t->numel);
+  return h ^ (uint64_t)t->dtype;
+}
+
+void kiln_vdet_observe(void *user, int step, int value, const kiln_tensor *t) {
+  kiln_vdet *d = user;
+  if (d->inner) d->inner(d->inner_user, step, value, t);
+  det_entry e = {step, value, tensor_hash(t)};
+  if (!d->second) {
+    kiln_vec_push(&d->seen, e);
+    return;
+  }
+  if (d->differs) return;
+  const det_entry *f = d->at < d->seen.len ? &d->seen.data[d->at] : NULL;
+  d->at++;
+  if (f && f->step == e.step && f->value == e.value && f->hash == e.hash) return;
+  d->differs = true, d->step = step, d->value = value;
+}
+
+/* The first element where two tensor outputs differ in their bits, or -1. */
+static int64_t first_diff(const kiln_val *a, const kiln_val *b) {
+  if (!a || !b || a->kind != KILN_TYPE_TENSOR || b->kind != KILN_TYPE_TENSOR || !a->t || !b->t)
+    return -1;
+  const kiln_tensor *x = a->t, *y = b->t;
+  if (x->dtype == KILN_STRING) return -1;
+  if (x->dtype != y->dtype || x->numel != y->numel) return 0;
+  size_t es = kiln_dtype_size(x->dtype);
+  for (int64_t i = 0; es && i < x->numel; i++)
+    if (memcmp((const char *)x->data + (size_t)i * es, (const char *)y->data + (size_t)i * es, es))
+      return i;
+  return -1;
+}
+
+static void describe_diff(kiln_vrun *r, kiln_layer_result *l, int threads, int out,
+                          const kiln_val *a, const kiln_val *b, int64_t i) {
+  const char *name = r->g->values.data[r->g->outputs.data[out]].name;
+  double x = kiln_load_f64(a->t->dtype, a->t->data, (size_t)i);
+  double y = i < b->t->numel ? kiln_load_f64(b->t->dtype, b->t->data, (size_t)i) : NAN;
+  snprintf(l->msg, sizeof l->msg,
+           "not deterministic at %d threads: a second run gives other bits (output '%s' element "
+           "%lld: %.9g, then %.9g); a data race in a kernel?",
+           threads, name, (long long)i, x, y);
+}
+
+bool kiln_vdet_rerun(kiln_vdet *d, kiln_vrun *r, kiln_compiled *c, int threads,
+                     kiln_step_trace_fn inject, kiln_val *const *first, kiln_layer_result *l) {
+  int n_out = kiln_compiled_graph(c)->outputs.len;
+  kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  d->second = true, d->at = 0;
+  d->inner = inject, d->inner_user = r->o->inject_user;
+  kiln_status st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs, kiln_vdet_observe, d);
+  bool bad = false;
+  if (st) { /* the first run worked: failing now is a difference too */
+    snprintf(l->msg, sizeof l->msg, "not deterministic at %d threads: a second run failed: %s",
+             threads, kiln_status_message(st));
+    kiln_status_free(st);
+    bad = true;
+  }
+  for (int i = 0; !bad && i < n_out && i < r->g->outputs.len; i++) {
+    int64_t at = first_diff(first[i], outs[i]);
+    if (at >= 0) describe_diff(r, l, threads, i, first[i], outs[i], at), bad = true;
+  }
+  if (!bad && d->differs) {
+    snprintf(l->msg, sizeof l->msg,
+             "not deterministic at %d threads: a second run gives other bits in step %d (the "
+             "outputs agree); a data race in a kernel?",
+             threads, d->step);
+    bad = true;
+  }
+  if (bad) l->ok = false, l->max_ratio = INFINITY;
+  for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
+  free(outs);
+  return bad;
+}
+
+bool kiln_vdet_where(const kiln_vdet *d, int *step, int *value) {
+  *step = d->step, *value = d->value;
+  return d->differs;
+}

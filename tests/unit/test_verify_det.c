@@ -1,0 +1,127 @@
+/* The runner's determinism check (src/verify/runner_det.c): a cpu layer compiled for several
+ * threads runs twice and must give the same bits. A value that changes between the two runs
+ * (the fault injector, standing in for a data race) fails that layer, names the step whose
+ * values first differ, and keeps the signature format; at one thread there is no second
+ * run; with par_threads the runner adds a cpu layer at that many threads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "verify/verify.h"
+
+static char g_tmp[1024];
+
+/* MatMul + bias + Relu, and Exp then Neg of the MatMul result. */
+static const char *MODEL = "graph @mlp(%x: f32[5,3]) -> (%y: f32[5,4], %s: f32[5,4]) {\n"
+                           "  opset \"\" 17\n"
+                           "  %w = const f32[3,4] [0.5, -1, 0.25, 2, 1.5, 0.75, -0.5, 1, -2, "
+                           "0.125, 1, -0.25]\n"
+                           "  %b = const f32[4] [0.1, -0.2, 0.3, -0.4]\n"
+                           "  %m = MatMul(%x, %w) : f32[5,4] @mm\n"
+                           "  %a = Add(%m, %b) : f32[5,4] @add\n"
+                           "  %y = Relu(%a) : f32[5,4] @relu\n"
+                           "  %e = Exp(%m) : f32[5,4] @exp\n"
+                           "  %s = Neg(%e) : f32[5,4] @neg\n"
+                           "  return %y, %s\n"
+                           "}\n";
+
+/* Changes the Neg result (the [5,4] value whose elements are all < 0) on call `on`. */
+typedef struct flaky {
+  int calls, on;
+} flaky;
+
+static void flip_once(void *user, int step, int value, const kiln_tensor *t) {
+  flaky *f = user;
+  (void)step, (void)value;
+  if (t->dtype != KILN_F32 || t->rank != 2 || t->dims[1] != 4) return;
+  float *p = t->data;
+  for (int64_t i = 0; i < t->numel; i++)
+    if (!(p[i] < 0)) return;
+  if (++f->calls == f->on) p[3] = -p[3] * 0.5f; /* still negative: found by the bits only */
+}
+
+static kiln_verify_result run(int threads, int par_threads, flaky *f) {
+  kiln_graph *g = NULL;
+  kiln_verify_result r;
+  memset(&r, 0, sizeof r);
+  CHECK_OK(kiln_graph_parse(MODEL, "test", &g));
+  if (!g) return r;
+  CHECK_OK(kiln_ops_infer_graph(g));
+  kiln_tensor *t;
+  if (kiln_tensor_new(KILN_F32, 2, (int64_t[]){5, 3}, &t)) abort();
+  for (int64_t i = 0; i < t->numel; i++) ((float *)t->data)[i] = (float)(i % 7 - 3) / 4.0f;
+  kiln_val *in = kiln_val_tensor(t);
+  kiln_verify_opts o;
+  kiln_verify_opts_init(&o);
+  o.compile.cache_dir = g_tmp;
+  o.threads = threads;
+  o.par_threads = par_threads;
+  o.inject = flip_once;
+  o.inject_user = f;
+  o.inject_layers = 1u << KILN_LAYER_CPU;
+  o.local = false; /* the changed value stays within the bounds only by luck: not needed */
+  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  kiln_val_free(in);
+  kiln_graph_free(g);
+  return r;
+}
+
+static const kiln_layer_result *failing(const kiln_verify_result *r) {
+  return r->failed && r->first_failing >= 0 ? &r->layers.data[r->first_failing] : NULL;
+}
+
+static void test_second_run_differs(void) {
+  flaky f = {0, 2}; /* the first run is right, the second differs */
+  kiln_verify_result r = run(2, 0, &f);
+  const kiln_layer_result *l = failing(&r);
+  CHECK(f.calls == 2);
+  CHECK(l && l->kind == KILN_LAYER_CPU && strstr(l->msg, "not deterministic at 2 threads"));
+  CHECK(l && strstr(l->msg, "output 's' element 3"));
+  CHECK(!strcmp(r.signature, "cpu|-|Exp,Neg"));
+  CHECK(strstr(r.where, "kernel") && strstr(r.where, "Exp") && strstr(r.where, "value 's'"));
+  if (!l || !strstr(r.where, "value 's'"))
+    fprintf(stderr, "msg: %s\nwhere: %s\n", l ? l->msg : "-", r.where);
+  CHECK(r.threads == 2);
+  kiln_verify_result_free(&r);
+}
+
+static void test_one_thread_runs_once(void) {
+  flaky f = {0, 2};
+  kiln_verify_result r = run(1, 0, &f);
+  CHECK(f.calls == 1 && !r.failed);
+  kiln_verify_result_free(&r);
+}
+
+static void test_same_bits_pass(void) {
+  flaky f = {0, 0}; /* never changes anything */
+  kiln_verify_result r = run(2, 0, &f);
+  CHECK(f.calls == 2 && !r.failed);
+  kiln_verify_result_free(&r);
+}
+
+static void test_par_threads_layer(void) {
+  /* one-thread layer (call 1), then 3 threads: first run (call 2) and second run (call 3) */
+  flaky f = {0, 3};
+  kiln_verify_result r = run(1, 3, &f);
+  int cpu_layers = 0;
+  for (int i = 0; i < r.layers.len; i++) cpu_layers += r.layers.data[i].kind == KILN_LAYER_CPU;
+  CHECK(cpu_layers == 2 && f.calls == 3);
+  const kiln_layer_result *l = failing(&r);
+  CHECK(l && !strcmp(l->name, "cpu (3 threads)") && strstr(l->msg, "not deterministic"));
+  CHECK(r.threads == 3);
+  char cmd[1200];
+  CHECK(strstr(kiln_verify_replay_command("case", &r, cmd, sizeof cmd), "--threads 3"));
+  kiln_verify_result_free(&r);
+}
+
+static void setup(void) {
+  kiln_test_make_tmp(g_tmp, sizeof g_tmp, "kiln_verify_det");
+}
+
+static void cleanup(void) {
+  kiln_test_remove_dir(g_tmp);
+}
+
+TEST_MAIN(T(setup), T(test_second_run_differs), T(test_one_thread_runs_once),
+          T(test_same_bits_pass), T(test_par_threads_layer), T(cleanup))
