@@ -125,17 +125,21 @@ static const char *find_arg(const char *const *list, int n, const char *name) {
   return NULL;
 }
 
+/* Every NAME=FILE names a value of ids: NAME is the longest model name that the text starts
+ * with, followed by '=' (a name may itself hold '='; a file name too). */
 static kiln_status check_arg_names(const kiln_graph *g, const char *const *list, int n,
                                    const int *ids, int n_ids, const char *what) {
   for (int i = 0; i < n; i++) {
-    const char *eq = strchr(list[i], '=');
     bool found = false;
     for (int k = 0; k < n_ids && !found; k++) {
       const char *name = g->values.data[ids[k]].name;
-      found = strlen(name) == (size_t)(eq - list[i]) && !strncmp(name, list[i], strlen(name));
+      size_t len = strlen(name);
+      found = !strncmp(name, list[i], len) && list[i][len] == '=';
     }
-    if (!found)
+    if (!found) {
+      const char *eq = strchr(list[i], '=');
       return kiln_invalid("the model has no %s named '%.*s'", what, (int)(eq - list[i]), list[i]);
+    }
   }
   return KILN_OK;
 }

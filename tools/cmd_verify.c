@@ -199,11 +199,11 @@ static const char *given_input(const verify_args *a, const char *name) {
 static kiln_status check_input_names(const verify_args *a, const kiln_graph *g) {
   for (int i = 0; i < a->inputs.len; i++) {
     const char *spec = a->inputs.data[i];
-    size_t n = (size_t)(strchr(spec, '=') - spec);
-    bool found = false;
+    bool found = false; /* NAME=FILE where NAME may hold '=': any input name, then '=' */
     for (int k = 0; k < g->inputs.len && !found; k++) {
       const char *name = g->values.data[g->inputs.data[k]].name;
-      found = strlen(name) == n && !strncmp(name, spec, n);
+      size_t n = strlen(name);
+      found = !strncmp(name, spec, n) && spec[n] == '=';
     }
     if (!found) return kiln_invalid("--input %s: the model has no input of that name", spec);
   }

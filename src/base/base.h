@@ -35,6 +35,10 @@ kiln_status kiln_status_make(kiln_code code, const char *file, int line, const c
 kiln_status kiln_status_annotate(kiln_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 kiln_code kiln_status_code(kiln_status st);
+/* Gives st (an error) the code c, keeping its message and origin; returns st. For a check of
+ * Kiln's own product that reports through a checker made for user input (the tile verifier on
+ * a kernel the lowering made is KILN_ERR_INTERNAL, not the checker's KILN_ERR_INVALID). */
+kiln_status kiln_status_recode(kiln_status st, kiln_code c);
 const char *kiln_status_message(kiln_status st); /* "" for KILN_OK */
 const char *kiln_status_where(kiln_status st);   /* "file.c:123" of the origin */
 const char *kiln_code_name(kiln_code code);
@@ -44,6 +48,8 @@ int kiln_status_exit_code(kiln_status st);
 
 #define kiln_error(code, ...) kiln_status_make((code), __FILE__, __LINE__, __VA_ARGS__)
 #define kiln_invalid(...) kiln_error(KILN_ERR_INVALID, __VA_ARGS__)
+/* A broken invariant of Kiln's own code (exit 1), never "bad input". */
+#define KILN_BUG(...) kiln_error(KILN_ERR_INTERNAL, __VA_ARGS__)
 #define kiln_unsupported(...) kiln_error(KILN_ERR_UNSUPPORTED, __VA_ARGS__)
 
 #define KILN_TRY(expr)                                                                             \

@@ -74,6 +74,11 @@ kiln_status kiln_status_annotate(kiln_status st, const char *fmt, ...) {
   return st;
 }
 
+kiln_status kiln_status_recode(kiln_status st, kiln_code c) {
+  if (st) st->code = c;
+  return st;
+}
+
 kiln_code kiln_status_code(kiln_status st) {
   return st ? st->code : KILN_OK_CODE;
 }

@@ -114,7 +114,10 @@ static kiln_status emit_unique(kiln_compiled *c, const kiln_codegen_opts *co, cs
   for (int i = 0; !st && i < n; i++) {
     const kiln_tkernel *k = m->kernels.data[i];
     kiln_strbuf b = {0};
-    st = kiln_tkernel_verify(k);
+    st = kiln_tkernel_verify(k); /* the lowering made k: a rejection is Kiln's bug */
+    if (st)
+      st = kiln_status_annotate(kiln_status_recode(st, KILN_ERR_INTERNAL),
+                                "internal error (a bug in Kiln's lowering): kernel %s", k->name);
     if (!st) st = emit_neutral(k, co, NULL, &b);
     texts[i] = b.data ? b.data : kiln_xstrdup("");
     if (st) break;

@@ -325,3 +325,24 @@ for d in "$tmp"/.killed.kiln-tmp.* "$tmp"/.a1.kiln-tmp.*; do
   expect 2 "a killed compile's temporary folder does not run" "$kiln" run "$d" --input x="$x"
 done
 [ "$n" -ge 1 ] && ok || bad "the killed compiles left their (hidden) temporary folders: none found"
+
+# Names and file names holding '=': NAME=FILE is split after the model's own name.
+"$PYTHON" - "$tmp" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+d = sys.argv[1]
+g = helper.make_graph([helper.make_node("Relu", ["a=b"], ["y=z"])], "eq",
+                      [helper.make_tensor_value_info("a=b", TensorProto.FLOAT, [2])],
+                      [helper.make_tensor_value_info("y=z", TensorProto.FLOAT, [2])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), d + "/eq.onnx")
+np.save(d + "/in=1.npy", np.array([1, -1], np.float32))
+np.save(d + "/want=1.npy", np.array([1, 0], np.float32))
+PY
+expect 0 "run: input and output names holding '='" "$kiln" run "$tmp/eq.onnx" \
+  --input "a=b=$tmp/in=1.npy" --expect "y=z=$tmp/want=1.npy" --output-dir "$tmp/eqout"
+expect_file "$tmp/eqout/y%3Dz.npy" "the output named 'y=z' is written as y%3Dz.npy"
+expect 0 "verify: an input name holding '='" "$kiln" verify "$tmp/eq.onnx" --input "a=b=$tmp/in=1.npy" -q
+expect 2 "run: a prefix of a name is not the name" "$kiln" run "$tmp/eq.onnx" --input "a=$tmp/in=1.npy"
+expect_err "no input named 'a'" "run names the unknown input"

@@ -179,6 +179,11 @@ static void test_system_error(void) {
   CHECK(kiln_status_code(st) == KILN_ERR_SYSTEM && kiln_status_exit_code(st) == 1);
   CHECK(strstr(kiln_status_message(st), "No space left on device") != NULL);
   kiln_status_free(st);
+  st = kiln_status_recode(kiln_invalid("kernel k0: write out of bounds"), KILN_ERR_INTERNAL);
+  CHECK(kiln_status_code(st) == KILN_ERR_INTERNAL && kiln_status_exit_code(st) == 1 &&
+        !strcmp(kiln_status_message(st), "kernel k0: write out of bounds"));
+  kiln_status_free(st);
+  CHECK(kiln_status_recode(KILN_OK, KILN_ERR_INTERNAL) == KILN_OK);
 }
 
 TEST_MAIN(T(test_parse_int), T(test_parse_bytes), T(test_esc_comment_and_line),
