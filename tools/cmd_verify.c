@@ -244,8 +244,23 @@ static kiln_status bind_given_dims(verify_args *a, const kiln_graph *g, kiln_val
   return KILN_OK;
 }
 
+/* Every --dim names a symbolic dim of the model's inputs (a misspelt one is not ignored). */
+static kiln_status check_dim_names(const verify_args *a, const kiln_graph *g) {
+  kiln_status st = KILN_OK;
+  for (int i = 0; !st && i < a->n_cli_dims; i++) { /* sym holds "SYM=N" */
+    const char *spec = a->dims.data[i].sym;
+    char *sym = kiln_xstrdup(spec);
+    sym[strchr(spec, '=') - spec] = 0;
+    kiln_dim_binding b = {sym, a->dims.data[i].value};
+    st = kiln_cli_check_dim_names(g, &b, 1);
+    free(sym);
+  }
+  return st;
+}
+
 static kiln_status make_inputs(verify_args *a, const kiln_graph *g, kiln_val **vals) {
   KILN_TRY(check_input_names(a, g));
+  KILN_TRY(check_dim_names(a, g));
   for (int i = 0; i < g->inputs.len; i++) {
     const kiln_value *v = &g->values.data[g->inputs.data[i]];
     const char *file = given_input(a, v->name);

@@ -162,3 +162,15 @@ expect_out "nothing to compare" "test-onnx, no outputs: says so"
 expect_out "0 passed" "test-onnx, no outputs: not passed"
 expect 1 "test-onnx, more output files than outputs" $kiln test-onnx "$fx/tno_extra"
 expect_out "more output files" "test-onnx, extra outputs"
+
+# a misspelt --dim is bad input before anything runs, as in compile, bench and run
+cat > "$tmp/sym.kiln" <<'IR'
+graph @m(%x: f32[seq,2]) -> (%y: f32[seq,2]) {
+  opset "" 17
+  %y = Relu(%x) : f32[seq,2]
+  return %y
+}
+IR
+expect 2 "verify --dim with a misspelt symbol" $kiln verify "$tmp/sym.kiln" --dim sqe=3 -q
+expect_err "--dim sqe: the model has no symbolic dim.*'seq'" "verify names the misspelt dim and the known ones"
+expect 0 "verify --dim with the right symbol" $kiln verify "$tmp/sym.kiln" --dim seq=3 -q
