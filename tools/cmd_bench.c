@@ -191,11 +191,14 @@ static void print_result(const bench_opts *o, const kiln_cli_engine *e, bool fro
   double tput = (double)n / total_s, prep = kiln_cli_engine_prepare_seconds(e) * 1e3;
   const char *backend = kiln_cli_backend_name(o->engine.backend);
   if (o->json) {
+    kiln_strbuf path = {0}; /* a path is any bytes: JSON-escaped */
+    kiln_esc_json(&path, o->model);
     printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"inputs\": \"%s\", "
            "\"compile_ms\": %.3f, \"iters\": %ld, \"min_ms\": %.4f, \"median_ms\": %.4f, "
            "\"p90_ms\": %.4f, \"throughput\": %.3f}\n",
-           o->model, backend, o->engine.threads, from_files ? "test_data_set_0" : "random", prep, n,
-           ms[0], median, p90, tput);
+           path.data, backend, o->engine.threads, from_files ? "test_data_set_0" : "random", prep,
+           n, ms[0], median, p90, tput);
+    kiln_strbuf_free(&path);
     return;
   }
   printf("model: %s (backend %s, inputs %s)\n", o->model, backend,

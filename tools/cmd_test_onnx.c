@@ -370,13 +370,10 @@ static int parse_args(int argc, char **argv, test_opts *o) {
 }
 
 static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
-    else fputc(*s, f);
-  }
-  fputc('"', f);
+  kiln_strbuf b = {0};
+  kiln_esc_json(&b, s); /* names and messages from models: always valid JSON */
+  fprintf(f, "\"%s\"", b.data ? b.data : "");
+  kiln_strbuf_free(&b);
 }
 
 typedef struct tally {

@@ -82,3 +82,10 @@ for run in "names 0" "names 1" "names 2" "names 3" "names-more 0" "names-more 1"
   [ -z "$(ls -A "$tmp/cwd")" ] && ok || bad "seed $seed: verify wrote into its cwd"
 done
 cd "$tmp" || true
+
+# JSON outputs stay valid JSON whatever the names and paths hold
+model names "$tmp/we\"ird\\.onnx" --seed 0
+for c in "info --json" "bench --json --iters 2 --warmup 0"; do
+  expect 0 "$c on hostile names" "$kiln" $c "$tmp/we\"ird\\.onnx"
+  "$PYTHON" -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/out" && ok || bad "$c: not valid JSON"
+done
