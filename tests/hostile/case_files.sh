@@ -4,23 +4,7 @@
 # or left half-written; bad input is exit 2 before anything runs, a failing environment exit 1
 # with errno's text; kiln never blocks on a FIFO (the harness time limit catches a hang).
 
-cat >"$tmp/mlp.kiln" <<'IR'
-graph @mlp(%x: f32[batch,4]) -> (%y: f32[batch,3]) {
-  opset "" 17
-  %w = const f32[3,4] [0.5, -1, 0.25, 2, 1, 1, -0.5, 0, 0.125, 3, -2, 1]
-  %b = const f32[3] [0.1, -0.2, 0.3]
-  %h = Gemm(%x, %w, %b) {transB=1} : f32[batch,3]
-  %y = Relu(%h) : f32[batch,3]
-  return %y
-}
-IR
-python3 - "$tmp/x.npy" <<'PY'
-import struct, sys
-head = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }"
-head += " " * ((64 - (10 + len(head) + 1) % 64) % 64) + "\n"
-data = struct.pack("<8f", 0.5, -1, 2, 0.25, -0.75, 1.5, 3, -2)
-open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode() + data)
-PY
+mlp_fixture # $tmp/mlp.kiln (x: f32[batch,4]) and $tmp/x.npy (f32[2,4])
 m=$tmp/mlp.kiln x=$tmp/x.npy
 case $kiln in /*) ;; *) kiln=$PWD/$kiln ;; esac # some checks run from another folder
 # no_leftovers DIR DESC: no temporary of the file writer or of an artifact is left in DIR

@@ -50,6 +50,28 @@ expect_same() { if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; f
 # model NAME ARGS...: runs tests/hostile/models.py to build a hostile model (see its --help).
 model() { "$PYTHON" "$here/models.py" "$@"; }
 
+# mlp_fixture: writes $tmp/mlp.kiln, a Gemm + Relu MLP in the text IR with input x:
+# f32[batch,4], and $tmp/x.npy, an f32[2,4] input for it (standard library only).
+mlp_fixture() {
+  cat >"$tmp/mlp.kiln" <<'IR'
+graph @mlp(%x: f32[batch,4]) -> (%y: f32[batch,3]) {
+  opset "" 17
+  %w = const f32[3,4] [0.5, -1, 0.25, 2, 1, 1, -0.5, 0, 0.125, 3, -2, 1]
+  %b = const f32[3] [0.1, -0.2, 0.3]
+  %h = Gemm(%x, %w, %b) {transB=1} : f32[batch,3]
+  %y = Relu(%h) : f32[batch,3]
+  return %y
+}
+IR
+  python3 - "$tmp/x.npy" <<'PY'
+import struct, sys
+head = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }"
+head += " " * ((64 - (10 + len(head) + 1) % 64) % 64) + "\n"
+data = struct.pack("<8f", 0.5, -1, 2, 0.25, -0.75, 1.5, 3, -2)
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode() + data)
+PY
+}
+
 hostile_done() {
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]
