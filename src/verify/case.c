@@ -1,5 +1,6 @@
 /* Case directories: a failing graph with its inputs and what failed, replayable with
  * `kiln verify DIR` (see verify.h for the layout). */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,20 +66,46 @@ static kiln_status write_info(const char *dir, const char *named, const kiln_ver
   return st;
 }
 
-/* A case that could not be written whole (a full disk) leaves no folder that replays. */
-static void remove_case(const char *dir, int n_in) {
-  static const char *const names[] = {"model.onnx", "model.kiln", "case.txt"};
-  for (int i = 0; i < 3; i++) {
-    char *path = join(dir, names[i]);
-    remove(path);
-    free(path);
+/* The entries a case folder holds (model.onnx, model.kiln, case.txt, input_<N>.pb). */
+static bool is_case_entry(const char *name) {
+  if (!strcmp(name, "model.onnx") || !strcmp(name, "model.kiln") || !strcmp(name, "case.txt"))
+    return true;
+  if (strncmp(name, "input_", 6)) return false;
+  size_t n = strspn(name + 6, "0123456789");
+  return n > 0 && !strcmp(name + 6 + n, ".pb");
+}
+
+kiln_status kiln_verify_check_case_dest(const char *dir, const char *input) {
+  struct stat sb;
+  if (!dir || !*dir) return kiln_invalid("a case needs a folder");
+  if (stat(dir, &sb) != 0) return KILN_OK; /* a new folder */
+  if (!S_ISDIR(sb.st_mode)) return kiln_invalid("'%s' exists and is not a folder", dir);
+  if (input && kiln_same_file(dir, input))
+    return kiln_invalid("'%s' is the input folder itself: write the case to another folder", dir);
+  struct stat ib; /* a model or case folder as input: its model.onnx */
+  char *model = !input                                         ? NULL
+                : stat(input, &ib) == 0 && S_ISDIR(ib.st_mode) ? join(input, "model.onnx")
+                                                               : kiln_xstrdup(input);
+  DIR *d = opendir(dir);
+  kiln_status st = d ? KILN_OK : kiln_system_error("cannot read the folder '%s'", dir);
+  for (struct dirent *e; !st && (e = readdir(d));) {
+    if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, ".."))) continue;
+    if (!is_case_entry(e->d_name)) {
+      st = kiln_invalid("'%s' is a folder that is not a case folder (it holds '%s'): give a new "
+                        "or empty folder",
+                        dir, e->d_name);
+    } else if (model) {
+      char *path = join(dir, e->d_name);
+      if (kiln_same_file(path, model))
+        st = kiln_invalid("writing the case to '%s' would replace the input model '%s' (its "
+                          "%s): give another folder",
+                          dir, input, e->d_name);
+      free(path);
+    }
   }
-  for (int i = 0; i < n_in; i++) {
-    char *path = input_path(dir, i);
-    remove(path);
-    free(path);
-  }
-  rmdir(dir); /* only when empty: other files of a folder the user gave stay */
+  if (d) closedir(d);
+  free(model);
+  return st;
 }
 
 static kiln_status write_files(const char *dir, const char *named, const kiln_graph *g, int n_in,
@@ -102,9 +129,10 @@ static kiln_status write_files(const char *dir, const char *named, const kiln_gr
   return st;
 }
 
-/* A new case folder is written whole (kiln_dir_begin: built next to it, renamed into place),
- * so a full disk or a killed run never leaves half a case; into an existing folder (a
- * --repro folder the user chose) the files are written one by one, case.txt last. */
+/* A case folder is always written whole (kiln_dir_begin: built next to it, renamed into place),
+ * so a full disk or a killed run never leaves half a case. An existing folder is replaced
+ * whole, so it may hold nothing but an earlier case (kiln_verify_check_case_dest): a folder of
+ * the user's own files, or the one holding the input model, is refused, never written into. */
 kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
                                    kiln_val *const *inputs, const kiln_verify_result *res) {
   if (n_in != g->inputs.len)
@@ -113,15 +141,11 @@ kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_i
     if (!inputs[i] || inputs[i]->kind != KILN_TYPE_TENSOR || !inputs[i]->t)
       return kiln_unsupported("case: input '%s' is not a tensor",
                               g->values.data[g->inputs.data[i]].name);
-  struct stat sb;
-  kiln_status st;
-  if (stat(dir, &sb) == 0) {
-    st = write_files(dir, dir, g, n_in, inputs, res);
-    if (st) remove_case(dir, n_in);
-  } else {
-    kiln_dir_writer w;
-    st = kiln_dir_begin(dir, &w);
-    if (!st) st = write_files(w.tmp, dir, g, n_in, inputs, res);
+  kiln_status st = kiln_verify_check_case_dest(dir, NULL);
+  kiln_dir_writer w;
+  if (!st) st = kiln_dir_begin(dir, &w);
+  if (!st) {
+    st = write_files(w.tmp, dir, g, n_in, inputs, res);
     if (!st) st = kiln_dir_commit(&w);
     else kiln_dir_abort(&w);
   }
