@@ -250,7 +250,7 @@ static kiln_status finish(compile_args *a, kiln_cli_engine *e) {
   /* what did not compile, always: on stderr, or in the report that lists each step once */
   if (fb.len && !a->report) fprintf(stderr, "%s", fb.data);
   kiln_cli_engine_report(e, &rep);
-  if (a->report) fwrite(rep.data, 1, rep.len, stdout);
+  if (a->report) kiln_cli_put_block(stdout, rep.data);
   print_summary(a, e);
   kiln_status st = KILN_OK;
   if (a->out_dir) {

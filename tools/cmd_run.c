@@ -189,10 +189,12 @@ static kiln_status write_outputs(const kiln_graph *g, const run_opts *o, kiln_va
   int n = g->outputs.len;
   kiln_status st = o->out_dir ? kiln_make_dirs(o->out_dir) : KILN_OK;
   for (int i = 0; !st && i < n; i++) {
-    const char *name = g->values.data[g->outputs.data[i]].name;
+    kiln_strbuf nb = {0};
+    const char *name = kiln_cli_show(&nb, g->values.data[g->outputs.data[i]].name);
     char tb[128];
     if (outs[i]->kind != KILN_TYPE_TENSOR || !outs[i]->t) {
       printf("output %s: (non-tensor value)\n", name);
+      kiln_strbuf_free(&nb);
       continue;
     }
     printf("output %-20s %s", name, kiln_tensor_type_str(outs[i]->t, tb, sizeof tb));
@@ -200,6 +202,7 @@ static kiln_status write_outputs(const kiln_graph *g, const run_opts *o, kiln_va
     else if (paths[i]) st = kiln_npy_write(paths[i], outs[i]->t);
     if (!st && paths[i]) printf("  -> %s", paths[i]);
     printf("\n");
+    kiln_strbuf_free(&nb);
   }
   return st;
 }
@@ -222,10 +225,13 @@ static void check_expects(const kiln_graph *g, const run_opts *o, kiln_val **out
                           int *mismatches) {
   for (int i = 0; i < g->outputs.len; i++) {
     if (!wants[i]) continue;
-    const char *name = g->values.data[g->outputs.data[i]].name;
+    kiln_strbuf nb = {0}, mb = {0};
+    const char *name = kiln_cli_show(&nb, g->values.data[g->outputs.data[i]].name);
     char msg[512];
     bool ok = kiln_cli_compare(outs[i], wants[i], o->rtol, o->atol, msg, sizeof msg);
-    printf("check %-20s %s%s%s\n", name, ok ? "ok" : "MISMATCH", ok ? "" : ": ", ok ? "" : msg);
+    printf("check %-20s %s%s%s\n", name, ok ? "ok" : "MISMATCH", ok ? "" : ": ",
+           ok ? "" : kiln_cli_show(&mb, msg));
+    kiln_strbuf_free(&nb), kiln_strbuf_free(&mb);
     *mismatches += !ok;
   }
 }
@@ -275,7 +281,7 @@ static kiln_status run_model(run_opts *o, int *mismatches) {
   if (!st && o->report) {
     kiln_strbuf b = {0};
     kiln_cli_engine_report(e, &b);
-    fwrite(b.data, 1, b.len, stdout);
+    kiln_cli_put_block(stdout, b.data);
     kiln_strbuf_free(&b);
   }
   if (!st) {

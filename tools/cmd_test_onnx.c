@@ -386,6 +386,17 @@ typedef struct outcome {
   char msg[1024];
 } outcome;
 
+/* One line per case on the terminal: case names, reasons and messages escaped. */
+static void print_case(const char *tag, const char *name, const char *fmt, const char *text,
+                       double ms) {
+  kiln_strbuf nb = {0}, tb = {0};
+  printf("%s %s", tag, kiln_cli_show(&nb, name));
+  if (text) printf(fmt, kiln_cli_show(&tb, text));
+  else printf(fmt, ms);
+  printf("\n");
+  kiln_strbuf_free(&nb), kiln_strbuf_free(&tb);
+}
+
 static void report_case(const test_opts *o, int i, const outcome *r, tally *t, FILE *json) {
   const char *name = base_name(o->cases.data[i]);
   const expect_entry *e = find_expect(o, name);
@@ -393,19 +404,19 @@ static void report_case(const test_opts *o, int i, const outcome *r, tally *t, F
   if (r->skipped) {
     t->skipped++;
     status = "skip";
-    if (!o->quiet) printf("SKIP  %s: %s\n", name, r->msg);
+    if (!o->quiet) print_case("SKIP ", name, ": %s", r->msg, 0);
   } else if (r->ok) {
     t->passed++;
     status = e ? "xpass" : "pass";
     t->xpass += e != NULL;
-    if (e) printf("XPASS %s: passes but is listed as failing (%s)\n", name, e->reason);
-    else if (!o->quiet) printf("PASS  %s (%.0f ms)\n", name, r->ms);
+    if (e) print_case("XPASS", name, ": passes but is listed as failing (%s)", e->reason, 0);
+    else if (!o->quiet) print_case("PASS ", name, " (%.0f ms)", NULL, r->ms);
   } else {
     t->failed++;
     status = e ? "xfail" : "fail";
     if (e) t->xfail++;
     else t->unexpected++;
-    if (!e || !o->quiet) printf("%s %s: %s\n", e ? "XFAIL" : "FAIL ", name, r->msg);
+    if (!e || !o->quiet) print_case(e ? "XFAIL" : "FAIL ", name, ": %s", r->msg, 0);
   }
   fflush(stdout);
   if (json) {

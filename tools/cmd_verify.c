@@ -335,7 +335,7 @@ static int report(const verify_args *a, const kiln_verify_result *res, const cha
                                                                              : "different");
   if (res->failed && !res->case_dir[0] && !is_case_dir(a->model))
     kiln_strbuf_printf(&out, "(write a replayable case with --repro DIR)\n");
-  if (out.data) fputs(out.data, stdout);
+  if (out.data) kiln_cli_put_block(stdout, out.data); /* names in it: escaped lines */
   kiln_strbuf_free(&out);
   return res->failed ? 1 : 0;
 }

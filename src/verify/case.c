@@ -2,6 +2,7 @@
  * `kiln verify DIR` (see verify.h for the layout). */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -64,6 +65,20 @@ static kiln_status write_info(const char *dir, const char *named, const kiln_ver
   free(path);
   kiln_strbuf_free(&b);
   return st;
+}
+
+void kiln_verify_log(FILE *log, const char *fmt, ...) {
+  if (!log) return;
+  va_list ap;
+  va_start(ap, fmt);
+  kiln_strbuf text = {0}, line = {0}, shown = {0};
+  kiln_strbuf_vprintf(&text, fmt, ap);
+  va_end(ap);
+  kiln_esc_line(&line, text.data ? text.data : "");
+  kiln_esc_terminal(&shown, line.data ? line.data : "");
+  fprintf(log, "%s\n", shown.data ? shown.data : "");
+  fflush(log);
+  kiln_strbuf_free(&text), kiln_strbuf_free(&line), kiln_strbuf_free(&shown);
 }
 
 /* The entries a case folder holds (model.onnx, model.kiln, case.txt, input_<N>.pb). */

@@ -1,0 +1,153 @@
+# Variants of the name and file classes beyond case_names.sh and case_files.sh:
+# - case folders (`kiln verify --repro`, `kiln reduce --out`) are written whole and never into
+#   the folder of the model being verified, the case being reduced or a folder of other files;
+# - names that reach the terminal (a test-onnx case name, an output name in `kiln run`'s
+#   listing, a fallback node in `kiln bench`/`compile --report`, a domain in an error) neither
+#   send an escape sequence, a C1 control or a bidirectional override, nor forge a line.
+CC=${CC:-cc}
+case $kiln in /*) ;; *) kiln=$PWD/$kiln ;; esac
+cat >"$tmp/exp.kiln" <<'IR'
+graph @e(%x: f32[2,4]) -> (%y: f32[2,4]) {
+  opset "" 17
+  %y = Exp(%x) : f32[2,4]
+  return %y
+}
+IR
+# A C compiler whose exp is wrong: the cpu layer of `kiln verify` fails, so a case is written.
+printf '#include <math.h>\n#define expf(x) ((x) * 0.5f)\n#define exp(x) ((x) * 0.5)\n' >"$tmp/bad.h"
+badcc() { CC="$CC -include $tmp/bad.h" KILN_CACHE_DIR="$tmp/cache_bad" "$@"; } # bash exports them to "$@"
+no_tmp_left() { # DIR DESC
+  if find "$1" -maxdepth 1 -name '*kiln-tmp*' | grep -q .; then bad "$2: temporaries left"; else ok; fi
+}
+
+# ---- verify --repro / reduce --out ----
+expect 0 "an ONNX model with metadata" "$kiln" compile "$tmp/exp.kiln" -o "$tmp/a"
+mkdir -p "$tmp/md"
+"$PYTHON" - "$tmp/md/model.onnx" <<'PY'
+import sys, onnx
+from onnx import helper as h, TensorProto as T
+g = h.make_graph([h.make_node("Exp", ["x"], ["y"])], "e", [h.make_tensor_value_info("x", T.FLOAT, [2, 4])],
+                 [h.make_tensor_value_info("y", T.FLOAT, [2, 4])], doc_string="the author's notes")
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], producer_name="me", doc_string="precious")
+h.set_model_props(m, {"license": "mine"})
+onnx.save(m, sys.argv[1])
+PY
+cp "$tmp/md/model.onnx" "$tmp/md.ref"
+badcc expect 1 "verify with a broken exp fails (a finding)" "$kiln" verify "$tmp/md/model.onnx" -q
+for r in "$tmp/md" "$tmp/md/" "$tmp/md/." "$tmp/md/../md"; do
+  badcc expect 2 "verify md/model.onnx --repro '$r'" "$kiln" verify "$tmp/md/model.onnx" -q --repro "$r"
+  expect_err "replace the input model" "--repro '$r': the refusal says why"
+  expect_same "$tmp/md/model.onnx" "$tmp/md.ref" "--repro '$r' leaves the model alone"
+done
+badcc expect 2 "verify a model folder --repro itself" "$kiln" verify "$tmp/md" -q --repro "$tmp/md"
+ln -s "$tmp/md" "$tmp/mdlink"
+badcc expect 2 "verify --repro a symlink to the model's folder" "$kiln" verify "$tmp/md/model.onnx" -q \
+  --repro "$tmp/mdlink"
+mkdir -p "$tmp/other" && ln "$tmp/md/model.onnx" "$tmp/other/model.onnx"
+badcc expect 2 "verify --repro a folder holding a hard link to the model" "$kiln" verify \
+  "$tmp/md/model.onnx" -q --repro "$tmp/other"
+expect_same "$tmp/md/model.onnx" "$tmp/md.ref" "the model is intact"
+[ "$(ls -A "$tmp/md")" = "model.onnx" ] && ok || bad "--repro wrote into the model's folder: $(ls -A "$tmp/md")"
+# a folder of the user's own files: refused before anything runs, nothing written or removed
+mkdir -p "$tmp/mine" && echo keep >"$tmp/mine/notes.txt" && echo old >"$tmp/mine/case.txt"
+badcc expect 2 "verify --repro a folder of other files" "$kiln" verify "$tmp/md/model.onnx" -q --repro "$tmp/mine"
+expect_err "not a case folder" "says the folder holds other files"
+[ "$(cat "$tmp/mine/case.txt")" = old ] && [ "$(ls -A "$tmp/mine" | wc -l)" -eq 2 ] && ok ||
+  bad "--repro changed a folder of other files: $(ls -A "$tmp/mine")"
+echo data >"$tmp/afile"
+badcc expect 2 "verify --repro a file" "$kiln" verify "$tmp/md/model.onnx" -q --repro "$tmp/afile"
+# a new folder: the case is written whole; a second run replaces it whole
+badcc expect 1 "verify --repro a new folder" "$kiln" verify "$tmp/md/model.onnx" -q --repro "$tmp/c1"
+expect_file "$tmp/c1/case.txt" "the case is written"
+touch "$tmp/c1/input_7.pb"
+badcc expect 1 "verify --repro an earlier case folder" "$kiln" verify "$tmp/md/model.onnx" -q --repro "$tmp/c1"
+expect_no_file "$tmp/c1/input_7.pb" "the earlier case was replaced whole"
+expect_file "$tmp/c1/model.onnx" "the new case is complete"
+no_tmp_left "$tmp" "verify --repro"
+mkdir -p "$tmp/empty"
+badcc expect 1 "verify --repro an empty folder" "$kiln" verify "$tmp/md/model.onnx" -q --repro "$tmp/empty"
+expect_file "$tmp/empty/case.txt" "the case is written into the empty folder"
+# a case as input: neither verify --repro nor reduce --out write over it
+cp -r "$tmp/c1" "$tmp/c1.ref"
+badcc expect 2 "verify a case --repro itself" "$kiln" verify "$tmp/c1" -q --repro "$tmp/c1"
+badcc expect 2 "reduce a case --out itself" "$kiln" reduce "$tmp/c1" -q --out "$tmp/c1"
+expect_err "input folder itself" "reduce says why"
+badcc expect 2 "reduce a case --out a folder of other files" "$kiln" reduce "$tmp/c1" -q --out "$tmp/mine"
+badcc expect 2 "reduce a case --out its parent" "$kiln" reduce "$tmp/c1" -q --out "$tmp"
+diff -r "$tmp/c1" "$tmp/c1.ref" >/dev/null && ok || bad "the input case was changed"
+badcc expect 0 "reduce a case --out a new folder" "$kiln" reduce "$tmp/c1" -q --max-tests 5 --out "$tmp/r1"
+expect_file "$tmp/r1/case.txt" "the reduced case is written"
+expect_file "$tmp/mine/notes.txt" "the user's file is kept"
+
+# ---- text from a model on the terminal ----
+# raw C1 controls (U+0080-U+009F) and bidirectional overrides/isolates in UTF-8
+raw_hidden() { LC_ALL=C grep -qP '\x1b|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]' "$@"; }
+clean_terminal() { # DESC: neither $tmp/out nor $tmp/err holds an escape, C1 or bidi byte sequence
+  if raw_hidden "$tmp/out" "$tmp/err"; then bad "$1: raw escape/C1/bidi reaches the terminal"
+  else ok; fi
+  if grep -qE '^(FORGED|__attribute__)' "$tmp/out" "$tmp/err"; then bad "$1: a name forged a line"
+  else ok; fi
+}
+mkdir -p "$tmp/to"
+"$PYTHON" - "$tmp" <<'PY'
+import os, sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+d = sys.argv[1]
+ESC = "e\x1b]0;pwn\x07\x1b[31m\u009b31m\u202e\u2066"
+NL = "n\nFORGED line\n__attribute__((constructor))"
+# test-onnx cases whose folder names are hostile (one passes, one fails)
+for n, want in [("test_" + ESC, 1), ("test_nl\nFORGED  test_fake (1 ms)", 0)]:
+    c = os.path.join(d, "to", n)
+    os.makedirs(c + "/test_data_set_0")
+    g = h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g", [h.make_tensor_value_info("x", T.FLOAT, [2])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [2])])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), c + "/model.onnx")
+    with open(c + "/test_data_set_0/input_0.pb", "wb") as f:
+        f.write(nh.from_array(np.array([1, -1], np.float32), "x").SerializeToString())
+    with open(c + "/test_data_set_0/output_0.pb", "wb") as f:
+        f.write(nh.from_array(np.array([1, want], np.float32), "y").SerializeToString())
+# outputs and fallback nodes (If, Loop) with hostile names, inside subgraphs too
+tb = h.make_graph([h.make_node("Relu", ["x"], [NL + "t"], name=ESC)], "then" + NL, [],
+                  [h.make_tensor_value_info(NL + "t", T.FLOAT, [2, 4])])
+eb = h.make_graph([h.make_node("Neg", ["x"], [ESC + "e"], name=NL)], "else" + ESC, [],
+                  [h.make_tensor_value_info(ESC + "e", T.FLOAT, [2, 4])])
+nodes = [h.make_node("ReduceSum", ["x"], ["s"], keepdims=0), h.make_node("Greater", ["s", "zero"], ["c"]),
+         h.make_node("If", ["c"], [ESC], then_branch=tb, else_branch=eb, name=NL + ESC),
+         h.make_node("Exp", [ESC], [NL])]
+g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", T.FLOAT, [2, 4])],
+                 [h.make_tensor_value_info(ESC, T.FLOAT, [2, 4]), h.make_tensor_value_info(NL, T.FLOAT, [2, 4])],
+                 [nh.from_array(np.array(0, np.float32), "zero")])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), d + "/sub.onnx")
+np.save(d + "/x.npy", np.arange(8, dtype=np.float32).reshape(2, 4) - 3)
+np.save(d + "/want.npy", np.zeros((2, 4), np.float32))
+# an unsupported domain named by the model: the error message
+g = h.make_graph([h.make_node("Relu", ["x"], ["y"], domain=NL + ESC)], "g",
+                 [h.make_tensor_value_info("x", T.FLOAT, [2])], [h.make_tensor_value_info("y", T.FLOAT, [2])])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid(NL + ESC, 1)]), d + "/dom.onnx")
+PY
+expect 1 "test-onnx on hostile case names" "$kiln" test-onnx "$tmp/to"
+clean_terminal "test-onnx"
+expect_out "1 passed, 1 failed" "test-onnx still counts the cases"
+expect 0 "run: hostile output names" "$kiln" run "$tmp/sub.onnx" --input x="$tmp/x.npy" --report
+clean_terminal "run --report"
+expect 1 "run --expect: hostile output names" bash -c \
+  'exec "$1" run "$2" --input x="$3" --expect "$(printf "e\033]0;pwn\a\033[31m\302\23331m\342\200\256\342\201\246")=$4"' \
+  _ "$kiln" "$tmp/sub.onnx" "$tmp/x.npy" "$tmp/want.npy"
+expect_out "MISMATCH" "the check is printed"
+clean_terminal "run --expect"
+expect 0 "bench: hostile fallback nodes" "$kiln" bench "$tmp/sub.onnx" --iters 1 --warmup 0
+clean_terminal "bench"
+expect 0 "compile --report: hostile fallback nodes" "$kiln" compile "$tmp/sub.onnx" --report
+clean_terminal "compile --report"
+expect 0 "compile: hostile fallback nodes on stderr" "$kiln" compile "$tmp/sub.onnx"
+clean_terminal "compile"
+expect 0 "verify: hostile names" "$kiln" verify "$tmp/sub.onnx"
+clean_terminal "verify"
+for c in info print run compile verify; do
+  expect 2 "$c: an unsupported domain named by the model" "$kiln" $c "$tmp/dom.onnx"
+  expect_err "domain" "$c names the domain"
+  clean_terminal "$c: the domain in the error message"
+done
+badcc expect 1 "verify with a broken exp: the failure names hostile outputs" "$kiln" verify "$tmp/sub.onnx" \
+  --repro "$tmp/c2"
+clean_terminal "verify failure report"
