@@ -105,18 +105,18 @@ kiln_status kiln_verify_check_case_dest(const char *dir, const char *input) {
   kiln_status st = d ? KILN_OK : kiln_system_error("cannot read the folder '%s'", dir);
   for (struct dirent *e; !st && (e = readdir(d));) {
     if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, ".."))) continue;
-    if (!is_case_entry(e->d_name)) {
+    char *path = join(dir, e->d_name);
+    struct stat eb; /* an entry of a case is a file: a folder or link of that name is not ours */
+    if (!is_case_entry(e->d_name) || lstat(path, &eb) != 0 || !S_ISREG(eb.st_mode)) {
       st = kiln_invalid("'%s' is a folder that is not a case folder (it holds '%s'): give a new "
                         "or empty folder",
                         dir, e->d_name);
-    } else if (model) {
-      char *path = join(dir, e->d_name);
-      if (kiln_same_file(path, model))
-        st = kiln_invalid("writing the case to '%s' would replace the input model '%s' (its "
-                          "%s): give another folder",
-                          dir, input, e->d_name);
-      free(path);
+    } else if (model && kiln_same_file(path, model)) {
+      st = kiln_invalid("writing the case to '%s' would replace the input model '%s' (its %s): "
+                        "give another folder",
+                        dir, input, e->d_name);
     }
+    free(path);
   }
   if (d) closedir(d);
   free(model);
