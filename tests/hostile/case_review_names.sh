@@ -151,3 +151,36 @@ done
 badcc expect 1 "verify with a broken exp: the failure names hostile outputs" "$kiln" verify "$tmp/sub.onnx" \
   --repro "$tmp/c2"
 clean_terminal "verify failure report"
+
+# ---- a NUL byte in a name: refused, never cut (a name valid only once cut at the NUL) ----
+mkdir -p "$tmp/nul"
+"$PYTHON" - "$tmp/nul" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+d = sys.argv[1]
+def save(name, nodes, ins=None, outs=None, inits=(), gname="g", opsets=None):
+    ins = ins or [h.make_tensor_value_info("x", T.FLOAT, [2, 4])]
+    outs = outs or [h.make_tensor_value_info("y", T.FLOAT, [2, 4])]
+    g = h.make_graph(nodes, gname, ins, outs, list(inits))
+    m = h.make_model(g, opset_imports=opsets or [h.make_opsetid("", 17)])
+    open("%s/%s.onnx" % (d, name), "wb").write(m.SerializeToString())
+save("ref", [h.make_node("Relu", ["x\0undefined"], ["y"])])               # reads 'x' once cut
+save("twins", [h.make_node("Relu", ["x"], ["y\0a"]), h.make_node("Neg", ["x"], ["y\0b"])],
+     outs=[h.make_tensor_value_info("y\0a", T.FLOAT, [2, 4]), h.make_tensor_value_info("y\0b", T.FLOAT, [2, 4])])
+save("optype", [h.make_node("Relu\0Evil", ["x"], ["y"])])
+save("node", [h.make_node("Relu", ["x"], ["y"], name="n\0m")])
+save("graph", [h.make_node("Relu", ["x"], ["y"])], gname="g\0h")
+save("input", [h.make_node("Relu", ["x\0i"], ["y"])], ins=[h.make_tensor_value_info("x\0i", T.FLOAT, [2, 4])])
+save("init", [h.make_node("Add", ["x", "w\0v"], ["y"])], inits=[nh.from_array(np.ones((2, 4), np.float32), "w\0v")])
+save("dim", [h.make_node("Relu", ["x"], ["y"])], ins=[h.make_tensor_value_info("x", T.FLOAT, ["N\0M", 4])],
+     outs=[h.make_tensor_value_info("y", T.FLOAT, ["N\0M", 4])])
+n = h.make_node("Relu", ["x"], ["y"]); n.attribute.extend([h.make_attribute("alpha\0beta", 1.0)])
+save("attr", [n])
+save("domain", [h.make_node("Relu", ["x"], ["y"], domain="\0")], opsets=[h.make_opsetid("", 17), h.make_opsetid("\0", 1)])
+PY
+for f in "$tmp"/nul/*.onnx; do
+  k=$(basename "$f" .onnx)
+  expect 2 "info: a NUL byte in a name ($k)" "$kiln" info "$f"
+  expect_err "NUL byte" "$k: the message says why"
+  expect 2 "run: a NUL byte in a name ($k)" "$kiln" run "$f" --input x="$tmp/x.npy"
+done
