@@ -164,6 +164,26 @@ static kiln_status load_inputs(const kiln_graph *g, const run_opts *o, kiln_val 
   return st;
 }
 
+/* A file that the run reads (the model, an --input or --expect file) is never replaced by an
+ * output: an output named like it (a model may name its outputs anything) is refused. */
+static kiln_status check_not_read(const kiln_graph *g, const run_opts *o, const char *path) {
+  if (kiln_same_file(path, o->model))
+    return kiln_invalid("an output would be written to '%s', the model", path);
+  for (int k = 0; k < 2; k++) {
+    const name_list *l = k ? &o->expects : &o->inputs;
+    const int *ids = k ? g->outputs.data : g->inputs.data;
+    for (int i = 0; i < (k ? g->outputs.len : g->inputs.len); i++) {
+      const char *name = g->values.data[ids[i]].name;
+      const char *file = find_arg(l->data, l->len, name);
+      if (file && kiln_same_file(path, file))
+        return kiln_invalid("an output would be written to '%s', the %s file of '%s': give "
+                            "another --output-dir",
+                            path, k ? "--expect" : "--input", name);
+    }
+  }
+  return KILN_OK;
+}
+
 /* DIR/<output name, escaped>.FORMAT: kiln_esc_file_name is injective ("a/b" -> "a%2Fb",
  * "a_b" stays), and equal paths are refused all the same (a name cut to 200 bytes ends in a
  * hash, which could collide), so no output ever overwrites another. */
@@ -177,6 +197,7 @@ static kiln_status output_paths(const kiln_graph *g, const run_opts *o, char **p
     struct stat sb; /* a folder or FIFO in the way is found before the run */
     if (stat(paths[i], &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISCHR(sb.st_mode))
       return kiln_invalid("output %d would be written to '%s', which is not a file", i, paths[i]);
+    KILN_TRY(check_not_read(g, o, paths[i]));
     for (int k = 0; k < i; k++)
       if (!strcmp(paths[k], paths[i]))
         return kiln_invalid("outputs %d and %d would both be written to '%s'", k, i, paths[i]);

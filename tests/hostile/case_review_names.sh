@@ -184,3 +184,31 @@ for f in "$tmp"/nul/*.onnx; do
   expect_err "NUL byte" "$k: the message says why"
   expect 2 "run: a NUL byte in a name ($k)" "$kiln" run "$f" --input x="$tmp/x.npy"
 done
+
+# ---- kiln run --output-dir never replaces a file the run reads ----
+cat >"$tmp/mlp.kiln" <<'IR'
+graph @mlp(%x: f32[2,4]) -> (%y: f32[2,3]) {
+  opset "" 17
+  %w = const f32[3,4] [0.5, -1, 0.25, 2, 1, 1, -0.5, 0, 0.125, 3, -2, 1]
+  %y = Gemm(%x, %w) {transB=1} : f32[2,3]
+  return %y
+}
+IR
+mkdir -p "$tmp/rd"
+"$PYTHON" -c "import numpy as np, sys; np.save(sys.argv[1], np.ones((2, 3), np.float32))" "$tmp/rd/y.npy"
+cp "$tmp/x.npy" "$tmp/rd/x.npy" && cp "$tmp/rd/y.npy" "$tmp/rd/y.ref" && cp "$tmp/x.npy" "$tmp/rd/in.ref"
+expect 2 "run --expect y=D/y.npy --output-dir D" "$kiln" run "$tmp/mlp.kiln" --input x="$tmp/rd/x.npy" \
+  --expect y="$tmp/rd/y.npy" --output-dir "$tmp/rd"
+expect_err "the --expect file of 'y'" "says the output would replace the --expect file"
+expect_same "$tmp/rd/y.npy" "$tmp/rd/y.ref" "the expected output is kept"
+ln -s "$tmp/rd/y.npy" "$tmp/ylink.npy"
+expect 2 "run --expect a link to D/y.npy --output-dir D" "$kiln" run "$tmp/mlp.kiln" \
+  --input x="$tmp/rd/x.npy" --expect y="$tmp/ylink.npy" --output-dir "$tmp/rd"
+cp "$tmp/x.npy" "$tmp/rd/y2.npy" && mv "$tmp/rd/y2.npy" "$tmp/rd/y.npy"
+expect 2 "run --input x=D/y.npy --output-dir D (an output named y)" "$kiln" run "$tmp/mlp.kiln" \
+  --input x="$tmp/rd/y.npy" --output-dir "$tmp/rd"
+expect_err "the --input file of 'x'" "says the output would replace the --input file"
+expect_same "$tmp/rd/y.npy" "$tmp/rd/in.ref" "the input file is kept"
+expect 0 "run --output-dir D with other files in D" "$kiln" run "$tmp/mlp.kiln" --input x="$tmp/rd/x.npy" \
+  --output-dir "$tmp/rd/out"
+expect_file "$tmp/rd/out/y.npy" "the output is written"
