@@ -212,3 +212,31 @@ expect_same "$tmp/rd/y.npy" "$tmp/rd/in.ref" "the input file is kept"
 expect 0 "run --output-dir D with other files in D" "$kiln" run "$tmp/mlp.kiln" --input x="$tmp/rd/x.npy" \
   --output-dir "$tmp/rd/out"
 expect_file "$tmp/rd/out/y.npy" "the output is written"
+
+# ---- the standalone program never replaces a file it reads; it builds warning-free ----
+expect 0 "compile --emit-c" "$kiln" compile "$tmp/mlp.kiln" --emit-c "$tmp/sa"
+if (cd "$tmp/sa" && $CC -std=c11 -Wall -Wextra -Werror main.c model.c -lm -o prog) >"$tmp/out" 2>&1; then
+  ok
+  mkdir -p "$tmp/so" && cp "$tmp/x.npy" "$tmp/so/y.npy" && cp "$tmp/x.npy" "$tmp/so.ref"
+  expect 2 "standalone -o D with its input file D/y.npy (an output named y)" "$tmp/sa/prog" \
+    -w "$tmp/sa/model.bin" -o "$tmp/so" "$tmp/so/y.npy"
+  expect_err "would replace" "the standalone says why"
+  expect_same "$tmp/so/y.npy" "$tmp/so.ref" "the standalone kept its input file"
+  ln -s "$tmp/so/y.npy" "$tmp/in_link.npy"
+  expect 2 "standalone -o D with a link to D/y.npy as input" "$tmp/sa/prog" -w "$tmp/sa/model.bin" \
+    -o "$tmp/so" "$tmp/in_link.npy"
+  cp "$tmp/sa/model.bin" "$tmp/so/y.npy"
+  expect 2 "standalone -o D with its weights at D/y.npy" "$tmp/sa/prog" -w "$tmp/so/y.npy" \
+    -o "$tmp/so" "$tmp/x.npy"
+  expect_same "$tmp/so/y.npy" "$tmp/sa/model.bin" "the standalone kept its weights file"
+  mkdir -p "$tmp/so/o"
+  expect 0 "standalone -o another folder" "$tmp/sa/prog" -w "$tmp/sa/model.bin" -o "$tmp/so/o" "$tmp/so.ref"
+else
+  bad "the standalone C does not build with -Wall -Wextra -Werror"; head -20 "$tmp/out"
+fi
+for kind in names names-more; do
+  model "$kind" "$tmp/$kind.onnx" --seed 5 || { bad "models.py $kind failed"; continue; }
+  expect 0 "$kind: compile --emit-c" "$kiln" compile "$tmp/$kind.onnx" --emit-c "$tmp/sa_$kind"
+  (cd "$tmp/sa_$kind" && $CC -std=c11 -Wall -Wextra -Werror main.c model.c -lm -o prog) \
+    >"$tmp/out" 2>&1 && ok || { bad "$kind: the standalone C has warnings"; head -10 "$tmp/out"; }
+done
