@@ -240,3 +240,18 @@ for kind in names names-more; do
   (cd "$tmp/sa_$kind" && $CC -std=c11 -Wall -Wextra -Werror main.c model.c -lm -o prog) \
     >"$tmp/out" 2>&1 && ok || { bad "$kind: the standalone C has warnings"; head -10 "$tmp/out"; }
 done
+
+# ---- test-onnx --json never replaces a file the run reads (--json is a flag in info/bench) ----
+mkdir -p "$tmp/tj" && cp -r "$tmp/to/test_"*"FORGED"* "$tmp/tj/case1" && cp "$tmp/tj/case1/model.onnx" "$tmp/tj.ref"
+expect 2 "test-onnx CASE --json CASE/model.onnx" "$kiln" test-onnx "$tmp/tj/case1" --json "$tmp/tj/case1/model.onnx"
+expect_err "inside the test case folder" "says why"
+expect_same "$tmp/tj/case1/model.onnx" "$tmp/tj.ref" "the case's model is kept"
+cp "$tmp/tj/case1/test_data_set_0/output_0.pb" "$tmp/tj.out.ref"
+expect 2 "test-onnx DIR --json DIR/CASE/test_data_set_0/output_0.pb" "$kiln" test-onnx "$tmp/tj" \
+  --json "$tmp/tj/case1/test_data_set_0/output_0.pb"
+expect_same "$tmp/tj/case1/test_data_set_0/output_0.pb" "$tmp/tj.out.ref" "the expected output is kept"
+echo "case1 fail reason" >"$tmp/tj.expect" && cp "$tmp/tj.expect" "$tmp/tj.expect.ref"
+expect 2 "test-onnx --expect L --json L" "$kiln" test-onnx "$tmp/tj/case1" --expect "$tmp/tj.expect" --json "$tmp/tj.expect"
+expect_same "$tmp/tj.expect" "$tmp/tj.expect.ref" "the --expect list is kept"
+expect 0 "test-onnx DIR --json DIR/results.json (outside every case)" "$kiln" test-onnx "$tmp/tj" --json "$tmp/tj/results.json"
+expect_file "$tmp/tj/results.json" "the results are written"
