@@ -255,3 +255,10 @@ expect 2 "test-onnx --expect L --json L" "$kiln" test-onnx "$tmp/tj/case1" --exp
 expect_same "$tmp/tj.expect" "$tmp/tj.expect.ref" "the --expect list is kept"
 expect 0 "test-onnx DIR --json DIR/results.json (outside every case)" "$kiln" test-onnx "$tmp/tj" --json "$tmp/tj/results.json"
 expect_file "$tmp/tj/results.json" "the results are written"
+
+# ---- JSON on the terminal: valid, and no raw C1 control or bidi override ----
+for c in "info --json" "bench --json --iters 1 --warmup 0"; do
+  expect 0 "$c: hostile names" "$kiln" $c "$tmp/sub.onnx"
+  clean_terminal "$c"
+  "$PYTHON" -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/out" && ok || bad "$c: not valid JSON"
+done
