@@ -262,3 +262,6 @@ for c in "info --json" "bench --json --iters 1 --warmup 0"; do
   clean_terminal "$c"
   "$PYTHON" -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/out" && ok || bad "$c: not valid JSON"
 done
+expect 0 "run --trace: hostile node names" "$kiln" run "$tmp/sub.onnx" --input x="$tmp/x.npy" --trace
+expect_err "\[interp\]" "the trace is printed"
+clean_terminal "run --trace"
