@@ -198,6 +198,11 @@ static kiln_status output_paths(const kiln_graph *g, const run_opts *o, char **p
     if (stat(paths[i], &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISCHR(sb.st_mode))
       return kiln_invalid("output %d would be written to '%s', which is not a file", i, paths[i]);
     KILN_TRY(check_not_read(g, o, paths[i]));
+    const kiln_type *t = &g->values.data[g->outputs.data[i]].type;
+    if (!strcmp(o->format, "npy") && t->kind == KILN_TYPE_TENSOR && t->dtype != KILN_UNDEFINED &&
+        !kiln_npy_has_dtype(t->dtype)) /* found before the run, not after it wrote the others */
+      return kiln_invalid("output %d is a %s tensor, which .npy cannot hold: use --format pb", i,
+                          kiln_dtype_onnx_name(t->dtype));
     for (int k = 0; k < i; k++)
       if (!strcmp(paths[k], paths[i]))
         return kiln_invalid("outputs %d and %d would both be written to '%s'", k, i, paths[i]);

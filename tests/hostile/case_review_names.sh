@@ -265,3 +265,20 @@ done
 expect 0 "run --trace: hostile node names" "$kiln" run "$tmp/sub.onnx" --input x="$tmp/x.npy" --trace
 expect_err "\[interp\]" "the trace is printed"
 clean_terminal "run --trace"
+
+# ---- an output .npy cannot hold: refused before the run, not after the others were written ----
+"$PYTHON" - "$tmp/str.onnx" <<'PY'
+import sys, onnx
+from onnx import helper as h, TensorProto as T
+g = h.make_graph([h.make_node("Relu", ["x"], ["y"]), h.make_node("Cast", ["x"], ["s"], to=T.STRING)], "g",
+                 [h.make_tensor_value_info("x", T.FLOAT, [2, 4])],
+                 [h.make_tensor_value_info("y", T.FLOAT, [2, 4]), h.make_tensor_value_info("s", T.STRING, [2, 4])])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), sys.argv[1])
+PY
+expect 2 "run --output-dir: a string output as .npy" "$kiln" run "$tmp/str.onnx" --input x="$tmp/x.npy" --output-dir "$tmp/stro"
+expect_err "use --format pb" "says which format holds it"
+if grep -q '^ran ' "$tmp/out"; then bad "a string output as .npy: the model ran first"; else ok; fi
+expect_no_file "$tmp/stro" "no output is written"
+expect 0 "run --output-dir --format pb: a string output" "$kiln" run "$tmp/str.onnx" --input x="$tmp/x.npy" \
+  --output-dir "$tmp/stro" --format pb
+expect_file "$tmp/stro/s.pb" "the string output is written as .pb"
