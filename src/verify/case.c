@@ -81,8 +81,9 @@ void kiln_verify_log(FILE *log, const char *fmt, ...) {
   kiln_strbuf_free(&text), kiln_strbuf_free(&line), kiln_strbuf_free(&shown);
 }
 
-/* The entries a case folder holds (model.onnx, model.kiln, case.txt, input_<N>.pb). */
-static bool is_case_entry(const char *name) {
+/* The files a case folder holds (model.onnx, model.kiln, case.txt, input_<N>.pb); it may also
+ * hold the folder "reduced" (kiln reduce's default --out, kiln fuzz --reduce). */
+static bool is_case_file(const char *name) {
   if (!strcmp(name, "model.onnx") || !strcmp(name, "model.kiln") || !strcmp(name, "case.txt"))
     return true;
   if (strncmp(name, "input_", 6)) return false;
@@ -97,6 +98,11 @@ kiln_status kiln_verify_check_case_dest(const char *dir, const char *input) {
   if (!S_ISDIR(sb.st_mode)) return kiln_invalid("'%s' exists and is not a folder", dir);
   if (input && kiln_same_file(dir, input))
     return kiln_invalid("'%s' is the input folder itself: write the case to another folder", dir);
+  char *rd = realpath(dir, NULL), *ri = input ? realpath(input, NULL) : NULL;
+  bool under = rd && ri && !strncmp(ri, rd, strlen(rd)) && ri[strlen(rd)] == '/';
+  free(rd), free(ri);
+  if (under) /* the case replaces dir whole: the input in it would go with it */
+    return kiln_invalid("'%s' holds the input '%s': write the case to another folder", dir, input);
   struct stat ib; /* a model or case folder as input: its model.onnx */
   char *model = !input                                         ? NULL
                 : stat(input, &ib) == 0 && S_ISDIR(ib.st_mode) ? join(input, "model.onnx")
@@ -107,7 +113,10 @@ kiln_status kiln_verify_check_case_dest(const char *dir, const char *input) {
     if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, ".."))) continue;
     char *path = join(dir, e->d_name);
     struct stat eb; /* an entry of a case is a file: a folder or link of that name is not ours */
-    if (!is_case_entry(e->d_name) || lstat(path, &eb) != 0 || !S_ISREG(eb.st_mode)) {
+    bool ok = lstat(path, &eb) == 0 &&
+              ((S_ISREG(eb.st_mode) && is_case_file(e->d_name)) ||
+               (S_ISDIR(eb.st_mode) && !strcmp(e->d_name, "reduced"))); /* kiln reduce's */
+    if (!ok) {
       st = kiln_invalid("'%s' is a folder that is not a case folder (it holds '%s'): give a new "
                         "or empty folder",
                         dir, e->d_name);

@@ -227,8 +227,8 @@ void kiln_verify_case_field(const char *text, const char *key, char *out, size_t
 const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result *res, char *buf,
                                        size_t len);
 /* Whether a case may be written to dir: a new folder, an empty one or an earlier case folder
- * (nothing but model.onnx, model.kiln, case.txt, input_<N>.pb), none of whose files is the
- * file input (the model or case folder being verified or reduced; NULL: not checked). A case
+ * (nothing but the files model.onnx, model.kiln, case.txt, input_<N>.pb and a folder
+ * "reduced"), that neither holds input nor has a file that is input (the model or case folder being verified or reduced; NULL: not checked). A case
  * replaces such a folder whole, so a folder of other files is refused (exit 2), never written
  * into. */
 kiln_status kiln_verify_check_case_dest(const char *dir, const char *input);

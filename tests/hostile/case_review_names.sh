@@ -36,7 +36,7 @@ cp "$tmp/md/model.onnx" "$tmp/md.ref"
 badcc expect 1 "verify with a broken exp fails (a finding)" "$kiln" verify "$tmp/md/model.onnx" -q
 for r in "$tmp/md" "$tmp/md/" "$tmp/md/." "$tmp/md/../md"; do
   badcc expect 2 "verify md/model.onnx --repro '$r'" "$kiln" verify "$tmp/md/model.onnx" -q --repro "$r"
-  expect_err "replace the input model" "--repro '$r': the refusal says why"
+  expect_err "holds the input|replace the input model" "--repro '$r': the refusal says why"
   expect_same "$tmp/md/model.onnx" "$tmp/md.ref" "--repro '$r' leaves the model alone"
 done
 badcc expect 2 "verify a model folder --repro itself" "$kiln" verify "$tmp/md" -q --repro "$tmp/md"
@@ -282,3 +282,13 @@ expect_no_file "$tmp/stro" "no output is written"
 expect 0 "run --output-dir --format pb: a string output" "$kiln" run "$tmp/str.onnx" --input x="$tmp/x.npy" \
   --output-dir "$tmp/stro" --format pb
 expect_file "$tmp/stro/s.pb" "the string output is written as .pb"
+
+# ---- a case with its reduced case: replaced whole again, never while one of them is the input ----
+badcc expect 1 "verify --repro a new case" "$kiln" verify "$tmp/md/model.onnx" -q --repro "$tmp/c3"
+badcc expect 0 "reduce it (CASE/reduced)" "$kiln" reduce "$tmp/c3" -q --max-tests 3
+expect_file "$tmp/c3/reduced/case.txt" "the reduced case is written"
+badcc expect 1 "verify --repro a case holding its reduced case" "$kiln" verify "$tmp/md/model.onnx" -q --repro "$tmp/c3"
+badcc expect 0 "reduce it again" "$kiln" reduce "$tmp/c3" -q --max-tests 3
+badcc expect 2 "verify CASE/reduced --repro CASE" "$kiln" verify "$tmp/c3/reduced" -q --repro "$tmp/c3"
+expect_err "holds the input" "says why"
+expect_file "$tmp/c3/reduced/model.onnx" "the input case is kept"
