@@ -292,3 +292,13 @@ badcc expect 0 "reduce it again" "$kiln" reduce "$tmp/c3" -q --max-tests 3
 badcc expect 2 "verify CASE/reduced --repro CASE" "$kiln" verify "$tmp/c3/reduced" -q --repro "$tmp/c3"
 expect_err "holds the input" "says why"
 expect_file "$tmp/c3/reduced/model.onnx" "the input case is kept"
+
+# ---- --emit-cuda into an earlier folder: no model.ptx of an earlier build is left behind ----
+expect 0 "--emit-cuda" "$kiln" compile "$tmp/mlp.kiln" --emit-cuda "$tmp/cu"
+want=0
+[ -f "$tmp/cu/model.ptx" ] && want=1 # NVRTC is here: compute_1 makes it fail (exit 1)
+printf 'stale PTX of another model\n' >"$tmp/cu/model.ptx"
+expect $want "--emit-cuda again, no PTX this time" "$kiln" compile "$tmp/mlp.kiln" --emit-cuda "$tmp/cu" \
+  --cuda-arch compute_1
+expect_no_file "$tmp/cu/model.ptx" "the earlier model.ptx is removed"
+expect_file "$tmp/cu/model.cu" "the CUDA C is written"
