@@ -302,3 +302,18 @@ expect $want "--emit-cuda again, no PTX this time" "$kiln" compile "$tmp/mlp.kil
   --cuda-arch compute_1
 expect_no_file "$tmp/cu/model.ptx" "the earlier model.ptx is removed"
 expect_file "$tmp/cu/model.cu" "the CUDA C is written"
+
+# ---- compile -o replaces only an artifact, not a folder that merely has its entries' names ----
+mkdir -p "$tmp/proj/src" && echo "int main(void) { return 0; }" >"$tmp/proj/src/main.c" && echo notes >"$tmp/proj/report.txt"
+expect 2 "compile -o a folder holding src/ of the user's code" "$kiln" compile "$tmp/mlp.kiln" -o "$tmp/proj"
+expect_file "$tmp/proj/src/main.c" "the user's src/ is kept"
+rm -rf "$tmp/proj/src"
+expect 2 "compile -o a folder holding only a report.txt" "$kiln" compile "$tmp/mlp.kiln" -o "$tmp/proj"
+expect_err "not a Kiln artifact" "says why"
+expect_file "$tmp/proj/report.txt" "the user's report.txt is kept"
+expect 0 "compile -o a new artifact" "$kiln" compile "$tmp/mlp.kiln" -o "$tmp/art2"
+echo "my file" >"$tmp/art2/src/notes.txt"
+expect 2 "compile -o an artifact whose src/ holds a file of the user" "$kiln" compile "$tmp/mlp.kiln" -o "$tmp/art2"
+expect_file "$tmp/art2/src/notes.txt" "the user's file in src/ is kept"
+rm "$tmp/art2/src/notes.txt"
+expect 0 "compile -o over an earlier artifact" "$kiln" compile "$tmp/mlp.kiln" -o "$tmp/art2"
