@@ -91,6 +91,13 @@ static bool is_case_file(const char *name) {
   return n > 0 && !strcmp(name + 6 + n, ".pb");
 }
 
+static bool is_case(const char *dir) { /* reduced/ of a case: a case itself (kiln reduce's) */
+  kiln_status st = kiln_verify_check_case_dest(dir, NULL);
+  bool ok = st == KILN_OK;
+  kiln_status_free(st);
+  return ok;
+}
+
 kiln_status kiln_verify_check_case_dest(const char *dir, const char *input) {
   struct stat sb;
   if (!dir || !*dir) return kiln_invalid("a case needs a folder");
@@ -115,7 +122,7 @@ kiln_status kiln_verify_check_case_dest(const char *dir, const char *input) {
     struct stat eb; /* an entry of a case is a file: a folder or link of that name is not ours */
     bool ok = lstat(path, &eb) == 0 &&
               ((S_ISREG(eb.st_mode) && is_case_file(e->d_name)) ||
-               (S_ISDIR(eb.st_mode) && !strcmp(e->d_name, "reduced"))); /* kiln reduce's */
+               (S_ISDIR(eb.st_mode) && !strcmp(e->d_name, "reduced") && is_case(path)));
     if (!ok) {
       st = kiln_invalid("'%s' is a folder that is not a case folder (it holds '%s'): give a new "
                         "or empty folder",

@@ -317,3 +317,7 @@ expect 2 "compile -o an artifact whose src/ holds a file of the user" "$kiln" co
 expect_file "$tmp/art2/src/notes.txt" "the user's file in src/ is kept"
 rm "$tmp/art2/src/notes.txt"
 expect 0 "compile -o over an earlier artifact" "$kiln" compile "$tmp/mlp.kiln" -o "$tmp/art2"
+echo "my file" >"$tmp/c3/reduced/notes.txt"
+badcc expect 2 "verify --repro a case whose reduced/ holds a file of the user" "$kiln" verify \
+  "$tmp/md/model.onnx" -q --repro "$tmp/c3"
+expect_file "$tmp/c3/reduced/notes.txt" "the user's file in reduced/ is kept"
