@@ -81,7 +81,13 @@ expect_file "$tmp/mine/notes.txt" "the user's file is kept"
 
 # ---- text from a model on the terminal ----
 # raw C1 controls (U+0080-U+009F) and bidirectional overrides/isolates in UTF-8
-raw_hidden() { LC_ALL=C grep -qP '\x1b|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]' "$@"; }
+raw_hidden() {
+  "$PYTHON" - "$@" <<'PY'
+import re, sys
+bad = re.compile(rb"\x1b|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+sys.exit(0 if any(bad.search(open(f, "rb").read()) for f in sys.argv[1:]) else 1)
+PY
+}
 clean_terminal() { # DESC: neither $tmp/out nor $tmp/err holds an escape, C1 or bidi byte sequence
   if raw_hidden "$tmp/out" "$tmp/err"; then bad "$1: raw escape/C1/bidi reaches the terminal"
   else ok; fi
