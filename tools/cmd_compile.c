@@ -277,7 +277,7 @@ static kiln_status compile_cuda(compile_args *a, kiln_graph *g) {
   KILN_TRY(kiln_compile_cuda(g, &a->co, &a->cuda_opts, &b));
   kiln_strbuf rep = {0};
   kiln_cuda_build_report(b, &rep);
-  fwrite(rep.data, 1, rep.len, stdout);
+  kiln_cli_put_block(stdout, rep.data); /* fallback node names in it */
   kiln_status st = KILN_OK;
   if (a->cuda_dir) st = emit_folder(a->cuda_dir, emit_cuda, b);
   if (!st && a->cuda_dir)

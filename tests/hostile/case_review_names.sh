@@ -327,3 +327,6 @@ echo "my file" >"$tmp/c3/reduced/notes.txt"
 badcc expect 2 "verify --repro a case whose reduced/ holds a file of the user" "$kiln" verify \
   "$tmp/md/model.onnx" -q --repro "$tmp/c3"
 expect_file "$tmp/c3/reduced/notes.txt" "the user's file in reduced/ is kept"
+expect 0 "compile --emit-cuda: hostile fallback nodes in the CUDA report" "$kiln" compile "$tmp/sub.onnx" --emit-cuda "$tmp/cu_sub"
+expect_out "fallback" "the CUDA report lists the fallback"
+clean_terminal "compile --emit-cuda"
