@@ -26,19 +26,63 @@ static bool is_artifact_entry(const char *name) {
   return false;
 }
 
-/* An existing DIR is fine when it is empty or holds only the entries of an artifact. */
+/* src/ of an artifact holds only the kernels' C units (unit<N>.c). */
+static bool only_units(const char *src) {
+  DIR *d = opendir(src);
+  bool ok = d != NULL;
+  for (struct dirent *e; ok && (e = readdir(d));) {
+    if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, ".."))) continue;
+    size_t n = strncmp(e->d_name, "unit", 4) ? 0 : strspn(e->d_name + 4, "0123456789");
+    char path[PATH_MAX + 300];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s", src, e->d_name);
+    ok = n > 0 && !strcmp(e->d_name + 4 + n, ".c") && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+  }
+  if (d) closedir(d);
+  return ok;
+}
+
+/* Whether entry name of dir is what an artifact holds there: a file, or src/ of C units. */
+static bool is_own_entry(const char *dir, const char *name, bool *manifest) {
+  char path[PATH_MAX + 64];
+  struct stat sb;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (!is_artifact_entry(name) || lstat(path, &sb) != 0) return false;
+  if (!strcmp(name, "src")) return S_ISDIR(sb.st_mode) && only_units(path);
+  if (!S_ISREG(sb.st_mode)) return false;
+  if (strcmp(name, "manifest.txt")) return true;
+  char *text = NULL; /* an artifact's manifest names its format */
+  size_t len;
+  kiln_status st = kiln_read_file(path, &text, &len);
+  *manifest =
+      !st && text &&
+      (!strncmp(text, "format kiln-artifact ", 21) || strstr(text, "\nformat kiln-artifact "));
+  kiln_status_free(st);
+  free(text);
+  return true;
+}
+
+/* An existing DIR is fine when it is empty or is an artifact: a manifest.txt of that format and
+ * nothing but the entries Kiln writes (a folder of the user's that merely holds a src/ or a
+ * report.txt is not one: it would be replaced whole). */
 static kiln_status check_existing(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return kiln_system_error("cannot read the folder '%s'", dir);
   kiln_status st = KILN_OK;
+  bool any = false, manifest = false;
   for (struct dirent *e; !st && (e = readdir(d));) {
     if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, ".."))) continue;
-    if (!is_artifact_entry(e->d_name))
+    any = true;
+    if (!is_own_entry(dir, e->d_name, &manifest))
       st = kiln_invalid("-o '%s' is a folder that is not a Kiln artifact (it holds '%s'): give "
                         "a new or empty folder",
                         dir, e->d_name);
   }
   closedir(d);
+  if (!st && any && !manifest)
+    st = kiln_invalid("-o '%s' is a folder that is not a Kiln artifact (no manifest.txt of one): "
+                      "give a new or empty folder",
+                      dir);
   return st;
 }
 

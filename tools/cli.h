@@ -20,6 +20,14 @@ int kiln_cmd_fuzz(int argc, char **argv);
 
 /* Prints "kiln CMD: message" for st to stderr, frees it, returns its exit status (1 or 2). */
 int kiln_cli_fail(const char *cmd, kiln_status st);
+/* Text from a model or a file (a name, a case name, a reason) for a listing on the terminal:
+ * one line (kiln_esc_line) with no escape sequence, C1 control or bidirectional override
+ * (kiln_esc_terminal), so that it can neither forge a line nor color or retitle the terminal.
+ * b is reset and holds the text; returns it (never NULL). */
+const char *kiln_cli_show(kiln_strbuf *b, const char *s);
+/* Writes a block of lines composed by the library (a report, a verify table) to f through
+ * kiln_esc_terminal. */
+void kiln_cli_put_block(FILE *f, const char *text);
 /* Prints a usage error and returns 2. */
 int kiln_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True if argv[*i] is "--name" (value in argv[*i+1]) or "--name=value"; sets *value and

@@ -250,7 +250,7 @@ static kiln_status finish(compile_args *a, kiln_cli_engine *e) {
   /* what did not compile, always: on stderr, or in the report that lists each step once */
   if (fb.len && !a->report) fprintf(stderr, "%s", fb.data);
   kiln_cli_engine_report(e, &rep);
-  if (a->report) fwrite(rep.data, 1, rep.len, stdout);
+  if (a->report) kiln_cli_put_block(stdout, rep.data);
   print_summary(a, e);
   kiln_status st = KILN_OK;
   if (a->out_dir) {
@@ -277,7 +277,7 @@ static kiln_status compile_cuda(compile_args *a, kiln_graph *g) {
   KILN_TRY(kiln_compile_cuda(g, &a->co, &a->cuda_opts, &b));
   kiln_strbuf rep = {0};
   kiln_cuda_build_report(b, &rep);
-  fwrite(rep.data, 1, rep.len, stdout);
+  kiln_cli_put_block(stdout, rep.data); /* fallback node names in it */
   kiln_status st = KILN_OK;
   if (a->cuda_dir) st = emit_folder(a->cuda_dir, emit_cuda, b);
   if (!st && a->cuda_dir)

@@ -98,7 +98,9 @@ int kiln_cmd_reduce(int argc, char **argv) {
   if (a.out) snprintf(out, sizeof out, "%s", a.out);
   a.o.log = a.quiet ? NULL : stderr;
   kiln_reduce_result r;
-  kiln_status st = kiln_reduce_case(a.dir, out, NULL, &a.o, &r);
+  /* --out never replaces the case being reduced nor a folder of other files */
+  kiln_status st = kiln_verify_check_case_dest(out, a.dir);
+  if (!st) st = kiln_reduce_case(a.dir, out, NULL, &a.o, &r);
   if (st) return kiln_cli_fail("reduce", st);
   if (!r.reproduced) {
     printf("kiln reduce: %s does not fail (not with its recorded signature): nothing to reduce\n",

@@ -164,6 +164,26 @@ static kiln_status load_inputs(const kiln_graph *g, const run_opts *o, kiln_val 
   return st;
 }
 
+/* A file that the run reads (the model, an --input or --expect file) is never replaced by an
+ * output: an output named like it (a model may name its outputs anything) is refused. */
+static kiln_status check_not_read(const kiln_graph *g, const run_opts *o, const char *path) {
+  if (kiln_same_file(path, o->model))
+    return kiln_invalid("an output would be written to '%s', the model", path);
+  for (int k = 0; k < 2; k++) {
+    const name_list *l = k ? &o->expects : &o->inputs;
+    const int *ids = k ? g->outputs.data : g->inputs.data;
+    for (int i = 0; i < (k ? g->outputs.len : g->inputs.len); i++) {
+      const char *name = g->values.data[ids[i]].name;
+      const char *file = find_arg(l->data, l->len, name);
+      if (file && kiln_same_file(path, file))
+        return kiln_invalid("an output would be written to '%s', the %s file of '%s': give "
+                            "another --output-dir",
+                            path, k ? "--expect" : "--input", name);
+    }
+  }
+  return KILN_OK;
+}
+
 /* DIR/<output name, escaped>.FORMAT: kiln_esc_file_name is injective ("a/b" -> "a%2Fb",
  * "a_b" stays), and equal paths are refused all the same (a name cut to 200 bytes ends in a
  * hash, which could collide), so no output ever overwrites another. */
@@ -177,6 +197,12 @@ static kiln_status output_paths(const kiln_graph *g, const run_opts *o, char **p
     struct stat sb; /* a folder or FIFO in the way is found before the run */
     if (stat(paths[i], &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISCHR(sb.st_mode))
       return kiln_invalid("output %d would be written to '%s', which is not a file", i, paths[i]);
+    KILN_TRY(check_not_read(g, o, paths[i]));
+    const kiln_type *t = &g->values.data[g->outputs.data[i]].type;
+    if (!strcmp(o->format, "npy") && t->kind == KILN_TYPE_TENSOR && t->dtype != KILN_UNDEFINED &&
+        !kiln_npy_has_dtype(t->dtype)) /* found before the run, not after it wrote the others */
+      return kiln_invalid("output %d is a %s tensor, which .npy cannot hold: use --format pb", i,
+                          kiln_dtype_onnx_name(t->dtype));
     for (int k = 0; k < i; k++)
       if (!strcmp(paths[k], paths[i]))
         return kiln_invalid("outputs %d and %d would both be written to '%s'", k, i, paths[i]);
@@ -189,10 +215,12 @@ static kiln_status write_outputs(const kiln_graph *g, const run_opts *o, kiln_va
   int n = g->outputs.len;
   kiln_status st = o->out_dir ? kiln_make_dirs(o->out_dir) : KILN_OK;
   for (int i = 0; !st && i < n; i++) {
-    const char *name = g->values.data[g->outputs.data[i]].name;
+    kiln_strbuf nb = {0};
+    const char *name = kiln_cli_show(&nb, g->values.data[g->outputs.data[i]].name);
     char tb[128];
     if (outs[i]->kind != KILN_TYPE_TENSOR || !outs[i]->t) {
       printf("output %s: (non-tensor value)\n", name);
+      kiln_strbuf_free(&nb);
       continue;
     }
     printf("output %-20s %s", name, kiln_tensor_type_str(outs[i]->t, tb, sizeof tb));
@@ -200,6 +228,7 @@ static kiln_status write_outputs(const kiln_graph *g, const run_opts *o, kiln_va
     else if (paths[i]) st = kiln_npy_write(paths[i], outs[i]->t);
     if (!st && paths[i]) printf("  -> %s", paths[i]);
     printf("\n");
+    kiln_strbuf_free(&nb);
   }
   return st;
 }
@@ -222,10 +251,13 @@ static void check_expects(const kiln_graph *g, const run_opts *o, kiln_val **out
                           int *mismatches) {
   for (int i = 0; i < g->outputs.len; i++) {
     if (!wants[i]) continue;
-    const char *name = g->values.data[g->outputs.data[i]].name;
+    kiln_strbuf nb = {0}, mb = {0};
+    const char *name = kiln_cli_show(&nb, g->values.data[g->outputs.data[i]].name);
     char msg[512];
     bool ok = kiln_cli_compare(outs[i], wants[i], o->rtol, o->atol, msg, sizeof msg);
-    printf("check %-20s %s%s%s\n", name, ok ? "ok" : "MISMATCH", ok ? "" : ": ", ok ? "" : msg);
+    printf("check %-20s %s%s%s\n", name, ok ? "ok" : "MISMATCH", ok ? "" : ": ",
+           ok ? "" : kiln_cli_show(&mb, msg));
+    kiln_strbuf_free(&nb), kiln_strbuf_free(&mb);
     *mismatches += !ok;
   }
 }
@@ -275,7 +307,7 @@ static kiln_status run_model(run_opts *o, int *mismatches) {
   if (!st && o->report) {
     kiln_strbuf b = {0};
     kiln_cli_engine_report(e, &b);
-    fwrite(b.data, 1, b.len, stdout);
+    kiln_cli_put_block(stdout, b.data);
     kiln_strbuf_free(&b);
   }
   if (!st) {

@@ -386,6 +386,17 @@ typedef struct outcome {
   char msg[1024];
 } outcome;
 
+/* One line per case on the terminal: case names, reasons and messages escaped. */
+static void print_case(const char *tag, const char *name, const char *fmt, const char *text,
+                       double ms) {
+  kiln_strbuf nb = {0}, tb = {0};
+  printf("%s %s", tag, kiln_cli_show(&nb, name));
+  if (text) printf(fmt, kiln_cli_show(&tb, text));
+  else printf(fmt, ms);
+  printf("\n");
+  kiln_strbuf_free(&nb), kiln_strbuf_free(&tb);
+}
+
 static void report_case(const test_opts *o, int i, const outcome *r, tally *t, FILE *json) {
   const char *name = base_name(o->cases.data[i]);
   const expect_entry *e = find_expect(o, name);
@@ -393,19 +404,19 @@ static void report_case(const test_opts *o, int i, const outcome *r, tally *t, F
   if (r->skipped) {
     t->skipped++;
     status = "skip";
-    if (!o->quiet) printf("SKIP  %s: %s\n", name, r->msg);
+    if (!o->quiet) print_case("SKIP ", name, ": %s", r->msg, 0);
   } else if (r->ok) {
     t->passed++;
     status = e ? "xpass" : "pass";
     t->xpass += e != NULL;
-    if (e) printf("XPASS %s: passes but is listed as failing (%s)\n", name, e->reason);
-    else if (!o->quiet) printf("PASS  %s (%.0f ms)\n", name, r->ms);
+    if (e) print_case("XPASS", name, ": passes but is listed as failing (%s)", e->reason, 0);
+    else if (!o->quiet) print_case("PASS ", name, " (%.0f ms)", NULL, r->ms);
   } else {
     t->failed++;
     status = e ? "xfail" : "fail";
     if (e) t->xfail++;
     else t->unexpected++;
-    if (!e || !o->quiet) printf("%s %s: %s\n", e ? "XFAIL" : "FAIL ", name, r->msg);
+    if (!e || !o->quiet) print_case(e ? "XFAIL" : "FAIL ", name, ": %s", r->msg, 0);
   }
   fflush(stdout);
   if (json) {
@@ -498,6 +509,37 @@ static void run_all(test_opts *o, FILE *json) {
   o->timeout = (t.unexpected || t.xpass) ? 1 : 0; /* reuse as the exit status */
 }
 
+/* Whether folder path (resolved) is dir (resolved) or inside it. */
+static bool inside(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return !strncmp(path, dir, n) && (path[n] == 0 || path[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
+/* --json never replaces a file the run reads: an --expect list, or a file of a case folder (its
+ * model or test data: `--json CASE/model.onnx CASE` is a slip, --json being a flag elsewhere). */
+static kiln_status check_json_dest(const test_opts *o) {
+  const char *j = o->json_path;
+  for (int i = 0; i < o->expect_paths.len; i++)
+    if (kiln_same_file(j, o->expect_paths.data[i]))
+      return kiln_invalid("--json '%s' would replace the --expect list '%s'", j,
+                          o->expect_paths.data[i]);
+  char *parent = kiln_xstrdup(j), *slash = strrchr(parent, '/');
+  if (slash) slash == parent ? (void)(slash[1] = 0) : (void)(*slash = 0);
+  char *real = realpath(slash ? parent : ".", NULL);
+  free(parent);
+  kiln_status st = KILN_OK;
+  for (int i = 0; real && !st && i < o->cases.len; i++) {
+    char *c = realpath(o->cases.data[i], NULL);
+    if (c && inside(real, c))
+      st = kiln_invalid("--json '%s' is inside the test case folder '%s', whose files the run "
+                        "reads: write it elsewhere",
+                        j, o->cases.data[i]);
+    free(c);
+  }
+  free(real);
+  return st;
+}
+
 int kiln_cmd_test_onnx(int argc, char **argv) {
   test_opts o;
   memset(&o, 0, sizeof o);
@@ -509,7 +551,8 @@ int kiln_cmd_test_onnx(int argc, char **argv) {
     char *text = NULL;
     size_t len = 0;
     FILE *json = NULL;
-    kiln_status st = o.json_path ? kiln_file_open(o.json_path, &jf) : KILN_OK;
+    kiln_status st = o.json_path ? check_json_dest(&o) : KILN_OK;
+    if (!st && o.json_path) st = kiln_file_open(o.json_path, &jf);
     if (!st && jf && !(json = open_memstream(&text, &len)))
       st = kiln_system_error("cannot write '%s'", o.json_path);
     if (st) {

@@ -335,7 +335,7 @@ static int report(const verify_args *a, const kiln_verify_result *res, const cha
                                                                              : "different");
   if (res->failed && !res->case_dir[0] && !is_case_dir(a->model))
     kiln_strbuf_printf(&out, "(write a replayable case with --repro DIR)\n");
-  if (out.data) fputs(out.data, stdout);
+  if (out.data) kiln_cli_put_block(stdout, out.data); /* names in it: escaped lines */
   kiln_strbuf_free(&out);
   return res->failed ? 1 : 0;
 }
@@ -358,7 +358,9 @@ int kiln_cmd_verify(int argc, char **argv) {
   kiln_graph *g = NULL;
   kiln_val **vals = NULL;
   char recorded[256];
-  kiln_status st = load(&a, &g, &vals, recorded, sizeof recorded);
+  /* --repro is checked before anything runs: never the input's folder, nor one of other files */
+  kiln_status st = a.o.repro_dir ? kiln_verify_check_case_dest(a.o.repro_dir, a.model) : KILN_OK;
+  if (!st) st = load(&a, &g, &vals, recorded, sizeof recorded);
   kiln_verify_result res;
   if (!st) st = kiln_verify_run(g, g->inputs.len, vals, &a.o, &res);
   rc = st ? kiln_cli_fail("verify", st) : report(&a, &res, recorded);

@@ -185,13 +185,16 @@ void kiln_cli_engine_fallbacks(const kiln_cli_engine *e, kiln_strbuf *out) {
   const kiln_program *p = e->compiled ? kiln_compiled_program(e->compiled) : e->program;
   const kiln_graph *g = e->compiled ? kiln_compiled_graph(e->compiled) : e->graph;
   char label[200];
+  kiln_strbuf lb = {0}, rb = {0}; /* for the terminal: one line each, no escapes */
   for (int i = 0; p && i < p->steps.len; i++) {
     const kiln_step *s = &p->steps.data[i];
     if (s->kind != KILN_STEP_FALLBACK) continue;
-    kiln_strbuf_printf(out, "fallback %s: %s\n",
-                       kiln_node_label(&g->nodes.data[s->node], label, sizeof label),
-                       s->reason ? s->reason : "no reason given");
+    kiln_strbuf_printf(
+        out, "fallback %s: %s\n",
+        kiln_cli_show(&lb, kiln_node_label(&g->nodes.data[s->node], label, sizeof label)),
+        kiln_cli_show(&rb, s->reason ? s->reason : "no reason given"));
   }
+  kiln_strbuf_free(&lb), kiln_strbuf_free(&rb);
 }
 
 const kiln_compiled *kiln_cli_engine_compiled(const kiln_cli_engine *e) {

@@ -53,25 +53,53 @@ int main(int argc, char **argv) {
   return 2;
 }
 
-int kiln_cli_fail(const char *cmd, kiln_status st) {
+/* A message for the terminal: no escape sequence (kiln_esc_terminal), and every line after the
+ * first indented, so that a name holding a newline cannot pose as a line of its own. */
+static void put_message(FILE *f, const char *text) {
   kiln_strbuf b = {0};
-  kiln_esc_terminal(&b, kiln_status_message(st));
-  fprintf(stderr, "kiln %s: error: %s\n", cmd, b.data ? b.data : "");
+  kiln_esc_terminal(&b, text);
+  for (const char *p = b.data ? b.data : ""; *p; p++) {
+    fputc(*p, f);
+    if (*p == '\n' && p[1]) fputs("  ", f);
+  }
   kiln_strbuf_free(&b);
+}
+
+int kiln_cli_fail(const char *cmd, kiln_status st) {
+  fprintf(stderr, "kiln %s: error: ", cmd);
+  put_message(stderr, kiln_status_message(st));
+  fputc('\n', stderr);
   int code = kiln_status_exit_code(st);
   kiln_status_free(st);
   return code;
 }
 
+const char *kiln_cli_show(kiln_strbuf *b, const char *s) {
+  kiln_strbuf line = {0};
+  kiln_esc_line(&line, s ? s : "");
+  b->len = 0;
+  if (b->data) b->data[0] = 0;
+  kiln_esc_terminal(b, line.data ? line.data : "");
+  kiln_strbuf_free(&line);
+  return b->data ? b->data : "";
+}
+
+void kiln_cli_put_block(FILE *f, const char *text) {
+  kiln_strbuf b = {0};
+  kiln_esc_terminal(&b, text ? text : "");
+  if (b.data) fputs(b.data, f);
+  kiln_strbuf_free(&b);
+}
+
 int kiln_cli_usage(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  kiln_strbuf msg = {0}, shown = {0};
+  kiln_strbuf msg = {0};
   kiln_strbuf_vprintf(&msg, fmt, ap);
-  kiln_esc_terminal(&shown, msg.data ? msg.data : "");
-  fprintf(stderr, "kiln %s: %s\n(see 'kiln %s --help')\n", cmd, shown.data ? shown.data : "", cmd);
+  fprintf(stderr, "kiln %s: ", cmd);
+  put_message(stderr, msg.data ? msg.data : "");
+  fprintf(stderr, "\n(see 'kiln %s --help')\n", cmd);
   kiln_strbuf_free(&msg);
-  kiln_strbuf_free(&shown);
   va_end(ap);
   return 2;
 }

@@ -167,6 +167,13 @@ void kiln_esc_json(kiln_strbuf *b, const char *s) {
       put_hex(b, "\\u00", *p++);
     } else if (*p < 0x80) {
       put(b, (char)*p++);
+    } else if (hidden_utf8(p)) { /* C1 control, bidi override: valid JSON, but not raw */
+      int n = hidden_utf8(p);
+      unsigned cp = n == 2 ? (p[0] & 0x1Fu) << 6 | (p[1] & 0x3Fu)
+                           : (p[0] & 0x0Fu) << 12 | (p[1] & 0x3Fu) << 6 | (p[2] & 0x3Fu);
+      char u[8];
+      snprintf(u, sizeof u, "\\u%04X", cp);
+      kiln_strbuf_append(b, u, 6), p += n;
     } else {
       int n = utf8_len(p);
       if (n) kiln_strbuf_append(b, (const char *)p, (size_t)n), p += n;

@@ -44,7 +44,7 @@ static kiln_status parse_opset(ox_ctx *c, const uint8_t *data, size_t len, kiln_
   for (;;) {
     KILN_TRY(kiln_wire_next(&r, &f));
     if (!f.num) break;
-    if (f.num == 1) KILN_TRY(kiln_wire_str(&r, &f, c->scratch, &o->domain));
+    if (f.num == 1) KILN_TRY(kiln_wire_name(&r, &f, c->scratch, &o->domain));
     if (f.num == 2) KILN_TRY(kiln_wire_i64(&r, &f, &o->version));
   }
   if (strcmp(o->domain, "ai.onnx") == 0) o->domain = "";
@@ -59,7 +59,7 @@ static kiln_status parse_vinfo(ox_ctx *c, const uint8_t *data, size_t len, ox_vi
   for (;;) {
     KILN_TRY(kiln_wire_next(&r, &f));
     if (!f.num) return KILN_OK;
-    if (f.num == 1) KILN_TRY(kiln_wire_str(&r, &f, c->scratch, &v->name));
+    if (f.num == 1) KILN_TRY(kiln_wire_name(&r, &f, c->scratch, &v->name));
     if (f.num == 2) {
       KILN_TRY(kiln_wire_bytes(&r, &f));
       KILN_TRY(kiln_onnx_read_type(&c->src, f.data, f.len, c->root->arena, &v->type));
@@ -133,8 +133,8 @@ static kiln_status attr_field(ox_ctx *c, const kiln_wire *rp, const kiln_wire_fi
   const char *s;
   if (f->num < 32) acc->seen |= 1u << f->num;
   switch (f->num) {
-  case 1: return kiln_wire_str(&r, f, c->scratch, &a->a.name);
-  case 21: return kiln_wire_str(&r, f, c->scratch, &a->ref);
+  case 1: return kiln_wire_name(&r, f, c->scratch, &a->a.name);
+  case 21: return kiln_wire_name(&r, f, c->scratch, &a->ref);
   case 20: return kiln_wire_i32(&r, f, &acc->type);
   case 2: return kiln_wire_f32(&r, f, &a->a.f);
   case 3: return kiln_wire_i64(&r, f, &a->a.i);
@@ -275,13 +275,13 @@ static kiln_status node_field(ox_ctx *c, kiln_wire *rp, const kiln_wire_field *f
   switch (f->num) {
   case 1:
   case 2:
-    KILN_TRY(kiln_wire_str(&r, f, c->scratch, &s));
+    KILN_TRY(kiln_wire_name(&r, f, c->scratch, &s));
     if (f->num == 1) kiln_arena_vec_push(c->scratch, in, s);
     else kiln_arena_vec_push(c->scratch, out, s);
     return KILN_OK;
-  case 3: return kiln_wire_str(&r, f, c->scratch, &n->name);
-  case 4: return kiln_wire_str(&r, f, c->scratch, &n->op_type);
-  case 7: return kiln_wire_str(&r, f, c->scratch, &n->domain);
+  case 3: return kiln_wire_name(&r, f, c->scratch, &n->name);
+  case 4: return kiln_wire_name(&r, f, c->scratch, &n->op_type);
+  case 7: return kiln_wire_name(&r, f, c->scratch, &n->domain);
   case 5:
     NESTED(c, f, parse_attr(c, f->data, f->len, &a), ".attribute[%d]", attrs->len);
     kiln_arena_vec_push(c->scratch, attrs, a);
@@ -324,7 +324,7 @@ static kiln_status graph_field(ox_ctx *c, kiln_wire *rp, const kiln_wire_field *
     NESTED(c, f, parse_node(c, f->data, f->len, &n), ".node[%d]", g->nodes.len);
     kiln_arena_vec_push(c->scratch, &g->nodes, n);
     return KILN_OK;
-  case 2: return kiln_wire_str(&r, f, c->scratch, &g->name);
+  case 2: return kiln_wire_name(&r, f, c->scratch, &g->name);
   case 5:
   case 15: {
     KILN_TRY(kiln_wire_bytes(&r, f));
@@ -374,11 +374,11 @@ static kiln_status function_field(ox_ctx *c, kiln_wire *rp, const kiln_wire_fiel
   ox_attr a;
   kiln_opset o;
   switch (f->num) {
-  case 1: return kiln_wire_str(&r, f, c->scratch, &fn->name);
-  case 10: return kiln_wire_str(&r, f, c->scratch, &fn->domain);
+  case 1: return kiln_wire_name(&r, f, c->scratch, &fn->name);
+  case 10: return kiln_wire_name(&r, f, c->scratch, &fn->domain);
   case 4:
   case 5:
-    KILN_TRY(kiln_wire_str(&r, f, c->scratch, &s));
+    KILN_TRY(kiln_wire_name(&r, f, c->scratch, &s));
     kiln_arena_vec_push(c->scratch, f->num == 4 ? in : out, s);
     return KILN_OK;
   case 11:

@@ -133,7 +133,7 @@ static kiln_status survey_field(kiln_onnx_src *s, kiln_wire *r, const kiln_wire_
   case F_DIMS: return read_dims(s, r, f, m);
   case F_DTYPE: return kiln_wire_i32(r, f, &m->dtype);
   case F_SEGMENT: return kiln_wire_error(&s->w, KILN_ERR_UNSUPPORTED, f->offset, "tensor segments");
-  case F_NAME: return kiln_wire_str(r, f, a, &m->name);
+  case F_NAME: return kiln_wire_name(r, f, a, &m->name);
   case F_RAW:
     KILN_TRY(kiln_wire_bytes(r, f));
     m->raw = f->data, m->raw_len = f->len, m->has_raw = true;
@@ -620,7 +620,7 @@ static kiln_status read_dim(kiln_onnx_src *s, const kiln_wire_field *df, kiln_ar
                                (long long)d->value);
       d->sym = NULL;
     } else if (f.num == 2) {
-      KILN_TRY(kiln_wire_str(&r, &f, a, &d->sym));
+      KILN_TRY(kiln_wire_name(&r, &f, a, &d->sym));
       d->value = -1;
       if (!d->sym[0]) d->sym = NULL;
     }

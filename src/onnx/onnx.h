@@ -27,6 +27,8 @@ kiln_status kiln_pb_read_tensor(const char *path, kiln_tensor **out);
 kiln_status kiln_pb_write_tensor(const char *path, const kiln_tensor *t, const char *name);
 kiln_status kiln_npy_read(const char *path, kiln_tensor **out);
 kiln_status kiln_npy_write(const char *path, const kiln_tensor *t);
+/* Whether .npy can hold tensors of dtype t (strings, bfloat16, float8 ... cannot). */
+bool kiln_npy_has_dtype(kiln_dtype t);
 /* Reads .npy or .pb by the file's extension. */
 kiln_status kiln_tensor_file_read(const char *path, const kiln_type *expected, kiln_val **out);
 

@@ -336,6 +336,12 @@ kiln_status kiln_npy_read(const char *path, kiln_tensor **out) {
   return st ? kiln_status_annotate(st, "%s", path) : KILN_OK;
 }
 
+bool kiln_npy_has_dtype(kiln_dtype t) {
+  for (size_t i = 0; i < sizeof npy_kinds / sizeof npy_kinds[0]; i++)
+    if (npy_kinds[i].dtype == t) return true;
+  return false;
+}
+
 static kiln_status npy_descr_of(kiln_dtype t, char *buf) {
   for (size_t i = 0; i < sizeof npy_kinds / sizeof npy_kinds[0]; i++) {
     if (npy_kinds[i].dtype != t) continue;

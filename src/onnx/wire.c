@@ -195,6 +195,15 @@ kiln_status kiln_wire_str(const kiln_wire *r, const kiln_wire_field *f, kiln_are
   return KILN_OK;
 }
 
+kiln_status kiln_wire_name(const kiln_wire *r, const kiln_wire_field *f, kiln_arena *a,
+                           const char **out) {
+  KILN_TRY(kiln_wire_bytes(r, f));
+  if (f->len && memchr(f->data, 0, f->len))
+    return kiln_wire_error(r->ctx, KILN_ERR_INVALID, f->offset,
+                           "a name (field %u) holds a NUL byte", f->num);
+  return kiln_wire_str(r, f, a, out);
+}
+
 static size_t fixed_size(kiln_wire_type elem) {
   return elem == KILN_WIRE_I64 ? 8 : 4;
 }

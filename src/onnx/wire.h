@@ -87,6 +87,11 @@ kiln_status kiln_wire_i64(const kiln_wire *r, const kiln_wire_field *f, int64_t 
 kiln_status kiln_wire_i32(const kiln_wire *r, const kiln_wire_field *f, int32_t *out);
 kiln_status kiln_wire_f32(const kiln_wire *r, const kiln_wire_field *f, float *out);
 kiln_status kiln_wire_bytes(const kiln_wire *r, const kiln_wire_field *f); /* checks LEN */
+/* A name (of a value, node, graph, op type, domain, attribute, dim ...) as kiln_wire_str, but a
+ * NUL byte in it is an error: cut at the NUL, "a\0b" and "a\0c" would be one name "a", and a
+ * reference to an undefined "x\0y" would read "x". */
+kiln_status kiln_wire_name(const kiln_wire *r, const kiln_wire_field *f, kiln_arena *a,
+                           const char **out);
 /* A LEN field as a NUL-terminated copy in arena a (or malloc when a is NULL). */
 kiln_status kiln_wire_str(const kiln_wire *r, const kiln_wire_field *f, kiln_arena *a,
                           const char **out);

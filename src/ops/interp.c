@@ -85,7 +85,11 @@ static kiln_status run_node(kiln_interp *ip, frame *f, int idx) {
   for (int k = 0; k < n->n_outputs; k++) out[k] = NULL;
   if (ip->opts && ip->opts->trace) {
     char lb[200];
-    fprintf(stderr, "[interp] %s\n", kiln_node_label(n, lb, sizeof lb));
+    kiln_strbuf line = {0}, shown = {0}; /* a name: one line, no terminal escapes */
+    kiln_esc_line(&line, kiln_node_label(n, lb, sizeof lb));
+    kiln_esc_terminal(&shown, line.data ? line.data : "");
+    fprintf(stderr, "[interp] %s\n", shown.data ? shown.data : "");
+    kiln_strbuf_free(&line), kiln_strbuf_free(&shown);
   }
   kiln_eval_ctx ctx = {g, n, n->n_inputs, in, n->n_outputs, out, ip};
   kiln_status st = kiln_op_get(n->op)->eval(&ctx);

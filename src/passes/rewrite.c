@@ -387,7 +387,8 @@ static void rebuild(kiln_rw *rw, const topo *t, const int *vmap, int nv) {
     remap_ids(nodes[i].outputs, nodes[i].n_outputs, vmap);
     remap_subgraphs(g, &nodes[i], vmap);
   }
-  memcpy(g->nodes.data, nodes, (size_t)t->n_order * sizeof *nodes);
+  if (t->n_order)
+    memcpy(g->nodes.data, nodes, (size_t)t->n_order * sizeof *nodes); /* none: data may be NULL */
   g->nodes.len = t->n_order;
   kiln_strmap_free(&g->names);
   for (int v = 0; v < g->values.len; v++) {

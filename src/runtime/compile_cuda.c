@@ -1,6 +1,7 @@
 /* The CUDA target: passes -> lowering -> CUDA schedule (src/tile/lower_cuda.h) -> CUDA C,
  * one __global__ function per launch -> PTX with NVRTC. Builds the launch manifest and the
  * counts of the report; nothing here touches a GPU. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +279,12 @@ kiln_status kiln_cuda_build_write(const kiln_cuda_build *b, const char *dir) {
   if (!st) st = write_text(dir, "launch.txt", man.data, man.len);
   if (!st) st = write_text(dir, "report.txt", rep.data, rep.len);
   if (!st && b->ptx) st = write_text(dir, "model.ptx", b->ptx, strlen(b->ptx));
+  if (!st && !b->ptx) { /* no PTX this time: an earlier one must not pass for this model's */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.ptx", dir);
+    if (remove(path) != 0 && errno != ENOENT)
+      st = kiln_system_error("cannot remove the earlier '%s'", path);
+  }
   kiln_strbuf_free(&man);
   kiln_strbuf_free(&rep);
   return st;

@@ -1,6 +1,8 @@
 /* Case directories: a failing graph with its inputs and what failed, replayable with
  * `kiln verify DIR` (see verify.h for the layout). */
+#include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -65,20 +67,76 @@ static kiln_status write_info(const char *dir, const char *named, const kiln_ver
   return st;
 }
 
-/* A case that could not be written whole (a full disk) leaves no folder that replays. */
-static void remove_case(const char *dir, int n_in) {
-  static const char *const names[] = {"model.onnx", "model.kiln", "case.txt"};
-  for (int i = 0; i < 3; i++) {
-    char *path = join(dir, names[i]);
-    remove(path);
+void kiln_verify_log(FILE *log, const char *fmt, ...) {
+  if (!log) return;
+  va_list ap;
+  va_start(ap, fmt);
+  kiln_strbuf text = {0}, line = {0}, shown = {0};
+  kiln_strbuf_vprintf(&text, fmt, ap);
+  va_end(ap);
+  kiln_esc_line(&line, text.data ? text.data : "");
+  kiln_esc_terminal(&shown, line.data ? line.data : "");
+  fprintf(log, "%s\n", shown.data ? shown.data : "");
+  fflush(log);
+  kiln_strbuf_free(&text), kiln_strbuf_free(&line), kiln_strbuf_free(&shown);
+}
+
+/* The files a case folder holds (model.onnx, model.kiln, case.txt, input_<N>.pb); it may also
+ * hold the folder "reduced" (kiln reduce's default --out, kiln fuzz --reduce). */
+static bool is_case_file(const char *name) {
+  if (!strcmp(name, "model.onnx") || !strcmp(name, "model.kiln") || !strcmp(name, "case.txt"))
+    return true;
+  if (strncmp(name, "input_", 6)) return false;
+  size_t n = strspn(name + 6, "0123456789");
+  return n > 0 && !strcmp(name + 6 + n, ".pb");
+}
+
+static bool is_case(const char *dir) { /* reduced/ of a case: a case itself (kiln reduce's) */
+  kiln_status st = kiln_verify_check_case_dest(dir, NULL);
+  bool ok = st == KILN_OK;
+  kiln_status_free(st);
+  return ok;
+}
+
+kiln_status kiln_verify_check_case_dest(const char *dir, const char *input) {
+  struct stat sb;
+  if (!dir || !*dir) return kiln_invalid("a case needs a folder");
+  if (stat(dir, &sb) != 0) return KILN_OK; /* a new folder */
+  if (!S_ISDIR(sb.st_mode)) return kiln_invalid("'%s' exists and is not a folder", dir);
+  if (input && kiln_same_file(dir, input))
+    return kiln_invalid("'%s' is the input folder itself: write the case to another folder", dir);
+  char *rd = realpath(dir, NULL), *ri = input ? realpath(input, NULL) : NULL;
+  bool under = rd && ri && !strncmp(ri, rd, strlen(rd)) && ri[strlen(rd)] == '/';
+  free(rd), free(ri);
+  if (under) /* the case replaces dir whole: the input in it would go with it */
+    return kiln_invalid("'%s' holds the input '%s': write the case to another folder", dir, input);
+  struct stat ib; /* a model or case folder as input: its model.onnx */
+  char *model = !input                                         ? NULL
+                : stat(input, &ib) == 0 && S_ISDIR(ib.st_mode) ? join(input, "model.onnx")
+                                                               : kiln_xstrdup(input);
+  DIR *d = opendir(dir);
+  kiln_status st = d ? KILN_OK : kiln_system_error("cannot read the folder '%s'", dir);
+  for (struct dirent *e; !st && (e = readdir(d));) {
+    if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, ".."))) continue;
+    char *path = join(dir, e->d_name);
+    struct stat eb; /* an entry of a case is a file: a folder or link of that name is not ours */
+    bool ok = lstat(path, &eb) == 0 &&
+              ((S_ISREG(eb.st_mode) && is_case_file(e->d_name)) ||
+               (S_ISDIR(eb.st_mode) && !strcmp(e->d_name, "reduced") && is_case(path)));
+    if (!ok) {
+      st = kiln_invalid("'%s' is a folder that is not a case folder (it holds '%s'): give a new "
+                        "or empty folder",
+                        dir, e->d_name);
+    } else if (model && kiln_same_file(path, model)) {
+      st = kiln_invalid("writing the case to '%s' would replace the input model '%s' (its %s): "
+                        "give another folder",
+                        dir, input, e->d_name);
+    }
     free(path);
   }
-  for (int i = 0; i < n_in; i++) {
-    char *path = input_path(dir, i);
-    remove(path);
-    free(path);
-  }
-  rmdir(dir); /* only when empty: other files of a folder the user gave stay */
+  if (d) closedir(d);
+  free(model);
+  return st;
 }
 
 static kiln_status write_files(const char *dir, const char *named, const kiln_graph *g, int n_in,
@@ -102,9 +160,10 @@ static kiln_status write_files(const char *dir, const char *named, const kiln_gr
   return st;
 }
 
-/* A new case folder is written whole (kiln_dir_begin: built next to it, renamed into place),
- * so a full disk or a killed run never leaves half a case; into an existing folder (a
- * --repro folder the user chose) the files are written one by one, case.txt last. */
+/* A case folder is always written whole (kiln_dir_begin: built next to it, renamed into place),
+ * so a full disk or a killed run never leaves half a case. An existing folder is replaced
+ * whole, so it may hold nothing but an earlier case (kiln_verify_check_case_dest): a folder of
+ * the user's own files, or the one holding the input model, is refused, never written into. */
 kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
                                    kiln_val *const *inputs, const kiln_verify_result *res) {
   if (n_in != g->inputs.len)
@@ -113,15 +172,11 @@ kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_i
     if (!inputs[i] || inputs[i]->kind != KILN_TYPE_TENSOR || !inputs[i]->t)
       return kiln_unsupported("case: input '%s' is not a tensor",
                               g->values.data[g->inputs.data[i]].name);
-  struct stat sb;
-  kiln_status st;
-  if (stat(dir, &sb) == 0) {
-    st = write_files(dir, dir, g, n_in, inputs, res);
-    if (st) remove_case(dir, n_in);
-  } else {
-    kiln_dir_writer w;
-    st = kiln_dir_begin(dir, &w);
-    if (!st) st = write_files(w.tmp, dir, g, n_in, inputs, res);
+  kiln_status st = kiln_verify_check_case_dest(dir, NULL);
+  kiln_dir_writer w;
+  if (!st) st = kiln_dir_begin(dir, &w);
+  if (!st) {
+    st = write_files(w.tmp, dir, g, n_in, inputs, res);
     if (!st) st = kiln_dir_commit(&w);
     else kiln_dir_abort(&w);
   }

@@ -369,9 +369,8 @@ bool red_try(reducer *R, red_view *v) {
     if (R->o.log) {
       kiln_reduce_size s;
       kiln_reduce_measure(g, n, in, &s);
-      fprintf(R->o.log, "reduce: %s -> %d nodes, %d inputs, %lld elements (test %d)\n", v->what,
-              s.nodes, s.inputs, (long long)s.elements, R->res->tests);
-      fflush(R->o.log);
+      kiln_verify_log(R->o.log, "reduce: %s -> %d nodes, %d inputs, %lld elements (test %d)",
+                      v->what, s.nodes, s.inputs, (long long)s.elements, R->res->tests);
     }
   } else {
     for (int i = 0; i < n; i++) kiln_val_free(in[i]);

@@ -180,16 +180,16 @@ kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
   kiln_status st = KILN_OK;
   char got[256] = "";
   if (p.signature[0] && choose_options(&p, g, n, in, got, sizeof got)) {
-    if (ro.log)
-      fprintf(ro.log, "reduce: signature %s (checked %s the compiled code, %s)\n", p.signature,
-              p.vo.cpu ? "with" : "without", p.vo.each_pass ? "a layer per pass" : "bisection");
+    kiln_verify_log(ro.log, "reduce: signature %s (checked %s the compiled code, %s)", p.signature,
+                    p.vo.cpu ? "with" : "without",
+                    p.vo.each_pass ? "a layer per pass" : "bisection");
     st = kiln_reduce(g, in, n, case_holds, &p, &ro, out);
   } else if (p.env) { /* the environment, not the case: say so instead of "does not fail" */
     st = p.env, p.env = NULL;
   } else {
-    if (ro.log && p.signature[0])
-      fprintf(ro.log, "reduce: the case does not fail as recorded (%s); it %s%s\n", p.signature,
-              got[0] ? "fails with " : "passes", got);
+    if (p.signature[0])
+      kiln_verify_log(ro.log, "reduce: the case does not fail as recorded (%s); it %s%s",
+                      p.signature, got[0] ? "fails with " : "passes", got);
     kiln_reduce_measure(g, n, in, &out->before);
     out->after = out->before;
   }

@@ -161,8 +161,7 @@ void kiln_vrun_skip(kiln_layer_result *l, const char *fmt, ...) {
 bool kiln_vrun_done(kiln_vrun *r, kiln_layer_result *l) {
   kiln_verify_result *res = r->res;
   l->seconds = kiln_vrun_now() - r->t0;
-  if (r->o->log && l->ran && !l->ok)
-    fprintf(r->o->log, "[verify] %s: %s\n", l->name, l->msg), fflush(r->o->log);
+  if (l->ran && !l->ok) kiln_verify_log(r->o->log, "[verify] %s: %s", l->name, l->msg);
   if (!l->ran || l->ok || res->failed) return false;
   res->failed = true;
   res->first_failing = (int)(l - res->layers.data);
@@ -351,7 +350,7 @@ static void print_status(const kiln_layer_result *l, kiln_strbuf *out) {
   if (any && l->local_unchecked) kiln_strbuf_printf(out, ", %d unchecked", l->local_unchecked);
   if (any && l->local_unstable) kiln_strbuf_printf(out, ", %d unstable", l->local_unstable);
   if (any) kiln_strbuf_printf(out, ")");
-  if (l->msg[0]) kiln_strbuf_printf(out, ": %s", l->msg);
+  if (l->msg[0]) kiln_strbuf_printf(out, ": "), kiln_esc_line(out, l->msg); /* one line */
   kiln_strbuf_printf(out, "\n");
 }
 
@@ -407,8 +406,9 @@ void kiln_verify_print(const kiln_verify_result *res, kiln_strbuf *out) {
   kiln_strbuf_printf(out, "result: FAILED\nfirst failing layer: %s\n", f->name);
   if (res->pass[0])
     kiln_strbuf_printf(out, "pass: %s (application %d)\n", res->pass, res->pass_application);
-  kiln_strbuf_printf(out, "where: %s\nsignature: %s\n", res->where[0] ? res->where : "-",
-                     res->signature);
+  kiln_strbuf_printf(out, "where: "); /* names from the model: one escaped line */
+  kiln_esc_line(out, res->where[0] ? res->where : "-");
+  kiln_strbuf_printf(out, "\nsignature: %s\n", res->signature);
   if (res->case_dir[0])
     kiln_strbuf_printf(out, "case: %s\nreplay: %s\n", res->case_dir,
                        kiln_verify_replay_command(res->case_dir, res, cmd, sizeof cmd));

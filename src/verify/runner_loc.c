@@ -156,8 +156,7 @@ static void localize(kiln_vrun *r, const kiln_program *p, traced_run run, void *
   }
   describe_step(r, p, ob.found ? ob.step : -1, ob.found ? ob.value : -1);
   kiln_vref_free(ref);
-  if (ob.found && r->o->log)
-    fprintf(r->o->log, "[verify] first wrong value: %s\n", ob.msg), fflush(r->o->log);
+  if (ob.found) kiln_verify_log(r->o->log, "[verify] first wrong value: %s", ob.msg);
 }
 
 /* ---- the local checks ---- */
@@ -181,7 +180,7 @@ static void localize_layer(kiln_vrun *r, const kiln_program *p, traced_run run, 
   int step, value;
   if (lc && !l->errored && kiln_vlocal_failure(lc, &step, &value)) {
     describe_step(r, p, step, value);
-    if (r->o->log) fprintf(r->o->log, "[verify] %s\n", l->msg), fflush(r->o->log);
+    kiln_verify_log(r->o->log, "[verify] %s", l->msg);
     return;
   }
   localize(r, p, run, prog, l);

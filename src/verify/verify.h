@@ -226,6 +226,22 @@ int kiln_verify_bisect(int good, int bad, bool (*fails)(void *user, int k), void
 void kiln_verify_case_field(const char *text, const char *key, char *out, size_t len);
 const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result *res, char *buf,
                                        size_t len);
+/* Whether a case may be written to dir: a new folder, an empty one or an earlier case folder
+ * (nothing but the files model.onnx, model.kiln, case.txt, input_<N>.pb and a folder
+ * "reduced"), that neither holds input nor has a file that is input (the model or case folder being verified or reduced; NULL: not checked). A case
+ * replaces such a folder whole, so a folder of other files is refused (exit 2), never written
+ * into. */
+kiln_status kiln_verify_check_case_dest(const char *dir, const char *input);
+/* One progress line on log (NULL: none): the formatted text escaped to one line with no
+ * escape sequence (kiln_esc_line, kiln_esc_terminal), as names from a model or a case.txt
+ * may be part of it. */
+void kiln_verify_log(FILE *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether a case may be written to dir: a new folder, an empty one or an earlier case folder
+ * (nothing but model.onnx, model.kiln, case.txt, input_<N>.pb), none of whose files is the
+ * file input (the model or case folder being verified or reduced; NULL: not checked). A case
+ * replaces such a folder whole, so a folder of other files is refused (exit 2), never written
+ * into. */
+kiln_status kiln_verify_check_case_dest(const char *dir, const char *input);
 kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
                                    kiln_val *const *inputs, const kiln_verify_result *res);
 /* Loads a case: *g (types inferred), *inputs (malloc'd array of n values), and the recorded

@@ -169,6 +169,9 @@ static void test_esc_terminal_json(void) {
         !strstr(t.data, "\xc2\x9b") && strstr(t.data, "\xc3\xbc"));
   kiln_esc_json(&j, "q\"b\\\n\x01\xff\xc3\xbc\xed\xa0\x80");
   CHECK(!strcmp(j.data, "q\\\"b\\\\\\u000A\\u0001\\uFFFD\xc3\xbc\\uFFFD\\uFFFD\\uFFFD"));
+  j.len = 0; /* C1 controls and bidi overrides: escaped, not raw (JSON is printed too) */
+  kiln_esc_json(&j, "a\xc2\x9b\xe2\x80\xae\xe2\x81\xa6\xc2\xa0");
+  CHECK(!strcmp(j.data, "a\\u009B\\u202E\\u2066\xc2\xa0"));
   kiln_strbuf_free(&t);
   kiln_strbuf_free(&j);
 }

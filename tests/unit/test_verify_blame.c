@@ -156,7 +156,9 @@ static void test_case_inputs_checked(void) {
   kiln_graph_free(g);
 }
 
-/* A case that cannot be written whole (here model.kiln is a folder) removes what it wrote. */
+/* A case is written whole next to its folder and renamed into place: an earlier case there is
+ * replaced whole; a folder that holds anything else (here a folder named model.kiln, a file of
+ * the user) is refused and left as it was. */
 static void test_half_case_removed(void) {
   kiln_graph *g = parse(two_inputs);
   const int64_t d23[] = {2, 3}, d2[] = {2};
@@ -166,10 +168,22 @@ static void test_half_case_removed(void) {
   snprintf(dir, sizeof dir, "%s/half", g_tmp);
   snprintf(p, sizeof p, "%s/model.kiln", dir);
   CHECK_OK(kiln_make_dirs(p));
-  kiln_status st = kiln_verify_write_case(dir, g, 3, in, NULL);
-  CHECK(st != KILN_OK);
-  kiln_status_free(st);
+  CHECK(err_says(kiln_verify_write_case(dir, g, 3, in, NULL), KILN_ERR_INVALID,
+                 "not a case folder (it holds 'model.kiln')"));
   CHECK(!exists(dir, "model.onnx") && !exists(dir, "input_0.pb") && !exists(dir, "case.txt"));
+  snprintf(dir, sizeof dir, "%s/mine", g_tmp);
+  snprintf(p, sizeof p, "%s/notes", dir);
+  CHECK_OK(kiln_make_dirs(dir));
+  CHECK_OK(kiln_write_file(p, "mine", 4));
+  CHECK(err_says(kiln_verify_write_case(dir, g, 3, in, NULL), KILN_ERR_INVALID,
+                 "not a case folder (it holds 'notes')"));
+  CHECK(!exists(dir, "model.onnx") && exists(dir, "notes"));
+  snprintf(dir, sizeof dir, "%s/again", g_tmp);
+  CHECK_OK(kiln_verify_write_case(dir, g, 3, in, NULL));
+  snprintf(p, sizeof p, "%s/input_9.pb", dir);
+  CHECK_OK(kiln_write_file(p, "x", 1));
+  CHECK_OK(kiln_verify_write_case(dir, g, 3, in, NULL)); /* an earlier case: replaced whole */
+  CHECK(exists(dir, "model.onnx") && exists(dir, "input_2.pb") && !exists(dir, "input_9.pb"));
   free_vals(in, 3);
   kiln_graph_free(g);
 }
