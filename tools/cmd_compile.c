@@ -123,6 +123,42 @@ static int parse_one(int argc, char **argv, int *i, compile_args *a) {
   return -1;
 }
 
+/* path made absolute through its parent folder (which exists when the folder is new), with
+ * trailing slashes dropped; a copy of path when the parent cannot be resolved. */
+static char *abs_name(const char *path) {
+  char *p = kiln_xstrdup(path);
+  size_t n = strlen(p);
+  while (n > 1 && p[n - 1] == '/') p[--n] = 0;
+  char *slash = strrchr(p, '/');
+  const char *base = slash ? slash + 1 : p;
+  if (slash == p) return p; /* "/name": already absolute */
+  if (slash) *slash = 0;
+  char *parent = realpath(slash ? p : ".", NULL);
+  if (!parent || !strcmp(base, ".") || !strcmp(base, "..")) {
+    free(parent);
+    if (slash) *slash = '/';
+    return p;
+  }
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "%s/%s", parent, base);
+  free(parent);
+  free(p);
+  return b.data;
+}
+
+/* Whether two folder names are one folder: by device and inode when both exist, else by their
+ * absolute, normalized names (-o builds its folder aside and renames it over the other). */
+static bool same_folder(const char *x, const char *y) {
+  struct stat sx, sy;
+  if (stat(x, &sx) == 0 && stat(y, &sy) == 0)
+    return sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
+  char *rx = abs_name(x), *ry = abs_name(y);
+  bool same = rx && ry && !strcmp(rx, ry);
+  free(rx);
+  free(ry);
+  return same;
+}
+
 static int parse_args(int argc, char **argv, compile_args *a) {
   kiln_compile_opts_init(&a->co);
   for (int i = 1; i < argc; i++) {
@@ -138,6 +174,9 @@ static int parse_args(int argc, char **argv, compile_args *a) {
   if (!a->model) return kiln_cli_usage("compile", "no model given");
   if (a->cuda && (a->out_dir || a->emit_dir))
     return kiln_cli_usage("compile", "-o and --emit-c are for the cpu target");
+  if (a->out_dir && a->emit_dir && same_folder(a->out_dir, a->emit_dir))
+    return kiln_cli_usage("compile", "-o and --emit-c need two folders ('%s' is both)",
+                          a->emit_dir);
   a->co.dims = a->dims.data;
   a->co.n_dims = a->dims.len;
   return -1;

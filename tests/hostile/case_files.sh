@@ -330,3 +330,8 @@ expect_file "$tmp/eqout/y%3Dz.npy" "the output named 'y=z' is written as y%3Dz.n
 expect 0 "verify: an input name holding '='" "$kiln" verify "$tmp/eq.onnx" --input "a=b=$tmp/in=1.npy" -q
 expect 2 "run: a prefix of a name is not the name" "$kiln" run "$tmp/eq.onnx" --input "a=$tmp/in=1.npy"
 expect_err "no input named 'a'" "run names the unknown input"
+
+# -o and --emit-c into one folder: a usage error before anything is written
+expect 2 "compile -o D --emit-c D/" "$kiln" compile "$m" --dim batch=2 -o "$tmp/same" --emit-c "$tmp/same/"
+expect_err "need two folders" "the error says why"
+expect_no_file "$tmp/same" "nothing written"
