@@ -54,3 +54,25 @@ done
 expect 0 "relu40: artifact" "$kiln" compile "$tmp/relu40.onnx" -o "$tmp/art40"
 size=$(cat "$tmp"/art40/src/*.c 2>/dev/null | wc -c)
 if [ "${size:-0}" -gt 0 ] && [ "$size" -lt 200000 ]; then ok; else bad "relu40: emitted C is $size bytes"; fi
+
+# A C compiler that hangs: compile and run stop it after $KILN_CC_TIMEOUT seconds with exit 1
+# (the environment failed) and a message naming the limit; they used to wait forever, silently.
+cat >"$tmp/mlp.kiln" <<'IR'
+graph @mlp(%x: f32[2,4]) -> (%y: f32[2,4]) {
+  opset "" 17
+  %y = Relu(%x) : f32[2,4]
+  return %y
+}
+IR
+printf '#!/bin/sh\nsleep 300\n' >"$tmp/slowcc"
+chmod +x "$tmp/slowcc"
+for cmd in "compile" "bench --iters 1 --warmup 0"; do
+  HOSTILE_TIMEOUT=40 expect 1 "$cmd with a hanging C compiler" env KILN_CC_TIMEOUT=2 \
+    CC="$tmp/slowcc" KILN_CACHE_DIR="$tmp/cc_cache" "$kiln" $cmd "$tmp/mlp.kiln"
+  expect_err "did not finish in 2 s.*KILN_CC_TIMEOUT" "$cmd with a hanging C compiler: names the limit"
+done
+for v in abc 0 -5 99999999999999999999; do
+  expect 1 "KILN_CC_TIMEOUT='$v'" env KILN_CC_TIMEOUT="$v" KILN_CACHE_DIR="$tmp/cc_cache2" \
+    "$kiln" compile "$tmp/mlp.kiln"
+  expect_err "KILN_CC_TIMEOUT" "KILN_CC_TIMEOUT='$v' is named"
+done
