@@ -244,12 +244,24 @@ static void sweep_stale_builds(const char *cache) {
   closedir(d);
 }
 
-/* ---- cache entries: "KILNC1 <size> <hash>\n" + payload ---- */
-#define ENTRY_MAGIC "KILNC1"
+/* ---- cache entries: "KILNC2 <size> <hash>\n" + payload ---- */
+#define ENTRY_MAGIC "KILNC2"
+
+/* The hash of an entry's payload, seeded with the entry's own name ("lib/KEY", "obj/KEY"):
+ * an entry copied or renamed to another key or kind (a swapped object and library) fails
+ * the check like a damaged one, and is rebuilt. */
+static hash128 entry_hash(const char *path, const void *data, size_t n) {
+  const char *p = path + strlen(path);
+  for (int slashes = 0; p > path; p--)
+    if (p[-1] == '/' && ++slashes == 2) break;
+  hash128 h = {1, 2};
+  hash_str(&h, p);
+  hash_update(&h, data, n);
+  return h;
+}
 
 static kiln_status entry_write(const char *path, const void *data, size_t n) {
-  hash128 h = {1, 2};
-  hash_update(&h, data, n);
+  hash128 h = entry_hash(path, data, n);
   char hex[33];
   hash_hex(h, hex);
   kiln_file_writer *f;
@@ -259,7 +271,7 @@ static kiln_status entry_write(const char *path, const void *data, size_t n) {
   return kiln_file_commit(f);
 }
 
-/* "KILNC1 <size> <32 hex digits>\n": the header's length, or 0 when it is malformed. The size
+/* "KILNC2 <size> <32 hex digits>\n": the header's length, or 0 when it is malformed. The size
  * goes through the checked parser like any number read from a file (an entry may be damaged). */
 static size_t entry_header(const char *text, size_t len, int64_t *size, char hex[33]) {
   const size_t m = strlen(ENTRY_MAGIC " ");
@@ -289,9 +301,7 @@ static bool entry_read(const char *path, char **data, size_t *n) {
   size_t skip = entry_header(text, len, &size, hex);
   bool ok = skip && len - skip == (uint64_t)size;
   if (ok) {
-    hash128 h = {1, 2};
-    hash_update(&h, text + skip, (size_t)size);
-    hash_hex(h, want);
+    hash_hex(entry_hash(path, text + skip, (size_t)size), want);
     ok = !strcmp(hex, want);
   }
   if (!ok) {

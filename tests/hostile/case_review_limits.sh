@@ -76,3 +76,22 @@ for v in abc 0 -5 99999999999999999999; do
     "$kiln" compile "$tmp/mlp.kiln"
   expect_err "KILN_CC_TIMEOUT" "KILN_CC_TIMEOUT='$v' is named"
 done
+
+# Kernel cache entries swapped between keys or kinds (an object where the library belongs):
+# each entry's hash covers its own name, so a swapped entry is rebuilt like a damaged one
+# (an unusable cache only costs time); it used to load and fail ("kernel ... missing").
+"$PYTHON" -c "import numpy as np; np.save('$tmp/x24.npy', np.arange(8, dtype=np.float32).reshape(2, 4) - 3)"
+expect 0 "mlp: reference" "$kiln" run "$tmp/mlp.kiln" --input x="$tmp/x24.npy" --output-dir "$tmp/ref_mlp"
+for round in 1 2; do
+  rm -rf "$tmp/sw_cache"
+  expect 0 "swap round $round: fill the cache" env KILN_CACHE_DIR="$tmp/sw_cache" "$kiln" run \
+    "$tmp/mlp.kiln" --backend cpu --input x="$tmp/x24.npy"
+  o=$(ls "$tmp"/sw_cache/obj/* 2>/dev/null | head -1) l=$(ls "$tmp"/sw_cache/lib/* 2>/dev/null | head -1)
+  if [ -f "$o" ] && [ -f "$l" ]; then
+    ok
+    if [ $round = 1 ]; then cp "$o" "$tmp/sw"; cp "$l" "$o"; cp "$tmp/sw" "$l"
+    else cp "$o" "$l"; fi
+  else bad "swap round $round: no obj/ and lib/ entries in the cache"; fi
+  expect 0 "swap round $round: a swapped entry is rebuilt" env KILN_CACHE_DIR="$tmp/sw_cache" \
+    "$kiln" run "$tmp/mlp.kiln" --backend cpu --input x="$tmp/x24.npy" --expect y="$tmp/ref_mlp/y.npy"
+done
