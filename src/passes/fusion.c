@@ -156,15 +156,19 @@ static void fuse_contractions(fuse_ctx *f, kiln_pass_ctx *ctx) {
 }
 
 /* Prologue: elementwise producers of v of the given shape whose outputs are read only in
- * the group (recursively through their own inputs). */
-static void add_prologue(fuse_ctx *f, int id, int v, const kiln_type *shape) {
+ * the group (recursively through their own inputs), at most PROLOGUE_DEPTH deep: this walk
+ * and the lowering's recurse along the chain (100000 Relus before a ReduceSum overflowed the
+ * stack); the producers further up fuse as an elementwise group of their own. */
+enum { PROLOGUE_DEPTH = 64 };
+
+static void add_prologue(fuse_ctx *f, int id, int v, const kiln_type *shape, int depth) {
   int p = producer(f, v);
-  if (p < 0 || f->cls[p] != NC_EW || f->g->nodes.data[p].group) return;
+  if (depth >= PROLOGUE_DEPTH || p < 0 || f->cls[p] != NC_EW || f->g->nodes.data[p].group) return;
   if (f->n_uses[v] != 1 && !KILN_MUTANT(17)) return; /* mutant 17: prologue value used outside */
   kiln_node *n = &f->g->nodes.data[p];
   if (!same_shape(vtype(f, v), shape)) return;
   n->group = id;
-  for (int k = 0; k < n->n_inputs; k++) add_prologue(f, id, n->inputs[k], shape);
+  for (int k = 0; k < n->n_inputs; k++) add_prologue(f, id, n->inputs[k], shape, depth + 1);
 }
 
 static int count_members(const fuse_ctx *f, int id) {
@@ -180,7 +184,7 @@ static void fuse_reductions(fuse_ctx *f, kiln_pass_ctx *ctx) {
     if (f->cls[i] != NC_RED || n->group) continue;
     int id = f->next_id;
     n->group = id;
-    add_prologue(f, id, n->inputs[0], vtype(f, n->inputs[0]));
+    add_prologue(f, id, n->inputs[0], vtype(f, n->inputs[0]), 0);
     if (!extra_outputs_used(f, n)) add_epilogue(f, id, n->outputs[0]);
     if (count_members(f, id) == 1) {
       n->group = 0;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,9 +117,27 @@ static int wait_exit(pid_t pid) {
   return exit_code(status);
 }
 
+/* Seconds the C compiler may run without one of its processes finishing: $KILN_CC_TIMEOUT,
+ * else 900. A compiler that hangs is killed and the build fails as the environment's error
+ * (exit 1) with a message naming the limit, never a silent hang. */
+static kiln_status cc_timeout(int *out) {
+  const char *e = getenv("KILN_CC_TIMEOUT");
+  *out = 900;
+  if (!e || !*e) return KILN_OK;
+  return kiln_parse_int(e, 1, 86400, "KILN_CC_TIMEOUT (seconds)", out);
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* Waits until one of our n processes ends (only ours: a library must not reap the host
- * program's children); returns its index and its exit code in *rc. */
-static int wait_any(const job *running, int n, int *rc) {
+ * program's children); returns its index and its exit code in *rc. After timeout_s seconds
+ * it kills and reaps all n and returns -1. */
+static int wait_any(const job *running, int n, int timeout_s, int *rc) {
+  double end = now_s() + timeout_s;
   for (;;) {
     for (int i = 0; i < n; i++) {
       int status;
@@ -126,8 +145,20 @@ static int wait_any(const job *running, int n, int *rc) {
       if (r == running[i].pid) return *rc = exit_code(status), i;
       if (r < 0 && errno != EINTR) return *rc = errno == ECHILD ? 0 : -1, i;
     }
+    if (now_s() > end) {
+      for (int i = 0; i < n; i++) kill(running[i].pid, SIGKILL);
+      for (int i = 0; i < n; i++) wait_exit(running[i].pid);
+      return *rc = -1, -1;
+    }
     nanosleep(&(struct timespec){0, 2000000}, NULL);
   }
+}
+
+static kiln_status timed_out(const char *what, int timeout_s) {
+  return kiln_error(KILN_ERR_SYSTEM,
+                    "%s did not finish in %d s and was stopped (KILN_CC_TIMEOUT sets the limit "
+                    "in seconds)",
+                    what, timeout_s);
 }
 
 /* The first lines of a compiler log, for error messages. */
@@ -149,9 +180,12 @@ static char *log_head(const char *path, int max_lines) {
 }
 
 static kiln_status run_sh(const char *cmd, const char *log, const char *what) {
-  pid_t pid;
-  KILN_TRY(spawn_sh(cmd, log, &pid));
-  int rc = wait_exit(pid);
+  int limit;
+  KILN_TRY(cc_timeout(&limit));
+  job j = {0};
+  KILN_TRY(spawn_sh(cmd, log, &j.pid));
+  int rc;
+  if (wait_any(&j, 1, limit, &rc) < 0) return timed_out(what, limit);
   if (rc == 0) return KILN_OK;
   char *head = log_head(log, 20);
   kiln_status st =
@@ -210,12 +244,24 @@ static void sweep_stale_builds(const char *cache) {
   closedir(d);
 }
 
-/* ---- cache entries: "KILNC1 <size> <hash>\n" + payload ---- */
-#define ENTRY_MAGIC "KILNC1"
+/* ---- cache entries: "KILNC2 <size> <hash>\n" + payload ---- */
+#define ENTRY_MAGIC "KILNC2"
+
+/* The hash of an entry's payload, seeded with the entry's own name ("lib/KEY", "obj/KEY"):
+ * an entry copied or renamed to another key or kind (a swapped object and library) fails
+ * the check like a damaged one, and is rebuilt. */
+static hash128 entry_hash(const char *path, const void *data, size_t n) {
+  const char *p = path + strlen(path);
+  for (int slashes = 0; p > path; p--)
+    if (p[-1] == '/' && ++slashes == 2) break;
+  hash128 h = {1, 2};
+  hash_str(&h, p);
+  hash_update(&h, data, n);
+  return h;
+}
 
 static kiln_status entry_write(const char *path, const void *data, size_t n) {
-  hash128 h = {1, 2};
-  hash_update(&h, data, n);
+  hash128 h = entry_hash(path, data, n);
   char hex[33];
   hash_hex(h, hex);
   kiln_file_writer *f;
@@ -225,7 +271,7 @@ static kiln_status entry_write(const char *path, const void *data, size_t n) {
   return kiln_file_commit(f);
 }
 
-/* "KILNC1 <size> <32 hex digits>\n": the header's length, or 0 when it is malformed. The size
+/* "KILNC2 <size> <32 hex digits>\n": the header's length, or 0 when it is malformed. The size
  * goes through the checked parser like any number read from a file (an entry may be damaged). */
 static size_t entry_header(const char *text, size_t len, int64_t *size, char hex[33]) {
   const size_t m = strlen(ENTRY_MAGIC " ");
@@ -255,9 +301,7 @@ static bool entry_read(const char *path, char **data, size_t *n) {
   size_t skip = entry_header(text, len, &size, hex);
   bool ok = skip && len - skip == (uint64_t)size;
   if (ok) {
-    hash128 h = {1, 2};
-    hash_update(&h, text + skip, (size_t)size);
-    hash_hex(h, want);
+    hash_hex(entry_hash(path, text + skip, (size_t)size), want);
     ok = !strcmp(hex, want);
   }
   if (!ok) {
@@ -514,8 +558,9 @@ static kiln_status finish_compile(build *b, const job *j, int rc) {
 
 /* Compiles the units not found in the cache, `jobs` processes at a time. */
 static kiln_status compile_units(build *b, const char *const *sources) {
-  int jobs = b->o->jobs > 0 ? b->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  int jobs = b->o->jobs > 0 ? b->o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN), limit;
   if (jobs < 1) jobs = 1;
+  KILN_TRY(cc_timeout(&limit));
   job *running = kiln_xcalloc((size_t)jobs, sizeof *running);
   int n_running = 0, next = 0;
   kiln_status st = KILN_OK;
@@ -527,7 +572,12 @@ static kiln_status compile_units(build *b, const char *const *sources) {
       if (!st) n_running++;
     }
     if (!n_running) break;
-    int rc, k = wait_any(running, n_running, &rc);
+    int rc, k = wait_any(running, n_running, limit, &rc);
+    if (k < 0) {
+      kiln_status_free(st);
+      st = timed_out("the C compiler", limit);
+      break;
+    }
     kiln_status e = finish_compile(b, &running[k], rc);
     if (!st) st = e;
     else kiln_status_free(e);

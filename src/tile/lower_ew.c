@@ -270,10 +270,10 @@ static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a
                bin(k, KILN_TOP_ADD, num(k, t, 1), KILN_MUTANT(19) ? a : un(k, KILN_TOP_ABS, a)));
   case KILN_OP_Mish: return bin(k, KILN_TOP_MUL, a, un(k, KILN_TOP_TANH, softplus(k, a)));
   case KILN_OP_HardSwish:
-    return bin(
-        k, KILN_TOP_MUL, a,
-        clamp01(k, bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MUL, a, num(k, t, (double)(float)(1.0 / 6.0))),
-                       num(k, t, 0.5)))); /* alpha: float 1/6 (the ONNX function body) */
+    return bin(k, KILN_TOP_MUL, a,
+               clamp01(k, bin(k, KILN_TOP_ADD,
+                              bin(k, KILN_TOP_MUL, a, num(k, t, (double)(float)(1.0 / 6.0))),
+                              num(k, t, 0.5)))); /* alpha: float 1/6 (the ONNX function body) */
   case KILN_OP_Elu: {
     kiln_texpr *em1 = expm1_(k, a);
     if (KILN_MUTANT(18)) em1 = un(k, KILN_TOP_EXP, a); /* mutant 18: exp(a) for exp(a) - 1 */
@@ -326,9 +326,10 @@ static kiln_status gelu(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, kiln
   } else if (strcmp(mode, "tanh") == 0) {
     kiln_texpr *cube = bin(k, KILN_TOP_MUL, bin(k, KILN_TOP_MUL, a, a), a);
     /* float constants, as in the ONNX function body (see elementwise_fns.c) */
-    kiln_texpr *s = bin(k, KILN_TOP_ADD, a, bin(k, KILN_TOP_MUL, num(k, t, (double)0.044715f), cube));
-    inner = un(k, KILN_TOP_TANH,
-               bin(k, KILN_TOP_MUL, num(k, t, sqrt((double)(float)(2 / M_PI))), s));
+    kiln_texpr *s =
+        bin(k, KILN_TOP_ADD, a, bin(k, KILN_TOP_MUL, num(k, t, (double)0.044715f), cube));
+    inner =
+        un(k, KILN_TOP_TANH, bin(k, KILN_TOP_MUL, num(k, t, sqrt((double)(float)(2 / M_PI))), s));
   } else {
     return kiln_invalid("Gelu: approximate='%s' is not valid", mode);
   }
@@ -536,6 +537,23 @@ kiln_status kiln_lower_ew_expr(kiln_lower_ctx *c, kiln_tkernel *k, const kiln_no
   return KILN_OK;
 }
 
+/* Size of e as a tree (a shared subexpression counts each time it is reached), counted up
+ * to budget only: the walk is bounded whatever e is. */
+static int expr_weight(const kiln_texpr *e, int budget) {
+  if (!e || budget <= 0) return 0;
+  int w = 1;
+  if (e->kind == KILN_TE_LOAD) w += expr_weight(e->index, budget - w);
+  if (e->kind == KILN_TE_OP || e->kind == KILN_TE_CAST)
+    for (int a = 0; a < 3; a++) w += expr_weight(e->args[a], budget - w);
+  return w;
+}
+
+enum { EXPR_INLINE_MAX = 64 }; /* nodes; far below KILN_TILE_MAX_DEPTH */
+
+bool kiln_lower_expr_large(const kiln_texpr *e) {
+  return expr_weight(e, EXPR_INLINE_MAX + 1) > EXPR_INLINE_MAX;
+}
+
 /* ---- the kernel of an elementwise group ---- */
 typedef struct ew_state {
   kiln_lower_ctx *c;
@@ -618,7 +636,7 @@ static kiln_status ew_node(ew_state *s, const kiln_node *n) {
   kiln_dtype dt = s->c->g->values.data[v].type.dtype;
   if (dt != e->type && !is_out(s->grp, v)) /* round an intermediate to its storage type */
     e = kiln_tcast(s->k, e->type, kiln_tcast(s->k, dt, e));
-  if (s->uses[v] > 1 || is_out(s->grp, v)) {
+  if (s->uses[v] > 1 || is_out(s->grp, v) || kiln_lower_expr_large(e)) {
     char name[32];
     snprintf(name, sizeof name, "t%d", v);
     int var = kiln_tkernel_var(s->k, name, e->type);

@@ -9,14 +9,14 @@
 
 /* One fusion group of the graph, as the driver collects it. */
 typedef struct kiln_group {
-  int id;           /* kiln_node.group, or 0 for an ungrouped node (a group of its own) */
+  int id; /* kiln_node.group, or 0 for an ungrouped node (a group of its own) */
   int n_nodes;
-  int *nodes;       /* node ids in topological order */
-  int anchor;       /* the contraction or reduction node of the group, or -1 */
+  int *nodes; /* node ids in topological order */
+  int anchor; /* the contraction or reduction node of the group, or -1 */
   int n_inputs;
-  int *inputs;      /* value ids read by the group and defined outside it */
+  int *inputs; /* value ids read by the group and defined outside it */
   int n_outputs;
-  int *outputs;     /* value ids defined in the group and used outside it (or graph outputs) */
+  int *outputs; /* value ids defined in the group and used outside it (or graph outputs) */
 } kiln_group;
 
 typedef struct kiln_lower_ctx {
@@ -37,11 +37,11 @@ kiln_tkernel *kiln_lower_kernel(kiln_lower_ctx *c, const kiln_group *grp, const 
  * same value bound twice gives the same buffer). */
 int kiln_lower_param_value(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, int v);
 /* Parameter for a constant computed now (prepacked weights); takes ownership of t. */
-int kiln_lower_param_packed(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step,
-                            const char *name, kiln_tensor *t);
+int kiln_lower_param_packed(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, const char *name,
+                            kiln_tensor *t);
 /* Parameter for scratch space of `size` elements of dtype, live during the step only. */
-int kiln_lower_param_scratch(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step,
-                             const char *name, kiln_dtype dtype, int64_t size);
+int kiln_lower_param_scratch(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, const char *name,
+                             kiln_dtype dtype, int64_t size);
 /* The error flag of a kernel that checks its input (kiln_step.check_arg): an I32 scratch
  * parameter of 1 element; the message (printf-style) says what a set flag means. */
 int kiln_lower_param_check(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, const char *fmt,
@@ -59,6 +59,11 @@ bool kiln_lower_is_elementwise(const kiln_graph *g, const kiln_node *n);
  * (kiln_lower_compute_type). The result has the compute type of the output dtype. */
 kiln_status kiln_lower_ew_expr(kiln_lower_ctx *c, kiln_tkernel *k, const kiln_node *n,
                                kiln_texpr *const *operands, kiln_texpr **out);
+/* Whether e is too large to inline into the next node's expression: an op may read an operand
+ * twice (Relu is a select on a compare of x), so a chain of inlined nodes shares subtrees and
+ * grows as 2^n when printed or walked. Callers that chain kiln_lower_ew_expr bind such a value
+ * to a variable; every expression then stays small and shallow whatever the chain's length. */
+bool kiln_lower_expr_large(const kiln_texpr *e);
 /* The type arithmetic runs in for values of dtype t: F32 for F16/BF16/float8 and F32, F64
  * for F64, the type itself for ints and BOOL. */
 kiln_dtype kiln_lower_compute_type(kiln_dtype t);

@@ -132,6 +132,7 @@ typedef struct red {
   bool mask[KILN_MAX_RANK], keep;
   kiln_texpr *pos[KILN_MAX_RANK]; /* index of the current element of x, per dimension */
   kiln_tblock *outer;             /* body of the loops over kept dimensions */
+  kiln_tblock *inner;             /* body of the last reduce_loops: where x is read */
   int n_pass;
 } red;
 
@@ -158,6 +159,15 @@ static kiln_texpr *bcast_at(red *s, const kiln_type *t, int rank, kiln_texpr *co
   return idx;
 }
 
+/* A variable assigned e in block b (see kiln_lower_expr_large). */
+static kiln_texpr *bind(red *s, kiln_tblock *b, kiln_texpr *e) {
+  char name[32];
+  snprintf(name, sizeof name, "e%d", s->k->vars.len);
+  int var = kiln_tkernel_var(s->k, name, e->type);
+  kiln_tblock_push(s->k, b, kiln_tassign(s->k, var, e));
+  return kiln_tv(s->k, var);
+}
+
 /* Value v at x's position: a prologue node's expression, or a load of an input. */
 static kiln_status value_at(red *s, int v, kiln_texpr **out) {
   const kiln_graph *g = s->c->g;
@@ -171,6 +181,7 @@ static kiln_status value_at(red *s, int v, kiln_texpr **out) {
     KILN_TRY(kiln_lower_ew_expr(s->c, s->k, n, ops, out));
     if (val->type.dtype != (*out)->type) /* rounded to its storage type */
       *out = kiln_tcast(s->k, (*out)->type, kiln_tcast(s->k, val->type.dtype, *out));
+    if (kiln_lower_expr_large(*out)) *out = bind(s, s->inner, *out); /* a long prologue */
     return KILN_OK;
   }
   *out = kiln_lower_load(s->k, param_of(s, v), bcast_at(s, &val->type, s->xt->rank, s->pos));
@@ -190,6 +201,7 @@ static kiln_tblock *reduce_loops(red *s, kiln_tblock *b) {
     b = &loop->body;
     s->pos[d] = kiln_tv(s->k, v);
   }
+  s->inner = b;
   return b;
 }
 
@@ -269,6 +281,7 @@ static kiln_status epilogue(red *s, kiln_tblock *b, int v, kiln_texpr *e, kiln_t
     }
     KILN_TRY(kiln_lower_ew_expr(s->c, s->k, n, ops, &e));
     v = n->outputs[0];
+    if (kiln_lower_expr_large(e)) e = bind(s, b, e); /* a long chain: 2^n subtrees inlined */
     vals[n_chain] = v, exprs[n_chain++] = e;
   }
   if (param_of(s, v) < 0) return kiln_error(KILN_ERR_INTERNAL, "reduction result is not bound");
