@@ -1,4 +1,5 @@
 /* kiln: the command-line driver. One file per subcommand (cmd_*.c). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,15 @@ static void usage(FILE *f) {
              "Exit status: 0 success, 1 the work failed, 2 bad usage or bad input.\n");
 }
 
+/* A command's exit status, or 1 when what it printed did not all reach stdout (a full disk
+ * under `kiln print M > FILE`: a truncated file must not come with success). */
+static int stdout_checked(int rc) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+  fprintf(stderr, "kiln: cannot write the output: %s\n", errno ? strerror(errno) : "write error");
+  return rc ? rc : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
@@ -47,7 +57,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], commands[i].name))
+      return stdout_checked(commands[i].run(argc - 1, argv + 1));
   fprintf(stderr, "kiln: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 2;

@@ -335,3 +335,10 @@ expect_err "no input named 'a'" "run names the unknown input"
 expect 2 "compile -o D --emit-c D/" "$kiln" compile "$m" --dim batch=2 -o "$tmp/same" --emit-c "$tmp/same/"
 expect_err "need two folders" "the error says why"
 expect_no_file "$tmp/same" "nothing written"
+
+# what a command prints to stdout must all arrive: a full stdout is exit 1 with the reason
+for c in "print $m" "info $m" "compile $m --dim batch=2 --report"; do
+  timeout 60 "$kiln" $c >/dev/full 2>"$tmp/err" </dev/null
+  rc=$?
+  [ "$rc" -eq 1 ] && grep -q "No space left on device" "$tmp/err" && ok || bad "$c > /dev/full: exit $rc"
+done
