@@ -166,9 +166,37 @@ static void widen_outputs(const kiln_node *n, kiln_val **outs) {
   }
 }
 
+/* Inputs in the graph's dtypes (floats; others as they are): new values. */
+static kiln_val **narrow_inputs(const bnd_node *b, const kiln_node *n, kiln_val *const *ins,
+                                bool *any) {
+  kiln_val **nar = kiln_xcalloc((size_t)n->n_inputs + 1, sizeof *nar);
+  for (int i = 0; i < n->n_inputs; i++) {
+    int id = n->inputs[i];
+    kiln_dtype dt = id >= 0 ? b->r->dtype[id] : KILN_UNDEFINED;
+    if (ins[i] && kiln_dtype_is_float(dt) && dt != KILN_F64) *any = true;
+    nar[i] = ins[i] ? map_val(ins[i], kiln_dtype_is_float(dt) ? dt : KILN_F64) : NULL;
+  }
+  return nar;
+}
+
+/* A float turned into text (Cast to string) shows the digits of its own dtype: the
+ * reference formats the value rounded to the input's dtype, as the model does, not the
+ * double (an f32 -0.23590185 is not the text of the double -0.2359018474817276). */
+static bool makes_text(const bnd_node *b, const kiln_node *n) {
+  return n->n_outputs == 1 && n->outputs[0] >= 0 &&
+         b->g->values.data[n->outputs[0]].type.dtype == KILN_STRING;
+}
+
 kiln_status kiln_bnd_eval(const bnd_node *b, kiln_op op, kiln_val *const *ins, kiln_val **outs) {
   kiln_node tmp = *b->n;
   if (op != KILN_OP_UNKNOWN) tmp.op = op, tmp.op_type = kiln_op_name(op);
+  if (makes_text(b, &tmp)) {
+    bool any = false;
+    kiln_val **nar = narrow_inputs(b, &tmp, ins, &any);
+    kiln_status st = run_kernel(b, &tmp, nar, outs);
+    kiln_bnd_free_vals(nar, tmp.n_inputs);
+    return st;
+  }
   kiln_status st = run_kernel(b, &tmp, ins, outs);
   if (!st) {
     widen_outputs(&tmp, outs);
@@ -176,14 +204,8 @@ kiln_status kiln_bnd_eval(const bnd_node *b, kiln_op op, kiln_val *const *ins, k
   }
   /* A kernel that rejects F64: run it in the graph's dtypes and widen. */
   int ni = tmp.n_inputs;
-  kiln_val **nar = kiln_xcalloc((size_t)ni + 1, sizeof *nar);
   bool any = false;
-  for (int i = 0; i < ni; i++) {
-    int id = tmp.inputs[i];
-    kiln_dtype dt = id >= 0 ? b->r->dtype[id] : KILN_UNDEFINED;
-    if (ins[i] && kiln_dtype_is_float(dt) && dt != KILN_F64) any = true;
-    nar[i] = ins[i] ? map_val(ins[i], kiln_dtype_is_float(dt) ? dt : KILN_F64) : NULL;
-  }
+  kiln_val **nar = narrow_inputs(b, &tmp, ins, &any);
   if (any) {
     kiln_status st2 = run_kernel(b, &tmp, nar, outs);
     if (!st2) {
@@ -229,7 +251,8 @@ kiln_val **kiln_bnd_subst(const bnd_node *b, const bnd_subst *how, kiln_val ***o
   kiln_val **own = kiln_xcalloc((size_t)ni + 1, sizeof *own);
   for (int i = 0; i < ni; i++) {
     ins[i] = how[i] == BND_OMIT ? NULL : b->in[i];
-    if (how[i] == BND_SAME || how[i] == BND_OMIT || !kiln_bnd_is_float_val(b->in[i]) || b->in[i]->t->dtype != KILN_F64)
+    if (how[i] == BND_SAME || how[i] == BND_OMIT || !kiln_bnd_is_float_val(b->in[i]) ||
+        b->in[i]->t->dtype != KILN_F64)
       continue;
     kiln_val *v = kiln_val_new(b->in[i]->kind);
     v->opt_dtype = b->in[i]->opt_dtype;
@@ -423,7 +446,8 @@ static kiln_tensor *storage_err(const kiln_val *v, kiln_dtype dtype) {
   kiln_tensor *e = kiln_bnd_zeros_like(v->t);
   const double *x = v->t->data;
   double *ed = e->data;
-  for (int64_t i = 0; i < e->numel; i++) ed[i] = isfinite(x[i]) ? u * fabs(x[i]) * (1 + 2 * u) + tiny : 0;
+  for (int64_t i = 0; i < e->numel; i++)
+    ed[i] = isfinite(x[i]) ? u * fabs(x[i]) * (1 + 2 * u) + tiny : 0;
   return e;
 }
 
@@ -442,8 +466,7 @@ static kiln_status value_of(kiln_vref *r, const ext_source *ext, int id, kiln_va
     kiln_dtype declared = r->g->values.data[id].type.dtype;
     r->dtype[id] = declared ? declared : kiln_bnd_val_dtype(x);
   }
-  if (!r->val[id])
-    return kiln_invalid("value '%s' is not available", r->g->values.data[id].name);
+  if (!r->val[id]) return kiln_invalid("value '%s' is not available", r->g->values.data[id].name);
   if (fresh && ext && ext->stored && !r->err[id]) {
     r->err[id] = storage_err(r->val[id], r->g->values.data[id].type.dtype);
     const kiln_tensor *more = ext->extra_err ? ext->extra_err(ext->user, id) : NULL;
@@ -585,11 +608,9 @@ kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
   return compute_local(g, nodes, lookup, NULL, user, false, out);
 }
 
-kiln_status kiln_vref_compute_local_stored(const kiln_graph *g, const bool *nodes,
-                                           kiln_val *(*lookup)(void *user, int value_id),
-                                           const kiln_tensor *(*extra_err)(void *user,
-                                                                           int value_id),
-                                           void *user, kiln_vref **out) {
+kiln_status kiln_vref_compute_local_stored(
+    const kiln_graph *g, const bool *nodes, kiln_val *(*lookup)(void *user, int value_id),
+    const kiln_tensor *(*extra_err)(void *user, int value_id), void *user, kiln_vref **out) {
   return compute_local(g, nodes, lookup, extra_err, user, true, out);
 }
 
