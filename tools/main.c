@@ -131,6 +131,7 @@ int kiln_cli_opt(int argc, char **argv, int *i, const char *name, const char **v
 /* Every numeric option goes through the checked parsers of base.h: the whole value, a range,
  * no overflow, finite floats. A bad value is a usage error naming the option and the range. */
 static int number_usage(const char *cmd, kiln_status st) {
+  if (!st) return 0;
   int rc = kiln_cli_usage(cmd, "%s", kiln_status_message(st));
   kiln_status_free(st);
   return rc;
@@ -138,9 +139,8 @@ static int number_usage(const char *cmd, kiln_status st) {
 
 int kiln_cli_i64(const char *cmd, const char *opt, const char *v, int64_t lo, int64_t hi,
                  int64_t *out) {
-  if (!v) return kiln_cli_usage(cmd, "%s needs a value", opt);
-  kiln_status st = kiln_parse_i64(v, lo, hi, opt, out);
-  return st ? number_usage(cmd, st) : 0;
+  return v ? number_usage(cmd, kiln_parse_i64(v, lo, hi, opt, out))
+           : kiln_cli_usage(cmd, "%s needs a value", opt);
 }
 
 int kiln_cli_int(const char *cmd, const char *opt, const char *v, int lo, int hi, int *out) {
@@ -159,9 +159,8 @@ int kiln_cli_long(const char *cmd, const char *opt, const char *v, long lo, long
 
 int kiln_cli_f64(const char *cmd, const char *opt, const char *v, double lo, double hi,
                  double *out) {
-  if (!v) return kiln_cli_usage(cmd, "%s needs a value", opt);
-  kiln_status st = kiln_parse_f64(v, lo, hi, opt, out);
-  return st ? number_usage(cmd, st) : 0;
+  return v ? number_usage(cmd, kiln_parse_f64(v, lo, hi, opt, out))
+           : kiln_cli_usage(cmd, "%s needs a value", opt);
 }
 
 int kiln_cli_threads(const char *cmd, const char *v, int *out) {

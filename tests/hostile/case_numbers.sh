@@ -12,26 +12,28 @@ bad_ints=(99999999999999999999999 -99999999999999999999999 -7 NaN nan inf -inf a
   1e3 0x10 " 5" "5 " 5abc 2.5 "+-3" $'5\n' 9223372036854775808)
 bad_floats=(NaN nan inf -inf Infinity -1 -1e-9 abc "" 1e999 -1e999 " 1" "1 " 0x1p3q 1,5)
 
-# check_int CMD OPTION [ARGS...]: every bad integer refused with exit 2 naming the option,
-# given both as "--opt value" and as "--opt=value" (the arguments in $post come after it).
+# check_values CMD OPTION VALUE... -- ARGS...: every value refused with exit 2 naming the option
+# (the arguments in $post come after it).
 post=()
-check_int() {
-  local cmd=$1 opt=$2; shift 2
-  for v in "${bad_ints[@]}"; do
+check_values() {
+  local cmd=$1 opt=$2 vals=() v; shift 2
+  while [ "$1" != "--" ]; do vals+=("$1"); shift; done
+  shift
+  for v in "${vals[@]}"; do
     expect 2 "$cmd $opt '$v'" "$kiln" "$cmd" "$@" "$opt" "$v" "${post[@]}"
     expect_err "${opt#--}" "$cmd $opt '$v' names the option"
   done
+}
+# check_int CMD OPTION [ARGS...]: every bad integer, given both as "--opt value" and as
+# "--opt=value", and the option without a value.
+check_int() {
+  local cmd=$1 opt=$2; shift 2
+  check_values "$cmd" "$opt" "${bad_ints[@]}" -- "$@"
   expect 2 "$cmd $opt=99999999999999999999999" "$kiln" "$cmd" "$@" \
     "$opt=99999999999999999999999" "${post[@]}"
   expect 2 "$cmd $opt without a value" "$kiln" "$cmd" "$@" "$opt"
 }
-check_float() {
-  local cmd=$1 opt=$2; shift 2
-  for v in "${bad_floats[@]}"; do
-    expect 2 "$cmd $opt '$v'" "$kiln" "$cmd" "$@" "$opt" "$v" "${post[@]}"
-    expect_err "${opt#--}" "$cmd $opt '$v' names the option"
-  done
-}
+check_float() { check_values "$1" "$2" "${bad_floats[@]}" -- "${@:3}"; }
 
 # every --threads: one range, 1..1024
 for cmd in run bench compile verify fuzz; do

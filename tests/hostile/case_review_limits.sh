@@ -57,13 +57,7 @@ if [ "${size:-0}" -gt 0 ] && [ "$size" -lt 200000 ]; then ok; else bad "relu40: 
 
 # A C compiler that hangs: compile and run stop it after $KILN_CC_TIMEOUT seconds with exit 1
 # (the environment failed) and a message naming the limit; they used to wait forever, silently.
-cat >"$tmp/mlp.kiln" <<'IR'
-graph @mlp(%x: f32[2,4]) -> (%y: f32[2,4]) {
-  opset "" 17
-  %y = Relu(%x) : f32[2,4]
-  return %y
-}
-IR
+unary_fixture Relu "$tmp/mlp.kiln"
 printf '#!/bin/sh\nsleep 300\n' >"$tmp/slowcc"
 chmod +x "$tmp/slowcc"
 for cmd in "compile" "bench --iters 1 --warmup 0"; do

@@ -6,13 +6,7 @@
 #   send an escape sequence, a C1 control or a bidirectional override, nor forge a line.
 CC=${CC:-cc}
 case $kiln in /*) ;; *) kiln=$PWD/$kiln ;; esac
-cat >"$tmp/exp.kiln" <<'IR'
-graph @e(%x: f32[2,4]) -> (%y: f32[2,4]) {
-  opset "" 17
-  %y = Exp(%x) : f32[2,4]
-  return %y
-}
-IR
+unary_fixture Exp "$tmp/exp.kiln"
 # A C compiler whose exp is wrong: the cpu layer of `kiln verify` fails, so a case is written.
 printf '#include <math.h>\n#define expf(x) ((x) * 0.5f)\n#define exp(x) ((x) * 0.5)\n' >"$tmp/bad.h"
 badcc() { CC="$CC -include $tmp/bad.h" KILN_CACHE_DIR="$tmp/cache_bad" "$@"; } # bash exports them to "$@"

@@ -72,6 +72,17 @@ open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)
 PY
 }
 
+# unary_fixture OP FILE: a graph in the text IR with one OP node on x: f32[2,4].
+unary_fixture() {
+  cat >"$2" <<IR
+graph @m(%x: f32[2,4]) -> (%y: f32[2,4]) {
+  opset "" 17
+  %y = $1(%x) : f32[2,4]
+  return %y
+}
+IR
+}
+
 hostile_done() {
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]
