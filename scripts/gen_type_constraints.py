@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Generates src/verify/gen_types_table.c: for every op the model generator draws
-(the OP("...") rows of src/verify/gen_ops.c) and every version of its ONNX schema,
+"""Generates src/verify/gen/gen_types_table.c: for every op the model generator draws
+(the OP("...") rows of src/verify/gen/gen_ops.c) and every version of its ONNX schema,
 the element types each formal input and output allows (a mask of bits 1 << dtype,
 dtype the ONNX TensorProto code, which kiln_dtype follows), and whether the last
 formal input/output is variadic. The generator drops a node whose dtypes its opset's
 schema does not allow (onnx.checker would reject the model). Run with a Python that
 has the pinned onnx package (requirements-test.txt):
 
-    .venv/bin/python scripts/gen_type_constraints.py > src/verify/gen_types_table.c
+    .venv/bin/python scripts/gen_type_constraints.py > src/verify/gen/gen_types_table.c
 """
 import os
 import re
@@ -15,7 +15,7 @@ import onnx
 import onnx.defs as d
 
 here = os.path.dirname(os.path.abspath(__file__))
-src = open(os.path.join(here, "../src/verify/gen_ops.c")).read()
+src = open(os.path.join(here, "../src/verify/gen/gen_ops.c")).read()
 ops = sorted({m for m in re.findall(r'OP\("([A-Za-z0-9]+)"', src)})
 MIN_OPSET = 13  # the generator's lowest opset: older versions are left out
 codes = {name.lower(): int(v) for name, v in onnx.TensorProto.DataType.items()}

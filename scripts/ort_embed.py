@@ -1,4 +1,4 @@
-"""Regenerates src/verify/ort_script.c (the embedded copy of scripts/ort_oracle.py).
+"""Regenerates src/verify/oracle/ort_script.c (the embedded copy of scripts/ort_oracle.py).
 
 Usage: python3 scripts/ort_embed.py   (from the repository root)
 """
@@ -18,7 +18,7 @@ def main():
         out.append('    "%s\\n"' % line.replace("\\", "\\\\").replace('"', '\\"'))
     out[-1] += ";"
     out.append("/* clang-format on */")
-    with open(os.path.join(ROOT, "src", "verify", "ort_script.c"), "w") as f:
+    with open(os.path.join(ROOT, "src", "verify", "oracle", "ort_script.c"), "w") as f:
         f.write("\n".join(out) + "\n")
 
 

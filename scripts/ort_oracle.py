@@ -1,4 +1,4 @@
-"""ONNX Runtime server for Kiln's second oracle (src/verify/ort.c embeds a copy of this file).
+"""ONNX Runtime server for Kiln's second oracle (src/verify/oracle/ort.c embeds a copy of this file).
 
 Protocol (stdin requests, replies on the original stdout; anything else goes to stderr):
   -> "ready <onnxruntime version> <max opset> <max ir version>" once at start-up,

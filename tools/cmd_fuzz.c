@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "verify/gen.h"
-#include "verify/ort.h"
-#include "verify/reduce.h"
+#include "verify/gen/gen.h"
+#include "verify/oracle/ort.h"
+#include "verify/reduce/reduce.h"
 
 static const char *const fuzz_help =
     "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N] [--backend cpu,cuda|none]\n"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "verify/reduce.h"
+#include "verify/reduce/reduce.h"
 
 static const char *const reduce_help =
     "usage: kiln reduce CASE_DIR [--out DIR] [--max-tests N] [--time T] [--exact-signature]\n"

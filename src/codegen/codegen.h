@@ -63,7 +63,7 @@
 #ifndef KILN_CODEGEN_H
 #define KILN_CODEGEN_H
 
-#include "../tile/tile.h"
+#include "tile/tile.h"
 
 /* The flags the runtime must add to the C compiler's command line. */
 #define KILN_CODEGEN_C_FLAGS "-ffp-contract=off"

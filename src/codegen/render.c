@@ -2,7 +2,7 @@
  * with the tile interpreter's semantics, statements, and the shared helper prelude. */
 #include "render.h"
 
-#include "../base/mutate.h"
+#include "base/mutate.h"
 
 #include <math.h>
 #include <stdio.h>

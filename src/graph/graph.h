@@ -19,8 +19,8 @@
 #ifndef KILN_GRAPH_H
 #define KILN_GRAPH_H
 
-#include "../base/base.h"
-#include "../base/tensor.h"
+#include "base/base.h"
+#include "base/tensor.h"
 
 /* ---- operators (names only; semantics live in src/ops) ---- */
 typedef enum kiln_op {

@@ -6,7 +6,7 @@
 #ifndef KILN_ONNX_H
 #define KILN_ONNX_H
 
-#include "../ops/ops.h"
+#include "ops/ops.h"
 
 /* Loads a ModelProto. External data files are resolved relative to the model's
  * folder and must stay inside it. Node op ids are resolved; unknown ops of the

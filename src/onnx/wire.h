@@ -23,7 +23,7 @@
 
 #include <stdio.h>
 
-#include "../base/base.h"
+#include "base/base.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the ONNX reader assumes a little-endian host (raw_data is little-endian)"

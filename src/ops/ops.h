@@ -11,7 +11,7 @@
 #ifndef KILN_OPS_H
 #define KILN_OPS_H
 
-#include "../graph/graph.h"
+#include "graph/graph.h"
 
 /* ---- runtime values ---- */
 typedef struct kiln_seq {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/mutate.h"
+#include "base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 

@@ -15,7 +15,7 @@
  * describes). */
 #include <stdlib.h>
 
-#include "../base/mutate.h"
+#include "base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 

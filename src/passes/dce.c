@@ -2,7 +2,7 @@
  * subgraph), and constants that nothing reads. One backward sweep suffices: a node is
  * visited after all its readers, so chains of dead nodes go at once. Nodes with no outputs
  * at all are kept (an op of another domain may exist for its effect). */
-#include "../base/mutate.h"
+#include "base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 

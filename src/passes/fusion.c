@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/mutate.h"
+#include "base/mutate.h"
 #include "passes.h"
 
 typedef enum node_class { NC_OTHER, NC_EW, NC_RED, NC_MM, NC_COUNT } node_class;

@@ -3,7 +3,7 @@
  * training_mode input is absent or a constant false (the reference kernel agrees). A
  * Dropout whose mask output is used stays: the mask is data. A node whose output is a graph
  * output is removed only when the input can take the output's name (not a graph input). */
-#include "../base/mutate.h"
+#include "base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 

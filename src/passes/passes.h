@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-#include "../graph/graph.h"
+#include "graph/graph.h"
 
 /* What the fusion pass may put together. The classes come from the layer that knows what
  * compiles (the tile layer's lowering, kiln_lower_fuse_class), passed in the options so that

@@ -19,7 +19,7 @@
 #ifndef KILN_PASSES_REWRITE_H
 #define KILN_PASSES_REWRITE_H
 
-#include "../ops/ops.h"
+#include "ops/ops.h"
 
 typedef struct kiln_rw {
   kiln_graph *g;

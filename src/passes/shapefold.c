@@ -9,7 +9,7 @@
  * Gather/Slice forms matter even when Shape(x) itself is not constant. */
 #include <string.h>
 
-#include "../base/mutate.h"
+#include "base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 

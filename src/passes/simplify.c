@@ -21,7 +21,7 @@
  * Sweeps repeat (at most MAX_ROUNDS) until nothing changes. */
 #include <string.h>
 
-#include "../base/mutate.h"
+#include "base/mutate.h"
 #include "passes.h"
 #include "rewrite.h"
 

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../codegen/codegen.h"
+#include "codegen/codegen.h"
 #include "rt_internal.h"
 
 static double now_s(void) {

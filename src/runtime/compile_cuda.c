@@ -1,4 +1,4 @@
-/* The CUDA target: passes -> lowering -> CUDA schedule (src/tile/lower_cuda.h) -> CUDA C,
+/* The CUDA target: passes -> lowering -> CUDA schedule (src/lower/lower_cuda.h) -> CUDA C,
  * one __global__ function per launch -> PTX with NVRTC. Builds the launch manifest and the
  * counts of the report; nothing here touches a GPU. */
 #include <errno.h>
@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../codegen/codegen.h"
-#include "../graph/graph_text.h"
+#include "codegen/codegen.h"
+#include "graph/graph_text.h"
 #include "rt_internal.h"
 
 static double now_s(void) {

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/mutate.h"
-#include "../graph/graph_text.h"
-#include "../ops/ops.h"
+#include "base/mutate.h"
+#include "graph/graph_text.h"
+#include "ops/ops.h"
 #include "runtime.h"
 
 #define PLAN_ALIGN 64

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../graph/graph_text.h"
+#include "graph/graph_text.h"
 #include "rt_internal.h"
 
 #define PROFILE_TOP 15

@@ -2,7 +2,7 @@
 #ifndef KILN_RT_INTERNAL_H
 #define KILN_RT_INTERNAL_H
 
-#include "../ops/ops.h"
+#include "ops/ops.h"
 #include "runtime.h"
 
 typedef void (*kiln_kernel_fn)(void *const *args);

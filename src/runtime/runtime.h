@@ -28,9 +28,9 @@
 
 #include <stdio.h>
 
-#include "../ops/ops.h"
-#include "../passes/passes.h"
-#include "../tile/lower.h"
+#include "ops/ops.h"
+#include "passes/passes.h"
+#include "lower/lower.h"
 
 /* ---- binding symbolic dims ---- */
 /* Replaces the symbolic dim `sym` by `value` in every value type of g (and subgraphs).
@@ -226,11 +226,11 @@ char *kiln_cache_dir(const char *override);
 
 /* ---- CUDA target (compile_cuda.c) ----
  * Compiles a graph for a GPU as far as this machine can: passes (with the CUDA fusion
- * classes), lowering, the CUDA schedule of src/tile/lower_cuda.h, CUDA C for every kernel
+ * classes), lowering, the CUDA schedule of src/lower/lower_cuda.h, CUDA C for every kernel
  * (one __global__ function per launch), a launch manifest, and PTX from NVRTC when NVRTC
  * can be loaded. Nothing runs on a GPU yet: the kernels are checked by compiling them and
  * by running the mapped program in the tile interpreter (kiln_program_interp). */
-#include "../tile/lower_cuda.h"
+#include "lower/lower_cuda.h"
 
 typedef struct kiln_cuda_launch {
   const char *name; /* __global__ function (the kernel's name, or name_l<i> when split) */

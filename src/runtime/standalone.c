@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../codegen/codegen.h"
+#include "codegen/codegen.h"
 #include "standalone.h"
 #include "standalone_internal.h"
 

@@ -2,7 +2,7 @@
 #ifndef KILN_RUNTIME_STANDALONE_INTERNAL_H
 #define KILN_RUNTIME_STANDALONE_INTERNAL_H
 
-#include "../base/base.h"
+#include "base/base.h"
 
 /* Appends tmpl with every "MODEL" replaced by name. */
 void kiln_standalone_expand(kiln_strbuf *b, const char *tmpl, const char *name);

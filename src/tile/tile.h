@@ -30,8 +30,8 @@
 #ifndef KILN_TILE_H
 #define KILN_TILE_H
 
-#include "../base/base.h"
-#include "../base/dtype.h"
+#include "base/base.h"
+#include "base/dtype.h"
 
 /* ---- expression operators ----
  * X(NAME, text, arity, class); class: 'a' arithmetic (ints and floats), 'i' integer or

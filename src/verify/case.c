@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../onnx/onnx.h"
+#include "onnx/onnx.h"
 #include "verify.h"
 
 static char *join(const char *dir, const char *name) {

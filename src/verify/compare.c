@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bound_internal.h"
+#include "verify/bound/bound_internal.h"
 
 /* The dtype floor atol + rtol |v|. */
 static void dtype_floor(kiln_dtype t, double *atol, double *rtol) {

@@ -22,8 +22,8 @@
 
 #include <stdio.h>
 
-#include "../ops/ops.h"
-#include "../runtime/runtime.h"
+#include "ops/ops.h"
+#include "runtime/runtime.h"
 
 /* ---- the reference with error bounds (bound*.c) ----
  * For every value of the root graph g that the graph's outputs depend on:
@@ -124,8 +124,8 @@ typedef struct kiln_verify_opts {
    * difference; where: the first step that differs) */
   bool determinism;
   bool local;        /* local checks (default true): every kernel step of the tile, cpu and
-                        cuda layers (runner_local.c), and the nodes each pass application
-                        changed (runner_passlocal.c, with each_pass) */
+                        cuda layers (runner_backend_local.c), and the nodes each pass application
+                        changed (runner_pass_local.c, with each_pass) */
   const char *repro_dir; /* on a failure, write the case there (kiln_verify_write_case); NULL:
                             none */
   FILE *log;         /* progress and the layer table; NULL: silent */

@@ -22,7 +22,7 @@
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "runtime/standalone.h"
-#include "tile/lower.h"
+#include "lower/lower.h"
 #include "tile/tile.h"
 
 /* ---- hostile names ---- */

@@ -12,7 +12,7 @@
 
 #include "codegen/codegen.h"
 #include "harness.h"
-#include "tile/gpu.h"
+#include "lower/gpu.h"
 
 /* ---- compiling and loading ---- */
 typedef void (*kernel_fn)(void *const *args);

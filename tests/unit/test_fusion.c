@@ -7,7 +7,7 @@
 #include "harness.h"
 #include "ops/ops.h"
 #include "passes/passes.h"
-#include "tile/lower.h"
+#include "lower/lower.h"
 
 static void check_fusion(const char *in, const char *expected) {
   kiln_graph *g = NULL;

@@ -7,7 +7,7 @@
 
 #include "harness.h"
 #include "ops/ops.h"
-#include "tile/lower.h"
+#include "lower/lower.h"
 
 enum { SWEEP = 4096 };
 

@@ -11,7 +11,7 @@
 #include "harness.h"
 #include "ops/ops.h"
 #include "passes/passes.h"
-#include "tile/lower.h"
+#include "lower/lower.h"
 
 #ifndef VERIFY_KERNELS
 #define VERIFY_KERNELS 1

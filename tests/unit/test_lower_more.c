@@ -10,7 +10,7 @@
 #include "harness.h"
 #include "ops/ops.h"
 #include "passes/passes.h"
-#include "tile/lower.h"
+#include "lower/lower.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static double uniform(void) { /* [0, 1) */

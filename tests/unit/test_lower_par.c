@@ -5,7 +5,7 @@
 
 #include "harness.h"
 #include "ops/ops.h"
-#include "tile/lower.h"
+#include "lower/lower.h"
 
 static int count_parallel(const kiln_tblock *b) {
   int n = 0;

@@ -10,7 +10,7 @@
 #include "graph/graph.h"
 #include "harness.h"
 #include "kiln.h"
-#include "tile/lower.h"
+#include "lower/lower.h"
 
 /* ---- building programs by hand ---- */
 typedef struct fixture {

@@ -10,7 +10,7 @@
 #include "harness.h"
 #include "kiln.h"
 #include "ops/ops.h"
-#include "tile/lower.h"
+#include "lower/lower.h"
 #include "tile/tile.h"
 
 /* ---- the race check on the text form ---- */

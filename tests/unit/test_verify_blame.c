@@ -1,4 +1,4 @@
-/* What the verification system blames (src/verify/runner_check.c, case.c, bound_dtype.c):
+/* What the verification system blames (src/verify/runner/runner_check.c, case.c, bound_dtype.c):
  * inputs that do not fit the model are bad input before anything runs, never a failing
  * layer; a C compiler that cannot run or a full disk is the environment's failure
  * (KILN_ERR_SYSTEM), never a finding, while C that a working compiler rejects stays one; a

@@ -1,4 +1,4 @@
-/* Unit tests of the reference with error bounds (src/verify/bound*.c) and the comparison
+/* Unit tests of the reference with error bounds (src/verify/bound/bound*.c) and the comparison
  * (compare.c): reference values against hand-computed doubles; soundness (the reference
  * interpreter in f32/f16 and the compiled C code of graphs with long contractions,
  * reductions, Softmax, LayerNorm and transcendental chains all pass, with the ratio

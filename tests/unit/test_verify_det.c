@@ -1,4 +1,4 @@
-/* The runner's determinism check (src/verify/runner_det.c): a cpu layer compiled for several
+/* The runner's determinism check (src/verify/runner/runner_det.c): a cpu layer compiled for several
  * threads runs twice and must give the same bits. A value that changes between the two runs
  * (the fault injector, standing in for a data race) fails that layer, names the step whose
  * values first differ, and keeps the signature format; at one thread there is no second

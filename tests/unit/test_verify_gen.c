@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "verify/gen.h"
-#include "verify/gen_internal.h"
+#include "verify/gen/gen.h"
+#include "verify/gen/gen_internal.h"
 
 enum { N_SEEDS = 1000 };
 

@@ -1,4 +1,4 @@
-/* Unit tests of the runner's local checks (src/verify/runner_local.c) and of what the
+/* Unit tests of the runner's local checks (src/verify/runner/runner_backend_local.c) and of what the
  * table says when the end-to-end bounds cannot judge a layer: a kernel whose error hides
  * below a loose end-to-end bound fails its local check, in the tile and the cpu layer,
  * named by kernel; without local checks the same fault passes; the "bound too loose" rows;
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "verify/runner_internal.h"
+#include "verify/runner/runner_internal.h"
 #include "verify/verify.h"
 
 static char g_tmp[1024];

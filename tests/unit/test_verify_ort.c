@@ -1,4 +1,4 @@
-/* ONNX Runtime as a second oracle (src/verify/ort.c). Needs a Python with onnxruntime
+/* ONNX Runtime as a second oracle (src/verify/oracle/ort.c). Needs a Python with onnxruntime
  * (.venv/bin/python from the repository root, `make venv`); without one the tests that run
  * models print a skip line and pass. */
 #include <math.h>
@@ -9,7 +9,7 @@
 
 #include "harness.h"
 #include "onnx/onnx.h"
-#include "verify/ort.h"
+#include "verify/oracle/ort.h"
 
 static kiln_ort *ort; /* shared by the tests that run models */
 static bool ort_available;

@@ -1,4 +1,4 @@
-/* The reducer (src/verify/reduce*.c) against synthetic predicates: the result is a valid
+/* The reducer (src/verify/reduce/reduce*.c) against synthetic predicates: the result is a valid
  * graph on which the predicate still holds, small, and the same on every run. */
 #include <math.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "verify/reduce.h"
+#include "verify/reduce/reduce.h"
 
 /* Twenty nodes over x, y: f32[4,8] and a constant; three outputs. One Mul. */
 static const char *const big_graph =

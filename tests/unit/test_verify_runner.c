@@ -1,4 +1,4 @@
-/* Unit tests of the differential runner (src/verify/runner*.c) and of cases (case.c): a small
+/* Unit tests of the differential runner (src/verify/runner/runner*.c) and of cases (case.c): a small
  * model passes every layer; a value corrupted after a step (the fault injector of the
  * options, on the step observers of the program interpreter and the executor) is caught
  * in the right layer and localized to its kernel; the pass bisection on fake predicates;

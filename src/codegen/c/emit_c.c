@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../base/mutate.h"
-#include "../render.h"
+#include "base/mutate.h"
+#include "codegen/render.h"
 
 kiln_codegen_opts kiln_codegen_opts_default(void) {
   kiln_codegen_opts o = {KILN_ISA_NATIVE, true, 0, false, ""};

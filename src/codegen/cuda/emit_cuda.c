@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../render.h"
+#include "codegen/render.h"
 
 static const char cuda_prelude_head[] =
     "typedef signed char int8_t;\n"

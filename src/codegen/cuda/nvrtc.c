@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../codegen.h"
+#include "codegen/codegen.h"
 
 typedef struct nvrtc_api {
   int (*create)(void **prog, const char *src, const char *name, int n_headers,

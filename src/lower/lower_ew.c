@@ -1,0 +1,754 @@
+/* Elementwise lowering: the compute definition of every pure-math elementwise op (one
+ * output element as an expression of one element of each input) and the kernel of an
+ * elementwise group (a DAG of such ops with one output shape, broadcasting inputs by index
+ * arithmetic).
+ *
+ * Precision: f32/f16/bf16 compute in F32 and f64 in F64, except the ops whose F32 formula
+ * cancels (Elu, Selu, Celu, Softplus, Mish, Gelu, Swish): those compute in F64 and round
+ * once. Integers and bool are exact in their own type. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/mutate.h"
+#include "lower_ops.h"
+
+/* ---- op classes ---- */
+typedef enum ew_class {
+  EW_NONE,
+  EW_FLOAT,  /* float inputs only */
+  EW_NUM,    /* floats and ints (not bool) */
+  EW_SIGNED, /* floats and signed ints */
+  EW_INT,    /* ints only */
+  EW_UINT,   /* unsigned ints only */
+  EW_BOOL,   /* bool only */
+  EW_ANY,    /* any lowered dtype (Identity, Cast, Where, comparisons) */
+} ew_class;
+
+static ew_class class_of(kiln_op op) {
+  switch (op) {
+  case KILN_OP_Acos:
+  case KILN_OP_Acosh:
+  case KILN_OP_Asin:
+  case KILN_OP_Asinh:
+  case KILN_OP_Atan:
+  case KILN_OP_Atanh:
+  case KILN_OP_Cos:
+  case KILN_OP_Cosh:
+  case KILN_OP_Sin:
+  case KILN_OP_Sinh:
+  case KILN_OP_Tan:
+  case KILN_OP_Tanh:
+  case KILN_OP_Erf:
+  case KILN_OP_Exp:
+  case KILN_OP_Log:
+  case KILN_OP_Sqrt:
+  case KILN_OP_Reciprocal:
+  case KILN_OP_Ceil:
+  case KILN_OP_Floor:
+  case KILN_OP_Round:
+  case KILN_OP_Sigmoid:
+  case KILN_OP_Softplus:
+  case KILN_OP_Softsign:
+  case KILN_OP_Mish:
+  case KILN_OP_HardSwish:
+  case KILN_OP_Elu:
+  case KILN_OP_Celu:
+  case KILN_OP_Selu:
+  case KILN_OP_HardSigmoid:
+  case KILN_OP_LeakyRelu:
+  case KILN_OP_ThresholdedRelu:
+  case KILN_OP_Swish:
+  case KILN_OP_Gelu:
+  case KILN_OP_Mean:
+  case KILN_OP_IsNaN:
+  case KILN_OP_IsInf:
+  case KILN_OP_Pow:
+  case KILN_OP_Shrink: return EW_FLOAT;
+  case KILN_OP_Add:
+  case KILN_OP_Sub:
+  case KILN_OP_Mul:
+  case KILN_OP_Div:
+  case KILN_OP_Mod:
+  case KILN_OP_Max:
+  case KILN_OP_Min:
+  case KILN_OP_Sum:
+  case KILN_OP_Clip:
+  case KILN_OP_Abs:
+  case KILN_OP_Sign: return EW_NUM;
+  case KILN_OP_Neg:
+  case KILN_OP_Relu:
+  case KILN_OP_PRelu: return EW_SIGNED;
+  case KILN_OP_BitwiseAnd:
+  case KILN_OP_BitwiseOr:
+  case KILN_OP_BitwiseXor:
+  case KILN_OP_BitwiseNot: return EW_INT;
+  case KILN_OP_BitShift: return EW_UINT;
+  case KILN_OP_Not:
+  case KILN_OP_And:
+  case KILN_OP_Or:
+  case KILN_OP_Xor: return EW_BOOL;
+  case KILN_OP_Identity:
+  case KILN_OP_Cast:
+  case KILN_OP_CastLike:
+  case KILN_OP_Where:
+  case KILN_OP_Equal:
+  case KILN_OP_Greater:
+  case KILN_OP_GreaterOrEqual:
+  case KILN_OP_Less:
+  case KILN_OP_LessOrEqual: return EW_ANY;
+  default: return EW_NONE;
+  }
+}
+
+static bool class_takes(ew_class c, kiln_dtype t) {
+  bool f = kiln_dtype_is_float(t), i = kiln_dtype_is_int(t);
+  bool s = kiln_dtype_class_of(t) == KILN_CLASS_SINT;
+  switch (c) {
+  case EW_FLOAT: return f;
+  case EW_NUM: return f || i;
+  case EW_SIGNED: return f || s;
+  case EW_INT: return i;
+  case EW_UINT: return i && !s;
+  case EW_BOOL: return t == KILN_BOOL;
+  case EW_ANY: return true;
+  default: return false;
+  }
+}
+
+static bool legacy_broadcast(const kiln_node *n) {
+  const kiln_attr *a = kiln_node_attr(n, "broadcast");
+  return n->opset < 7 && a && a->kind == KILN_ATTR_INT && a->i != 0;
+}
+
+bool kiln_lower_is_elementwise(const kiln_graph *g, const kiln_node *n) {
+  ew_class c = class_of(n->op);
+  if (c == EW_NONE || n->n_outputs < 1 || n->outputs[0] < 0 || legacy_broadcast(n)) return false;
+  for (int k = 1; k < n->n_outputs; k++)
+    if (n->outputs[k] >= 0) return false;
+  if (!kiln_lower_node_static(g, n)) return false;
+  const kiln_type *out = kiln_lower_static(g, n->outputs[0]);
+  if (!kiln_lower_dtype_ok(out->dtype)) return false;
+  for (int k = 0; k < n->n_inputs; k++) {
+    if (n->inputs[k] < 0) continue;
+    const kiln_type *t = kiln_lower_static(g, n->inputs[k]);
+    if (!kiln_lower_dtype_ok(t->dtype)) return false;
+    bool data = !(n->op == KILN_OP_Where && k == 0) && !(n->op == KILN_OP_Pow && k == 1) &&
+                !(n->op == KILN_OP_CastLike && k == 1);
+    if (data && !class_takes(c, t->dtype)) return false;
+    if (t->rank > out->rank) return false;
+  }
+  if (n->op == KILN_OP_Pow && !kiln_dtype_is_float(kiln_lower_static(g, n->inputs[1])->dtype) &&
+      !kiln_dtype_is_int(kiln_lower_static(g, n->inputs[1])->dtype))
+    return false;
+  return n->n_inputs >= 1;
+}
+
+/* ---- expression helpers ---- */
+static kiln_texpr *num(kiln_tkernel *k, kiln_dtype t, double v) {
+  return kiln_dtype_is_float(t) ? kiln_tfloat(k, t, v) : kiln_tconst_int(k, t, (int64_t)v);
+}
+static kiln_texpr *bin(kiln_tkernel *k, kiln_top op, kiln_texpr *a, kiln_texpr *b) {
+  return kiln_tbin(k, op, a, b);
+}
+static kiln_texpr *un(kiln_tkernel *k, kiln_top op, kiln_texpr *a) {
+  return kiln_tun(k, op, a);
+}
+static kiln_texpr *sel(kiln_tkernel *k, kiln_texpr *c, kiln_texpr *a, kiln_texpr *b) {
+  return kiln_tselect(k, c, a, b);
+}
+
+static double attr_f(const kiln_node *n, const char *name, float dflt) {
+  float v = dflt;
+  kiln_status st = kiln_node_float(n, name, dflt, &v);
+  if (st) kiln_status_free(st), v = dflt;
+  return v;
+}
+
+/* sigmoid(a) = 1 / (1 + exp(-a)) */
+static kiln_texpr *sigmoid(kiln_tkernel *k, kiln_texpr *a) {
+  kiln_dtype t = a->type;
+  return bin(k, KILN_TOP_DIV, num(k, t, 1),
+             bin(k, KILN_TOP_ADD, num(k, t, 1), un(k, KILN_TOP_EXP, un(k, KILN_TOP_NEG, a))));
+}
+
+/* log(1 + e) accurate for tiny e, without a log1p op: with u = 1 + e rounded, log(u) * e /
+ * (u - 1) (e itself when u == 1) is within a few ulps (Goldberg's formula); log(1 + e) alone
+ * is 0 for e below the unit roundoff, which Pow or Div after it turns into Inf. */
+static kiln_texpr *log1p_(kiln_tkernel *k, kiln_texpr *e) {
+  kiln_dtype t = e->type;
+  kiln_texpr *u = bin(k, KILN_TOP_ADD, num(k, t, 1), e);
+  kiln_texpr *d = bin(k, KILN_TOP_SUB, u, num(k, t, 1));
+  kiln_texpr *q = bin(k, KILN_TOP_DIV, bin(k, KILN_TOP_MUL, un(k, KILN_TOP_LOG, u), e), d);
+  return sel(k, bin(k, KILN_TOP_EQ, d, num(k, t, 0)), e, q);
+}
+
+/* softplus(a) = a > 0 ? a + log1p(exp(-a)) : log1p(exp(a)) */
+static kiln_texpr *softplus(kiln_tkernel *k, kiln_texpr *a) {
+  kiln_dtype t = a->type;
+  kiln_texpr *pos = bin(k, KILN_TOP_ADD, a, log1p_(k, un(k, KILN_TOP_EXP, un(k, KILN_TOP_NEG, a))));
+  kiln_texpr *neg = log1p_(k, un(k, KILN_TOP_EXP, a));
+  return sel(k, bin(k, KILN_TOP_GT, a, num(k, t, 0)), pos, neg);
+}
+
+/* exp(a) - 1 */
+static kiln_texpr *expm1_(kiln_tkernel *k, kiln_texpr *a) {
+  return bin(k, KILN_TOP_SUB, un(k, KILN_TOP_EXP, a), num(k, a->type, 1));
+}
+
+static kiln_texpr *clamp01(kiln_tkernel *k, kiln_texpr *a) {
+  return bin(k, KILN_TOP_MIN, bin(k, KILN_TOP_MAX, a, num(k, a->type, 0)), num(k, a->type, 1));
+}
+
+/* Ops computed in F64 for f32 data (their F32 formula cancels). */
+static bool wide_op(kiln_op op) {
+  return op == KILN_OP_Elu || op == KILN_OP_Selu || op == KILN_OP_Celu || op == KILN_OP_Softplus ||
+         op == KILN_OP_Mish || op == KILN_OP_Gelu || op == KILN_OP_Swish;
+}
+
+/* erf for F32 without a library call (the loops around it then vectorize): x P(x^2) /
+ * Q(x^2) on x clamped to [-3.925, 3.925] (where erf rounds to +-1 in F32), the result
+ * clamped to [-1, 1]; NaN stays NaN (min/max propagate it). The coefficients are a
+ * weighted least-squares fit of the relative error (fitted for this file); evaluated in
+ * F32 the result is within 4e-7 relative of erf over all floats. */
+static kiln_texpr *erf_f32(kiln_tkernel *k, kiln_texpr *a) {
+  static const double p[] = {1.1283791693023677,    0.18336482663379328,    0.053390398856386766,
+                             0.0036886364140533484, 0.00034830995565618764, 3.867429400492006e-06,
+                             -8.704377357782178e-09};
+  static const double q[] = {1.0,
+                             0.4958362215316966,
+                             0.11259450802762053,
+                             0.015026989790639076,
+                             0.001233356556611583,
+                             5.546782766641112e-05};
+  kiln_dtype t = a->type;
+  kiln_texpr *x =
+      bin(k, KILN_TOP_MIN, bin(k, KILN_TOP_MAX, a, num(k, t, -3.925)), num(k, t, 3.925));
+  kiln_texpr *z = bin(k, KILN_TOP_MUL, x, x);
+  int np = (int)(sizeof p / sizeof p[0]), nq = (int)(sizeof q / sizeof q[0]);
+  kiln_texpr *pp = num(k, t, p[np - 1]), *qq = num(k, t, q[nq - 1]);
+  for (int i = np - 2; i >= 0; i--)
+    pp = bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MUL, pp, z), num(k, t, p[i]));
+  for (int i = nq - 2; i >= 0; i--)
+    qq = bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MUL, qq, z), num(k, t, q[i]));
+  kiln_texpr *r = bin(k, KILN_TOP_DIV, bin(k, KILN_TOP_MUL, x, pp), qq);
+  return bin(k, KILN_TOP_MIN, bin(k, KILN_TOP_MAX, r, num(k, t, -1)), num(k, t, 1));
+}
+
+/* ---- unary float math ---- */
+static kiln_texpr *intrinsic(kiln_tkernel *k, kiln_op op, kiln_texpr *a) {
+  if (op == KILN_OP_Erf && a->type == KILN_F32) return erf_f32(k, a);
+  static const struct {
+    kiln_op op;
+    kiln_top top;
+  } map[] = {
+      {KILN_OP_Acos, KILN_TOP_ACOS},   {KILN_OP_Acosh, KILN_TOP_ACOSH},
+      {KILN_OP_Asin, KILN_TOP_ASIN},   {KILN_OP_Asinh, KILN_TOP_ASINH},
+      {KILN_OP_Atan, KILN_TOP_ATAN},   {KILN_OP_Atanh, KILN_TOP_ATANH},
+      {KILN_OP_Cos, KILN_TOP_COS},     {KILN_OP_Cosh, KILN_TOP_COSH},
+      {KILN_OP_Sin, KILN_TOP_SIN},     {KILN_OP_Sinh, KILN_TOP_SINH},
+      {KILN_OP_Tan, KILN_TOP_TAN},     {KILN_OP_Tanh, KILN_TOP_TANH},
+      {KILN_OP_Erf, KILN_TOP_ERF},     {KILN_OP_Exp, KILN_TOP_EXP},
+      {KILN_OP_Log, KILN_TOP_LOG},     {KILN_OP_Sqrt, KILN_TOP_SQRT},
+      {KILN_OP_Ceil, KILN_TOP_CEIL},   {KILN_OP_Floor, KILN_TOP_FLOOR},
+      {KILN_OP_Round, KILN_TOP_ROUND},
+  };
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (map[i].op == op) return un(k, map[i].top, a);
+  return NULL;
+}
+
+static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a) {
+  kiln_dtype t = a->type;
+  kiln_texpr *zero = num(k, t, 0);
+  switch (n->op) {
+  case KILN_OP_Reciprocal: return bin(k, KILN_TOP_DIV, num(k, t, 1), a);
+  case KILN_OP_Sigmoid: return sigmoid(k, a);
+  case KILN_OP_Softplus: return softplus(k, a);
+  case KILN_OP_Softsign: /* mutant 19: |a| written as a */
+    return bin(k, KILN_TOP_DIV, a,
+               bin(k, KILN_TOP_ADD, num(k, t, 1), KILN_MUTANT(19) ? a : un(k, KILN_TOP_ABS, a)));
+  case KILN_OP_Mish: return bin(k, KILN_TOP_MUL, a, un(k, KILN_TOP_TANH, softplus(k, a)));
+  case KILN_OP_HardSwish:
+    return bin(k, KILN_TOP_MUL, a,
+               clamp01(k, bin(k, KILN_TOP_ADD,
+                              bin(k, KILN_TOP_MUL, a, num(k, t, (double)(float)(1.0 / 6.0))),
+                              num(k, t, 0.5)))); /* alpha: float 1/6 (the ONNX function body) */
+  case KILN_OP_Elu: {
+    kiln_texpr *em1 = expm1_(k, a);
+    if (KILN_MUTANT(18)) em1 = un(k, KILN_TOP_EXP, a); /* mutant 18: exp(a) for exp(a) - 1 */
+    return sel(k, bin(k, KILN_TOP_LT, a, zero),
+               bin(k, KILN_TOP_MUL, num(k, t, attr_f(n, "alpha", 1)), em1), a);
+  }
+  case KILN_OP_Celu: {
+    kiln_texpr *al = num(k, t, attr_f(n, "alpha", 1));
+    kiln_texpr *e = bin(k, KILN_TOP_MUL, al, expm1_(k, bin(k, KILN_TOP_DIV, a, al)));
+    return bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MAX, zero, a), bin(k, KILN_TOP_MIN, zero, e));
+  }
+  case KILN_OP_Selu: {
+    double al = attr_f(n, "alpha", 1.67326319217681884765625f);
+    double ga = attr_f(n, "gamma", 1.05070102214813232421875f);
+    return sel(k, bin(k, KILN_TOP_GT, a, zero), bin(k, KILN_TOP_MUL, num(k, t, ga), a),
+               bin(k, KILN_TOP_MUL, num(k, t, ga * al), expm1_(k, a)));
+  }
+  case KILN_OP_HardSigmoid: {
+    kiln_texpr *lin =
+        bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MUL, num(k, t, attr_f(n, "alpha", 0.2f)), a),
+            num(k, t, attr_f(n, "beta", 0.5f)));
+    return clamp01(k, lin);
+  }
+  case KILN_OP_LeakyRelu:
+    return sel(k, bin(k, KILN_TOP_LT, a, zero),
+               bin(k, KILN_TOP_MUL, num(k, t, attr_f(n, "alpha", 0.01f)), a), a);
+  case KILN_OP_ThresholdedRelu:
+    return sel(k, bin(k, KILN_TOP_GT, a, num(k, t, attr_f(n, "alpha", 1))), a, zero);
+  case KILN_OP_Swish:
+    return bin(k, KILN_TOP_MUL, a,
+               sigmoid(k, bin(k, KILN_TOP_MUL, num(k, t, attr_f(n, "alpha", 1)), a)));
+  case KILN_OP_Shrink: {
+    double l = attr_f(n, "lambd", 0.5f), b = attr_f(n, "bias", 0);
+    kiln_texpr *hi =
+        sel(k, bin(k, KILN_TOP_GT, a, num(k, t, l)), bin(k, KILN_TOP_SUB, a, num(k, t, b)), zero);
+    return sel(k, bin(k, KILN_TOP_LT, a, num(k, t, -l)), bin(k, KILN_TOP_ADD, a, num(k, t, b)), hi);
+  }
+  default: return NULL;
+  }
+}
+
+static kiln_status gelu(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, kiln_texpr **out) {
+  const char *mode;
+  KILN_TRY(kiln_node_string(n, "approximate", "none", &mode));
+  kiln_dtype t = a->type;
+  kiln_texpr *half_a = bin(k, KILN_TOP_MUL, num(k, t, 0.5), a);
+  kiln_texpr *inner;
+  if (strcmp(mode, "none") == 0) {
+    inner = un(k, KILN_TOP_ERF, bin(k, KILN_TOP_DIV, a, num(k, t, sqrt(2.0))));
+  } else if (strcmp(mode, "tanh") == 0) {
+    kiln_texpr *cube = bin(k, KILN_TOP_MUL, bin(k, KILN_TOP_MUL, a, a), a);
+    /* float constants, as in the ONNX function body (see elementwise_fns.c) */
+    kiln_texpr *s =
+        bin(k, KILN_TOP_ADD, a, bin(k, KILN_TOP_MUL, num(k, t, (double)0.044715f), cube));
+    inner =
+        un(k, KILN_TOP_TANH, bin(k, KILN_TOP_MUL, num(k, t, sqrt((double)(float)(2 / M_PI))), s));
+  } else {
+    return kiln_invalid("Gelu: approximate='%s' is not valid", mode);
+  }
+  *out = bin(k, KILN_TOP_MUL, half_a, bin(k, KILN_TOP_ADD, num(k, t, 1), inner));
+  return KILN_OK;
+}
+
+static kiln_status isinf_(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, kiln_texpr **out) {
+  int64_t neg, pos;
+  KILN_TRY(kiln_node_int(n, "detect_negative", 1, &neg));
+  KILN_TRY(kiln_node_int(n, "detect_positive", 1, &pos));
+  kiln_texpr *zero = num(k, a->type, 0);
+  kiln_texpr *sign = kiln_tconst_int(k, KILN_BOOL, 0);
+  if (neg) sign = bin(k, KILN_TOP_OR, sign, bin(k, KILN_TOP_LT, a, zero));
+  if (pos) sign = bin(k, KILN_TOP_OR, sign, bin(k, KILN_TOP_GT, a, zero));
+  *out = bin(k, KILN_TOP_AND, un(k, KILN_TOP_ISINF, a), sign);
+  return KILN_OK;
+}
+
+/* ---- integer-aware arithmetic ---- */
+static bool is_signed(kiln_dtype t) {
+  return kiln_dtype_class_of(t) == KILN_CLASS_SINT;
+}
+
+/* a / b; integers: a zero divisor gives 0 (the reference reports an error), -1 negates */
+static kiln_texpr *divide(kiln_tkernel *k, kiln_texpr *a, kiln_texpr *b) {
+  kiln_dtype t = a->type;
+  if (kiln_dtype_is_float(t)) return bin(k, KILN_TOP_DIV, a, b);
+  kiln_texpr *safe_b = sel(k, bin(k, KILN_TOP_EQ, b, num(k, t, 0)), num(k, t, 1), b);
+  kiln_texpr *q = bin(k, KILN_TOP_DIV, a, safe_b);
+  if (is_signed(t)) {
+    safe_b = sel(k, bin(k, KILN_TOP_EQ, b, num(k, t, -1)), num(k, t, 1), safe_b);
+    q = sel(k, bin(k, KILN_TOP_EQ, b, num(k, t, -1)), un(k, KILN_TOP_NEG, a),
+            bin(k, KILN_TOP_DIV, a, safe_b));
+  }
+  return sel(k, bin(k, KILN_TOP_EQ, b, num(k, t, 0)), num(k, t, 0), q);
+}
+
+/* Mod: floats fmod; integers with fmod=0 take the sign of the divisor (Python). */
+static kiln_status modulo(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, kiln_texpr *b,
+                          kiln_texpr **out) {
+  kiln_dtype t = a->type;
+  if (kiln_dtype_is_float(t)) return *out = bin(k, KILN_TOP_MOD, a, b), KILN_OK;
+  int64_t fmod_;
+  KILN_TRY(kiln_node_int(n, "fmod", 0, &fmod_));
+  kiln_texpr *bad = bin(k, KILN_TOP_EQ, b, num(k, t, 0));
+  if (is_signed(t)) bad = bin(k, KILN_TOP_OR, bad, bin(k, KILN_TOP_EQ, b, num(k, t, -1)));
+  kiln_texpr *safe_b = sel(k, bad, num(k, t, 1), b);
+  kiln_texpr *r = bin(k, KILN_TOP_MOD, a, safe_b);
+  if (is_signed(t) && !fmod_ && !KILN_MUTANT(23)) { /* mutant 23: C remainder, sign of a */
+    kiln_texpr *fix = bin(k, KILN_TOP_AND, bin(k, KILN_TOP_NE, r, num(k, t, 0)),
+                          bin(k, KILN_TOP_NE, bin(k, KILN_TOP_LT, r, num(k, t, 0)),
+                              bin(k, KILN_TOP_LT, b, num(k, t, 0))));
+    r = sel(k, fix, bin(k, KILN_TOP_ADD, r, safe_b), r);
+  }
+  *out = sel(k, bad, num(k, t, 0), r);
+  return KILN_OK;
+}
+
+static kiln_texpr *sign(kiln_tkernel *k, kiln_texpr *a) {
+  kiln_dtype t = a->type;
+  kiln_texpr *zero = num(k, t, 0);
+  kiln_texpr *rest = kiln_dtype_is_float(t) ? bin(k, KILN_TOP_MUL, a, zero) : zero;
+  if (!kiln_dtype_is_float(t) && !is_signed(t))
+    return sel(k, bin(k, KILN_TOP_NE, a, zero), num(k, t, 1), zero);
+  return sel(k, bin(k, KILN_TOP_GT, a, zero), num(k, t, 1),
+             sel(k, bin(k, KILN_TOP_LT, a, zero), num(k, t, -1), rest));
+}
+
+static kiln_texpr *shift(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, kiln_texpr *b,
+                         bool *ok) {
+  const char *dir = "";
+  kiln_status st = kiln_node_string(n, "direction", "", &dir);
+  if (st) kiln_status_free(st);
+  bool right = strcmp(dir, "RIGHT") == 0;
+  *ok = right || strcmp(dir, "LEFT") == 0;
+  kiln_texpr *a64 = kiln_tcast(k, KILN_U64, a), *b64 = kiln_tcast(k, KILN_U64, b);
+  kiln_texpr *big = bin(k, KILN_TOP_GE, b64, kiln_tconst_int(k, KILN_U64, 64));
+  kiln_texpr *safe = sel(k, big, kiln_tconst_int(k, KILN_U64, 0), b64);
+  kiln_texpr *r = bin(k, right ? KILN_TOP_SHR : KILN_TOP_SHL, a64, safe);
+  return kiln_tcast(k, a->type, sel(k, big, kiln_tconst_int(k, KILN_U64, 0), r));
+}
+
+/* Clip: a < lo -> lo; then a > hi -> hi (bounds from attributes before opset 11). */
+static kiln_texpr *clip(kiln_tkernel *k, const kiln_node *n, kiln_texpr *const *x) {
+  kiln_texpr *a = x[0], *lo = NULL, *hi = NULL;
+  if (n->opset < 11) {
+    lo = num(k, a->type, attr_f(n, "min", -3.4028234663852886e38f));
+    hi = num(k, a->type, attr_f(n, "max", 3.4028234663852886e38f));
+  } else {
+    lo = n->n_inputs > 1 ? x[1] : NULL;
+    hi = n->n_inputs > 2 ? x[2] : NULL;
+  }
+  if (lo) a = sel(k, bin(k, KILN_TOP_LT, a, lo), lo, a);
+  if (hi) a = sel(k, bin(k, KILN_TOP_GT, a, hi), hi, a);
+  return a;
+}
+
+/* Fold of a variadic op over its inputs (Max/Min/Sum/Mean). */
+static kiln_texpr *fold(kiln_tkernel *k, kiln_top op, int n, kiln_texpr *const *x) {
+  kiln_texpr *r = x[0];
+  for (int i = 1; i < n; i++) r = bin(k, op, r, x[i]);
+  return r;
+}
+
+static kiln_status cast_to(kiln_tkernel *k, kiln_dtype to, kiln_texpr *a, kiln_texpr **out) {
+  kiln_dtype ct = kiln_lower_compute_type(to);
+  if (to == KILN_BOOL && a->type != KILN_BOOL) *out = bin(k, KILN_TOP_NE, a, num(k, a->type, 0));
+  else if (KILN_MUTANT(22) && kiln_dtype_is_float(a->type) && kiln_dtype_is_int(ct))
+    *out = kiln_tcast(k, ct, un(k, KILN_TOP_ROUND, a)); /* mutant 22: rounds, not truncates */
+  else if (kiln_dtype_is_float(to) && to != ct && a->type != to)
+    *out = kiln_tcast(k, ct, kiln_tcast(k, to, a)); /* round to the storage type (f16, bf16) */
+  else *out = kiln_tcast(k, ct, a);
+  return KILN_OK;
+}
+
+static kiln_status binary(kiln_tkernel *k, const kiln_node *n, kiln_texpr *const *x,
+                          kiln_texpr **out) {
+  kiln_texpr *a = x[0], *b = n->n_inputs > 1 ? x[1] : NULL;
+  static const struct {
+    kiln_op op;
+    kiln_top top;
+  } map[] = {
+      {KILN_OP_Add, KILN_TOP_ADD},      {KILN_OP_Sub, KILN_TOP_SUB},
+      {KILN_OP_Mul, KILN_TOP_MUL},      {KILN_OP_Equal, KILN_TOP_EQ},
+      {KILN_OP_Greater, KILN_TOP_GT},   {KILN_OP_GreaterOrEqual, KILN_TOP_GE},
+      {KILN_OP_Less, KILN_TOP_LT},      {KILN_OP_LessOrEqual, KILN_TOP_LE},
+      {KILN_OP_And, KILN_TOP_AND},      {KILN_OP_Or, KILN_TOP_OR},
+      {KILN_OP_Xor, KILN_TOP_XOR},      {KILN_OP_BitwiseAnd, KILN_TOP_AND},
+      {KILN_OP_BitwiseOr, KILN_TOP_OR}, {KILN_OP_BitwiseXor, KILN_TOP_XOR},
+  };
+  for (size_t i = 0; b && i < sizeof map / sizeof map[0]; i++)
+    if (map[i].op == n->op) return *out = bin(k, map[i].top, a, b), KILN_OK;
+  *out = NULL;
+  return KILN_OK;
+}
+
+static kiln_status expr_of(kiln_tkernel *k, const kiln_node *n, kiln_texpr *const *x,
+                           kiln_dtype out_dt, kiln_texpr **out) {
+  kiln_texpr *a = x[0], *b = n->n_inputs > 1 ? x[1] : NULL;
+  KILN_TRY(binary(k, n, x, out));
+  if (*out) return KILN_OK;
+  if ((*out = intrinsic(k, n->op, a)) || (*out = activation(k, n, a))) return KILN_OK;
+  bool ok = true;
+  switch (n->op) {
+  case KILN_OP_Identity: *out = a; break;
+  case KILN_OP_Abs:
+    *out = is_signed(a->type) || kiln_dtype_is_float(a->type) ? un(k, KILN_TOP_ABS, a) : a;
+    break;
+  case KILN_OP_Neg: *out = un(k, KILN_TOP_NEG, a); break;
+  case KILN_OP_Sign: *out = sign(k, a); break;
+  case KILN_OP_Relu:
+    *out = sel(k, bin(k, KILN_TOP_LT, a, num(k, a->type, 0)), num(k, a->type, 0), a);
+    break;
+  case KILN_OP_PRelu:
+    *out = sel(k, bin(k, KILN_TOP_LT, a, num(k, a->type, 0)), bin(k, KILN_TOP_MUL, a, b), a);
+    break;
+  case KILN_OP_Not: *out = un(k, KILN_TOP_NOT, a); break;
+  case KILN_OP_BitwiseNot: *out = un(k, KILN_TOP_BITNOT, a); break;
+  case KILN_OP_IsNaN: *out = un(k, KILN_TOP_ISNAN, a); break;
+  case KILN_OP_IsInf: return isinf_(k, n, a, out);
+  case KILN_OP_Gelu: return gelu(k, n, a, out);
+  case KILN_OP_Div: *out = divide(k, a, b); break;
+  case KILN_OP_Mod: return modulo(k, n, a, b, out);
+  case KILN_OP_Pow: *out = bin(k, KILN_TOP_POW, a, kiln_tcast(k, a->type, b)); break;
+  case KILN_OP_BitShift: *out = shift(k, n, a, b, &ok); break;
+  case KILN_OP_Clip: *out = clip(k, n, x); break;
+  case KILN_OP_Max: *out = fold(k, KILN_TOP_MAX, n->n_inputs, x); break;
+  case KILN_OP_Min: *out = fold(k, KILN_TOP_MIN, n->n_inputs, x); break;
+  case KILN_OP_Sum: *out = fold(k, KILN_TOP_ADD, n->n_inputs, x); break;
+  case KILN_OP_Mean:
+    *out =
+        bin(k, KILN_TOP_DIV, fold(k, KILN_TOP_ADD, n->n_inputs, x), num(k, a->type, n->n_inputs));
+    break;
+  case KILN_OP_Where: /* mutant 21: the two branches swapped */
+    *out = KILN_MUTANT(21) ? sel(k, a, x[2], b) : sel(k, a, b, x[2]);
+    break;
+  case KILN_OP_Cast:
+  case KILN_OP_CastLike: return cast_to(k, out_dt, a, out);
+  default: ok = false;
+  }
+  if (!ok || !*out) return kiln_unsupported("no compute definition for %s", n->op_type);
+  return KILN_OK;
+}
+
+kiln_status kiln_lower_ew_expr(kiln_lower_ctx *c, kiln_tkernel *k, const kiln_node *n,
+                               kiln_texpr *const *operands, kiln_texpr **out) {
+  *out = NULL;
+  const kiln_graph *g = c->g;
+  if (!kiln_lower_is_elementwise(g, n))
+    return kiln_unsupported("%s is not a lowered elementwise op for these types", n->op_type);
+  for (int i = 0; i < n->n_inputs; i++)
+    if (!operands[i] && !(n->op == KILN_OP_Clip && i > 0))
+      return kiln_invalid("%s: input %d is missing", n->op_type, i);
+  kiln_dtype out_dt = g->values.data[n->outputs[0]].type.dtype;
+  kiln_dtype ct = kiln_lower_compute_type(out_dt);
+  bool wide = wide_op(n->op) && ct == KILN_F32;
+  kiln_texpr *x[16], **xs = x;
+  if (n->n_inputs > 16) xs = kiln_arena_calloc(k->module->arena, (size_t)n->n_inputs, sizeof *xs);
+  for (int i = 0; i < n->n_inputs; i++)
+    xs[i] = operands[i] && wide ? kiln_tcast(k, KILN_F64, operands[i]) : operands[i];
+  kiln_texpr *r;
+  KILN_TRY(expr_of(k, n, xs, out_dt, &r));
+  *out = kiln_tcast(k, ct, r);
+  return KILN_OK;
+}
+
+/* Size of e as a tree (a shared subexpression counts each time it is reached), counted up
+ * to budget only: the walk is bounded whatever e is. */
+static int expr_weight(const kiln_texpr *e, int budget) {
+  if (!e || budget <= 0) return 0;
+  int w = 1;
+  if (e->kind == KILN_TE_LOAD) w += expr_weight(e->index, budget - w);
+  if (e->kind == KILN_TE_OP || e->kind == KILN_TE_CAST)
+    for (int a = 0; a < 3; a++) w += expr_weight(e->args[a], budget - w);
+  return w;
+}
+
+enum { EXPR_INLINE_MAX = 64 }; /* nodes; far below KILN_TILE_MAX_DEPTH */
+
+bool kiln_lower_expr_large(const kiln_texpr *e) {
+  return expr_weight(e, EXPR_INLINE_MAX + 1) > EXPR_INLINE_MAX;
+}
+
+/* ---- the kernel of an elementwise group ---- */
+typedef struct ew_state {
+  kiln_lower_ctx *c;
+  const kiln_group *grp;
+  kiln_tkernel *k;
+  kiln_step step;
+  kiln_nest nest;
+  const kiln_type *shape;
+  kiln_texpr **val; /* per value id: its element expression (NULL until known) */
+  int *uses;        /* per value id: reads inside the group */
+} ew_state;
+
+static bool is_out(const kiln_group *grp, int v) {
+  for (int i = 0; i < grp->n_outputs; i++)
+    if (grp->outputs[i] == v) return true;
+  return false;
+}
+
+static bool bcastable(const kiln_type *t, const kiln_type *to) {
+  if (t->rank > to->rank) return false;
+  for (int d = 0; d < t->rank; d++) {
+    int64_t a = t->dims[d].value, b = to->dims[to->rank - t->rank + d].value;
+    if (a != 1 && a != b) return false;
+  }
+  return true;
+}
+
+static kiln_status ew_check(ew_state *s) {
+  const kiln_graph *g = s->c->g;
+  for (int i = 0; i < s->grp->n_nodes; i++) {
+    const kiln_node *n = &g->nodes.data[s->grp->nodes[i]];
+    const kiln_type *t = kiln_lower_static(g, n->outputs[0]);
+    if (t->rank != s->shape->rank || kiln_lower_numel(t) != kiln_lower_numel(s->shape) ||
+        !bcastable(t, s->shape))
+      return kiln_unsupported("elementwise group with several output shapes");
+    for (int j = 0; j < n->n_inputs; j++)
+      if (n->inputs[j] >= 0 && !bcastable(kiln_lower_static(g, n->inputs[j]), s->shape))
+        return kiln_unsupported("input does not broadcast to the group's shape");
+  }
+  return KILN_OK;
+}
+
+/* Binds the group's inputs, then its outputs, as kernel parameters. */
+static void ew_params(ew_state *s) {
+  for (int i = 0; i < s->grp->n_inputs; i++)
+    kiln_lower_param_value(s->c, s->k, &s->step, s->grp->inputs[i]);
+  for (int i = 0; i < s->grp->n_outputs; i++)
+    kiln_lower_param_value(s->c, s->k, &s->step, s->grp->outputs[i]);
+}
+
+static int param_of(const ew_state *s, int v) {
+  for (int i = 0; i < s->step.n_args; i++)
+    if (s->step.args[i].kind == KILN_ARG_VALUE && s->step.args[i].id == v) return i;
+  return -1;
+}
+
+static kiln_texpr *operand(ew_state *s, int v) {
+  if (v < 0) return NULL;
+  if (s->val[v]) return s->val[v];
+  const kiln_type *t = kiln_lower_static(s->c->g, v);
+  kiln_texpr *idx = kiln_lower_bcast_index(s->k, &s->nest, t);
+  s->val[v] = kiln_lower_load(s->k, param_of(s, v), idx);
+  return s->val[v];
+}
+
+static kiln_texpr *flat_index(ew_state *s) {
+  kiln_texpr *idx[KILN_MAX_RANK];
+  for (int d = 0; d < s->nest.rank; d++) idx[d] = kiln_tv(s->k, s->nest.vars[d]);
+  return kiln_lower_index(s->k, s->nest.rank, s->nest.dims, idx);
+}
+
+/* Computes node n's element; values read more than once or stored become variables. */
+static kiln_status ew_node(ew_state *s, const kiln_node *n) {
+  kiln_texpr *ops[16], **x = ops;
+  if (n->n_inputs > 16) x = kiln_arena_calloc(s->c->scratch, (size_t)n->n_inputs, sizeof *x);
+  for (int i = 0; i < n->n_inputs; i++) x[i] = operand(s, n->inputs[i]);
+  kiln_texpr *e;
+  KILN_TRY(kiln_lower_ew_expr(s->c, s->k, n, x, &e));
+  int v = n->outputs[0];
+  kiln_dtype dt = s->c->g->values.data[v].type.dtype;
+  if (dt != e->type && !is_out(s->grp, v)) /* round an intermediate to its storage type */
+    e = kiln_tcast(s->k, e->type, kiln_tcast(s->k, dt, e));
+  if (s->uses[v] > 1 || is_out(s->grp, v) || kiln_lower_expr_large(e)) {
+    char name[32];
+    snprintf(name, sizeof name, "t%d", v);
+    int var = kiln_tkernel_var(s->k, name, e->type);
+    kiln_tblock_push(s->k, s->nest.body, kiln_tassign(s->k, var, e));
+    e = kiln_tv(s->k, var);
+  }
+  s->val[v] = e;
+  if (is_out(s->grp, v))
+    kiln_tblock_push(
+        s->k, s->nest.body,
+        kiln_tstore(s->k, param_of(s, v), flat_index(s), kiln_lower_to_storage(s->k, dt, e)));
+  return KILN_OK;
+}
+
+/* Program order of one iteration of the kernel body: statements numbered in preorder;
+ * last_load[b] is the last statement that loads parameter b (0: none), first_store[b] the
+ * first that stores it (0: none). A store statement's own loads come before its store. */
+typedef struct ew_order {
+  int *last_load, *first_store;
+  int seq;
+} ew_order;
+
+static void order_expr(ew_order *o, const kiln_texpr *e) {
+  if (!e) return;
+  if (e->kind == KILN_TE_LOAD) o->last_load[e->buf] = o->seq, order_expr(o, e->index);
+  if (e->kind == KILN_TE_OP || e->kind == KILN_TE_CAST)
+    for (int a = 0; a < 3; a++) order_expr(o, e->args[a]);
+}
+
+static void order_block(ew_order *o, const kiln_tblock *b) {
+  for (int i = 0; i < b->len; i++) {
+    const kiln_tstmt *st = b->data[i];
+    o->seq++;
+    order_expr(o, st->extent);
+    order_expr(o, st->cond);
+    order_expr(o, st->index);
+    order_expr(o, st->value);
+    if (st->kind == KILN_TS_STORE && !o->first_store[st->buf]) o->first_store[st->buf] = o->seq;
+    order_block(o, &st->body);
+    order_block(o, &st->orelse);
+  }
+}
+
+static bool same_dims(const kiln_type *a, const kiln_type *b) {
+  if (a->rank != b->rank) return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d].value != b->dims[d].value) return false;
+  return true;
+}
+
+/* In-place candidates (the contract of kiln_step.inplace): output parameter po may reuse
+ * input parameter pj when the input has the output's dtype and the group's full shape
+ * (a broadcast input is read by several iterations, so never) and no statement after the
+ * output's store loads the input (each element is read before the same iteration writes
+ * it: an input read by a node after an earlier output's store must keep its storage). */
+static void ew_inplace(ew_state *s) {
+  const kiln_graph *g = s->c->g;
+  int n = s->step.n_args;
+  int *ip = kiln_arena_calloc(s->c->prog->module->arena, (size_t)n, sizeof(int));
+  bool *taken = kiln_arena_calloc(s->c->scratch, (size_t)n + 1, 1);
+  ew_order o = {kiln_arena_calloc(s->c->scratch, (size_t)s->k->bufs.len + 1, sizeof(int)),
+                kiln_arena_calloc(s->c->scratch, (size_t)s->k->bufs.len + 1, sizeof(int)), 0};
+  order_block(&o, &s->k->body);
+  bool any = false;
+  for (int i = 0; i < n; i++) {
+    ip[i] = -1;
+    int v = s->step.args[i].id;
+    if (!is_out(s->grp, v)) continue;
+    for (int j = 0; j < s->grp->n_inputs && ip[i] < 0; j++) {
+      int u = s->grp->inputs[j], pj = param_of(s, u);
+      const kiln_type *tu = kiln_lower_static(g, u);
+      bool read_first = o.last_load[pj] <= o.first_store[i];
+      if (!taken[pj] && tu->dtype == g->values.data[v].type.dtype && same_dims(tu, s->shape) &&
+          g->values.data[u].kind == KILN_VALUE_NODE && read_first)
+        ip[i] = pj, taken[pj] = any = true;
+    }
+  }
+  s->step.inplace = any ? ip : NULL;
+}
+
+static void count_uses(ew_state *s) {
+  const kiln_graph *g = s->c->g;
+  for (int i = 0; i < s->grp->n_nodes; i++) {
+    const kiln_node *n = &g->nodes.data[s->grp->nodes[i]];
+    for (int j = 0; j < n->n_inputs; j++)
+      if (n->inputs[j] >= 0) s->uses[n->inputs[j]]++;
+  }
+}
+
+static const char *group_base(const kiln_graph *g, const kiln_group *grp) {
+  return g->nodes.data[grp->nodes[grp->n_nodes - 1]].op_type;
+}
+
+kiln_status kiln_lower_ew_group(kiln_lower_ctx *c, const kiln_group *grp) {
+  const kiln_graph *g = c->g;
+  ew_state s = {0};
+  s.c = c;
+  s.grp = grp;
+  const kiln_node *last = &g->nodes.data[grp->nodes[grp->n_nodes - 1]];
+  s.shape = kiln_lower_static(g, last->outputs[0]);
+  KILN_TRY(ew_check(&s));
+  s.val = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof *s.val);
+  s.uses = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof *s.uses);
+  count_uses(&s);
+  s.k = kiln_lower_kernel(c, grp, grp->n_nodes > 1 ? "fused_ew" : group_base(g, grp), &s.step);
+  ew_params(&s);
+  int64_t dims[KILN_MAX_RANK];
+  for (int d = 0; d < s.shape->rank; d++) dims[d] = s.shape->dims[d].value;
+  kiln_lower_nest(s.k, &s.k->body, s.shape->rank, dims, "i", true, &s.nest);
+  if (s.shape->rank == 0) s.nest.body = &s.k->body;
+  for (int i = 0; i < grp->n_nodes; i++) KILN_TRY(ew_node(&s, &g->nodes.data[grp->nodes[i]]));
+  ew_inplace(&s);
+  kiln_lower_add_step(c, &s.step);
+  return KILN_OK;
+}

@@ -1,0 +1,68 @@
+/* Private to the non-contraction lowering (lower.c, lower_nest.c, lower_ew.c,
+ * lower_reduce.c, lower_data.c, lower_pool.c, lower_index.c, lower_norm.c, lower_misc.c):
+ * the op classes the fusion pass asks about, the per-class group lowerings and the
+ * loop-nest helpers they share. */
+#ifndef KILN_LOWER_OPS_H
+#define KILN_LOWER_OPS_H
+
+#include "lower_internal.h"
+
+/* ---- op classes (what the fusion pass may group) ---- */
+/* True when n is a reduction with a compute definition (Reduce*, ArgMax/ArgMin, Softmax,
+ * LogSoftmax, LayerNormalization) for its dtypes and static shapes; its data input is
+ * input 0 and its main result is output 0. */
+bool kiln_lower_is_reduction(const kiln_graph *g, const kiln_node *n);
+
+/* ---- group lowerings; each returns KILN_ERR_UNSUPPORTED (the reason of the fallback)
+ * when it cannot take the group ---- */
+kiln_status kiln_lower_ew_group(kiln_lower_ctx *c, const kiln_group *grp);
+kiln_status kiln_lower_reduce_group(kiln_lower_ctx *c, const kiln_group *grp);
+kiln_status kiln_lower_data_node(kiln_lower_ctx *c, const kiln_group *grp);
+kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp);
+
+/* ---- shared helpers (lower_nest.c) ---- */
+/* The static tensor type of value v, or NULL when it is not a static tensor. */
+const kiln_type *kiln_lower_static(const kiln_graph *g, int v);
+/* True when every input and output of n is a static tensor (omitted ones excepted). */
+bool kiln_lower_node_static(const kiln_graph *g, const kiln_node *n);
+/* Element count of a static type. */
+int64_t kiln_lower_numel(const kiln_type *t);
+/* True when dtype t can be loaded into a compute type and stored back. */
+bool kiln_lower_dtype_ok(kiln_dtype t);
+
+/* A loop nest over a shape: one I64 variable per dimension; the outermost loop with an
+ * extent above 1 is parallel, the innermost vectorized (contiguous), others serial.
+ * `body` is the block to push the innermost statements to. */
+typedef struct kiln_nest {
+  int rank;
+  int64_t dims[KILN_MAX_RANK];
+  int vars[KILN_MAX_RANK];
+  kiln_tblock *body;
+} kiln_nest;
+void kiln_lower_nest(kiln_tkernel *k, kiln_tblock *parent, int rank, const int64_t *dims,
+                     const char *prefix, bool vector_inner, kiln_nest *out);
+/* Row-major element index of the nest's position in a tensor of type t broadcast (numpy
+ * rules, aligned on the right) to the nest's shape. */
+kiln_texpr *kiln_lower_bcast_index(kiln_tkernel *k, const kiln_nest *n, const kiln_type *t);
+/* Row-major index from per-dimension index expressions. */
+kiln_texpr *kiln_lower_index(kiln_tkernel *k, int rank, const int64_t *dims,
+                             kiln_texpr *const *idx);
+/* Reads an int attribute or a constant input into a small int64 array; false if neither. */
+bool kiln_lower_const_ints(const kiln_graph *g, int v, int64_t *out, int max, int *n);
+
+/* ---- single-node lowerings: lower_index.c (GatherElements, GatherND, ScatterElements,
+ * ScatterND), lower_norm.c (BatchNormalization in inference, Instance/Group/Lp/
+ * MeanVariance/RMS normalization, LRN) and lower_misc.c (Shape, Constant, Trilu, CumSum,
+ * CumProd, EyeLike, OneHot, Hardmax, Dropout's mask). Each takes a group of one node and
+ * returns KILN_ERR_UNSUPPORTED (the reason of the fallback) when it does not handle the
+ * node's op or attributes. ---- */
+kiln_status kiln_lower_index_node(kiln_lower_ctx *c, const kiln_group *grp);
+kiln_status kiln_lower_norm_node(kiln_lower_ctx *c, const kiln_group *grp);
+kiln_status kiln_lower_misc_node(kiln_lower_ctx *c, const kiln_group *grp);
+
+/* A loop nest over dims in which every loop is serial (for scatters and running sums,
+ * whose iterations depend on each other). */
+void kiln_lower_serial_nest(kiln_tkernel *k, kiln_tblock *parent, int rank, const int64_t *dims,
+                            const char *prefix, kiln_nest *out);
+
+#endif

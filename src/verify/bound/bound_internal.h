@@ -1,0 +1,142 @@
+/* Internals of the reference with error bounds (bound*.c): the state of one node being
+ * bounded, F64 tensor helpers and the op -> rule table.
+ *
+ * A rule fills the error tensor of each floating-point output of a node from the reference
+ * values of its inputs (val), their error bounds (err) and the outputs (computed in double by
+ * the op's reference kernel). err = propagated input error + the op's own rounding. */
+#ifndef KILN_VERIFY_BOUND_INTERNAL_H
+#define KILN_VERIFY_BOUND_INTERNAL_H
+
+#include "verify/verify.h"
+
+/* How a node's error bound is derived (bound_rules.c has the table and docs/DESIGN.md the
+ * model). */
+typedef enum bnd_rule {
+  BND_PERTURB,   /* no rule (the default): perturbation of all inputs with a safety factor */
+  BND_EXACT,     /* no float output from float inputs with errors (integer ops, Shape ...) */
+  BND_DISCRETE,  /* elementwise discrete result of float inputs: corners decide instability */
+  BND_MOVE,      /* data movement: err = op(err of the float inputs) */
+  BND_SUM,       /* positive linear combination: err = op(err) + gamma_K * op(|x|) */
+  BND_SUB,       /* Sub: err = eA + eB (the op applied as Add) */
+  BND_MULTILIN,  /* multilinear contraction: op(|x|+e) - op(|x|) + gamma_K * op(|x|) */
+  BND_GEMM,      /* Gemm: MULTILIN on A, B with |alpha|, and |beta| * C */
+  BND_CORNER,    /* elementwise, monotone or convex per input: corners of the input boxes */
+  BND_LIPSCHITZ, /* elementwise with |f'| <= 1 (Sin, Cos): err = min(e, range) */
+  BND_CAST,      /* Cast/CastLike: rounding to the target float type, or DISCRETE */
+  BND_ARGMINMAX, /* ArgMax/ArgMin: exact indices, unstable where a rival is within error */
+  BND_TOPK,      /* TopK: values move, indices unstable where candidates overlap */
+  BND_HARDMAX,   /* Hardmax: exact one-hot, unstable where a rival is within error */
+  BND_SOFTMAX,   /* Softmax, LogSoftmax (bound_norm.c) */
+  BND_NORM,      /* LayerNormalization, RMSNormalization, InstanceNormalization, GroupNorm */
+  BND_LRN,       /* LRN (bound_norm.c) */
+  BND_REDUCE_MONO, /* ReduceMax/Min, MaxPool, GlobalMaxPool: monotone: corners of all inputs */
+  BND_RULE_COUNT
+} bnd_rule;
+
+typedef struct bnd_opinfo {
+  bnd_rule rule;
+  double ulps;    /* own error of the op's computation, in units u of the output dtype */
+  double absmag;  /* own error also counts ulps * u * absmag * |x0| (cancellation, e.g. Gelu) */
+  double absc;    /* ... and ulps * u * absc (an absolute term, e.g. Elu's alpha (exp(x) - 1)) */
+  int pole1;      /* CORNER: 1 + the input whose interval must not contain 0 (Div ...); 0 none */
+  bool mono_all;  /* monotone increasing in every input: only the two all-equal corners */
+  unsigned mask;  /* MOVE, SUM, MULTILIN: bit i set for data input i; 0 means input 0 only */
+} bnd_opinfo;
+
+const bnd_opinfo *kiln_bnd_info(kiln_op op);
+
+/* One node being bounded. Arrays have n->n_inputs / n->n_outputs entries. */
+typedef struct bnd_node {
+  kiln_vref *r;
+  const kiln_graph *g;
+  int id;
+  const kiln_node *n;
+  kiln_val **in;       /* reference input values (borrowed; NULL for omitted) */
+  kiln_tensor **ein;   /* their error bounds (borrowed; NULL when exact) */
+  kiln_val **out;      /* reference outputs (owned until stored in r) */
+  kiln_tensor **eout;  /* error bounds to fill (owned until stored in r) */
+  double *u_out;       /* unit roundoff of output k's dtype, 0 for non-float */
+  double *tiny_out;    /* half its smallest subnormal: the absolute error of one rounding
+                          (underflow), 0 for non-float */
+  double u_in;         /* the largest unit roundoff among the float inputs and outputs */
+  int64_t n_unstable, n_nonfinite;
+} bnd_node;
+
+/* ---- bound.c ---- */
+double kiln_bnd_unit_roundoff(kiln_dtype t); /* 0 for non-float types */
+double kiln_bnd_tiny(kiln_dtype t);           /* half the smallest subnormal; 0 non-float */
+/* Runs the node's kernel on ins (one per input, NULL omitted), in double; float outputs are
+ * widened to F64. op overrides the node's op when not KILN_OP_UNKNOWN (a node with the same
+ * attributes and another op, e.g. Sub run as Add). */
+kiln_status kiln_bnd_eval(const bnd_node *b, kiln_op op, kiln_val *const *ins, kiln_val **outs);
+/* Inputs with every float tensor input i replaced by f(in[i], ein[i]) (new tensors,
+ * collected in *owned for kiln_bnd_free_vals); others borrowed. */
+typedef enum bnd_subst {
+  BND_ERR,      /* e (zeros when exact) */
+  BND_ABS,      /* |x| */
+  BND_ABS_PLUS, /* |x| + e */
+  BND_PLUS,     /* x + e */
+  BND_MINUS,    /* x - e */
+  BND_ONES,     /* 1 */
+  BND_ZEROS,    /* 0 */
+  BND_NEG_ABS,  /* -|x| */
+  BND_NEAR0,    /* 0 where the interval [x - e, x + e] holds 0, else x */
+  BND_SAME,     /* x itself (borrowed) */
+  BND_OMIT,     /* the input left out (NULL), e.g. Gemm's C */
+} bnd_subst;
+kiln_val **kiln_bnd_subst(const bnd_node *b, const bnd_subst *how, kiln_val ***owned);
+void kiln_bnd_free_vals(kiln_val **v, int n);
+bool kiln_bnd_is_float_val(const kiln_val *v);
+/* Whether input i is a float tensor that carries an error. */
+bool kiln_bnd_has_err(const bnd_node *b, int i);
+/* bound_dtype.c: the dtype a value is stored in by the graph (kiln_vref.dtype). */
+kiln_dtype kiln_bnd_val_dtype(const kiln_val *v);
+/* Output k of n: its declared dtype, or (inference gave none) the one its op makes. */
+kiln_dtype kiln_bnd_out_dtype(const kiln_vref *r, const kiln_node *n, int k);
+/* Records r->dtype of n's outputs once n has run (outs: its outputs as the reference holds
+ * them). */
+void kiln_bnd_note_dtypes(kiln_vref *r, const kiln_node *n, kiln_val *const *outs);
+/* Notes an unstable / non-finite element count of the node (first note wins). by_bound: of
+ * the non-finite ones, those whose value is finite but whose error bound reaches the range of
+ * the dtype (unstable bounds, not NaN/Inf values: the note says which). */
+void kiln_bnd_unstable(bnd_node *b, int64_t count, const char *why);
+void kiln_bnd_nonfinite(bnd_node *b, int64_t count, int64_t by_bound);
+/* A new F64 tensor of the shape of t, zero. */
+kiln_tensor *kiln_bnd_zeros_like(const kiln_tensor *t);
+/* Adds own rounding c * u * |y| to e (e has y's shape), and returns e. */
+void kiln_bnd_add_rel(kiln_tensor *e, const kiln_tensor *y, double cu);
+
+/* ---- helpers of the rules (bound_generic.c) ---- */
+double kiln_bnd_gamma(double k, double u); /* gamma_K(u), continued linearly past K u = 1/2 */
+/* Runs the op on inputs substituted as how[i] says; *outs: n_outputs new values. */
+kiln_status kiln_bnd_eval_how(const bnd_node *b, kiln_op op, const bnd_subst *how,
+                              kiln_val ***outs);
+/* The F64 tensor of output k of vals, or NULL. */
+kiln_tensor *kiln_bnd_out_t(const bnd_node *b, kiln_val **vals, int k);
+/* Takes output k's tensor out of vals (NULL when not a F64 tensor). */
+kiln_tensor *kiln_bnd_take_t(const bnd_node *b, kiln_val **vals, int k);
+void kiln_bnd_free_outs(const bnd_node *b, kiln_val **vals);
+/* Whether any float input carries an error. */
+bool kiln_bnd_any_err(const bnd_node *b);
+/* Elements of input tensor t (broadcast to y's shape) for each element of y: idx[i]. */
+int64_t *kiln_bnd_bcast_index(const kiln_tensor *t, const kiln_tensor *y);
+/* Elements of input 0 per element of output 0, at least 1. */
+double kiln_bnd_ratio(const bnd_node *b);
+
+/* ---- rule implementations (bound_generic.c, bound_cast.c, bound_norm.c) ---- */
+kiln_status kiln_bnd_apply(bnd_node *b);
+kiln_status kiln_bnd_discrete(bnd_node *b, double ulps);
+kiln_status kiln_bnd_exact(bnd_node *b, const bnd_opinfo *info);
+kiln_status kiln_bnd_corner(bnd_node *b, const bnd_opinfo *info);
+kiln_status kiln_bnd_lipschitz(bnd_node *b, const bnd_opinfo *info);
+kiln_status kiln_bnd_reduce_mono(bnd_node *b, const bnd_opinfo *info);
+kiln_status kiln_bnd_perturb(bnd_node *b, double ulps);
+kiln_status kiln_bnd_cast(bnd_node *b);
+kiln_status kiln_bnd_argminmax(bnd_node *b);
+kiln_status kiln_bnd_topk(bnd_node *b);
+kiln_status kiln_bnd_hardmax(bnd_node *b);
+kiln_status kiln_bnd_softmax(bnd_node *b);
+kiln_status kiln_bnd_norm(bnd_node *b);
+kiln_status kiln_bnd_lrn(bnd_node *b);
+
+#endif

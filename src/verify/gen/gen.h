@@ -1,0 +1,71 @@
+/* The random model generator: valid root graphs of 1..30 nodes over the ops Kiln compiles
+ * (plus a few that fall back), with inputs on which the reference is finite and stable.
+ * `kiln fuzz` runs kiln_verify_run on each generated case.
+ *
+ *   kiln_gen_opts o;
+ *   kiln_gen_opts_init(&o);                       // o.max_nodes = 12 ...
+ *   kiln_gen_case c;
+ *   KILN_TRY(kiln_gen_model(&o, kiln_gen_seed(campaign_seed, j), &c));
+ *   if (c.status == KILN_GEN_OK) ... kiln_verify_run(c.g, c.n_in, c.inputs, ...) ...
+ *   kiln_gen_case_free(&c);
+ *
+ * How a graph is built (gen.c): a target node count n is drawn; then, n times, an op is
+ * drawn from the op table (gen_ops*.c) and its builder picks operands among the values
+ * built so far (graph inputs, constants, earlier outputs; recent values are favoured, so
+ * chains, diamonds and reuse appear) or makes new inputs and constants of a shape related
+ * to the others, and writes the node in the text IR. The text is parsed and the op table's
+ * own inference (kiln_ops_infer_graph) runs; a draw it rejects is dropped and redrawn.
+ * Outputs are the values no node reads (some left out: dead branches for dce) and a few
+ * inner values. Then inputs are drawn from each input's domain (log: positive, acos: in
+ * (-1, 1), div: away from 0, indices in range ...) until the reference (kiln_vref_compute)
+ * reports no non-finite and no unstable element, with fewer scales at each retry.
+ *
+ * Everything depends only on the seed (an own xoshiro256** generator, no global state). */
+#ifndef KILN_VERIFY_GEN_H
+#define KILN_VERIFY_GEN_H
+
+#include "verify/verify.h"
+
+typedef struct kiln_gen_opts {
+  int max_nodes;     /* the node count is drawn in [1, max_nodes] (default 12, at most 30) */
+  const char *ops;   /* comma-separated op names to draw from, NULL: every op of the table */
+  bool symbolic;     /* some graph inputs get a symbolic dim "N" (default true) */
+  int input_tries;   /* input draws before the graph is dropped (default 8) */
+  bool check_inputs; /* search inputs with kiln_vref_compute (default true); false: one
+                        draw, no reference run (tests of the builder alone) */
+} kiln_gen_opts;
+void kiln_gen_opts_init(kiln_gen_opts *o);
+
+typedef enum kiln_gen_status {
+  KILN_GEN_OK,        /* a valid graph with usable inputs */
+  KILN_GEN_INVALID,   /* the reference cannot run the graph (a generator bug: counted) */
+  KILN_GEN_NO_INPUTS, /* no input draw gave a finite, stable reference */
+  KILN_GEN_STATUS_COUNT
+} kiln_gen_status;
+
+typedef struct kiln_gen_case {
+  kiln_gen_status status;
+  kiln_graph *g;      /* root graph, types inferred (owned) */
+  int n_in;
+  kiln_val **inputs;  /* one per graph input (owned); NULL unless status is OK */
+  int rejected;       /* node draws that inference rejected */
+  int input_draws;    /* input draws made */
+  char note[256];     /* why the graph is INVALID or has NO_INPUTS */
+} kiln_gen_case;
+
+/* Builds the case of `seed`. An error only for bad options (an unknown op name in o->ops)
+ * or a failure of the generator itself; an invalid graph or one without usable inputs is
+ * a status of the case. */
+kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case *out);
+void kiln_gen_case_free(kiln_gen_case *c);
+
+/* The seed of graph j of a campaign with seed s (a mix of both: neighbouring j give
+ * unrelated graphs). Shard i of N runs the j with j % N == i. */
+uint64_t kiln_gen_seed(uint64_t s, uint64_t j);
+bool kiln_gen_in_shard(uint64_t j, int i, int n);
+
+/* The ops of the table, in table order: the generator can emit exactly these. */
+int kiln_gen_op_count(void);
+const char *kiln_gen_op_name(int i);
+
+#endif

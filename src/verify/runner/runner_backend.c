@@ -1,0 +1,346 @@
+/* The backend layers of the runner: the lowered program in the tile interpreter, the
+ * compiled C code, and the CUDA-mapped program in the tile interpreter.
+ *
+ * Each layer's run is traced (kiln_program_interp_trace, kiln_compiled_run_trace): the
+ * local checks (runner_backend_local.c) check every kernel step against its own group, and the
+ * first step that fails names the kernel and the op kinds of its fusion group. A layer
+ * that fails only end to end is localized by running it again, checking every value a
+ * step produces against the end-to-end reference of the fused graph it was lowered from.
+ * A cpu layer compiled for several threads also runs twice and must give the same bits
+ * (runner_det.c). */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner_internal.h"
+
+static int layer_threads(const kiln_vrun *r) {
+  return r->o->threads > 0 ? r->o->threads : 1;
+}
+
+/* The tile layer lowers for the most threads any cpu layer uses (the parallel schedule). */
+static int tile_threads(const kiln_vrun *r) {
+  int t = layer_threads(r);
+  return r->o->par_threads > t ? r->o->par_threads : t;
+}
+
+/* The fault injector of the options when it runs in layers of this kind, else NULL. */
+static kiln_step_trace_fn injector(const kiln_vrun *r, kiln_layer_kind kind) {
+  unsigned mask = r->o->inject_layers;
+  return mask && !(mask & (1u << kind)) ? NULL : r->o->inject;
+}
+
+/* ---- describing a step ---- */
+static void group_ops(const kiln_graph *g, const kiln_node *first, kiln_strbuf *ops,
+                      kiln_strbuf *list) {
+  int n = 0;
+  for (int i = 0; i < g->nodes.len; i++) {
+    const kiln_node *nd = &g->nodes.data[i];
+    if (nd != first && (first->group <= 0 || nd->group != first->group)) continue;
+    kiln_strbuf_printf(ops, "%s,", nd->op_type);
+    kiln_strbuf_printf(list, "%s%s", n++ ? ", " : "", nd->op_type);
+  }
+}
+
+/* where: "kernel k3_fused (MatMul, Add, Relu), step 4, value 'y'" and the group's ops. */
+static void describe_step(kiln_vrun *r, const kiln_program *p, int step, int value) {
+  const kiln_graph *g = p->graph;
+  kiln_strbuf where = {0}, ops = {0}, list = {0};
+  if (step < 0 || step >= p->steps.len) {
+    kiln_vrun_set_where(r, "the outputs (every step's values agree with the reference)", "");
+    return;
+  }
+  const kiln_step *s = &p->steps.data[step];
+  char lb[200];
+  if (s->kind == KILN_STEP_ALIAS) {
+    kiln_strbuf_printf(&where, "alias step %d ('%s' viewing '%s')", step,
+                       g->values.data[s->dst].name, g->values.data[s->src].name);
+    const kiln_value *d = &g->values.data[s->dst];
+    if (d->kind == KILN_VALUE_NODE) kiln_strbuf_printf(&ops, "%s", g->nodes.data[d->node].op_type);
+  } else {
+    const kiln_node *first = &g->nodes.data[s->node];
+    group_ops(g, first, &ops, &list);
+    if (s->kind == KILN_STEP_KERNEL)
+      kiln_strbuf_printf(&where, "kernel %s (%s), step %d",
+                         p->module->kernels.data[s->kernel]->name, list.data ? list.data : "",
+                         step);
+    else
+      kiln_strbuf_printf(&where, "fallback %s, step %d", kiln_node_label(first, lb, sizeof lb),
+                         step);
+  }
+  if (value >= 0) kiln_strbuf_printf(&where, ", value '%s'", g->values.data[value].name);
+  kiln_vrun_set_where(r, where.data, ops.data ? ops.data : "");
+  kiln_strbuf_free(&where);
+  kiln_strbuf_free(&ops);
+  kiln_strbuf_free(&list);
+}
+
+/* The step a run error names ("step 4: ..."), or -1. */
+static int step_of_error(const char *msg) {
+  for (const char *p = strstr(msg, "step "); p; p = strstr(p + 1, "step ")) {
+    int s;
+    if (sscanf(p, "step %d", &s) == 1) return s;
+  }
+  return -1;
+}
+
+/* ---- the step observer ---- */
+typedef struct observer {
+  kiln_step_trace_fn inject; /* runs first (or NULL) */
+  void *inject_user;
+  const kiln_vref *ref; /* of the program's graph */
+  bool found;
+  int step, value;
+  char msg[320];
+} observer;
+
+static void observe(void *user, int step, int value, const kiln_tensor *t) {
+  observer *ob = user;
+  if (ob->inject) ob->inject(ob->inject_user, step, value, t);
+  if (ob->found || value >= ob->ref->n_values || !ob->ref->val[value]) return;
+  kiln_val shell = {.kind = KILN_TYPE_TENSOR, .t = (kiln_tensor *)t};
+  kiln_vcheck c;
+  kiln_vref_check(ob->ref, value, &shell, &c);
+  if (c.ok) return;
+  ob->found = true, ob->step = step, ob->value = value;
+  snprintf(ob->msg, sizeof ob->msg, "%s", c.msg);
+}
+
+typedef kiln_status (*traced_run)(void *prog, kiln_vrun *r, observer *ob);
+
+static kiln_status trace_interp(void *prog, kiln_vrun *r, observer *ob) {
+  const kiln_program *p = prog;
+  int n_out = p->graph->outputs.len;
+  kiln_tensor **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  kiln_status st = kiln_program_interp_trace(p, r->n_in, r->tin, outs, observe, ob);
+  for (int i = 0; i < n_out; i++) kiln_tensor_free(outs[i]);
+  free(outs);
+  return st;
+}
+
+static kiln_status trace_compiled(void *prog, kiln_vrun *r, observer *ob) {
+  kiln_compiled *c = prog;
+  int n_out = kiln_compiled_graph(c)->outputs.len;
+  kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  kiln_status st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs, observe, ob);
+  for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
+  free(outs);
+  return st;
+}
+
+/* Localizes the first failure of a backend layer: the first step whose value fails. */
+static void localize(kiln_vrun *r, const kiln_program *p, traced_run run, void *prog,
+                     const kiln_layer_result *l) {
+  kiln_step_trace_fn inject = injector(r, l->kind);
+  if (l->errored) { /* the run returned an error: the step it names */
+    int s = step_of_error(l->msg);
+    if (s >= 0) describe_step(r, p, s, -1);
+    else kiln_vrun_set_where(r, "", "");
+    return;
+  }
+  observer ob = {0};
+  ob.inject = inject;
+  ob.inject_user = r->o->inject_user;
+  ob.step = ob.value = -1;
+  kiln_vref *ref = NULL;
+  kiln_status st = kiln_vref_compute(p->graph, r->n_in, r->inputs, &ref);
+  if (!st) {
+    ob.ref = ref;
+    st = run(prog, r, &ob);
+  }
+  if (st) { /* best effort: the layer's message says what failed */
+    kiln_status_free(st);
+    kiln_vref_free(ref);
+    kiln_vrun_set_where(r, "", "");
+    return;
+  }
+  describe_step(r, p, ob.found ? ob.step : -1, ob.found ? ob.value : -1);
+  kiln_vref_free(ref);
+  if (ob.found) kiln_verify_log(r->o->log, "[verify] first wrong value: %s", ob.msg);
+}
+
+/* ---- the local checks ---- */
+/* The observer of a layer's run: the local checks (with opts.local) or only the injector. */
+static kiln_vlocal *local_new(kiln_vrun *r, const kiln_program *p, kiln_layer_kind kind) {
+  return r->o->local ? kiln_vlocal_new(p, r->inputs, injector(r, kind), r->o->inject_user) : NULL;
+}
+
+static kiln_step_trace_fn observer_fn(kiln_vrun *r, kiln_vlocal *lc, kiln_layer_kind kind) {
+  return lc ? kiln_vlocal_observe : injector(r, kind);
+}
+
+static void *observer_user(kiln_vrun *r, kiln_vlocal *lc) {
+  return lc ? (void *)lc : r->o->inject_user;
+}
+
+/* The first failure of layer l: the step that failed its local check, else a second,
+ * traced run against the fused graph's end-to-end reference. */
+static void localize_layer(kiln_vrun *r, const kiln_program *p, traced_run run, void *prog,
+                           const kiln_layer_result *l, const kiln_vlocal *lc) {
+  int step, value;
+  if (lc && !l->errored && kiln_vlocal_failure(lc, &step, &value)) {
+    describe_step(r, p, step, value);
+    kiln_verify_log(r->o->log, "[verify] %s", l->msg);
+    return;
+  }
+  localize(r, p, run, prog, l);
+}
+
+/* ---- running a program in the tile interpreter ---- */
+static void interp_program(kiln_vrun *r, const kiln_program *p, kiln_layer_result *l,
+                           kiln_vlocal *lc) {
+  int n_out = p->graph->outputs.len;
+  kiln_tensor **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  kiln_val **vals = kiln_xcalloc((size_t)n_out + 1, sizeof *vals);
+  kiln_status st =
+      n_out == r->g->outputs.len
+          ? kiln_program_interp_trace(p, r->n_in, r->tin, outs, observer_fn(r, lc, l->kind),
+                                      observer_user(r, lc))
+          : kiln_invalid("the program has %d outputs, the model %d", n_out, r->g->outputs.len);
+  for (int i = 0; i < n_out; i++) vals[i] = outs[i] ? kiln_val_tensor(outs[i]) : NULL;
+  if (st) kiln_vrun_errored(r, l, st);
+  else kiln_vrun_compare(r, l, vals);
+  if (lc) kiln_vlocal_finish(lc, l);
+  for (int i = 0; i < n_out; i++) kiln_val_free(vals[i]);
+  free(vals);
+  free(outs);
+}
+
+static void set_where_error(kiln_vrun *r, const char *stage, const kiln_layer_result *l) {
+  char where[160];
+  snprintf(where, sizeof where, "%s: %s", stage, l->msg);
+  kiln_vrun_set_where(r, where, "");
+}
+
+/* ---- tile ---- */
+/* The tile verifier on every kernel a step runs (the compiler runs it before emitting C):
+ * a kernel whose accesses it cannot prove in bounds is a tile-level failure. */
+static kiln_status verify_kernels(const kiln_program *p) {
+  for (int s = 0; s < p->steps.len; s++) {
+    const kiln_step *st = &p->steps.data[s];
+    if (st->kind != KILN_STEP_KERNEL) continue;
+    const kiln_tkernel *k = p->module->kernels.data[st->kernel];
+    KILN_TRYF(kiln_tkernel_verify(k), "step %d: kernel %s does not verify", s, k->name);
+  }
+  return KILN_OK;
+}
+
+void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
+  kiln_layer_result *l = kiln_vrun_layer(r, KILN_LAYER_TILE, "tile");
+  if (!r->all_tensors) {
+    kiln_vrun_skip(l, "an input is not a tensor");
+    kiln_vrun_done(r, l);
+    return;
+  }
+  kiln_lower_opts lo = {KILN_TARGET_CPU, tile_threads(r), r->o->compile.force_fallback};
+  kiln_program *p = NULL;
+  /* several threads: every parallel schedule, however small the model */
+  kiln_status st = kiln_lower_stress(fused, &lo, &p);
+  if (st) {
+    kiln_vrun_errored(r, l, st);
+    if (kiln_vrun_done(r, l)) set_where_error(r, "lowering", l);
+    return;
+  }
+  st = verify_kernels(p);
+  kiln_vlocal *lc = st ? NULL : local_new(r, p, KILN_LAYER_TILE);
+  if (st) kiln_vrun_errored(r, l, st);
+  else interp_program(r, p, l, lc);
+  if (kiln_vrun_done(r, l)) localize_layer(r, p, trace_interp, (void *)p, l, lc);
+  kiln_vlocal_free(lc);
+  kiln_program_free(p);
+}
+
+/* ---- cpu ---- */
+/* Runs c once (traced: local checks, and the determinism record at several threads), then
+ * again at several threads; fills l. Returns the determinism check (or NULL). */
+static kiln_vdet *run_compiled(kiln_vrun *r, kiln_compiled *c, int threads, kiln_layer_result *l,
+                               kiln_vlocal *lc) {
+  int n_out = kiln_compiled_graph(c)->outputs.len;
+  kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  kiln_step_trace_fn obs = observer_fn(r, lc, KILN_LAYER_CPU);
+  void *obs_user = observer_user(r, lc);
+  kiln_vdet *det = threads > 1 && r->o->determinism ? kiln_vdet_new(obs, obs_user) : NULL;
+  kiln_status st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs,
+                                           det ? kiln_vdet_observe : obs, det ? det : obs_user);
+  if (st) kiln_vrun_errored(r, l, st);
+  else kiln_vrun_compare(r, l, outs);
+  if (lc) kiln_vlocal_finish(lc, l);
+  if (!st && det && !kiln_vdet_rerun(det, r, c, threads, injector(r, KILN_LAYER_CPU), outs, l))
+    kiln_vdet_free(det), det = NULL; /* the same bits: nothing to report */
+  for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
+  free(outs);
+  return det;
+}
+
+static void cpu_layer(kiln_vrun *r, int threads, bool named) {
+  kiln_layer_result *l = named ? kiln_vrun_layer(r, KILN_LAYER_CPU, "cpu (%d threads)", threads)
+                               : kiln_vrun_layer(r, KILN_LAYER_CPU, "cpu");
+  kiln_graph *g = NULL;
+  kiln_status st = kiln_vrun_copy(r, &g);
+  kiln_compile_opts co = r->o->compile;
+  co.target = KILN_TARGET_CPU;
+  co.threads = threads;
+  co.take_graph = true;
+  co.release_weights = false;
+  kiln_compiled *c = NULL;
+  if (!st) st = kiln_compile(g, &co, &c);
+  if (st) {
+    kiln_graph_free(g);
+    kiln_vrun_errored(r, l, st);
+    if (kiln_vrun_done(r, l)) set_where_error(r, "compiling", l);
+    return;
+  }
+  const kiln_program *p = kiln_compiled_program(c);
+  kiln_vlocal *lc = local_new(r, p, KILN_LAYER_CPU);
+  kiln_vdet *det = run_compiled(r, c, threads, l, lc);
+  int step, value;
+  if (kiln_vrun_done(r, l)) {
+    if (det && kiln_vdet_where(det, &step, &value)) describe_step(r, p, step, value);
+    else if (det) kiln_vrun_set_where(r, "the outputs (every step's values were the same)", "");
+    else localize_layer(r, p, trace_compiled, c, l, lc);
+  }
+  kiln_vdet_free(det);
+  kiln_vlocal_free(lc);
+  kiln_compiled_free(c);
+}
+
+void kiln_vrun_cpu(kiln_vrun *r) {
+  int t = layer_threads(r), par = r->o->par_threads;
+  cpu_layer(r, t, t > 1);
+  if (par > 1 && par != t) cpu_layer(r, par, true);
+}
+
+/* ---- cuda ---- */
+static const char *device_note(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!h) return "no CUDA device (the CUDA driver library cannot be loaded)";
+  dlclose(h);
+  return "a CUDA driver is present, but running kernels on the device is not supported yet";
+}
+
+void kiln_vrun_cuda(kiln_vrun *r) {
+  kiln_layer_result *l = kiln_vrun_layer(r, KILN_LAYER_CUDA, "cuda (tile interpreter)");
+  kiln_graph *g = NULL;
+  kiln_cuda_build *b = NULL;
+  kiln_compile_opts co = r->o->compile;
+  kiln_cuda_opts cu = {.no_nvrtc = true};
+  kiln_status st = r->all_tensors ? kiln_vrun_copy(r, &g) : KILN_OK;
+  if (!r->all_tensors) kiln_vrun_skip(l, "an input is not a tensor");
+  else if (!st) st = kiln_compile_cuda(g, &co, &cu, &b);
+  if (st) {
+    kiln_vrun_errored(r, l, st);
+    if (kiln_vrun_done(r, l)) set_where_error(r, "CUDA lowering", l);
+  } else if (b) {
+    kiln_vlocal *lc = local_new(r, b->prog, KILN_LAYER_CUDA);
+    interp_program(r, b->prog, l, lc);
+    if (kiln_vrun_done(r, l)) localize_layer(r, b->prog, trace_interp, b->prog, l, lc);
+    kiln_vlocal_free(lc);
+  } else {
+    kiln_vrun_done(r, l);
+  }
+  kiln_cuda_build_free(b);
+  kiln_graph_free(g);
+  l = kiln_vrun_layer(r, KILN_LAYER_CUDA, "cuda (device)");
+  kiln_vrun_skip(l, "%s", device_note());
+  kiln_vrun_done(r, l);
+}

@@ -1,0 +1,103 @@
+/* Private to the differential runner (runner*.c): the state of one kiln_verify_run and the
+ * helpers its layers share. */
+#ifndef KILN_VERIFY_RUNNER_INTERNAL_H
+#define KILN_VERIFY_RUNNER_INTERNAL_H
+
+#include "verify/verify.h"
+
+typedef struct kiln_vrun {
+  const kiln_graph *g; /* the caller's graph (never modified) */
+  int n_in;
+  kiln_val *const *inputs;
+  const kiln_verify_opts *o;
+  kiln_verify_result *res;
+  kiln_vref *ref;    /* on g */
+  kiln_strbuf onnx;  /* g as a ModelProto: copies load from it */
+  bool clone_text;   /* the ONNX round trip changes g: copies parse its text form */
+  kiln_strbuf text;  /* g in the text IR (clone_text only) */
+  kiln_tensor **tin; /* the inputs as tensors (NULL for a non-tensor input) */
+  bool all_tensors;  /* every input is a tensor (the tile layer runs) */
+  double t0;         /* start of the current layer */
+  double looseness;  /* of the end-to-end bounds of the graph's outputs */
+  kiln_status env;   /* the first layer error caused by the environment (runner_check.c) */
+  int env_layer;     /* the index of its layer in res->layers */
+} kiln_vrun;
+
+/* A new copy of g with its symbolic input dims bound to the inputs (as the compiler does). */
+kiln_status kiln_vrun_copy(kiln_vrun *r, kiln_graph **out);
+/* Appends a layer (ran, ok) and starts its clock. The pointer is valid until the next
+ * kiln_vrun_layer. */
+kiln_layer_result *kiln_vrun_layer(kiln_vrun *r, kiln_layer_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Compares the outputs of a layer (one per graph output, in order) with the reference. */
+void kiln_vrun_compare(kiln_vrun *r, kiln_layer_result *l, kiln_val *const *outs);
+/* The layer's run returned st (taken): a failure. */
+void kiln_vrun_errored(kiln_vrun *r, kiln_layer_result *l, kiln_status st);
+void kiln_vrun_skip(kiln_layer_result *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Stops the layer's clock; when it failed and is the first failure, records it. Returns
+ * true when this layer is the first failing one (the caller localizes it). */
+bool kiln_vrun_done(kiln_vrun *r, kiln_layer_result *l);
+
+/* Signature and where of the first failure: "<kind>|<pass or ->|<op kinds sorted>". ops is
+ * a comma-separated list (any order, repeats allowed), or "" for "-". */
+void kiln_vrun_set_where(kiln_vrun *r, const char *where, const char *ops);
+
+/* runner_pass.c: the pass layers. *final receives the graph after the whole pipeline
+ * (fused, bound), or NULL when the passes failed. */
+kiln_status kiln_vrun_passes(kiln_vrun *r, kiln_graph **final);
+
+/* runner_backend.c: the backend layers. */
+void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused);
+void kiln_vrun_cpu(kiln_vrun *r);
+void kiln_vrun_cuda(kiln_vrun *r);
+
+double kiln_vrun_now(void);
+
+/* runner_det.c: the determinism check of a cpu layer compiled for several threads. Pass
+ * kiln_vdet_observe and the kiln_vdet as the first run's step observer (it calls inner
+ * first), then kiln_vdet_rerun runs c again (with the injector `inject` only) and compares
+ * every step's values and the outputs with the first run's (first: its outputs): true when
+ * they differ (l fails, with the message); kiln_vdet_where gives the first differing step. */
+typedef struct kiln_vdet kiln_vdet;
+kiln_vdet *kiln_vdet_new(kiln_step_trace_fn inner, void *inner_user);
+void kiln_vdet_observe(void *user, int step, int value, const kiln_tensor *t);
+bool kiln_vdet_rerun(kiln_vdet *d, kiln_vrun *r, kiln_compiled *c, int threads,
+                     kiln_step_trace_fn inject, kiln_val *const *first, kiln_layer_result *l);
+bool kiln_vdet_where(const kiln_vdet *d, int *step, int *value);
+void kiln_vdet_free(kiln_vdet *d);
+
+/* What node n of g computes, by names (op, attributes, inputs with constants by content,
+ * group; with_types: output types): equal keys in two graphs compute the same. */
+char *kiln_vrun_node_key(const kiln_graph *g, const kiln_node *n, bool with_types);
+/* runner_pass_local.c: the local check of a pass layer: the nodes of cur (after the
+ * application) that prev (before it) lacks, bounded from prev_ref's values by name, against
+ * prev_ref's values of the same names. Fills l's local fields; fails l on a mismatch. */
+void kiln_vrun_pass_local(kiln_vrun *r, const kiln_graph *prev, const kiln_vref *prev_ref,
+                          const kiln_graph *cur, kiln_layer_result *l);
+
+/* runner_backend_local.c: the local checks of a backend layer's traced run. Create one per run of
+ * program p (inputs: one per graph input of p->graph, borrowed), pass kiln_vlocal_observe
+ * and it as the run's step observer (it calls inject first), then kiln_vlocal_finish fills
+ * the layer's local fields and fails it on a local mismatch. */
+typedef struct kiln_vlocal kiln_vlocal;
+kiln_vlocal *kiln_vlocal_new(const kiln_program *p, kiln_val *const *inputs,
+                             kiln_step_trace_fn inject, void *inject_user);
+void kiln_vlocal_observe(void *user, int step, int value, const kiln_tensor *t);
+void kiln_vlocal_finish(kiln_vlocal *lc, kiln_layer_result *l);
+/* The first step that failed its local check and the value, when one did. */
+bool kiln_vlocal_failure(const kiln_vlocal *lc, int *step, int *value);
+void kiln_vlocal_free(kiln_vlocal *lc);
+
+/* runner_check.c: what is to blame. The inputs against the graph (count, kinds, dtypes,
+ * shapes, one extent per symbolic dim): KILN_ERR_INVALID naming the input. */
+kiln_status kiln_vrun_check_inputs(const kiln_graph *g, int n_in, kiln_val *const *inputs);
+/* True when layer l's error st comes from the environment (a missing C compiler, a full disk:
+ * KILN_ERR_SYSTEM or KILN_ERR_IO); the first such error is kept in r->env (st is not taken),
+ * and kiln_verify_run returns it instead of a result (kiln_vrun_take_environment). */
+bool kiln_vrun_environment(kiln_vrun *r, const kiln_layer_result *l, kiln_status st);
+/* The environment's error to return instead of the result: when its layer is the first
+ * failing one (a finding before it stands, and the error is dropped). Takes r->env. */
+kiln_status kiln_vrun_take_environment(kiln_vrun *r);
+
+#endif
