@@ -30,7 +30,7 @@ demo: kiln
 	@$(SYSPY) scripts/demo.py --kiln $(BUILD)/kiln --out $(BUILD)/demo
 
 # ---- test dependencies: Debian packages and a pinned Python environment ----
-APT_PKGS := python3-venv python3-torch python3-torchvision clang libclang-rt-14-dev
+APT_PKGS := python3-venv python3-torch python3-torchvision clang clang-format libclang-rt-14-dev
 deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -76,7 +76,7 @@ mutation:
 	@bash scripts/mutation.sh
 
 format:
-	@clang-format -i include/*.h src/*/*.[ch] tools/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c
+	@bash scripts/check_format.sh --fix
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -74,7 +74,7 @@ typedef struct campaign {
   kiln_verify_opts vo;
   kiln_ort *ort;
   int64_t tried, valid, invalid, no_inputs, verify_errors, ort_refused, compiled;
-  int64_t n_ops, *op_seen;             /* per generator op */
+  int64_t n_ops, *op_seen;                  /* per generator op */
   bool pairs[KILN_OP_COUNT][KILN_OP_COUNT]; /* producer -> consumer */
   KILN_VEC(finding) found;
   KILN_VEC(char *) pass_names;
@@ -142,7 +142,8 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
     } else if (kiln_cli_opt(argc, argv, &i, "--shard", &v)) {
       if (parse_shard(v, a)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
-      if (!v || parse_backend(v, a)) return kiln_cli_usage("fuzz", "--backend needs cpu, cuda, cpu,cuda or none");
+      if (!v || parse_backend(v, a))
+        return kiln_cli_usage("fuzz", "--backend needs cpu, cuda, cpu,cuda or none");
     } else if (kiln_cli_opt(argc, argv, &i, "--oracle", &v)) {
       if (!v || (strcmp(v, "kiln") && strcmp(v, "onnxruntime")))
         return kiln_cli_usage("fuzz", "--oracle needs kiln or onnxruntime");
@@ -238,7 +239,8 @@ static kiln_status env_failed(campaign *c) {
 }
 
 /* Records a failure; the first of its signature is written (and reduced with --reduce). */
-static kiln_status record(campaign *c, uint64_t j, const kiln_gen_case *gc, kiln_verify_result *res) {
+static kiln_status record(campaign *c, uint64_t j, const kiln_gen_case *gc,
+                          kiln_verify_result *res) {
   for (int i = 0; i < c->found.len; i++)
     if (!strcmp(c->found.data[i].sig, res->signature)) {
       c->found.data[i].count++;
@@ -252,7 +254,9 @@ static kiln_status record(campaign *c, uint64_t j, const kiln_gen_case *gc, kiln
   KILN_TRY(as_system(kiln_verify_write_case(f.dir, gc->g, gc->n_in, gc->inputs, res)));
   c->files++;
   kiln_vec_push(&c->found, f);
-  if (!c->a.quiet) fprintf(stderr, "fuzz: graph %llu: new failure %s -> %s\n", (unsigned long long)j, f.sig, f.dir);
+  if (!c->a.quiet)
+    fprintf(stderr, "fuzz: graph %llu: new failure %s -> %s\n", (unsigned long long)j, f.sig,
+            f.dir);
   if (!c->a.reduce) return KILN_OK;
   char rdir[1200];
   snprintf(rdir, sizeof rdir, "%s/reduced", f.dir);
@@ -276,7 +280,8 @@ static kiln_status check_ort(campaign *c, uint64_t j, const kiln_gen_case *gc) {
   kiln_status st = kiln_ort_check(c->ort, gc->g, gc->n_in, gc->inputs, ref, &layer);
   if (!st && !layer.ran) c->ort_refused++;
   if (!st && layer.ran && !layer.ok) {
-    kiln_verify_result res = {.failed = true, .first_failing = -1, .fail_kind = KILN_LAYER_REFERENCE};
+    kiln_verify_result res = {
+        .failed = true, .first_failing = -1, .fail_kind = KILN_LAYER_REFERENCE};
     st = kiln_ort_locate(c->ort, gc->g, gc->n_in, gc->inputs, ref, res.where, sizeof res.where,
                          res.signature, sizeof res.signature);
     if (!st && !res.signature[0]) snprintf(res.signature, sizeof res.signature, "onnxruntime|-|");
@@ -307,7 +312,8 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   c->tried++;
   if (gc.status == KILN_GEN_INVALID) {
     c->invalid++;
-    if (!c->a.quiet) fprintf(stderr, "fuzz: graph %llu is not valid: %s\n", (unsigned long long)j, gc.note);
+    if (!c->a.quiet)
+      fprintf(stderr, "fuzz: graph %llu is not valid: %s\n", (unsigned long long)j, gc.note);
   } else if (gc.status == KILN_GEN_NO_INPUTS) c->no_inputs++;
   kiln_status st = KILN_OK;
   if (gc.status == KILN_GEN_OK) {
@@ -357,7 +363,8 @@ static void print_depth(const campaign *c) {
     qsort(n, (size_t)m, sizeof *n, cmp_i64);
     printf("nodes per op: fewest");
     for (int i = 0; i < m && i < 5; i++)
-      printf("%s %s %lld", i ? "," : "", kiln_gen_op_name((int)(n[i] % 4096)), (long long)(n[i] / 4096));
+      printf("%s %s %lld", i ? "," : "", kiln_gen_op_name((int)(n[i] % 4096)),
+             (long long)(n[i] / 4096));
     printf("; median %lld\n", (long long)(n[m / 2] / 4096));
   }
   free(n);
@@ -379,7 +386,8 @@ static void summary(const campaign *c, double secs) {
     if (c->op_seen[k]) covered++;
     else kiln_strbuf_printf(&miss, " %s", name);
   }
-  printf("ops covered: %d of %d%s%s\n", covered, total, miss.data ? "; not covered:" : "", miss.data ? miss.data : "");
+  printf("ops covered: %d of %d%s%s\n", covered, total, miss.data ? "; not covered:" : "",
+         miss.data ? miss.data : "");
   kiln_strbuf_free(&miss);
   print_depth(c);
   int pairs = 0;
@@ -387,7 +395,8 @@ static void summary(const campaign *c, double secs) {
     for (int q = 0; q < KILN_OP_COUNT; q++) pairs += c->pairs[p][q];
   printf("op pairs covered (producer -> consumer): %d\n", pairs);
   printf("passes fired (graphs):");
-  for (int k = 0; k < c->pass_names.len; k++) printf(" %s %lld", c->pass_names.data[k], (long long)c->pass_fired.data[k]);
+  for (int k = 0; k < c->pass_names.len; k++)
+    printf(" %s %lld", c->pass_names.data[k], (long long)c->pass_fired.data[k]);
   printf("%s\n", c->pass_names.len ? "" : " none");
   if (c->ort) printf("onnxruntime: %lld models refused\n", (long long)c->ort_refused);
   printf("failures: %d signatures\n", c->found.len);
@@ -432,8 +441,8 @@ static void teardown(campaign *c) {
 
 int kiln_cmd_fuzz(int argc, char **argv) {
   campaign *c = kiln_xcalloc(1, sizeof *c);
-  c->a = (fuzz_args){.seed = 1, .shards = 1, .cpu = true, .out = "fuzz-out", .max_nodes = 12,
-                       .cpu_every = 3};
+  c->a = (fuzz_args){
+      .seed = 1, .shards = 1, .cpu = true, .out = "fuzz-out", .max_nodes = 12, .cpu_every = 3};
   int rc = parse_args(argc, argv, &c->a);
   kiln_status st = rc < 0 ? setup(c) : KILN_OK;
   double t0 = kiln_cli_seconds(), last = t0;

@@ -48,12 +48,24 @@ static const dtype_info *info(kiln_dtype t) {
   return (unsigned)t < KILN_DTYPE_COUNT ? &infos[t] : &infos[KILN_UNDEFINED];
 }
 
-const char *kiln_dtype_name(kiln_dtype t) { return info(t)->name; }
-const char *kiln_dtype_onnx_name(kiln_dtype t) { return info(t)->onnx; }
-size_t kiln_dtype_size(kiln_dtype t) { return info(t)->size; }
-kiln_dtype_class kiln_dtype_class_of(kiln_dtype t) { return info(t)->cls; }
-int kiln_dtype_bits(kiln_dtype t) { return info(t)->bits; }
-bool kiln_dtype_is_float(kiln_dtype t) { return info(t)->cls == KILN_CLASS_FLOAT; }
+const char *kiln_dtype_name(kiln_dtype t) {
+  return info(t)->name;
+}
+const char *kiln_dtype_onnx_name(kiln_dtype t) {
+  return info(t)->onnx;
+}
+size_t kiln_dtype_size(kiln_dtype t) {
+  return info(t)->size;
+}
+kiln_dtype_class kiln_dtype_class_of(kiln_dtype t) {
+  return info(t)->cls;
+}
+int kiln_dtype_bits(kiln_dtype t) {
+  return info(t)->bits;
+}
+bool kiln_dtype_is_float(kiln_dtype t) {
+  return info(t)->cls == KILN_CLASS_FLOAT;
+}
 
 bool kiln_dtype_is_int(kiln_dtype t) {
   return t != KILN_BOOL && (info(t)->cls == KILN_CLASS_SINT || info(t)->cls == KILN_CLASS_UINT);
@@ -142,16 +154,24 @@ static uint32_t encode(const ffmt *f, double v, bool saturate) {
   return sign | mag;
 }
 
-float kiln_f16_to_f32(uint16_t h) { return (float)decode(&F16, h); }
-uint16_t kiln_f32_to_f16(float x) { return (uint16_t)encode(&F16, x, false); }
-uint16_t kiln_f64_to_f16(double d) { return (uint16_t)encode(&F16, d, false); }
+float kiln_f16_to_f32(uint16_t h) {
+  return (float)decode(&F16, h);
+}
+uint16_t kiln_f32_to_f16(float x) {
+  return (uint16_t)encode(&F16, x, false);
+}
+uint16_t kiln_f64_to_f16(double d) {
+  return (uint16_t)encode(&F16, d, false);
+}
 float kiln_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
   float f;
   memcpy(&f, &u, 4);
   return f;
 }
-uint16_t kiln_f32_to_bf16(float x) { return (uint16_t)encode(&BF16, x, false); }
+uint16_t kiln_f32_to_bf16(float x) {
+  return (uint16_t)encode(&BF16, x, false);
+}
 
 static const ffmt *f8fmt(kiln_dtype t) {
   switch (t) {
@@ -188,9 +208,11 @@ uint8_t kiln_f64_to_f8(kiln_dtype t, double v, bool saturate) {
   return f ? (uint8_t)encode(f, v, saturate) : 0;
 }
 
-double kiln_f4e2m1_to_f64(uint8_t v) { return decode(&E2M1, v & 0xF); }
+double kiln_f4e2m1_to_f64(uint8_t v) {
+  return decode(&E2M1, v & 0xF);
+}
 uint8_t kiln_f64_to_f4e2m1(double v, bool saturate) {
-  (void)saturate; /* float4e2m1 has no inf or NaN: always saturates */
+  (void)saturate;           /* float4e2m1 has no inf or NaN: always saturates */
   if (isnan(v)) return 0x7; /* no NaN: the spec maps NaN to max (with sign) */
   return (uint8_t)encode(&E2M1, v, true);
 }

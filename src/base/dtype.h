@@ -46,11 +46,11 @@ typedef enum kiln_dtype_class {
   KILN_CLASS_STRING,
 } kiln_dtype_class;
 
-const char *kiln_dtype_name(kiln_dtype t);             /* short IR name: "f32", "i64", "bool" */
-const char *kiln_dtype_onnx_name(kiln_dtype t);        /* "FLOAT", "INT64", ... */
+const char *kiln_dtype_name(kiln_dtype t);                 /* short IR name: "f32", "i64", "bool" */
+const char *kiln_dtype_onnx_name(kiln_dtype t);            /* "FLOAT", "INT64", ... */
 bool kiln_dtype_from_name(const char *s, kiln_dtype *out); /* parses the short name */
-bool kiln_dtype_valid(int t);                          /* in range and not complex/undefined */
-size_t kiln_dtype_size(kiln_dtype t);                  /* bytes per element in memory */
+bool kiln_dtype_valid(int t);                              /* in range and not complex/undefined */
+size_t kiln_dtype_size(kiln_dtype t);                      /* bytes per element in memory */
 kiln_dtype_class kiln_dtype_class_of(kiln_dtype t);
 bool kiln_dtype_is_float(kiln_dtype t);
 bool kiln_dtype_is_int(kiln_dtype t); /* signed or unsigned integer, not bool */

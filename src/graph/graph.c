@@ -111,9 +111,9 @@ const char *kiln_type_str(const kiln_type *t, char *buf, size_t n) {
 }
 
 static const char *const attr_kind_names[KILN_ATTR_KIND_COUNT] = {
-    "undefined", "float",   "int",           "string",           "tensor",
-    "graph",     "floats",  "ints",          "strings",          "tensors",
-    "graphs",    "sparse_tensor", "sparse_tensors", "type_proto", "type_protos",
+    "undefined",      "float",      "int",         "string",  "tensor", "graph",
+    "floats",         "ints",       "strings",     "tensors", "graphs", "sparse_tensor",
+    "sparse_tensors", "type_proto", "type_protos",
 };
 
 const char *kiln_attr_kind_name(kiln_attr_kind k) {
@@ -154,8 +154,12 @@ void kiln_graph_free(kiln_graph *g) {
   kiln_arena_free(g->arena);
 }
 
-void *kiln_graph_alloc(kiln_graph *g, size_t n) { return kiln_arena_alloc(g->arena, n); }
-char *kiln_graph_strdup(kiln_graph *g, const char *s) { return kiln_arena_strdup(g->arena, s); }
+void *kiln_graph_alloc(kiln_graph *g, size_t n) {
+  return kiln_arena_alloc(g->arena, n);
+}
+char *kiln_graph_strdup(kiln_graph *g, const char *s) {
+  return kiln_arena_strdup(g->arena, s);
+}
 
 void kiln_graph_own_tensor(kiln_graph *g, kiln_tensor *t) {
   kiln_graph *root = kiln_graph_root(g);
@@ -298,7 +302,9 @@ kiln_status kiln_graph_add_node(kiln_graph *g, const char *op_type, const char *
   return KILN_OK;
 }
 
-int kiln_graph_last_node(const kiln_graph *g) { return g->nodes.len - 1; }
+int kiln_graph_last_node(const kiln_graph *g) {
+  return g->nodes.len - 1;
+}
 
 void kiln_graph_add_output(kiln_graph *g, int value_id) {
   kiln_arena_vec_push(g->arena, &g->outputs, value_id);

@@ -97,14 +97,14 @@ typedef struct kiln_attr {
   size_t s_len;
   kiln_tensor *t; /* TENSOR / SPARSE_TENSOR (owned by the graph) */
   struct kiln_graph *g;
-  kiln_type tp;           /* TYPE_PROTO */
-  int n;                  /* element count of the list kinds */
-  float *floats;          /* FLOATS */
-  int64_t *ints;          /* INTS */
-  const char **strings;   /* STRINGS */
-  kiln_tensor **tensors;  /* TENSORS */
+  kiln_type tp;               /* TYPE_PROTO */
+  int n;                      /* element count of the list kinds */
+  float *floats;              /* FLOATS */
+  int64_t *ints;              /* INTS */
+  const char **strings;       /* STRINGS */
+  kiln_tensor **tensors;      /* TENSORS */
   struct kiln_graph **graphs; /* GRAPHS */
-  kiln_type *tps;         /* TYPE_PROTOS */
+  kiln_type *tps;             /* TYPE_PROTOS */
 } kiln_attr;
 
 const char *kiln_attr_kind_name(kiln_attr_kind k); /* "int", "floats", ... */
@@ -122,10 +122,10 @@ typedef struct kiln_value {
   const char *name;
   kiln_value_kind kind;
   kiln_type type;
-  int node;         /* NODE: defining node id */
-  int out_index;    /* NODE: position among that node's outputs */
+  int node;          /* NODE: defining node id */
+  int out_index;     /* NODE: position among that node's outputs */
   kiln_tensor *data; /* CONST: the data (owned by the graph) */
-  int outer;        /* OUTER: value id in g->parent */
+  int outer;         /* OUTER: value id in g->parent */
 } kiln_value;
 
 typedef struct kiln_node {
@@ -157,10 +157,10 @@ typedef struct kiln_graph {
   KILN_VEC(kiln_node) nodes;
   KILN_VEC(int) inputs;
   KILN_VEC(int) outputs;
-  KILN_VEC(kiln_opset) opsets; /* root only */
-  KILN_VEC(kiln_tensor *) owned; /* tensors freed with the graph (root keeps all) */
+  KILN_VEC(kiln_opset) opsets;             /* root only */
+  KILN_VEC(kiln_tensor *) owned;           /* tensors freed with the graph (root keeps all) */
   KILN_VEC(struct kiln_graph *) subgraphs; /* every subgraph, freed with the root */
-  kiln_strmap names; /* value name -> id */
+  kiln_strmap names;                       /* value name -> id */
   int64_t ir_version;
   const char *producer;
 } kiln_graph;

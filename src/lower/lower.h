@@ -15,11 +15,7 @@
 #include "passes/passes.h"
 #include "tile/tile.h"
 
-typedef enum kiln_target {
-  KILN_TARGET_CPU,
-  KILN_TARGET_CUDA,
-  KILN_TARGET_COUNT
-} kiln_target;
+typedef enum kiln_target { KILN_TARGET_CPU, KILN_TARGET_CUDA, KILN_TARGET_COUNT } kiln_target;
 
 typedef enum kiln_arg_kind {
   KILN_ARG_VALUE,   /* a graph value (input, constant, or node output) by id */

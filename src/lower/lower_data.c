@@ -292,8 +292,8 @@ static kiln_texpr *pad_reflect(kiln_tkernel *k, kiln_texpr *o, int64_t xd, int64
   if (n == 1) return kiln_tint(k, c0);
   kiln_texpr *i = kiln_tadd(k, o, kiln_tint(k, -b));
   if (pb <= n - 1 && e <= n - 1) {
-    i = kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, i, kiln_tint(k, 0)),
-                     kiln_tun(k, KILN_TOP_NEG, i), i);
+    i = kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, i, kiln_tint(k, 0)), kiln_tun(k, KILN_TOP_NEG, i),
+                     i);
     return kiln_tselect(
         k, kiln_tbin(k, KILN_TOP_GE, i, kiln_tint(k, xd)),
         kiln_tadd(k, kiln_tint(k, 2 * (xd - 1) + KILN_MUTANT(33)), /* mutant 33: 2n-1-i */

@@ -4,8 +4,8 @@
 #ifndef KILN_LOWER_INTERNAL_H
 #define KILN_LOWER_INTERNAL_H
 
-#include "ops/ops.h"
 #include "lower.h"
+#include "ops/ops.h"
 
 /* One fusion group of the graph, as the driver collects it. */
 typedef struct kiln_group {

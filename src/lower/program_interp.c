@@ -4,13 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/ops.h"
 #include "lower.h"
+#include "ops/ops.h"
 
 typedef struct penv {
   const kiln_program *p;
-  kiln_val **vals; /* per root value id */
-  bool *owned;     /* vals[i] (and its tensor) is owned here */
+  kiln_val **vals;       /* per root value id */
+  bool *owned;           /* vals[i] (and its tensor) is owned here */
   kiln_step_trace_fn cb; /* or NULL */
   void *user;
   bool *traced; /* with cb: per value id, already reported */
@@ -241,8 +241,8 @@ kiln_status kiln_program_interp_trace(const kiln_program *p, int n_in, kiln_tens
   const kiln_graph *g = p->graph;
   for (int i = 0; i < g->outputs.len; i++) outputs[i] = NULL;
   size_t nv = (size_t)g->values.len + 1;
-  penv e = {p, kiln_xcalloc(nv, sizeof(kiln_val *)), kiln_xcalloc(nv, sizeof(bool)), cb, user,
-            cb ? kiln_xcalloc(nv, sizeof(bool)) : NULL};
+  penv e = {p,    kiln_xcalloc(nv, sizeof(kiln_val *)),      kiln_xcalloc(nv, sizeof(bool)), cb,
+            user, cb ? kiln_xcalloc(nv, sizeof(bool)) : NULL};
   kiln_status st = bind(&e, n_in, inputs);
   if (!st) st = run_steps(&e);
   if (!st) st = take_outputs(&e, outputs);

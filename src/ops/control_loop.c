@@ -175,8 +175,7 @@ static kiln_status loop_finish(loop_state *s) {
   }
   for (int k = 0; k < s->n_scan && s->n_carried + k < ctx->n_out; k++) {
     kiln_tensor *t;
-    if (s->acc[k].items.len)
-      KILN_TRY(acc_stack(&s->acc[k], 0, false, &t));
+    if (s->acc[k].items.len) KILN_TRY(acc_stack(&s->acc[k], 0, false, &t));
     else
       KILN_TRY(kiln_ctl_empty_stack(body_out_type(s->body, 1 + s->n_carried + k),
                                     node_out_dtype(ctx, s->n_carried + k), 0, &t));
@@ -372,8 +371,7 @@ static kiln_status scan_inputs(scan_cfg *c, int first, const kiln_tensor **scans
       return kiln_eval_error(c->ctx, KILN_ERR_INVALID, "scan input %d must have rank >= 1", j);
     KILN_TRY(kiln_norm_axis(c->ctx, c->in_axis[j], r, &c->in_axis[j]));
     int64_t n = scans[j]->dims[c->in_axis[j]];
-    if (j == 0)
-      *len = n;
+    if (j == 0) *len = n;
     else if (n != *len)
       return kiln_eval_error(c->ctx, KILN_ERR_INVALID,
                              "scan input %d has length %lld along its axis, input 0 has %lld", j,
@@ -399,10 +397,8 @@ static kiln_status scan9_finish(scan_cfg *c, kiln_val **state, bool *own, stack_
     int ax;
     KILN_TRY(kiln_norm_axis(ctx, c->out_axis[k], r + 1, &ax));
     kiln_tensor *t;
-    if (acc[k].items.len)
-      KILN_TRY(acc_stack(&acc[k], ax, c->out_rev[k], &t));
-    else
-      KILN_TRY(kiln_ctl_empty_stack(bt, node_out_dtype(ctx, c->n_state + k), ax, &t));
+    if (acc[k].items.len) KILN_TRY(acc_stack(&acc[k], ax, c->out_rev[k], &t));
+    else KILN_TRY(kiln_ctl_empty_stack(bt, node_out_dtype(ctx, c->n_state + k), ax, &t));
     kiln_eval_set_out(ctx, c->n_state + k, t);
   }
   return KILN_OK;
@@ -512,8 +508,7 @@ static kiln_status scan8_prepare(scan8_run *r) {
     const kiln_tensor *x = r->scans[j];
     if (x->rank < 2)
       return kiln_eval_error(ctx, KILN_ERR_INVALID, "scan input %d must have rank >= 2", j);
-    if (j == 0)
-      r->batch = x->dims[0], r->max_len = x->dims[1];
+    if (j == 0) r->batch = x->dims[0], r->max_len = x->dims[1];
     else if (x->dims[0] != r->batch || x->dims[1] != r->max_len)
       return kiln_eval_error(ctx, KILN_ERR_INVALID,
                              "scan input %d has batch and length %lldx%lld, input 0 %lldx%lld", j,
@@ -611,10 +606,8 @@ static kiln_status scan_infer(kiln_infer_ctx *ctx) {
   int64_t in_ax = !v8 && ia && ia->kind == KILN_ATTR_INTS && ia->n > 0 ? ia->ints[0] : 0;
   if (x && x->kind == KILN_TYPE_TENSOR && x->rank > 0) {
     if (in_ax < 0) in_ax += x->rank;
-    if (v8 && x->rank >= 2)
-      batch = x->dims[0], len = x->dims[1];
-    else if (!v8 && in_ax >= 0 && in_ax < x->rank)
-      len = x->dims[in_ax];
+    if (v8 && x->rank >= 2) batch = x->dims[0], len = x->dims[1];
+    else if (!v8 && in_ax >= 0 && in_ax < x->rank) len = x->dims[in_ax];
   }
   for (int k = n_state; k < ctx->n_out; k++) {
     const kiln_type *bt = body_out_type(body, k);
@@ -654,8 +647,7 @@ static kiln_status seqmap_check(kiln_eval_ctx *ctx, const kiln_graph *body, int 
     if (j == 0 && !seq)
       return kiln_eval_error(ctx, KILN_ERR_INVALID, "input 0 must be a sequence, got %s",
                              kiln_ctl_kind_name(v));
-    if (j == 0)
-      *len = v->seq->len;
+    if (j == 0) *len = v->seq->len;
     else if (seq && v->seq->len != *len)
       return kiln_eval_error(ctx, KILN_ERR_INVALID,
                              "input sequence %d has %d elements, input 0 has %d", j, v->seq->len,

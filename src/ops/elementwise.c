@@ -42,13 +42,17 @@ static kiln_status infer_same(kiln_infer_ctx *ctx) {
   return tensor_in(ctx, 0) ? infer_like0(ctx, ctx->in[0]->dtype) : KILN_OK;
 }
 
-static kiln_status infer_bool(kiln_infer_ctx *ctx) { return infer_like0(ctx, KILN_BOOL); }
+static kiln_status infer_bool(kiln_infer_ctx *ctx) {
+  return infer_like0(ctx, KILN_BOOL);
+}
 
 static kiln_status infer_bcast_same(kiln_infer_ctx *ctx) {
   return tensor_in(ctx, 0) ? infer_bcast(ctx, ctx->in[0]->dtype) : KILN_OK;
 }
 
-static kiln_status infer_bcast_bool(kiln_infer_ctx *ctx) { return infer_bcast(ctx, KILN_BOOL); }
+static kiln_status infer_bcast_bool(kiln_infer_ctx *ctx) {
+  return infer_bcast(ctx, KILN_BOOL);
+}
 
 static kiln_status infer_where(kiln_infer_ctx *ctx) {
   return tensor_in(ctx, 1) ? infer_bcast(ctx, ctx->in[1]->dtype) : KILN_OK;

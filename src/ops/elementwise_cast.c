@@ -65,30 +65,22 @@ static void cast_num(const kiln_tensor *src, size_t i, kiln_tensor *dst, size_t 
   switch (kiln_dtype_class_of(s)) {
   case KILN_CLASS_FLOAT: {
     double v = kiln_load_f64(s, src->data, i);
-    if (dfloat)
-      store_float(d, dst->data, j, v, o);
-    else
-      kiln_store_f64(d, dst->data, j, v);
+    if (dfloat) store_float(d, dst->data, j, v, o);
+    else kiln_store_f64(d, dst->data, j, v);
     break;
   }
   case KILN_CLASS_SINT: {
     int64_t v = kiln_load_i64(s, src->data, i);
-    if (d == KILN_F32)
-      ((float *)dst->data)[j] = (float)v; /* one rounding */
-    else if (dfloat)
-      store_float(d, dst->data, j, (double)v, o);
-    else
-      kiln_store_i64(d, dst->data, j, v);
+    if (d == KILN_F32) ((float *)dst->data)[j] = (float)v; /* one rounding */
+    else if (dfloat) store_float(d, dst->data, j, (double)v, o);
+    else kiln_store_i64(d, dst->data, j, v);
     break;
   }
   default: {
     uint64_t v = kiln_load_u64(s, src->data, i);
-    if (d == KILN_F32)
-      ((float *)dst->data)[j] = (float)v;
-    else if (dfloat)
-      store_float(d, dst->data, j, (double)v, o);
-    else
-      kiln_store_u64(d, dst->data, j, v);
+    if (d == KILN_F32) ((float *)dst->data)[j] = (float)v;
+    else if (dfloat) store_float(d, dst->data, j, (double)v, o);
+    else kiln_store_u64(d, dst->data, j, v);
     break;
   }
   }
@@ -138,14 +130,11 @@ static void format_float(double v, kiln_dtype t, char *out, size_t n) {
 
 static void num_to_string(const kiln_tensor *src, size_t i, char *out, size_t n) {
   kiln_dtype s = src->dtype;
-  if (s == KILN_BOOL)
-    snprintf(out, n, "%s", kiln_load_u64(s, src->data, i) ? "True" : "False");
-  else if (kiln_dtype_is_float(s))
-    format_float(kiln_load_f64(s, src->data, i), s, out, n);
+  if (s == KILN_BOOL) snprintf(out, n, "%s", kiln_load_u64(s, src->data, i) ? "True" : "False");
+  else if (kiln_dtype_is_float(s)) format_float(kiln_load_f64(s, src->data, i), s, out, n);
   else if (kiln_dtype_class_of(s) == KILN_CLASS_UINT)
     snprintf(out, n, "%llu", (unsigned long long)kiln_load_u64(s, src->data, i));
-  else
-    snprintf(out, n, "%lld", (long long)kiln_load_i64(s, src->data, i));
+  else snprintf(out, n, "%lld", (long long)kiln_load_i64(s, src->data, i));
 }
 
 /* ---- strings -> numbers ---- */
@@ -181,10 +170,8 @@ static bool parse_number(const char *s, kiln_tensor *dst, size_t j, const kiln_e
     kiln_store_u64(d, dst->data, j, strcasecmp(s, "true") == 0); /* "True"/"False" */
     return strcasecmp(s, "true") == 0 || strcasecmp(s, "false") == 0;
   }
-  if (kiln_dtype_is_float(d))
-    store_float(d, dst->data, j, v, o);
-  else
-    kiln_store_f64(d, dst->data, j, v);
+  if (kiln_dtype_is_float(d)) store_float(d, dst->data, j, v, o);
+  else kiln_store_f64(d, dst->data, j, v);
   return true;
 }
 
@@ -242,12 +229,9 @@ static kiln_status cast_opts(const kiln_eval_ctx *ctx, kiln_ew_cast_opts *o) {
   o->saturate = sat != 0;
   const char *rm;
   KILN_TRY(kiln_node_string(ctx->node, "round_mode", "up", &rm));
-  if (strcmp(rm, "up") == 0)
-    o->round_mode = 0;
-  else if (strcmp(rm, "down") == 0)
-    o->round_mode = 1;
-  else if (strcmp(rm, "nearest") == 0)
-    o->round_mode = 2;
+  if (strcmp(rm, "up") == 0) o->round_mode = 0;
+  else if (strcmp(rm, "down") == 0) o->round_mode = 1;
+  else if (strcmp(rm, "nearest") == 0) o->round_mode = 2;
   else
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "round_mode '%s' is not up, down or nearest", rm);
   return KILN_OK;

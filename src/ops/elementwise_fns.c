@@ -28,13 +28,21 @@
     return (expr);                                                                                 \
   }
 
-static int64_t wrap(uint64_t v) { return (int64_t)v; }
+static int64_t wrap(uint64_t v) {
+  return (int64_t)v;
+}
 #define UA(v) ((uint64_t)(v))
 
 /* ---- unary math ---- */
-static double softplus(double a) { return a > 0 ? a + log1p(exp(-a)) : log1p(exp(a)); }
-static double sigmoid(double a) { return a >= 0 ? 1 / (1 + exp(-a)) : exp(a) / (1 + exp(a)); }
-static double clamp01(double a) { return a < 0 ? 0 : (a > 1 ? 1 : a); }
+static double softplus(double a) {
+  return a > 0 ? a + log1p(exp(-a)) : log1p(exp(a));
+}
+static double sigmoid(double a) {
+  return a >= 0 ? 1 / (1 + exp(-a)) : exp(a) / (1 + exp(a));
+}
+static double clamp01(double a) {
+  return a < 0 ? 0 : (a > 1 ? 1 : a);
+}
 
 FUN(f_acos, acos(a))
 FUN(f_acosh, acosh(a))
@@ -63,7 +71,7 @@ FUN(f_mish, a *tanh(softplus(a)))
 /* HardSwish is HardSigmoid<alpha = 1/6 as a float attribute, beta = 0.5>(x) * x in the ONNX
  * schema's function body: alpha is 0.16666667163372 (float 1/6), not 1/6, which f64 shows */
 #define KILN_HARDSWISH_ALPHA ((double)(float)(1.0 / 6.0))
-FUN(f_hardswish, a *clamp01(a * KILN_HARDSWISH_ALPHA + 0.5))
+FUN(f_hardswish, a *clamp01(a *KILN_HARDSWISH_ALPHA + 0.5))
 FUN(f_abs, fabs(a))
 FUN(f_neg, -a)
 FUN(f_sign, a > 0 ? 1.0 : (a < 0 ? -1.0 : a * 0)) /* 0 and NaN stay */
@@ -108,16 +116,28 @@ I(i_bitnot) {
 }
 
 /* ---- activations with attributes ---- */
-F(f_elu) { return x[0].f < 0 ? p->alpha * expm1(x[0].f) : x[0].f; }
+F(f_elu) {
+  return x[0].f < 0 ? p->alpha * expm1(x[0].f) : x[0].f;
+}
 F(f_celu) {
   double a = x[0].f;
   return fmax(0, a) + fmin(0, p->alpha * expm1(a / p->alpha)) + (isnan(a) ? a : 0);
 }
-F(f_selu) { return x[0].f > 0 ? p->gamma * x[0].f : p->gamma * p->alpha * expm1(x[0].f); }
-F(f_hardsigmoid) { return isnan(x[0].f) ? x[0].f : clamp01(p->alpha * x[0].f + p->beta); }
-F(f_leakyrelu) { return x[0].f < 0 ? p->alpha * x[0].f : x[0].f; }
-F(f_thresholdedrelu) { return x[0].f > p->alpha ? x[0].f : 0; } /* NaN: "otherwise", 0 */
-F(f_swish) { return x[0].f * sigmoid(p->alpha * x[0].f); }
+F(f_selu) {
+  return x[0].f > 0 ? p->gamma * x[0].f : p->gamma * p->alpha * expm1(x[0].f);
+}
+F(f_hardsigmoid) {
+  return isnan(x[0].f) ? x[0].f : clamp01(p->alpha * x[0].f + p->beta);
+}
+F(f_leakyrelu) {
+  return x[0].f < 0 ? p->alpha * x[0].f : x[0].f;
+}
+F(f_thresholdedrelu) {
+  return x[0].f > p->alpha ? x[0].f : 0;
+} /* NaN: "otherwise", 0 */
+F(f_swish) {
+  return x[0].f * sigmoid(p->alpha * x[0].f);
+}
 F(f_shrink) {
   double a = x[0].f;
   return a < -p->lambd ? a + p->bias : (a > p->lambd ? a - p->bias : 0); /* NaN: 0 */
@@ -127,7 +147,8 @@ F(f_gelu) {
   if (p->mode == 0) return 0.5 * a * (1 + erf(a / sqrt(2.0)));
   /* the constants of the schema's function body are float attributes: 2/pi and 0.044715 as
    * floats (sqrt taken in the value's type), which f64 results show */
-  return 0.5 * a * (1 + tanh(sqrt((double)(float)(2 / M_PI)) * (a + (double)0.044715f * a * a * a)));
+  return 0.5 * a *
+         (1 + tanh(sqrt((double)(float)(2 / M_PI)) * (a + (double)0.044715f * a * a * a)));
 }
 F(f_isinf) {
   double a = x[0].f;
@@ -240,8 +261,12 @@ static double f_pick(const kiln_ew_arg *x, int n, bool max) {
     if (isnan(x[k].f) || (max ? x[k].f > r : x[k].f < r)) r = x[k].f;
   return r;
 }
-F(f_max) { return f_pick(x, p->n, true); }
-F(f_min) { return f_pick(x, p->n, false); }
+F(f_max) {
+  return f_pick(x, p->n, true);
+}
+F(f_min) {
+  return f_pick(x, p->n, false);
+}
 
 #define PICK(name, T, m, op)                                                                       \
   static T name(const kiln_ew_arg *x, kiln_ew_params *p) {                                         \
@@ -268,7 +293,9 @@ U(u_sum) {
   for (int k = 0; k < p->n; k++) r += x[k].u;
   return r;
 }
-F(f_mean) { return f_sum(x, p) / p->n; }
+F(f_mean) {
+  return f_sum(x, p) / p->n;
+}
 
 /* ---- the table ---- */
 #define FO(fn)                                                                                     \

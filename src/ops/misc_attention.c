@@ -144,10 +144,8 @@ static double attn_bias(const attn *a, int64_t b, int64_t h, int64_t i, int64_t 
     if (j >= a->mlen) return -INFINITY;
     int64_t off = b * a->mstride[0] + h * a->mstride[1] + i * a->mstride[2] + j;
     double m = kiln_load_f64(a->mask->dtype, a->mask->data, (size_t)off);
-    if (a->mask->dtype == KILN_BOOL)
-      bias = m != 0 ? 0 : -INFINITY;
-    else
-      bias = m;
+    if (a->mask->dtype == KILN_BOOL) bias = m != 0 ? 0 : -INFINITY;
+    else bias = m;
   }
   if (a->causal && j > i + a->P) bias = -INFINITY;
   if (a->nonpad && j >= kiln_load_i64(a->nonpad->dtype, a->nonpad->data, (size_t)b))
@@ -210,10 +208,8 @@ static kiln_status attn_compute(kiln_eval_ctx *ctx, attn *a) {
         }
       }
   kiln_status st;
-  if (a->three_d)
-    st = attn_store(ctx, 0, dt, 3, (int64_t[]){a->B, a->Sq, a->Hq * a->dv}, y);
-  else
-    st = attn_store(ctx, 0, dt, 4, (int64_t[]){a->B, a->Hq, a->Sq, a->dv}, y);
+  if (a->three_d) st = attn_store(ctx, 0, dt, 3, (int64_t[]){a->B, a->Sq, a->Hq * a->dv}, y);
+  else st = attn_store(ctx, 0, dt, 4, (int64_t[]){a->B, a->Hq, a->Sq, a->dv}, y);
   if (!st) st = attn_store(ctx, 1, dt, 4, (int64_t[]){a->B, a->Hkv, a->T, a->dq}, a->K);
   if (!st) st = attn_store(ctx, 2, dt, 4, (int64_t[]){a->B, a->Hkv, a->T, a->dv}, a->V);
   if (!st) st = attn_store(ctx, 3, dt, 4, (int64_t[]){a->B, a->Hq, a->Sq, a->T}, qk);
@@ -289,8 +285,7 @@ static kiln_status rope_parse(kiln_eval_ctx *ctx, rope *r) {
   if (r->pos)
     ok = ok && c->rank == 2 && r->pos->rank == 2 && r->pos->dims[0] == r->B &&
          r->pos->dims[1] == r->S && kiln_dtype_is_int(r->pos->dtype);
-  else
-    ok = ok && c->rank == 3 && c->dims[0] == r->B && c->dims[1] == r->S;
+  else ok = ok && c->rank == 3 && c->dims[0] == r->B && c->dims[1] == r->S;
   if (!ok)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "cos/sin cache shapes do not match the input");
   return KILN_OK;

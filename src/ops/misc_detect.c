@@ -179,14 +179,10 @@ static roi_sample roi_bilinear(int64_t h, int64_t w, double y, double x) {
   if (y < -1.0 || y > (double)h || x < -1.0 || x > (double)w) return s;
   y = fmax(y, 0), x = fmax(x, 0);
   int64_t yl = (int64_t)y, xl = (int64_t)x, yh, xh;
-  if (yl >= h - 1)
-    yh = yl = h - 1, y = (double)yl;
-  else
-    yh = yl + 1;
-  if (xl >= w - 1)
-    xh = xl = w - 1, x = (double)xl;
-  else
-    xh = xl + 1;
+  if (yl >= h - 1) yh = yl = h - 1, y = (double)yl;
+  else yh = yl + 1;
+  if (xl >= w - 1) xh = xl = w - 1, x = (double)xl;
+  else xh = xl + 1;
   double ly = y - (double)yl, lx = x - (double)xl, hy = 1 - ly, hx = 1 - lx;
   s.pos[0] = yl * w + xl, s.pos[1] = yl * w + xh, s.pos[2] = yh * w + xl, s.pos[3] = yh * w + xh;
   s.wt[0] = hy * hx, s.wt[1] = hy * lx, s.wt[2] = ly * hx, s.wt[3] = ly * lx;

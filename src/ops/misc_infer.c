@@ -17,9 +17,15 @@ static const kiln_type *tin_ranked(const kiln_infer_ctx *ctx, int i) {
   return t && t->rank >= 0 ? t : NULL;
 }
 
-static kiln_dim dunk(void) { return (kiln_dim){-1, NULL}; }
-static kiln_dim dval(int64_t v) { return (kiln_dim){v, NULL}; }
-static bool dknown(kiln_dim d) { return d.value >= 0; }
+static kiln_dim dunk(void) {
+  return (kiln_dim){-1, NULL};
+}
+static kiln_dim dval(int64_t v) {
+  return (kiln_dim){v, NULL};
+}
+static bool dknown(kiln_dim d) {
+  return d.value >= 0;
+}
 
 static kiln_dim dim_of(const kiln_type *t, int i) {
   return t && t->rank > i && i >= 0 ? t->dims[i] : dunk();
@@ -74,10 +80,8 @@ static kiln_dtype valid_dtype(int64_t dt, kiln_dtype dflt) {
 static kiln_status infer_loss(kiln_infer_ctx *ctx) {
   const kiln_type *x = tin(ctx, 0), *t = tin(ctx, 1);
   if (!x) return KILN_OK;
-  if (!strcmp(attr_str(ctx, "reduction", "mean"), "none"))
-    set_like(ctx, 0, x->dtype, t);
-  else
-    set_out(ctx, 0, x->dtype, 0, NULL);
+  if (!strcmp(attr_str(ctx, "reduction", "mean"), "none")) set_like(ctx, 0, x->dtype, t);
+  else set_out(ctx, 0, x->dtype, 0, NULL);
   set_like(ctx, 1, x->dtype, x);
   return KILN_OK;
 }
@@ -181,12 +185,9 @@ static kiln_status infer_dft(kiln_infer_ctx *ctx) {
   memcpy(dims, x->dims, (size_t)r * sizeof(kiln_dim));
   bool has_n = ctx->n_in > 1 && ctx->in[1];
   kiln_dim len = x->dims[ax];
-  if (has_n && const_i64(ctx, 1, &n))
-    len = dval(n);
-  else if (has_n)
-    len = dunk();
-  else if (inverse && onesided)
-    len = dknown(len) ? dval(2 * (len.value - 1)) : dunk();
+  if (has_n && const_i64(ctx, 1, &n)) len = dval(n);
+  else if (has_n) len = dunk();
+  else if (inverse && onesided) len = dknown(len) ? dval(2 * (len.value - 1)) : dunk();
   dims[ax] = (!inverse && onesided) ? (dknown(len) ? dval(len.value / 2 + 1) : dunk()) : len;
   dims[r - 1] = dval(inverse && onesided ? 1 : 2);
   set_out(ctx, 0, x->dtype, r, dims);
@@ -347,10 +348,8 @@ static kiln_status infer_tfidf(kiln_infer_ctx *ctx) {
   int64_t size = -1;
   for (int i = 0; i < n; i++) size = idx[i] + 1 > size ? idx[i] + 1 : size;
   kiln_dim d = size > 0 ? dval(size) : dunk();
-  if (x && x->rank == 2)
-    set_out(ctx, 0, KILN_F32, 2, (kiln_dim[]){x->dims[0], d});
-  else
-    set_out(ctx, 0, KILN_F32, 1, &d);
+  if (x && x->rank == 2) set_out(ctx, 0, KILN_F32, 2, (kiln_dim[]){x->dims[0], d});
+  else set_out(ctx, 0, KILN_F32, 1, &d);
   return KILN_OK;
 }
 

@@ -58,14 +58,10 @@ static kiln_status loss_parse(kiln_eval_ctx *ctx, loss_args *a) {
   }
   const char *red;
   KILN_TRY(kiln_node_string(ctx->node, "reduction", "mean", &red));
-  if (!strcmp(red, "none"))
-    a->red = RED_NONE;
-  else if (!strcmp(red, "sum"))
-    a->red = RED_SUM;
-  else if (!strcmp(red, "mean"))
-    a->red = RED_MEAN;
-  else
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown reduction '%s'", red);
+  if (!strcmp(red, "none")) a->red = RED_NONE;
+  else if (!strcmp(red, "sum")) a->red = RED_SUM;
+  else if (!strcmp(red, "mean")) a->red = RED_MEAN;
+  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown reduction '%s'", red);
   return KILN_OK;
 }
 
@@ -146,8 +142,12 @@ static kiln_status loss_run(kiln_eval_ctx *ctx, bool softmax) {
   return st;
 }
 
-static kiln_status eval_nll(kiln_eval_ctx *ctx) { return loss_run(ctx, false); }
-static kiln_status eval_sce(kiln_eval_ctx *ctx) { return loss_run(ctx, true); }
+static kiln_status eval_nll(kiln_eval_ctx *ctx) {
+  return loss_run(ctx, false);
+}
+static kiln_status eval_sce(kiln_eval_ctx *ctx) {
+  return loss_run(ctx, true);
+}
 
 void kiln_misc_register_loss(kiln_op_impl *table) {
   kiln_misc_set(table, KILN_OP_NegativeLogLikelihoodLoss, eval_nll, 2, 3, 1, 1);

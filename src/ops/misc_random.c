@@ -190,10 +190,18 @@ static kiln_status normal_run(kiln_eval_ctx *ctx, bool like) {
   return KILN_OK;
 }
 
-static kiln_status eval_random_uniform(kiln_eval_ctx *ctx) { return uniform_run(ctx, false); }
-static kiln_status eval_random_uniform_like(kiln_eval_ctx *ctx) { return uniform_run(ctx, true); }
-static kiln_status eval_random_normal(kiln_eval_ctx *ctx) { return normal_run(ctx, false); }
-static kiln_status eval_random_normal_like(kiln_eval_ctx *ctx) { return normal_run(ctx, true); }
+static kiln_status eval_random_uniform(kiln_eval_ctx *ctx) {
+  return uniform_run(ctx, false);
+}
+static kiln_status eval_random_uniform_like(kiln_eval_ctx *ctx) {
+  return uniform_run(ctx, true);
+}
+static kiln_status eval_random_normal(kiln_eval_ctx *ctx) {
+  return normal_run(ctx, false);
+}
+static kiln_status eval_random_normal_like(kiln_eval_ctx *ctx) {
+  return normal_run(ctx, true);
+}
 
 static kiln_status eval_bernoulli(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;

@@ -386,16 +386,11 @@ static bool parse_flags(parser *ps, bool *scoped) {
   bool neg = false;
   while (ps->p < ps->end && *ps->p != ')' && *ps->p != ':') {
     char f = *ps->p++;
-    if (f == '-' && !neg)
-      neg = true;
-    else if (f == 'i')
-      ps->fold = !neg;
-    else if (f == 'm')
-      ps->multiline = !neg;
-    else if (f == 's')
-      ps->dotnl = !neg;
-    else if (f != 'U')
-      return perr(ps, "unknown flag"), false;
+    if (f == '-' && !neg) neg = true;
+    else if (f == 'i') ps->fold = !neg;
+    else if (f == 'm') ps->multiline = !neg;
+    else if (f == 's') ps->dotnl = !neg;
+    else if (f != 'U') return perr(ps, "unknown flag"), false;
   }
   if (ps->p >= ps->end) return perr(ps, "missing )"), false;
   *scoped = *ps->p == ':';
@@ -477,17 +472,13 @@ static rnode *parse_repeat(parser *ps) {
   while (atom && ps->p < ps->end) {
     int mn, mx;
     char c = *ps->p;
-    if (c == '*')
-      mn = 0, mx = -1, ps->p++;
-    else if (c == '+')
-      mn = 1, mx = -1, ps->p++;
-    else if (c == '?')
-      mn = 0, mx = 1, ps->p++;
+    if (c == '*') mn = 0, mx = -1, ps->p++;
+    else if (c == '+') mn = 1, mx = -1, ps->p++;
+    else if (c == '?') mn = 0, mx = 1, ps->p++;
     else if (c == '{' && parse_counted(ps, &mn, &mx)) {
       if (mn > MAX_REPEAT || mx > MAX_REPEAT || (mx >= 0 && mx < mn))
         return perr(ps, "bad repetition count"), NULL;
-    } else
-      break;
+    } else break;
     if (ps->p < ps->end && *ps->p == '?') ps->p++; /* lazy: same language */
     if (ps->p < ps->end && (*ps->p == '*' || *ps->p == '+' || *ps->p == '?'))
       return perr(ps, "bad repetition operator"), NULL;

@@ -135,12 +135,9 @@ static kiln_status rnn_parse_acts(const kiln_eval_ctx *ctx, rnn *m) {
 static kiln_status rnn_parse_attrs(const kiln_eval_ctx *ctx, rnn *m) {
   const char *dir;
   KILN_TRY(kiln_node_string(ctx->node, "direction", "forward", &dir));
-  if (!strcmp(dir, "bidirectional"))
-    m->ndir = 2;
-  else if (!strcmp(dir, "forward") || !strcmp(dir, "reverse"))
-    m->ndir = 1;
-  else
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown direction '%s'", dir);
+  if (!strcmp(dir, "bidirectional")) m->ndir = 2;
+  else if (!strcmp(dir, "forward") || !strcmp(dir, "reverse")) m->ndir = 1;
+  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown direction '%s'", dir);
   m->reverse_only = !strcmp(dir, "reverse");
   int64_t v;
   KILN_TRY(kiln_node_int(ctx->node, "layout", 0, &v));
@@ -240,18 +237,15 @@ static kiln_status rnn_load_inputs(const kiln_eval_ctx *ctx, rnn *m) {
   if (m->layout1) rnn_swap01(m->x, m->batch, m->seq, m->in);
   KILN_TRY(rnn_load(ctx, 1, 3, (int64_t[]){m->ndir, gh, m->in}, &m->w));
   KILN_TRY(rnn_load(ctx, 2, 3, (int64_t[]){m->ndir, gh, m->hid}, &m->r));
-  if (kiln_eval_in(ctx, 3))
-    KILN_TRY(rnn_load(ctx, 3, 2, (int64_t[]){m->ndir, 2 * gh}, &m->b));
-  else
-    m->b = rnn_zeros(m->ndir * 2 * gh);
+  if (kiln_eval_in(ctx, 3)) KILN_TRY(rnn_load(ctx, 3, 2, (int64_t[]){m->ndir, 2 * gh}, &m->b));
+  else m->b = rnn_zeros(m->ndir * 2 * gh);
   KILN_TRY(rnn_load_lens(ctx, 4, m));
   KILN_TRY(rnn_load_state(ctx, 5, m, &m->h0));
   if (m->kind == CELL_LSTM) {
     KILN_TRY(rnn_load_state(ctx, 6, m, &m->c0));
     if (kiln_eval_in(ctx, 7))
       KILN_TRY(rnn_load(ctx, 7, 2, (int64_t[]){m->ndir, 3 * m->hid}, &m->p));
-    else
-      m->p = rnn_zeros(m->ndir * 3 * m->hid);
+    else m->p = rnn_zeros(m->ndir * 3 * m->hid);
   }
   return KILN_OK;
 }
@@ -346,12 +340,9 @@ static void rnn_run_dir(rnn *m, int d, bool reverse) {
     for (int64_t s = 0; s < m->len[b]; s++) {
       int64_t t = reverse ? m->len[b] - 1 - s : s;
       io.x = m->x + (t * m->batch + b) * m->in;
-      if (m->kind == CELL_RNN)
-        rnn_step_rnn(m, d, &io);
-      else if (m->kind == CELL_GRU)
-        rnn_step_gru(m, d, &io);
-      else
-        rnn_step_lstm(m, d, &io);
+      if (m->kind == CELL_RNN) rnn_step_rnn(m, d, &io);
+      else if (m->kind == CELL_GRU) rnn_step_gru(m, d, &io);
+      else rnn_step_lstm(m, d, &io);
       memcpy(m->y + ((t * m->ndir + d) * m->batch + b) * H, io.h, (size_t)H * sizeof(double));
     }
   }
@@ -412,9 +403,15 @@ static kiln_status rnn_run(kiln_eval_ctx *ctx, cell_kind kind) {
   return st;
 }
 
-static kiln_status eval_rnn(kiln_eval_ctx *ctx) { return rnn_run(ctx, CELL_RNN); }
-static kiln_status eval_gru(kiln_eval_ctx *ctx) { return rnn_run(ctx, CELL_GRU); }
-static kiln_status eval_lstm(kiln_eval_ctx *ctx) { return rnn_run(ctx, CELL_LSTM); }
+static kiln_status eval_rnn(kiln_eval_ctx *ctx) {
+  return rnn_run(ctx, CELL_RNN);
+}
+static kiln_status eval_gru(kiln_eval_ctx *ctx) {
+  return rnn_run(ctx, CELL_GRU);
+}
+static kiln_status eval_lstm(kiln_eval_ctx *ctx) {
+  return rnn_run(ctx, CELL_LSTM);
+}
 
 void kiln_misc_register_rnn(kiln_op_impl *table) {
   kiln_misc_set(table, KILN_OP_RNN, eval_rnn, 3, 6, 0, 2);

@@ -30,16 +30,11 @@ static double ld(const kiln_tensor *t, int64_t i) {
 static kiln_status linattn_rule(kiln_eval_ctx *ctx, linattn *a) {
   const char *rule;
   KILN_TRY(kiln_node_string(ctx->node, "update_rule", "gated_delta", &rule));
-  if (!strcmp(rule, "linear"))
-    a->gated = false, a->delta = false;
-  else if (!strcmp(rule, "gated"))
-    a->gated = true, a->delta = false;
-  else if (!strcmp(rule, "delta"))
-    a->gated = false, a->delta = true;
-  else if (!strcmp(rule, "gated_delta"))
-    a->gated = true, a->delta = true;
-  else
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown update_rule '%s'", rule);
+  if (!strcmp(rule, "linear")) a->gated = false, a->delta = false;
+  else if (!strcmp(rule, "gated")) a->gated = true, a->delta = false;
+  else if (!strcmp(rule, "delta")) a->gated = false, a->delta = true;
+  else if (!strcmp(rule, "gated_delta")) a->gated = true, a->delta = true;
+  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown update_rule '%s'", rule);
   if (a->gated != (a->decay != NULL))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "update_rule '%s' %s the decay input", rule,
                            a->gated ? "requires" : "forbids");

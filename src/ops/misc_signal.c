@@ -117,10 +117,8 @@ static kiln_status eval_dft(kiln_eval_ctx *ctx) {
         ire[t] = kiln_load_f64(x->dtype, x->data, base);
         iim[t] = cin ? kiln_load_f64(x->dtype, x->data, base + 1) : 0.0;
       }
-      if (real_out)
-        irfft_1d(ire, iim, len, a.n, ore);
-      else
-        dft_1d(ire, iim, len, a.n, a.inverse, nout, ore, oim);
+      if (real_out) irfft_1d(ire, iim, len, a.n, ore);
+      else dft_1d(ire, iim, len, a.n, a.inverse, nout, ore, oim);
       for (int64_t k = 0; k < nout; k++) {
         size_t base = (size_t)(((o * nout + k) * inner + i) * ow);
         kiln_store_f64(y->dtype, y->data, base, ore[k]);
@@ -250,9 +248,15 @@ static kiln_status window_run(kiln_eval_ctx *ctx, win_kind kind) {
   return KILN_OK;
 }
 
-static kiln_status eval_hann(kiln_eval_ctx *ctx) { return window_run(ctx, WIN_HANN); }
-static kiln_status eval_hamming(kiln_eval_ctx *ctx) { return window_run(ctx, WIN_HAMMING); }
-static kiln_status eval_blackman(kiln_eval_ctx *ctx) { return window_run(ctx, WIN_BLACKMAN); }
+static kiln_status eval_hann(kiln_eval_ctx *ctx) {
+  return window_run(ctx, WIN_HANN);
+}
+static kiln_status eval_hamming(kiln_eval_ctx *ctx) {
+  return window_run(ctx, WIN_HAMMING);
+}
+static kiln_status eval_blackman(kiln_eval_ctx *ctx) {
+  return window_run(ctx, WIN_BLACKMAN);
+}
 
 /* ---- MelWeightMatrix: [dft_length/2 + 1, num_mel_bins] triangular filters ----
  * Follows the ONNX reference: num_mel_bins + 2 band edges equally spaced in mel

@@ -208,14 +208,10 @@ static kiln_status norm_parse(kiln_eval_ctx *ctx, norm_args *a) {
   const char *act;
   int64_t cs;
   KILN_TRY(kiln_node_string(ctx->node, "case_change_action", "NONE", &act));
-  if (!strcmp(act, "NONE"))
-    a->action = 0;
-  else if (!strcmp(act, "LOWER"))
-    a->action = 1;
-  else if (!strcmp(act, "UPPER"))
-    a->action = 2;
-  else
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown case_change_action '%s'", act);
+  if (!strcmp(act, "NONE")) a->action = 0;
+  else if (!strcmp(act, "LOWER")) a->action = 1;
+  else if (!strcmp(act, "UPPER")) a->action = 2;
+  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown case_change_action '%s'", act);
   KILN_TRY(kiln_node_int(ctx->node, "is_case_sensitive", 0, &cs));
   a->case_sensitive = cs != 0;
   a->stops = kiln_node_attr(ctx->node, "stopwords");

@@ -30,14 +30,10 @@ typedef struct tfidf {
 static kiln_status tfidf_mode(kiln_eval_ctx *ctx, tfidf *t) {
   const char *mode;
   KILN_TRY(kiln_node_string(ctx->node, "mode", "TF", &mode));
-  if (!strcmp(mode, "TF"))
-    t->mode = 0;
-  else if (!strcmp(mode, "IDF"))
-    t->mode = 1;
-  else if (!strcmp(mode, "TFIDF"))
-    t->mode = 2;
-  else
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown mode '%s'", mode);
+  if (!strcmp(mode, "TF")) t->mode = 0;
+  else if (!strcmp(mode, "IDF")) t->mode = 1;
+  else if (!strcmp(mode, "TFIDF")) t->mode = 2;
+  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown mode '%s'", mode);
   return KILN_OK;
 }
 
@@ -133,10 +129,8 @@ static kiln_status tfidf_row(kiln_eval_ctx *ctx, const tfidf *t, int64_t row, in
 static void tfidf_weigh(const tfidf *t, const double *freq, kiln_tensor *y, int64_t row) {
   for (int64_t c = 0; c < t->out_size; c++) {
     double f = freq[c], w = c < t->nweights ? t->weights[c] : 1.0, v = f;
-    if (t->mode == 1)
-      v = f > 0 ? w : 0;
-    else if (t->mode == 2)
-      v = w * f;
+    if (t->mode == 1) v = f > 0 ? w : 0;
+    else if (t->mode == 2) v = w * f;
     kiln_store_f64(y->dtype, y->data, (size_t)(row * t->out_size + c), v);
   }
 }
@@ -153,10 +147,8 @@ static kiln_status eval_tfidf(kiln_eval_ctx *ctx) {
   KILN_TRY(tfidf_parse(ctx, &t));
   int64_t rows = x->rank == 2 ? x->dims[0] : 1, len = x->dims[x->rank - 1];
   kiln_tensor *y;
-  if (x->rank == 2)
-    KILN_TRY(kiln_eval_out(ctx, 0, KILN_F32, 2, (int64_t[]){rows, t.out_size}, &y));
-  else
-    KILN_TRY(kiln_eval_out(ctx, 0, KILN_F32, 1, &t.out_size, &y));
+  if (x->rank == 2) KILN_TRY(kiln_eval_out(ctx, 0, KILN_F32, 2, (int64_t[]){rows, t.out_size}, &y));
+  else KILN_TRY(kiln_eval_out(ctx, 0, KILN_F32, 1, &t.out_size, &y));
   double *freq = kiln_xmalloc((size_t)(t.out_size + 1) * sizeof(double));
   kiln_status st = KILN_OK;
   for (int64_t r = 0; r < rows && !st; r++) {

@@ -70,10 +70,8 @@ void kiln_nn_store_f64(kiln_tensor *t, const double *v) {
 void kiln_nn_store_i64(kiln_tensor *t, const int64_t *v) {
   bool is_unsigned = kiln_dtype_class_of(t->dtype) == KILN_CLASS_UINT;
   for (int64_t i = 0; i < t->numel; i++) {
-    if (is_unsigned)
-      kiln_store_u64(t->dtype, t->data, (size_t)i, (uint64_t)v[i]);
-    else
-      kiln_store_i64(t->dtype, t->data, (size_t)i, v[i]);
+    if (is_unsigned) kiln_store_u64(t->dtype, t->data, (size_t)i, (uint64_t)v[i]);
+    else kiln_store_i64(t->dtype, t->data, (size_t)i, v[i]);
   }
 }
 
@@ -153,10 +151,9 @@ kiln_status kiln_nn_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, c
   if (kiln_dtype_is_float(t->dtype)) return KILN_OK;
   const kiln_value *v = input_value(ctx, t);
   if (v)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID,
-                           "%s must have a float dtype, but it is %s'%s', of dtype %s", what,
-                           v->kind == KILN_VALUE_INPUT ? "the graph input " : "", v->name,
-                           kiln_dtype_name(t->dtype));
+    return kiln_eval_error(
+        ctx, KILN_ERR_INVALID, "%s must have a float dtype, but it is %s'%s', of dtype %s", what,
+        v->kind == KILN_VALUE_INPUT ? "the graph input " : "", v->name, kiln_dtype_name(t->dtype));
   return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must have a float dtype, not %s", what,
                          kiln_dtype_name(t->dtype));
 }
@@ -209,14 +206,10 @@ kiln_status kiln_nn_scalar_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t, c
 kiln_status kiln_nn_parse_autopad(const kiln_node *node, kiln_nn_autopad *out) {
   const char *s;
   KILN_TRY(kiln_node_string(node, "auto_pad", "NOTSET", &s));
-  if (!strcmp(s, "NOTSET") || !*s)
-    *out = KILN_NN_PAD_NOTSET;
-  else if (!strcmp(s, "SAME_UPPER"))
-    *out = KILN_NN_PAD_SAME_UPPER;
-  else if (!strcmp(s, "SAME_LOWER"))
-    *out = KILN_NN_PAD_SAME_LOWER;
-  else if (!strcmp(s, "VALID"))
-    *out = KILN_NN_PAD_VALID;
+  if (!strcmp(s, "NOTSET") || !*s) *out = KILN_NN_PAD_NOTSET;
+  else if (!strcmp(s, "SAME_UPPER")) *out = KILN_NN_PAD_SAME_UPPER;
+  else if (!strcmp(s, "SAME_LOWER")) *out = KILN_NN_PAD_SAME_LOWER;
+  else if (!strcmp(s, "VALID")) *out = KILN_NN_PAD_VALID;
   else {
     char buf[160];
     return kiln_invalid("%s: unknown auto_pad '%s'", kiln_node_label(node, buf, sizeof buf), s);
@@ -297,8 +290,7 @@ kiln_status kiln_nn_infer_error(const kiln_infer_ctx *ctx, const char *fmt, ...)
 }
 
 kiln_status kiln_nn_infer_need_float(const kiln_infer_ctx *ctx, int i, const char *what) {
-  if (i >= ctx->n_in || !ctx->in[i] || !ctx->in[i]->dtype ||
-      kiln_dtype_is_float(ctx->in[i]->dtype))
+  if (i >= ctx->n_in || !ctx->in[i] || !ctx->in[i]->dtype || kiln_dtype_is_float(ctx->in[i]->dtype))
     return KILN_OK;
   char tb[160];
   const kiln_value *v = &ctx->graph->values.data[ctx->node->inputs[i]];

@@ -269,7 +269,9 @@ static kiln_status convt_pads(kiln_eval_ctx *ctx, convt_geom *g) {
   return KILN_OK;
 }
 
-static bool small(int64_t v) { return v >= -INT32_MAX && v <= INT32_MAX; }
+static bool small(int64_t v) {
+  return v >= -INT32_MAX && v <= INT32_MAX;
+}
 
 /* Shapes from x dims [N, C, in...] and w dims [C, M/G, k...], both of the given rank. */
 static kiln_status convt_geom_init(kiln_eval_ctx *ctx, int rank, const int64_t *xd,
@@ -404,10 +406,8 @@ kiln_status kiln_nn_infer_conv(kiln_infer_ctx *ctx) {
   KILN_TRY(kiln_nn_ints_n(ctx->node, "kernel_shape", win.nsp, 0, win.kernel, &has_k));
   for (int d = 0; d < win.nsp; d++) {
     if (!has_k) win.kernel[d] = w->dims[d + 2].value;
-    if (win.kernel[d] < 0)
-      win.kernel[d] = 1, win.in[d] = -1; /* unknown kernel */
-    else
-      win.in[d] = x->dims[d + 2].value;
+    if (win.kernel[d] < 0) win.kernel[d] = 1, win.in[d] = -1; /* unknown kernel */
+    else win.in[d] = x->dims[d + 2].value;
   }
   KILN_TRY(kiln_nn_window_init(ctx->node, &win, false));
   kiln_type t = *x;

@@ -204,10 +204,8 @@ static void ein_run(const ein_plan *p, const ein_vals *v, int64_t n_out, double 
     double f;
     int64_t i;
     ein_sum(p, v, off, &f, &i);
-    if (v->is_int)
-      yi[o] = i;
-    else
-      yf[o] = f;
+    if (v->is_int) yi[o] = i;
+    else yf[o] = f;
     for (int j = p->n_outl - 1; j >= 0; j--) {
       int l = p->order[j];
       for (int k = 0; k < p->n_ops; k++) off[k] += p->stride[k][l];
@@ -233,10 +231,8 @@ static kiln_status ein_compute(kiln_eval_ctx *ctx, const ein_plan *p, const kiln
                        v.is_int ? (void **)&yi : (void **)&yf);
   if (!st) {
     ein_run(p, &v, y->numel, yf, yi);
-    if (v.is_int)
-      kiln_nn_store_i64(y, yi);
-    else
-      kiln_nn_store_f64(y, yf);
+    if (v.is_int) kiln_nn_store_i64(y, yi);
+    else kiln_nn_store_f64(y, yf);
   }
   for (int k = 0; k < p->n_ops; k++) free(v.f[k]), free(v.i[k]);
   free(yf), free(yi);

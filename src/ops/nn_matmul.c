@@ -355,8 +355,7 @@ static kiln_status gemm_compute_int(kiln_eval_ctx *ctx, const gemm_attrs *g, con
           cij = cv[ci * (c->rank >= 1 ? c->dims[c->rank - 1] : 1) + cj];
         }
         int64_t *o = &yv[i * N + j];
-        if (exact)
-          *o = (int64_t)((uint64_t)*o + (uint64_t)cij);
+        if (exact) *o = (int64_t)((uint64_t)*o + (uint64_t)cij);
         else
           kiln_store_f64(y->dtype, y->data, (size_t)(i * N + j),
                          (double)g->alpha * (double)*o + (double)g->beta * (double)cij);

@@ -73,7 +73,9 @@ static kiln_status bn_load(kiln_eval_ctx *ctx, const kiln_tensor *x, bn_params *
   return KILN_OK;
 }
 
-static void bn_free(bn_params *p) { free(p->scale), free(p->bias), free(p->mean), free(p->var); }
+static void bn_free(bn_params *p) {
+  free(p->scale), free(p->bias), free(p->mean), free(p->var);
+}
 
 static void bn_apply(const bn_params *p, const double *x, int64_t n, const double *mean,
                      const double *var, double eps, double *y) {
@@ -155,10 +157,8 @@ static kiln_status eval_batch_norm(kiln_eval_ctx *ctx) {
   if (!st) st = kiln_nn_load_f64(ctx, xt, &x);
   if (!st) st = kiln_nn_alloc(ctx, xt->numel, sizeof(double), (void **)&y);
   if (!st) {
-    if (bn_training(ctx))
-      st = bn_train(ctx, &p, x, xt, eps, y);
-    else
-      bn_apply(&p, x, xt->numel, p.mean, p.var, eps, y);
+    if (bn_training(ctx)) st = bn_train(ctx, &p, x, xt, eps, y);
+    else bn_apply(&p, x, xt->numel, p.mean, p.var, eps, y);
     if (!st) kiln_nn_store_f64(yt, y);
   }
   bn_free(&p);

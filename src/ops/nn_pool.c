@@ -35,8 +35,7 @@ static pool_kind kind_of(kiln_op op) {
 static kiln_status pool_p(const kiln_node *node, double *p) {
   const kiln_attr *a = kiln_node_attr(node, "p");
   *p = 2;
-  if (a && a->kind == KILN_ATTR_FLOAT)
-    *p = a->f;
+  if (a && a->kind == KILN_ATTR_FLOAT) *p = a->f;
   else if (a) {
     int64_t v;
     KILN_TRY(kiln_node_int(node, "p", 2, &v));

@@ -212,5 +212,9 @@ static const op_versions versions[KILN_OP_COUNT] = {
     [KILN_OP_Xor] = {1, 0},
 };
 
-int kiln_op_since(kiln_op op) { return (unsigned)op < KILN_OP_COUNT ? versions[op].since : 0; }
-int kiln_op_removed(kiln_op op) { return (unsigned)op < KILN_OP_COUNT ? versions[op].removed : 0; }
+int kiln_op_since(kiln_op op) {
+  return (unsigned)op < KILN_OP_COUNT ? versions[op].since : 0;
+}
+int kiln_op_removed(kiln_op op) {
+  return (unsigned)op < KILN_OP_COUNT ? versions[op].removed : 0;
+}

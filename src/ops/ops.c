@@ -48,8 +48,9 @@ static kiln_status check_inputs(const kiln_node *n, const char *lb, int n_in) {
   int since = input_since(n, use->max_in);
   if (since)
     return kiln_invalid("%s: %s-%d (opset %lld) takes at most %d input(s), the node has %d "
-                        "(input %d exists from opset %d)", lb, n->op_type, use->since,
-                        (long long)n->opset, use->max_in, n_in, use->max_in, since);
+                        "(input %d exists from opset %d)",
+                        lb, n->op_type, use->since, (long long)n->opset, use->max_in, n_in,
+                        use->max_in, since);
   return kiln_invalid("%s: %s-%d (opset %lld) takes at most %d input(s), the node has %d", lb,
                       n->op_type, use->since, (long long)n->opset, use->max_in, n_in);
 }
@@ -90,8 +91,8 @@ kiln_status kiln_op_check(const kiln_graph *g, const kiln_node *n) {
                         n->op_type, (long long)n->opset, kiln_op_since(n->op));
   if (kiln_op_removed(n->op) && n->opset >= kiln_op_removed(n->op))
     return kiln_invalid("%s: %s was removed from the default domain in opset %d (the model "
-                        "imports opset %lld)", lb, n->op_type, kiln_op_removed(n->op),
-                        (long long)n->opset);
+                        "imports opset %lld)",
+                        lb, n->op_type, kiln_op_removed(n->op), (long long)n->opset);
   KILN_TRY(check_attrs(n, lb));
   int n_in = n->n_inputs;
   while (n_in > 0 && n->inputs[n_in - 1] < 0) n_in--; /* trailing omitted inputs */
@@ -180,7 +181,8 @@ const kiln_tensor *kiln_eval_in(const kiln_eval_ctx *ctx, int i) {
 
 kiln_status kiln_eval_in_req(const kiln_eval_ctx *ctx, int i, const kiln_tensor **out) {
   *out = kiln_eval_in(ctx, i);
-  if (!*out) return kiln_eval_error(ctx, KILN_ERR_INVALID, "input %d is missing or not a tensor", i);
+  if (!*out)
+    return kiln_eval_error(ctx, KILN_ERR_INVALID, "input %d is missing or not a tensor", i);
   return KILN_OK;
 }
 
@@ -304,8 +306,8 @@ kiln_status kiln_infer_broadcast(const kiln_infer_ctx *ctx, int n, kiln_type *ou
       if (d->value >= 0 && o->value >= 0 && d->value != o->value) {
         char lb[200];
         return kiln_invalid("%s: input shapes cannot be broadcast (dimension %d: %lld vs %lld)",
-                            kiln_node_label(ctx->node, lb, sizeof lb), off + i,
-                            (long long)o->value, (long long)d->value);
+                            kiln_node_label(ctx->node, lb, sizeof lb), off + i, (long long)o->value,
+                            (long long)d->value);
       }
       if (o->value < 0 && d->value >= 0) *o = *d; /* the known extent wins */
       else if (o->value < 0 && d->value < 0 && (!o->sym || !d->sym || strcmp(o->sym, d->sym)))

@@ -112,10 +112,8 @@ static void red_out_shape(int rank, const int64_t *dims, const red_axes *ra, int
                           int64_t *out_dims) {
   int r = 0;
   for (int d = 0; d < rank; d++) {
-    if (!ra->mask[d])
-      out_dims[r++] = dims[d];
-    else if (ra->keepdims)
-      out_dims[r++] = 1;
+    if (!ra->mask[d]) out_dims[r++] = dims[d];
+    else if (ra->keepdims) out_dims[r++] = 1;
   }
   *out_rank = r;
 }
@@ -165,12 +163,9 @@ static void red_f64(red_kind k, const double *x, const int64_t *map, int64_t n_i
   }
   double count = n_out ? (double)n_in / (double)n_out : 0;
   for (int64_t o = 0; o < n_out; o++) {
-    if (k == RED_L2)
-      acc[o] = sqrt(acc[o]);
-    else if (k == RED_LOGSUM)
-      acc[o] = log(acc[o]);
-    else if (k == RED_MEAN)
-      acc[o] = acc[o] / count;
+    if (k == RED_L2) acc[o] = sqrt(acc[o]);
+    else if (k == RED_LOGSUM) acc[o] = log(acc[o]);
+    else if (k == RED_MEAN) acc[o] = acc[o] / count;
   }
 }
 
@@ -328,10 +323,8 @@ static kiln_status eval_arg(kiln_eval_ctx *ctx) {
   int64_t odims[KILN_MAX_RANK];
   int orank = 0;
   for (int d = 0; d < x->rank; d++)
-    if (d != axis)
-      odims[orank++] = x->dims[d];
-    else if (keepdims)
-      odims[orank++] = 1;
+    if (d != axis) odims[orank++] = x->dims[d];
+    else if (keepdims) odims[orank++] = 1;
   kiln_tensor *y;
   KILN_TRY(kiln_eval_out(ctx, 0, KILN_I64, orank, odims, &y));
   int64_t outer = kiln_nn_prod(x->dims, 0, axis), n = x->dims[axis];

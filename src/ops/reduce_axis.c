@@ -196,12 +196,10 @@ static void topk_load_keys(const kiln_tensor *x, int64_t base, axis_view v, topk
   bool is_unsigned = kiln_dtype_class_of(x->dtype) == KILN_CLASS_UINT;
   for (int64_t j = 0; j < v.n; j++) {
     size_t at = (size_t)(base + j * v.inner);
-    if (kiln_dtype_is_float(x->dtype))
-      keys[j].f = kiln_load_f64(x->dtype, x->data, at);
+    if (kiln_dtype_is_float(x->dtype)) keys[j].f = kiln_load_f64(x->dtype, x->data, at);
     else if (is_unsigned)
       keys[j].i = (int64_t)(kiln_load_u64(x->dtype, x->data, at) ^ (UINT64_C(1) << 63));
-    else
-      keys[j].i = kiln_load_i64(x->dtype, x->data, at);
+    else keys[j].i = kiln_load_i64(x->dtype, x->data, at);
   }
 }
 

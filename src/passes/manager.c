@@ -162,8 +162,7 @@ kiln_status kiln_passes_run(kiln_graph *g, const kiln_pass_opts *opts, kiln_pass
   for (int i = 0; i < N_PIPELINE; i++) {
     const kiln_pass_info *p = &pipeline[i];
     if (i == FOLD_FIRST) round_changes = 0;
-    if (i == FOLD_LAST + 1 && last > FOLD_LAST && round_changes > 0 &&
-        ++rounds < FOLD_MAX_ROUNDS) {
+    if (i == FOLD_LAST + 1 && last > FOLD_LAST && round_changes > 0 && ++rounds < FOLD_MAX_ROUNDS) {
       i = FOLD_FIRST - 1; /* another round of folding */
       continue;
     }

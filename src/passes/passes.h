@@ -27,16 +27,16 @@ typedef enum kiln_fuse_class {
 typedef kiln_fuse_class (*kiln_fuse_classify_fn)(const kiln_graph *g, const kiln_node *n);
 
 typedef struct kiln_pass_opts {
-  const char *print_after;  /* NULL, "all", or comma-separated pass names */
-  const char *disable;      /* comma-separated pass names, or NULL */
-  int64_t pass_limit;       /* < 0: no limit; else apply only the first N pass applications */
-  bool time_passes;         /* print a timing table to `log` at the end */
-  bool verify_each;         /* run kiln_graph_verify after every pass (forced on in debug) */
-  bool no_fusion;           /* stop before the fusion pass */
-  FILE *log;                /* dumps and timings; NULL: stderr */
+  const char *print_after; /* NULL, "all", or comma-separated pass names */
+  const char *disable;     /* comma-separated pass names, or NULL */
+  int64_t pass_limit;      /* < 0: no limit; else apply only the first N pass applications */
+  bool time_passes;        /* print a timing table to `log` at the end */
+  bool verify_each;        /* run kiln_graph_verify after every pass (forced on in debug) */
+  bool no_fusion;          /* stop before the fusion pass */
+  FILE *log;               /* dumps and timings; NULL: stderr */
   kiln_fuse_classify_fn fuse_classify; /* NULL: the fusion pass forms no group */
-  const char *stop_after;   /* NULL, or stop after the first application of this pass
-                             * (run, disabled or cut by the limit): `kiln print --after` */
+  const char *stop_after;              /* NULL, or stop after the first application of this pass
+                                        * (run, disabled or cut by the limit): `kiln print --after` */
 } kiln_pass_opts;
 
 typedef struct kiln_pass_ctx {
@@ -58,8 +58,8 @@ const kiln_pass_info *kiln_passes_pipeline(int *n);
 const kiln_pass_info *kiln_pass_find(const char *name); /* NULL if unknown */
 
 typedef struct kiln_pass_stats {
-  int applied;   /* pass applications run */
-  int skipped;   /* applications skipped by the pass limit or --disable-pass */
+  int applied; /* pass applications run */
+  int skipped; /* applications skipped by the pass limit or --disable-pass */
   int64_t changes;
 } kiln_pass_stats;
 
@@ -72,9 +72,9 @@ kiln_status kiln_pass_constfold(kiln_pass_ctx *ctx, kiln_graph *g); /* via refer
 kiln_status kiln_pass_shapefold(kiln_pass_ctx *ctx, kiln_graph *g); /* Shape/Gather/... chains */
 kiln_status kiln_pass_dce(kiln_pass_ctx *ctx, kiln_graph *g);
 kiln_status kiln_pass_cse(kiln_pass_ctx *ctx, kiln_graph *g);
-kiln_status kiln_pass_simplify(kiln_pass_ctx *ctx, kiln_graph *g);  /* algebra, canonical forms */
-kiln_status kiln_pass_bnfold(kiln_pass_ctx *ctx, kiln_graph *g);    /* BatchNorm into Conv/Gemm */
-kiln_status kiln_pass_identity(kiln_pass_ctx *ctx, kiln_graph *g);  /* Identity, Dropout */
-kiln_status kiln_pass_fusion(kiln_pass_ctx *ctx, kiln_graph *g);    /* sets kiln_node.group */
+kiln_status kiln_pass_simplify(kiln_pass_ctx *ctx, kiln_graph *g); /* algebra, canonical forms */
+kiln_status kiln_pass_bnfold(kiln_pass_ctx *ctx, kiln_graph *g);   /* BatchNorm into Conv/Gemm */
+kiln_status kiln_pass_identity(kiln_pass_ctx *ctx, kiln_graph *g); /* Identity, Dropout */
+kiln_status kiln_pass_fusion(kiln_pass_ctx *ctx, kiln_graph *g);   /* sets kiln_node.group */
 
 #endif

@@ -28,9 +28,9 @@
 
 #include <stdio.h>
 
+#include "lower/lower.h"
 #include "ops/ops.h"
 #include "passes/passes.h"
-#include "lower/lower.h"
 
 /* ---- binding symbolic dims ---- */
 /* Replaces the symbolic dim `sym` by `value` in every value type of g (and subgraphs).
@@ -223,7 +223,6 @@ void kiln_module_free(kiln_module *m);
 /* The cache directory that o selects (malloc'd), or NULL when no location is known. */
 char *kiln_cache_dir(const char *override);
 
-
 /* ---- CUDA target (compile_cuda.c) ----
  * Compiles a graph for a GPU as far as this machine can: passes (with the CUDA fusion
  * classes), lowering, the CUDA schedule of src/lower/lower_cuda.h, CUDA C for every kernel
@@ -241,19 +240,19 @@ typedef struct kiln_cuda_launch {
 } kiln_cuda_launch;
 
 typedef struct kiln_cuda_build {
-  kiln_program *prog;     /* the mapped program (borrows the graph) */
-  kiln_cuda_kinfo *info;  /* per module kernel: how it was mapped */
-  kiln_strbuf source;     /* CUDA C of every emitted launch, one translation unit */
+  kiln_program *prog;    /* the mapped program (borrows the graph) */
+  kiln_cuda_kinfo *info; /* per module kernel: how it was mapped */
+  kiln_strbuf source;    /* CUDA C of every emitted launch, one translation unit */
   KILN_VEC(kiln_cuda_launch) launches;
-  int n_kernels;          /* kernels run by some step */
+  int n_kernels;                  /* kernels run by some step */
   int n_map[KILN_CUDA_MAP_COUNT]; /* kernels per kind (after codegen: failures UNMAPPED) */
-  int n_shared;           /* kernels that use __shared__ memory */
+  int n_shared;                   /* kernels that use __shared__ memory */
   int n_fallback_steps, n_alias_steps;
-  const char *arch;       /* NVRTC architecture ("compute_90") */
-  bool nvrtc_found;       /* NVRTC could be loaded */
-  bool nvrtc_ok;          /* the whole source compiled to PTX */
-  char *ptx;              /* malloc'd PTX, or NULL */
-  char *nvrtc_log;        /* malloc'd error of NVRTC, or NULL */
+  const char *arch; /* NVRTC architecture ("compute_90") */
+  bool nvrtc_found; /* NVRTC could be loaded */
+  bool nvrtc_ok;    /* the whole source compiled to PTX */
+  char *ptx;        /* malloc'd PTX, or NULL */
+  char *nvrtc_log;  /* malloc'd error of NVRTC, or NULL */
   double seconds_passes, seconds_lower, seconds_codegen, seconds_nvrtc;
 } kiln_cuda_build;
 
@@ -267,8 +266,8 @@ typedef struct kiln_cuda_opts {
  * rewritten by the passes and must outlive the build. A kernel whose CUDA C cannot be
  * emitted is reported UNMAPPED, not an error; an NVRTC compile error is kept in
  * nvrtc_log (nvrtc_ok false), not returned. */
-kiln_status kiln_compile_cuda(kiln_graph *g, const kiln_compile_opts *o,
-                              const kiln_cuda_opts *co, kiln_cuda_build **out);
+kiln_status kiln_compile_cuda(kiln_graph *g, const kiln_compile_opts *o, const kiln_cuda_opts *co,
+                              kiln_cuda_build **out);
 /* Counts, unmapped kernels and fallbacks with reasons, times. */
 void kiln_cuda_build_report(const kiln_cuda_build *b, kiln_strbuf *out);
 /* The text of launch.txt (below); model names in it as in the IR text or escaped lines. */

@@ -33,9 +33,9 @@ kiln_top kiln_top_lookup(const char *name) {
 }
 
 const char *kiln_loop_kind_name(kiln_loop_kind k) {
-  static const char *names[KILN_LOOP_KIND_COUNT] = {
-      "serial",  "parallel", "vector",   "unroll",   "block.x",
-      "block.y", "block.z",  "thread.x", "thread.y", "thread.z"};
+  static const char *names[KILN_LOOP_KIND_COUNT] = {"serial",   "parallel", "vector",  "unroll",
+                                                    "block.x",  "block.y",  "block.z", "thread.x",
+                                                    "thread.y", "thread.z"};
   return k < KILN_LOOP_KIND_COUNT ? names[k] : "?";
 }
 
@@ -46,11 +46,18 @@ const char *kiln_tscope_name(kiln_tscope s) {
 
 bool kiln_tile_arith_type(kiln_dtype t) {
   switch (t) {
-  case KILN_BOOL: case KILN_I8: case KILN_I16: case KILN_I32: case KILN_I64:
-  case KILN_U8: case KILN_U16: case KILN_U32: case KILN_U64: case KILN_F32: case KILN_F64:
-    return true;
-  default:
-    return false;
+  case KILN_BOOL:
+  case KILN_I8:
+  case KILN_I16:
+  case KILN_I32:
+  case KILN_I64:
+  case KILN_U8:
+  case KILN_U16:
+  case KILN_U32:
+  case KILN_U64:
+  case KILN_F32:
+  case KILN_F64: return true;
+  default: return false;
   }
 }
 

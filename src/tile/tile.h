@@ -66,13 +66,13 @@
   X(ADD, "add", 2, 'a')                                                                            \
   X(SUB, "sub", 2, 'a')                                                                            \
   X(MUL, "mul", 2, 'a')                                                                            \
-  X(DIV, "div", 2, 'a') /* integers: truncating; the caller guards zero */                       \
-  X(MOD, "mod", 2, 'a') /* integers: C remainder; floats: fmod */                                 \
-  X(MIN, "min", 2, 'a') /* floats: NaN if either is NaN */                                        \
-  X(MAX, "max", 2, 'a') /* floats: NaN if either is NaN */                                        \
+  X(DIV, "div", 2, 'a') /* integers: truncating; the caller guards zero */                         \
+  X(MOD, "mod", 2, 'a') /* integers: C remainder; floats: fmod */                                  \
+  X(MIN, "min", 2, 'a') /* floats: NaN if either is NaN */                                         \
+  X(MAX, "max", 2, 'a') /* floats: NaN if either is NaN */                                         \
   X(POW, "pow", 2, 'f')                                                                            \
   X(ATAN2, "atan2", 2, 'f')                                                                        \
-  X(AND, "and", 2, 'i') /* bitwise on ints, logical on BOOL */                                    \
+  X(AND, "and", 2, 'i') /* bitwise on ints, logical on BOOL */                                     \
   X(OR, "or", 2, 'i')                                                                              \
   X(XOR, "xor", 2, 'i')                                                                            \
   X(SHL, "shl", 2, 'i')                                                                            \
@@ -169,16 +169,16 @@ typedef struct kiln_tmma {
 
 typedef struct kiln_tstmt {
   kiln_tstmt_kind kind;
-  int var;              /* FOR: loop variable; ASSIGN: target */
-  kiln_texpr *extent;   /* FOR: trip count (I64, >= 0) */
-  kiln_loop_kind loop;  /* FOR */
-  kiln_texpr *cond;     /* IF */
-  int buf;              /* STORE */
-  kiln_texpr *index;    /* STORE */
-  kiln_texpr *value;    /* STORE, ASSIGN */
-  kiln_tblock body;     /* FOR, IF (then) */
-  kiln_tblock orelse;   /* IF */
-  kiln_tmma mma;        /* MMA */
+  int var;             /* FOR: loop variable; ASSIGN: target */
+  kiln_texpr *extent;  /* FOR: trip count (I64, >= 0) */
+  kiln_loop_kind loop; /* FOR */
+  kiln_texpr *cond;    /* IF */
+  int buf;             /* STORE */
+  kiln_texpr *index;   /* STORE */
+  kiln_texpr *value;   /* STORE, ASSIGN */
+  kiln_tblock body;    /* FOR, IF (then) */
+  kiln_tblock orelse;  /* IF */
+  kiln_tmma mma;       /* MMA */
 } kiln_tstmt;
 
 /* ---- kernels and modules ---- */
@@ -205,8 +205,8 @@ typedef struct kiln_tvar {
 } kiln_tvar;
 
 typedef struct kiln_tkernel {
-  const char *name;   /* a C identifier, unique in the module */
-  const char *origin; /* the graph nodes it came from, for comments ("conv1, relu1") */
+  const char *name;         /* a C identifier, unique in the module */
+  const char *origin;       /* the graph nodes it came from, for comments ("conv1, relu1") */
   KILN_VEC(kiln_tbuf) bufs; /* the GLOBAL ones first, in parameter order */
   int n_params;
   KILN_VEC(kiln_tvar) vars;

@@ -55,8 +55,11 @@ static double elem_ratio(const kiln_tensor *g, const kiln_tensor *v, const kiln_
     bool same;
     if (v->dtype == KILN_STRING) same = strcmp(((char **)g->data)[i], ((char **)v->data)[i]) == 0;
     else if (kiln_dtype_class_of(v->dtype) == KILN_CLASS_UINT)
-      same = kiln_load_u64(g->dtype, g->data, (size_t)i) == kiln_load_u64(v->dtype, v->data, (size_t)i);
-    else same = kiln_load_i64(g->dtype, g->data, (size_t)i) == kiln_load_i64(v->dtype, v->data, (size_t)i);
+      same = kiln_load_u64(g->dtype, g->data, (size_t)i) ==
+             kiln_load_u64(v->dtype, v->data, (size_t)i);
+    else
+      same = kiln_load_i64(g->dtype, g->data, (size_t)i) ==
+             kiln_load_i64(v->dtype, v->data, (size_t)i);
     return same ? 0 : INFINITY;
   }
   double gv = kiln_load_f64(g->dtype, g->data, (size_t)i);
@@ -107,8 +110,9 @@ static void compare_tensors(const char *name, kiln_dtype want, const kiln_tensor
              "elements over the bound",
              name, idx, gs, vs, fb, fe, (long long)c->n_bad, (long long)v->numel);
   else
-    snprintf(c->msg, sizeof c->msg, "'%.60s' element %s: got %s, expected %s; %lld of %lld elements differ",
-             name, idx, gs, vs, (long long)c->n_bad, (long long)v->numel);
+    snprintf(c->msg, sizeof c->msg,
+             "'%.60s' element %s: got %s, expected %s; %lld of %lld elements differ", name, idx, gs,
+             vs, (long long)c->n_bad, (long long)v->numel);
 }
 
 void kiln_vref_check(const kiln_vref *r, int value_id, const kiln_val *got, kiln_vcheck *out) {
@@ -140,7 +144,8 @@ void kiln_vref_check(const kiln_vref *r, int value_id, const kiln_val *got, kiln
     return;
   }
   if (!vt || !gt) {
-    if (vt || gt) fail(out, "'%s': %s", gv->name, vt ? "got an empty optional" : "expected an empty optional");
+    if (vt || gt)
+      fail(out, "'%s': %s", gv->name, vt ? "got an empty optional" : "expected an empty optional");
     return;
   }
   kiln_dtype want = vt->dtype;

@@ -73,11 +73,9 @@ kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
  * tensor (borrowed, F64, one per element; NULL: none): for comparing a rewritten graph with
  * exact values of the graph before it, where a correct rewrite may store a value rounded (a
  * folded constant: its extra error is the bound the graph before had for that value). */
-kiln_status kiln_vref_compute_local_stored(const kiln_graph *g, const bool *nodes,
-                                           kiln_val *(*lookup)(void *user, int value_id),
-                                           const kiln_tensor *(*extra_err)(void *user,
-                                                                           int value_id),
-                                           void *user, kiln_vref **out);
+kiln_status kiln_vref_compute_local_stored(
+    const kiln_graph *g, const bool *nodes, kiln_val *(*lookup)(void *user, int value_id),
+    const kiln_tensor *(*extra_err)(void *user, int value_id), void *user, kiln_vref **out);
 
 /* ---- comparison (compare.c) ----
  * got (a value computed by some layer, in the graph's dtype) against value id v of r:
@@ -89,12 +87,12 @@ kiln_status kiln_vref_compute_local_stored(const kiln_graph *g, const bool *node
 #define KILN_VERIFY_SAFETY 2.0
 typedef struct kiln_vcheck {
   bool ok;
-  double max_err;   /* max |got - val| over finite elements */
-  double max_ratio; /* max |got - val| / bound (0 for exact values; INFINITY for a NaN/Inf or
-                       integer mismatch); > 1 fails */
-  int64_t n_bad;    /* elements that fail */
+  double max_err;    /* max |got - val| over finite elements */
+  double max_ratio;  /* max |got - val| / bound (0 for exact values; INFINITY for a NaN/Inf or
+                        integer mismatch); > 1 fails */
+  int64_t n_bad;     /* elements that fail */
   int64_t first_bad; /* flat index of the first, -1 when none */
-  char msg[320];    /* on failure: what differs, where, got, expected, bound */
+  char msg[320];     /* on failure: what differs, where, got, expected, bound */
 } kiln_vcheck;
 void kiln_vref_check(const kiln_vref *r, int value_id, const kiln_val *got, kiln_vcheck *out);
 
@@ -110,11 +108,11 @@ typedef enum kiln_layer_kind {
 const char *kiln_layer_kind_name(kiln_layer_kind k); /* "reference", "pass", ... */
 
 typedef struct kiln_verify_opts {
-  bool cpu;          /* check the compiled C code (default true) */
-  bool cuda;         /* check the CUDA program (default false) */
-  bool each_pass;    /* a layer per pass application (default true); false: only the graph
-                        after all passes, and bisection with the pass limit on a failure */
-  int threads;       /* cpu kernel threads (default 1) */
+  bool cpu;       /* check the compiled C code (default true) */
+  bool cuda;      /* check the CUDA program (default false) */
+  bool each_pass; /* a layer per pass application (default true); false: only the graph
+                     after all passes, and bisection with the pass limit on a failure */
+  int threads;    /* cpu kernel threads (default 1) */
   /* > 1 and != threads: a second cpu layer compiled for this many kernel threads (kiln
    * verify: all cores, what kiln run uses by default); the tile layer then lowers for the
    * larger count, so that the tile verifier sees the parallel schedule. 0 (default): none */
@@ -123,12 +121,12 @@ typedef struct kiln_verify_opts {
    * and fails unless both runs give the same bits at every step (a data race shows as a
    * difference; where: the first step that differs) */
   bool determinism;
-  bool local;        /* local checks (default true): every kernel step of the tile, cpu and
-                        cuda layers (runner_backend_local.c), and the nodes each pass application
-                        changed (runner_pass_local.c, with each_pass) */
-  const char *repro_dir; /* on a failure, write the case there (kiln_verify_write_case); NULL:
-                            none */
-  FILE *log;         /* progress and the layer table; NULL: silent */
+  bool local;                /* local checks (default true): every kernel step of the tile, cpu and
+                                cuda layers (runner_backend_local.c), and the nodes each pass application
+                                changed (runner_pass_local.c, with each_pass) */
+  const char *repro_dir;     /* on a failure, write the case there (kiln_verify_write_case); NULL:
+                                none */
+  FILE *log;                 /* progress and the layer table; NULL: silent */
   kiln_compile_opts compile; /* base options of the cpu layer (cache dir, cc ...) */
   /* Fault injection (tests): called after every step of the tile, cpu and cuda layers' runs
    * with each value the step produced (kiln_step_trace_fn); it may overwrite the tensor's
@@ -141,13 +139,13 @@ void kiln_verify_opts_init(kiln_verify_opts *o);
 
 typedef struct kiln_layer_result {
   kiln_layer_kind kind;
-  char name[64];     /* "reference", "pass 7 constfold", "tile", "cpu" */
-  bool ran;          /* false: skipped (reason in msg) */
+  char name[64]; /* "reference", "pass 7 constfold", "tile", "cpu" */
+  bool ran;      /* false: skipped (reason in msg) */
   bool ok;
   double max_err, max_ratio; /* over all outputs */
-  int worst_output;  /* graph output index with max_ratio, -1 when none */
-  bool errored;      /* ran, but the layer's run returned an error (msg); not ok */
-  double seconds;    /* time the layer took (preparing and running it) */
+  int worst_output;          /* graph output index with max_ratio, -1 when none */
+  bool errored;              /* ran, but the layer's run returned an error (msg); not ok */
+  double seconds;            /* time the layer took (preparing and running it) */
   /* Local checks (opts.local). Tile, cpu, cuda: each kernel step's values against a
    * reference of its fusion group computed from the values this layer gave the step, read
    * as exact: the bound holds the group's own rounding only, however deep it sits. Pass
@@ -164,14 +162,14 @@ typedef struct kiln_layer_result {
    * max err / max |val| (kiln_verify_looseness). Above KILN_VERIFY_LOOSE the end-to-end
    * comparison cannot judge the layer: the table says "bound too loose". */
   double looseness;
-  char msg[384];     /* the failing comparison, the error of a layer that could not run, or
-                        why it was skipped */
+  char msg[384]; /* the failing comparison, the error of a layer that could not run, or
+                    why it was skipped */
 } kiln_layer_result;
 
 typedef struct kiln_verify_result {
   KILN_VEC(kiln_layer_result) layers;
-  bool failed;             /* some layer failed (mismatch, or error on a valid model) */
-  int first_failing;       /* index in layers, -1 when none */
+  bool failed;       /* some layer failed (mismatch, or error on a valid model) */
+  int first_failing; /* index in layers, -1 when none */
   kiln_layer_kind fail_kind;
   char pass[32];           /* the pass whose application first breaks the graph ("" when the
                               graph layers pass) */
@@ -228,9 +226,9 @@ const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result
                                        size_t len);
 /* Whether a case may be written to dir: a new folder, an empty one or an earlier case folder
  * (nothing but the files model.onnx, model.kiln, case.txt, input_<N>.pb and a folder
- * "reduced"), that neither holds input nor has a file that is input (the model or case folder being verified or reduced; NULL: not checked). A case
- * replaces such a folder whole, so a folder of other files is refused (exit 2), never written
- * into. */
+ * "reduced"), that neither holds input nor has a file that is input (the model or case folder being
+ * verified or reduced; NULL: not checked). A case replaces such a folder whole, so a folder of
+ * other files is refused (exit 2), never written into. */
 kiln_status kiln_verify_check_case_dest(const char *dir, const char *input);
 /* One progress line on log (NULL: none): the formatted text escaped to one line with no
  * escape sequence (kiln_esc_line, kiln_esc_terminal), as names from a model or a case.txt

@@ -19,10 +19,10 @@
 
 #include "graph/graph.h"
 #include "graph/graph_text.h"
+#include "lower/lower.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "runtime/standalone.h"
-#include "lower/lower.h"
 #include "tile/tile.h"
 
 /* ---- hostile names ---- */

@@ -59,6 +59,7 @@ void kiln_test_make_tmp(char *buf, size_t n, const char *prefix);
     static const kiln_test_case cases_[] = {__VA_ARGS__};                                          \
     return kiln_test_run(cases_, (int)(sizeof cases_ / sizeof cases_[0]));                         \
   }
-#define T(fn) {#fn, fn}
+#define T(fn)                                                                                      \
+  { #fn, fn }
 
 #endif

@@ -53,7 +53,7 @@ static void test_f16(void) {
   CHECK(kiln_f32_to_f16(65519.0f) == 0x7BFF); /* below the midpoint to 65536 */
   CHECK(kiln_f32_to_f16(65520.0f) == 0x7C00); /* the tie rounds to even: infinity */
   CHECK(kiln_f32_to_f16(0.1f) == 0x2E66);
-  CHECK(kiln_f32_to_f16(5.9604644775390625e-08f) == 0x0001); /* smallest subnormal */
+  CHECK(kiln_f32_to_f16(5.9604644775390625e-08f) == 0x0001);  /* smallest subnormal */
   CHECK(kiln_f32_to_f16(2.98023223876953125e-08f) == 0x0000); /* tie to even: zero */
   CHECK(kiln_f32_to_f16(INFINITY) == 0x7C00);
   CHECK((kiln_f32_to_f16(NAN) & 0x7C00) == 0x7C00 && (kiln_f32_to_f16(NAN) & 0x3FF));
@@ -95,10 +95,11 @@ static void test_f8(void) {
   for (int k = 0; k < 4; k++)
     for (int c = 0; c < 256; c++) {
       double d = kiln_f8_to_f64(f8[k], (uint8_t)c);
-      if (!isnan(d) && !isinf(d) && !(d == 0 && c != 0)) CHECK(kiln_f64_to_f8(f8[k], d, false) == c);
+      if (!isnan(d) && !isinf(d) && !(d == 0 && c != 0))
+        CHECK(kiln_f64_to_f8(f8[k], d, false) == c);
     }
   CHECK(kiln_f4e2m1_to_f64(0x7) == 6 && kiln_f4e2m1_to_f64(0xF) == -6);
-  CHECK(kiln_f64_to_f4e2m1(2.5, true) == 0x4);  /* tie to even: 2 */
+  CHECK(kiln_f64_to_f4e2m1(2.5, true) == 0x4); /* tie to even: 2 */
   CHECK(kiln_f64_to_f4e2m1(100, true) == 0x7);
 }
 

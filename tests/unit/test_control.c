@@ -360,10 +360,8 @@ static void test_if(void) {
                        kiln_val_tensor(mkf(1, (int64_t[]){3}, (double[]){1, 2, 3}))};
     kiln_val *out[1];
     CHECK_OK(run(g, 2, in, out));
-    if (c)
-      CHECK(is_tensor(out[0], KILN_F32, 1, (int64_t[]){2}, (double[]){7, 8}));
-    else
-      CHECK(is_tensor(out[0], KILN_F32, 1, (int64_t[]){3}, (double[]){1, 2, 3}));
+    if (c) CHECK(is_tensor(out[0], KILN_F32, 1, (int64_t[]){2}, (double[]){7, 8}));
+    else CHECK(is_tensor(out[0], KILN_F32, 1, (int64_t[]){3}, (double[]){1, 2, 3}));
     free_outs(g, out);
   }
   /* a condition of two elements */

@@ -32,10 +32,8 @@ static kiln_tensor *mk_vals(kiln_dtype dt, int rank, const int64_t *dims, const 
   kiln_status st = kiln_tensor_new(dt, rank, dims, &t);
   if (st) abort();
   for (int64_t i = 0; i < t->numel; i++) {
-    if (vf)
-      kiln_store_f64(dt, t->data, (size_t)i, vf[i]);
-    else
-      kiln_store_i64(dt, t->data, (size_t)i, vi[i]);
+    if (vf) kiln_store_f64(dt, t->data, (size_t)i, vf[i]);
+    else kiln_store_i64(dt, t->data, (size_t)i, vi[i]);
   }
   return t;
 }
@@ -329,8 +327,9 @@ static void test_activations(void) {
   kiln_tensor_free(y);
   const attr_spec gt[] = {AS("approximate", "tanh")};
   CHECK_OK(run_op("Gelu", 20, 1, INS(mk(KILN_F64, 1, D(1), V(0.75))), 1, gt, &y));
-  double gx = 0.75, gw = 0.5 * gx * (1 + tanh(sqrt((double)(float)(2 / M_PI)) *
-                                             (gx + (double)0.044715f * gx * gx * gx)));
+  double gx = 0.75,
+         gw = 0.5 * gx *
+              (1 + tanh(sqrt((double)(float)(2 / M_PI)) * (gx + (double)0.044715f * gx * gx * gx)));
   if (y) CHECK(((double *)y->data)[0] == gw);
   kiln_tensor_free(y);
   const attr_spec sh[] = {AF("lambd", 1.5), AF("bias", 1)};

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "harness.h"
+#include "lower/lower.h"
 #include "ops/ops.h"
 #include "passes/passes.h"
-#include "lower/lower.h"
 
 static void check_fusion(const char *in, const char *expected) {
   kiln_graph *g = NULL;

@@ -76,7 +76,8 @@ static void test_consts_and_types(void) {
   CHECK_OK(kiln_tensor_new(KILN_I64, 1, (int64_t[]){4}, &t));
   int c;
   CHECK_OK(kiln_graph_add_const(g, "c", t, &c));
-  CHECK(g->values.data[c].type.kind == KILN_TYPE_TENSOR && kiln_type_is_static(&g->values.data[c].type));
+  CHECK(g->values.data[c].type.kind == KILN_TYPE_TENSOR &&
+        kiln_type_is_static(&g->values.data[c].type));
   kiln_tensor *t2;
   CHECK_OK(kiln_tensor_new(KILN_I64, 0, NULL, &t2));
   CHECK_ERR(kiln_graph_add_const(g, "c", t2, &c), KILN_ERR_INVALID); /* t2 still owned */

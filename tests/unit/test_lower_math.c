@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "ops/ops.h"
 #include "lower/lower.h"
+#include "ops/ops.h"
 
 enum { SWEEP = 4096 };
 

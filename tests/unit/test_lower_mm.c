@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "harness.h"
+#include "lower/lower.h"
 #include "ops/ops.h"
 #include "passes/passes.h"
-#include "lower/lower.h"
 
 #ifndef VERIFY_KERNELS
 #define VERIFY_KERNELS 1

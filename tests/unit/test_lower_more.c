@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "harness.h"
+#include "lower/lower.h"
 #include "ops/ops.h"
 #include "passes/passes.h"
-#include "lower/lower.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static double uniform(void) { /* [0, 1) */

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "ops/ops.h"
 #include "lower/lower.h"
+#include "ops/ops.h"
 
 static int count_parallel(const kiln_tblock *b) {
   int n = 0;

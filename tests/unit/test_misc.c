@@ -32,8 +32,12 @@ static kiln_tensor *mks(int rank, const int64_t *dims, const char *const *v) {
   return t;
 }
 
-static kiln_tensor *sc_i64(int64_t v) { return mk(KILN_I64, 0, NULL, (double[]){(double)v}); }
-static kiln_tensor *sc_f32(double v) { return mk(KILN_F32, 0, NULL, &v); }
+static kiln_tensor *sc_i64(int64_t v) {
+  return mk(KILN_I64, 0, NULL, (double[]){(double)v});
+}
+static kiln_tensor *sc_f32(double v) {
+  return mk(KILN_F32, 0, NULL, &v);
+}
 
 /* A graph with one node `op` over constant inputs (NULL = omitted) and n_out outputs
  * (all graph outputs; a NULL name in outs omits that output). */
@@ -84,7 +88,9 @@ static void a_strs(tcase *c, const char *name, int n, const char *const *v) {
   for (int i = 0; i < n; i++) a->strings[i] = kiln_graph_strdup(c->g, v[i]);
 }
 
-static kiln_status run(tcase *c) { return kiln_interp_run(c->g, NULL, 0, NULL, c->out); }
+static kiln_status run(tcase *c) {
+  return kiln_interp_run(c->g, NULL, 0, NULL, c->out);
+}
 
 static void done(tcase *c) {
   for (int i = 0; i < c->g->outputs.len; i++) kiln_val_free(c->out[i]);

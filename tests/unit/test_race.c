@@ -9,8 +9,8 @@
 
 #include "harness.h"
 #include "kiln.h"
-#include "ops/ops.h"
 #include "lower/lower.h"
+#include "ops/ops.h"
 #include "tile/tile.h"
 
 /* ---- the race check on the text form ---- */

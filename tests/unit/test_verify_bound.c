@@ -40,7 +40,8 @@ static kiln_val **random_inputs(const kiln_graph *g, double lo, double hi) {
     for (int d = 0; d < t->rank; d++) dims[d] = t->dims[d].value;
     kiln_tensor *x = NULL;
     if (kiln_tensor_new(t->dtype, t->rank, dims, &x)) abort();
-    for (int64_t k = 0; k < x->numel; k++) kiln_store_f64(t->dtype, x->data, (size_t)k, lo + (hi - lo) * rnd());
+    for (int64_t k = 0; k < x->numel; k++)
+      kiln_store_f64(t->dtype, x->data, (size_t)k, lo + (hi - lo) * rnd());
     in[i] = kiln_val_tensor(x);
   }
   return in;
@@ -284,10 +285,11 @@ static kiln_vcheck check_out(fixture *f, int i) {
 
 static void test_power_matmul(void) {
   fixture f;
-  if (!fixture_make(&f, "graph @m(%a: f32[4,300], %b: f32[300,5]) -> (%y: f32[4,5]) {\n"
-                        "  opset \"\" 17\n"
-                        "  %y = MatMul(%a, %b) : f32[4,5]\n"
-                        "  return %y\n}\n",
+  if (!fixture_make(&f,
+                    "graph @m(%a: f32[4,300], %b: f32[300,5]) -> (%y: f32[4,5]) {\n"
+                    "  opset \"\" 17\n"
+                    "  %y = MatMul(%a, %b) : f32[4,5]\n"
+                    "  return %y\n}\n",
                     -2, 2))
     return fixture_free(&f);
   kiln_vcheck c = check_out(&f, 0);
@@ -322,11 +324,12 @@ static void test_power_matmul(void) {
 
 static void test_power_kinds(void) {
   fixture f;
-  if (!fixture_make(&f, "graph @i(%a: i64[6], %x: f32[2,3]) -> (%y: i64[6], %z: f32[2,3]) {\n"
-                        "  opset \"\" 17\n"
-                        "  %y = Add(%a, %a) : i64[6]\n"
-                        "  %z = Sqrt(%x) : f32[2,3]\n"
-                        "  return %y, %z\n}\n",
+  if (!fixture_make(&f,
+                    "graph @i(%a: i64[6], %x: f32[2,3]) -> (%y: i64[6], %z: f32[2,3]) {\n"
+                    "  opset \"\" 17\n"
+                    "  %y = Add(%a, %a) : i64[6]\n"
+                    "  %z = Sqrt(%x) : f32[2,3]\n"
+                    "  return %y, %z\n}\n",
                     -3, 3))
     return fixture_free(&f);
   /* Sqrt of negative numbers: NaN from finite inputs is counted */
@@ -365,33 +368,36 @@ static void test_power_kinds(void) {
  * far from it is not; ArgMax with a rival within the error is unstable. */
 static void test_unstable(void) {
   fixture f;
-  if (fixture_make(&f, "graph @u(%x: f32[4]) -> (%y: bool[4]) {\n"
-                       "  opset \"\" 17\n"
-                       "  %e = Exp(%x) : f32[4]\n"
-                       "  %l = Log(%e) : f32[4]\n"
-                       "  %y = Less(%l, %x) : bool[4]\n"
-                       "  return %y\n}\n",
+  if (fixture_make(&f,
+                   "graph @u(%x: f32[4]) -> (%y: bool[4]) {\n"
+                   "  opset \"\" 17\n"
+                   "  %e = Exp(%x) : f32[4]\n"
+                   "  %l = Log(%e) : f32[4]\n"
+                   "  %y = Less(%l, %x) : bool[4]\n"
+                   "  return %y\n}\n",
                    -1, 1))
     CHECK(f.r->n_unstable == 4 && strstr(f.r->note, "Less"));
   fixture_free(&f);
-  if (fixture_make(&f, "graph @u(%x: f32[4]) -> (%y: bool[4]) {\n"
-                       "  opset \"\" 17\n"
-                       "  %c = const f32[] [5.0]\n"
-                       "  %e = Exp(%x) : f32[4]\n"
-                       "  %y = Less(%e, %c) : bool[4]\n"
-                       "  return %y\n}\n",
+  if (fixture_make(&f,
+                   "graph @u(%x: f32[4]) -> (%y: bool[4]) {\n"
+                   "  opset \"\" 17\n"
+                   "  %c = const f32[] [5.0]\n"
+                   "  %e = Exp(%x) : f32[4]\n"
+                   "  %y = Less(%e, %c) : bool[4]\n"
+                   "  return %y\n}\n",
                    -1, 1))
     CHECK(f.r->n_unstable == 0 && check_out(&f, 0).ok);
   fixture_free(&f);
-  if (fixture_make(&f, "graph @u(%x: f32[2,3]) -> (%y: i64[2]) {\n"
-                       "  opset \"\" 17\n"
-                       "  %c = const f32[2,3] [1, 2, 3, 3, 3, 1]\n"
-                       "  %z = const f32[] [0.0]\n"
-                       "  %e = Mul(%x, %z) : f32[2,3]\n"
-                       "  %s = Add(%e, %c) : f32[2,3]\n"
-                       "  %t = Exp(%s) : f32[2,3]\n"
-                       "  %y = ArgMax(%t) {axis=1, keepdims=0} : i64[2]\n"
-                       "  return %y\n}\n",
+  if (fixture_make(&f,
+                   "graph @u(%x: f32[2,3]) -> (%y: i64[2]) {\n"
+                   "  opset \"\" 17\n"
+                   "  %c = const f32[2,3] [1, 2, 3, 3, 3, 1]\n"
+                   "  %z = const f32[] [0.0]\n"
+                   "  %e = Mul(%x, %z) : f32[2,3]\n"
+                   "  %s = Add(%e, %c) : f32[2,3]\n"
+                   "  %t = Exp(%s) : f32[2,3]\n"
+                   "  %y = ArgMax(%t) {axis=1, keepdims=0} : i64[2]\n"
+                   "  return %y\n}\n",
                    -1, 1))
     CHECK(f.r->n_unstable == 1);
   fixture_free(&f);
@@ -401,28 +407,30 @@ static void test_unstable(void) {
  * TopK and Hardmax with candidates within the error are unstable, well apart they are not. */
 static void test_overflow_select(void) {
   fixture f;
-  if (fixture_make(&f, "graph @o(%x: f32[3]) -> (%y: f32[3]) {\n"
-                       "  opset \"\" 17\n"
-                       "  %c = const f32[] [100.0]\n"
-                       "  %s = Add(%x, %c) : f32[3]\n"
-                       "  %y = Exp(%s) : f32[3]\n"
-                       "  return %y\n}\n",
+  if (fixture_make(&f,
+                   "graph @o(%x: f32[3]) -> (%y: f32[3]) {\n"
+                   "  opset \"\" 17\n"
+                   "  %c = const f32[] [100.0]\n"
+                   "  %s = Add(%x, %c) : f32[3]\n"
+                   "  %y = Exp(%s) : f32[3]\n"
+                   "  return %y\n}\n",
                    0, 1)) {
     CHECK(f.r->n_nonfinite == 3 && isinf(((double *)f.r->val[f.g->outputs.data[0]]->t->data)[0]));
     CHECK(check_out(&f, 0).ok);
   }
   fixture_free(&f);
-  if (fixture_make(&f, "graph @t(%x: f32[2,4]) -> (%v: f32[2,2], %i: i64[2,2], %h: f32[2,4]) {\n"
-                       "  opset \"\" 17\n"
-                       "  %k = const i64[1] [2]\n"
-                       "  %z = const f32[] [0.0]\n"
-                       "  %c = const f32[2,4] [1, 2, 3, 4, 4, 9, 1, 4]\n"
-                       "  %e = Mul(%x, %z) : f32[2,4]\n"
-                       "  %s = Add(%e, %c) : f32[2,4]\n"
-                       "  %t = Exp(%s) : f32[2,4]\n"
-                       "  %v, %i = TopK(%t, %k) {axis=1} : f32[2,2], i64[2,2]\n"
-                       "  %h = Hardmax(%t) {axis=1} : f32[2,4]\n"
-                       "  return %v, %i, %h\n}\n",
+  if (fixture_make(&f,
+                   "graph @t(%x: f32[2,4]) -> (%v: f32[2,2], %i: i64[2,2], %h: f32[2,4]) {\n"
+                   "  opset \"\" 17\n"
+                   "  %k = const i64[1] [2]\n"
+                   "  %z = const f32[] [0.0]\n"
+                   "  %c = const f32[2,4] [1, 2, 3, 4, 4, 9, 1, 4]\n"
+                   "  %e = Mul(%x, %z) : f32[2,4]\n"
+                   "  %s = Add(%e, %c) : f32[2,4]\n"
+                   "  %t = Exp(%s) : f32[2,4]\n"
+                   "  %v, %i = TopK(%t, %k) {axis=1} : f32[2,2], i64[2,2]\n"
+                   "  %h = Hardmax(%t) {axis=1} : f32[2,4]\n"
+                   "  return %v, %i, %h\n}\n",
                    -1, 1)) {
     /* row 0: 4 > 3 > ... stable; row 1: 9 then 4, 4 tie for the second place (TopK only) */
     CHECK(f.r->n_unstable == 1 && strstr(f.r->note, "TopK"));
@@ -437,19 +445,20 @@ static void test_overflow_select(void) {
  * errors, are unstable (no corner of the box changes them). */
 static void test_unstable_zero(void) {
   fixture f;
-  if (fixture_make(&f, "graph @z(%x: f32[3]) -> (%y: bool[3], %q: bool[3]) {\n"
-                       "  opset \"\" 17\n"
-                       "  %c = const f32[3] [1, 2, 3]\n"
-                       "  %d = const f32[3] [1, 2, 3.0001]\n"
-                       "  %z = const f32[] [0.0]\n"
-                       "  %m = Mul(%x, %z) : f32[3]\n"
-                       "  %e = Exp(%x) : f32[3]\n"
-                       "  %t = Mul(%e, %m) : f32[3]\n"
-                       "  %s = Add(%c, %t) : f32[3]\n"
-                       "  %w = Sub(%s, %c) : f32[3]\n"
-                       "  %y = Cast(%w) {to=9} : bool[3]\n"
-                       "  %q = Equal(%s, %d) : bool[3]\n"
-                       "  return %y, %q\n}\n",
+  if (fixture_make(&f,
+                   "graph @z(%x: f32[3]) -> (%y: bool[3], %q: bool[3]) {\n"
+                   "  opset \"\" 17\n"
+                   "  %c = const f32[3] [1, 2, 3]\n"
+                   "  %d = const f32[3] [1, 2, 3.0001]\n"
+                   "  %z = const f32[] [0.0]\n"
+                   "  %m = Mul(%x, %z) : f32[3]\n"
+                   "  %e = Exp(%x) : f32[3]\n"
+                   "  %t = Mul(%e, %m) : f32[3]\n"
+                   "  %s = Add(%c, %t) : f32[3]\n"
+                   "  %w = Sub(%s, %c) : f32[3]\n"
+                   "  %y = Cast(%w) {to=9} : bool[3]\n"
+                   "  %q = Equal(%s, %d) : bool[3]\n"
+                   "  return %y, %q\n}\n",
                    -1, 1)) {
     /* w = (c + 0) - c: exactly 0 with a nonzero bound (Add rounds): 3 Cast elements; s equals
      * d on two elements within the error */
@@ -460,18 +469,19 @@ static void test_unstable_zero(void) {
 
 static void test_exact(void) {
   fixture f;
-  if (fixture_make(&f, "graph @x(%x: f32[5], %i: i64[5]) -> (%a: bool[5], %d: f32[5], %fl: f32[5],\n"
-                       "         %m: f32[5]) {\n"
-                       "  opset \"\" 17\n"
-                       "  %e = Exp(%x) : f32[5]\n"
-                       "  %a = LessOrEqual(%e, %e) : bool[5]\n"
-                       "  %d = Sub(%e, %e) : f32[5]\n"
-                       "  %j = Add(%i, %i) : i64[5]\n"
-                       "  %c = Cast(%j) {to=1} : f32[5]\n"
-                       "  %fl = Floor(%c) : f32[5]\n"
-                       "  %n = Neg(%c) : f32[5]\n"
-                       "  %m = Max(%n, %c) : f32[5]\n"
-                       "  return %a, %d, %fl, %m\n}\n",
+  if (fixture_make(&f,
+                   "graph @x(%x: f32[5], %i: i64[5]) -> (%a: bool[5], %d: f32[5], %fl: f32[5],\n"
+                   "         %m: f32[5]) {\n"
+                   "  opset \"\" 17\n"
+                   "  %e = Exp(%x) : f32[5]\n"
+                   "  %a = LessOrEqual(%e, %e) : bool[5]\n"
+                   "  %d = Sub(%e, %e) : f32[5]\n"
+                   "  %j = Add(%i, %i) : i64[5]\n"
+                   "  %c = Cast(%j) {to=1} : f32[5]\n"
+                   "  %fl = Floor(%c) : f32[5]\n"
+                   "  %n = Neg(%c) : f32[5]\n"
+                   "  %m = Max(%n, %c) : f32[5]\n"
+                   "  return %a, %d, %fl, %m\n}\n",
                    -3, 3)) {
     CHECK(f.r->n_unstable == 0 && f.r->n_nonfinite == 0);
     for (int i = 1; i < 4; i++) CHECK(f.r->err[f.g->outputs.data[i]] == NULL);
@@ -596,8 +606,11 @@ static void setup(void) {
   kiln_test_make_tmp(g_cache, sizeof g_cache, "kiln_vbound");
 }
 
-static void teardown(void) { kiln_test_remove_dir(g_cache); }
+static void teardown(void) {
+  kiln_test_remove_dir(g_cache);
+}
 
-TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds),
-          T(test_unstable), T(test_overflow_select), T(test_exact), T(test_unstable_zero), T(test_cast_rounding), T(test_local), T(test_sound_unary), T(test_sound_contractions), T(test_sound_composite),
+TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds), T(test_unstable),
+          T(test_overflow_select), T(test_exact), T(test_unstable_zero), T(test_cast_rounding),
+          T(test_local), T(test_sound_unary), T(test_sound_contractions), T(test_sound_composite),
           T(test_sound_k4096), T(teardown))

@@ -105,14 +105,15 @@ static bool compile_stats(const char *text, int *fallbacks, int *inplace) {
 
 /* ---- 1. in-place reuse in fused elementwise kernels ---- */
 /* Mul(v, v) is an output stored before Greater reads v again: v may not give its storage. */
-static const char *REREAD = "graph @reread(%x: f32[4,4]) -> (%g: bool[4,4], %m: f32[4,4]) {\n"
-                            "  opset \"\" 17\n"
-                            "  %c = const f32[4,4] [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]\n"
-                            "  %v = MatMul(%x, %c) : f32[4,4]\n"
-                            "  %m = Mul(%v, %v) : f32[4,4]\n"
-                            "  %g = Greater(%m, %v) : bool[4,4]\n"
-                            "  return %g, %m\n"
-                            "}\n";
+static const char *REREAD =
+    "graph @reread(%x: f32[4,4]) -> (%g: bool[4,4], %m: f32[4,4]) {\n"
+    "  opset \"\" 17\n"
+    "  %c = const f32[4,4] [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]\n"
+    "  %v = MatMul(%x, %c) : f32[4,4]\n"
+    "  %m = Mul(%v, %v) : f32[4,4]\n"
+    "  %g = Greater(%m, %v) : bool[4,4]\n"
+    "  return %g, %m\n"
+    "}\n";
 
 /* Atan(w) is stored first, then Max(Atan(w), w) reads w (f16, two outputs). */
 static const char *REREAD_F16 = "graph @reread16(%x: f16[3,5]) -> (%a: f16[3,5], %y: f16[3,5]) {\n"
@@ -197,16 +198,17 @@ static void test_input_not_in_opset(void) {
   static const struct {
     const char *op;
     int from; /* the opset that added the axes input */
-  } cases[] = {{"ReduceMean", 18}, {"ReduceMax", 18}, {"ReduceMin", 18},
-               {"ReduceProd", 18}, {"ReduceL1", 18},  {"ReduceL2", 18},
+  } cases[] = {{"ReduceMean", 18},   {"ReduceMax", 18},       {"ReduceMin", 18},
+               {"ReduceProd", 18},   {"ReduceL1", 18},        {"ReduceL2", 18},
                {"ReduceLogSum", 18}, {"ReduceLogSumExp", 18}, {"ReduceSumSquare", 18},
-               {"ReduceSum", 13}, {"Squeeze", 13}};
+               {"ReduceSum", 13},    {"Squeeze", 13}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     bool named = false;
     CHECK(axes_input_code(cases[i].op, cases[i].from - 1, &named) == KILN_ERR_INVALID);
     CHECK(named);
     kiln_code ok = axes_input_code(cases[i].op, cases[i].from, &named);
-    if (strcmp(cases[i].op, "Squeeze") != 0) CHECK(ok == KILN_OK_CODE); /* [2,3] has no 1 on axis 1 */
+    if (strcmp(cases[i].op, "Squeeze") != 0)
+      CHECK(ok == KILN_OK_CODE); /* [2,3] has no 1 on axis 1 */
   }
   /* Split: the split input exists at 1, not 2..12, again from 13 */
   const char *split = "graph @sp(%%x: f32[4]) -> (%%a: f32[1], %%b: f32[3]) {\n"
@@ -268,9 +270,9 @@ static bool pad_ok(const char *mode, int r, int c, int b0, int b1, int e0, int e
 static void test_pad_large(void) {
   CHECK(pad_ok("reflect", 1, 2, 0, 2, 0, 2)); /* [0,1] -> [0,1,0,1,0,1] */
   CHECK(pad_ok("reflect", 2, 3, 1, 7, 3, 9));
-  CHECK(pad_ok("reflect", 3, 4, 0, -1, 0, 6));   /* cropped to 3, then reflected twice */
-  CHECK(pad_ok("reflect", 3, 5, -2, 4, 2, -1));  /* rows cropped to 1: repeated */
-  CHECK(pad_ok("reflect", 2, 4, 1, 2, 1, 3));    /* pads of n - 1: one reflection */
+  CHECK(pad_ok("reflect", 3, 4, 0, -1, 0, 6));  /* cropped to 3, then reflected twice */
+  CHECK(pad_ok("reflect", 3, 5, -2, 4, 2, -1)); /* rows cropped to 1: repeated */
+  CHECK(pad_ok("reflect", 2, 4, 1, 2, 1, 3));   /* pads of n - 1: one reflection */
   CHECK(pad_ok("edge", 2, 3, 4, 5, 6, 7));
   CHECK(pad_ok("edge", 3, 4, -1, 5, 2, -2));
   CHECK(pad_ok("constant", 2, 3, 4, -1, 1, 5));
@@ -278,26 +280,28 @@ static void test_pad_large(void) {
 
 /* x -> f16 -> f32 (and -> f64 after a reduction) inside one kernel: the f16 rounding must
  * happen although the f16 value is never stored. */
-static const char *CAST_CHAIN = "graph @cc(%x: f32[2,6], %s: f32[3,5]) -> (%y: f32[2,6], %z: f64[1,1]) {\n"
-                                "  opset \"\" 17\n"
-                                "  %h = Cast(%x) {to=10} : f16[2,6]\n"
-                                "  %y = Cast(%h) {to=1} : f32[2,6]\n"
-                                "  %m = ReduceMax(%s) {keepdims=1} : f32[1,1]\n"
-                                "  %mh = Cast(%m) {to=10} : f16[1,1]\n"
-                                "  %z = Cast(%mh) {to=11} : f64[1,1]\n"
-                                "  return %y, %z\n}\n";
+static const char *CAST_CHAIN =
+    "graph @cc(%x: f32[2,6], %s: f32[3,5]) -> (%y: f32[2,6], %z: f64[1,1]) {\n"
+    "  opset \"\" 17\n"
+    "  %h = Cast(%x) {to=10} : f16[2,6]\n"
+    "  %y = Cast(%h) {to=1} : f32[2,6]\n"
+    "  %m = ReduceMax(%s) {keepdims=1} : f32[1,1]\n"
+    "  %mh = Cast(%m) {to=10} : f16[1,1]\n"
+    "  %z = Cast(%mh) {to=11} : f64[1,1]\n"
+    "  return %y, %z\n}\n";
 
 static void test_cast_in_register(void) {
   CHECK(verify_ok(CAST_CHAIN, -1.7, 1.3));
 }
 
-static const char *SOFTPLUS_TAIL = "graph @sp(%x: f32[3,5], %y64: f64[4]) -> (%y: f32[3,5], %z: f64[4]) {\n"
-                                   "  opset \"\" 17\n"
-                                   "  %e = const f32[1] [-0.5]\n"
-                                   "  %s = Softplus(%x) : f32[3,5]\n"
-                                   "  %y = Pow(%s, %e) : f32[3,5]\n"
-                                   "  %z = Softplus(%y64) : f64[4]\n"
-                                   "  return %y, %z\n}\n";
+static const char *SOFTPLUS_TAIL =
+    "graph @sp(%x: f32[3,5], %y64: f64[4]) -> (%y: f32[3,5], %z: f64[4]) {\n"
+    "  opset \"\" 17\n"
+    "  %e = const f32[1] [-0.5]\n"
+    "  %s = Softplus(%x) : f32[3,5]\n"
+    "  %y = Pow(%s, %e) : f32[3,5]\n"
+    "  %z = Softplus(%y64) : f64[4]\n"
+    "  return %y, %z\n}\n";
 
 static void test_softplus_tail(void) {
   CHECK(verify_ok(SOFTPLUS_TAIL, -60, -30));
@@ -306,12 +310,9 @@ static void test_softplus_tail(void) {
 
 int main(void) {
   static const kiln_test_case cases[] = {
-      {"inplace_reread", test_inplace_reread},
-      {"logsumexp_shift", test_logsumexp_shift},
-      {"input_not_in_opset", test_input_not_in_opset},
-      {"pad_large", test_pad_large},
-      {"cast_in_register", test_cast_in_register},
-      {"softplus_tail", test_softplus_tail},
+      {"inplace_reread", test_inplace_reread},         {"logsumexp_shift", test_logsumexp_shift},
+      {"input_not_in_opset", test_input_not_in_opset}, {"pad_large", test_pad_large},
+      {"cast_in_register", test_cast_in_register},     {"softplus_tail", test_softplus_tail},
   };
   int rc = kiln_test_run(cases, (int)(sizeof cases / sizeof cases[0]));
   if (g_tmp[0]) kiln_test_remove_dir(g_tmp);

@@ -107,7 +107,8 @@ static void test_inputs(void) {
     kiln_gen_case c;
     CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(3, s), &c));
     CHECK(c.status != KILN_GEN_INVALID);
-    if (c.status == KILN_GEN_INVALID) fprintf(stderr, "seed %llu invalid: %s\n", (unsigned long long)s, c.note);
+    if (c.status == KILN_GEN_INVALID)
+      fprintf(stderr, "seed %llu invalid: %s\n", (unsigned long long)s, c.note);
     if (c.status == KILN_GEN_OK) {
       ok++;
       kiln_vref *r = NULL;
@@ -125,9 +126,10 @@ static void test_inputs(void) {
  * only, Sum without ints), and every generated graph keeps them. */
 static bool types_ok_text(const char *op, const char *dt, int opset) {
   char text[512], why[160];
-  snprintf(text, sizeof text,
-           "graph @t(%%x: %s[3]) -> (%%y: ?) {\n  opset \"\" %d\n  %%y = %s(%%x)\n  return %%y\n}\n", dt,
-           opset, op);
+  snprintf(
+      text, sizeof text,
+      "graph @t(%%x: %s[3]) -> (%%y: ?) {\n  opset \"\" %d\n  %%y = %s(%%x)\n  return %%y\n}\n", dt,
+      opset, op);
   kiln_graph *g = NULL;
   kiln_status st = kiln_graph_parse(text, "t.kiln", &g);
   if (!st) st = kiln_ops_infer_graph(g);
@@ -154,7 +156,8 @@ static void test_type_constraints(void) {
     CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(11, s), &c));
     char why[160] = "";
     int opset = c.g ? (int)kiln_graph_opset(c.g, "") : 0;
-    if (c.g && !gen_types_ok(c.g, opset, why, sizeof why)) bad++, fprintf(stderr, "seed %llu: %s\n", (unsigned long long)s, why);
+    if (c.g && !gen_types_ok(c.g, opset, why, sizeof why))
+      bad++, fprintf(stderr, "seed %llu: %s\n", (unsigned long long)s, why);
     kiln_gen_case_free(&c);
   }
   CHECK(bad == 0);
@@ -187,26 +190,28 @@ static void test_patterns(void) {
     for (int i = 0; g && i < g->nodes.len; i++) {
       const kiln_node *nd = &g->nodes.data[i];
       int x = nd->n_inputs > 0 ? nd->inputs[0] : -1;
-      if (nd->op == KILN_OP_Transpose && made_by(g, x, KILN_OP_Transpose) && !is_graph_output(g, x) &&
-          g->values.data[x].type.rank >= 3)
+      if (nd->op == KILN_OP_Transpose && made_by(g, x, KILN_OP_Transpose) &&
+          !is_graph_output(g, x) && g->values.data[x].type.rank >= 3)
         has_tt = true;
       if (nd->op == KILN_OP_Add && nd->n_inputs == 2)
         for (int k = 0; k < 2; k++)
-          if (made_by(g, nd->inputs[k], KILN_OP_MatMul) && g->values.data[nd->inputs[1 - k]].kind == KILN_VALUE_CONST)
+          if (made_by(g, nd->inputs[k], KILN_OP_MatMul) &&
+              g->values.data[nd->inputs[1 - k]].kind == KILN_VALUE_CONST)
             has_mm = true;
       for (int j = 0; j < i; j++) {
         const kiln_node *e = &g->nodes.data[j];
-        if (e->op == nd->op && e->n_inputs == 1 && nd->n_inputs == 1 && e->inputs[0] == x && e->n_attrs == 1 &&
-            nd->n_attrs == 1 && e->attrs[0].f != nd->attrs[0].f)
+        if (e->op == nd->op && e->n_inputs == 1 && nd->n_inputs == 1 && e->inputs[0] == x &&
+            e->n_attrs == 1 && nd->n_attrs == 1 && e->attrs[0].f != nd->attrs[0].f)
           has_near = true;
       }
     }
     tt += has_tt, mm_bias += has_mm, near += has_near;
     kiln_gen_case_free(&c);
   }
-  fprintf(stderr, "patterns in %d graphs: Transpose chains %d, MatMul + bias %d, near-duplicates %d\n", n, tt,
-          mm_bias, near);
-  CHECK(tt * 30 >= n);     /* >= 3% of the graphs */
+  fprintf(stderr,
+          "patterns in %d graphs: Transpose chains %d, MatMul + bias %d, near-duplicates %d\n", n,
+          tt, mm_bias, near);
+  CHECK(tt * 30 >= n); /* >= 3% of the graphs */
   CHECK(mm_bias * 30 >= n);
   CHECK(near * 30 >= n);
 }
@@ -221,7 +226,8 @@ static void test_bad_ops(void) {
   CHECK_OK(kiln_gen_model(&o, 1, &c));
   bool only = c.g != NULL;
   for (int n = 0; c.g && n < c.g->nodes.len; n++)
-    only = only && (!strcmp(c.g->nodes.data[n].op_type, "MatMul") || !strcmp(c.g->nodes.data[n].op_type, "Add"));
+    only = only && (!strcmp(c.g->nodes.data[n].op_type, "MatMul") ||
+                    !strcmp(c.g->nodes.data[n].op_type, "Add"));
   CHECK(only);
   kiln_gen_case_free(&c);
 }

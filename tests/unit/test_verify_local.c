@@ -1,8 +1,9 @@
-/* Unit tests of the runner's local checks (src/verify/runner/runner_backend_local.c) and of what the
- * table says when the end-to-end bounds cannot judge a layer: a kernel whose error hides
- * below a loose end-to-end bound fails its local check, in the tile and the cpu layer,
- * named by kernel; without local checks the same fault passes; the "bound too loose" rows;
- * the unstable warning; the local check of a pass layer against the graph before it. Cache entries go to a fresh folder under $TMPDIR. */
+/* Unit tests of the runner's local checks (src/verify/runner/runner_backend_local.c) and of what
+ * the table says when the end-to-end bounds cannot judge a layer: a kernel whose error hides below
+ * a loose end-to-end bound fails its local check, in the tile and the cpu layer, named by kernel;
+ * without local checks the same fault passes; the "bound too loose" rows; the unstable warning; the
+ * local check of a pass layer against the graph before it. Cache entries go to a fresh folder under
+ * $TMPDIR. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -144,7 +145,7 @@ static void test_looseness(void) {
   if (g) CHECK_OK(kiln_vref_compute(g, 1, &in, &ref));
   if (ref) {
     double lb = kiln_verify_looseness(ref, g->outputs.data[0]);
-    CHECK(lb > 1e-4 && lb < KILN_VERIFY_LOOSE); /* b: about 2e-3 / 0.6 */
+    CHECK(lb > 1e-4 && lb < KILN_VERIFY_LOOSE);                /* b: about 2e-3 / 0.6 */
     CHECK(kiln_verify_looseness(ref, g->inputs.data[0]) == 0); /* exact */
   }
   kiln_vref_free(ref);

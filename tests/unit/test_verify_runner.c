@@ -1,5 +1,5 @@
-/* Unit tests of the differential runner (src/verify/runner/runner*.c) and of cases (case.c): a small
- * model passes every layer; a value corrupted after a step (the fault injector of the
+/* Unit tests of the differential runner (src/verify/runner/runner*.c) and of cases (case.c): a
+ * small model passes every layer; a value corrupted after a step (the fault injector of the
  * options, on the step observers of the program interpreter and the executor) is caught
  * in the right layer and localized to its kernel; the pass bisection on fake predicates;
  * the signature format; the case directory round trip. Cache entries and cases go to a
@@ -477,5 +477,6 @@ static void cleanup(void) {
 
 TEST_MAIN(T(test_names), T(test_bisect), T(test_trace_reports_each_value_once),
           T(test_compiled_trace_reports_each_value_once), T(test_small_model_passes),
-          T(test_pass_layers), T(test_rounded_folds_pass), T(test_tile_fault_localized), T(test_cpu_fault_localized),
-          T(test_cuda_fault_localized), T(test_case_round_trip), T(test_bad_arguments), T(cleanup))
+          T(test_pass_layers), T(test_rounded_folds_pass), T(test_tile_fault_localized),
+          T(test_cpu_fault_localized), T(test_cuda_fault_localized), T(test_case_round_trip),
+          T(test_bad_arguments), T(cleanup))

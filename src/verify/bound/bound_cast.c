@@ -87,7 +87,9 @@ kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
       int cc = c;
       for (int q = 0; q < var[j]; q++) cc /= 3;
       how[fi[j]] = joint ? (c ? BND_PLUS : BND_MINUS)
-                         : (cc % 3 == 0 ? BND_SAME : cc % 3 == 1 ? BND_PLUS : BND_MINUS);
+                         : (cc % 3 == 0   ? BND_SAME
+                            : cc % 3 == 1 ? BND_PLUS
+                                          : BND_MINUS);
     }
     kiln_val **o = NULL;
     kiln_status es = kiln_bnd_eval_how(&wb, KILN_OP_UNKNOWN, how, &o);

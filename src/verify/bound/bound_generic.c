@@ -175,11 +175,12 @@ static kiln_status rule_multilin(bnd_node *b, const bnd_opinfo *info) {
   bool count = op == KILN_OP_MatMul || op == KILN_OP_Conv || op == KILN_OP_ConvTranspose ||
                op == KILN_OP_Einsum;
   int nf = 0;
-  for (int i = 0; i < b->n->n_inputs; i++) nf += is_data(info, i) && kiln_bnd_is_float_val(b->in[i]);
-  double Kfix = op == KILN_OP_ReduceProd ? kiln_bnd_ratio(b)
-                : op == KILN_OP_CumProd ? max_dim(b)
+  for (int i = 0; i < b->n->n_inputs; i++)
+    nf += is_data(info, i) && kiln_bnd_is_float_val(b->in[i]);
+  double Kfix = op == KILN_OP_ReduceProd        ? kiln_bnd_ratio(b)
+                : op == KILN_OP_CumProd         ? max_dim(b)
                 : op == KILN_OP_ReduceSumSquare ? kiln_bnd_ratio(b) + 1
-                : 1;
+                                                : 1;
   kiln_val **p = NULL, **m = NULL, **ones = NULL;
   bnd_subst *how = how_data(b, info, BND_ABS_PLUS, BND_SAME);
   kiln_status st = any_data_err(b, info) ? kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &p) : KILN_OK;
@@ -198,7 +199,8 @@ static kiln_status rule_multilin(bnd_node *b, const bnd_opinfo *info) {
     for (int64_t i = 0; i < et->numel; i++) {
       double K = ot ? ((double *)ot->data)[i] + (nf > 2 ? nf - 2 : 0) : Kfix;
       double prop = pt ? fabs(((double *)pt->data)[i] - md[i]) + 0x1p-50 * fabs(md[i]) : 0;
-      ed[i] = prop + kiln_bnd_gamma(K, u) * fabs(md[i]) + u * fabs(yd[i]) + (K + 1) * b->tiny_out[k];
+      ed[i] =
+          prop + kiln_bnd_gamma(K, u) * fabs(md[i]) + u * fabs(yd[i]) + (K + 1) * b->tiny_out[k];
     }
     b->eout[k] = et;
   }
@@ -274,9 +276,8 @@ static bnd_rule refine_rule(const bnd_node *b, bnd_rule rule) {
  * keeps them in a wider type and rounds once): on exact inputs, a result representable in
  * the output dtype is exact. Div and Sqrt are left out (x / c may run as x * (1 / c)). */
 static void exact_if_representable(bnd_node *b) {
-  static const kiln_op ops[] = {KILN_OP_Add, KILN_OP_Sub, KILN_OP_Mul, KILN_OP_Neg,
-                                KILN_OP_Abs, KILN_OP_Relu, KILN_OP_Max, KILN_OP_Min,
-                                KILN_OP_Clip};
+  static const kiln_op ops[] = {KILN_OP_Add,  KILN_OP_Sub, KILN_OP_Mul, KILN_OP_Neg, KILN_OP_Abs,
+                                KILN_OP_Relu, KILN_OP_Max, KILN_OP_Min, KILN_OP_Clip};
   bool hit = false;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) hit |= b->n->op == ops[i];
   if (!hit || kiln_bnd_any_err(b) || b->n->n_inputs > 3 || !b->eout[0]) return;

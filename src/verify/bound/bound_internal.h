@@ -12,35 +12,35 @@
 /* How a node's error bound is derived (bound_rules.c has the table and docs/DESIGN.md the
  * model). */
 typedef enum bnd_rule {
-  BND_PERTURB,   /* no rule (the default): perturbation of all inputs with a safety factor */
-  BND_EXACT,     /* no float output from float inputs with errors (integer ops, Shape ...) */
-  BND_DISCRETE,  /* elementwise discrete result of float inputs: corners decide instability */
-  BND_MOVE,      /* data movement: err = op(err of the float inputs) */
-  BND_SUM,       /* positive linear combination: err = op(err) + gamma_K * op(|x|) */
-  BND_SUB,       /* Sub: err = eA + eB (the op applied as Add) */
-  BND_MULTILIN,  /* multilinear contraction: op(|x|+e) - op(|x|) + gamma_K * op(|x|) */
-  BND_GEMM,      /* Gemm: MULTILIN on A, B with |alpha|, and |beta| * C */
-  BND_CORNER,    /* elementwise, monotone or convex per input: corners of the input boxes */
-  BND_LIPSCHITZ, /* elementwise with |f'| <= 1 (Sin, Cos): err = min(e, range) */
-  BND_CAST,      /* Cast/CastLike: rounding to the target float type, or DISCRETE */
-  BND_ARGMINMAX, /* ArgMax/ArgMin: exact indices, unstable where a rival is within error */
-  BND_TOPK,      /* TopK: values move, indices unstable where candidates overlap */
-  BND_HARDMAX,   /* Hardmax: exact one-hot, unstable where a rival is within error */
-  BND_SOFTMAX,   /* Softmax, LogSoftmax (bound_norm.c) */
-  BND_NORM,      /* LayerNormalization, RMSNormalization, InstanceNormalization, GroupNorm */
-  BND_LRN,       /* LRN (bound_norm.c) */
+  BND_PERTURB,     /* no rule (the default): perturbation of all inputs with a safety factor */
+  BND_EXACT,       /* no float output from float inputs with errors (integer ops, Shape ...) */
+  BND_DISCRETE,    /* elementwise discrete result of float inputs: corners decide instability */
+  BND_MOVE,        /* data movement: err = op(err of the float inputs) */
+  BND_SUM,         /* positive linear combination: err = op(err) + gamma_K * op(|x|) */
+  BND_SUB,         /* Sub: err = eA + eB (the op applied as Add) */
+  BND_MULTILIN,    /* multilinear contraction: op(|x|+e) - op(|x|) + gamma_K * op(|x|) */
+  BND_GEMM,        /* Gemm: MULTILIN on A, B with |alpha|, and |beta| * C */
+  BND_CORNER,      /* elementwise, monotone or convex per input: corners of the input boxes */
+  BND_LIPSCHITZ,   /* elementwise with |f'| <= 1 (Sin, Cos): err = min(e, range) */
+  BND_CAST,        /* Cast/CastLike: rounding to the target float type, or DISCRETE */
+  BND_ARGMINMAX,   /* ArgMax/ArgMin: exact indices, unstable where a rival is within error */
+  BND_TOPK,        /* TopK: values move, indices unstable where candidates overlap */
+  BND_HARDMAX,     /* Hardmax: exact one-hot, unstable where a rival is within error */
+  BND_SOFTMAX,     /* Softmax, LogSoftmax (bound_norm.c) */
+  BND_NORM,        /* LayerNormalization, RMSNormalization, InstanceNormalization, GroupNorm */
+  BND_LRN,         /* LRN (bound_norm.c) */
   BND_REDUCE_MONO, /* ReduceMax/Min, MaxPool, GlobalMaxPool: monotone: corners of all inputs */
   BND_RULE_COUNT
 } bnd_rule;
 
 typedef struct bnd_opinfo {
   bnd_rule rule;
-  double ulps;    /* own error of the op's computation, in units u of the output dtype */
-  double absmag;  /* own error also counts ulps * u * absmag * |x0| (cancellation, e.g. Gelu) */
-  double absc;    /* ... and ulps * u * absc (an absolute term, e.g. Elu's alpha (exp(x) - 1)) */
-  int pole1;      /* CORNER: 1 + the input whose interval must not contain 0 (Div ...); 0 none */
-  bool mono_all;  /* monotone increasing in every input: only the two all-equal corners */
-  unsigned mask;  /* MOVE, SUM, MULTILIN: bit i set for data input i; 0 means input 0 only */
+  double ulps;   /* own error of the op's computation, in units u of the output dtype */
+  double absmag; /* own error also counts ulps * u * absmag * |x0| (cancellation, e.g. Gelu) */
+  double absc;   /* ... and ulps * u * absc (an absolute term, e.g. Elu's alpha (exp(x) - 1)) */
+  int pole1;     /* CORNER: 1 + the input whose interval must not contain 0 (Div ...); 0 none */
+  bool mono_all; /* monotone increasing in every input: only the two all-equal corners */
+  unsigned mask; /* MOVE, SUM, MULTILIN: bit i set for data input i; 0 means input 0 only */
 } bnd_opinfo;
 
 const bnd_opinfo *kiln_bnd_info(kiln_op op);
@@ -51,20 +51,20 @@ typedef struct bnd_node {
   const kiln_graph *g;
   int id;
   const kiln_node *n;
-  kiln_val **in;       /* reference input values (borrowed; NULL for omitted) */
-  kiln_tensor **ein;   /* their error bounds (borrowed; NULL when exact) */
-  kiln_val **out;      /* reference outputs (owned until stored in r) */
-  kiln_tensor **eout;  /* error bounds to fill (owned until stored in r) */
-  double *u_out;       /* unit roundoff of output k's dtype, 0 for non-float */
-  double *tiny_out;    /* half its smallest subnormal: the absolute error of one rounding
-                          (underflow), 0 for non-float */
-  double u_in;         /* the largest unit roundoff among the float inputs and outputs */
+  kiln_val **in;      /* reference input values (borrowed; NULL for omitted) */
+  kiln_tensor **ein;  /* their error bounds (borrowed; NULL when exact) */
+  kiln_val **out;     /* reference outputs (owned until stored in r) */
+  kiln_tensor **eout; /* error bounds to fill (owned until stored in r) */
+  double *u_out;      /* unit roundoff of output k's dtype, 0 for non-float */
+  double *tiny_out;   /* half its smallest subnormal: the absolute error of one rounding
+                         (underflow), 0 for non-float */
+  double u_in;        /* the largest unit roundoff among the float inputs and outputs */
   int64_t n_unstable, n_nonfinite;
 } bnd_node;
 
 /* ---- bound.c ---- */
 double kiln_bnd_unit_roundoff(kiln_dtype t); /* 0 for non-float types */
-double kiln_bnd_tiny(kiln_dtype t);           /* half the smallest subnormal; 0 non-float */
+double kiln_bnd_tiny(kiln_dtype t);          /* half the smallest subnormal; 0 non-float */
 /* Runs the node's kernel on ins (one per input, NULL omitted), in double; float outputs are
  * widened to F64. op overrides the node's op when not KILN_OP_UNKNOWN (a node with the same
  * attributes and another op, e.g. Sub run as Add). */

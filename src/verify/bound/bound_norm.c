@@ -213,8 +213,8 @@ static void ln_stats_err(bnd_node *b, const row_stats *st, int64_t nrows) {
     double u = b->u_out[k];
     for (int64_t r = 0; r < nrows; r++) {
       const row_stats *s = &st[r];
-      ((double *)e->data)[r] = k == 1 ? s->dmu + s->me + u * fabs(s->mu)
-                                      : s->r * (s->rel_r + s->r * s->mze * 1.5 + u);
+      ((double *)e->data)[r] =
+          k == 1 ? s->dmu + s->me + u * fabs(s->mu) : s->r * (s->rel_r + s->r * s->mze * 1.5 + u);
     }
   }
 }
@@ -278,7 +278,8 @@ kiln_status kiln_bnd_norm(bnd_node *b) {
  * (gamma_{size+2}) and of d. ---- */
 kiln_status kiln_bnd_lrn(bnd_node *b) {
   kiln_tensor *y = kiln_bnd_out_t(b, b->out, 0);
-  if (!y || !kiln_bnd_is_float_val(b->in[0]) || b->in[0]->t->rank < 3) return kiln_bnd_perturb(b, 32);
+  if (!y || !kiln_bnd_is_float_val(b->in[0]) || b->in[0]->t->rank < 3)
+    return kiln_bnd_perturb(b, 32);
   const kiln_tensor *x = b->in[0]->t;
   float alpha, beta, bias;
   int64_t size;

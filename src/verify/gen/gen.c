@@ -8,8 +8,8 @@
 #include "gen_internal.h"
 
 enum {
-  MAX_ELEMS = 4096,    /* elements of a value (symbol bound) */
-  MAX_ATTEMPTS = 10,   /* op draws per requested node */
+  MAX_ELEMS = 4096,  /* elements of a value (symbol bound) */
+  MAX_ATTEMPTS = 10, /* op draws per requested node */
   INT_MAG_LIMIT = 1 << 20,
 };
 
@@ -74,7 +74,7 @@ int gen_dt_bit(kiln_dtype t) {
 
 kiln_dtype gen_pick_dt(gen *G, int dts) {
   /* f32 five times as likely as each other dtype of the set */
-  static const kiln_dtype order[] = {KILN_F32, KILN_F16, KILN_F64, KILN_I32,
+  static const kiln_dtype order[] = {KILN_F32, KILN_F16,  KILN_F64, KILN_I32,
                                      KILN_I64, KILN_BOOL, KILN_U8};
   enum { N_ORDER = sizeof order / sizeof order[0] };
   int w[N_ORDER], total = 0;
@@ -213,7 +213,8 @@ int gen_const_fill(gen *G, const kiln_type *t, double x) {
   int64_t n = 1;
   for (int d = 0; d < t->rank; d++) n *= t->dims[d].value;
   for (int64_t i = 0; i < n; i++)
-    if (t->dtype == KILN_BOOL) kiln_strbuf_printf(&b, "%s%s", i ? ", " : "", x != 0 ? "true" : "false");
+    if (t->dtype == KILN_BOOL)
+      kiln_strbuf_printf(&b, "%s%s", i ? ", " : "", x != 0 ? "true" : "false");
     else kiln_strbuf_printf(&b, "%s%.17g", i ? ", " : "", x);
   kiln_strbuf_printf(&b, "]");
   free(line);
@@ -350,7 +351,8 @@ int gen_pick_bcast(gen *G, int like, gen_dom dom, kiln_dtype dt) {
 int gen_pick_type(gen *G, const kiln_type *t, gen_dom dom) {
   int *cand = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1)), n = 0;
   for (int i = 0; i < G->vals.len; i++)
-    if (kiln_type_equal(&G->vals.data[i].type, t) && dom_ok(G->vals.data[i].dom, dom)) cand[n++] = i;
+    if (kiln_type_equal(&G->vals.data[i].type, t) && dom_ok(G->vals.data[i].dom, dom))
+      cand[n++] = i;
   int got = -1;
   if (n > 0 && gen_chance(&G->rng, 0.6)) got = choose(G, cand, n);
   free(cand);
@@ -362,13 +364,16 @@ int gen_pick_type(gen *G, const kiln_type *t, gen_dom dom) {
 /* ---- text, parsing and acceptance ---- */
 static void graph_text(const gen *G, const int *outs, int n_outs, kiln_strbuf *b) {
   kiln_strbuf_printf(b, "graph @fuzz(");
-  for (int i = 0; i < G->inputs.len; i++) kiln_strbuf_printf(b, "%s%s", i ? ", " : "", G->inputs.data[i]);
+  for (int i = 0; i < G->inputs.len; i++)
+    kiln_strbuf_printf(b, "%s%s", i ? ", " : "", G->inputs.data[i]);
   kiln_strbuf_printf(b, ") -> (");
-  for (int i = 0; i < n_outs; i++) kiln_strbuf_printf(b, "%s%%%s: ?", i ? ", " : "", G->vals.data[outs[i]].name);
+  for (int i = 0; i < n_outs; i++)
+    kiln_strbuf_printf(b, "%s%%%s: ?", i ? ", " : "", G->vals.data[outs[i]].name);
   kiln_strbuf_printf(b, ") {\n  opset \"\" %d\n", G->opset);
   for (int i = 0; i < G->lines.len; i++) kiln_strbuf_printf(b, "  %s\n", G->lines.data[i]);
   kiln_strbuf_printf(b, "  return");
-  for (int i = 0; i < n_outs; i++) kiln_strbuf_printf(b, "%s %%%s", i ? "," : "", G->vals.data[outs[i]].name);
+  for (int i = 0; i < n_outs; i++)
+    kiln_strbuf_printf(b, "%s %%%s", i ? "," : "", G->vals.data[outs[i]].name);
   kiln_strbuf_printf(b, "\n}\n");
 }
 
@@ -513,7 +518,8 @@ static bool *allowed_ops(const kiln_gen_opts *o, kiln_status *st) {
     bool found = false;
     for (int i = 0; i < kiln_gen_n_ops; i++)
       if (!strcmp(kiln_gen_ops[i].name, w)) ok[i] = found = true;
-    if (!found && !*st) *st = kiln_invalid("unknown op '%s' (the generator's ops: kiln fuzz --list-ops)", w);
+    if (!found && !*st)
+      *st = kiln_invalid("unknown op '%s' (the generator's ops: kiln fuzz --list-ops)", w);
   }
   free(list);
   return ok;
@@ -553,8 +559,6 @@ static kiln_status build(gen *G, kiln_gen_case *out) {
   free(outs);
   return st;
 }
-
-
 
 void kiln_gen_opts_init(kiln_gen_opts *o) {
   memset(o, 0, sizeof *o);

@@ -45,12 +45,12 @@ typedef enum kiln_gen_status {
 
 typedef struct kiln_gen_case {
   kiln_gen_status status;
-  kiln_graph *g;      /* root graph, types inferred (owned) */
+  kiln_graph *g; /* root graph, types inferred (owned) */
   int n_in;
-  kiln_val **inputs;  /* one per graph input (owned); NULL unless status is OK */
-  int rejected;       /* node draws that inference rejected */
-  int input_draws;    /* input draws made */
-  char note[256];     /* why the graph is INVALID or has NO_INPUTS */
+  kiln_val **inputs; /* one per graph input (owned); NULL unless status is OK */
+  int rejected;      /* node draws that inference rejected */
+  int input_draws;   /* input draws made */
+  char note[256];    /* why the graph is INVALID or has NO_INPUTS */
 } kiln_gen_case;
 
 /* Builds the case of `seed`. An error only for bad options (an unknown op name in o->ops)

@@ -205,9 +205,9 @@ static double bin_mag(char k, double a, double b) {
 static int identity_operand(gen *G, const char *op, kiln_dtype dt) {
   bool f = kiln_dtype_is_float(dt);
   const char *v = !strcmp(op, "Mul") || !strcmp(op, "Div") || !strcmp(op, "Pow") ? "1"
-                  : !strcmp(op, "Add")                                         ? (f ? "-0.0" : "0")
-                  : !strcmp(op, "Sub")                                         ? "0"
-                                                                               : NULL;
+                  : !strcmp(op, "Add") ? (f ? "-0.0" : "0")
+                  : !strcmp(op, "Sub") ? "0"
+                                       : NULL;
   if (!v || dt == KILN_BOOL) return -1;
   kiln_type t = kiln_type_tensor(dt, 0, NULL);
   int c = gen_new_const(G, &t, DOM_POS);
@@ -238,11 +238,12 @@ static bool b_binary(gen *G, int op) {
   if (b < 0) b = gen_pick_bcast(G, a, s->b, dt);
   if (b < 0) return false;
   int in[2] = {a, b};
-  if (gen_chance(&G->rng, ident ? 0.5 : 0.3) && s->name[0] != 'P' && s->mag != '/' && s->mag != 's' &&
-      strcmp(s->name, "Mod"))
+  if (gen_chance(&G->rng, ident ? 0.5 : 0.3) && s->name[0] != 'P' && s->mag != '/' &&
+      s->mag != 's' && strcmp(s->name, "Mod"))
     in[0] = b, in[1] = a; /* the broadcast operand first */
   char attr[32] = "";
-  if (s->mag == 's') snprintf(attr, sizeof attr, "direction=\"%s\"", gen_chance(&G->rng, 0.5) ? "LEFT" : "RIGHT");
+  if (s->mag == 's')
+    snprintf(attr, sizeof attr, "direction=\"%s\"", gen_chance(&G->rng, 0.5) ? "LEFT" : "RIGHT");
   if (!strcmp(s->name, "Mod") && gen_chance(&G->rng, 0.3)) return false;
   double mag = bin_mag(s->mag, gen_mag(G, a), gen_mag(G, b));
   bool minmax = !strcmp(s->name, "Max") || !strcmp(s->name, "Min"); /* keep a common domain */
@@ -289,7 +290,8 @@ static bool b_cast(gen *G, int op) {
     gen_emit(G, "CastLike", 2, in, 1, "", DOM_ANY, gen_mag(G, x) + 1);
     return true;
   }
-  gen_emit(G, "Cast", 1, &x, 1, ATTR("to=%d", (int)to), gen_v(G, x)->dom == DOM_POS && kiln_dtype_is_float(to) ? DOM_POS : DOM_ANY,
+  gen_emit(G, "Cast", 1, &x, 1, ATTR("to=%d", (int)to),
+           gen_v(G, x)->dom == DOM_POS && kiln_dtype_is_float(to) ? DOM_POS : DOM_ANY,
            gen_mag(G, x) + 1);
   return true;
 }
@@ -305,9 +307,10 @@ static void axes_list(gen *G, int rank, int64_t *axes, int *n) {
 static bool b_reduce(gen *G, int op) {
   const char *name = op_name(op);
   bool log = !strcmp(name, "ReduceLogSum"), prod = !strcmp(name, "ReduceProd");
-  int dts = !strcmp(name, "ReduceMax") || !strcmp(name, "ReduceMin") || !strcmp(name, "ReduceSum") || prod
-                ? DT_NUM
-                : DT_FLOAT;
+  int dts =
+      !strcmp(name, "ReduceMax") || !strcmp(name, "ReduceMin") || !strcmp(name, "ReduceSum") || prod
+          ? DT_NUM
+          : DT_FLOAT;
   gen_want w = want(dts, 1, 4, log ? DOM_POS : DOM_ANY);
   if (prod) w.max_mag = 2.5;
   int x = gen_pick(G, &w);
@@ -323,14 +326,20 @@ static bool b_reduce(gen *G, int op) {
   if (as_input && n > 0 && gen_chance(&G->rng, 0.9)) in[1] = gen_const_i64(G, n, axes, false);
   else if (!as_input && gen_chance(&G->rng, 0.9)) {
     len += snprintf(a + len, sizeof a - (size_t)len, ", axes=[");
-    for (int i = 0; i < n; i++) len += snprintf(a + len, sizeof a - (size_t)len, "%s%lld", i ? "," : "", (long long)axes[i]);
+    for (int i = 0; i < n; i++)
+      len += snprintf(a + len, sizeof a - (size_t)len, "%s%lld", i ? "," : "", (long long)axes[i]);
     snprintf(a + len, sizeof a - (size_t)len, "]");
   }
   double m = gen_mag(G, x), cnt = 1;
   for (int d = 0; d < r; d++) cnt *= (double)gen_dim(G, x, d);
-  double mag = prod ? pow(m, cnt) : (!strcmp(name, "ReduceMax") || !strcmp(name, "ReduceMin")) ? m : m * cnt + 8;
+  double mag = prod                                                         ? pow(m, cnt)
+               : (!strcmp(name, "ReduceMax") || !strcmp(name, "ReduceMin")) ? m
+                                                                            : m * cnt + 8;
   if (kiln_dtype_is_int(gen_dtype(G, x)) && prod && mag > 1e6) return false;
-  gen_dom dom = !strcmp(name, "ReduceL2") || !strcmp(name, "ReduceL1") || !strcmp(name, "ReduceSumSquare") ? DOM_NONNEG : DOM_ANY;
+  gen_dom dom =
+      !strcmp(name, "ReduceL2") || !strcmp(name, "ReduceL1") || !strcmp(name, "ReduceSumSquare")
+          ? DOM_NONNEG
+          : DOM_ANY;
   gen_emit(G, name, in[1] >= 0 ? 2 : 1, in, 1, a, dom, mag);
   return true;
 }
@@ -390,7 +399,8 @@ static bool b_duplicate(gen *G, int op) {
   gen_val src = G->vals.data[0];
   for (int i = 0; i < G->vals.len; i++) /* the domain of the copied node's first output */
     if (!strncmp(line + 1, G->vals.data[i].name, strlen(G->vals.data[i].name)) &&
-        (line[1 + strlen(G->vals.data[i].name)] == ' ' || line[1 + strlen(G->vals.data[i].name)] == ','))
+        (line[1 + strlen(G->vals.data[i].name)] == ' ' ||
+         line[1 + strlen(G->vals.data[i].name)] == ','))
       src = G->vals.data[i];
   kiln_strbuf b = {0};
   int first = G->vals.len;
@@ -405,7 +415,8 @@ static bool b_duplicate(gen *G, int op) {
   const char *alpha = strstr(eq, "alpha=");
   if (alpha && gen_chance(&G->rng, 0.5)) { /* a near-duplicate: another alpha (not for cse) */
     const char *end = alpha + 6 + strspn(alpha + 6, "0123456789.e+-");
-    kiln_strbuf_printf(&b, "%.*salpha=%.3g%s", (int)(alpha - eq), eq, 0.05 + gen_unif(&G->rng), end);
+    kiln_strbuf_printf(&b, "%.*salpha=%.3g%s", (int)(alpha - eq), eq, 0.05 + gen_unif(&G->rng),
+                       end);
   } else kiln_strbuf_printf(&b, "%s", eq);
   kiln_vec_push(&G->lines, b.data);
   return true;
@@ -421,8 +432,8 @@ static int op_index(const char *name) {
 /* Two or three view or cast ops in a row on one value (simplify's chains). */
 bool gen_b_chain(gen *G, int op) {
   (void)op;
-  static const char *const links[] = {"Transpose", "Reshape", "Cast", "Unsqueeze", "Squeeze",
-                                      "Flatten", "Identity", "Relu", "Neg"};
+  static const char *const links[] = {"Transpose", "Reshape",  "Cast", "Unsqueeze", "Squeeze",
+                                      "Flatten",   "Identity", "Relu", "Neg"};
   int n = gen_int(&G->rng, 2, 3), n_links = (int)(sizeof links / sizeof links[0]);
   int same = gen_chance(&G->rng, 0.5) ? gen_int(&G->rng, 0, n_links - 1) : -1; /* T(T(x)) ... */
   if (same >= 0 && gen_chance(&G->rng, 0.4)) same = 0; /* Transpose chains: perms compose */
@@ -457,72 +468,150 @@ bool gen_b_diamond(gen *G, int op) {
   else {
     int64_t ax = gen_int(&G->rng, 0, 1);
     int in[2] = {a, gen_const_i64(G, 1, &ax, false)};
-    b = gen_emit(G, "ReduceSum", 2, in, 1,
-                 "keepdims=1", DOM_ANY, 64);
+    b = gen_emit(G, "ReduceSum", 2, in, 1, "keepdims=1", DOM_ANY, 64);
   }
   int in[2] = {a, b};
   gen_emit(G, gen_chance(&G->rng, 0.5) ? "Add" : "Mul", 2, in, 1, "", DOM_ANY, 600);
   return true;
 }
 
-#define OP(name, since, w, fn) {name, since, w, fn}
+#define OP(name, since, w, fn)                                                                     \
+  { name, since, w, fn }
 const gen_op kiln_gen_ops[] = {
-    OP("Abs", 13, 2, b_unary), OP("Neg", 13, 2, b_unary), OP("Sign", 13, 1, b_unary),
-    OP("Relu", 13, 4, b_unary), OP("Acos", 13, 1, b_unary), OP("Acosh", 13, 1, b_unary),
-    OP("Asin", 13, 1, b_unary), OP("Asinh", 13, 1, b_unary), OP("Atan", 13, 1, b_unary),
-    OP("Atanh", 13, 1, b_unary), OP("Ceil", 13, 1, b_unary), OP("Floor", 13, 1, b_unary),
-    OP("Round", 13, 1, b_unary), OP("Cos", 13, 1, b_unary), OP("Sin", 13, 1, b_unary),
-    OP("Tan", 13, 1, b_unary), OP("Cosh", 13, 1, b_unary), OP("Sinh", 13, 1, b_unary),
-    OP("Tanh", 13, 2, b_unary), OP("Erf", 13, 1, b_unary), OP("Exp", 13, 2, b_unary),
-    OP("Log", 13, 2, b_unary), OP("Sqrt", 13, 2, b_unary), OP("Reciprocal", 13, 1, b_unary),
-    OP("Sigmoid", 13, 2, b_unary), OP("Softplus", 13, 1, b_unary), OP("Softsign", 13, 1, b_unary),
-    OP("Mish", 18, 1, b_unary), OP("HardSwish", 14, 1, b_unary), OP("HardSigmoid", 13, 1, b_unary),
-    OP("Gelu", 20, 1, b_unary), OP("Elu", 13, 1, b_unary), OP("Celu", 13, 1, b_unary),
-    OP("Selu", 13, 1, b_unary), OP("LeakyRelu", 13, 1, b_unary),
-    OP("ThresholdedRelu", 13, 1, b_unary), OP("Swish", 24, 1, b_unary),
-    OP("Shrink", 13, 1, b_unary), OP("IsNaN", 13, 1, b_unary), OP("IsInf", 13, 1, b_unary),
-    OP("Not", 13, 1, b_unary), OP("BitwiseNot", 18, 1, b_unary), OP("Identity", 13, 2, b_unary),
-    OP("Dropout", 13, 1, b_dropout), OP("Clip", 13, 2, b_clip),
-    OP("Add", 13, 6, b_binary), OP("Sub", 13, 3, b_binary), OP("Mul", 13, 5, b_binary),
-    OP("Div", 13, 3, b_binary), OP("Mod", 13, 1, b_binary), OP("Pow", 13, 2, b_binary),
-    OP("PRelu", 13, 1, b_binary), OP("Max", 13, 2, b_binary), OP("Min", 13, 1, b_binary),
-    OP("Mean", 13, 1, b_binary), OP("Sum", 13, 1, b_binary), OP("Equal", 13, 1, b_binary),
-    OP("Greater", 13, 1, b_binary), OP("GreaterOrEqual", 13, 1, b_binary),
-    OP("Less", 13, 1, b_binary), OP("LessOrEqual", 13, 1, b_binary), OP("And", 13, 1, b_binary),
-    OP("Or", 13, 1, b_binary), OP("Xor", 13, 1, b_binary), OP("BitwiseAnd", 18, 1, b_binary),
-    OP("BitwiseOr", 18, 1, b_binary), OP("BitwiseXor", 18, 1, b_binary),
-    OP("BitShift", 13, 1, b_binary), OP("Where", 13, 2, b_where), OP("Cast", 13, 3, b_cast),
+    OP("Abs", 13, 2, b_unary),
+    OP("Neg", 13, 2, b_unary),
+    OP("Sign", 13, 1, b_unary),
+    OP("Relu", 13, 4, b_unary),
+    OP("Acos", 13, 1, b_unary),
+    OP("Acosh", 13, 1, b_unary),
+    OP("Asin", 13, 1, b_unary),
+    OP("Asinh", 13, 1, b_unary),
+    OP("Atan", 13, 1, b_unary),
+    OP("Atanh", 13, 1, b_unary),
+    OP("Ceil", 13, 1, b_unary),
+    OP("Floor", 13, 1, b_unary),
+    OP("Round", 13, 1, b_unary),
+    OP("Cos", 13, 1, b_unary),
+    OP("Sin", 13, 1, b_unary),
+    OP("Tan", 13, 1, b_unary),
+    OP("Cosh", 13, 1, b_unary),
+    OP("Sinh", 13, 1, b_unary),
+    OP("Tanh", 13, 2, b_unary),
+    OP("Erf", 13, 1, b_unary),
+    OP("Exp", 13, 2, b_unary),
+    OP("Log", 13, 2, b_unary),
+    OP("Sqrt", 13, 2, b_unary),
+    OP("Reciprocal", 13, 1, b_unary),
+    OP("Sigmoid", 13, 2, b_unary),
+    OP("Softplus", 13, 1, b_unary),
+    OP("Softsign", 13, 1, b_unary),
+    OP("Mish", 18, 1, b_unary),
+    OP("HardSwish", 14, 1, b_unary),
+    OP("HardSigmoid", 13, 1, b_unary),
+    OP("Gelu", 20, 1, b_unary),
+    OP("Elu", 13, 1, b_unary),
+    OP("Celu", 13, 1, b_unary),
+    OP("Selu", 13, 1, b_unary),
+    OP("LeakyRelu", 13, 1, b_unary),
+    OP("ThresholdedRelu", 13, 1, b_unary),
+    OP("Swish", 24, 1, b_unary),
+    OP("Shrink", 13, 1, b_unary),
+    OP("IsNaN", 13, 1, b_unary),
+    OP("IsInf", 13, 1, b_unary),
+    OP("Not", 13, 1, b_unary),
+    OP("BitwiseNot", 18, 1, b_unary),
+    OP("Identity", 13, 2, b_unary),
+    OP("Dropout", 13, 1, b_dropout),
+    OP("Clip", 13, 2, b_clip),
+    OP("Add", 13, 6, b_binary),
+    OP("Sub", 13, 3, b_binary),
+    OP("Mul", 13, 5, b_binary),
+    OP("Div", 13, 3, b_binary),
+    OP("Mod", 13, 1, b_binary),
+    OP("Pow", 13, 2, b_binary),
+    OP("PRelu", 13, 1, b_binary),
+    OP("Max", 13, 2, b_binary),
+    OP("Min", 13, 1, b_binary),
+    OP("Mean", 13, 1, b_binary),
+    OP("Sum", 13, 1, b_binary),
+    OP("Equal", 13, 1, b_binary),
+    OP("Greater", 13, 1, b_binary),
+    OP("GreaterOrEqual", 13, 1, b_binary),
+    OP("Less", 13, 1, b_binary),
+    OP("LessOrEqual", 13, 1, b_binary),
+    OP("And", 13, 1, b_binary),
+    OP("Or", 13, 1, b_binary),
+    OP("Xor", 13, 1, b_binary),
+    OP("BitwiseAnd", 18, 1, b_binary),
+    OP("BitwiseOr", 18, 1, b_binary),
+    OP("BitwiseXor", 18, 1, b_binary),
+    OP("BitShift", 13, 1, b_binary),
+    OP("Where", 13, 2, b_where),
+    OP("Cast", 13, 3, b_cast),
     OP("CastLike", 15, 1, b_cast),
-    OP("ReduceSum", 13, 3, b_reduce), OP("ReduceMean", 13, 2, b_reduce),
-    OP("ReduceMax", 13, 2, b_reduce), OP("ReduceMin", 13, 1, b_reduce),
-    OP("ReduceProd", 13, 1, b_reduce), OP("ReduceL1", 13, 1, b_reduce),
-    OP("ReduceL2", 13, 1, b_reduce), OP("ReduceLogSum", 13, 1, b_reduce),
-    OP("ReduceLogSumExp", 13, 1, b_reduce), OP("ReduceSumSquare", 13, 1, b_reduce),
-    OP("ArgMax", 13, 1, b_argmax), OP("ArgMin", 13, 1, b_argmax),
-    OP("Softmax", 13, 2, b_softmax), OP("LogSoftmax", 13, 1, b_softmax),
-    OP("Hardmax", 13, 1, b_softmax), OP("CumSum", 14, 1, b_cumsum), OP("CumProd", 26, 1, b_cumsum),
-    OP("(duplicate)", 13, 3, b_duplicate), OP("(chain)", 13, 4, gen_b_chain),
-    OP("(diamond)", 13, 2, gen_b_diamond), OP("(pattern)", 13, 36, gen_b_pattern),
+    OP("ReduceSum", 13, 3, b_reduce),
+    OP("ReduceMean", 13, 2, b_reduce),
+    OP("ReduceMax", 13, 2, b_reduce),
+    OP("ReduceMin", 13, 1, b_reduce),
+    OP("ReduceProd", 13, 1, b_reduce),
+    OP("ReduceL1", 13, 1, b_reduce),
+    OP("ReduceL2", 13, 1, b_reduce),
+    OP("ReduceLogSum", 13, 1, b_reduce),
+    OP("ReduceLogSumExp", 13, 1, b_reduce),
+    OP("ReduceSumSquare", 13, 1, b_reduce),
+    OP("ArgMax", 13, 1, b_argmax),
+    OP("ArgMin", 13, 1, b_argmax),
+    OP("Softmax", 13, 2, b_softmax),
+    OP("LogSoftmax", 13, 1, b_softmax),
+    OP("Hardmax", 13, 1, b_softmax),
+    OP("CumSum", 14, 1, b_cumsum),
+    OP("CumProd", 26, 1, b_cumsum),
+    OP("(duplicate)", 13, 3, b_duplicate),
+    OP("(chain)", 13, 4, gen_b_chain),
+    OP("(diamond)", 13, 2, gen_b_diamond),
+    OP("(pattern)", 13, 36, gen_b_pattern),
     /* gen_ops_nn.c */
-    OP("MatMul", 13, 4, gen_b_matmul), OP("Gemm", 13, 2, gen_b_gemm), OP("Conv", 13, 3, gen_b_conv),
-    OP("MaxPool", 13, 1, gen_b_pool), OP("AveragePool", 13, 1, gen_b_pool),
-    OP("GlobalAveragePool", 13, 1, gen_b_global_pool), OP("GlobalMaxPool", 13, 1, gen_b_global_pool),
-    OP("BatchNormalization", 15, 2, gen_b_norm), OP("LayerNormalization", 17, 2, gen_b_norm),
-    OP("InstanceNormalization", 13, 1, gen_b_norm), OP("GroupNormalization", 21, 1, gen_b_norm),
-    OP("RMSNormalization", 23, 1, gen_b_norm), OP("LpNormalization", 13, 1, gen_b_norm),
-    OP("LRN", 13, 1, gen_b_norm), OP("TopK", 13, 1, gen_b_topk), OP("Einsum", 13, 1, gen_b_einsum),
+    OP("MatMul", 13, 4, gen_b_matmul),
+    OP("Gemm", 13, 2, gen_b_gemm),
+    OP("Conv", 13, 3, gen_b_conv),
+    OP("MaxPool", 13, 1, gen_b_pool),
+    OP("AveragePool", 13, 1, gen_b_pool),
+    OP("GlobalAveragePool", 13, 1, gen_b_global_pool),
+    OP("GlobalMaxPool", 13, 1, gen_b_global_pool),
+    OP("BatchNormalization", 15, 2, gen_b_norm),
+    OP("LayerNormalization", 17, 2, gen_b_norm),
+    OP("InstanceNormalization", 13, 1, gen_b_norm),
+    OP("GroupNormalization", 21, 1, gen_b_norm),
+    OP("RMSNormalization", 23, 1, gen_b_norm),
+    OP("LpNormalization", 13, 1, gen_b_norm),
+    OP("LRN", 13, 1, gen_b_norm),
+    OP("TopK", 13, 1, gen_b_topk),
+    OP("Einsum", 13, 1, gen_b_einsum),
     /* gen_ops_data.c */
-    OP("Transpose", 13, 3, gen_b_transpose), OP("Reshape", 13, 3, gen_b_reshape),
-    OP("Flatten", 13, 1, gen_b_flatten), OP("Squeeze", 13, 1, gen_b_squeeze),
-    OP("Unsqueeze", 13, 1, gen_b_unsqueeze), OP("Concat", 13, 2, gen_b_concat),
-    OP("Split", 13, 1, gen_b_split), OP("Slice", 13, 2, gen_b_slice), OP("Pad", 13, 1, gen_b_pad),
-    OP("Tile", 13, 1, gen_b_tile), OP("Expand", 13, 1, gen_b_expand),
-    OP("DepthToSpace", 13, 1, gen_b_d2s), OP("SpaceToDepth", 13, 1, gen_b_d2s),
-    OP("Gather", 13, 2, gen_b_gather), OP("GatherElements", 13, 1, gen_b_gather_el),
-    OP("GatherND", 13, 1, gen_b_gather_nd), OP("ScatterElements", 13, 1, gen_b_scatter_el),
-    OP("ScatterND", 13, 1, gen_b_scatter_nd), OP("Trilu", 14, 1, gen_b_trilu),
-    OP("OneHot", 13, 1, gen_b_onehot), OP("EyeLike", 13, 1, gen_b_eyelike),
-    OP("Shape", 13, 1, gen_b_shape), OP("Size", 13, 1, gen_b_shape),
-    OP("ConstantOfShape", 13, 1, gen_b_cos), OP("(shape chain)", 13, 1, gen_b_shapechain),
+    OP("Transpose", 13, 3, gen_b_transpose),
+    OP("Reshape", 13, 3, gen_b_reshape),
+    OP("Flatten", 13, 1, gen_b_flatten),
+    OP("Squeeze", 13, 1, gen_b_squeeze),
+    OP("Unsqueeze", 13, 1, gen_b_unsqueeze),
+    OP("Concat", 13, 2, gen_b_concat),
+    OP("Split", 13, 1, gen_b_split),
+    OP("Slice", 13, 2, gen_b_slice),
+    OP("Pad", 13, 1, gen_b_pad),
+    OP("Tile", 13, 1, gen_b_tile),
+    OP("Expand", 13, 1, gen_b_expand),
+    OP("DepthToSpace", 13, 1, gen_b_d2s),
+    OP("SpaceToDepth", 13, 1, gen_b_d2s),
+    OP("Gather", 13, 2, gen_b_gather),
+    OP("GatherElements", 13, 1, gen_b_gather_el),
+    OP("GatherND", 13, 1, gen_b_gather_nd),
+    OP("ScatterElements", 13, 1, gen_b_scatter_el),
+    OP("ScatterND", 13, 1, gen_b_scatter_nd),
+    OP("Trilu", 14, 1, gen_b_trilu),
+    OP("OneHot", 13, 1, gen_b_onehot),
+    OP("EyeLike", 13, 1, gen_b_eyelike),
+    OP("Shape", 13, 1, gen_b_shape),
+    OP("Size", 13, 1, gen_b_shape),
+    OP("ConstantOfShape", 13, 1, gen_b_cos),
+    OP("(shape chain)", 13, 1, gen_b_shapechain),
 };
 const int kiln_gen_n_ops = (int)(sizeof kiln_gen_ops / sizeof kiln_gen_ops[0]);

@@ -64,7 +64,8 @@ bool gen_b_transpose(gen *G, int op) {
   char a[64] = "";
   if (gen_chance(&G->rng, 0.85)) {
     int len = snprintf(a, sizeof a, "perm=[");
-    for (int d = 0; d < r; d++) len += snprintf(a + len, sizeof a - (size_t)len, "%s%lld", d ? "," : "", (long long)p[d]);
+    for (int d = 0; d < r; d++)
+      len += snprintf(a + len, sizeof a - (size_t)len, "%s%lld", d ? "," : "", (long long)p[d]);
     snprintf(a + len, sizeof a - (size_t)len, "]");
   }
   emit_like(G, op_name(op), 1, &x, a, x);
@@ -117,7 +118,8 @@ bool gen_b_squeeze(gen *G, int op) {
   int64_t ax[KILN_MAX_RANK];
   int n = 0, r = gen_rank(G, x);
   for (int d = 0; d < r; d++)
-    if (gen_v(G, x)->type.dims[d].value == 1 && gen_chance(&G->rng, 0.7)) ax[n++] = gen_chance(&G->rng, 0.3) ? d - r : d;
+    if (gen_v(G, x)->type.dims[d].value == 1 && gen_chance(&G->rng, 0.7))
+      ax[n++] = gen_chance(&G->rng, 0.3) ? d - r : d;
   if (n == 0) return false;
   int in[2] = {x, gen_chance(&G->rng, 0.85) ? gen_const_i64(G, n, ax, false) : -1};
   emit_like(G, "Squeeze", in[1] >= 0 ? 2 : 1, in, "", x);
@@ -153,8 +155,8 @@ bool gen_b_concat(gen *G, int op) {
     if (gen_chance(&G->rng, 0.2)) in[2] = gen_pick_type(G, &t, DOM_ANY), n = 3;
   }
   char a[32];
-  gen_emit(G, "Concat", n, in, 1, ATTR("axis=%d", gen_chance(&G->rng, 0.3) ? axis - r : axis), DOM_ANY,
-           gen_mag(G, x) > gen_mag(G, in[1]) ? gen_mag(G, x) : gen_mag(G, in[1]));
+  gen_emit(G, "Concat", n, in, 1, ATTR("axis=%d", gen_chance(&G->rng, 0.3) ? axis - r : axis),
+           DOM_ANY, gen_mag(G, x) > gen_mag(G, in[1]) ? gen_mag(G, x) : gen_mag(G, in[1]));
   return true;
 }
 
@@ -172,7 +174,8 @@ bool gen_b_split(gen *G, int op) {
     ATTR("axis=%d, num_outputs=%d", axis, k);
   } else {
     int64_t left = d;
-    for (int i = 0; i < k - 1; i++) parts[i] = gen_int(&G->rng, 1, (int)(left - (k - 1 - i))), left -= parts[i];
+    for (int i = 0; i < k - 1; i++)
+      parts[i] = gen_int(&G->rng, 1, (int)(left - (k - 1 - i))), left -= parts[i];
     parts[k - 1] = left;
     in[1] = gen_const_i64(G, k, parts, false);
     ATTR("axis=%d", axis);
@@ -189,10 +192,13 @@ bool gen_b_slice(gen *G, int op) {
   int64_t st[KILN_MAX_RANK], en[KILN_MAX_RANK], ax[KILN_MAX_RANK], sp[KILN_MAX_RANK];
   for (int d = 0; d < r; d++) {
     if (gen_v(G, x)->type.dims[d].value < 0 || !gen_chance(&G->rng, 0.6)) continue;
-    int64_t dim = gen_dim(G, x, d), b = gen_int(&G->rng, 0, (int)dim - 1), e = gen_int(&G->rng, (int)b + 1, (int)dim);
+    int64_t dim = gen_dim(G, x, d), b = gen_int(&G->rng, 0, (int)dim - 1),
+            e = gen_int(&G->rng, (int)b + 1, (int)dim);
     ax[n] = d, sp[n] = gen_chance(&G->rng, 0.25) ? 2 : 1;
     if (gen_chance(&G->rng, 0.2)) st[n] = e - 1, en[n] = b - 1 < 0 ? -dim - 1 : b - 1, sp[n] = -1;
-    else st[n] = gen_chance(&G->rng, 0.35) ? b - dim : b, en[n] = gen_chance(&G->rng, 0.1) ? INT64_MAX : e;
+    else
+      st[n] = gen_chance(&G->rng, 0.35) ? b - dim : b,
+      en[n] = gen_chance(&G->rng, 0.1) ? INT64_MAX : e;
     n++;
   }
   if (n == 0) return false;
@@ -224,8 +230,8 @@ bool gen_b_pad(gen *G, int op) {
     in[2] = gen_new_const(G, &t, DOM_ANY);
   }
   char a[32];
-  gen_emit(G, "Pad", in[2] >= 0 ? 3 : 2, in, 1, ATTR("mode=\"%s\"", modes[mode]), mode ? gen_v(G, x)->dom : DOM_ANY,
-           gen_mag(G, x) + 2);
+  gen_emit(G, "Pad", in[2] >= 0 ? 3 : 2, in, 1, ATTR("mode=\"%s\"", modes[mode]),
+           mode ? gen_v(G, x)->dom : DOM_ANY, gen_mag(G, x) + 2);
   return true;
 }
 
@@ -250,7 +256,9 @@ bool gen_b_expand(gen *G, int op) {
   for (int d = 0; d < lead; d++) s[d] = gen_int(&G->rng, 1, 3);
   for (int d = 0; d < r; d++) {
     int64_t dim = gen_dim(G, x, d);
-    s[lead + d] = dim == 1 && gen_chance(&G->rng, 0.5) ? gen_int(&G->rng, 2, 4) : gen_chance(&G->rng, 0.2) ? 1 : dim;
+    s[lead + d] = dim == 1 && gen_chance(&G->rng, 0.5) ? gen_int(&G->rng, 2, 4)
+                  : gen_chance(&G->rng, 0.2)           ? 1
+                                                       : dim;
   }
   int in[2] = {x, gen_const_i64(G, lead + r, s, false)};
   emit_like(G, "Expand", 2, in, "", x);
@@ -263,14 +271,15 @@ bool gen_b_d2s(gen *G, int op) {
   if (x < 0) return false;
   int64_t b = 2, c = gen_dim(G, x, 1), h = gen_dim(G, x, 2), w = gen_dim(G, x, 3);
   if (d2s ? c % (b * b) != 0 : (h % b != 0 || w % b != 0)) { /* a new input that fits */
-    int64_t d[4] = {gen_int(&G->rng, 1, 2), b * b * gen_int(&G->rng, 1, 2), b * gen_int(&G->rng, 1, 3),
-                    b * gen_int(&G->rng, 1, 3)};
+    int64_t d[4] = {gen_int(&G->rng, 1, 2), b * b * gen_int(&G->rng, 1, 2),
+                    b * gen_int(&G->rng, 1, 3), b * gen_int(&G->rng, 1, 3)};
     if (!d2s) d[1] = gen_int(&G->rng, 1, 3);
     kiln_type t = gen_tensor_type(gen_pick_dt(G, DT_ALL), 4, d);
     x = gen_new_input(G, &t, DOM_ANY);
   }
   char a[48];
-  if (d2s) ATTR("blocksize=%lld, mode=\"%s\"", (long long)b, gen_chance(&G->rng, 0.5) ? "DCR" : "CRD");
+  if (d2s)
+    ATTR("blocksize=%lld, mode=\"%s\"", (long long)b, gen_chance(&G->rng, 0.5) ? "DCR" : "CRD");
   else ATTR("blocksize=%lld", (long long)b);
   emit_like(G, op_name(op), 1, &x, a, x);
   return true;
@@ -282,7 +291,8 @@ bool gen_b_gather(gen *G, int op) {
   if (x < 0) return false;
   int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
   if (gen_v(G, x)->type.dims[axis].value < 0) return false;
-  int64_t dim = gen_dim(G, x, axis), id[2] = {gen_int(&G->rng, 1, 4), gen_int(&G->rng, 1, 3)}, v[12];
+  int64_t dim = gen_dim(G, x, axis), id[2] = {gen_int(&G->rng, 1, 4), gen_int(&G->rng, 1, 3)},
+          v[12];
   int ir = gen_int(&G->rng, 0, 2);
   int64_t n = ir == 0 ? 1 : ir == 1 ? id[0] : id[0] * id[1];
   for (int64_t i = 0; i < n; i++) v[i] = gen_int(&G->rng, (int)-dim, (int)dim - 1);
@@ -298,7 +308,9 @@ bool gen_b_gather_el(gen *G, int op) {
   if (x < 0) return false;
   int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
   int64_t d[KILN_MAX_RANK], v[512], n = 1;
-  for (int k = 0; k < r; k++) d[k] = k == axis ? gen_int(&G->rng, 1, 4) : gen_int(&G->rng, 1, (int)gen_dim(G, x, k)), n *= d[k];
+  for (int k = 0; k < r; k++)
+    d[k] = k == axis ? gen_int(&G->rng, 1, 4) : gen_int(&G->rng, 1, (int)gen_dim(G, x, k)),
+    n *= d[k];
   if (n > 512) return false;
   int64_t dim = gen_dim(G, x, axis);
   for (int64_t i = 0; i < n; i++) v[i] = gen_int(&G->rng, (int)-dim, (int)dim - 1);
@@ -329,7 +341,8 @@ bool gen_b_scatter_el(gen *G, int op) {
   int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
   int64_t d[KILN_MAX_RANK], n = 1, dim = gen_dim(G, x, axis);
   if (dim > 64) return false;
-  for (int k = 0; k < r; k++) d[k] = k == axis ? gen_int(&G->rng, 1, (int)dim) : gen_dim(G, x, k), n *= d[k];
+  for (int k = 0; k < r; k++)
+    d[k] = k == axis ? gen_int(&G->rng, 1, (int)dim) : gen_dim(G, x, k), n *= d[k];
   if (n > 512) return false;
   int64_t v[512], perm[64], inner = 1;
   for (int k = axis + 1; k < r; k++) inner *= d[k];
@@ -384,13 +397,15 @@ bool gen_b_trilu(gen *G, int op) {
 
 bool gen_b_onehot(gen *G, int op) {
   (void)op;
-  int64_t depth = gen_int(&G->rng, 2, 6), d[2] = {gen_int(&G->rng, 1, 4), gen_int(&G->rng, 1, 3)}, v[12];
+  int64_t depth = gen_int(&G->rng, 2, 6), d[2] = {gen_int(&G->rng, 1, 4), gen_int(&G->rng, 1, 3)},
+          v[12];
   int ir = gen_int(&G->rng, 1, 2);
   for (int i = 0; i < 12; i++) v[i] = gen_int(&G->rng, (int)-depth, (int)depth - 1);
   kiln_dtype dt = gen_pick_dt(G, DT_NUM);
   int64_t two = 2;
   kiln_type vt = kiln_type_tensor(dt, 1, &two);
-  int in[3] = {const_idx(G, ir, d, v), gen_const_i64(G, 1, &depth, true), gen_new_const(G, &vt, DOM_ANY)};
+  int in[3] = {const_idx(G, ir, d, v), gen_const_i64(G, 1, &depth, true),
+               gen_new_const(G, &vt, DOM_ANY)};
   char a[16];
   gen_emit(G, "OneHot", 3, in, 1, ATTR("axis=%d", gen_int(&G->rng, -ir - 1, ir)), DOM_ANY, 6);
   return true;
@@ -403,7 +418,8 @@ bool gen_b_eyelike(gen *G, int op) {
   if (x < 0) return false;
   char a[48];
   int len = snprintf(a, sizeof a, "k=%d", gen_int(&G->rng, -2, 2));
-  if (gen_chance(&G->rng, 0.4)) snprintf(a + len, sizeof a - (size_t)len, ", dtype=%d", (int)gen_pick_dt(G, DT_NUM));
+  if (gen_chance(&G->rng, 0.4))
+    snprintf(a + len, sizeof a - (size_t)len, ", dtype=%d", (int)gen_pick_dt(G, DT_NUM));
   gen_emit(G, "EyeLike", 1, &x, 1, a, DOM_NONNEG, 1);
   return true;
 }
@@ -428,7 +444,8 @@ bool gen_b_cos(gen *G, int op) {
   kiln_dtype dt = gen_pick_dt(G, DT_NUM);
   char a[64];
   int v = gen_int(&G->rng, -3, 3);
-  gen_emit(G, "ConstantOfShape", 1, in, 1, ATTR("value=%s[1] [%d]", kiln_dtype_name(dt), v), DOM_ANY, 3);
+  gen_emit(G, "ConstantOfShape", 1, in, 1, ATTR("value=%s[1] [%d]", kiln_dtype_name(dt), v),
+           DOM_ANY, 3);
   return true;
 }
 

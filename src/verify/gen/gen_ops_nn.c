@@ -11,10 +11,12 @@ static const char *op_name(int op) {
   return kiln_gen_ops[op].name;
 }
 
-static int new_value(gen *G, kiln_dtype dt, int rank, const int64_t *dims, gen_dom dom, double p_const) {
+static int new_value(gen *G, kiln_dtype dt, int rank, const int64_t *dims, gen_dom dom,
+                     double p_const) {
   kiln_type t = gen_tensor_type(dt, rank, dims);
   bool sym = !kiln_type_is_static(&t);
-  return !sym && gen_chance(&G->rng, p_const) ? gen_new_const(G, &t, dom) : gen_new_input(G, &t, dom);
+  return !sym && gen_chance(&G->rng, p_const) ? gen_new_const(G, &t, dom)
+                                              : gen_new_input(G, &t, dom);
 }
 
 static int pick_float(gen *G, int rmin, int rmax, bool static_shape) {
@@ -24,7 +26,8 @@ static int pick_float(gen *G, int rmin, int rmax, bool static_shape) {
 
 static const char *ints_text(char *buf, size_t n, int k, const int64_t *v) {
   int len = snprintf(buf, n, "[");
-  for (int i = 0; i < k; i++) len += snprintf(buf + len, n - (size_t)len, "%s%lld", i ? "," : "", (long long)v[i]);
+  for (int i = 0; i < k; i++)
+    len += snprintf(buf + len, n - (size_t)len, "%s%lld", i ? "," : "", (long long)v[i]);
   snprintf(buf + len, n - (size_t)len, "]");
   return buf;
 }
@@ -46,7 +49,8 @@ bool gen_b_matmul(gen *G, int op) {
   if (a < 0) return false;
   kiln_dtype dt = gen_dtype(G, a);
   int r = gen_rank(G, a);
-  int64_t k = gen_dim(G, a, r - 1), n = gen_chance(&G->rng, 0.3) ? gen_int(&G->rng, 8, 40) : gen_int(&G->rng, 1, 8);
+  int64_t k = gen_dim(G, a, r - 1),
+          n = gen_chance(&G->rng, 0.3) ? gen_int(&G->rng, 8, 40) : gen_int(&G->rng, 1, 8);
   int64_t bd[4];
   int br = 2;
   if (gen_chance(&G->rng, 0.15)) br = 1, bd[0] = k;
@@ -77,10 +81,12 @@ bool gen_b_gemm(gen *G, int op) {
   int c = gen_int(&G->rng, 0, 3);
   int64_t cd[2] = {m, n};
   if (c == 1) in[2] = new_value(G, dt, 1, cd + 1, DOM_ANY, 0.9);
-  else if (c == 2 && gen_v(G, x)->type.dims[ta ? 1 : 0].value >= 0) in[2] = new_value(G, dt, 2, cd, DOM_ANY, 0.5);
+  else if (c == 2 && gen_v(G, x)->type.dims[ta ? 1 : 0].value >= 0)
+    in[2] = new_value(G, dt, 2, cd, DOM_ANY, 0.5);
   else if (c == 3) in[2] = new_value(G, dt, 0, cd, DOM_ANY, 0.9);
   char a[96];
-  ATTR("alpha=%.3g, beta=%.3g, transA=%d, transB=%d", gen_chance(&G->rng, 0.5) ? 1.0 : 0.5 + gen_unif(&G->rng),
+  ATTR("alpha=%.3g, beta=%.3g, transA=%d, transB=%d",
+       gen_chance(&G->rng, 0.5) ? 1.0 : 0.5 + gen_unif(&G->rng),
        gen_chance(&G->rng, 0.5) ? 1.0 : gen_unif(&G->rng), ta, tb);
   gen_emit(G, "Gemm", in[2] >= 0 ? 3 : 2, in, 1, a, DOM_ANY, gen_mag(G, x) * 6 * (double)k + 6);
   return true;
@@ -101,7 +107,10 @@ static void batchnorm_after(gen *G, int y, kiln_dtype dt, int64_t c) {
 bool gen_b_conv(gen *G, int op) {
   (void)op;
   int sd = gen_int(&G->rng, 1, 3);
-  int64_t n = gen_int(&G->rng, 1, 2), c = gen_int(&G->rng, 1, 6), sp = sd == 1 ? 12 : sd == 2 ? 8 : 4;
+  int64_t n = gen_int(&G->rng, 1, 2), c = gen_int(&G->rng, 1, 6),
+          sp = sd == 1   ? 12
+               : sd == 2 ? 8
+                         : 4;
   int x = -1;
   gen_want w = {DT_FLOAT, 3, 5, DOM_ANY, false, false, 0};
   if (gen_chance(&G->rng, 0.5)) x = gen_pick(G, &w);
@@ -171,14 +180,16 @@ bool gen_b_pool(gen *G, int op) {
   }
   int ceil_mode = gen_chance(&G->rng, 0.2);
   for (int d = 0; d < sd && ceil_mode; d++) { /* a last window that starts in the end padding: */
-    int64_t in = gen_dim(G, x, 2 + d), span = in + pads[d] + pads[sd + d] - ((k[d] - 1) * dl[d] + 1);
+    int64_t in = gen_dim(G, x, 2 + d),
+            span = in + pads[d] + pads[sd + d] - ((k[d] - 1) * dl[d] + 1);
     if ((span + s[d] - 1) / s[d] * s[d] >= in + pads[d]) ceil_mode = 0; /* ONNX and ORT disagree */
   }
   char a[256], b1[48], b2[48], b3[64], b4[48];
   int len = snprintf(a, sizeof a, "kernel_shape=%s, strides=%s, pads=%s, ceil_mode=%d",
                      ints_text(b1, sizeof b1, sd, k), ints_text(b2, sizeof b2, sd, s),
                      ints_text(b3, sizeof b3, 2 * sd, pads), ceil_mode);
-  if (max) snprintf(a + len, sizeof a - (size_t)len, ", dilations=%s", ints_text(b4, sizeof b4, sd, dl));
+  if (max)
+    snprintf(a + len, sizeof a - (size_t)len, ", dilations=%s", ints_text(b4, sizeof b4, sd, dl));
   else snprintf(a + len, sizeof a - (size_t)len, ", count_include_pad=%d", gen_int(&G->rng, 0, 1));
   gen_emit(G, op_name(op), 1, &x, 1, a, max ? gen_v(G, x)->dom : DOM_ANY, gen_mag(G, x));
   return true;

@@ -22,17 +22,17 @@
 
 struct kiln_vlocal {
   const kiln_program *p;
-  const kiln_graph *g; /* p->graph */
-  kiln_val *const *inputs; /* one per graph input of g */
+  const kiln_graph *g;       /* p->graph */
+  kiln_val *const *inputs;   /* one per graph input of g */
   kiln_step_trace_fn inject; /* runs first (or NULL) */
   void *inject_user;
-  kiln_val **copy;   /* per value id: this layer's value, while a later kernel step reads it */
-  bool *produced;    /* per value id: reported by an earlier or the current step */
-  int *last_use;     /* per value id: the last kernel step whose group reads it, -1 none */
-  int *input_index;  /* per value id: index in g->inputs, -1 */
-  bool *mask;        /* per node: bounded for the current step */
-  int step;          /* the step whose values are being reported, -1 before the first */
-  kiln_vref *ref;    /* local reference of the current kernel step, NULL when none */
+  kiln_val **copy;    /* per value id: this layer's value, while a later kernel step reads it */
+  bool *produced;     /* per value id: reported by an earlier or the current step */
+  int *last_use;      /* per value id: the last kernel step whose group reads it, -1 none */
+  int *input_index;   /* per value id: index in g->inputs, -1 */
+  bool *mask;         /* per node: bounded for the current step */
+  int step;           /* the step whose values are being reported, -1 before the first */
+  kiln_vref *ref;     /* local reference of the current kernel step, NULL when none */
   bool step_unstable; /* the current step already counted as unstable */
   /* results */
   int n_steps, n_unchecked, n_unstable;

@@ -125,7 +125,8 @@ void kiln_vrun_pass_local(kiln_vrun *r, const kiln_graph *prev, const kiln_vref 
   bool *mask = kiln_xcalloc((size_t)cur->nodes.len + 1, sizeof *mask);
   int n = changed_nodes(prev, cur, mask), checked = 0;
   kiln_vref *loc = NULL;
-  kiln_status st = n ? kiln_vref_compute_local_stored(cur, mask, lookup, folded_err, &b, &loc) : KILN_OK;
+  kiln_status st =
+      n ? kiln_vref_compute_local_stored(cur, mask, lookup, folded_err, &b, &loc) : KILN_OK;
   if (st) {
     kiln_status_free(st);
     l->local_unchecked = 1;
