@@ -496,6 +496,7 @@ kiln_status kiln_render_expr(kiln_render *r, const kiln_texpr *e, bool index, ki
   int arity = kiln_top_arity(e->op);
   for (int i = 0; i < arity; i++)
     if (!e->args[i]) return kiln_invalid("kernel '%s': missing operand", r->k->name);
+  if (kiln_render_is_half_op(e)) return kiln_render_half(r, e, b);
   if (e->op == KILN_TOP_SELECT) {
     kiln_strbuf_printf(b, "(");
     KILN_TRY(sub(r, e->args[0], false, b));

@@ -56,6 +56,14 @@ kiln_status kiln_render_mma_loops(kiln_render *r, const kiln_tstmt *s);
 enum { KILN_RENDER_ORIGIN_MAX = 1000 };
 void kiln_render_origin(kiln_render *r);
 
+/* ---- render_half.c: F16/BF16 operators and MAC ---- */
+/* Whether e is an operator on F16/BF16 operands (SELECT aside) or a MAC. */
+bool kiln_render_is_half_op(const kiln_texpr *e);
+kiln_status kiln_render_half(kiln_render *r, const kiln_texpr *e, kiln_strbuf *b);
+/* CUDA: the native half instruction helpers (once per translation unit, guarded by a macro)
+ * when r's kernel uses one; nothing otherwise. */
+void kiln_render_half_helpers_cuda(const kiln_render *r, kiln_strbuf *out);
+
 /* The helper functions both preludes share: KILN_FN, bit casts, KILN_INFF etc. must be
  * defined before (by the C or CUDA prelude). */
 void kiln_render_helpers(kiln_strbuf *out);

@@ -2,6 +2,7 @@
 #include "tile.h"
 
 #include <assert.h>
+#include <math.h>
 #include <string.h>
 
 static const struct {
@@ -55,10 +56,36 @@ bool kiln_tile_arith_type(kiln_dtype t) {
   case KILN_U16:
   case KILN_U32:
   case KILN_U64:
+  case KILN_F16:
+  case KILN_BF16:
   case KILN_F32:
   case KILN_F64: return true;
   default: return false;
   }
+}
+
+bool kiln_tile_float_type(kiln_dtype t) {
+  return t == KILN_F16 || t == KILN_BF16 || t == KILN_F32 || t == KILN_F64;
+}
+
+bool kiln_tile_half_type(kiln_dtype t) {
+  return t == KILN_F16 || t == KILN_BF16;
+}
+
+/* The value of v rounded to float type t (round to nearest even; F64: v itself). */
+static double round_to(kiln_dtype t, double v) {
+  if (t == KILN_F32) return (double)(float)v;
+  if (t == KILN_F16) return (double)kiln_f16_to_f32(kiln_f64_to_f16(v));
+  if (t == KILN_BF16) {
+    uint16_t h;
+    kiln_store_f64(KILN_BF16, &h, 0, v);
+    return (double)kiln_bf16_to_f32(h);
+  }
+  return v;
+}
+
+bool kiln_tile_float_exact(kiln_dtype t, double v) {
+  return isnan(v) || round_to(t, v) == v;
 }
 
 kiln_dtype kiln_top_result(kiln_top op, kiln_dtype t) {
@@ -135,7 +162,7 @@ kiln_texpr *kiln_tint(kiln_tkernel *k, int64_t v) {
 
 kiln_texpr *kiln_tfloat(kiln_tkernel *k, kiln_dtype type, double v) {
   kiln_texpr *e = expr_new(k, KILN_TE_FLOAT, type);
-  e->f = type == KILN_F32 ? (double)(float)v : v; /* exact in its type */
+  e->f = isnan(v) ? v : round_to(type, v); /* exact in its type */
   return e;
 }
 
@@ -173,6 +200,15 @@ kiln_texpr *kiln_tselect(kiln_tkernel *k, kiln_texpr *c, kiln_texpr *a, kiln_tex
   kiln_texpr *e = expr_new(k, KILN_TE_OP, a->type);
   e->op = KILN_TOP_SELECT;
   e->args[0] = c;
+  e->args[1] = a;
+  e->args[2] = b;
+  return e;
+}
+
+kiln_texpr *kiln_tmac(kiln_tkernel *k, kiln_texpr *acc, kiln_texpr *a, kiln_texpr *b) {
+  kiln_texpr *e = expr_new(k, KILN_TE_OP, acc->type);
+  e->op = KILN_TOP_MAC;
+  e->args[0] = acc;
   e->args[1] = a;
   e->args[2] = b;
   return e;

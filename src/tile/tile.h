@@ -7,10 +7,13 @@
  * variables, loads, arithmetic, comparisons, casts, selects and math intrinsics.
  * Buffers are flat: an access names an element index (an i64 expression).
  *
- * Scalar types are kiln_dtype values. Arithmetic works on BOOL, the integer types,
- * F32 and F64; F16, BF16 and the float8 types are storage types: a load gives a value
+ * Scalar types are kiln_dtype values. Arithmetic works on BOOL, the integer types, F16,
+ * BF16, F32 and F64; the float8 and sub-byte types are storage types: a load gives a value
  * of the buffer's dtype that must be cast before arithmetic, and a store takes one.
- * Index arithmetic and loop variables are I64.
+ * F16 and BF16 arithmetic is native: every result is rounded to the type (round to nearest,
+ * ties to even) from the F32 operation on the exactly widened operands (see tile_scalar.c).
+ * MAC is the widening multiply-accumulate of low-precision dot products (I8/U8 into I32,
+ * F16/BF16 into F32). Index arithmetic and loop variables are I64.
  *
  * Everything lives in the module's arena; freeing the module is one call.
  *
@@ -36,7 +39,8 @@
 /* ---- expression operators ----
  * X(NAME, text, arity, class); class: 'a' arithmetic (ints and floats), 'i' integer or
  * bool only, 'f' float only (math intrinsics), 'c' comparison (result BOOL), 'l' logical
- * (BOOL operands). The text is the printed name. */
+ * (BOOL operands), 's' select, 'm' widening multiply-accumulate. The text is the printed
+ * name. Float operators apply to F16, BF16, F32 and F64. */
 #define KILN_TOPS(X)                                                                               \
   X(NEG, "neg", 1, 'a')                                                                            \
   X(ABS, "abs", 1, 'a')                                                                            \
@@ -83,7 +87,11 @@
   X(GE, "ge", 2, 'c')                                                                              \
   X(EQ, "eq", 2, 'c')                                                                              \
   X(NE, "ne", 2, 'c')                                                                              \
-  X(SELECT, "select", 3, 's') /* select(cond: BOOL, a, b) */
+  X(SELECT, "select", 3, 's') /* select(cond: BOOL, a, b) */                                       \
+  /* mac(acc, a, b) = acc + a * b with a, b widened to acc's type: the product is exact, so        \
+   * only the addition rounds (F32) or wraps modulo 2^32 (I32). Operand types: a and b both        \
+   * I8 or U8 (in any mix) with acc I32, or both F16 or both BF16 with acc F32. */                 \
+  X(MAC, "mac", 3, 'm')
 
 typedef enum kiln_top {
 #define X(name, text, arity, cls) KILN_TOP_##name,
@@ -100,7 +108,7 @@ kiln_top kiln_top_lookup(const char *name); /* KILN_TOP_COUNT if none */
 /* ---- expressions ---- */
 typedef enum kiln_texpr_kind {
   KILN_TE_INT,   /* integer or bool constant (i) */
-  KILN_TE_FLOAT, /* float constant (f), exact in its type */
+  KILN_TE_FLOAT, /* float constant (f) of F16, BF16, F32 or F64, exact in its type */
   KILN_TE_VAR,   /* variable (var) */
   KILN_TE_LOAD,  /* buf[index] */
   KILN_TE_OP,    /* op(args[0..arity)) */
@@ -158,8 +166,12 @@ typedef struct kiln_tblock {
 /* C[c_off + m*ldc + n] += sum_{k<K} A[a_off + m*a_sm + k*a_sk] * B[b_off + k*b_sk + n*b_sn]
  * for m < M, n < N, in the element type of C (A and B are loaded and cast to it; the
  * products are accumulated in increasing k, for F32 and F64 as one fused multiply-add per
- * k: c = fma(a, b, c); integers multiply then add). The C backends map it to a register-tile
- * microkernel (or loops when the strides do not fit one). */
+ * k: c = fma(a, b, c); integers multiply then add, wrapping). C accumulates in an integer
+ * type, F32 or F64 (not F16/BF16: a half accumulator has no agreed rounding; accumulate in
+ * F32 and cast). I8/U8 A and B with an I32 C are the int8 dot product: each product is
+ * exact and the sum wraps modulo 2^32, so any grouping (the CUDA backend's 4-way dp4a)
+ * gives the same bits. The C backends map F32 MMAs to a register-tile microkernel (or
+ * loops when the strides do not fit one). */
 typedef struct kiln_tmma {
   int c_buf, a_buf, b_buf;
   kiln_texpr *c_off, *a_off, *b_off;
@@ -238,12 +250,14 @@ char *kiln_tkernel_strdup(kiln_tkernel *k, const char *s);
 /* ---- builders (arena-allocated; the type rules are checked by the verifier) ---- */
 kiln_texpr *kiln_tint(kiln_tkernel *k, int64_t v); /* I64 */
 kiln_texpr *kiln_tconst_int(kiln_tkernel *k, kiln_dtype type, int64_t v);
+/* v rounded to type (F16, BF16, F32: to nearest even, as a C literal is) */
 kiln_texpr *kiln_tfloat(kiln_tkernel *k, kiln_dtype type, double v);
 kiln_texpr *kiln_tv(kiln_tkernel *k, int var);
 kiln_texpr *kiln_tload(kiln_tkernel *k, int buf, kiln_texpr *index);
 kiln_texpr *kiln_tun(kiln_tkernel *k, kiln_top op, kiln_texpr *a);
 kiln_texpr *kiln_tbin(kiln_tkernel *k, kiln_top op, kiln_texpr *a, kiln_texpr *b);
 kiln_texpr *kiln_tselect(kiln_tkernel *k, kiln_texpr *c, kiln_texpr *a, kiln_texpr *b);
+kiln_texpr *kiln_tmac(kiln_tkernel *k, kiln_texpr *acc, kiln_texpr *a, kiln_texpr *b);
 kiln_texpr *kiln_tcast(kiln_tkernel *k, kiln_dtype type, kiln_texpr *a);
 /* Index helpers with constant folding: a + b, a * c (c constant) */
 kiln_texpr *kiln_tadd(kiln_tkernel *k, kiln_texpr *a, kiln_texpr *b);
@@ -257,10 +271,17 @@ kiln_tstmt *kiln_tbarrier(kiln_tkernel *k);
 kiln_tstmt *kiln_tmma_stmt(kiln_tkernel *k, const kiln_tmma *mma);
 void kiln_tblock_push(kiln_tkernel *k, kiln_tblock *b, kiln_tstmt *s);
 
-/* Result type of op applied to operands of type t (BOOL for comparisons). */
+/* Result type of op applied to operands of type t (BOOL for comparisons; for SELECT and
+ * MAC, t is the type of the first value operand: a, acc). */
 kiln_dtype kiln_top_result(kiln_top op, kiln_dtype t);
-/* True for the types arithmetic works on (BOOL, ints, F32, F64). */
+/* True for the types arithmetic works on (BOOL, ints, F16, BF16, F32, F64). */
 bool kiln_tile_arith_type(kiln_dtype t);
+/* True for the float types arithmetic works on (F16, BF16, F32, F64). */
+bool kiln_tile_float_type(kiln_dtype t);
+/* True for F16 and BF16, the types whose arithmetic rounds an F32 result. */
+bool kiln_tile_half_type(kiln_dtype t);
+/* Whether the double v is exactly a value of float type t (NaN counts as exact). */
+bool kiln_tile_float_exact(kiln_dtype t, double v);
 
 /* ---- printer, parser, verifier, interpreter (tile_print.c, tile_parse.c, tile_verify.c,
  * tile_interp.c); the text form is described in docs/TILE_IR.md ---- */

@@ -141,7 +141,7 @@ static kiln_tival base_range(kiln_tverify *c, const kiln_texpr *e) {
     return type_range(e->type);
   case KILN_TE_CAST: {
     kiln_dtype from = e->args[0]->type;
-    if (!kiln_tile_arith_type(from) || from == KILN_F32 || from == KILN_F64 || from == KILN_U64)
+    if (!kiln_tile_arith_type(from) || kiln_tile_float_type(from) || from == KILN_U64)
       return type_range(e->type);
     kiln_tival r = kiln_tverify_range(c, e->args[0]), t = type_range(e->type);
     return r.lo >= t.lo && r.hi <= t.hi ? r : t; /* a value out of range wraps */

@@ -88,6 +88,12 @@ static kiln_status eval_op(kiln_tinterp *in, const kiln_texpr *e, kiln_tval *out
     return kiln_tinterp_eval(in, e->args[a.u ? 1 : 2], out);
   }
   KILN_TRY(kiln_tinterp_eval(in, e->args[0], &a));
+  if (e->op == KILN_TOP_MAC) {
+    kiln_tval c;
+    KILN_TRY(kiln_tinterp_eval(in, e->args[1], &b));
+    KILN_TRY(kiln_tinterp_eval(in, e->args[2], &c));
+    return kiln_tscalar_mac(e->args[1]->type, a, b, c, out);
+  }
   if (kiln_top_arity(e->op) == 1) return kiln_tscalar_unary(in, e->op, e->args[0]->type, a, out);
   KILN_TRY(kiln_tinterp_eval(in, e->args[1], &b));
   return kiln_tscalar_binary(in, e->op, e->args[0]->type, a, b, out);
@@ -98,8 +104,10 @@ kiln_status kiln_tinterp_eval(kiln_tinterp *in, const kiln_texpr *e, kiln_tval *
   switch (e->kind) {
   case KILN_TE_INT: out->u = (uint64_t)e->i; return KILN_OK;
   case KILN_TE_FLOAT:
+    memset(out, 0, sizeof *out);
     if (e->type == KILN_F32) out->f = (float)e->f;
-    else out->d = e->f;
+    else if (e->type == KILN_F64) out->d = e->f;
+    else kiln_store_f64(e->type, out->raw, 0, e->f); /* F16, BF16: exact (verified) */
     return KILN_OK;
   case KILN_TE_VAR:
     if (!in->vinit[e->var]) {

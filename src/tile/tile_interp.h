@@ -57,6 +57,9 @@ kiln_status kiln_tscalar_unary(const kiln_tinterp *in, kiln_top op, kiln_dtype t
                                kiln_tval *out);
 kiln_status kiln_tscalar_binary(const kiln_tinterp *in, kiln_top op, kiln_dtype t, kiln_tval a,
                                 kiln_tval b, kiln_tval *out);
+/* mac(acc, a, b) with operands a, b of type ta (tile.h, KILN_TOP_MAC) */
+kiln_status kiln_tscalar_mac(kiln_dtype ta, kiln_tval acc, kiln_tval a, kiln_tval b,
+                             kiln_tval *out);
 kiln_status kiln_tscalar_cast(const kiln_tinterp *in, kiln_dtype from, kiln_tval a, kiln_dtype to,
                               kiln_tval *out);
 

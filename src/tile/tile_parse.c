@@ -146,7 +146,7 @@ static kiln_status parse_const(parser *p, const kiln_ttok *t, kiln_texpr **out) 
   kiln_dtype type = KILN_I64;
   bool typed = accept(p, ":");
   if (typed) KILN_TRY(parse_type(p, &type));
-  if (type == KILN_F32 || type == KILN_F64) {
+  if (kiln_tile_float_type(type)) {
     kiln_texpr *e = node(p, KILN_TE_FLOAT, type);
     if (!parse_float_text(text, type, &e->f)) return err_at(p, t, "bad number '%s'", text);
     *out = e;
@@ -155,7 +155,7 @@ static kiln_status parse_const(parser *p, const kiln_ttok *t, kiln_texpr **out) 
   if (!typed && t->kind != KILN_TT_NUMBER) return err_at(p, t, "'%s' needs a type", text);
   kiln_texpr *e = node(p, KILN_TE_INT, type);
   if (!parse_i64_text(text, &e->i, type == KILN_U64))
-    return err_at(p, t, "bad integer '%s' (floats need :f32 or :f64)", text);
+    return err_at(p, t, "bad integer '%s' (floats need :f32, :f64, :f16 or :bf16)", text);
   *out = e;
   return KILN_OK;
 }

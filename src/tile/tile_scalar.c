@@ -1,5 +1,7 @@
 /* Scalar semantics of the tile IR interpreter: what the C code a backend emits computes.
- * F32 in float with the float libm functions, F64 in double; integer arithmetic wraps in
+ * F32 in float with the float libm functions, F64 in double; F16 and BF16 (held as their
+ * bits) widen exactly to float, run the F32 operation and round the result back to the
+ * type (nearest even; kiln_store_f64); integer arithmetic wraps in
  * the type's width (done in uint64 and truncated, never signed overflow); integer division
  * or remainder by zero, INT_MIN / -1 in 32 and 64 bits, and float-to-integer casts of
  * values out of the target's range (or NaN) are errors, because they are undefined in C. */
@@ -143,9 +145,30 @@ static kiln_status int_unary(const kiln_tinterp *in, kiln_top op, kiln_dtype t, 
   }
 }
 
+/* ---- F16 and BF16: the F32 operation, rounded to the type ---- */
+static kiln_tval half_widen(kiln_dtype t, kiln_tval a) {
+  kiln_tval w = {0};
+  w.f = (float)kiln_load_f64(t, a.raw, 0); /* exact */
+  return w;
+}
+
+static void half_round(kiln_dtype t, kiln_tval *v) {
+  float f = v->f;
+  memset(v, 0, sizeof *v);
+  kiln_store_f64(t, v->raw, 0, (double)f);
+}
+
+static kiln_status half_unary(const kiln_tinterp *in, kiln_top op, kiln_dtype t, kiln_tval a,
+                              kiln_tval *out) {
+  KILN_TRY(kiln_tscalar_unary(in, op, KILN_F32, half_widen(t, a), out));
+  if (kiln_top_class(op) != 'c') half_round(t, out);
+  return KILN_OK;
+}
+
 kiln_status kiln_tscalar_unary(const kiln_tinterp *in, kiln_top op, kiln_dtype t, kiln_tval a,
                                kiln_tval *out) {
   memset(out, 0, sizeof *out);
+  if (kiln_tile_half_type(t)) return half_unary(in, op, t, a, out);
   if (t == KILN_F32) {
     if (op == KILN_TOP_ISNAN) out->u = isnan(a.f) != 0;
     else if (op == KILN_TOP_ISINF) out->u = isinf(a.f) != 0;
@@ -265,9 +288,27 @@ static kiln_status int_binary(const kiln_tinterp *in, kiln_top op, kiln_dtype t,
 kiln_status kiln_tscalar_binary(const kiln_tinterp *in, kiln_top op, kiln_dtype t, kiln_tval a,
                                 kiln_tval b, kiln_tval *out) {
   memset(out, 0, sizeof *out);
+  if (kiln_tile_half_type(t)) {
+    KILN_TRY(f32_binary(in, op, t, half_widen(t, a).f, half_widen(t, b).f, out));
+    if (kiln_top_class(op) != 'c') half_round(t, out);
+    return KILN_OK;
+  }
   if (t == KILN_F32) return f32_binary(in, op, t, a.f, b.f, out);
   if (t == KILN_F64) return f64_binary(in, op, t, a.d, b.d, out);
   return int_binary(in, op, t, a, b, out);
+}
+
+/* mac(acc, a, b): the product is exact in acc's type; the sum rounds (F32) or wraps (I32). */
+kiln_status kiln_tscalar_mac(kiln_dtype ta, kiln_tval acc, kiln_tval a, kiln_tval b,
+                             kiln_tval *out) {
+  memset(out, 0, sizeof *out);
+  if (kiln_tile_half_type(ta)) {
+    out->f = acc.f + half_widen(ta, a).f * half_widen(ta, b).f;
+    return KILN_OK;
+  }
+  /* I8/U8 operands are normalized (sign- or zero-extended): the product fits in 17 bits */
+  out->u = norm(KILN_I32, acc.u + (uint64_t)(a.i * b.i));
+  return KILN_OK;
 }
 
 /* ---- casts ---- */

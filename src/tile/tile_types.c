@@ -58,7 +58,7 @@ static bool int_const_fits(kiln_dtype t, int64_t v) {
 }
 
 static bool is_float(kiln_dtype t) {
-  return t == KILN_F32 || t == KILN_F64;
+  return kiln_tile_float_type(t);
 }
 
 static bool is_intlike(kiln_dtype t) {
@@ -90,6 +90,24 @@ static kiln_status check_op_operands(const tcheck *c, const kiln_texpr *e, kiln_
   return KILN_OK;
 }
 
+static bool mac_int_operand(kiln_dtype t) {
+  return t == KILN_I8 || t == KILN_U8;
+}
+
+/* mac(acc, a, b): I32 <- I8/U8 x I8/U8, or F32 <- F16 x F16 / BF16 x BF16. */
+static kiln_status check_mac(const tcheck *c, const kiln_texpr *e) {
+  kiln_dtype acc = e->args[0]->type, a = e->args[1]->type, b = e->args[2]->type;
+  bool ok = (acc == KILN_I32 && mac_int_operand(a) && mac_int_operand(b)) ||
+            (acc == KILN_F32 && a == b && kiln_tile_half_type(a));
+  if (!ok)
+    return fail(
+        c, "mac: accumulator %s with operands %s and %s (i32 with i8/u8, f32 with f16 or bf16)",
+        tname(acc), tname(a), tname(b));
+  if (e->type != acc)
+    return fail(c, "mac: result typed %s, accumulator %s", tname(e->type), tname(acc));
+  return KILN_OK;
+}
+
 static kiln_status check_op(const tcheck *c, const kiln_texpr *e, int depth) {
   if (e->op >= KILN_TOP_COUNT) return fail(c, "unknown operator %d", (int)e->op);
   int n = kiln_top_arity(e->op);
@@ -108,6 +126,7 @@ static kiln_status check_op(const tcheck *c, const kiln_texpr *e, int depth) {
                   tname(e->args[1]->type));
     return KILN_OK;
   }
+  if (e->op == KILN_TOP_MAC) return check_mac(c, e);
   kiln_dtype t = e->args[0]->type;
   if (n == 2 && e->args[1]->type != t)
     return fail(c, "%s: operands of different types %s and %s", kiln_top_name(e->op), tname(t),
@@ -128,9 +147,9 @@ static kiln_status check_const(const tcheck *c, const kiln_texpr *e) {
     return KILN_OK;
   }
   if (!is_float(e->type))
-    return fail(c, "float constant of type %s (f32 and f64 only)", tname(e->type));
-  if (e->type == KILN_F32 && !isnan(e->f) && (double)(float)e->f != e->f)
-    return fail(c, "f32 constant %.17g is not exact in f32", e->f);
+    return fail(c, "float constant of type %s (f16, bf16, f32 and f64 only)", tname(e->type));
+  if (!kiln_tile_float_exact(e->type, e->f))
+    return fail(c, "%s constant %.17g is not exact in %s", tname(e->type), e->f, tname(e->type));
   return KILN_OK;
 }
 
@@ -188,9 +207,8 @@ static kiln_status check_mma(const tcheck *c, const kiln_tmma *m) {
   KILN_TRY(check_typed(c, m->a_off, KILN_I64, "mma offset of A"));
   KILN_TRY(check_typed(c, m->b_off, KILN_I64, "mma offset of B"));
   kiln_dtype ct = c->k->bufs.data[m->c_buf].dtype;
-  if (!kiln_tile_arith_type(ct) || ct == KILN_BOOL)
-    return fail(c, "mma accumulates in %s (an arithmetic type other than bool is needed)",
-                tname(ct));
+  if (!kiln_tile_arith_type(ct) || ct == KILN_BOOL || kiln_tile_half_type(ct))
+    return fail(c, "mma accumulates in %s (an integer type, f32 or f64 is needed)", tname(ct));
   if (m->m <= 0 || m->n <= 0 || m->k <= 0)
     return fail(c, "mma shape %lldx%lldx%lld is not positive", (long long)m->m, (long long)m->n,
                 (long long)m->k);

@@ -2,6 +2,7 @@
  * read blockIdx/threadIdx; the launch dimensions are the largest extents (see codegen.h);
  * loops with smaller extents are guarded, and under a guard a thread still reaches every
  * __syncthreads() of the block. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,7 +211,100 @@ static kiln_status cu_barrier(kiln_render *r, const kiln_tstmt *s) {
   return KILN_OK;
 }
 
-static const kiln_render_target cuda_target = {true, cu_loop, cu_barrier, kiln_render_mma_loops};
+/* ---- MMA: the int8 dot product on dp4a ----
+ * A and B of I8 or U8, C of I32, k a multiple of 4: PTX dp4a (sm_61) adds four byte
+ * products to the accumulator modulo 2^32, the sum the loop form computes one product at a
+ * time (tile.h: the int8 dot product wraps, so the grouping does not change the bits). */
+static bool dp4a_fits(const kiln_tkernel *k, const kiln_tmma *m) {
+  int bufs[3] = {m->c_buf, m->a_buf, m->b_buf};
+  for (int i = 0; i < 3; i++)
+    if (bufs[i] < 0 || bufs[i] >= k->bufs.len) return false;
+  kiln_dtype a = k->bufs.data[m->a_buf].dtype, b = k->bufs.data[m->b_buf].dtype;
+  return k->bufs.data[m->c_buf].dtype == KILN_I32 && (a == KILN_I8 || a == KILN_U8) &&
+         (b == KILN_I8 || b == KILN_U8) && m->k % 4 == 0 && m->c_off && m->a_off && m->b_off;
+}
+
+static bool block_dp4a(const kiln_tkernel *k, const kiln_tblock *b) {
+  for (int i = 0; i < b->len; i++) {
+    const kiln_tstmt *s = b->data[i];
+    if ((s->kind == KILN_TS_MMA && dp4a_fits(k, &s->mma)) || block_dp4a(k, &s->body) ||
+        block_dp4a(k, &s->orelse))
+      return true;
+  }
+  return false;
+}
+
+static const char dp4a_helpers[] =
+    "#ifndef KILN_DP4A\n"
+    "#define KILN_DP4A\n"
+    "KILN_FN uint32_t kiln_pack4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {\n"
+    "  return (uint32_t)a | (uint32_t)b << 8 | (uint32_t)c << 16 | (uint32_t)d << 24;\n"
+    "}\n"
+    "#define KILN_DP4A_FN(NAME, INSN) \\\n"
+    "  KILN_FN int32_t NAME(uint32_t a, uint32_t b, int32_t c) { \\\n"
+    "    int32_t r; \\\n"
+    "    asm(INSN \" %0, %1, %2, %3;\" : \"=r\"(r) : \"r\"(a), \"r\"(b), \"r\"(c)); \\\n"
+    "    return r; \\\n"
+    "  }\n"
+    "KILN_DP4A_FN(kiln_dp4a_ss, \"dp4a.s32.s32\")\n"
+    "KILN_DP4A_FN(kiln_dp4a_su, \"dp4a.s32.u32\")\n"
+    "KILN_DP4A_FN(kiln_dp4a_us, \"dp4a.u32.s32\")\n"
+    "KILN_DP4A_FN(kiln_dp4a_uu, \"dp4a.u32.u32\")\n"
+    "#endif\n";
+
+/* kiln_pack4(buf[base + (kiln_p + q) * step] for q < 4) */
+static void pack4(kiln_render *r, int buf, const char *base, int64_t step, kiln_strbuf *b) {
+  kiln_strbuf_printf(b, "kiln_pack4(");
+  for (int q = 0; q < 4; q++)
+    kiln_strbuf_printf(b, "%s(uint8_t)%s[%s + (kiln_p + %d) * %lld]", q ? ", " : "",
+                       r->buf_names[buf], base, q, (long long)step);
+  kiln_strbuf_printf(b, ")");
+}
+
+static void dp4a_body(kiln_render *r, const kiln_tmma *m, const char *co, const char *ao,
+                      const char *bo) {
+  const kiln_tkernel *k = r->k;
+  bool as = k->bufs.data[m->a_buf].dtype == KILN_I8, bs = k->bufs.data[m->b_buf].dtype == KILN_I8;
+  char abase[512], bbase[512];
+  snprintf(abase, sizeof abase, "(%s) + kiln_i * %lld", ao, (long long)m->a_sm);
+  snprintf(bbase, sizeof bbase, "(%s) + kiln_j * %lld", bo, (long long)m->b_sn);
+  kiln_render_line(r, "{ /* mma %lldx%lldx%lld (dp4a) */", (long long)m->m, (long long)m->n,
+                   (long long)m->k);
+  kiln_render_line(r, "  for (int64_t kiln_i = 0; kiln_i < %lld; kiln_i++) {", (long long)m->m);
+  kiln_render_line(r, "    for (int64_t kiln_j = 0; kiln_j < %lld; kiln_j++) {", (long long)m->n);
+  kiln_render_line(r, "      int32_t kiln_acc = %s[(%s) + kiln_i * %lld + kiln_j];",
+                   r->buf_names[m->c_buf], co, (long long)m->ldc);
+  kiln_render_line(r, "      for (int64_t kiln_p = 0; kiln_p < %lld; kiln_p += 4) {",
+                   (long long)m->k);
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "        kiln_acc = kiln_dp4a_%c%c(", as ? 's' : 'u', bs ? 's' : 'u');
+  pack4(r, m->a_buf, abase, m->a_sk, &b);
+  kiln_strbuf_printf(&b, ", ");
+  pack4(r, m->b_buf, bbase, m->b_sk, &b);
+  kiln_strbuf_printf(&b, ", kiln_acc);");
+  kiln_render_line(r, "%s", b.data);
+  kiln_strbuf_free(&b);
+  kiln_render_line(r, "      }");
+  kiln_render_line(r, "      %s[(%s) + kiln_i * %lld + kiln_j] = kiln_acc;", r->buf_names[m->c_buf],
+                   co, (long long)m->ldc);
+  kiln_render_line(r, "    }");
+  kiln_render_line(r, "  }");
+  kiln_render_line(r, "}");
+}
+
+static kiln_status cu_mma(kiln_render *r, const kiln_tstmt *s) {
+  const kiln_tmma *m = &s->mma;
+  if (!dp4a_fits(r->k, m)) return kiln_render_mma_loops(r, s);
+  char *co = NULL, *ao = NULL, *bo = NULL;
+  kiln_status st = kiln_render_expr_str(r, m->c_off, true, &co);
+  if (!st) st = kiln_render_expr_str(r, m->a_off, true, &ao);
+  if (!st) st = kiln_render_expr_str(r, m->b_off, true, &bo);
+  if (!st) dp4a_body(r, m, co, ao, bo);
+  free(co), free(ao), free(bo);
+  return st;
+}
+
+static const kiln_render_target cuda_target = {true, cu_loop, cu_barrier, cu_mma};
 
 /* ---- kernels ---- */
 static void mark_loop_vars(kiln_render *r, const kiln_tblock *b) {
@@ -290,6 +384,9 @@ kiln_status kiln_codegen_cuda_kernel(const kiln_tkernel *k, const kiln_codegen_o
   kiln_status st = emit_decls(&r);
   if (!st) st = kiln_render_block(&r, &k->body);
   kiln_strbuf_printf(&text, "}\n\n");
+  if (!st) kiln_render_half_helpers_cuda(&r, out);
+  if (!st && block_dp4a(k, &k->body))
+    kiln_strbuf_append(out, dp4a_helpers, sizeof dp4a_helpers - 1);
   if (!st) kiln_strbuf_append(out, text.data, text.len);
   else st = kiln_status_annotate(st, "CUDA code of kernel '%s'", k->name);
   kiln_render_free(&r);
