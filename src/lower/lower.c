@@ -489,7 +489,7 @@ static kiln_status lower_all(kiln_lower_ctx *c) {
 static kiln_status lower_program(kiln_graph *g, const kiln_lower_opts *opts, bool stress,
                                  kiln_program **out) {
   *out = NULL;
-  kiln_lower_opts dflt = {KILN_TARGET_CPU, 1, NULL};
+  kiln_lower_opts dflt = {KILN_TARGET_CPU, 1, NULL, NULL};
   if (!opts) opts = &dflt;
   KILN_TRY(check_opts(opts));
   if (g->parent) return kiln_invalid("kiln_lower takes a root graph");
@@ -499,6 +499,7 @@ static kiln_status lower_program(kiln_graph *g, const kiln_lower_opts *opts, boo
   stress = stress && opts->threads > 1;
   p->module->par_min_elements =
       opts->target == KILN_TARGET_CPU && !stress ? KILN_LOWER_PAR_MIN_ELEMENTS : 0;
+  p->module->lower_precision = opts->precision;
   p->target = opts->target;
   kiln_lower_ctx c = {g, opts, p, kiln_arena_new(), stress};
   kiln_status st = lower_all(&c);

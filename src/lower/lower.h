@@ -12,6 +12,7 @@
 #define KILN_LOWER_H
 
 #include "graph/graph.h"
+#include "lower/precision.h"
 #include "passes/passes.h"
 #include "tile/tile.h"
 
@@ -78,6 +79,10 @@ typedef struct kiln_lower_opts {
   int threads; /* the CPU threads the schedule may plan for (>= 1) */
   /* Names of ops forced to fall back (comma-separated), for tests; NULL for none. */
   const char *force_fallback;
+  /* ---- precision (src/lower/precision.h) ---- */
+  /* The types each op class computes and accumulates in; NULL: the default policy (f16,
+   * bf16 and float8 values compute in f32; sums of reductions in f64). */
+  const kiln_precision_policy *precision;
 } kiln_lower_opts;
 
 /* The fusion class of node n for this lowering (kiln_pass_opts.fuse_classify). */

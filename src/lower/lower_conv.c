@@ -366,7 +366,8 @@ static kiln_status lower_conv_gemm(kiln_lower_ctx *c, const kiln_group *grp, con
   conv_map *map = kiln_arena_calloc(c->scratch, 1, sizeof *map);
   im2col *ic = kiln_arena_calloc(c->scratch, 1, sizeof *ic);
   kiln_mm_strided *st = kiln_arena_calloc(c->scratch, 1, sizeof *st);
-  gm->type = kiln_lower_compute_type(c->g->values.data[n->outputs[0]].type.dtype);
+  gm->type = kiln_precision_accumulate(c->opts->precision, KILN_PREC_CONTRACTION,
+                                       c->g->values.data[n->outputs[0]].type.dtype);
   gm->M = cg->Cog;
   gm->N = cg->P;
   gm->K = cg->Kdim;
@@ -454,10 +455,10 @@ static void dw_accumulate(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg
   kiln_texpr *co = kiln_tbin(k, KILN_TOP_MOD, cidx, kiln_tint(k, cg->Co));
   kiln_texpr *ci = kiln_tbin(k, KILN_TOP_DIV, co, kiln_tint(k, cg->Cog));
   kiln_texpr *xoff = kiln_tadd(k, kiln_tmul(k, img, cg->C * cg->Pin), kiln_tmul(k, ci, cg->Pin));
-  kiln_texpr *x = kiln_lower_load(k, v->xb, kiln_tadd(k, xoff, sidx));
+  kiln_texpr *x = kiln_lower_load(k, KILN_PREC_CONTRACTION, v->xb, kiln_tadd(k, xoff, sidx));
   x = kiln_tselect(k, valid, x, kiln_tfloat(k, x->type, 0));
-  kiln_texpr *w =
-      kiln_lower_load(k, v->w, kiln_tadd(k, kiln_tmul(k, co, cg->KS), kiln_tv(k, v->kp)));
+  kiln_texpr *w = kiln_lower_load(k, KILN_PREC_CONTRACTION, v->w,
+                                  kiln_tadd(k, kiln_tmul(k, co, cg->KS), kiln_tv(k, v->kp)));
   kiln_texpr *a = kiln_tload(k, v->acc, kiln_tv(k, v->x));
   kiln_texpr *sum = kiln_tbin(k, KILN_TOP_ADD, a, kiln_tbin(k, KILN_TOP_MUL, w, x));
   kiln_tblock_push(k, &xl->body, kiln_tstore(k, v->acc, kiln_tv(k, v->x), sum));
@@ -465,7 +466,8 @@ static void dw_accumulate(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg
 
 static kiln_status lower_conv_depthwise(kiln_lower_ctx *c, const kiln_group *grp,
                                         const kiln_node *n, const conv_geom *cg) {
-  kiln_dtype type = kiln_lower_compute_type(c->g->values.data[n->outputs[0]].type.dtype);
+  kiln_dtype type = kiln_precision_accumulate(c->opts->precision, KILN_PREC_CONTRACTION,
+                                              c->g->values.data[n->outputs[0]].type.dtype);
   int last = cg->nsp - 1;
   int64_t W = cg->out[last], rows = cg->P / W;
   kiln_step step = {0};
@@ -528,7 +530,9 @@ static void dw2_fill(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg, con
   kiln_texpr *dst =
       kiln_tadd(k, kiln_tmul(k, kiln_tadd(k, kiln_tv(k, d->h), kiln_tint(k, cg->pb[0])), d->Wp),
                 kiln_tadd(k, kiln_tv(k, d->w), kiln_tint(k, cg->pb[1])));
-  kiln_tblock_push(k, &wl->body, kiln_tstore(k, d->plane, dst, kiln_lower_load(k, xb, src)));
+  kiln_tblock_push(
+      k, &wl->body,
+      kiln_tstore(k, d->plane, dst, kiln_lower_load(k, KILN_PREC_CONTRACTION, xb, src)));
 }
 
 static void dw2_row(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg, const dw2 *d, int wb,
@@ -546,7 +550,7 @@ static void dw2_row(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg, cons
   kiln_texpr *widx =
       kiln_tadd(k, kiln_tmul(k, co, cg->KS),
                 kiln_tadd(k, kiln_tmul(k, kiln_tv(k, d->kh), cg->k[1]), kiln_tv(k, d->kw)));
-  kiln_texpr *w = kiln_lower_load(k, wb, widx);
+  kiln_texpr *w = kiln_lower_load(k, KILN_PREC_CONTRACTION, wb, widx);
   kiln_texpr *sum = kiln_tbin(k, KILN_TOP_ADD, kiln_tload(k, d->row, kiln_tv(k, d->x)),
                               kiln_tbin(k, KILN_TOP_MUL, w, px));
   kiln_tblock_push(k, &xl->body, kiln_tstore(k, d->row, kiln_tv(k, d->x), sum));
@@ -554,7 +558,8 @@ static void dw2_row(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg, cons
 
 static kiln_status lower_dw2(kiln_lower_ctx *c, const kiln_group *grp, const kiln_node *n,
                              const conv_geom *cg, dw2 *d) {
-  kiln_dtype type = kiln_lower_compute_type(c->g->values.data[n->outputs[0]].type.dtype);
+  kiln_dtype type = kiln_precision_accumulate(c->opts->precision, KILN_PREC_CONTRACTION,
+                                              c->g->values.data[n->outputs[0]].type.dtype);
   kiln_step step = {0};
   kiln_tkernel *k = kiln_lower_kernel(c, grp, "dwconv", &step);
   int xb = kiln_lower_param_value(c, k, &step, n->inputs[0]);

@@ -275,7 +275,7 @@ static kiln_status pad_params(dm *s, int64_t *lo, int *mode, kiln_texpr **val) {
   }
   if (np != 2 * r) return kiln_invalid("Pad: %d pads for rank %d", np, r);
   for (int d = 0; d < r; d++) lo[d] = p[d];
-  kiln_dtype ct = kiln_lower_compute_type(s->x->dtype);
+  kiln_dtype ct = kiln_lower_compute_type(s->k, KILN_PREC_DATA, s->x->dtype);
   *val = kiln_lower_to_storage(s->k, s->x->dtype,
                                kiln_dtype_is_float(ct) ? kiln_tfloat(s->k, ct, cv)
                                                        : kiln_tconst_int(s->k, ct, (int64_t)cv));

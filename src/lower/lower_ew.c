@@ -436,7 +436,7 @@ static kiln_texpr *fold(kiln_tkernel *k, kiln_top op, int n, kiln_texpr *const *
 }
 
 static kiln_status cast_to(kiln_tkernel *k, kiln_dtype to, kiln_texpr *a, kiln_texpr **out) {
-  kiln_dtype ct = kiln_lower_compute_type(to);
+  kiln_dtype ct = kiln_lower_compute_type(k, KILN_PREC_ELEMENTWISE, to);
   if (to == KILN_BOOL && a->type != KILN_BOOL) *out = bin(k, KILN_TOP_NE, a, num(k, a->type, 0));
   else if (KILN_MUTANT(22) && kiln_dtype_is_float(a->type) && kiln_dtype_is_int(ct))
     *out = kiln_tcast(k, ct, un(k, KILN_TOP_ROUND, a)); /* mutant 22: rounds, not truncates */
@@ -525,7 +525,7 @@ kiln_status kiln_lower_ew_expr(kiln_lower_ctx *c, kiln_tkernel *k, const kiln_no
     if (!operands[i] && !(n->op == KILN_OP_Clip && i > 0))
       return kiln_invalid("%s: input %d is missing", n->op_type, i);
   kiln_dtype out_dt = g->values.data[n->outputs[0]].type.dtype;
-  kiln_dtype ct = kiln_lower_compute_type(out_dt);
+  kiln_dtype ct = kiln_lower_compute_type(k, KILN_PREC_ELEMENTWISE, out_dt);
   bool wide = wide_op(n->op) && ct == KILN_F32;
   kiln_texpr *x[16], **xs = x;
   if (n->n_inputs > 16) xs = kiln_arena_calloc(k->module->arena, (size_t)n->n_inputs, sizeof *xs);
@@ -615,7 +615,7 @@ static kiln_texpr *operand(ew_state *s, int v) {
   if (s->val[v]) return s->val[v];
   const kiln_type *t = kiln_lower_static(s->c->g, v);
   kiln_texpr *idx = kiln_lower_bcast_index(s->k, &s->nest, t);
-  s->val[v] = kiln_lower_load(s->k, param_of(s, v), idx);
+  s->val[v] = kiln_lower_load(s->k, KILN_PREC_ELEMENTWISE, param_of(s, v), idx);
   return s->val[v];
 }
 

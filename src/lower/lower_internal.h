@@ -64,11 +64,13 @@ kiln_status kiln_lower_ew_expr(kiln_lower_ctx *c, kiln_tkernel *k, const kiln_no
  * grows as 2^n when printed or walked. Callers that chain kiln_lower_ew_expr bind such a value
  * to a variable; every expression then stays small and shallow whatever the chain's length. */
 bool kiln_lower_expr_large(const kiln_texpr *e);
-/* The type arithmetic runs in for values of dtype t: F32 for F16/BF16/float8 and F32, F64
- * for F64, the type itself for ints and BOOL. */
-kiln_dtype kiln_lower_compute_type(kiln_dtype t);
-/* load buf[index] converted to the compute type / value converted to buffer dtype */
-kiln_texpr *kiln_lower_load(kiln_tkernel *k, int buf, kiln_texpr *index);
+/* The type arithmetic of op class cls runs in for values of dtype t, and the type its sums
+ * accumulate in, as the precision policy of k's module says (precision.h; by default F32 for
+ * F16/BF16/float8 and F32, the type itself otherwise; reductions sum floats in F64). */
+kiln_dtype kiln_lower_compute_type(const kiln_tkernel *k, kiln_prec_class cls, kiln_dtype t);
+kiln_dtype kiln_lower_acc_type(const kiln_tkernel *k, kiln_prec_class cls, kiln_dtype t);
+/* load buf[index] converted to the compute type of cls / value converted to buffer dtype */
+kiln_texpr *kiln_lower_load(kiln_tkernel *k, kiln_prec_class cls, int buf, kiln_texpr *index);
 kiln_texpr *kiln_lower_to_storage(kiln_tkernel *k, kiln_dtype dtype, kiln_texpr *v);
 
 /* ---- contractions (lower_matmul.c, lower_conv.c) ----

@@ -202,7 +202,8 @@ static kiln_status lower_matmul(kiln_lower_ctx *c, const kiln_group *grp, const 
   kiln_mm_gemm *gm = kiln_arena_calloc(c->scratch, 1, sizeof *gm);
   mm_map *map = kiln_arena_calloc(c->scratch, 1, sizeof *map);
   kiln_mm_strided *st = kiln_arena_calloc(c->scratch, 1, sizeof *st);
-  gm->type = kiln_lower_compute_type(vtype(c->g, n->outputs[0])->dtype);
+  gm->type = kiln_precision_accumulate(c->opts->precision, KILN_PREC_CONTRACTION,
+                                       vtype(c->g, n->outputs[0])->dtype);
   gm->N = d.N;
   gm->K = d.K;
   bool flat = kiln_mm_const(c->g, n->inputs[1]) && !d.b_has_batch;
@@ -253,7 +254,7 @@ static kiln_status lower_gemm(kiln_lower_ctx *c, const kiln_group *grp, const ki
   kiln_mm_gemm *gm = kiln_arena_calloc(c->scratch, 1, sizeof *gm);
   mm_map *map = kiln_arena_calloc(c->scratch, 1, sizeof *map);
   kiln_mm_strided *st = kiln_arena_calloc(c->scratch, 1, sizeof *st);
-  gm->type = kiln_lower_compute_type(ot->dtype);
+  gm->type = kiln_precision_accumulate(c->opts->precision, KILN_PREC_CONTRACTION, ot->dtype);
   gm->M = M;
   gm->N = N;
   gm->K = K;

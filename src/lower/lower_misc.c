@@ -76,7 +76,7 @@ static kiln_texpr *out_index(one *s, const kiln_nest *nest) {
 
 /* A constant of compute type ct (for values of dtype dt) converted to storage. */
 static kiln_texpr *stored_const(kiln_tkernel *k, kiln_dtype dt, double v) {
-  kiln_dtype ct = kiln_lower_compute_type(dt);
+  kiln_dtype ct = kiln_lower_compute_type(k, KILN_PREC_DATA, dt);
   kiln_texpr *e =
       kiln_dtype_is_float(ct) ? kiln_tfloat(k, ct, v) : kiln_tconst_int(k, ct, (int64_t)v);
   return kiln_lower_to_storage(k, dt, e);
@@ -265,7 +265,7 @@ static void cum_along(one *s, kiln_tblock *parent, int axis, int xb, int yb, boo
   snprintf(pre[2], sizeof pre[2], "a%d_t", axis);
   kiln_lower_nest(k, parent, r - 1, od, pre[0], false, &nest);
   if (r == 1) nest.body = parent;
-  kiln_dtype ct = kiln_lower_compute_type(s->x->dtype);
+  kiln_dtype ct = kiln_lower_compute_type(k, KILN_PREC_REDUCTION, s->x->dtype);
   int acc = kiln_tkernel_var(k, pre[1], ct), t = kiln_tkernel_var(k, pre[2], KILN_I64);
   kiln_texpr *init =
       kiln_dtype_is_float(ct) ? kiln_tfloat(k, ct, prod) : kiln_tconst_int(k, ct, prod);
@@ -277,8 +277,8 @@ static void cum_along(one *s, kiln_tblock *parent, int axis, int xb, int yb, boo
   kiln_texpr *idx[KILN_MAX_RANK];
   for (int d = 0, j = 0; d < r; d++) idx[d] = d == axis ? pos : kiln_tv(k, nest.vars[j++]);
   kiln_texpr *at = kiln_lower_index(k, r, s->xd, idx);
-  kiln_texpr *next =
-      kiln_tbin(k, prod ? KILN_TOP_MUL : KILN_TOP_ADD, kiln_tv(k, acc), kiln_lower_load(k, xb, at));
+  kiln_texpr *next = kiln_tbin(k, prod ? KILN_TOP_MUL : KILN_TOP_ADD, kiln_tv(k, acc),
+                               kiln_lower_load(k, KILN_PREC_REDUCTION, xb, at));
   kiln_tstmt *upd = kiln_tassign(k, acc, next);
   kiln_tstmt *st = kiln_tstore(k, yb, at, kiln_lower_to_storage(k, s->y->dtype, kiln_tv(k, acc)));
   kiln_tblock_push(k, &loop->body, excl ? st : upd);
@@ -349,16 +349,19 @@ static kiln_status hardmax(one *s) {
   kiln_lower_nest(k, &k->body, 2, rows, "r", false, &nest);
   kiln_texpr *base =
       kiln_tadd(k, kiln_tmul(k, kiln_tv(k, nest.vars[0]), n * inner), kiln_tv(k, nest.vars[1]));
-  kiln_dtype ct = kiln_lower_compute_type(s->x->dtype);
+  kiln_dtype ct = kiln_lower_compute_type(k, KILN_PREC_REDUCTION, s->x->dtype);
   int best = kiln_tkernel_var(k, "best", ct), bi = kiln_tkernel_var(k, "bi", KILN_I64);
   int j = kiln_tkernel_var(k, "j", KILN_I64);
-  kiln_tblock_push(k, nest.body, kiln_tassign(k, best, kiln_lower_load(k, xb, base)));
+  kiln_tblock_push(k, nest.body,
+                   kiln_tassign(k, best, kiln_lower_load(k, KILN_PREC_REDUCTION, xb, base)));
   kiln_tblock_push(k, nest.body, kiln_tassign(k, bi, kiln_tint(k, 0)));
   kiln_tstmt *find = kiln_tfor(k, j, kiln_tint(k, n), KILN_LOOP_SERIAL);
   kiln_texpr *at = kiln_tadd(k, base, kiln_tmul(k, kiln_tv(k, j), inner));
   kiln_tstmt *better =
-      kiln_tif(k, kiln_tbin(k, KILN_TOP_GT, kiln_lower_load(k, xb, at), kiln_tv(k, best)));
-  kiln_tblock_push(k, &better->body, kiln_tassign(k, best, kiln_lower_load(k, xb, at)));
+      kiln_tif(k, kiln_tbin(k, KILN_TOP_GT, kiln_lower_load(k, KILN_PREC_REDUCTION, xb, at),
+                            kiln_tv(k, best)));
+  kiln_tblock_push(k, &better->body,
+                   kiln_tassign(k, best, kiln_lower_load(k, KILN_PREC_REDUCTION, xb, at)));
   kiln_tblock_push(k, &better->body, kiln_tassign(k, bi, kiln_tv(k, j)));
   kiln_tblock_push(k, &find->body, better);
   kiln_tblock_push(k, nest.body, find);

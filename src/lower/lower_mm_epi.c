@@ -188,7 +188,7 @@ kiln_status kiln_mm_epi_prepare(kiln_lower_ctx *c, const kiln_group *grp, kiln_t
   const kiln_type *t = &c->g->values.data[e->anchor_out].type;
   e->rank = t->rank;
   for (int d = 0; d < t->rank; d++) e->dims[d] = t->dims[d].value;
-  e->acc_type = kiln_lower_compute_type(t->dtype);
+  e->acc_type = kiln_precision_accumulate(c->opts->precision, KILN_PREC_CONTRACTION, t->dtype);
   e->head = *head;
   if (head->bias >= 0) {
     e->bias.buf = kiln_lower_param_value(c, k, step, head->bias);
@@ -236,7 +236,8 @@ static kiln_texpr *emit_head(kiln_mm_epi *e, kiln_tkernel *k, const kiln_mm_coor
   if (e->head.alpha != 1.0)
     v = kiln_tbin(k, KILN_TOP_MUL, v, kiln_tfloat(k, e->acc_type, e->head.alpha));
   if (e->head.bias >= 0 && e->head.beta != 0.0) {
-    kiln_texpr *b = kiln_lower_load(k, e->bias.buf, operand_index(k, e, e->bias.strides, co));
+    kiln_texpr *b = kiln_lower_load(k, KILN_PREC_ELEMENTWISE, e->bias.buf,
+                                    operand_index(k, e, e->bias.strides, co));
     b = kiln_tcast(k, e->acc_type, b);
     if (e->head.beta != 1.0)
       b = kiln_tbin(k, KILN_TOP_MUL, b, /* mutant 39: C scaled by alpha */
@@ -270,7 +271,8 @@ kiln_status kiln_mm_epi_emit(kiln_mm_epi *e, kiln_tkernel *k, kiln_tblock *blk,
       int s = e->slot[i][j];
       if (s == -1) operands[j] = v;
       else if (s >= 0)
-        operands[j] = kiln_lower_load(k, e->ops[s].buf, operand_index(k, e, e->ops[s].strides, co));
+        operands[j] = kiln_lower_load(k, KILN_PREC_ELEMENTWISE, e->ops[s].buf,
+                                      operand_index(k, e, e->ops[s].strides, co));
     }
     KILN_TRY(kiln_lower_ew_expr(e->c, k, n, operands, &v));
     if (i + 1 < e->n_chain) v = materialize(e, k, blk, v);

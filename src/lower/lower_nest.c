@@ -34,22 +34,19 @@ bool kiln_lower_dtype_ok(kiln_dtype t) {
   return kiln_tile_arith_type(t) || t == KILN_F16 || t == KILN_BF16;
 }
 
-kiln_dtype kiln_lower_compute_type(kiln_dtype t) {
-  switch (t) {
-  case KILN_F16:
-  case KILN_BF16:
-  case KILN_F8E4M3FN:
-  case KILN_F8E4M3FNUZ:
-  case KILN_F8E5M2:
-  case KILN_F8E5M2FNUZ:
-  case KILN_F32: return KILN_F32;
-  default: return t;
-  }
+/* The precision decision site of the lowering: every compute and accumulate type comes
+ * from the module's policy (kiln_lower_opts.precision). */
+kiln_dtype kiln_lower_compute_type(const kiln_tkernel *k, kiln_prec_class cls, kiln_dtype t) {
+  return kiln_precision_compute(k->module->lower_precision, cls, t);
 }
 
-kiln_texpr *kiln_lower_load(kiln_tkernel *k, int buf, kiln_texpr *index) {
+kiln_dtype kiln_lower_acc_type(const kiln_tkernel *k, kiln_prec_class cls, kiln_dtype t) {
+  return kiln_precision_accumulate(k->module->lower_precision, cls, t);
+}
+
+kiln_texpr *kiln_lower_load(kiln_tkernel *k, kiln_prec_class cls, int buf, kiln_texpr *index) {
   kiln_texpr *e = kiln_tload(k, buf, index);
-  return kiln_tcast(k, kiln_lower_compute_type(e->type), e);
+  return kiln_tcast(k, kiln_lower_compute_type(k, cls, e->type), e);
 }
 
 kiln_texpr *kiln_lower_to_storage(kiln_tkernel *k, kiln_dtype dtype, kiln_texpr *v) {

@@ -32,11 +32,11 @@ static kiln_texpr *f64(kiln_tkernel *k, double v) {
 }
 
 static kiln_texpr *load64(nm *s, int buf, kiln_texpr *at) {
-  return kiln_tcast(s->k, KILN_F64, kiln_lower_load(s->k, buf, at));
+  return kiln_tcast(s->k, KILN_F64, kiln_lower_load(s->k, KILN_PREC_REDUCTION, buf, at));
 }
 
 static void store64(nm *s, kiln_tblock *b, kiln_texpr *at, kiln_texpr *v) {
-  kiln_dtype ct = kiln_lower_compute_type(s->y->dtype);
+  kiln_dtype ct = kiln_lower_compute_type(s->k, KILN_PREC_REDUCTION, s->y->dtype);
   kiln_tblock_push(s->k, b,
                    kiln_tstore(s->k, s->yb, at,
                                kiln_lower_to_storage(s->k, s->y->dtype, kiln_tcast(s->k, ct, v))));

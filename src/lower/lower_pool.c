@@ -95,8 +95,11 @@ kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp) {
   kiln_tkernel *k = kiln_lower_kernel(c, grp, n->op_type, &step);
   int xb = kiln_lower_param_value(c, k, &step, n->inputs[0]);
   int yb = kiln_lower_param_value(c, k, &step, n->outputs[0]);
-  kiln_dtype ct = kiln_lower_compute_type(g->values.data[n->inputs[0]].type.dtype);
-  kiln_dtype at = p.max ? ct : KILN_F64;
+  kiln_dtype xt = g->values.data[n->inputs[0]].type.dtype;
+  kiln_dtype ct = kiln_lower_compute_type(k, KILN_PREC_REDUCTION, xt);
+  kiln_dtype at = p.max                     ? ct
+                  : kiln_dtype_is_float(xt) ? kiln_lower_acc_type(k, KILN_PREC_REDUCTION, xt)
+                                            : KILN_F64;
   int rank = p.sp + 2;
   kiln_nest nest;
   kiln_lower_nest(k, &k->body, rank, p.out, "o", false, &nest);
@@ -130,7 +133,8 @@ kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp) {
   }
   kiln_tstmt *guard = kiln_tif(k, inside);
   kiln_tblock_push(k, w, guard);
-  kiln_texpr *x = kiln_tcast(k, at, kiln_lower_load(k, xb, kiln_lower_index(k, rank, p.in, idx)));
+  kiln_texpr *x = kiln_tcast(
+      k, at, kiln_lower_load(k, KILN_PREC_REDUCTION, xb, kiln_lower_index(k, rank, p.in, idx)));
   kiln_texpr *upd = kiln_tbin(k, p.max ? KILN_TOP_MAX : KILN_TOP_ADD, kiln_tv(k, acc), x);
   kiln_tblock_push(k, &guard->body, kiln_tassign(k, acc, upd));
   kiln_texpr *counted = p.count_pad || KILN_MUTANT(35) ? padded : inside; /* mutant 35 */

@@ -184,7 +184,8 @@ static kiln_status value_at(red *s, int v, kiln_texpr **out) {
     if (kiln_lower_expr_large(*out)) *out = bind(s, s->inner, *out); /* a long prologue */
     return KILN_OK;
   }
-  *out = kiln_lower_load(s->k, param_of(s, v), bcast_at(s, &val->type, s->xt->rank, s->pos));
+  *out = kiln_lower_load(s->k, KILN_PREC_REDUCTION, param_of(s, v),
+                         bcast_at(s, &val->type, s->xt->rank, s->pos));
   return KILN_OK;
 }
 
@@ -276,8 +277,8 @@ static kiln_status epilogue(red *s, kiln_tblock *b, int v, kiln_texpr *e, kiln_t
       if (u < 0) continue;
       ops[j] = chain_expr(vals, exprs, n_chain, u);
       if (!ops[j])
-        ops[j] =
-            kiln_lower_load(s->k, param_of(s, u), bcast_at(s, &g->values.data[u].type, rank, pos));
+        ops[j] = kiln_lower_load(s->k, KILN_PREC_REDUCTION, param_of(s, u),
+                                 bcast_at(s, &g->values.data[u].type, rank, pos));
     }
     KILN_TRY(kiln_lower_ew_expr(s->c, s->k, n, ops, &e));
     v = n->outputs[0];
@@ -319,16 +320,18 @@ static kiln_texpr *extreme(kiln_tkernel *k, kiln_dtype t, bool hi) {
   return kiln_tconst_int(k, t, int_limit(t, hi));
 }
 
-static kiln_dtype acc_type(red_kind rk, kiln_dtype ct) {
+/* Max and min keep the compute type (no rounding); sums accumulate as the policy says. */
+static kiln_dtype acc_type(const red *s, kiln_dtype ct) {
+  red_kind rk = s->rk;
   if (rk == RK_MAX || rk == RK_MIN || rk == RK_ARGMAX || rk == RK_ARGMIN) return ct;
-  if (kiln_dtype_is_float(ct)) return KILN_F64;
-  return kiln_dtype_class_of(ct) == KILN_CLASS_SINT ? KILN_I64 : KILN_U64;
+  return kiln_lower_acc_type(s->k, KILN_PREC_REDUCTION, s->xt->dtype);
 }
 
 /* Reduce*: acc = init; for reduced: acc = acc (op) f(x); result = g(acc). */
 static kiln_status lower_reduce(red *s) {
   kiln_tkernel *k = s->k;
-  kiln_dtype ct = kiln_lower_compute_type(s->xt->dtype), at = acc_type(s->rk, ct);
+  kiln_dtype ct = kiln_lower_compute_type(s->k, KILN_PREC_REDUCTION, s->xt->dtype),
+             at = acc_type(s, ct);
   int acc = new_var(s, "acc", at);
   kiln_texpr *init = s->rk == RK_PROD ? num(k, at, 1)
                      : s->rk == RK_MAX
@@ -365,7 +368,7 @@ static kiln_status lower_reduce(red *s) {
   if (s->rk == RK_L2) r = kiln_tun(k, KILN_TOP_SQRT, r);
   if (s->rk == RK_LOGSUM) r = kiln_tun(k, KILN_TOP_LOG, r);
   kiln_dtype ot = s->c->g->values.data[s->r->outputs[0]].type.dtype;
-  r = kiln_tcast(k, kiln_lower_compute_type(ot), r);
+  r = kiln_tcast(k, kiln_lower_compute_type(k, KILN_PREC_REDUCTION, ot), r);
   kiln_texpr *pos[KILN_MAX_RANK];
   int rank = kept_pos(s, pos);
   return epilogue(s, s->outer, s->r->outputs[0], r, pos, rank);
@@ -393,7 +396,7 @@ static kiln_status lower_logsumexp(red *s) {
   kiln_texpr *r =
       kiln_tbin(k, KILN_TOP_ADD, kiln_tun(k, KILN_TOP_LOG, kiln_tv(k, acc)), kiln_tv(k, mx));
   kiln_dtype ot = s->c->g->values.data[s->r->outputs[0]].type.dtype;
-  r = kiln_tcast(k, kiln_lower_compute_type(ot), r);
+  r = kiln_tcast(k, kiln_lower_compute_type(k, KILN_PREC_REDUCTION, ot), r);
   kiln_texpr *pos[KILN_MAX_RANK];
   int rank = kept_pos(s, pos);
   return epilogue(s, s->outer, s->r->outputs[0], r, pos, rank);
@@ -404,7 +407,7 @@ static kiln_status lower_arg(red *s) {
   kiln_tkernel *k = s->k;
   int64_t last;
   KILN_TRY(kiln_node_int(s->r, "select_last_index", 0, &last));
-  kiln_dtype ct = kiln_lower_compute_type(s->xt->dtype);
+  kiln_dtype ct = kiln_lower_compute_type(s->k, KILN_PREC_REDUCTION, s->xt->dtype);
   int best = new_var(s, "best", ct), arg = new_var(s, "arg", KILN_I64);
   push(s, s->outer, best, extreme(k, ct, s->rk == RK_ARGMIN));
   push(s, s->outer, arg, kiln_tint(k, 0));
@@ -431,7 +434,7 @@ static kiln_status lower_arg(red *s) {
  * LogSoftmax subtracts log(sum). F32 exp is within an ulp and needs no F64 library call. */
 static kiln_status lower_softmax(red *s) {
   kiln_tkernel *k = s->k;
-  kiln_dtype ct = kiln_lower_compute_type(s->xt->dtype);
+  kiln_dtype ct = kiln_lower_compute_type(s->k, KILN_PREC_REDUCTION, s->xt->dtype);
   int mx = new_var(s, "max", ct), sum = new_var(s, "sum", KILN_F64), nv = new_var(s, "nrm", ct);
   push(s, s->outer, mx, extreme(k, ct, false));
   kiln_texpr *x;
@@ -500,7 +503,8 @@ static void store_stat(red *s, int out, int var) {
       kiln_tstore(s->k, p, bcast_at(s, t, rank, pos),
                   kiln_lower_to_storage(
                       s->k, t->dtype,
-                      kiln_tcast(s->k, kiln_lower_compute_type(t->dtype), kiln_tv(s->k, var)))));
+                      kiln_tcast(s->k, kiln_lower_compute_type(s->k, KILN_PREC_REDUCTION, t->dtype),
+                                 kiln_tv(s->k, var)))));
 }
 
 static kiln_status lower_layernorm(red *s) {
@@ -519,7 +523,8 @@ static kiln_status lower_layernorm(red *s) {
       kiln_tv(k, inv));
   y = kiln_tbin(k, KILN_TOP_MUL, y, kiln_tcast(k, KILN_F64, scale));
   if (bias) y = kiln_tbin(k, KILN_TOP_ADD, y, kiln_tcast(k, KILN_F64, bias));
-  kiln_dtype ct = kiln_lower_compute_type(s->c->g->values.data[s->r->outputs[0]].type.dtype);
+  kiln_dtype ct = kiln_lower_compute_type(k, KILN_PREC_REDUCTION,
+                                          s->c->g->values.data[s->r->outputs[0]].type.dtype);
   return epilogue(s, b, s->r->outputs[0], kiln_tcast(k, ct, y), s->pos, s->xt->rank);
 }
 

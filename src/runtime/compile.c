@@ -257,7 +257,7 @@ static kiln_status lower(kiln_compiled *c, const kiln_compile_opts *o) {
     return kiln_unsupported("only the CPU target is compiled so far");
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = o->threads > 0 ? o->threads : cores > 0 ? (int)cores : 1;
-  kiln_lower_opts lo = {o->target, threads, o->force_fallback};
+  kiln_lower_opts lo = {o->target, threads, o->force_fallback, &o->precision};
   KILN_TRY(kiln_lower(c->g, &lo, &c->prog));
   count_steps(c);
   c->stats.seconds[KILN_STAGE_LOWER] = now_s() - t0;

@@ -39,7 +39,7 @@ static kiln_status front(kiln_graph *g, const kiln_compile_opts *o, const kiln_c
   b->seconds_passes = t1 - t0;
   int tpb = co->threads_per_block > 0 ? co->threads_per_block : 256;
   /* the CPU schedule plans for as many workers as a block has threads */
-  kiln_lower_opts lo = {KILN_TARGET_CUDA, tpb, o->force_fallback};
+  kiln_lower_opts lo = {KILN_TARGET_CUDA, tpb, o->force_fallback, &o->precision};
   KILN_TRY(kiln_lower(g, &lo, &b->prog));
   KILN_TRY(kiln_lower_cuda_map(b->prog, tpb, &b->info));
   b->seconds_lower = now_s() - t1;

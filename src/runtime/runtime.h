@@ -82,6 +82,10 @@ typedef struct kiln_compile_opts {
    * passes create, the memory plan's arena (checked when compiling, allocated at the first
    * run), the tensors of fallback steps. 0: the process-wide limit (kiln_mem_limit). */
   int64_t max_memory;
+  /* ---- precision ---- */
+  /* The compute and accumulate types of each op class (src/lower/precision.h). Zeroed (as
+   * kiln_compile_opts_init leaves it): the default policy, today's results bit for bit. */
+  kiln_precision_policy precision;
 } kiln_compile_opts;
 
 void kiln_compile_opts_init(kiln_compile_opts *o);

@@ -233,6 +233,10 @@ typedef struct kiln_tmodule {
    * PARALLEL loop (on a CPU, starting threads costs more than such work). Set by the
    * lowering from its target; 0 makes every nest parallel (GPU targets). */
   int64_t par_min_elements;
+  /* Lowering policy too: the precision policy the lowering builds this module's kernels
+   * with (a const kiln_precision_policy *, src/lower/precision.h; NULL: the default). The
+   * tile IR never reads it: the kernels carry the chosen types. */
+  const void *lower_precision;
 } kiln_tmodule;
 
 kiln_tmodule *kiln_tmodule_new(void);

@@ -51,12 +51,21 @@ typedef struct kiln_vref {
   int64_t n_unstable;
   int64_t n_nonfinite;
   char note[256]; /* the first unstable or non-finite node, for messages */
+  /* The precision policy the bounds allow for (borrowed; NULL: the default). A node whose
+   * class computes (or accumulates) a value of storage dtype t in a type coarser than t
+   * (elementwise f32 computed in f16) rounds in that type: its own error counts in that
+   * type's unit roundoff, and its float inputs enter it rounded to the compute type. */
+  const kiln_precision_policy *precision;
 } kiln_vref;
 
 /* Runs g (root graph, types inferred, static or bound by the inputs) on inputs (one per
  * graph input, borrowed). Error when an op cannot run. */
 kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *inputs,
                               kiln_vref **out);
+/* kiln_vref_compute with the bounds of implementations that follow precision policy p (NULL:
+ * the default, the same as kiln_vref_compute). */
+kiln_status kiln_vref_compute_prec(const kiln_graph *g, int n_in, kiln_val *const *inputs,
+                                   const kiln_precision_policy *p, kiln_vref **out);
 void kiln_vref_free(kiln_vref *r);
 /* A local reference: only the nodes with nodes[node] set (one node, the nodes of a kernel)
  * run, in order; every other value they read (inputs, outputs of other nodes) comes from
@@ -68,6 +77,10 @@ void kiln_vref_free(kiln_vref *r);
 kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
                                     kiln_val *(*lookup)(void *user, int value_id), void *user,
                                     kiln_vref **out);
+/* kiln_vref_compute_local with the bounds of precision policy p (kiln_vref.precision). */
+kiln_status kiln_vref_compute_local_prec(const kiln_graph *g, const bool *nodes,
+                                         kiln_val *(*lookup)(void *user, int value_id), void *user,
+                                         const kiln_precision_policy *p, kiln_vref **out);
 /* The same, but every value read from outside (lookup) and every constant carries the rounding
  * to its dtype as its error (u |x| + tiny), plus extra_err(user, id) when that returns an error
  * tensor (borrowed, F64, one per element; NULL: none): for comparing a rewritten graph with

@@ -172,7 +172,7 @@ static const char *ec_cpu(const char *text, ec_out *o) {
   kiln_compile_opts_init(&co);
   kiln_pass_opts po = co.passes;
   po.fuse_classify = kiln_lower_fuse_class;
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL};
+  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL, NULL};
   kiln_program *p = NULL;
   kiln_plan *plan = NULL;
   st = kiln_passes_run(g, &po, NULL);

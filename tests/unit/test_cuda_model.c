@@ -62,7 +62,7 @@ static int count_far(const kiln_tensor *a, const kiln_tensor *b) {
 static kiln_program *cpu_program(kiln_graph *g) {
   kiln_pass_opts po = {.pass_limit = -1, .fuse_classify = kiln_lower_fuse_class};
   CHECK_OK(kiln_passes_run(g, &po, NULL));
-  kiln_lower_opts lo = {KILN_TARGET_CUDA, 4, NULL};
+  kiln_lower_opts lo = {KILN_TARGET_CUDA, 4, NULL, NULL};
   kiln_program *p = NULL;
   CHECK_OK(kiln_lower(g, &lo, &p));
   return p;

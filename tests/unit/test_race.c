@@ -188,7 +188,7 @@ static bool has_parallel(const kiln_tblock *b) {
 static void check_lowered(const char *text) {
   kiln_graph *g = parse(text);
   if (!g) return;
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL};
+  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL, NULL};
   kiln_program *p = NULL;
   CHECK_OK(kiln_lower(g, &lo, &p));
   bool par = false;

@@ -300,7 +300,7 @@ static void test_trace_reports_each_value_once(void) {
   CHECK_OK(kiln_graph_bind_inputs(g, 1, (const kiln_tensor *[]){in->t}));
   kiln_pass_opts po = {.pass_limit = -1, .fuse_classify = kiln_lower_fuse_class};
   CHECK_OK(kiln_passes_run(g, &po, NULL));
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 1, NULL};
+  kiln_lower_opts lo = {KILN_TARGET_CPU, 1, NULL, NULL};
   kiln_program *p = NULL;
   CHECK_OK(kiln_lower(g, &lo, &p));
   record r = {0};

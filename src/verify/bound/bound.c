@@ -402,13 +402,15 @@ static void count_nonfinite(bnd_node *b) {
   }
 }
 
+/* The unit roundoff of each output's own rounding: its dtype's, or (bound_prec.c) the
+ * coarser one of the type the precision policy computes it in. */
 static void node_unit_roundoff(bnd_node *b) {
   double umax = 0;
   for (int k = 0; k < b->n->n_outputs; k++) {
     int id = b->n->outputs[k];
     kiln_dtype dt = id >= 0 ? kiln_bnd_out_dtype(b->r, b->n, k) : KILN_UNDEFINED;
-    b->u_out[k] = id >= 0 ? kiln_bnd_unit_roundoff(dt) : 0;
-    b->tiny_out[k] = id >= 0 ? kiln_bnd_tiny(dt) : 0;
+    b->u_out[k] = id >= 0 ? fmax(kiln_bnd_unit_roundoff(dt), kiln_bnd_policy_u(b, dt)) : 0;
+    b->tiny_out[k] = id >= 0 ? fmax(kiln_bnd_tiny(dt), kiln_bnd_policy_tiny(b, dt)) : 0;
     umax = fmax(umax, b->u_out[k]);
   }
   for (int i = 0; i < b->n->n_inputs; i++) {
@@ -512,6 +514,7 @@ static kiln_status bound_node(kiln_vref *r, const ext_source *ext, int ni) {
     b.ein[i] = r->err[n->inputs[i]];
   }
   node_unit_roundoff(&b);
+  kiln_tensor **rounded = st ? NULL : kiln_bnd_policy_inputs(&b);
   if (!st) bind_outers(r, ext, n);
   if (!st) st = kiln_op_check(r->g, n);
   if (!st) st = node_has_subgraph(n) ? bound_sub_node(&b) : kiln_bnd_apply(&b);
@@ -527,6 +530,8 @@ static kiln_status bound_node(kiln_vref *r, const ext_source *ext, int ni) {
       kiln_tensor_free(b.eout[k]);
     }
   }
+  for (int i = 0; rounded && i < nin; i++) kiln_tensor_free(rounded[i]);
+  free(rounded);
   r->n_unstable += b.n_unstable;
   r->n_nonfinite += b.n_nonfinite;
   free(b.in), free(b.ein), free(b.out), free(b.eout), free(b.u_out), free(b.tiny_out);
@@ -553,11 +558,17 @@ static kiln_status run_nodes(kiln_vref *r, const ext_source *ext, const bool *ru
 
 kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *inputs,
                               kiln_vref **out) {
+  return kiln_vref_compute_prec(g, n_in, inputs, NULL, out);
+}
+
+kiln_status kiln_vref_compute_prec(const kiln_graph *g, int n_in, kiln_val *const *inputs,
+                                   const kiln_precision_policy *p, kiln_vref **out) {
   *out = NULL;
   if (g->parent) return kiln_invalid("kiln_vref_compute: '%s' is not a root graph", g->name);
   if (n_in != g->inputs.len)
     return kiln_invalid("graph '%s' has %d inputs, %d given", g->name, g->inputs.len, n_in);
   kiln_vref *r = vref_new(g);
+  r->precision = p;
   kiln_status st = KILN_OK;
   for (int i = 0; i < n_in && !st; i++) {
     if (!inputs[i]) st = kiln_invalid("graph input %d is missing", i);
@@ -588,10 +599,12 @@ kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *in
 static kiln_status compute_local(const kiln_graph *g, const bool *nodes,
                                  kiln_val *(*lookup)(void *user, int value_id),
                                  const kiln_tensor *(*extra_err)(void *user, int value_id),
-                                 void *user, bool stored, kiln_vref **out) {
+                                 void *user, bool stored, const kiln_precision_policy *p,
+                                 kiln_vref **out) {
   *out = NULL;
   if (g->parent) return kiln_invalid("kiln_vref_compute_local: '%s' is not a root graph", g->name);
   kiln_vref *r = vref_new(g);
+  r->precision = p;
   ext_source ext = {lookup, user, stored, extra_err};
   kiln_status st = run_nodes(r, &ext, nodes);
   if (st) {
@@ -605,13 +618,19 @@ static kiln_status compute_local(const kiln_graph *g, const bool *nodes,
 kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
                                     kiln_val *(*lookup)(void *user, int value_id), void *user,
                                     kiln_vref **out) {
-  return compute_local(g, nodes, lookup, NULL, user, false, out);
+  return compute_local(g, nodes, lookup, NULL, user, false, NULL, out);
+}
+
+kiln_status kiln_vref_compute_local_prec(const kiln_graph *g, const bool *nodes,
+                                         kiln_val *(*lookup)(void *user, int value_id), void *user,
+                                         const kiln_precision_policy *p, kiln_vref **out) {
+  return compute_local(g, nodes, lookup, NULL, user, false, p, out);
 }
 
 kiln_status kiln_vref_compute_local_stored(
     const kiln_graph *g, const bool *nodes, kiln_val *(*lookup)(void *user, int value_id),
     const kiln_tensor *(*extra_err)(void *user, int value_id), void *user, kiln_vref **out) {
-  return compute_local(g, nodes, lookup, extra_err, user, true, out);
+  return compute_local(g, nodes, lookup, extra_err, user, true, NULL, out);
 }
 
 void kiln_vref_free(kiln_vref *r) {

@@ -106,6 +106,16 @@ kiln_tensor *kiln_bnd_zeros_like(const kiln_tensor *t);
 /* Adds own rounding c * u * |y| to e (e has y's shape), and returns e. */
 void kiln_bnd_add_rel(kiln_tensor *e, const kiln_tensor *y, double cu);
 
+/* ---- the precision policy (bound_prec.c; r->precision) ---- */
+/* The unit roundoff (half its smallest subnormal) of the types n's class computes and
+ * accumulates values of dtype t in, when that is coarser than t's own; 0 otherwise. */
+double kiln_bnd_policy_u(const bnd_node *b, kiln_dtype t);
+double kiln_bnd_policy_tiny(const bnd_node *b, kiln_dtype t);
+/* Float inputs enter the node rounded to its compute type: where that type is coarser than
+ * the input's dtype, b->ein[i] becomes ein + u_c |x| + tiny_c. Returns the new tensors
+ * (one slot per input, NULL where unchanged; the caller frees them), or NULL when none. */
+kiln_tensor **kiln_bnd_policy_inputs(bnd_node *b);
+
 /* ---- helpers of the rules (bound_generic.c) ---- */
 double kiln_bnd_gamma(double k, double u); /* gamma_K(u), continued linearly past K u = 1/2 */
 /* Runs the op on inputs substituted as how[i] says; *outs: n_outputs new values. */

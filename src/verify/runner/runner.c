@@ -264,7 +264,8 @@ static kiln_status setup(kiln_vrun *r) {
     if (!r->tin[i]) r->all_tensors = false;
   }
   double t0 = kiln_vrun_now();
-  KILN_TRYF(kiln_vref_compute(r->g, r->n_in, r->inputs, &r->ref), "the reference cannot run");
+  KILN_TRYF(kiln_vref_compute_prec(r->g, r->n_in, r->inputs, &r->o->compile.precision, &r->ref),
+            "the reference cannot run");
   double t1 = kiln_vrun_now();
   r->looseness = graph_looseness(r->ref, r->g);
   r->res->n_unstable = r->ref->n_unstable;

@@ -143,7 +143,8 @@ static void localize(kiln_vrun *r, const kiln_program *p, traced_run run, void *
   ob.inject_user = r->o->inject_user;
   ob.step = ob.value = -1;
   kiln_vref *ref = NULL;
-  kiln_status st = kiln_vref_compute(p->graph, r->n_in, r->inputs, &ref);
+  kiln_status st =
+      kiln_vref_compute_prec(p->graph, r->n_in, r->inputs, &r->o->compile.precision, &ref);
   if (!st) {
     ob.ref = ref;
     st = run(prog, r, &ob);
@@ -232,7 +233,8 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
     kiln_vrun_done(r, l);
     return;
   }
-  kiln_lower_opts lo = {KILN_TARGET_CPU, tile_threads(r), r->o->compile.force_fallback};
+  kiln_lower_opts lo = {KILN_TARGET_CPU, tile_threads(r), r->o->compile.force_fallback,
+                        &r->o->compile.precision};
   kiln_program *p = NULL;
   /* several threads: every parallel schedule, however small the model */
   kiln_status st = kiln_lower_stress(fused, &lo, &p);

@@ -141,7 +141,8 @@ static void begin_step(kiln_vlocal *lc, int step) {
   const kiln_step *s = &lc->p->steps.data[step];
   if (s->kind != KILN_STEP_KERNEL || s->node < 0) return;
   step_mask(lc, s);
-  kiln_status st = kiln_vref_compute_local(lc->g, lc->mask, lookup, lc, &lc->ref);
+  kiln_status st = kiln_vref_compute_local_prec(lc->g, lc->mask, lookup, lc,
+                                                lc->p->module->lower_precision, &lc->ref);
   lc->n_steps++;
   if (st) { /* an input the trace did not report (a sequence), an op without bounds */
     kiln_status_free(st);

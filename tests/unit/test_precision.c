@@ -1,0 +1,301 @@
+/* The precision policy (src/lower/precision.h): its checks and text form; the default
+ * policy lowers to the same kernels bit for bit; a policy that computes elementwise f32
+ * values in f16 lowers to native f16 tile IR whose results (tile interpreter and compiled C)
+ * stay within the bounds of the reference model for that policy, and outside the bounds of
+ * the default policy (so the bound model's accounting is what makes them pass). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "lower/lower.h"
+#include "ops/ops.h"
+#include "verify/verify.h"
+
+static char g_tmp[1024];
+
+/* ---- the policy API ---- */
+static void test_policy_checks(void) {
+  kiln_precision_policy p;
+  kiln_precision_default(&p);
+  CHECK(kiln_precision_is_default(&p));
+  CHECK(kiln_precision_compute(&p, KILN_PREC_ELEMENTWISE, KILN_F16) == KILN_F32);
+  CHECK(kiln_precision_compute(NULL, KILN_PREC_ELEMENTWISE, KILN_BF16) == KILN_F32);
+  CHECK(kiln_precision_compute(&p, KILN_PREC_DATA, KILN_F64) == KILN_F64);
+  CHECK(kiln_precision_accumulate(&p, KILN_PREC_REDUCTION, KILN_F32) == KILN_F64);
+  CHECK(kiln_precision_accumulate(&p, KILN_PREC_REDUCTION, KILN_I8) == KILN_I64);
+  CHECK(kiln_precision_accumulate(&p, KILN_PREC_CONTRACTION, KILN_F16) == KILN_F32);
+  /* setting the default's own types keeps the policy the default */
+  CHECK_OK(kiln_precision_set(&p, KILN_PREC_REDUCTION, KILN_F16, KILN_F32, KILN_F64));
+  CHECK(kiln_precision_is_default(&p));
+  CHECK_OK(kiln_precision_set(&p, KILN_PREC_ELEMENTWISE, KILN_F32, KILN_F16, KILN_F16));
+  CHECK(!kiln_precision_is_default(&p));
+  CHECK(kiln_precision_compute(&p, KILN_PREC_ELEMENTWISE, KILN_F32) == KILN_F16);
+  CHECK(kiln_precision_compute(&p, KILN_PREC_REDUCTION, KILN_F32) == KILN_F32);
+  CHECK_OK(kiln_precision_set(&p, KILN_PREC_CONTRACTION, KILN_I8, KILN_I8, KILN_I32));
+  /* refused */
+  CHECK_ERR(kiln_precision_set(&p, KILN_PREC_CONTRACTION, KILN_F32, KILN_F16, KILN_F16),
+            KILN_ERR_INVALID); /* MMA accumulators are f32 or f64 */
+  CHECK_ERR(kiln_precision_set(&p, KILN_PREC_REDUCTION, KILN_F32, KILN_F32, KILN_BF16),
+            KILN_ERR_INVALID); /* accumulate narrower than compute */
+  CHECK_ERR(kiln_precision_set(&p, KILN_PREC_ELEMENTWISE, KILN_F32, KILN_I32, KILN_I32),
+            KILN_ERR_INVALID);
+  CHECK_ERR(kiln_precision_set(&p, KILN_PREC_ELEMENTWISE, KILN_I32, KILN_F32, KILN_F32),
+            KILN_ERR_INVALID);
+  CHECK_ERR(kiln_precision_set(&p, KILN_PREC_CONTRACTION, KILN_I32, KILN_I32, KILN_I8),
+            KILN_ERR_INVALID);
+  CHECK_ERR(kiln_precision_set(&p, KILN_PREC_CLASS_COUNT, KILN_F32, KILN_F32, KILN_F32),
+            KILN_ERR_INVALID);
+}
+
+static void test_policy_text(void) {
+  kiln_precision_policy p;
+  kiln_precision_default(&p);
+  CHECK_OK(kiln_precision_parse(&p, "elementwise:f32=f16,reduction:bf16=bf16/f32"));
+  CHECK(kiln_precision_compute(&p, KILN_PREC_ELEMENTWISE, KILN_F32) == KILN_F16);
+  CHECK(kiln_precision_accumulate(&p, KILN_PREC_ELEMENTWISE, KILN_F32) == KILN_F16);
+  CHECK(kiln_precision_compute(&p, KILN_PREC_REDUCTION, KILN_BF16) == KILN_BF16);
+  CHECK(kiln_precision_accumulate(&p, KILN_PREC_REDUCTION, KILN_BF16) == KILN_F32);
+  CHECK_OK(kiln_precision_parse(&p, "contraction:f16=f16")); /* keeps the f32 accumulator */
+  CHECK(kiln_precision_accumulate(&p, KILN_PREC_CONTRACTION, KILN_F16) == KILN_F32);
+  CHECK_OK(kiln_precision_parse(&p, ""));
+  static const char *bad[] = {"elementwise",
+                              "pointwise:f32=f16",
+                              "elementwise:f99=f16",
+                              "elementwise:f32=",
+                              "elementwise:f32=f16/",
+                              "reduction=f16",
+                              "contraction:f32=f16/f16",
+                              "elementwise:f32=f16,,x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    CHECK_ERR(kiln_precision_parse(&p, bad[i]), KILN_ERR_INVALID);
+  CHECK(kiln_precision_class_of(KILN_OP_Add) == KILN_PREC_ELEMENTWISE);
+  CHECK(kiln_precision_class_of(KILN_OP_ReduceSum) == KILN_PREC_REDUCTION);
+  CHECK(kiln_precision_class_of(KILN_OP_Conv) == KILN_PREC_CONTRACTION);
+  CHECK(kiln_precision_class_of(KILN_OP_Pad) == KILN_PREC_DATA);
+  CHECK(!strcmp(kiln_prec_class_name(KILN_PREC_CONTRACTION), "contraction"));
+}
+
+/* ---- lowering ---- */
+/* Elementwise chains, a reduction, a contraction with an epilogue, data movement, in f32 and
+ * f16: every place the lowering asks the policy. */
+static const char *MIXED =
+    "graph @mixed(%x: f32[4,16], %h: f16[4,16], %w: f32[16,8]) -> (%y: f32[4,16], %m: f32[4,8], "
+    "%r: f32[4,1], %k: f16[4,16], %p: f32[4,18]) {\n"
+    "  opset \"\" 17\n"
+    "  %a = Add(%x, %x) : f32[4,16]\n"
+    "  %y = Tanh(%a) : f32[4,16]\n"
+    "  %mm = MatMul(%x, %w) : f32[4,8]\n"
+    "  %m = Relu(%mm) : f32[4,8]\n"
+    "  %r = ReduceMax(%x) {axes = [1]} : f32[4,1]\n"
+    "  %hh = Mul(%h, %h) : f16[4,16]\n"
+    "  %k = Softmax(%hh) : f16[4,16]\n"
+    "  %pads = const i64[4] [0, 1, 0, 1]\n"
+    "  %p = Pad(%y, %pads) : f32[4,18]\n"
+    "  return %y, %m, %r, %k, %p\n"
+    "}\n";
+
+static kiln_graph *parse_graph(const char *text) {
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(text, "test", &g));
+  if (g) CHECK_OK(kiln_ops_infer_graph(g));
+  return g;
+}
+
+static char *lowered_text(const char *text, const kiln_precision_policy *p) {
+  kiln_graph *g = parse_graph(text);
+  if (!g) return NULL;
+  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL, p};
+  kiln_program *prog = NULL;
+  kiln_strbuf out = {0};
+  CHECK_OK(kiln_lower(g, &lo, &prog));
+  if (prog) kiln_program_print(prog, &out);
+  kiln_program_free(prog);
+  kiln_graph_free(g);
+  return out.data;
+}
+
+static void test_default_is_identical(void) {
+  char *none = lowered_text(MIXED, NULL);
+  kiln_precision_policy d;
+  kiln_precision_default(&d);
+  char *dflt = lowered_text(MIXED, &d);
+  /* every rule written out with the default's types */
+  kiln_dtype floats[] = {KILN_F16, KILN_BF16, KILN_F32, KILN_F64};
+  for (int c = 0; c < KILN_PREC_CLASS_COUNT; c++)
+    for (int i = 0; i < 4; i++)
+      CHECK_OK(kiln_precision_set(&d, (kiln_prec_class)c, floats[i],
+                                  kiln_precision_compute(NULL, (kiln_prec_class)c, floats[i]),
+                                  kiln_precision_accumulate(NULL, (kiln_prec_class)c, floats[i])));
+  CHECK(kiln_precision_is_default(&d));
+  char *spelled = lowered_text(MIXED, &d);
+  CHECK(none && dflt && spelled);
+  if (none && dflt && spelled) CHECK(!strcmp(none, dflt) && !strcmp(none, spelled));
+  CHECK(none && strstr(none, "f32(%") != NULL); /* f16 values widen to f32 by default */
+  free(none), free(dflt), free(spelled);
+}
+
+static int count_expr(const kiln_texpr *e, kiln_dtype t) {
+  if (!e) return 0;
+  int n =
+      e->kind == KILN_TE_OP && e->args[0] && e->args[0]->type == t && kiln_top_class(e->op) != 's';
+  n += count_expr(e->index, t);
+  for (int i = 0; i < 3; i++) n += count_expr(e->args[i], t);
+  return n;
+}
+
+static int count_block(const kiln_tblock *b, kiln_dtype t) {
+  int n = 0;
+  for (int i = 0; i < b->len; i++) {
+    const kiln_tstmt *s = b->data[i];
+    n += count_expr(s->extent, t) + count_expr(s->cond, t) + count_expr(s->index, t);
+    n += count_expr(s->value, t) + count_block(&s->body, t) + count_block(&s->orelse, t);
+  }
+  return n;
+}
+
+/* ---- an f32 model computed in f16 ---- */
+static const char *CHAIN = "graph @chain(%x: f32[8,64], %z: f32[8,64]) -> (%y: f32[8,64]) {\n"
+                           "  opset \"\" 17\n"
+                           "  %a = Add(%x, %z) : f32[8,64]\n"
+                           "  %b = Mul(%a, %x) : f32[8,64]\n"
+                           "  %c = Sigmoid(%b) : f32[8,64]\n"
+                           "  %d = Sub(%c, %z) : f32[8,64]\n"
+                           "  %y = Tanh(%d) : f32[8,64]\n"
+                           "  return %y\n"
+                           "}\n";
+
+static kiln_tensor *random_input(uint64_t seed) {
+  int64_t dims[2] = {8, 64};
+  kiln_tensor *t;
+  if (kiln_tensor_new(KILN_F32, 2, dims, &t)) abort();
+  float *p = t->data;
+  for (int64_t i = 0; i < t->numel; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    p[i] = (float)((double)(seed >> 11) / 9007199254740992.0 * 6.0 - 3.0);
+  }
+  return t;
+}
+
+static kiln_precision_policy ew_f16(void) {
+  kiln_precision_policy p;
+  kiln_precision_default(&p);
+  CHECK_OK(kiln_precision_set(&p, KILN_PREC_ELEMENTWISE, KILN_F32, KILN_F16, KILN_F16));
+  return p;
+}
+
+/* Runs the program in the tile interpreter; checks y against r (expect_ok: within the
+ * bounds). Returns the largest |y - y_default| (0 when the run failed). */
+static void check_against(const kiln_vref *r, const kiln_graph *g, kiln_tensor *y, bool expect_ok) {
+  kiln_val *v = kiln_val_tensor(y);
+  kiln_vcheck c;
+  kiln_vref_check(r, g->outputs.data[0], v, &c);
+  if (c.ok != expect_ok) fprintf(stderr, "check: ok %d, ratio %g: %s\n", c.ok, c.max_ratio, c.msg);
+  CHECK(c.ok == expect_ok);
+  if (!expect_ok) CHECK(c.max_ratio > 1);
+  v->t = NULL;
+  kiln_val_free(v);
+}
+
+static void test_elementwise_f16(void) {
+  kiln_graph *g = parse_graph(CHAIN);
+  if (!g) return;
+  kiln_precision_policy p = ew_f16();
+  kiln_lower_opts lo = {KILN_TARGET_CPU, 1, NULL, &p};
+  kiln_program *prog = NULL;
+  CHECK_OK(kiln_lower(g, &lo, &prog));
+  if (!prog) {
+    kiln_graph_free(g);
+    return;
+  }
+  int half = 0;
+  for (int i = 0; i < prog->module->kernels.len; i++)
+    half += count_block(&prog->module->kernels.data[i]->body, KILN_F16);
+  CHECK(half >= 5); /* add, mul, sigmoid's ops, sub, tanh: native f16 arithmetic */
+  CHECK_OK(kiln_tmodule_verify(prog->module));
+  kiln_tensor *in[2] = {random_input(1), random_input(2)}, *y = NULL;
+  CHECK_OK(kiln_program_interp(prog, 2, in, &y));
+  kiln_val *vin[2] = {kiln_val_tensor(in[0]), kiln_val_tensor(in[1])};
+  kiln_vref *rp = NULL, *rd = NULL;
+  CHECK_OK(kiln_vref_compute_prec(g, 2, vin, &p, &rp));
+  CHECK_OK(kiln_vref_compute(g, 2, vin, &rd));
+  if (y && rp && rd) {
+    check_against(rp, g, y, true);  /* the f16 policy's bounds hold */
+    check_against(rd, g, y, false); /* f32 bounds do not: the accounting matters */
+  }
+  kiln_tensor_free(y);
+  kiln_vref_free(rp), kiln_vref_free(rd);
+  kiln_val_free(vin[0]), kiln_val_free(vin[1]);
+  kiln_program_free(prog);
+  kiln_graph_free(g);
+}
+
+/* x - z of close values: computed in f16, the rounding of x and z to f16 on load is far
+ * larger than the difference; the bound must count that rounding (the input's error grows by
+ * u_f16 |x|), not only the op's own rounding of the small result. */
+static void test_input_rounding(void) {
+  kiln_graph *g = parse_graph("graph @e(%x: f32[8,64], %z: f32[8,64]) -> (%y: f32[8,64]) {\n"
+                              "  opset \"\" 17\n"
+                              "  %y = Sub(%x, %z) : f32[8,64]\n"
+                              "  return %y\n"
+                              "}\n");
+  if (!g) return;
+  kiln_precision_policy p = ew_f16();
+  kiln_lower_opts lo = {KILN_TARGET_CPU, 1, NULL, &p};
+  kiln_program *prog = NULL;
+  CHECK_OK(kiln_lower(g, &lo, &prog));
+  kiln_tensor *in[2] = {random_input(5), random_input(6)}, *y = NULL;
+  float *xd = in[0]->data, *zd = in[1]->data;
+  for (int64_t i = 0; i < in[0]->numel; i++) {
+    xd[i] = 9.5f + xd[i] / 2; /* [8, 11): f16 steps of 2^-7 */
+    zd[i] = xd[i] * (1 + 0x1p-9f);
+  }
+  if (prog) CHECK_OK(kiln_program_interp(prog, 2, in, &y));
+  kiln_val *vin[2] = {kiln_val_tensor(in[0]), kiln_val_tensor(in[1])};
+  kiln_vref *rp = NULL;
+  CHECK_OK(kiln_vref_compute_prec(g, 2, vin, &p, &rp));
+  if (y && rp) check_against(rp, g, y, true);
+  kiln_tensor_free(y);
+  kiln_vref_free(rp);
+  kiln_val_free(vin[0]), kiln_val_free(vin[1]);
+  kiln_program_free(prog);
+  kiln_graph_free(g);
+}
+
+/* The whole verifier with the policy: tile interpreter and compiled C (with native f16
+ * arithmetic in the generated code) against the policy's reference, every layer. */
+static void test_verify_run_f16(void) {
+  kiln_graph *g = parse_graph(CHAIN);
+  if (!g) return;
+  if (!g_tmp[0]) kiln_test_make_tmp(g_tmp, sizeof g_tmp, "kiln_precision");
+  kiln_verify_opts o;
+  kiln_verify_opts_init(&o);
+  o.compile.cache_dir = g_tmp;
+  o.compile.precision = ew_f16();
+  kiln_val *vin[2] = {kiln_val_tensor(random_input(3)), kiln_val_tensor(random_input(4))};
+  kiln_verify_result r;
+  CHECK_OK(kiln_verify_run(g, 2, vin, &o, &r));
+  if (r.failed) {
+    kiln_strbuf t = {0};
+    kiln_verify_print(&r, &t);
+    fprintf(stderr, "%s\n", t.data);
+    kiln_strbuf_free(&t);
+  }
+  CHECK(!r.failed);
+  bool cpu = false;
+  for (int i = 0; i < r.layers.len; i++)
+    cpu |= r.layers.data[i].kind == KILN_LAYER_CPU && r.layers.data[i].ran;
+  CHECK(cpu);
+  kiln_verify_result_free(&r);
+  kiln_val_free(vin[0]), kiln_val_free(vin[1]);
+  kiln_graph_free(g);
+}
+
+static void cleanup(void) {
+  if (g_tmp[0]) kiln_test_remove_dir(g_tmp);
+}
+
+TEST_MAIN({"policy_checks", test_policy_checks}, {"policy_text", test_policy_text},
+          {"default_is_identical", test_default_is_identical},
+          {"elementwise_f16", test_elementwise_f16}, {"input_rounding", test_input_rounding},
+          {"verify_run_f16", test_verify_run_f16}, {"cleanup", cleanup})
