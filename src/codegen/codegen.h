@@ -33,9 +33,18 @@
  *   to F16/BF16/float8 rounds to nearest even once from the source value (integers go
  *   through double), float8 saturating like kiln_store_f64; F16/BF16/float8 values are
  *   their bit patterns (uint16_t/uint8_t) and decode exactly.
+ *   F16/BF16 arithmetic: the operands widen to float (kiln_f16_to_f32 ...), the F32
+ *   operation runs, the result rounds back (kiln_f32_to_f16 ...): the interpreter's bits.
+ *   The CUDA backend uses PTX add/sub/mul.rn.f16 (sm_53) and .bf16 (sm_90) for those three
+ *   (the same results; a NaN's bits may differ). MAC (acc + a * b, the product exact):
+ *   `acc + (float)a * (float)b` for halves, wrapping 32-bit arithmetic for 8-bit integers.
+ *   The helpers both need sit in the shared prelude; the CUDA ones for native half
+ *   instructions and dp4a are emitted once per unit, before the first kernel using them.
  * - MMA (KILN_TS_MMA) on F32 or F64 accumulates with a fused multiply-add per product,
  *   c = fma(a, b, c) for k increasing, on both the fast and the loop path, in C and CUDA:
- *   the tile interpreter must compute it the same way (fmaf / fma). Integer MMA wraps.
+ *   the tile interpreter must compute it the same way (fmaf / fma). Integer MMA wraps; with
+ *   I8/U8 A and B and an I32 C the CUDA backend adds four products per PTX dp4a (sm_61) when
+ *   k is a multiple of 4 (a wrapping sum: the same bits in any grouping).
  * - Fast path of MMA (register-tile microkernel; GCC/Clang vector extensions, AVX-512
  *   intrinsics when __AVX512F__, AVX2+FMA halves when __AVX2__ && __FMA__, scalar fmaf
  *   lanes otherwise): A, B and C all F32; C a LOCAL buffer with ldc == n; b_sn == 1 and

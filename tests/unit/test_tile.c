@@ -612,6 +612,17 @@ static const char *canonical_text =
 static void test_round_trip(void) {
   check_canonical(canonical_text);
   check_canonical("kernel @e() {\n}\n");
+  /* native half arithmetic, half constants (exact, shortest text), mac */
+  check_canonical("kernel @h(%a: f16[4] readonly, %b: bf16[4] readonly, %q: i8[4] readonly, "
+                  "%c: i32[4], %w: f32[4]) {\n"
+                  "  var $i: i64\n"
+                  "  var $s: f16\n"
+                  "  for $i in 0..4 serial {\n"
+                  "    $s = add(mul(%a[$i], 0.0999755859375:f16), neg(inf:f16))\n"
+                  "    %c[$i] = mac(%c[$i], %q[$i], %q[$i])\n"
+                  "    %w[$i] = mac(f32($s), %b[$i], -1.5:bf16)\n"
+                  "  }\n"
+                  "}\n");
   /* Whitespace, comments and non-canonical numbers are accepted. */
   kiln_tmodule *m = parse_ok("// c\nkernel @e(%x:f32[2]){var $v:f32 $v=0x1p-1:f32 // half\n"
                              "$v = 1e400:f64 %x[+1]=-0:f32}");
