@@ -12,7 +12,7 @@
 #define KILN_LOWER_H
 
 #include "graph/graph.h"
-#include "lower/precision.h"
+#include "precision.h"
 #include "passes/passes.h"
 #include "tile/tile.h"
 
