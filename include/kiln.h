@@ -78,7 +78,7 @@ typedef struct kiln_error *kiln_status; /* NULL: success */
 
 kiln_code kiln_status_code(kiln_status st);
 const char *kiln_status_message(kiln_status st); /* "" for KILN_OK */
-const char *kiln_code_name(kiln_code code);      /* "invalid", "unsupported", ... */
+const char *kiln_code_name(kiln_code code);      /* "invalid input", "i/o error", ... */
 void kiln_status_free(kiln_status st);
 
 /* ---- element types (numbered as ONNX's TensorProto.DataType) ---- */

@@ -14,7 +14,9 @@
 /* ---- status ------------------------------------------------------------
  * A fallible function returns kiln_status: NULL means success, anything else
  * is a heap-allocated error that the caller owns (free with kiln_status_free).
- * KILN_TRY propagates an error and adds the caller's file:line as context. */
+ * KILN_TRY propagates an error unchanged: the message stays what the user reads and the
+ * origin (kiln_status_where: file:line where it was made) stays the first failure's.
+ * KILN_TRYF adds context to the message ("while reading 'x': ..."). */
 
 /* kiln_code, kiln_status and KILN_OK are those of the public API (include/kiln.h). */
 
