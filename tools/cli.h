@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "kiln.h"
+#include "api/api.h"
 #include "runtime/runtime.h"
 
 /* Each subcommand: argc/argv start at the subcommand name. Returns the exit status. */

@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kiln.h"
+#include "api.h"
 
 struct kiln_model {
   kiln_graph *g;
@@ -120,7 +120,36 @@ const kiln_type *kiln_model_input_type(const kiln_model *m, int i) {
   return i >= 0 && i < m->g->inputs.len ? &m->g->values.data[m->g->inputs.data[i]].type : NULL;
 }
 
-kiln_status kiln_model_compile(kiln_model *m, const kiln_compile_opts *o) {
+kiln_dtype kiln_model_input_dtype(const kiln_model *m, int i) {
+  const kiln_type *t = kiln_model_input_type(m, i);
+  return t && t->kind == KILN_TYPE_TENSOR ? t->dtype : KILN_UNDEFINED;
+}
+
+int kiln_model_input_rank(const kiln_model *m, int i) {
+  const kiln_type *t = kiln_model_input_type(m, i);
+  return t && t->kind == KILN_TYPE_TENSOR ? t->rank : -1;
+}
+
+static const kiln_dim *input_dim(const kiln_model *m, int i, int d) {
+  int rank = kiln_model_input_rank(m, i);
+  return d >= 0 && d < rank ? &kiln_model_input_type(m, i)->dims[d] : NULL;
+}
+
+int64_t kiln_model_input_dim(const kiln_model *m, int i, int d) {
+  const kiln_dim *dim = input_dim(m, i, d);
+  return dim && dim->value >= 0 ? dim->value : -1;
+}
+
+const char *kiln_model_input_dim_name(const kiln_model *m, int i, int d) {
+  const kiln_dim *dim = input_dim(m, i, d);
+  return dim && dim->value < 0 ? dim->sym : NULL;
+}
+
+bool kiln_model_is_compiled(const kiln_model *m) {
+  return m->compiled != NULL;
+}
+
+kiln_status kiln_model_compile_opts(kiln_model *m, const kiln_compile_opts *o) {
   kiln_compiled_free(m->compiled);
   m->compiled = NULL;
   kiln_compile_opts opts;
@@ -147,6 +176,7 @@ kiln_status kiln_model_run(kiln_model *m, const kiln_tensor *const *inputs, kiln
   if (m->compiled)
     return kiln_compiled_run(m->compiled, m->g->inputs.len, (kiln_tensor *const *)inputs, outputs);
   int n_in = m->g->inputs.len, n_out = m->g->outputs.len;
+  KILN_TRY(kiln_graph_check_inputs(m->g, n_in, inputs));
   kiln_val **ins = kiln_xcalloc((size_t)n_in + 1, sizeof *ins);
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
   for (int i = 0; i < n_in; i++) { /* borrowed: the shells do not own the tensors */

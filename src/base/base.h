@@ -1,5 +1,6 @@
 /* Kiln base layer: status and errors, arenas, dynamic arrays, strings, hashing.
- * Every other stage includes this header; it includes only the C library. */
+ * Every other stage includes this header; it includes only the C library and the public
+ * API's plain types (include/kiln.h: status codes, dtypes, opaque handles). */
 #ifndef KILN_BASE_H
 #define KILN_BASE_H
 
@@ -8,41 +9,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kiln.h"
+
 /* ---- status ------------------------------------------------------------
  * A fallible function returns kiln_status: NULL means success, anything else
  * is a heap-allocated error that the caller owns (free with kiln_status_free).
- * KILN_TRY propagates an error and adds the caller's file:line as context. */
+ * KILN_TRY propagates an error unchanged: the message stays what the user reads and the
+ * origin (kiln_status_where: file:line where it was made) stays the first failure's.
+ * KILN_TRYF adds context to the message ("while reading 'x': ..."). */
 
-typedef enum kiln_code {
-  KILN_OK_CODE = 0,
-  KILN_ERR_INVALID,     /* bad input: malformed model, bad attribute, ...  (exit 2) */
-  KILN_ERR_UNSUPPORTED, /* valid input that Kiln does not handle yet       (exit 2) */
-  KILN_ERR_IO,          /* a file could not be read or written             (exit 2) */
-  KILN_ERR_OOM,         /* out of memory or size overflow                  (exit 1) */
-  KILN_ERR_FAILED,      /* the work itself failed (mismatch, runtime error) (exit 1) */
-  KILN_ERR_INTERNAL,    /* a bug in Kiln                                    (exit 1) */
-  KILN_ERR_SYSTEM,      /* the environment failed: a write or close (disk full), a missing
-                           tool (no C compiler), a resource limit      (exit 1) */
-  KILN_CODE_COUNT
-} kiln_code;
-
-typedef struct kiln_error *kiln_status;
-#define KILN_OK ((kiln_status)NULL)
+/* kiln_code, kiln_status and KILN_OK are those of the public API (include/kiln.h). */
 
 kiln_status kiln_status_make(kiln_code code, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Prepends "context: " to the message of st (which must be an error); returns st. */
 kiln_status kiln_status_annotate(kiln_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-kiln_code kiln_status_code(kiln_status st);
 /* Gives st (an error) the code c, keeping its message and origin; returns st. For a check of
  * Kiln's own product that reports through a checker made for user input (the tile verifier on
  * a kernel the lowering made is KILN_ERR_INTERNAL, not the checker's KILN_ERR_INVALID). */
 kiln_status kiln_status_recode(kiln_status st, kiln_code c);
-const char *kiln_status_message(kiln_status st); /* "" for KILN_OK */
-const char *kiln_status_where(kiln_status st);   /* "file.c:123" of the origin */
-const char *kiln_code_name(kiln_code code);
-void kiln_status_free(kiln_status st);
+const char *kiln_status_where(kiln_status st); /* "file.c:123" of the origin */
 /* Exit status the CLI uses for an error code: 2 for bad input, 1 otherwise. */
 int kiln_status_exit_code(kiln_status st);
 

@@ -7,36 +7,7 @@
 
 #include "base.h"
 
-typedef enum kiln_dtype {
-  KILN_UNDEFINED = 0,
-  KILN_F32 = 1,
-  KILN_U8 = 2,
-  KILN_I8 = 3,
-  KILN_U16 = 4,
-  KILN_I16 = 5,
-  KILN_I32 = 6,
-  KILN_I64 = 7,
-  KILN_STRING = 8,
-  KILN_BOOL = 9,
-  KILN_F16 = 10,
-  KILN_F64 = 11,
-  KILN_U32 = 12,
-  KILN_U64 = 13,
-  KILN_C64 = 14,  /* complex64: not supported beyond being named */
-  KILN_C128 = 15, /* complex128: idem */
-  KILN_BF16 = 16,
-  KILN_F8E4M3FN = 17,
-  KILN_F8E4M3FNUZ = 18,
-  KILN_F8E5M2 = 19,
-  KILN_F8E5M2FNUZ = 20,
-  KILN_U4 = 21,
-  KILN_I4 = 22,
-  KILN_F4E2M1 = 23,
-  KILN_F8E8M0 = 24,
-  KILN_U2 = 25,
-  KILN_I2 = 26,
-  KILN_DTYPE_COUNT
-} kiln_dtype;
+/* kiln_dtype is the public API's (include/kiln.h, through base.h). */
 
 typedef enum kiln_dtype_class {
   KILN_CLASS_NONE, /* undefined, complex */

@@ -77,6 +77,23 @@ size_t kiln_tensor_nbytes(const kiln_tensor *t) {
   return (size_t)t->numel * kiln_dtype_size(t->dtype);
 }
 
+/* The accessors of the public API (include/kiln.h). */
+kiln_dtype kiln_tensor_dtype(const kiln_tensor *t) {
+  return t->dtype;
+}
+int kiln_tensor_rank(const kiln_tensor *t) {
+  return t->rank;
+}
+int64_t kiln_tensor_dim(const kiln_tensor *t, int i) {
+  return i >= 0 && i < t->rank ? t->dims[i] : -1;
+}
+int64_t kiln_tensor_numel(const kiln_tensor *t) {
+  return t->numel;
+}
+void *kiln_tensor_data(kiln_tensor *t) {
+  return t->data;
+}
+
 kiln_status kiln_tensor_clone(const kiln_tensor *t, kiln_tensor **out) {
   kiln_tensor *c;
   KILN_TRY(kiln_tensor_new(t->dtype, t->rank, t->dims, &c));

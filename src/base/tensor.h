@@ -17,11 +17,11 @@ typedef struct kiln_tensor {
   int64_t reserved; /* bytes counted against the memory limit (base.h) while data is owned */
 } kiln_tensor;
 
-/* Checks the shape (rank, non-negative dims, element count and byte size
+/* kiln_tensor_new, kiln_tensor_free and the accessors are declared in include/kiln.h.
+ * kiln_tensor_new checks the shape (rank, non-negative dims, element count and byte size
  * without overflow), reserves the bytes under the memory limit (kiln_mem_reserve: an
  * INVALID error "tensor f32[..] needs N bytes, above the limit ...") and allocates zeroed
  * data. */
-kiln_status kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *dims, kiln_tensor **out);
 /* kiln_tensor_new for a companion of tensors that were already allowed (the f64 copy or the
  * error bound of a value, in verification): its bytes are counted, but not refused by the
  * memory limit, so that code which cannot fail there still holds; the next checked
@@ -30,7 +30,6 @@ kiln_status kiln_tensor_new_companion(kiln_dtype dtype, int rank, const int64_t 
                                       kiln_tensor **out);
 kiln_status kiln_tensor_new_scalar_f64(kiln_dtype dtype, double v, kiln_tensor **out);
 kiln_status kiln_tensor_clone(const kiln_tensor *t, kiln_tensor **out);
-void kiln_tensor_free(kiln_tensor *t);
 /* Frees the data of t and leaves it empty (f32[0]), releasing its reserved bytes. */
 void kiln_tensor_drop_data(kiln_tensor *t);
 /* The largest tensor Kiln holds: 64 TiB. Inference rejects a larger tensor type. */

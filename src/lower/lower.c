@@ -262,7 +262,7 @@ static kiln_status order_groups(kiln_lower_ctx *c, const group_set *s, int *orde
     int pick = -1;
     for (int gi = 0; gi < s->n && pick < 0; gi++)
       if (!done[gi] && indeg[gi] == 0) pick = gi;
-    if (pick < 0) return kiln_invalid("fusion groups form a cycle (a group is not convex)");
+    if (pick < 0) return KILN_BUG("fusion groups form a cycle (a group is not convex)");
     done[pick] = true;
     order[pos] = pick;
     for (int gi = 0; gi < s->n; gi++)

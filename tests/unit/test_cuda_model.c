@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "codegen/codegen.h"
 #include "harness.h"
-#include "kiln.h"
 
 static const char model_text[] =
     "graph @small(%a: f32[5,37], %w: f32[37,45], %c: f32[45], %x: f32[2,3,4], %z: f32[2,4,6])"

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "harness.h"
-#include "kiln.h"
 
 typedef struct check_case {
   const char *name;

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "harness.h"
-#include "kiln.h"
 
 static char g_cache[1024];
 

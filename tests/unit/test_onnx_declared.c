@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "harness.h"
-#include "kiln.h"
 #include "onnx_builder.h"
 #include "ops/ops.h"
 

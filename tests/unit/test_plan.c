@@ -7,9 +7,9 @@
 
 #include <unistd.h>
 
+#include "api/api.h"
 #include "graph/graph.h"
 #include "harness.h"
-#include "kiln.h"
 #include "lower/lower.h"
 
 /* ---- building programs by hand ---- */

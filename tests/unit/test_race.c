@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "harness.h"
-#include "kiln.h"
 #include "lower/lower.h"
 #include "ops/ops.h"
 #include "tile/tile.h"

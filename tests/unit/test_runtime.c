@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "harness.h"
-#include "kiln.h"
 
 static char g_cache[1024];
 
@@ -605,9 +605,9 @@ static void test_model_api(void) {
   CHECK_OK(kiln_model_run(m, (const kiln_tensor *const[]){x}, ref));
   CHECK(kiln_model_compiled(m) == NULL);
   kiln_compile_opts o = opts();
-  CHECK_ERR(kiln_model_compile(m, &o), KILN_ERR_INVALID); /* symbolic dims not bound */
+  CHECK_ERR(kiln_model_compile_opts(m, &o), KILN_ERR_INVALID); /* symbolic dims not bound */
   CHECK_OK(kiln_model_bind_inputs(m, (const kiln_tensor *const[]){x}));
-  CHECK_OK(kiln_model_compile(m, &o));
+  CHECK_OK(kiln_model_compile_opts(m, &o));
   CHECK(kiln_model_compiled(m) != NULL);
   CHECK_OK(kiln_model_run(m, (const kiln_tensor *const[]){x}, got));
   CHECK(got[0] && ref[0] && close_tensors(got[0], ref[0]));

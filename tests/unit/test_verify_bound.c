@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "harness.h"
-#include "kiln.h"
 #include "verify/verify.h"
 
 static char g_cache[1024];

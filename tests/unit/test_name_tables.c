@@ -1,0 +1,101 @@
+/* Every name table sized by an enum's COUNT has a name for every value: an enum value added
+ * without its name leaves a NULL (or a duplicate) in a table that C zero-fills silently, which
+ * this test finds. Names are non-empty, printable, unique, and round-trip through the lookup
+ * where one exists. */
+#include <string.h>
+
+#include "base/dtype.h"
+#include "graph/graph.h"
+#include "harness.h"
+#include "lower/lower_cuda.h"
+#include "runtime/runtime.h"
+#include "tile/tile.h"
+#include "verify/verify.h"
+
+typedef const char *(*name_fn)(int);
+
+/* Checks names[first..count) of one table; returns the number of bad entries. */
+static int check_table(const char *what, int first, int count, name_fn name) {
+  int bad = 0;
+  for (int i = first; i < count; i++) {
+    const char *s = name(i);
+    bool ok = s && *s && strcmp(s, "?") != 0;
+    for (const char *p = s; ok && *p; p++) ok = *p >= ' ' && *p < 127;
+    for (int j = first; ok && j < i; j++) ok = strcmp(name(j), s) != 0;
+    if (!ok) {
+      fprintf(stderr, "%s: value %d has no unique printable name (%s)\n", what, i, s ? s : "NULL");
+      bad++;
+    }
+  }
+  return bad;
+}
+
+static const char *code_name(int i) {
+  return i == KILN_OK_CODE ? "ok" : kiln_code_name((kiln_code)i);
+}
+static const char *dtype_name(int i) {
+  return kiln_dtype_name((kiln_dtype)i);
+}
+static const char *dtype_onnx_name(int i) {
+  return kiln_dtype_onnx_name((kiln_dtype)i);
+}
+static const char *op_name(int i) {
+  return kiln_op_name((kiln_op)i);
+}
+static const char *attr_kind_name(int i) {
+  return kiln_attr_kind_name((kiln_attr_kind)i);
+}
+static const char *top_name(int i) {
+  return kiln_top_name((kiln_top)i);
+}
+static const char *loop_kind_name(int i) {
+  return kiln_loop_kind_name((kiln_loop_kind)i);
+}
+static const char *scope_name(int i) {
+  return kiln_tscope_name((kiln_tscope)i);
+}
+static const char *cuda_map_name(int i) {
+  return kiln_cuda_map_name((kiln_cuda_map)i);
+}
+static const char *stage_name(int i) {
+  return kiln_stage_name((kiln_stage)i);
+}
+static const char *layer_name(int i) {
+  return kiln_layer_kind_name((kiln_layer_kind)i);
+}
+
+static void test_tables(void) {
+  CHECK(check_table("kiln_code", 0, KILN_CODE_COUNT, code_name) == 0);
+  CHECK(check_table("kiln_dtype", 0, KILN_DTYPE_COUNT, dtype_name) == 0);
+  CHECK(check_table("kiln_dtype (ONNX)", 0, KILN_DTYPE_COUNT, dtype_onnx_name) == 0);
+  CHECK(check_table("kiln_op", 1, KILN_OP_COUNT, op_name) == 0);
+  CHECK(check_table("kiln_attr_kind", 0, KILN_ATTR_KIND_COUNT, attr_kind_name) == 0);
+  CHECK(check_table("kiln_top", 0, KILN_TOP_COUNT, top_name) == 0);
+  CHECK(check_table("kiln_loop_kind", 0, KILN_LOOP_KIND_COUNT, loop_kind_name) == 0);
+  CHECK(check_table("kiln_tscope", 0, KILN_SCOPE_COUNT, scope_name) == 0);
+  CHECK(check_table("kiln_cuda_map", 0, KILN_CUDA_MAP_COUNT, cuda_map_name) == 0);
+  CHECK(check_table("kiln_stage", 0, KILN_STAGE_COUNT, stage_name) == 0);
+  CHECK(check_table("kiln_layer_kind", 0, KILN_LAYER_KIND_COUNT, layer_name) == 0);
+}
+
+/* Every op has a family, and a name that looks itself up. */
+static void test_ops(void) {
+  for (int i = 1; i < KILN_OP_COUNT; i++) {
+    const char *fam = kiln_op_family((kiln_op)i);
+    CHECK(fam && *fam && strcmp(fam, "?") != 0);
+    CHECK(kiln_op_lookup("", kiln_op_name((kiln_op)i)) == (kiln_op)i);
+  }
+}
+
+/* Names that have a parser come back as their value. */
+static void test_round_trips(void) {
+  for (int i = 0; i < KILN_TOP_COUNT; i++)
+    CHECK((int)kiln_top_lookup(kiln_top_name((kiln_top)i)) == i);
+  for (int i = 1; i < KILN_DTYPE_COUNT; i++) {
+    kiln_dtype d;
+    if (!kiln_dtype_valid(i)) continue;
+    CHECK(kiln_dtype_from_name(kiln_dtype_name((kiln_dtype)i), &d) && d == (kiln_dtype)i);
+  }
+}
+
+TEST_MAIN(T(test_tables), T(test_ops), T(test_round_trips))
