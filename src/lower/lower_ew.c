@@ -529,8 +529,18 @@ kiln_status kiln_lower_ew_expr(kiln_lower_ctx *c, kiln_tkernel *k, const kiln_no
   bool wide = wide_op(n->op) && ct == KILN_F32;
   kiln_texpr *x[16], **xs = x;
   if (n->n_inputs > 16) xs = kiln_arena_calloc(k->module->arena, (size_t)n->n_inputs, sizeof *xs);
-  for (int i = 0; i < n->n_inputs; i++)
-    xs[i] = operands[i] && wide ? kiln_tcast(k, KILN_F64, operands[i]) : operands[i];
+  for (int i = 0; i < n->n_inputs; i++) {
+    /* An operand computed by another class (a reduction's result, a contraction's
+     * accumulator) enters in the elementwise compute type of its dtype: a no-op unless the
+     * precision policy gives the classes different types. */
+    kiln_texpr *a = operands[i];
+    if (a && n->inputs[i] >= 0)
+      a = kiln_tcast(k,
+                     kiln_lower_compute_type(k, KILN_PREC_ELEMENTWISE,
+                                             g->values.data[n->inputs[i]].type.dtype),
+                     a);
+    xs[i] = a && wide ? kiln_tcast(k, KILN_F64, a) : a;
+  }
   kiln_texpr *r;
   KILN_TRY(expr_of(k, n, xs, out_dt, &r));
   *out = kiln_tcast(k, ct, r);

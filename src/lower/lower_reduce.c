@@ -168,8 +168,9 @@ static kiln_texpr *bind(red *s, kiln_tblock *b, kiln_texpr *e) {
   return kiln_tv(s->k, var);
 }
 
-/* Value v at x's position: a prologue node's expression, or a load of an input. */
-static kiln_status value_at(red *s, int v, kiln_texpr **out) {
+/* Value v at x's position, in the compute type of class cls for its dtype: a prologue
+ * node's expression (its operands in the elementwise compute type), or a load of an input. */
+static kiln_status value_in(red *s, int v, kiln_prec_class cls, kiln_texpr **out) {
   const kiln_graph *g = s->c->g;
   const kiln_value *val = &g->values.data[v];
   if (val->kind == KILN_VALUE_NODE && member(s->grp, val->node)) {
@@ -177,16 +178,21 @@ static kiln_status value_at(red *s, int v, kiln_texpr **out) {
     kiln_texpr *ops[8] = {0};
     if (n->n_inputs > 8) return kiln_unsupported("prologue node with many inputs");
     for (int i = 0; i < n->n_inputs; i++)
-      if (n->inputs[i] >= 0) KILN_TRY(value_at(s, n->inputs[i], &ops[i]));
+      if (n->inputs[i] >= 0) KILN_TRY(value_in(s, n->inputs[i], KILN_PREC_ELEMENTWISE, &ops[i]));
     KILN_TRY(kiln_lower_ew_expr(s->c, s->k, n, ops, out));
     if (val->type.dtype != (*out)->type) /* rounded to its storage type */
       *out = kiln_tcast(s->k, (*out)->type, kiln_tcast(s->k, val->type.dtype, *out));
+    /* a no-op unless the policy computes the classes in different types */
+    *out = kiln_tcast(s->k, kiln_lower_compute_type(s->k, cls, val->type.dtype), *out);
     if (kiln_lower_expr_large(*out)) *out = bind(s, s->inner, *out); /* a long prologue */
     return KILN_OK;
   }
-  *out = kiln_lower_load(s->k, KILN_PREC_REDUCTION, param_of(s, v),
-                         bcast_at(s, &val->type, s->xt->rank, s->pos));
+  *out = kiln_lower_load(s->k, cls, param_of(s, v), bcast_at(s, &val->type, s->xt->rank, s->pos));
   return KILN_OK;
+}
+
+static kiln_status value_at(red *s, int v, kiln_texpr **out) {
+  return value_in(s, v, KILN_PREC_REDUCTION, out);
 }
 
 /* Loops over the reduced dimensions (serial) inside the kept ones; returns the body. */
@@ -277,7 +283,7 @@ static kiln_status epilogue(red *s, kiln_tblock *b, int v, kiln_texpr *e, kiln_t
       if (u < 0) continue;
       ops[j] = chain_expr(vals, exprs, n_chain, u);
       if (!ops[j])
-        ops[j] = kiln_lower_load(s->k, KILN_PREC_REDUCTION, param_of(s, u),
+        ops[j] = kiln_lower_load(s->k, KILN_PREC_ELEMENTWISE, param_of(s, u),
                                  bcast_at(s, &g->values.data[u].type, rank, pos));
     }
     KILN_TRY(kiln_lower_ew_expr(s->c, s->k, n, ops, &e));

@@ -99,6 +99,9 @@ static kiln_graph *parse_graph(const char *text) {
   kiln_graph *g = NULL;
   CHECK_OK(kiln_graph_parse(text, "test", &g));
   if (g) CHECK_OK(kiln_ops_infer_graph(g));
+  kiln_pass_opts po = {.fuse_classify = kiln_lower_fuse_class};
+  kiln_pass_ctx ctx = {&po, "fusion", 0};
+  if (g) CHECK_OK(kiln_pass_fusion(&ctx, g)); /* fused groups: classes meet in one kernel */
   return g;
 }
 
@@ -262,6 +265,58 @@ static void test_input_rounding(void) {
   kiln_graph_free(g);
 }
 
+/* MIXED under policies that give the classes different types (fused prologues, epilogues
+ * and reductions meet values of another class): the kernels verify, and every output of the
+ * tile interpreter is within the bounds of the policy's reference. */
+static void check_mixed_policy(const char *text) {
+  kiln_precision_policy p;
+  kiln_precision_default(&p);
+  CHECK_OK(kiln_precision_parse(&p, text));
+  kiln_graph *g = parse_graph(MIXED);
+  if (!g) return;
+  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL, &p};
+  kiln_program *prog = NULL;
+  CHECK_OK(kiln_lower(g, &lo, &prog));
+  if (!prog) {
+    fprintf(stderr, "policy %s: not lowered\n", text);
+    kiln_graph_free(g);
+    return;
+  }
+  int64_t dx[2] = {4, 16}, dw[2] = {16, 8};
+  kiln_tensor *in[3] = {random_input(7), NULL, NULL}, *out[5] = {0};
+  in[0]->dims[0] = 4, in[0]->dims[1] = 16, in[0]->numel = 64;
+  if (kiln_tensor_new(KILN_F16, 2, dx, &in[1]) || kiln_tensor_new(KILN_F32, 2, dw, &in[2])) abort();
+  for (int64_t i = 0; i < 64; i++)
+    kiln_store_f64(KILN_F16, in[1]->data, (size_t)i, (i % 9) / 4.0 - 1);
+  for (int64_t i = 0; i < 128; i++) ((float *)in[2]->data)[i] = (float)((i % 7) - 3) / 4;
+  CHECK_OK(kiln_program_interp(prog, 3, in, out));
+  kiln_val *vin[3];
+  for (int i = 0; i < 3; i++) vin[i] = kiln_val_tensor(in[i]);
+  kiln_vref *r = NULL;
+  CHECK_OK(kiln_vref_compute_prec(g, 3, vin, &p, &r));
+  for (int o = 0; r && o < g->outputs.len; o++) {
+    if (!out[o]) continue;
+    kiln_val *v = kiln_val_tensor(out[o]);
+    kiln_vcheck c;
+    kiln_vref_check(r, g->outputs.data[o], v, &c);
+    if (!c.ok) fprintf(stderr, "policy %s, output %d: %s\n", text, o, c.msg);
+    CHECK(c.ok);
+    kiln_val_free(v);
+  }
+  kiln_vref_free(r);
+  for (int i = 0; i < 3; i++) kiln_val_free(vin[i]);
+  kiln_program_free(prog);
+  kiln_graph_free(g);
+}
+
+static void test_mixed_policies(void) {
+  check_mixed_policy("elementwise:f32=f16");
+  check_mixed_policy("elementwise:f32=bf16,elementwise:f16=f16");
+  check_mixed_policy("reduction:f32=f16/f32,reduction:f16=f16/f32");
+  check_mixed_policy("contraction:f32=f16,data:f32=bf16");
+  check_mixed_policy("elementwise:f16=f64,reduction:f16=f64");
+}
+
 /* The whole verifier with the policy: tile interpreter and compiled C (with native f16
  * arithmetic in the generated code) against the policy's reference, every layer. */
 static void test_verify_run_f16(void) {
@@ -298,4 +353,5 @@ static void cleanup(void) {
 TEST_MAIN({"policy_checks", test_policy_checks}, {"policy_text", test_policy_text},
           {"default_is_identical", test_default_is_identical},
           {"elementwise_f16", test_elementwise_f16}, {"input_rounding", test_input_rounding},
-          {"verify_run_f16", test_verify_run_f16}, {"cleanup", cleanup})
+          {"mixed_policies", test_mixed_policies}, {"verify_run_f16", test_verify_run_f16},
+          {"cleanup", cleanup})
