@@ -12,8 +12,8 @@
 #define KILN_LOWER_H
 
 #include "graph/graph.h"
-#include "precision.h"
 #include "passes/passes.h"
+#include "precision.h"
 #include "tile/tile.h"
 
 typedef enum kiln_target { KILN_TARGET_CPU, KILN_TARGET_CUDA, KILN_TARGET_COUNT } kiln_target;
