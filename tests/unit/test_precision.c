@@ -346,6 +346,37 @@ static void test_verify_run_f16(void) {
   kiln_graph_free(g);
 }
 
+/* The CUDA target with the policy: mapped kernels with native f16 instructions, compiled to
+ * PTX by NVRTC where it exists, and the mapped program within the policy's bounds. */
+static void test_cuda_f16(void) {
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(CHAIN, "test", &g));
+  if (!g) return;
+  CHECK_OK(kiln_ops_infer_graph(g));
+  kiln_compile_opts o;
+  kiln_compile_opts_init(&o);
+  o.precision = ew_f16();
+  kiln_cuda_opts co = {0};
+  kiln_cuda_build *b = NULL;
+  CHECK_OK(kiln_compile_cuda(g, &o, &co, &b));
+  if (b) {
+    CHECK(b->n_map[KILN_CUDA_UNMAPPED] == 0);
+    CHECK(b->source.data && strstr(b->source.data, "kiln_hadd_f16(") != NULL);
+    if (b->nvrtc_found) CHECK(b->nvrtc_ok);
+    kiln_tensor *in[2] = {random_input(8), random_input(9)}, *y = NULL;
+    CHECK_OK(kiln_program_interp(b->prog, 2, in, &y));
+    kiln_val *vin[2] = {kiln_val_tensor(in[0]), kiln_val_tensor(in[1])};
+    kiln_vref *r = NULL;
+    CHECK_OK(kiln_vref_compute_prec(g, 2, vin, &o.precision, &r));
+    if (r && y) check_against(r, g, y, true);
+    kiln_vref_free(r);
+    kiln_tensor_free(y);
+    kiln_val_free(vin[0]), kiln_val_free(vin[1]);
+  }
+  kiln_cuda_build_free(b);
+  kiln_graph_free(g);
+}
+
 static void cleanup(void) {
   if (g_tmp[0]) kiln_test_remove_dir(g_tmp);
 }
@@ -354,4 +385,4 @@ TEST_MAIN({"policy_checks", test_policy_checks}, {"policy_text", test_policy_tex
           {"default_is_identical", test_default_is_identical},
           {"elementwise_f16", test_elementwise_f16}, {"input_rounding", test_input_rounding},
           {"mixed_policies", test_mixed_policies}, {"verify_run_f16", test_verify_run_f16},
-          {"cleanup", cleanup})
+          {"cuda_f16", test_cuda_f16}, {"cleanup", cleanup})
