@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "lower/schedule.h"
 #include "pass_flags.h"
 
 /* The entries an artifact folder may hold; nothing else is ever replaced or removed. */
-static const char *const artifact_entries[] = {"manifest.txt", "model.onnx", "report.txt", "src"};
+static const char *const artifact_entries[] = {"manifest.txt", "model.onnx", "report.txt", "src",
+                                               "schedule.txt"};
 
 static bool is_artifact_entry(const char *name) {
   for (size_t i = 0; i < sizeof artifact_entries / sizeof artifact_entries[0]; i++)
@@ -103,7 +105,28 @@ kiln_status kiln_cli_artifact_check_dest(const char *dir, const char *model_file
 }
 
 /* ---- reading an artifact back (kiln run DIR) ---- */
-enum { SEEN_FORMAT = 1, SEEN_MODEL = 2, SEEN_TARGET = 4, SEEN_THREADS = 8, SEEN_FALLBACK = 16 };
+enum {
+  SEEN_FORMAT = 1,
+  SEEN_MODEL = 2,
+  SEEN_TARGET = 4,
+  SEEN_THREADS = 8,
+  SEEN_FALLBACK = 16,
+  SEEN_SCHEDULE = 32
+};
+
+/* "schedule FILE": the kernel schedules of `kiln compile --schedule`, a file of the folder. */
+static kiln_status manifest_schedule(kiln_cli_artifact *a, const char *rest) {
+  if (!*rest || strchr(rest, '/') || rest[0] == '.')
+    return kiln_invalid("'schedule' must name a file of the artifact folder, not '%s'", rest);
+  char path[4400], *text;
+  size_t len;
+  snprintf(path, sizeof path, "%s/%s", a->dir, rest);
+  KILN_TRY(kiln_read_file(path, &text, &len));
+  kiln_status st = strlen(text) != len ? kiln_invalid("%s: holds a NUL byte", path)
+                                       : kiln_sched_set_parse(text, path, &a->co.schedule);
+  free(text);
+  return st;
+}
 
 static kiln_status once(int *seen, int bit, const char *key) {
   if (*seen & bit) return kiln_invalid("'%s' is given twice", key);
@@ -148,6 +171,9 @@ static kiln_status manifest_kv(kiln_cli_artifact *a, const char *key, char *rest
     KILN_TRY(once(seen, SEEN_FALLBACK, key));
     KILN_TRY(kiln_cli_check_ops("force-fallback", rest));
     a->co.force_fallback = rest;
+  } else if (!strcmp(key, "schedule")) {
+    KILN_TRY(once(seen, SEEN_SCHEDULE, key));
+    KILN_TRY(manifest_schedule(a, rest));
   } else if (!strcmp(key, "pass-flag")) {
     kiln_status st = KILN_OK;
     if (!kiln_cli_pass_flag(rest, &a->co.passes, &st)) return kiln_invalid("not a pass flag");
@@ -197,5 +223,7 @@ kiln_status kiln_cli_artifact_load(const char *dir, kiln_cli_artifact *a) {
 void kiln_cli_artifact_free(kiln_cli_artifact *a) {
   for (int i = 0; i < a->dims.len; i++) free((char *)a->dims.data[i].sym);
   kiln_vec_free(&a->dims);
+  kiln_sched_set_free(a->co.schedule);
+  a->co.schedule = NULL;
   free(a->text);
 }

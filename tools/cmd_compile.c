@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "lower/schedule.h"
 #include "pass_flags.h"
 #include "runtime/standalone.h"
 
@@ -40,17 +41,35 @@ static const char *const compile_help =
     "  --block-threads N GPU threads per block of mapped loops (default 256)\n"
     "  --threads N       threads of the kernels (default: all cores)\n"
     "  --dim SYM=N       bind a symbolic dim (repeatable)\n"
-    "  --report          print the report: kernels, fallbacks with reasons, memory plan\n"
+    "  --report          print the report: kernels, their schedules (one line each, the form\n"
+    "                    --schedule reads), fallbacks with reasons, memory plan\n"
     "                    (planned arena against the lower bound), compile time by stage\n"
     "  --emit-c DIR      also write a standalone C program: DIR/model.c, model.h, model.bin\n"
     "                    (weights) and main.c, which build with `cc main.c model.c -lm`\n"
     "                    (needs every node lowered: no fallback)\n"
     "  --force-fallback OPS  run these ops (comma-separated) with their reference kernel\n"
+    "  --schedule FILE   set kernel schedules, in the form of the report's \"schedules:\" lines:\n"
+    "                    a kernel name or pattern (* any run, ? one character), then FIELD=VALUE\n"
+    "                    items; '#' starts a comment. For example:\n"
+    "                      k3_conv micro=rows nr=16 par=rows\n"
+    "                      k*_Add  split=i1:8 vector=i1_i\n"
+    "                    micro=packed|inplace|scratch (MatMul, Gemm), im2col|rows|pointwise\n"
+    "                    (Conv), plane|direct (depthwise Conv); mr=1..32 nr=1..128 (GEMM\n"
+    "                    register tile); par=none|batch|panels|rows (GEMM), none|outer\n"
+    "                    (depthwise Conv); par_min_elements=N (loop nests under N elements run\n"
+    "                    on one thread); gpu_threads=1..1024 (cuda). Directives, in order:\n"
+    "                    split=LOOP:F (into LOOP_o and LOOP_i), reorder=LOOP, parallel=LOOP,\n"
+    "                    vector=LOOP, unroll=LOOP, serial=LOOP, bind=LOOP:KIND,\n"
+    "                    stage=LOOP:BUFFER:local|shared (the report lists the loops and buffers).\n"
+    "                    A bad file (FILE:LINE), a field or directive that cannot apply to the\n"
+    "                    kernel, or a line matching no kernel is an error (exit 2); a schedule\n"
+    "                    changes how kernels run, never their results. -o keeps it for kiln run\n"
     "  --verbose         progress of the stages on stderr\n"
     "pass flags:\n";
 
 typedef struct compile_args {
   const char *model, *out_dir, *emit_dir, *cuda_dir;
+  char *sched_text; /* --schedule: the file, kept for the artifact */
   bool report, cuda;
   kiln_cuda_opts cuda_opts;
   kiln_compile_opts co;
@@ -77,6 +96,15 @@ static int usage_status(kiln_status st) {
   int rc = kiln_cli_usage("compile", "%s", kiln_status_message(st));
   kiln_status_free(st);
   return rc;
+}
+
+/* --schedule FILE: read and checked whole now, before anything long runs. */
+static kiln_status read_schedule(const char *file, compile_args *a) {
+  if (a->co.schedule) return kiln_invalid("--schedule is given twice");
+  size_t len;
+  KILN_TRY(kiln_read_file(file, &a->sched_text, &len));
+  if (strlen(a->sched_text) != len) return kiln_invalid("%s: holds a NUL byte", file);
+  return kiln_sched_set_parse(a->sched_text, file, &a->co.schedule);
 }
 
 static int parse_one(int argc, char **argv, int *i, compile_args *a) {
@@ -110,6 +138,9 @@ static int parse_one(int argc, char **argv, int *i, compile_args *a) {
     if (!v) return kiln_cli_usage("compile", "--force-fallback needs op names");
     if ((st = kiln_cli_check_ops("--force-fallback", v))) return usage_status(st);
     a->co.force_fallback = v;
+  } else if (kiln_cli_opt(argc, argv, i, "--schedule", &v)) {
+    if (!v) return kiln_cli_usage("compile", "--schedule needs a file");
+    if ((st = read_schedule(v, a))) return usage_status(st);
   } else if (kiln_cli_opt(argc, argv, i, "--dim", &v)) return parse_dim(v, a);
   else if (!strcmp(argv[*i], "--report")) a->report = true;
   else if (!strcmp(argv[*i], "--verbose")) a->co.verbose = true;
@@ -198,6 +229,7 @@ static kiln_status write_manifest(const compile_args *a, const char *path) {
   if (a->co.force_fallback) kiln_strbuf_printf(&b, "force-fallback %s\n", a->co.force_fallback);
   for (int i = 0; i < a->pass_args.len; i++)
     kiln_strbuf_printf(&b, "pass-flag %s\n", a->pass_args.data[i]);
+  if (a->sched_text) kiln_strbuf_printf(&b, "schedule schedule.txt\n");
   kiln_status st = kiln_write_file(path, b.data, b.len);
   kiln_strbuf_free(&b);
   return st;
@@ -225,6 +257,10 @@ static kiln_status finish_artifact(compile_args *a, const kiln_strbuf *rep) {
   if (rename(part, path) != 0) return kiln_system_error("cannot rename '%s'", part);
   snprintf(path, sizeof path, "%s/report.txt", a->art.tmp);
   KILN_TRY(kiln_write_file(path, rep->data ? rep->data : "", rep->len));
+  if (a->sched_text) {
+    snprintf(path, sizeof path, "%s/schedule.txt", a->art.tmp);
+    KILN_TRY(kiln_write_file(path, a->sched_text, strlen(a->sched_text)));
+  }
   snprintf(path, sizeof path, "%s/manifest.txt", a->art.tmp);
   KILN_TRY(write_manifest(a, path));
   return kiln_dir_commit(&a->art);
@@ -366,5 +402,7 @@ int kiln_cmd_compile(int argc, char **argv) {
   for (int i = 0; i < a.dims.len; i++) free((char *)a.dims.data[i].sym);
   kiln_vec_free(&a.dims);
   kiln_vec_free(&a.pass_args);
+  kiln_sched_set_free(a.co.schedule);
+  free(a.sched_text);
   return rc;
 }

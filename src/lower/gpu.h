@@ -19,5 +19,8 @@ kiln_status kiln_tile_gpu_map(kiln_tkernel *k, int threads);
  * SHARED buffers with barriers; edges are guarded (any M, N, K >= 1). */
 kiln_status kiln_tile_gpu_matmul(kiln_tmodule *m, const char *name, int64_t M, int64_t N, int64_t K,
                                  kiln_tkernel **out);
+/* Its schedule in words, for the schedule record (kiln_sched.gpu) and the report. */
+#define KILN_TILE_GPU_MATMUL_SCHEDULE                                                              \
+  "matmul tile 32x32 k 16, block 16x16 threads of 2x2 outputs, a and b staged in shared"
 
 #endif

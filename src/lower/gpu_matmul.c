@@ -14,6 +14,12 @@
  * neighbouring elements of B, C and Bs. */
 #include "gpu.h"
 
+/* The schedule (KILN_TILE_GPU_MATMUL_SCHEDULE in gpu.h):
+ * TILE: a 32x32 tile of C per block, so a block's two staged panels (32x16 of A, 16x32 of
+ *   B: 4 KiB) leave shared memory for several blocks per multiprocessor;
+ * KT: 16 columns of A (rows of B) staged per step: 512 elements a panel, two per thread;
+ * THREADS: 16x16 = 256 threads a block, each with 2x2 outputs 16 apart (neighbouring
+ *   threads read neighbouring elements, so the loads of a warp coalesce). */
 enum { TILE = 32, KT = 16, THREADS = 16 };
 
 typedef struct mm {

@@ -18,6 +18,51 @@ static void sanitize(char *s) {
     if (!isalnum((unsigned char)*s) && *s != '_') *s = '_';
 }
 
+/* ---- schedules ---- */
+
+static kiln_sched_facts base_facts(const kiln_lower_ctx *c, kiln_sched_kind kind) {
+  kiln_sched_facts f = {.kind = kind, .threads = c->opts->threads, .stress = c->stress};
+  return f;
+}
+
+/* A new kernel's record: the overrides set for its name, then the defaults of a loop nest
+ * (a GEMM or a depthwise conv fills the rest later). Nests read par_min_elements from the
+ * module while they are built. A defaults error is reported when the kernel is complete. */
+static void start_schedule(kiln_lower_ctx *c, const kiln_tkernel *k) {
+  kiln_sched s;
+  kiln_sched_set_resolve(c->sched, k->name, c->prog->module->arena, &s);
+  kiln_sched_facts f = base_facts(c, KILN_SCHED_NEST);
+  kiln_status_free(kiln_sched_defaults_for(c->opts->target)(&f, &s));
+  c->prog->module->par_min_elements = s.par_min_elements;
+  kiln_vec_push(&c->prog->scheds, s);
+}
+
+kiln_status kiln_lower_schedule(kiln_lower_ctx *c, const kiln_step *step, kiln_sched_facts *f,
+                                const kiln_sched **out) {
+  kiln_sched *s = &c->prog->scheds.data[step->kernel];
+  f->threads = c->opts->threads;
+  f->stress = c->stress;
+  KILN_TRY(kiln_sched_defaults_for(c->opts->target)(f, s));
+  *out = s;
+  return KILN_OK;
+}
+
+/* The group's kernels are complete: the fields set from outside must apply to each, and
+ * the directives run (tile_sched.h) and leave a kernel that verifies. */
+static kiln_status finish_schedules(kiln_lower_ctx *c, int first) {
+  kiln_tmodule *m = c->prog->module;
+  for (int i = first; i < m->kernels.len; i++) {
+    kiln_sched *s = &c->prog->scheds.data[i];
+    if (s->kind == KILN_SCHED_NEST) {
+      kiln_sched_facts f = base_facts(c, KILN_SCHED_NEST);
+      KILN_TRY(kiln_sched_defaults_for(c->opts->target)(&f, s));
+    }
+    KILN_TRY(kiln_sched_check_fields(s, m->kernels.data[i]));
+    KILN_TRY(kiln_sched_apply(s, m->kernels.data[i]));
+  }
+  return KILN_OK;
+}
+
 kiln_tkernel *kiln_lower_kernel(kiln_lower_ctx *c, const kiln_group *grp, const char *base,
                                 kiln_step *step) {
   kiln_tmodule *m = c->prog->module;
@@ -34,6 +79,7 @@ kiln_tkernel *kiln_lower_kernel(kiln_lower_ctx *c, const kiln_group *grp, const 
   memset(step, 0, sizeof *step);
   step->kind = KILN_STEP_KERNEL;
   step->kernel = m->kernels.len - 1;
+  start_schedule(c, k);
   step->node = grp->nodes[0];
   step->src = step->dst = -1;
   step->check_arg = -1;
@@ -341,6 +387,7 @@ static prog_mark mark_now(const kiln_lower_ctx *c) {
 static void rollback(kiln_lower_ctx *c, prog_mark m) {
   c->prog->steps.len = m.steps;
   c->prog->module->kernels.len = m.kernels;
+  c->prog->scheds.len = m.kernels;
   while (c->prog->packed.len > m.packed)
     kiln_tensor_free(c->prog->packed.data[--c->prog->packed.len]);
 }
@@ -451,11 +498,12 @@ static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_node *n = &c->g->nodes.data[grp->nodes[0]];
   for (int i = 0; i < grp->n_nodes; i++)
     KILN_TRY(kiln_op_check(c->g, &c->g->nodes.data[grp->nodes[i]]));
-  if (!forced(c->opts, n) && lower_empty(c, grp)) return KILN_OK;
-  if (grp->n_nodes == 1 && !forced(c->opts, n) && try_alias(c, n)) return KILN_OK;
   prog_mark m = mark_now(c);
+  if (!forced(c->opts, n) && lower_empty(c, grp)) return finish_schedules(c, m.kernels);
+  if (grp->n_nodes == 1 && !forced(c->opts, n) && try_alias(c, n)) return KILN_OK;
   kiln_status st = lower_kernels(c, grp);
-  if (!st || kiln_status_code(st) != KILN_ERR_UNSUPPORTED) return st;
+  if (!st) return finish_schedules(c, m.kernels);
+  if (kiln_status_code(st) != KILN_ERR_UNSUPPORTED) return st;
   rollback(c, m);
   if (grp->n_nodes > 1) {
     kiln_status_free(st);
@@ -487,7 +535,7 @@ static kiln_status lower_all(kiln_lower_ctx *c) {
 }
 
 static kiln_status lower_program(kiln_graph *g, const kiln_lower_opts *opts, bool stress,
-                                 kiln_program **out) {
+                                 kiln_sched_set *sched, kiln_program **out) {
   *out = NULL;
   kiln_lower_opts dflt = {KILN_TARGET_CPU, 1, NULL, NULL};
   if (!opts) opts = &dflt;
@@ -497,12 +545,12 @@ static kiln_status lower_program(kiln_graph *g, const kiln_lower_opts *opts, boo
   p->graph = g;
   p->module = kiln_tmodule_new();
   stress = stress && opts->threads > 1;
-  p->module->par_min_elements =
-      opts->target == KILN_TARGET_CPU && !stress ? KILN_LOWER_PAR_MIN_ELEMENTS : 0;
   p->module->lower_precision = opts->precision;
   p->target = opts->target;
-  kiln_lower_ctx c = {g, opts, p, kiln_arena_new(), stress};
+  kiln_lower_ctx c = {g, opts, p, kiln_arena_new(), stress, sched};
+  kiln_sched_set_reset_counts(sched);
   kiln_status st = lower_all(&c);
+  if (!st) st = kiln_sched_set_check_used(sched);
   if (!st) st = kiln_program_verify(p);
   kiln_arena_free(c.scratch);
   if (st) {
@@ -514,11 +562,16 @@ static kiln_status lower_program(kiln_graph *g, const kiln_lower_opts *opts, boo
 }
 
 kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out) {
-  return lower_program(g, opts, false, out);
+  return lower_program(g, opts, false, NULL, out);
+}
+
+kiln_status kiln_lower_scheduled(kiln_graph *g, const kiln_lower_opts *opts, kiln_sched_set *sched,
+                                 kiln_program **out) {
+  return lower_program(g, opts, false, sched, out);
 }
 
 kiln_status kiln_lower_stress(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out) {
-  return lower_program(g, opts, true, out);
+  return lower_program(g, opts, true, NULL, out);
 }
 
 void kiln_program_free(kiln_program *p) {
@@ -526,6 +579,7 @@ void kiln_program_free(kiln_program *p) {
   for (int i = 0; i < p->packed.len; i++) kiln_tensor_free(p->packed.data[i]);
   kiln_vec_free(&p->packed);
   kiln_vec_free(&p->steps);
+  kiln_vec_free(&p->scheds);
   kiln_tmodule_free(p->module);
   free(p);
 }

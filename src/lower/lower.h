@@ -60,10 +60,15 @@ typedef struct kiln_step {
   const char *check_msg;
 } kiln_step;
 
+struct kiln_sched;     /* schedule.h */
+struct kiln_sched_set; /* schedule.h */
+
 typedef struct kiln_program {
   kiln_graph *graph; /* borrowed: the fused graph the program was lowered from */
   kiln_tmodule *module;
   KILN_VEC(kiln_step) steps;
+  /* the schedule of each kernel of module, by kernel index (schedule.h) */
+  KILN_VEC(struct kiln_sched) scheds;
   KILN_VEC(kiln_tensor *) packed; /* owned */
   kiln_target target;
   int n_fallback;
@@ -90,6 +95,12 @@ kiln_fuse_class kiln_lower_fuse_class(const kiln_graph *g, const kiln_node *n);
 
 /* Lowers g (after the pass pipeline, fusion included; all value types static). */
 kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out);
+/* kiln_lower with schedules set from outside (a file, a tuner: schedule.h), by kernel name;
+ * sched NULL: the target's defaults for every kernel. The lowering counts the matches of
+ * the set's lines (a line that matches no kernel is an error), so a set serves one lowering
+ * at a time. A tuner changes the set and lowers again. */
+kiln_status kiln_lower_scheduled(kiln_graph *g, const kiln_lower_opts *opts,
+                                 struct kiln_sched_set *sched, kiln_program **out);
 /* kiln_lower for verification: with threads > 1 it plans the parallel schedules whatever
  * the size of the work (GEMM splits, parallel depthwise loops, nests below
  * KILN_LOWER_PAR_MIN_ELEMENTS), so that the tile verifier's race check and the tile

@@ -292,13 +292,6 @@ static kiln_status pack_rows(void *ud, kiln_tkernel *k, kiln_tblock *blk, const 
   return KILN_OK;
 }
 
-/* Row-aligned panels waste (ppr*NR - OW)/(ppr*NR) of the work: used on wide rows. */
-static bool use_rows(const conv_geom *cg, int NR) {
-  if (cg->nsp != 2) return false;
-  int64_t ow = cg->out[1], ppr = (ow + NR - 1) / NR;
-  return ow >= 24 && (double)ow / (double)(ppr * NR) >= 0.75;
-}
-
 static void rowpack_init(rowpack *rp, const conv_geom *cg, int NR) {
   rp->cg = cg;
   rp->ppr = (cg->out[1] + NR - 1) / NR;
@@ -360,6 +353,30 @@ static kiln_status bind_filter(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *st
   return KILN_OK;
 }
 
+static kiln_status conv_schedule(kiln_lower_ctx *c, const kiln_step *step, const conv_geom *cg,
+                                 kiln_mm_gemm *gm, kiln_sched_micro *micro) {
+  kiln_sched_facts f = {.kind = KILN_SCHED_GEMM,
+                        .type = gm->type,
+                        .M = gm->M,
+                        .N = gm->N,
+                        .K = gm->K,
+                        .batch = cg->N * cg->G,
+                        .is_conv = true,
+                        .pointwise = conv_is_pointwise(cg),
+                        .nsp = cg->nsp};
+  if (cg->nsp == 2) {
+    f.out_h = cg->out[0];
+    f.out_w = cg->out[1];
+  }
+  const kiln_sched *s;
+  KILN_TRY(kiln_lower_schedule(c, step, &f, &s));
+  gm->MR = s->mr;
+  gm->NR = s->nr;
+  gm->par = s->par;
+  *micro = s->micro;
+  return KILN_OK;
+}
+
 static kiln_status lower_conv_gemm(kiln_lower_ctx *c, const kiln_group *grp, const kiln_node *n,
                                    const conv_geom *cg) {
   kiln_mm_gemm *gm = kiln_arena_calloc(c->scratch, 1, sizeof *gm);
@@ -374,30 +391,30 @@ static kiln_status lower_conv_gemm(kiln_lower_ctx *c, const kiln_group *grp, con
   gm->nb = 2;
   gm->bdims[0] = cg->N;
   gm->bdims[1] = cg->G;
-  kiln_mm_pick_tile(gm->type, gm->M, gm->N, &gm->MR, &gm->NR);
+  kiln_step step = {0};
+  kiln_tkernel *k = kiln_lower_kernel(c, grp, "conv", &step);
+  kiln_sched_micro micro;
+  KILN_TRY(conv_schedule(c, &step, cg, gm, &micro));
   gm->b_kind = KILN_MM_B_SCRATCH;
   rowpack *rp = kiln_arena_calloc(c->scratch, 1, sizeof *rp);
-  bool rows = !conv_is_pointwise(cg) && use_rows(cg, gm->NR);
-  if (rows) {
+  if (micro == KILN_MICRO_ROWS) {
     rowpack_init(rp, cg, gm->NR);
     gm->N = cg->out[0] * rp->ppr * gm->NR;
     gm->seg = rp->ppr * gm->NR;
     gm->seg_valid = cg->out[1];
   }
-  kiln_step step = {0};
-  kiln_tkernel *k = kiln_lower_kernel(c, grp, "conv", &step);
   int xbuf = kiln_lower_param_value(c, k, &step, n->inputs[0]);
   KILN_TRY(bind_filter(c, k, &step, cg, n->inputs[1], gm));
   kiln_mm_head head = conv_head(c->g, n);
   KILN_TRY(kiln_mm_epi_prepare(c, grp, k, &step, &head, &map->epi));
   gm->b_buf = kiln_lower_param_scratch(c, k, &step, "col", gm->type, kiln_mm_gemm_scratch(gm));
-  if (conv_is_pointwise(cg)) {
+  if (micro == KILN_MICRO_POINTWISE) {
     *st = (kiln_mm_strided){.buf = xbuf, .sk = cg->Pin, .sn = 1, .nb = 2};
     st->bstr[0] = cg->C * cg->Pin;
     st->bstr[1] = cg->Cig * cg->Pin;
     gm->pack = kiln_mm_pack_strided;
     gm->pack_ud = st;
-  } else if (rows) {
+  } else if (micro == KILN_MICRO_ROWS) {
     rp->x_buf = xbuf;
     rp->pad_buf =
         kiln_lower_param_scratch(c, k, &step, "xpad", gm->type, cg->N * cg->G * rp_plane(rp));
@@ -414,8 +431,6 @@ static kiln_status lower_conv_gemm(kiln_lower_ctx *c, const kiln_group *grp, con
   map->cg = cg;
   gm->epi = conv_epi_cb;
   gm->epi_ud = map;
-  gm->threads = c->opts->threads;
-  gm->stress = c->stress;
   KILN_TRY(kiln_mm_gemm_emit(k, gm));
   kiln_lower_add_step(c, &step);
   return KILN_OK;
@@ -464,28 +479,31 @@ static void dw_accumulate(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg
   kiln_tblock_push(k, &xl->body, kiln_tstore(k, v->acc, kiln_tv(k, v->x), sum));
 }
 
-static kiln_status lower_conv_depthwise(kiln_lower_ctx *c, const kiln_group *grp,
-                                        const kiln_node *n, const conv_geom *cg) {
-  kiln_dtype type = kiln_precision_accumulate(c->opts->precision, KILN_PREC_CONTRACTION,
-                                              c->g->values.data[n->outputs[0]].type.dtype);
+/* What both depthwise forms start with: the kernel's input and filter parameters and the
+ * epilogue's. */
+typedef struct dw_start {
+  kiln_tkernel *k;
+  kiln_step step;
+  kiln_dtype type;
+  int xb, wb;
+  kiln_mm_epi *epi;
+  bool par; /* the channel loop runs on the threads */
+} dw_start;
+
+static kiln_status lower_conv_depthwise(kiln_lower_ctx *c, const conv_geom *cg, dw_start *ds) {
+  kiln_dtype type = ds->type;
+  kiln_tkernel *k = ds->k;
   int last = cg->nsp - 1;
   int64_t W = cg->out[last], rows = cg->P / W;
-  kiln_step step = {0};
-  kiln_tkernel *k = kiln_lower_kernel(c, grp, "dwconv", &step);
   dw_vars v;
-  v.xb = kiln_lower_param_value(c, k, &step, n->inputs[0]);
-  v.w = kiln_lower_param_value(c, k, &step, n->inputs[1]);
-  kiln_mm_head head = conv_head(c->g, n);
-  kiln_mm_epi *epi;
-  KILN_TRY(kiln_mm_epi_prepare(c, grp, k, &step, &head, &epi));
+  v.xb = ds->xb;
+  v.w = ds->wb;
   v.c = kiln_tkernel_var(k, "c", KILN_I64);
   v.r = kiln_tkernel_var(k, "r", KILN_I64);
   v.kp = kiln_tkernel_var(k, "kp", KILN_I64);
   v.x = kiln_tkernel_var(k, "x", KILN_I64);
   v.acc = kiln_tkernel_buf(k, "row", type, KILN_SCOPE_LOCAL, W);
-  double flops = 2.0 * (double)cg->N * (double)cg->Co * (double)cg->P * (double)cg->KS;
-  bool par = c->opts->threads > 1 && (flops >= 2e6 || c->stress);
-  kiln_loop_kind ck = par ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
+  kiln_loop_kind ck = ds->par ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
   kiln_tstmt *cl = loop(k, &k->body, v.c, cg->N * cg->Co, ck);
   kiln_tstmt *rl = loop(k, &cl->body, v.r, rows, KILN_LOOP_SERIAL);
   kiln_tstmt *zl = loop(k, &rl->body, v.x, W, KILN_LOOP_VECTOR);
@@ -497,8 +515,8 @@ static kiln_status lower_conv_depthwise(kiln_lower_ctx *c, const kiln_group *grp
   co.e[0] = kiln_tbin(k, KILN_TOP_DIV, cv, kiln_tint(k, cg->Co));
   co.e[1] = kiln_tbin(k, KILN_TOP_MOD, cv, kiln_tint(k, cg->Co));
   co.e[2] = kiln_tadd(k, kiln_tmul(k, kiln_tv(k, v.r), W), kiln_tv(k, v.x));
-  KILN_TRY(kiln_mm_epi_emit(epi, k, &el->body, &co, kiln_tload(k, v.acc, kiln_tv(k, v.x))));
-  kiln_lower_add_step(c, &step);
+  KILN_TRY(kiln_mm_epi_emit(ds->epi, k, &el->body, &co, kiln_tload(k, v.acc, kiln_tv(k, v.x))));
+  kiln_lower_add_step(c, &ds->step);
   return KILN_OK;
 }
 
@@ -509,13 +527,14 @@ typedef struct dw2 {
   int plane, row, c, q, h, w, oh, kh, kw, x;
 } dw2;
 
-static bool dw2_fits(const conv_geom *cg, dw2 *d) {
+/* The padded plane of a 2-D depthwise conv (false for other ranks). */
+static bool dw2_geom(const conv_geom *cg, dw2 *d) {
   if (cg->nsp != 2) return false;
   int64_t need_h = (cg->out[0] - 1) * cg->s[0] + (cg->k[0] - 1) * cg->dil[0] + 1;
   int64_t need_w = (cg->out[1] - 1) * cg->s[1] + (cg->k[1] - 1) * cg->dil[1] + 1;
   d->Hp = cg->in[0] + cg->pb[0] > need_h ? cg->in[0] + cg->pb[0] : need_h;
   d->Wp = cg->in[1] + cg->pb[1] > need_w ? cg->in[1] + cg->pb[1] : need_w;
-  return d->Hp * d->Wp <= (int64_t)1 << 17;
+  return true;
 }
 
 static void dw2_fill(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg, const dw2 *d, int xb,
@@ -556,25 +575,16 @@ static void dw2_row(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg, cons
   kiln_tblock_push(k, &xl->body, kiln_tstore(k, d->row, kiln_tv(k, d->x), sum));
 }
 
-static kiln_status lower_dw2(kiln_lower_ctx *c, const kiln_group *grp, const kiln_node *n,
-                             const conv_geom *cg, dw2 *d) {
-  kiln_dtype type = kiln_precision_accumulate(c->opts->precision, KILN_PREC_CONTRACTION,
-                                              c->g->values.data[n->outputs[0]].type.dtype);
-  kiln_step step = {0};
-  kiln_tkernel *k = kiln_lower_kernel(c, grp, "dwconv", &step);
-  int xb = kiln_lower_param_value(c, k, &step, n->inputs[0]);
-  int wb = kiln_lower_param_value(c, k, &step, n->inputs[1]);
-  kiln_mm_head head = conv_head(c->g, n);
-  kiln_mm_epi *epi;
-  KILN_TRY(kiln_mm_epi_prepare(c, grp, k, &step, &head, &epi));
+static kiln_status lower_dw2(kiln_lower_ctx *c, const conv_geom *cg, dw2 *d, dw_start *ds) {
+  kiln_dtype type = ds->type;
+  kiln_tkernel *k = ds->k;
+  int xb = ds->xb, wb = ds->wb;
   const char *names[] = {"c", "q", "h", "w", "oh", "kh", "kw", "x"};
   int *vars[] = {&d->c, &d->q, &d->h, &d->w, &d->oh, &d->kh, &d->kw, &d->x};
   for (int i = 0; i < 8; i++) *vars[i] = kiln_tkernel_var(k, names[i], KILN_I64);
   d->plane = kiln_tkernel_buf(k, "plane", type, KILN_SCOPE_LOCAL, d->Hp * d->Wp);
   d->row = kiln_tkernel_buf(k, "row", type, KILN_SCOPE_LOCAL, cg->out[1]);
-  double flops = 2.0 * (double)cg->N * (double)cg->Co * (double)cg->P * (double)cg->KS;
-  bool par = c->opts->threads > 1 && (flops >= 2e6 || c->stress);
-  kiln_loop_kind ck = par ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
+  kiln_loop_kind ck = ds->par ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
   kiln_tstmt *cl = loop(k, &k->body, d->c, cg->N * cg->Co, ck);
   kiln_texpr *cv = kiln_tv(k, d->c);
   kiln_texpr *img = kiln_tbin(k, KILN_TOP_DIV, cv, kiln_tint(k, cg->Co));
@@ -589,9 +599,32 @@ static kiln_status lower_dw2(kiln_lower_ctx *c, const kiln_group *grp, const kil
   crd.e[0] = img;
   crd.e[1] = co;
   crd.e[2] = kiln_tadd(k, kiln_tmul(k, kiln_tv(k, d->oh), cg->out[1]), kiln_tv(k, d->x));
-  KILN_TRY(kiln_mm_epi_emit(epi, k, &el->body, &crd, kiln_tload(k, d->row, kiln_tv(k, d->x))));
-  kiln_lower_add_step(c, &step);
+  KILN_TRY(kiln_mm_epi_emit(ds->epi, k, &el->body, &crd, kiln_tload(k, d->row, kiln_tv(k, d->x))));
+  kiln_lower_add_step(c, &ds->step);
   return KILN_OK;
+}
+
+/* Depthwise: the kernel and its parameters, then the schedule's form (plane or direct). */
+static kiln_status lower_depthwise(kiln_lower_ctx *c, const kiln_group *grp, const kiln_node *n,
+                                   const conv_geom *cg) {
+  dw2 d;
+  bool two = dw2_geom(cg, &d);
+  dw_start ds;
+  ds.type = kiln_precision_accumulate(c->opts->precision, KILN_PREC_CONTRACTION,
+                                      c->g->values.data[n->outputs[0]].type.dtype);
+  ds.k = kiln_lower_kernel(c, grp, "dwconv", &ds.step);
+  kiln_sched_facts f = {.kind = KILN_SCHED_DWCONV, .type = ds.type, .nsp = cg->nsp};
+  f.plane = two ? d.Hp * d.Wp : 0;
+  f.flops = 2.0 * (double)cg->N * (double)cg->Co * (double)cg->P * (double)cg->KS;
+  const kiln_sched *s;
+  KILN_TRY(kiln_lower_schedule(c, &ds.step, &f, &s));
+  ds.par = s->par == KILN_PAR_OUTER;
+  ds.xb = kiln_lower_param_value(c, ds.k, &ds.step, n->inputs[0]);
+  ds.wb = kiln_lower_param_value(c, ds.k, &ds.step, n->inputs[1]);
+  kiln_mm_head head = conv_head(c->g, n);
+  KILN_TRY(kiln_mm_epi_prepare(c, grp, ds.k, &ds.step, &head, &ds.epi));
+  if (s->micro == KILN_MICRO_PLANE) return lower_dw2(c, cg, &d, &ds);
+  return lower_conv_depthwise(c, cg, &ds);
 }
 
 kiln_status kiln_lower_conv(kiln_lower_ctx *c, const kiln_group *grp) {
@@ -599,8 +632,6 @@ kiln_status kiln_lower_conv(kiln_lower_ctx *c, const kiln_group *grp) {
   conv_geom *cg = kiln_arena_calloc(c->scratch, 1, sizeof *cg);
   KILN_TRY(conv_geom_of(c->g, n, cg));
   KILN_TRY(kiln_mm_epi_check(c->g, grp));
-  dw2 d;
-  if (cg->Cig == 1 && cg->G > 1 && dw2_fits(cg, &d)) return lower_dw2(c, grp, n, cg, &d);
-  if (cg->Cig == 1 && cg->G > 1) return lower_conv_depthwise(c, grp, n, cg);
+  if (cg->Cig == 1 && cg->G > 1) return lower_depthwise(c, grp, n, cg);
   return lower_conv_gemm(c, grp, n, cg);
 }

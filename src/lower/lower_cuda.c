@@ -7,6 +7,7 @@
 #include "gpu.h"
 #include "lower_cuda.h"
 #include "lower_ops.h"
+#include "schedule.h"
 
 static const char *const MAP_NAMES[KILN_CUDA_MAP_COUNT] = {"unused", "matmul", "parallel", "serial",
                                                            "unmapped"};
@@ -117,16 +118,33 @@ int kiln_cuda_launch_count(const kiln_tkernel *k) {
   return k->body.len;
 }
 
+/* The kernel's schedule record, when the lowering made one (it does for every kernel). */
+static kiln_sched *sched_of(kiln_program *p, int kernel) {
+  return kernel < p->scheds.len ? &p->scheds.data[kernel] : NULL;
+}
+
 static kiln_status map_steps(kiln_program *p, int threads, kiln_cuda_kinfo *info) {
   for (int i = 0; i < p->steps.len; i++) {
     kiln_step *s = &p->steps.data[i];
     mm_dims d;
     if (s->kind != KILN_STEP_KERNEL || info[s->kernel].map != KILN_CUDA_UNUSED) continue;
+    kiln_sched *sc = sched_of(p, s->kernel);
     if (lone_matmul_step(p, s, &d)) {
+      if (sc && (sc->set & (1u << KILN_SF_GPU_THREADS)))
+        return kiln_invalid("schedule line %d: gpu_threads does not apply to kernel %s (a tiled "
+                            "GPU matmul of 16x16 threads)",
+                            sc->line[KILN_SF_GPU_THREADS],
+                            p->module->kernels.data[s->kernel]->name);
       KILN_TRY(to_gpu_matmul(p, s, &d));
       info[s->kernel].map = KILN_CUDA_MATMUL;
+      if (sc) {
+        sc->gpu = KILN_TILE_GPU_MATMUL_SCHEDULE;
+        sc->gpu_threads = 256;
+      }
     } else {
-      KILN_TRY(map_kernel(p->module->kernels.data[s->kernel], threads, &info[s->kernel]));
+      int t = sc && sc->gpu_threads ? sc->gpu_threads : threads;
+      KILN_TRY(map_kernel(p->module->kernels.data[s->kernel], t, &info[s->kernel]));
+      if (sc) sc->gpu = info[s->kernel].map == KILN_CUDA_PARALLEL ? "parallel" : "one thread";
     }
   }
   return KILN_OK;

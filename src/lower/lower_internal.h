@@ -6,6 +6,7 @@
 
 #include "lower.h"
 #include "ops/ops.h"
+#include "schedule.h"
 
 /* One fusion group of the graph, as the driver collects it. */
 typedef struct kiln_group {
@@ -25,6 +26,7 @@ typedef struct kiln_lower_ctx {
   kiln_program *prog;
   kiln_arena *scratch; /* freed after lowering */
   bool stress;         /* kiln_lower_stress: every parallel schedule, however small the work */
+  struct kiln_sched_set *sched; /* schedules set from outside, or NULL */
 } kiln_lower_ctx;
 
 /* ---- building steps (lower.c) ----
@@ -49,6 +51,11 @@ int kiln_lower_param_check(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, 
 /* flag[0] = 1: the statement that reports a failed check. */
 kiln_tstmt *kiln_lower_check_fail(kiln_tkernel *k, int flag);
 void kiln_lower_add_step(kiln_lower_ctx *c, const kiln_step *step);
+/* The schedule of step's kernel, its unset fields filled by the target's defaults from f
+ * (f->threads and f->stress are filled here). The compute definition reads it; its
+ * directives run when the group's kernels are complete. */
+kiln_status kiln_lower_schedule(kiln_lower_ctx *c, const kiln_step *step, kiln_sched_facts *f,
+                                const kiln_sched **out);
 
 /* ---- elementwise compute definitions (lower_ew.c) ----
  * True when node n is an elementwise op (with numpy broadcasting) that has a compute

@@ -141,12 +141,35 @@ static void matmul_batched(const mm_dims *d, kiln_mm_gemm *gm, mm_map *map) {
   map->n_hi = d->ro;
 }
 
-/* Binds B: prepacked, in place or packed into scratch (the scratch parameter is added by
- * the caller after the epilogue's parameters). */
+/* The kernel's schedule from the product's facts: tile, B form and parallel loop. */
+static kiln_status gemm_schedule(kiln_lower_ctx *c, const kiln_step *step, kiln_mm_gemm *gm,
+                                 bool b_const, bool b_contig, kiln_sched_micro *micro) {
+  kiln_sched_facts f = {.kind = KILN_SCHED_GEMM,
+                        .type = gm->type,
+                        .M = gm->M,
+                        .N = gm->N,
+                        .K = gm->K,
+                        .batch = 1,
+                        .b_const = b_const,
+                        .b_contig = b_contig};
+  for (int i = 0; i < gm->nb; i++) f.batch *= gm->bdims[i];
+  const kiln_sched *s;
+  KILN_TRY(kiln_lower_schedule(c, step, &f, &s));
+  gm->MR = s->mr;
+  gm->NR = s->nr;
+  gm->par = s->par;
+  *micro = s->micro;
+  return KILN_OK;
+}
+
+/* Binds B as the schedule says: prepacked (a constant), in place (one panel wide) or packed
+ * into scratch (the scratch parameter is added by the caller after the epilogue's). */
 static kiln_status bind_b(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, kiln_mm_gemm *gm,
-                          int bval, int64_t sk, int64_t sn, kiln_mm_strided *st) {
+                          int bval, int64_t sk, int64_t sn, kiln_mm_strided *st,
+                          kiln_sched_micro micro) {
   const kiln_tensor *bc = kiln_mm_const(c->g, bval);
-  if (bc) {
+  if (micro == KILN_MICRO_PACKED) {
+    if (!bc) return KILN_BUG("a packed B that is not a constant");
     int64_t nbm = 1, bstride = gm->K * gm->N;
     int64_t panel = kiln_mm_gemm_panels(gm) * gm->K * gm->NR;
     for (int i = 0; i < gm->nb; i++) {
@@ -160,7 +183,7 @@ static kiln_status bind_b(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, k
     return KILN_OK;
   }
   int buf = kiln_lower_param_value(c, k, step, bval);
-  if (sn == 1 && gm->N <= 64) {
+  if (micro == KILN_MICRO_INPLACE) {
     gm->b_kind = KILN_MM_B_INPLACE;
     gm->NR = (int)gm->N;
     gm->b_buf = buf;
@@ -188,8 +211,6 @@ static kiln_status finish(kiln_lower_ctx *c, const kiln_group *grp, kiln_tkernel
         kiln_lower_param_scratch(c, k, step, "b_panels", gm->type, kiln_mm_gemm_scratch(gm));
   gm->epi = mm_epi_cb;
   gm->epi_ud = map;
-  gm->threads = c->opts->threads;
-  gm->stress = c->stress;
   KILN_TRY(kiln_mm_gemm_emit(k, gm));
   kiln_lower_add_step(c, step);
   return KILN_OK;
@@ -209,13 +230,14 @@ static kiln_status lower_matmul(kiln_lower_ctx *c, const kiln_group *grp, const 
   bool flat = kiln_mm_const(c->g, n->inputs[1]) && !d.b_has_batch;
   if (flat) matmul_flat(&d, gm, map);
   else matmul_batched(&d, gm, map);
-  kiln_mm_pick_tile(gm->type, gm->M, gm->N, &gm->MR, &gm->NR);
   kiln_step step = {0};
   kiln_tkernel *k = kiln_lower_kernel(c, grp, "matmul", &step);
+  kiln_sched_micro micro;
+  KILN_TRY(gemm_schedule(c, &step, gm, kiln_mm_const(c->g, n->inputs[1]) != NULL, true, &micro));
   gm->a_buf = kiln_lower_param_value(c, k, &step, n->inputs[0]);
   gm->a_sm = d.K;
   gm->a_sk = 1;
-  KILN_TRY(bind_b(c, k, &step, gm, n->inputs[1], d.N, 1, st));
+  KILN_TRY(bind_b(c, k, &step, gm, n->inputs[1], d.N, 1, st, micro));
   kiln_mm_head head = {.alpha = 1.0, .bias = -1, .beta = 0.0};
   return finish(c, grp, k, &step, gm, map, &head);
 }
@@ -258,14 +280,16 @@ static kiln_status lower_gemm(kiln_lower_ctx *c, const kiln_group *grp, const ki
   gm->M = M;
   gm->N = N;
   gm->K = K;
-  kiln_mm_pick_tile(gm->type, M, N, &gm->MR, &gm->NR);
   *map = (mm_map){.m_lo = 0, .m_hi = 1, .n_lo = 1, .n_hi = 2};
   kiln_step step = {0};
   kiln_tkernel *k = kiln_lower_kernel(c, grp, "gemm", &step);
+  kiln_sched_micro micro;
+  KILN_TRY(gemm_schedule(c, &step, gm, kiln_mm_const(c->g, n->inputs[1]) != NULL, (tb ? K : 1) == 1,
+                         &micro));
   gm->a_buf = kiln_lower_param_value(c, k, &step, n->inputs[0]);
   gm->a_sm = ta ? 1 : K;
   gm->a_sk = ta ? (KILN_MUTANT(38) ? K : M) : 1; /* mutant 38: transA stride K */
-  KILN_TRY(bind_b(c, k, &step, gm, n->inputs[1], tb ? 1 : N, tb ? K : 1, st));
+  KILN_TRY(bind_b(c, k, &step, gm, n->inputs[1], tb ? 1 : N, tb ? K : 1, st, micro));
   return finish(c, grp, k, &step, gm, map, &head);
 }
 

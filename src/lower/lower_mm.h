@@ -1,6 +1,6 @@
 /* Private to the contraction lowering (lower_matmul.c, lower_conv.c, lower_mm_*.c): the
- * epilogue of a contraction group and the CPU GEMM schedule that MatMul, Gemm and Conv
- * share.
+ * epilogue of a contraction group and the CPU GEMM loop nest that MatMul, Gemm and Conv
+ * share. Its tile, B form and parallel loop come from the kernel's schedule (schedule.h).
  *
  * A contraction kernel is built in this order, because tile parameters come before any
  * other buffer: the anchor's operands (values or prepacked constants), the epilogue's
@@ -104,8 +104,7 @@ struct kiln_mm_gemm {
   int64_t seg, seg_valid;
   kiln_mm_epi_fn epi;
   void *epi_ud;
-  int threads;
-  bool stress; /* kiln_lower_stress: split for threads however small the product */
+  kiln_sched_par par; /* the loop on the threads (NONE, BATCH, PANELS, ROWS): schedule.h */
 };
 
 /* Elements of scratch the SCRATCH kind needs (all batches' panels). */
@@ -139,8 +138,6 @@ kiln_status kiln_mm_pack_strided(void *ud, kiln_tkernel *k, kiln_tblock *blk, co
 /* Offset sum_d coord_d(b) * str[d] of batch index b over dims bdims[0..nb). */
 kiln_texpr *kiln_mm_batch_offset(kiln_tkernel *k, kiln_texpr *b, int nb, const int64_t *bdims,
                                  const int64_t *str);
-/* Register tile sizes for the accumulation type and output width. */
-void kiln_mm_pick_tile(kiln_dtype type, int64_t M, int64_t N, int *MR, int *NR);
 
 /* ---- the anchors ---- */
 /* Shared checks: a static tensor value of a supported accumulation dtype (F32, F64). */

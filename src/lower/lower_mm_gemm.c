@@ -9,10 +9,11 @@
  * same intrinsic with fewer rows; columns past N in the last panel are computed on the
  * zero padding and not stored.
  *
- * One loop runs on the threads: the batch loop, the panel loop (each thread packs the
- * panels it multiplies, so a panel is used while it is in L2) or the row-block loop (B
- * packed first by all threads, then each thread takes row blocks and streams its share of
- * A once), whichever splits evenly; tiny products run serially. Every parallel loop owns
+ * One loop runs on the threads, as the kernel's schedule says (kiln_sched_gemm_par picks
+ * the one that splits evenly; tiny products run serially): the batch loop, the panel loop
+ * (each thread packs the panels it multiplies, so a panel is used while it is in L2) or the
+ * row-block loop (B packed first by all threads, then each thread takes row blocks and
+ * streams its share of A once). Every parallel loop owns
  * its register tile: the row tail that runs after the row-block loop has a tile of its own. */
 #include "base/mutate.h"
 #include "lower_mm.h"
@@ -30,13 +31,6 @@ static int64_t batch_count(const kiln_mm_gemm *g) {
 int64_t kiln_mm_gemm_scratch(const kiln_mm_gemm *g) {
   if (g->b_kind != KILN_MM_B_SCRATCH) return 0;
   return batch_count(g) * kiln_mm_gemm_panels(g) * g->K * g->NR;
-}
-
-void kiln_mm_pick_tile(kiln_dtype type, int64_t M, int64_t N, int *MR, int *NR) {
-  (void)type;
-  (void)M;
-  *MR = 8;
-  *NR = N <= 16 ? 16 : 32;
 }
 
 /* Row-major product of dims (d, hi). */
@@ -85,25 +79,14 @@ typedef struct gemm_vars {
   int cbuf; /* the LOCAL MR x NR tile */
 } gemm_vars;
 
-static double split_eff(int64_t n, int threads) {
-  if (n <= 0) return 0;
-  int64_t rounds = (n + threads - 1) / threads;
-  return (double)n / (double)(rounds * threads);
-}
-
+/* The schedule's parallel loop (KILN_PAR_NONE, BATCH, PANELS or ROWS). */
 static par_mode pick_mode(const kiln_mm_gemm *g) {
-  int64_t nbatch = batch_count(g), np = kiln_mm_gemm_panels(g);
-  double flops = 2.0 * (double)g->M * (double)g->N * (double)g->K * (double)nbatch;
-  int t = g->threads;
-  if (t <= 1 || (flops < 2e6 && !g->stress)) return PAR_NONE;
-  double eb = nbatch > 1 ? split_eff(nbatch, t) : 0, ep = split_eff(np, t);
-  int64_t full = g->M / g->MR;
-  /* the row tail runs after the parallel loop, on one thread */
-  double em = full > 0 ? split_eff(full, t) * (double)(full * g->MR) / (double)g->M : 0;
-  if (g->b_kind == KILN_MM_B_INPLACE) ep = 0;
-  if (eb >= ep && eb >= em && eb > 0) return PAR_BATCH;
-  if (ep >= em) return PAR_PANELS;
-  return PAR_ROWS;
+  switch (g->par) {
+  case KILN_PAR_BATCH: return PAR_BATCH;
+  case KILN_PAR_PANELS: return PAR_PANELS;
+  case KILN_PAR_ROWS: return PAR_ROWS;
+  default: return PAR_NONE;
+  }
 }
 
 static kiln_tstmt *loop(kiln_tkernel *k, kiln_tblock *parent, int var, int64_t n,

@@ -59,18 +59,16 @@ void kiln_lower_nest(kiln_tkernel *k, kiln_tblock *parent, int rank, const int64
   kiln_tblock *b = parent;
   int64_t total = 1;
   for (int d = 0; d < rank; d++) total *= dims[d];
-  bool small = total < k->module->par_min_elements;
-  int par = -1; /* the first outer dimension with more than one iteration */
-  for (int d = 0; d < rank - 1 && par < 0 && !small; d++)
-    if (dims[d] > 1) par = d;
+  /* the schedule's parallel loop: an outer one, or the only one of a 1-D nest */
+  int64_t pm = k->module->par_min_elements;
+  int par = rank == 1 ? (total < pm ? -1 : 0) : kiln_sched_nest_parallel(total, pm, rank - 1, dims);
   for (int d = 0; d < rank; d++) {
     char name[32];
     snprintf(name, sizeof name, "%s%d", prefix, d);
     out->dims[d] = dims[d];
     out->vars[d] = kiln_tkernel_var(k, name, KILN_I64);
     kiln_loop_kind kind = d == par ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
-    if (d == rank - 1)
-      kind = rank == 1 && !small ? KILN_LOOP_PARALLEL : vector_inner ? KILN_LOOP_VECTOR : kind;
+    if (d == rank - 1 && d != par) kind = vector_inner ? KILN_LOOP_VECTOR : KILN_LOOP_SERIAL;
     kiln_tstmt *loop = kiln_tfor(k, out->vars[d], kiln_tint(k, dims[d]), kind);
     kiln_tblock_push(k, b, loop);
     b = &loop->body;

@@ -212,19 +212,23 @@ static kiln_tblock *reduce_loops(red *s, kiln_tblock *b) {
   return b;
 }
 
-/* Loops over kept dimensions; the first with more than one iteration is parallel (when
- * the input is large enough). */
+/* Loops over kept dimensions; the schedule's parallel one (kiln_sched_nest_parallel: the
+ * first with more than one iteration, when the input is large enough). */
 static void outer_loops(red *s) {
   kiln_tblock *b = &s->k->body;
-  bool par = kiln_lower_numel(s->xt) < s->k->module->par_min_elements;
-  for (int d = 0; d < s->xt->rank; d++) {
+  int64_t kept[KILN_MAX_RANK];
+  int n = 0;
+  for (int d = 0; d < s->xt->rank; d++)
+    if (!s->mask[d]) kept[n++] = s->xt->dims[d].value;
+  int par =
+      kiln_sched_nest_parallel(kiln_lower_numel(s->xt), s->k->module->par_min_elements, n, kept);
+  for (int d = 0, i = 0; d < s->xt->rank; d++) {
     if (s->mask[d]) continue;
     char name[32];
     snprintf(name, sizeof name, "o%d", d);
     int v = kiln_tkernel_var(s->k, name, KILN_I64);
     int64_t ext = s->xt->dims[d].value;
-    kiln_loop_kind kind = !par && ext > 1 ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
-    par |= kind == KILN_LOOP_PARALLEL;
+    kiln_loop_kind kind = i++ == par ? KILN_LOOP_PARALLEL : KILN_LOOP_SERIAL;
     kiln_tstmt *loop = kiln_tfor(s->k, v, kiln_tint(s->k, ext), kind);
     kiln_tblock_push(s->k, b, loop);
     b = &loop->body;

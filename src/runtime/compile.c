@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
+#include "lower/schedule.h"
 #include "rt_internal.h"
 
 static double now_s(void) {
@@ -258,7 +259,7 @@ static kiln_status lower(kiln_compiled *c, const kiln_compile_opts *o) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = o->threads > 0 ? o->threads : cores > 0 ? (int)cores : 1;
   kiln_lower_opts lo = {o->target, threads, o->force_fallback, &o->precision};
-  KILN_TRY(kiln_lower(c->g, &lo, &c->prog));
+  KILN_TRY(kiln_lower_scheduled(c->g, &lo, o->schedule, &c->prog));
   count_steps(c);
   c->stats.seconds[KILN_STAGE_LOWER] = now_s() - t0;
   progress(o, "lowering", t0);
@@ -431,6 +432,7 @@ void kiln_compiled_report(const kiln_compiled *c, kiln_strbuf *out) {
                      s->n_kernels, s->n_unique_kernels, s->n_units, s->n_units_cached,
                      s->library_cached ? ", library from the cache" : "");
   report_steps(c, out);
+  kiln_program_print_schedules(c->prog, out);
   double ratio = s->lower_bound ? (double)s->arena_bytes / (double)s->lower_bound : 1.0;
   kiln_strbuf_printf(out,
                      "memory: arena %lld bytes, lower bound %lld bytes (%.3fx), %d in place, "

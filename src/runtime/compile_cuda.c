@@ -9,6 +9,7 @@
 
 #include "codegen/codegen.h"
 #include "graph/graph_text.h"
+#include "lower/schedule.h"
 #include "rt_internal.h"
 
 static double now_s(void) {
@@ -40,7 +41,7 @@ static kiln_status front(kiln_graph *g, const kiln_compile_opts *o, const kiln_c
   int tpb = co->threads_per_block > 0 ? co->threads_per_block : 256;
   /* the CPU schedule plans for as many workers as a block has threads */
   kiln_lower_opts lo = {KILN_TARGET_CUDA, tpb, o->force_fallback, &o->precision};
-  KILN_TRY(kiln_lower(g, &lo, &b->prog));
+  KILN_TRY(kiln_lower_scheduled(g, &lo, o->schedule, &b->prog));
   KILN_TRY(kiln_lower_cuda_map(b->prog, tpb, &b->info));
   b->seconds_lower = now_s() - t1;
   return KILN_OK;
@@ -201,6 +202,7 @@ void kiln_cuda_build_report(const kiln_cuda_build *b, kiln_strbuf *out) {
   kiln_strbuf_printf(out, "steps: %d (%d fallback to host reference kernels, %d aliases)\n",
                      p->steps.len, b->n_fallback_steps, b->n_alias_steps);
   report_kernels(b, out);
+  kiln_program_print_schedules(b->prog, out);
   kiln_strbuf_printf(out, "time: passes %.3f s, lowering+schedule %.3f s, CUDA C %.3f s\n",
                      b->seconds_passes, b->seconds_lower, b->seconds_codegen);
   if (!b->nvrtc_found) kiln_strbuf_printf(out, "NVRTC: not found (no PTX)\n");

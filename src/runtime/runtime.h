@@ -58,12 +58,13 @@ typedef struct kiln_dim_binding {
 } kiln_dim_binding;
 
 typedef struct kiln_compile_opts {
-  kiln_target target;         /* KILN_TARGET_CPU (CUDA: not built by this runtime yet) */
-  int threads;                /* CPU threads the kernels use (OpenMP); 0: all cores */
-  int jobs;                   /* compiler processes run in parallel; 0: number of cores */
-  kiln_pass_opts passes;      /* the pass pipeline (fusion included unless passes.no_fusion) */
-  const char *force_fallback; /* op names forced to run their reference kernel (tests) */
-  int n_dims;                 /* symbolic dims to bind before compiling */
+  kiln_target target;              /* KILN_TARGET_CPU (CUDA: not built by this runtime yet) */
+  int threads;                     /* CPU threads the kernels use (OpenMP); 0: all cores */
+  int jobs;                        /* compiler processes run in parallel; 0: number of cores */
+  kiln_pass_opts passes;           /* the pass pipeline (fusion included unless passes.no_fusion) */
+  const char *force_fallback;      /* op names forced to run their reference kernel (tests) */
+  struct kiln_sched_set *schedule; /* kernel schedules set from outside (lower/schedule.h) */
+  int n_dims;                      /* symbolic dims to bind before compiling */
   const kiln_dim_binding *dims;
   const char *cache_dir;    /* NULL: $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln, $HOME/.cache/kiln */
   bool no_cache;            /* build everything, read and write no cache entry */

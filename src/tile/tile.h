@@ -231,7 +231,8 @@ typedef struct kiln_tmodule {
   KILN_VEC(kiln_tkernel *) kernels;
   /* Lowering policy, not semantics: loop nests over fewer elements than this get no
    * PARALLEL loop (on a CPU, starting threads costs more than such work). Set by the
-   * lowering from its target; 0 makes every nest parallel (GPU targets). */
+   * lowering from the schedule of the kernel it is building (src/lower/schedule.h);
+   * 0 makes every nest parallel (GPU targets). */
   int64_t par_min_elements;
   /* Lowering policy too: the precision policy the lowering builds this module's kernels
    * with (a const kiln_precision_policy *, src/lower/precision.h; NULL: the default). The

@@ -82,6 +82,41 @@ grep -q "^memory: arena .* lower bound" "$tmp/out" && grep -q "^compile time:" "
   passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL compile --report lacks memory/time lines"; cat "$tmp/out"; }
 expect 0 "run an artifact folder" "$kiln" run "$tmp/art" --input x="$tmp/x.npy" --expect y="$tmp/ref/y.npy" --rtol 1e-6 --atol 1e-6
 grep -q "backend cpu" "$tmp/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL artifact not run on cpu"; }
+
+# --schedule: a schedule from a file changes the kernel, not the results; a bad one is exit 2
+grep -q "^  k0_gemm micro=packed mr=8 nr=16 par=none  # gemm; loops" "$tmp/art/report.txt" &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL the report lacks the schedule"; cat "$tmp/art/report.txt"; }
+printf '# tuned\nk0_gemm mr=1 nr=1 par=panels split=jb:2 unroll=i  # three panels\n' > "$tmp/sched.txt"
+expect 0 "compile --schedule" "$kiln" compile "$tmp/mlp.kiln" --dim batch=2 -o "$tmp/art_s" --report \
+  --disable-pass=cse --schedule "$tmp/sched.txt"
+grep -q "^  k0_gemm micro=packed mr=1 nr=1 par=panels split=jb:2 unroll=i  #" "$tmp/out" &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL the report lacks the set schedule"; cat "$tmp/out"; }
+if cmp -s "$tmp/art/src/unit0.c" "$tmp/art_s/src/unit0.c"; then
+  failed=$((failed + 1)); echo "FAIL --schedule did not change the generated kernel"
+else passed=$((passed + 1)); fi
+[ -s "$tmp/art_s/schedule.txt" ] && grep -q "^schedule schedule.txt" "$tmp/art_s/manifest.txt" &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL the artifact lacks its schedule"; }
+expect 0 "run a scheduled artifact" "$kiln" run "$tmp/art_s" --input x="$tmp/x.npy" --expect y="$tmp/ref/y.npy" \
+  --rtol 1e-6 --atol 1e-6 --report
+grep -q "k0_gemm micro=packed mr=1 nr=1" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL kiln run DIR did not use the artifact's schedule"; cat "$tmp/out"; }
+printf 'k0_gemm mr=4\nk0_gemm frob=1\n' > "$tmp/bad_s.txt"
+expect 2 "compile --schedule with an unknown field" "$kiln" compile "$tmp/mlp.kiln" --dim batch=2 --schedule "$tmp/bad_s.txt"
+expect_stderr "bad_s.txt:2: unknown field 'frob'" "a bad schedule file names its line"
+printf 'k0_gemm nr=0\n' > "$tmp/bad_s.txt"
+expect 2 "compile --schedule with nr out of range" "$kiln" compile "$tmp/mlp.kiln" --dim batch=2 --schedule "$tmp/bad_s.txt"
+printf 'k0_gemm par_min_elements=4\n' > "$tmp/bad_s.txt"
+expect 2 "compile --schedule with a field that does not apply" "$kiln" compile "$tmp/mlp.kiln" --dim batch=2 \
+  --schedule "$tmp/bad_s.txt"
+expect_stderr "does not apply to kernel k0_gemm" "the error names the kernel"
+printf 'k0_gemm vector=b\n' > "$tmp/bad_s.txt"
+expect 2 "compile --schedule with a refused directive" "$kiln" compile "$tmp/mlp.kiln" --dim batch=2 \
+  --schedule "$tmp/bad_s.txt"
+expect_stderr "kernel k0_gemm: vectorize loop 'b'" "a refused directive names the kernel and loop"
+printf 'k7_conv mr=4\n' > "$tmp/bad_s.txt"
+expect 2 "compile --schedule matching no kernel" "$kiln" compile "$tmp/mlp.kiln" --dim batch=2 --schedule "$tmp/bad_s.txt"
+expect_stderr "matches no kernel" "a line that matches no kernel is named"
+expect 2 "compile --schedule on a missing file" "$kiln" compile "$tmp/mlp.kiln" --dim batch=2 --schedule "$tmp/nosuch.txt"
 if (cd "$tmp/sa" && ${CC:-cc} -O2 -w main.c model.c -lm -o model_main) >"$tmp/out" 2>&1; then
   mkdir -p "$tmp/sa_out"
   expect 0 "standalone program runs" "$tmp/sa/model_main" -w "$tmp/sa/model.bin" -o "$tmp/sa_out" "$tmp/x.npy"

@@ -32,7 +32,7 @@ for run in "names 0" "names 1" "names 2" "names 3" "names-more 0" "names-more 1"
   # the artifact, its report, the standalone sources
   expect 0 "seed $seed: compile -o --emit-c" "$kiln" compile "$m" -o "$w/art" --emit-c "$w/sa" --report
   no_pwned "seed $seed: compile"
-  lines "$w/art/report.txt" "^(backend cpu: |graph '|kernels: |  kernel |  fallback |memory: |compile time: )" \
+  lines "$w/art/report.txt" "^(backend cpu: |graph '|kernels: |  kernel |  fallback |schedules:$|  k[0-9]+_[A-Za-z0-9_]* [a-z_]+=|memory: |compile time: )" \
     "seed $seed: report.txt"
   mapfile -d '' args < <(model expect-args "$m" "$w/o/a/b" "$in/good.npy")
   # the standalone program: builds, runs, writes its outputs only inside -o, right
@@ -59,7 +59,7 @@ for run in "names 0" "names 1" "names 2" "names 3" "names-more 0" "names-more 1"
   no_pwned "seed $seed: emit-cuda"
   lines "$w/cu/launch.txt" '^(# |step [0-9]+ )' "seed $seed: launch.txt"
   sed '/^NVRTC/,$d' "$w/cu/report.txt" >"$w/cu/report_records.txt" # NVRTC's own log may follow
-  lines "$w/cu/report_records.txt" '^(CUDA kernels: |steps: |  [a-z ]+ k[0-9]+_[A-Za-z0-9_]* \(|  fallback |time: )' \
+  lines "$w/cu/report_records.txt" '^(CUDA kernels: |steps: |  [a-z ]+ k[0-9]+_[A-Za-z0-9_]* \(|  fallback |schedules:$|  k[0-9]+_[A-Za-z0-9_]* [a-z_]+=|time: )' \
     "seed $seed: CUDA report.txt"
   if command -v nvcc >/dev/null 2>&1; then
     # model.cu is written for NVRTC (its own fixed-width typedefs); nvcc gets <stdint.h>'s

@@ -8,6 +8,7 @@
 #include "graph/graph.h"
 #include "harness.h"
 #include "lower/lower_cuda.h"
+#include "lower/schedule.h"
 #include "runtime/runtime.h"
 #include "tile/tile.h"
 #include "verify/verify.h"
@@ -67,6 +68,19 @@ static const char *layer_name(int i) {
   return kiln_layer_kind_name((kiln_layer_kind)i);
 }
 
+static const char *sched_kind_name(int i) {
+  return kiln_sched_kind_name((kiln_sched_kind)i);
+}
+static const char *sched_micro_name(int i) {
+  return kiln_sched_micro_name((kiln_sched_micro)i);
+}
+static const char *sched_par_name(int i) {
+  return kiln_sched_par_name((kiln_sched_par)i);
+}
+static const char *sched_field_name(int i) {
+  return kiln_sched_field_name((kiln_sched_field)i);
+}
+
 static void test_tables(void) {
   CHECK(check_table("kiln_code", 0, KILN_CODE_COUNT, code_name) == 0);
   CHECK(check_table("kiln_dtype", 0, KILN_DTYPE_COUNT, dtype_name) == 0);
@@ -80,6 +94,10 @@ static void test_tables(void) {
   CHECK(check_table("kiln_stage", 0, KILN_STAGE_COUNT, stage_name) == 0);
   CHECK(check_table("kiln_layer_kind", 0, KILN_LAYER_KIND_COUNT, layer_name) == 0);
   CHECK(check_table("kiln_prec_class", 0, KILN_PREC_CLASS_COUNT, prec_class_name) == 0);
+  CHECK(check_table("kiln_sched_kind", 0, KILN_SCHED_KIND_COUNT, sched_kind_name) == 0);
+  CHECK(check_table("kiln_sched_micro", 0, KILN_MICRO_COUNT, sched_micro_name) == 0);
+  CHECK(check_table("kiln_sched_par", 0, KILN_PAR_COUNT, sched_par_name) == 0);
+  CHECK(check_table("kiln_sched_field", 0, KILN_SF_COUNT, sched_field_name) == 0);
 }
 
 /* Every op has a family, and a name that looks itself up. */
