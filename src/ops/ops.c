@@ -15,7 +15,13 @@ static void build_table(void) {
   kiln_ops_register_nn(table);
   kiln_ops_register_shape(table);
   kiln_ops_register_control(table);
-  kiln_ops_register_misc(table);
+  kiln_ops_register_quant(table);
+  kiln_ops_register_seqmodel(table);
+  kiln_ops_register_signal(table);
+  kiln_ops_register_text(table);
+  kiln_ops_register_random(table);
+  kiln_ops_register_loss(table);
+  kiln_ops_register_vision(table);
   table_ready = true;
 }
 

@@ -5,9 +5,10 @@
  * right, accumulating floats in double and integers exactly, faithful to the
  * ONNX specification of the opset version the model imports (node->opset).
  *
- * Each family file (elementwise.c, reduce.c, nn.c, shape.c, control.c, misc.c)
- * defines kiln_ops_register_<family>(), which fills the table entries of its
- * ops (see ops.def for which op belongs to which family). */
+ * Each family file (elementwise.c, reduce.c, nn.c, shape.c, control.c, quant.c,
+ * seqmodel.c, signal.c, text.c, random.c, loss.c, vision.c) defines
+ * kiln_ops_register_<family>(), which fills the table entries of its ops (see ops.def for
+ * which op belongs to which family); a family's other files are <family>_<part>.c. */
 #ifndef KILN_OPS_H
 #define KILN_OPS_H
 
@@ -113,7 +114,13 @@ X(_, reduce)
 X(_, nn)
 X(_, shape)
 X(_, control)
-X(_, misc)
+X(_, quant)
+X(_, seqmodel)
+X(_, signal)
+X(_, text)
+X(_, random)
+X(_, loss)
+X(_, vision)
 #undef X
 
 /* Runs shape/type inference over g (and subgraphs), filling unknown value types. Ops

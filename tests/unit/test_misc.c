@@ -8,7 +8,7 @@
 
 #include "graph/graph.h"
 #include "harness.h"
-#include "ops/misc_internal.h"
+#include "ops/kernel_internal.h"
 #include "ops/ops.h"
 
 /* ---- helpers ---- */
@@ -507,15 +507,15 @@ static void test_string_ops(void) {
 }
 
 static bool re_match(const char *pat, const char *s) {
-  kiln_misc_regex *re;
-  kiln_status st = kiln_misc_regex_compile(pat, &re);
+  kiln_text_regex *re;
+  kiln_status st = kiln_text_regex_compile(pat, &re);
   if (st) {
     fprintf(stderr, "  regex '%s': %s\n", pat, kiln_status_message(st));
     kiln_status_free(st);
     return false;
   }
-  bool m = kiln_misc_regex_fullmatch(re, s);
-  kiln_misc_regex_free(re);
+  bool m = kiln_text_regex_fullmatch(re, s);
+  kiln_text_regex_free(re);
   return m;
 }
 
@@ -530,9 +530,9 @@ static void test_regex(void) {
   CHECK(re_match("(?:x|y)*z?", ""));
   CHECK(re_match(".", "é") && !re_match("..", "é"));
   CHECK(re_match("(a*)*b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaab")); /* no backtracking blow-up */
-  kiln_misc_regex *re;
-  CHECK_ERR(kiln_misc_regex_compile("a(b", &re), KILN_ERR_INVALID);
-  CHECK_ERR(kiln_misc_regex_compile("\\pL", &re), KILN_ERR_INVALID);
+  kiln_text_regex *re;
+  CHECK_ERR(kiln_text_regex_compile("a(b", &re), KILN_ERR_INVALID);
+  CHECK_ERR(kiln_text_regex_compile("\\pL", &re), KILN_ERR_INVALID);
 }
 
 static void test_tfidf(void) {

@@ -1,5 +1,5 @@
-/* Quantization ops: QuantizeLinear (10..25), DequantizeLinear (10..25),
- * DynamicQuantizeLinear (11), QLinearMatMul (10, 21), QLinearConv (10).
+/* Ops of the 'quant' family (see src/graph/ops.def), quantization: QuantizeLinear (10..25),
+ * DequantizeLinear (10..25), DynamicQuantizeLinear (11), QLinearMatMul (10, 21), QLinearConv (10).
  *
  * Scale and zero point are per tensor (one element), per axis (1-D of the axis
  * length) or, from opset 21, blocked (same rank as x, the axis dim being
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "infer_internal.h"
 
 /* ---- integer ranges of quantized types ---- */
 static bool quant_int_range(kiln_dtype t, int64_t *lo, int64_t *hi) {
@@ -148,8 +148,8 @@ static kiln_status eval_quantize(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *scale, *zp = kiln_eval_in(ctx, 2);
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   KILN_TRY(kiln_eval_in_req(ctx, 1, &scale));
-  KILN_TRY(kiln_misc_need_float(ctx, x, "x"));
-  KILN_TRY(kiln_misc_need_float(ctx, scale, "y_scale"));
+  KILN_TRY(kiln_kern_need_float(ctx, x, "x"));
+  KILN_TRY(kiln_kern_need_float(ctx, scale, "y_scale"));
   KILN_TRY(check_zp_shape(ctx, scale, zp));
   kiln_dtype yt, prec;
   KILN_TRY(quantize_out_type(ctx, zp, &yt));
@@ -162,9 +162,9 @@ static kiln_status eval_quantize(kiln_eval_ctx *ctx) {
   KILN_TRY(kiln_eval_out(ctx, 0, yt, x->rank, x->dims, &y));
   for (int64_t i = 0; i < x->numel; i++) {
     int64_t k = qmap_index(&m, i);
-    double xv = kiln_misc_round_to(prec, kiln_load_f64(x->dtype, x->data, (size_t)i));
-    double s = kiln_misc_round_to(prec, kiln_load_f64(scale->dtype, scale->data, (size_t)k));
-    double q = kiln_misc_round_to(prec, xv / s);
+    double xv = kiln_kern_round_to(prec, kiln_load_f64(x->dtype, x->data, (size_t)i));
+    double s = kiln_kern_round_to(prec, kiln_load_f64(scale->dtype, scale->data, (size_t)k));
+    double q = kiln_kern_round_to(prec, xv / s);
     double zpv = zp ? kiln_load_f64(zp->dtype, zp->data, (size_t)k) : 0.0;
     quantize_store(y, i, q, zpv, sat != 0);
   }
@@ -187,7 +187,7 @@ static kiln_status eval_dequantize(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *scale, *zp = kiln_eval_in(ctx, 2);
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   KILN_TRY(kiln_eval_in_req(ctx, 1, &scale));
-  KILN_TRY(kiln_misc_need_float(ctx, scale, "x_scale"));
+  KILN_TRY(kiln_kern_need_float(ctx, scale, "x_scale"));
   KILN_TRY(check_zp_shape(ctx, scale, zp));
   int64_t lo, hi;
   bool is_int = quant_int_range(x->dtype, &lo, &hi);
@@ -227,7 +227,7 @@ static kiln_status eval_dequantize(kiln_eval_ctx *ctx) {
 static kiln_status eval_dynamic_quantize(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
-  KILN_TRY(kiln_misc_need_float(ctx, x, "x"));
+  KILN_TRY(kiln_kern_need_float(ctx, x, "x"));
   float mx = 0, mn = 0;
   for (int64_t i = 0; i < x->numel; i++) {
     float v = (float)kiln_load_f64(x->dtype, x->data, (size_t)i);
@@ -252,9 +252,74 @@ static kiln_status eval_dynamic_quantize(kiln_eval_ctx *ctx) {
   return KILN_OK;
 }
 
-void kiln_misc_register_quant(kiln_op_impl *table) {
-  kiln_misc_set(table, KILN_OP_QuantizeLinear, eval_quantize, 2, 3, 1, 1);
-  kiln_misc_set(table, KILN_OP_DequantizeLinear, eval_dequantize, 2, 3, 1, 1);
-  kiln_misc_set(table, KILN_OP_DynamicQuantizeLinear, eval_dynamic_quantize, 1, 1, 3, 3);
-  kiln_misc_register_qlinear(table);
+/* ---- quantization ---- */
+static kiln_status infer_quantize(kiln_infer_ctx *ctx) {
+  const kiln_type *zp = tin(ctx, 2);
+  kiln_dtype dt = zp ? zp->dtype : valid_dtype(attr_int(ctx, "output_dtype", 0), KILN_U8);
+  set_like(ctx, 0, dt, tin(ctx, 0));
+  return KILN_OK;
+}
+
+static kiln_status infer_dequantize(kiln_infer_ctx *ctx) {
+  const kiln_type *s = tin(ctx, 1);
+  if (!s) return KILN_OK;
+  set_like(ctx, 0, valid_dtype(attr_int(ctx, "output_dtype", 0), s->dtype), tin(ctx, 0));
+  return KILN_OK;
+}
+
+static kiln_status infer_dynamic_quantize(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin(ctx, 0);
+  if (!x) return KILN_OK;
+  set_like(ctx, 0, KILN_U8, x);
+  set_out(ctx, 1, x->dtype, 0, NULL);
+  set_out(ctx, 2, KILN_U8, 0, NULL);
+  return KILN_OK;
+}
+
+/* numpy matmul shape of a (input ia) and b (input ib); output dtype dt. */
+static void matmul_shape(kiln_infer_ctx *ctx, int ia, int ib, kiln_dtype dt) {
+  const kiln_type *a = tin_ranked(ctx, ia), *b = tin_ranked(ctx, ib);
+  if (!a || !b || a->rank < 1 || b->rank < 1) return;
+  int ra = a->rank > 2 ? a->rank - 2 : 0, rb = b->rank > 2 ? b->rank - 2 : 0;
+  int br = ra > rb ? ra : rb, r = 0;
+  kiln_dim dims[KILN_MAX_RANK];
+  if (br + 2 > KILN_MAX_RANK) return;
+  for (int i = 0; i < br; i++) {
+    kiln_dim da = dim_of(a, i - (br - ra)), db = dim_of(b, i - (br - rb));
+    if (i - (br - ra) < 0) da = dval(1);
+    if (i - (br - rb) < 0) db = dval(1);
+    dims[r++] = da.value == 1 ? db : db.value == 1 ? da : dknown(da) ? da : db;
+  }
+  if (a->rank > 1) dims[r++] = a->dims[a->rank - 2];
+  if (b->rank > 1) dims[r++] = b->dims[b->rank - 1];
+  set_out(ctx, 0, dt, r, dims);
+}
+
+static kiln_status infer_qlinear_matmul(kiln_infer_ctx *ctx) {
+  const kiln_type *yz = tin(ctx, 7);
+  if (yz) matmul_shape(ctx, 0, 3, yz->dtype);
+  return KILN_OK;
+}
+
+static kiln_status infer_qlinear_conv(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin_ranked(ctx, 0), *w = tin_ranked(ctx, 3), *yz = tin(ctx, 7);
+  if (!x || !w || !yz || x->rank < 3) return KILN_OK;
+  kiln_dim dims[KILN_MAX_RANK];
+  dims[0] = x->dims[0];
+  dims[1] = w->dims[0];
+  for (int i = 2; i < x->rank; i++) dims[i] = dunk(); /* spatial: see the kernel */
+  set_out(ctx, 0, yz->dtype, x->rank, dims);
+  return KILN_OK;
+}
+
+void kiln_ops_register_quant(kiln_op_impl *table) {
+  kiln_kern_set(table, KILN_OP_QuantizeLinear, eval_quantize, 2, 3, 1, 1);
+  kiln_kern_set(table, KILN_OP_DequantizeLinear, eval_dequantize, 2, 3, 1, 1);
+  kiln_kern_set(table, KILN_OP_DynamicQuantizeLinear, eval_dynamic_quantize, 1, 1, 3, 3);
+  kiln_quant_register_qlinear(table);
+  table[KILN_OP_QuantizeLinear].infer = infer_quantize;
+  table[KILN_OP_DequantizeLinear].infer = infer_dequantize;
+  table[KILN_OP_DynamicQuantizeLinear].infer = infer_dynamic_quantize;
+  table[KILN_OP_QLinearMatMul].infer = infer_qlinear_matmul;
+  table[KILN_OP_QLinearConv].infer = infer_qlinear_conv;
 }

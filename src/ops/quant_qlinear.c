@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "kernel_internal.h"
 
 static bool qint_range(kiln_dtype t, int64_t *lo, int64_t *hi) {
   switch (t) {
@@ -46,7 +46,7 @@ static int64_t qvec_i(const kiln_tensor *t, int64_t i) {
 }
 
 static double qmult(kiln_dtype st, double s1, double s2, double sy) {
-  return kiln_misc_round_to(st, kiln_misc_round_to(st, s1 * s2) / sy);
+  return kiln_kern_round_to(st, kiln_kern_round_to(st, s1 * s2) / sy);
 }
 
 /* ---- QLinearMatMul: numpy matmul semantics (1-D promotion, batch broadcasting) ---- */
@@ -132,9 +132,9 @@ static kiln_status eval_qlinear_matmul(kiln_eval_ctx *ctx) {
       !qint_range(q.yz->dtype, &lo, &hi))
     return kiln_eval_error(ctx, KILN_ERR_UNSUPPORTED,
                            "QLinearMatMul supports 8/16-bit integer types only");
-  KILN_TRY(kiln_misc_need_float(ctx, q.as, "a_scale"));
-  KILN_TRY(kiln_misc_need_float(ctx, q.bs, "b_scale"));
-  KILN_TRY(kiln_misc_need_float(ctx, q.ys, "y_scale"));
+  KILN_TRY(kiln_kern_need_float(ctx, q.as, "a_scale"));
+  KILN_TRY(kiln_kern_need_float(ctx, q.bs, "b_scale"));
+  KILN_TRY(kiln_kern_need_float(ctx, q.ys, "y_scale"));
   KILN_TRY(qmm_shapes(ctx, &q));
   KILN_TRY(qvec_check(ctx, q.as, q.m, "a_scale"));
   KILN_TRY(qvec_check(ctx, q.az, q.m, "a_zero_point"));
@@ -308,7 +308,7 @@ static kiln_status eval_qlinear_conv(kiln_eval_ctx *ctx) {
   return KILN_OK;
 }
 
-void kiln_misc_register_qlinear(kiln_op_impl *table) {
-  kiln_misc_set(table, KILN_OP_QLinearMatMul, eval_qlinear_matmul, 8, 8, 1, 1);
-  kiln_misc_set(table, KILN_OP_QLinearConv, eval_qlinear_conv, 8, 9, 1, 1);
+void kiln_quant_register_qlinear(kiln_op_impl *table) {
+  kiln_kern_set(table, KILN_OP_QLinearMatMul, eval_qlinear_matmul, 8, 8, 1, 1);
+  kiln_kern_set(table, KILN_OP_QLinearConv, eval_qlinear_conv, 8, 9, 1, 1);
 }

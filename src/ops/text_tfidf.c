@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "infer_internal.h"
 
 typedef struct tfidf {
   const kiln_tensor *x;
@@ -160,6 +160,22 @@ static kiln_status eval_tfidf(kiln_eval_ctx *ctx) {
   return st;
 }
 
-void kiln_misc_register_tfidf(kiln_op_impl *table) {
-  kiln_misc_set(table, KILN_OP_TfIdfVectorizer, eval_tfidf, 1, 1, 1, 1);
+/* ---- inference ---- */
+static kiln_status infer_tfidf(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin_ranked(ctx, 0);
+  const int64_t *idx;
+  int n;
+  kiln_status st = kiln_node_ints(ctx->node, "ngram_indexes", &idx, &n);
+  if (st) kiln_status_free(st), n = -1;
+  int64_t size = -1;
+  for (int i = 0; i < n; i++) size = idx[i] + 1 > size ? idx[i] + 1 : size;
+  kiln_dim d = size > 0 ? dval(size) : dunk();
+  if (x && x->rank == 2) set_out(ctx, 0, KILN_F32, 2, (kiln_dim[]){x->dims[0], d});
+  else set_out(ctx, 0, KILN_F32, 1, &d);
+  return KILN_OK;
+}
+
+void kiln_text_register_tfidf(kiln_op_impl *table) {
+  kiln_kern_set(table, KILN_OP_TfIdfVectorizer, eval_tfidf, 1, 1, 1, 1);
+  table[KILN_OP_TfIdfVectorizer].infer = infer_tfidf;
 }

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "kernel_internal.h"
 
 /* ---- UTF-8 ---- */
-size_t kiln_misc_utf8_decode(const char *str, size_t n, uint32_t *out) {
+size_t kiln_text_utf8_decode(const char *str, size_t n, uint32_t *out) {
   const unsigned char *s = (const unsigned char *)str;
   if (n == 0) return 0;
   if (s[0] < 0x80) return *out = s[0], 1;
@@ -33,7 +33,7 @@ size_t kiln_misc_utf8_decode(const char *str, size_t n, uint32_t *out) {
   return (size_t)len;
 }
 
-size_t kiln_misc_utf8_encode(uint32_t c, char *out) {
+size_t kiln_text_utf8_encode(uint32_t c, char *out) {
   unsigned char *o = (unsigned char *)out;
   if (c < 0x80) return o[0] = (unsigned char)c, 1;
   if (c < 0x800) {
@@ -66,7 +66,7 @@ typedef struct inst {
   cls *c;   /* CLASS */
 } inst;
 
-struct kiln_misc_regex {
+struct kiln_text_regex {
   inst *prog;
   int n, cap;
   KILN_VEC(cls *) classes;
@@ -91,7 +91,7 @@ typedef struct parser {
   const char *start, *p, *end;
   bool fold, multiline, dotnl;
   int depth, nrep; /* group nesting and repetition count, bounded to keep recursion shallow */
-  kiln_misc_regex *re;
+  kiln_text_regex *re;
   KILN_VEC(rnode *) all; /* every node, freed at the end */
   kiln_status err;
 } parser;
@@ -168,7 +168,7 @@ static bool perl_class(cls *c, char k) {
 
 static uint32_t next_cp(parser *ps) {
   uint32_t c;
-  size_t n = kiln_misc_utf8_decode(ps->p, (size_t)(ps->end - ps->p), &c);
+  size_t n = kiln_text_utf8_decode(ps->p, (size_t)(ps->end - ps->p), &c);
   if (!n) c = (unsigned char)*ps->p, n = 1;
   ps->p += n;
   return c;
@@ -514,7 +514,7 @@ static rnode *parse_alt(parser *ps) {
 }
 
 /* ---- compiler ---- */
-static int emit(kiln_misc_regex *re, inst_op op) {
+static int emit(kiln_text_regex *re, inst_op op) {
   if (re->n + 1 > re->cap) {
     re->cap = re->cap ? 2 * re->cap : 64;
     re->prog = kiln_xrealloc(re->prog, (size_t)re->cap * sizeof(inst));
@@ -523,9 +523,9 @@ static int emit(kiln_misc_regex *re, inst_op op) {
   return re->n++;
 }
 
-static bool compile(kiln_misc_regex *re, const rnode *n);
+static bool compile(kiln_text_regex *re, const rnode *n);
 
-static bool compile_rep(kiln_misc_regex *re, const rnode *n) {
+static bool compile_rep(kiln_text_regex *re, const rnode *n) {
   const rnode *k = n->kids.data[0];
   for (int i = 0; i < n->min; i++)
     if (!compile(re, k)) return false;
@@ -550,7 +550,7 @@ static bool compile_rep(kiln_misc_regex *re, const rnode *n) {
   return true;
 }
 
-static bool compile(kiln_misc_regex *re, const rnode *n) {
+static bool compile(kiln_text_regex *re, const rnode *n) {
   if (re->n > MAX_INSTS) return false;
   switch (n->kind) {
   case N_CLASS: {
@@ -587,7 +587,7 @@ static bool compile(kiln_misc_regex *re, const rnode *n) {
   return false;
 }
 
-void kiln_misc_regex_free(kiln_misc_regex *re) {
+void kiln_text_regex_free(kiln_text_regex *re) {
   if (!re) return;
   for (int i = 0; i < re->classes.len; i++) {
     free(re->classes.data[i]->r);
@@ -598,9 +598,9 @@ void kiln_misc_regex_free(kiln_misc_regex *re) {
   free(re);
 }
 
-kiln_status kiln_misc_regex_compile(const char *pattern, kiln_misc_regex **out) {
+kiln_status kiln_text_regex_compile(const char *pattern, kiln_text_regex **out) {
   *out = NULL;
-  kiln_misc_regex *re = kiln_xcalloc(1, sizeof *re);
+  kiln_text_regex *re = kiln_xcalloc(1, sizeof *re);
   parser ps = {.start = pattern, .p = pattern, .end = pattern + strlen(pattern), .re = re};
   rnode *root = parse_alt(&ps);
   if (root && ps.p < ps.end) perr(&ps, "unmatched )");
@@ -612,7 +612,7 @@ kiln_status kiln_misc_regex_compile(const char *pattern, kiln_misc_regex **out) 
   }
   kiln_vec_free(&ps.all);
   if (ps.err) {
-    kiln_misc_regex_free(re);
+    kiln_text_regex_free(re);
     return ps.err;
   }
   *out = re;
@@ -646,7 +646,7 @@ static bool assert_ok(int kind, int64_t prev, int64_t next) {
 
 /* Adds pc and everything reachable from it by empty transitions (an explicit stack:
  * counted repeats can chain thousands of splits). */
-static void add_thread(const kiln_misc_regex *re, thread_list *l, int *mark, int gen, int *stack,
+static void add_thread(const kiln_text_regex *re, thread_list *l, int *mark, int gen, int *stack,
                        int pc, int64_t prev, int64_t next) {
   int sp = 0;
   stack[sp++] = pc;
@@ -669,13 +669,13 @@ static void add_thread(const kiln_misc_regex *re, thread_list *l, int *mark, int
   }
 }
 
-bool kiln_misc_regex_fullmatch(const kiln_misc_regex *re, const char *s) {
+bool kiln_text_regex_fullmatch(const kiln_text_regex *re, const char *s) {
   size_t len = strlen(s);
   /* decode once so that lookahead for assertions is cheap */
   uint32_t *cps = kiln_xmalloc((len + 1) * sizeof(uint32_t));
   size_t n = 0;
   for (size_t i = 0; i < len;) {
-    size_t k = kiln_misc_utf8_decode(s + i, len - i, &cps[n]);
+    size_t k = kiln_text_utf8_decode(s + i, len - i, &cps[n]);
     if (!k) cps[n] = 0xFFFD, k = 1;
     i += k, n++;
   }

@@ -1,4 +1,5 @@
-/* Loss ops: NegativeLogLikelihoodLoss (12, 13, 22) and SoftmaxCrossEntropyLoss (12, 13).
+/* Ops of the 'loss' family (see src/graph/ops.def): NegativeLogLikelihoodLoss (12, 13, 22) and
+ * SoftmaxCrossEntropyLoss (12, 13).
  *
  * Both view the input as [N, C, D] (D = product of the trailing dims, 1 when the
  * input is 2-D) and the target as [N, D]. For each (n, d) with class t = target[n, d]:
@@ -11,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "infer_internal.h"
 
 typedef enum { RED_NONE, RED_SUM, RED_MEAN } loss_reduction;
 
@@ -28,7 +29,7 @@ static kiln_status loss_parse(kiln_eval_ctx *ctx, loss_args *a) {
   KILN_TRY(kiln_eval_in_req(ctx, 0, &a->x));
   KILN_TRY(kiln_eval_in_req(ctx, 1, &a->target));
   a->weight = kiln_eval_in(ctx, 2);
-  KILN_TRY(kiln_misc_need_float(ctx, a->x, "input"));
+  KILN_TRY(kiln_kern_need_float(ctx, a->x, "input"));
   const kiln_tensor *x = a->x, *t = a->target;
   if (x->rank < 2)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "input must have rank >= 2, has %d", x->rank);
@@ -125,13 +126,13 @@ static kiln_status loss_run(kiln_eval_ctx *ctx, bool softmax) {
   loss_args a;
   KILN_TRY(loss_parse(ctx, &a));
   double *x = NULL, *loss = NULL;
-  KILN_TRY(kiln_misc_load_all_f64(ctx, a.x, &x));
+  KILN_TRY(kiln_kern_load_all_f64(ctx, a.x, &x));
   if (softmax) loss_log_softmax(&a, x, x);
   loss = kiln_xmalloc((size_t)(a.n * a.d + 1) * sizeof(double));
   double wsum;
   kiln_status st = loss_elements(ctx, &a, x, loss, &wsum);
   if (!st) st = loss_output(ctx, &a, loss, wsum);
-  if (!st && softmax && kiln_misc_want_out(ctx, 1)) {
+  if (!st && softmax && kiln_kern_want_out(ctx, 1)) {
     kiln_tensor *lp;
     st = kiln_eval_out(ctx, 1, a.x->dtype, a.x->rank, a.x->dims, &lp);
     for (int64_t i = 0; !st && i < lp->numel; i++)
@@ -149,7 +150,19 @@ static kiln_status eval_sce(kiln_eval_ctx *ctx) {
   return loss_run(ctx, true);
 }
 
-void kiln_misc_register_loss(kiln_op_impl *table) {
-  kiln_misc_set(table, KILN_OP_NegativeLogLikelihoodLoss, eval_nll, 2, 3, 1, 1);
-  kiln_misc_set(table, KILN_OP_SoftmaxCrossEntropyLoss, eval_sce, 2, 3, 1, 2);
+/* ---- losses ---- */
+static kiln_status infer_loss(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin(ctx, 0), *t = tin(ctx, 1);
+  if (!x) return KILN_OK;
+  if (!strcmp(attr_str(ctx, "reduction", "mean"), "none")) set_like(ctx, 0, x->dtype, t);
+  else set_out(ctx, 0, x->dtype, 0, NULL);
+  set_like(ctx, 1, x->dtype, x);
+  return KILN_OK;
+}
+
+void kiln_ops_register_loss(kiln_op_impl *table) {
+  kiln_kern_set(table, KILN_OP_NegativeLogLikelihoodLoss, eval_nll, 2, 3, 1, 1);
+  kiln_kern_set(table, KILN_OP_SoftmaxCrossEntropyLoss, eval_sce, 2, 3, 1, 2);
+  table[KILN_OP_NegativeLogLikelihoodLoss].infer = infer_loss;
+  table[KILN_OP_SoftmaxCrossEntropyLoss].infer = infer_loss;
 }

@@ -1,4 +1,6 @@
-/* Detection ops: NonMaxSuppression (10, 11) and RoiAlign (10, 16, 22).
+/* Ops of the 'vision' family (see src/graph/ops.def): the detection ops
+ * NonMaxSuppression (10, 11) and RoiAlign (10, 16, 22), and ImageDecoder (20), which is
+ * unsupported (it needs image codecs).
  *
  * NonMaxSuppression, per batch and class: candidates with score > score_threshold
  * (when given) are visited by decreasing score (ties: lower box index first); a box
@@ -15,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "infer_internal.h"
 
 /* ---- NonMaxSuppression ---- */
 typedef struct nms_box {
@@ -70,18 +72,18 @@ static kiln_status nms_parse(kiln_eval_ctx *ctx, nms_args *a) {
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "boxes must be [B, N, 4] and scores [B, C, N]");
   a->nb = boxes->dims[0], a->nbox = boxes->dims[1], a->nc = scores->dims[1];
   bool has;
-  KILN_TRY(kiln_misc_scalar_i64(ctx, 2, &has, &a->max_out));
+  KILN_TRY(kiln_kern_scalar_i64(ctx, 2, &has, &a->max_out));
   if (!has || a->max_out < 0) a->max_out = 0;
-  KILN_TRY(kiln_misc_scalar_f64(ctx, 3, &has, &a->iou));
+  KILN_TRY(kiln_kern_scalar_f64(ctx, 3, &has, &a->iou));
   if (!has) a->iou = 0;
-  KILN_TRY(kiln_misc_scalar_f64(ctx, 4, &a->has_thr, &a->score_thr));
+  KILN_TRY(kiln_kern_scalar_f64(ctx, 4, &a->has_thr, &a->score_thr));
   int64_t c;
   KILN_TRY(kiln_node_int(ctx->node, "center_point_box", 0, &c));
   if (c != 0 && c != 1)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "center_point_box must be 0 or 1");
   a->center = c == 1;
-  KILN_TRY(kiln_misc_load_all_f64(ctx, boxes, &a->boxes));
-  return kiln_misc_load_all_f64(ctx, scores, &a->scores);
+  KILN_TRY(kiln_kern_load_all_f64(ctx, boxes, &a->boxes));
+  return kiln_kern_load_all_f64(ctx, scores, &a->scores);
 }
 
 /* Appends the kept boxes of one (batch, class) to sel (triples). */
@@ -108,7 +110,7 @@ static kiln_status eval_nms(kiln_eval_ctx *ctx) {
   memset(&a, 0, sizeof a);
   kiln_status st = nms_parse(ctx, &a);
   int64_t cap = 0;
-  if (!st) st = kiln_misc_mul(ctx, a.nb * a.nc, a.nbox < a.max_out ? a.nbox : a.max_out, &cap);
+  if (!st) st = kiln_kern_mul(ctx, a.nb * a.nc, a.nbox < a.max_out ? a.nbox : a.max_out, &cap);
   if (st) {
     free(a.boxes), free(a.scores);
     return st;
@@ -137,7 +139,7 @@ static kiln_status roi_parse(kiln_eval_ctx *ctx, roi_args *a) {
   KILN_TRY(kiln_eval_in_req(ctx, 0, &a->x));
   KILN_TRY(kiln_eval_in_req(ctx, 1, &a->rois));
   KILN_TRY(kiln_eval_in_req(ctx, 2, &a->bidx));
-  KILN_TRY(kiln_misc_need_float(ctx, a->x, "X"));
+  KILN_TRY(kiln_kern_need_float(ctx, a->x, "X"));
   const kiln_tensor *x = a->x;
   if (x->rank != 4 || a->rois->rank != 2 || a->rois->dims[1] != 4 || a->bidx->rank != 1 ||
       a->bidx->dims[0] != a->rois->dims[0] || !kiln_dtype_is_int(a->bidx->dtype))
@@ -252,7 +254,39 @@ static kiln_status eval_roi_align(kiln_eval_ctx *ctx) {
   return KILN_OK;
 }
 
-void kiln_misc_register_detect(kiln_op_impl *table) {
-  kiln_misc_set(table, KILN_OP_NonMaxSuppression, eval_nms, 2, 5, 1, 1);
-  kiln_misc_set(table, KILN_OP_RoiAlign, eval_roi_align, 3, 3, 1, 1);
+static kiln_status eval_image_decoder(kiln_eval_ctx *ctx) {
+  return kiln_eval_error(ctx, KILN_ERR_UNSUPPORTED,
+                         "ImageDecoder needs image codecs (JPEG, PNG, ...), which Kiln does not "
+                         "include; decode images before the model");
+}
+
+/* ---- detection ---- */
+static kiln_status infer_nms(kiln_infer_ctx *ctx) {
+  set_out(ctx, 0, KILN_I64, 2, (kiln_dim[]){dunk(), dval(3)});
+  return KILN_OK;
+}
+
+static kiln_status infer_roi_align(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin_ranked(ctx, 0), *rois = tin_ranked(ctx, 1);
+  if (!x || x->rank != 4) return KILN_OK;
+  kiln_dim dims[4] = {dim_of(rois, 0), x->dims[1], dval(attr_int(ctx, "output_height", 1)),
+                      dval(attr_int(ctx, "output_width", 1))};
+  set_out(ctx, 0, x->dtype, 4, dims);
+  return KILN_OK;
+}
+
+static kiln_status infer_image_decoder(kiln_infer_ctx *ctx) {
+  const char *fmt = attr_str(ctx, "pixel_format", "RGB");
+  set_out(ctx, 0, KILN_U8, 3,
+          (kiln_dim[]){dunk(), dunk(), dval(!strcmp(fmt, "Grayscale") ? 1 : 3)});
+  return KILN_OK;
+}
+
+void kiln_ops_register_vision(kiln_op_impl *table) {
+  kiln_kern_set(table, KILN_OP_NonMaxSuppression, eval_nms, 2, 5, 1, 1);
+  kiln_kern_set(table, KILN_OP_RoiAlign, eval_roi_align, 3, 3, 1, 1);
+  kiln_kern_set(table, KILN_OP_ImageDecoder, eval_image_decoder, 1, 1, 1, 1);
+  table[KILN_OP_NonMaxSuppression].infer = infer_nms;
+  table[KILN_OP_RoiAlign].infer = infer_roi_align;
+  table[KILN_OP_ImageDecoder].infer = infer_image_decoder;
 }

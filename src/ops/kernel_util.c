@@ -1,13 +1,12 @@
-/* Ops of the 'misc' family (see src/graph/ops.def): quantization, recurrent
- * networks, signal processing, losses, attention, detection, strings, random
- * numbers. Each theme lives in its own misc_<theme>.c; this file registers them
- * all and holds the helpers they share (misc_internal.h). */
+/* Helpers shared by the kernels of the quant, seqmodel, signal, text, random, loss and
+ * vision families (kernel_internal.h): table entries, optional outputs, scalar inputs,
+ * rounding to a float dtype, checked sizes. */
 #include <math.h>
 #include <stdlib.h>
 
-#include "misc_internal.h"
+#include "kernel_internal.h"
 
-void kiln_misc_set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, int min_in, int max_in,
+void kiln_kern_set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, int min_in, int max_in,
                    int min_out, int max_out) {
   table[op].eval = eval;
   table[op].min_in = min_in;
@@ -16,12 +15,12 @@ void kiln_misc_set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, int min_i
   table[op].max_out = max_out;
 }
 
-bool kiln_misc_want_out(const kiln_eval_ctx *ctx, int i) {
+bool kiln_kern_want_out(const kiln_eval_ctx *ctx, int i) {
   if (i >= ctx->n_out) return false;
   return i < ctx->node->n_outputs && ctx->node->outputs[i] >= 0;
 }
 
-double kiln_misc_round_to(kiln_dtype t, double v) {
+double kiln_kern_round_to(kiln_dtype t, double v) {
   switch (t) {
   case KILN_F32: return (double)(float)v;
   case KILN_F16: {
@@ -38,14 +37,14 @@ double kiln_misc_round_to(kiln_dtype t, double v) {
   }
 }
 
-kiln_status kiln_misc_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what) {
+kiln_status kiln_kern_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what) {
   if (!kiln_dtype_is_float(t->dtype))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "%s must be a float tensor, got %s", what,
                            kiln_dtype_name(t->dtype));
   return KILN_OK;
 }
 
-kiln_status kiln_misc_load_all_f64(const kiln_eval_ctx *ctx, const kiln_tensor *t, double **out) {
+kiln_status kiln_kern_load_all_f64(const kiln_eval_ctx *ctx, const kiln_tensor *t, double **out) {
   *out = NULL;
   kiln_dtype_class c = kiln_dtype_class_of(t->dtype);
   if (c == KILN_CLASS_NONE || c == KILN_CLASS_STRING)
@@ -59,8 +58,8 @@ kiln_status kiln_misc_load_all_f64(const kiln_eval_ctx *ctx, const kiln_tensor *
   return KILN_OK;
 }
 
-static kiln_status misc_scalar_tensor(const kiln_eval_ctx *ctx, int i, bool *present,
-                                      const kiln_tensor **out) {
+static kiln_status scalar_tensor(const kiln_eval_ctx *ctx, int i, bool *present,
+                                 const kiln_tensor **out) {
   *out = kiln_eval_in(ctx, i);
   *present = *out != NULL;
   if (!*present) return KILN_OK;
@@ -73,36 +72,23 @@ static kiln_status misc_scalar_tensor(const kiln_eval_ctx *ctx, int i, bool *pre
   return KILN_OK;
 }
 
-kiln_status kiln_misc_scalar_i64(const kiln_eval_ctx *ctx, int i, bool *present, int64_t *out) {
+kiln_status kiln_kern_scalar_i64(const kiln_eval_ctx *ctx, int i, bool *present, int64_t *out) {
   const kiln_tensor *t;
-  KILN_TRY(misc_scalar_tensor(ctx, i, present, &t));
+  KILN_TRY(scalar_tensor(ctx, i, present, &t));
   if (*present) *out = kiln_load_i64(t->dtype, t->data, 0);
   return KILN_OK;
 }
 
-kiln_status kiln_misc_scalar_f64(const kiln_eval_ctx *ctx, int i, bool *present, double *out) {
+kiln_status kiln_kern_scalar_f64(const kiln_eval_ctx *ctx, int i, bool *present, double *out) {
   const kiln_tensor *t;
-  KILN_TRY(misc_scalar_tensor(ctx, i, present, &t));
+  KILN_TRY(scalar_tensor(ctx, i, present, &t));
   if (*present) *out = kiln_load_f64(t->dtype, t->data, 0);
   return KILN_OK;
 }
 
-kiln_status kiln_misc_mul(const kiln_eval_ctx *ctx, int64_t n, int64_t m, int64_t *out) {
+kiln_status kiln_kern_mul(const kiln_eval_ctx *ctx, int64_t n, int64_t m, int64_t *out) {
   if (n < 0 || m < 0 || kiln_mul_overflow_i64(n, m, out))
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "size %lld x %lld overflows", (long long)n,
                            (long long)m);
   return KILN_OK;
-}
-
-void kiln_ops_register_misc(kiln_op_impl *table) {
-  kiln_misc_register_loss(table);
-  kiln_misc_register_quant(table);
-  kiln_misc_register_rnn(table);
-  kiln_misc_register_signal(table);
-  kiln_misc_register_attention(table);
-  kiln_misc_register_seqmodel(table);
-  kiln_misc_register_detect(table);
-  kiln_misc_register_string(table);
-  kiln_misc_register_random(table);
-  kiln_misc_register_infer(table);
 }

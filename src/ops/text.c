@@ -1,5 +1,6 @@
-/* String ops: StringConcat (20), StringSplit (20), StringNormalizer (10),
- * RegexFullMatch (20, RE2 syntax via misc_regex.c) and TfIdfVectorizer (9).
+/* Ops of the 'text' family (see src/graph/ops.def), strings: StringConcat (20), StringSplit (20),
+ * StringNormalizer (10), RegexFullMatch (20, RE2 syntax via text_regex.c) and TfIdfVectorizer (9,
+ * text_tfidf.c).
  *
  * Strings are NUL-terminated UTF-8 (embedded NULs are not representable).
  * StringNormalizer treats every locale as en_US: case changes map ASCII, Latin-1,
@@ -11,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "infer_internal.h"
 
 static kiln_status need_strings(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what) {
   if (t->dtype != KILN_STRING)
@@ -175,12 +176,12 @@ static char *map_case(const char *s, uint32_t (*f)(uint32_t)) {
   char *r = kiln_xmalloc(2 * n + 1); /* mapped code points never need more than 2x */
   for (size_t i = 0; i < n;) {
     uint32_t c;
-    size_t len = kiln_misc_utf8_decode(s + i, n - i, &c);
+    size_t len = kiln_text_utf8_decode(s + i, n - i, &c);
     if (!len) {
       r[o++] = s[i++];
       continue;
     }
-    o += kiln_misc_utf8_encode(f(c), r + o);
+    o += kiln_text_utf8_encode(f(c), r + o);
     i += len;
   }
   r[o] = 0;
@@ -260,20 +261,62 @@ static kiln_status eval_regex_full_match(kiln_eval_ctx *ctx) {
   const char *pat;
   KILN_TRY(kiln_node_string(ctx->node, "pattern", NULL, &pat));
   if (!pat) return kiln_eval_error(ctx, KILN_ERR_INVALID, "attribute 'pattern' is required");
-  kiln_misc_regex *re;
-  KILN_TRYF(kiln_misc_regex_compile(pat, &re), "node '%s' pattern", ctx->node->name);
+  kiln_text_regex *re;
+  KILN_TRYF(kiln_text_regex_compile(pat, &re), "node '%s' pattern", ctx->node->name);
   kiln_tensor *y;
   kiln_status st = kiln_eval_out(ctx, 0, KILN_BOOL, x->rank, x->dims, &y);
   for (int64_t i = 0; !st && i < x->numel; i++)
-    ((uint8_t *)y->data)[i] = kiln_misc_regex_fullmatch(re, str_at(x, i));
-  kiln_misc_regex_free(re);
+    ((uint8_t *)y->data)[i] = kiln_text_regex_fullmatch(re, str_at(x, i));
+  kiln_text_regex_free(re);
   return st;
 }
 
-void kiln_misc_register_string(kiln_op_impl *table) {
-  kiln_misc_set(table, KILN_OP_StringConcat, eval_string_concat, 2, 2, 1, 1);
-  kiln_misc_set(table, KILN_OP_StringSplit, eval_string_split, 1, 1, 2, 2);
-  kiln_misc_set(table, KILN_OP_StringNormalizer, eval_string_normalizer, 1, 1, 1, 1);
-  kiln_misc_set(table, KILN_OP_RegexFullMatch, eval_regex_full_match, 1, 1, 1, 1);
-  kiln_misc_register_tfidf(table);
+/* ---- strings ---- */
+static kiln_status infer_string_concat(kiln_infer_ctx *ctx) {
+  kiln_type t;
+  if (!tin(ctx, 0) || !tin(ctx, 1)) return KILN_OK;
+  kiln_status st = kiln_infer_broadcast(ctx, 2, &t);
+  if (st) { /* the kernel reports incompatible shapes with their values */
+    kiln_status_free(st);
+    return KILN_OK;
+  }
+  t.dtype = KILN_STRING;
+  ctx->out[0] = t;
+  return KILN_OK;
+}
+
+static kiln_status infer_string_split(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin_ranked(ctx, 0);
+  if (!x || x->rank + 1 > KILN_MAX_RANK) return KILN_OK;
+  kiln_dim dims[KILN_MAX_RANK];
+  memcpy(dims, x->dims, (size_t)x->rank * sizeof(kiln_dim));
+  dims[x->rank] = dunk();
+  set_out(ctx, 0, KILN_STRING, x->rank + 1, dims);
+  set_like(ctx, 1, KILN_I64, x);
+  return KILN_OK;
+}
+
+static kiln_status infer_string_normalizer(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin_ranked(ctx, 0);
+  if (!x || x->rank < 1 || x->rank > 2) return KILN_OK;
+  kiln_dim dims[2] = {dval(1), dunk()};
+  set_out(ctx, 0, KILN_STRING, x->rank, x->rank == 1 ? dims + 1 : dims);
+  return KILN_OK;
+}
+
+static kiln_status infer_regex(kiln_infer_ctx *ctx) {
+  set_like(ctx, 0, KILN_BOOL, tin(ctx, 0));
+  return KILN_OK;
+}
+
+void kiln_ops_register_text(kiln_op_impl *table) {
+  kiln_kern_set(table, KILN_OP_StringConcat, eval_string_concat, 2, 2, 1, 1);
+  kiln_kern_set(table, KILN_OP_StringSplit, eval_string_split, 1, 1, 2, 2);
+  kiln_kern_set(table, KILN_OP_StringNormalizer, eval_string_normalizer, 1, 1, 1, 1);
+  kiln_kern_set(table, KILN_OP_RegexFullMatch, eval_regex_full_match, 1, 1, 1, 1);
+  kiln_text_register_tfidf(table);
+  table[KILN_OP_StringConcat].infer = infer_string_concat;
+  table[KILN_OP_StringSplit].infer = infer_string_split;
+  table[KILN_OP_StringNormalizer].infer = infer_string_normalizer;
+  table[KILN_OP_RegexFullMatch].infer = infer_regex;
 }

@@ -1,5 +1,6 @@
-/* Signal processing: DFT (17: axis attribute; 20: axis input), STFT (17), the
- * windows HannWindow / HammingWindow / BlackmanWindow (17) and MelWeightMatrix (17).
+/* Ops of the 'signal' family (see src/graph/ops.def), signal processing: DFT (17: axis attribute;
+ * 20: axis input), STFT (17), the windows HannWindow / HammingWindow / BlackmanWindow (17) and
+ * MelWeightMatrix (17).
  *
  * Transforms are direct O(N^2) sums in double with exactly reduced twiddle angles
  * (2*pi*((k*n) mod N)/N): slow but obviously right, which is what an oracle needs.
@@ -9,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "infer_internal.h"
 
 static const double kPi = 3.14159265358979323846;
 
@@ -65,7 +66,7 @@ static kiln_status dft_parse(kiln_eval_ctx *ctx, const kiln_tensor *x, dft_args 
   a->onesided = v != 0;
   bool has;
   if (ctx->node->opset >= 20) {
-    KILN_TRY(kiln_misc_scalar_i64(ctx, 2, &has, &axis));
+    KILN_TRY(kiln_kern_scalar_i64(ctx, 2, &has, &axis));
     if (!has) axis = -2;
   } else {
     if (kiln_eval_in(ctx, 2))
@@ -80,7 +81,7 @@ static kiln_status dft_parse(kiln_eval_ctx *ctx, const kiln_tensor *x, dft_args 
                            (long long)axis, r);
   a->axis = (int)(axis < 0 ? axis + r : axis);
   int64_t len = x->dims[a->axis];
-  KILN_TRY(kiln_misc_scalar_i64(ctx, 1, &has, &a->n));
+  KILN_TRY(kiln_kern_scalar_i64(ctx, 1, &has, &a->n));
   if (!has) a->n = (a->inverse && a->onesided) ? 2 * (len - 1) : len;
   if (a->n < 1)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "dft_length must be >= 1, is %lld",
@@ -91,7 +92,7 @@ static kiln_status dft_parse(kiln_eval_ctx *ctx, const kiln_tensor *x, dft_args 
 static kiln_status eval_dft(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
-  KILN_TRY(kiln_misc_need_float(ctx, x, "input"));
+  KILN_TRY(kiln_kern_need_float(ctx, x, "input"));
   dft_args a;
   KILN_TRY(dft_parse(ctx, x, &a));
   int r = x->rank;
@@ -146,10 +147,10 @@ static kiln_status stft_parse(kiln_eval_ctx *ctx, const kiln_tensor *x, stft_arg
   a->len = x->dims[1];
   a->cin = x->dims[2] == 2;
   bool has;
-  KILN_TRY(kiln_misc_scalar_i64(ctx, 1, &has, &a->step));
+  KILN_TRY(kiln_kern_scalar_i64(ctx, 1, &has, &a->step));
   if (!has || a->step < 1) return kiln_eval_error(ctx, KILN_ERR_INVALID, "frame_step must be >= 1");
   const kiln_tensor *w = kiln_eval_in(ctx, 2);
-  KILN_TRY(kiln_misc_scalar_i64(ctx, 3, &has, &a->flen));
+  KILN_TRY(kiln_kern_scalar_i64(ctx, 3, &has, &a->flen));
   if (w && w->rank != 1) return kiln_eval_error(ctx, KILN_ERR_INVALID, "window must be 1-D");
   if (!has) a->flen = w ? w->dims[0] : a->len;
   if (w && w->dims[0] != a->flen)
@@ -165,14 +166,14 @@ static kiln_status stft_parse(kiln_eval_ctx *ctx, const kiln_tensor *x, stft_arg
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "onesided STFT needs a real signal");
   a->frames = 1 + (a->len - a->flen) / a->step;
   a->bins = a->onesided ? a->flen / 2 + 1 : a->flen;
-  if (w) KILN_TRY(kiln_misc_load_all_f64(ctx, w, &a->win));
+  if (w) KILN_TRY(kiln_kern_load_all_f64(ctx, w, &a->win));
   return KILN_OK;
 }
 
 static kiln_status eval_stft(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
-  KILN_TRY(kiln_misc_need_float(ctx, x, "signal"));
+  KILN_TRY(kiln_kern_need_float(ctx, x, "signal"));
   stft_args a;
   KILN_TRY(stft_parse(ctx, x, &a));
   kiln_tensor *y;
@@ -235,7 +236,7 @@ static kiln_status output_datatype(const kiln_eval_ctx *ctx, kiln_dtype *out) {
 static kiln_status window_run(kiln_eval_ctx *ctx, win_kind kind) {
   int64_t size, periodic;
   bool has;
-  KILN_TRY(kiln_misc_scalar_i64(ctx, 0, &has, &size));
+  KILN_TRY(kiln_kern_scalar_i64(ctx, 0, &has, &size));
   if (!has || size < 0) return kiln_eval_error(ctx, KILN_ERR_INVALID, "size must be >= 0");
   KILN_TRY(kiln_node_int(ctx->node, "periodic", 1, &periodic));
   kiln_dtype dt;
@@ -265,11 +266,11 @@ static kiln_status eval_blackman(kiln_eval_ctx *ctx) {
 static kiln_status mel_args(kiln_eval_ctx *ctx, int64_t *nmel, int64_t *ndft, int64_t *rate,
                             double *lo, double *hi) {
   bool h[5];
-  KILN_TRY(kiln_misc_scalar_i64(ctx, 0, &h[0], nmel));
-  KILN_TRY(kiln_misc_scalar_i64(ctx, 1, &h[1], ndft));
-  KILN_TRY(kiln_misc_scalar_i64(ctx, 2, &h[2], rate));
-  KILN_TRY(kiln_misc_scalar_f64(ctx, 3, &h[3], lo));
-  KILN_TRY(kiln_misc_scalar_f64(ctx, 4, &h[4], hi));
+  KILN_TRY(kiln_kern_scalar_i64(ctx, 0, &h[0], nmel));
+  KILN_TRY(kiln_kern_scalar_i64(ctx, 1, &h[1], ndft));
+  KILN_TRY(kiln_kern_scalar_i64(ctx, 2, &h[2], rate));
+  KILN_TRY(kiln_kern_scalar_f64(ctx, 3, &h[3], lo));
+  KILN_TRY(kiln_kern_scalar_f64(ctx, 4, &h[4], hi));
   for (int i = 0; i < 5; i++)
     if (!h[i]) return kiln_eval_error(ctx, KILN_ERR_INVALID, "input %d is required", i);
   if (*nmel < 1 || *ndft < 1 || *rate < 1 || *lo < 0 || *hi < *lo)
@@ -312,11 +313,79 @@ static kiln_status eval_mel(kiln_eval_ctx *ctx) {
   return st;
 }
 
-void kiln_misc_register_signal(kiln_op_impl *table) {
-  kiln_misc_set(table, KILN_OP_DFT, eval_dft, 1, 3, 1, 1);
-  kiln_misc_set(table, KILN_OP_STFT, eval_stft, 2, 4, 1, 1);
-  kiln_misc_set(table, KILN_OP_HannWindow, eval_hann, 1, 1, 1, 1);
-  kiln_misc_set(table, KILN_OP_HammingWindow, eval_hamming, 1, 1, 1, 1);
-  kiln_misc_set(table, KILN_OP_BlackmanWindow, eval_blackman, 1, 1, 1, 1);
-  kiln_misc_set(table, KILN_OP_MelWeightMatrix, eval_mel, 5, 5, 1, 1);
+/* ---- signal ---- */
+static kiln_status infer_dft(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin_ranked(ctx, 0);
+  if (!x || x->rank < 2) return KILN_OK;
+  int r = x->rank;
+  int64_t axis = 1, n;
+  bool inverse = attr_int(ctx, "inverse", 0), onesided = attr_int(ctx, "onesided", 0);
+  if (ctx->node->opset >= 20) {
+    axis = -2;
+    if (ctx->n_in > 2 && ctx->in[2] && !const_i64(ctx, 2, &axis)) {
+      set_out(ctx, 0, x->dtype, r, NULL); /* axis not constant */
+      return KILN_OK;
+    }
+  } else {
+    axis = attr_int(ctx, "axis", 1);
+  }
+  if (axis < -r || axis > r - 2) return KILN_OK;
+  int ax = (int)(axis < 0 ? axis + r : axis);
+  kiln_dim dims[KILN_MAX_RANK];
+  memcpy(dims, x->dims, (size_t)r * sizeof(kiln_dim));
+  bool has_n = ctx->n_in > 1 && ctx->in[1];
+  kiln_dim len = x->dims[ax];
+  if (has_n && const_i64(ctx, 1, &n)) len = dval(n);
+  else if (has_n) len = dunk();
+  else if (inverse && onesided) len = dknown(len) ? dval(2 * (len.value - 1)) : dunk();
+  dims[ax] = (!inverse && onesided) ? (dknown(len) ? dval(len.value / 2 + 1) : dunk()) : len;
+  dims[r - 1] = dval(inverse && onesided ? 1 : 2);
+  set_out(ctx, 0, x->dtype, r, dims);
+  return KILN_OK;
+}
+
+static kiln_status infer_stft(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin_ranked(ctx, 0), *w = tin_ranked(ctx, 2);
+  if (!x || x->rank != 3) return KILN_OK;
+  int64_t step, flen = -1;
+  if (!const_i64(ctx, 3, &flen) && w && w->rank == 1 && dknown(w->dims[0])) flen = w->dims[0].value;
+  kiln_dim frames = dunk(), bins = dunk();
+  if (flen > 0 && const_i64(ctx, 1, &step) && step > 0 && dknown(x->dims[1]) &&
+      x->dims[1].value >= flen)
+    frames = dval(1 + (x->dims[1].value - flen) / step);
+  if (flen > 0) bins = dval(attr_int(ctx, "onesided", 1) ? flen / 2 + 1 : flen);
+  kiln_dim dims[4] = {x->dims[0], frames, bins, dval(2)};
+  set_out(ctx, 0, x->dtype, 4, dims);
+  return KILN_OK;
+}
+
+static kiln_status infer_window(kiln_infer_ctx *ctx) {
+  int64_t size;
+  kiln_dim d = const_i64(ctx, 0, &size) && size >= 0 ? dval(size) : dunk();
+  set_out(ctx, 0, valid_dtype(attr_int(ctx, "output_datatype", KILN_F32), KILN_F32), 1, &d);
+  return KILN_OK;
+}
+
+static kiln_status infer_mel(kiln_infer_ctx *ctx) {
+  int64_t nmel, ndft;
+  kiln_dim dims[2] = {dunk(), dunk()};
+  if (const_i64(ctx, 1, &ndft) && ndft > 0) dims[0] = dval(ndft / 2 + 1);
+  if (const_i64(ctx, 0, &nmel) && nmel > 0) dims[1] = dval(nmel);
+  set_out(ctx, 0, valid_dtype(attr_int(ctx, "output_datatype", KILN_F32), KILN_F32), 2, dims);
+  return KILN_OK;
+}
+
+void kiln_ops_register_signal(kiln_op_impl *table) {
+  kiln_kern_set(table, KILN_OP_DFT, eval_dft, 1, 3, 1, 1);
+  kiln_kern_set(table, KILN_OP_STFT, eval_stft, 2, 4, 1, 1);
+  kiln_kern_set(table, KILN_OP_HannWindow, eval_hann, 1, 1, 1, 1);
+  kiln_kern_set(table, KILN_OP_HammingWindow, eval_hamming, 1, 1, 1, 1);
+  kiln_kern_set(table, KILN_OP_BlackmanWindow, eval_blackman, 1, 1, 1, 1);
+  kiln_kern_set(table, KILN_OP_MelWeightMatrix, eval_mel, 5, 5, 1, 1);
+  table[KILN_OP_DFT].infer = infer_dft;
+  table[KILN_OP_STFT].infer = infer_stft;
+  table[KILN_OP_HannWindow].infer = infer_window;
+  table[KILN_OP_HammingWindow].infer = infer_window;
+  table[KILN_OP_BlackmanWindow].infer = infer_window;
+  table[KILN_OP_MelWeightMatrix].infer = infer_mel;
 }

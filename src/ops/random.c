@@ -1,5 +1,5 @@
-/* Random ops: RandomUniform, RandomNormal, RandomUniformLike, RandomNormalLike (1, 22),
- * Bernoulli (15, 22), Multinomial (7, 22); and ImageDecoder (20), which is unsupported.
+/* Ops of the 'random' family (see src/graph/ops.def): RandomUniform, RandomNormal,
+ * RandomUniformLike, RandomNormalLike (1, 22), Bernoulli (15, 22), Multinomial (7, 22).
  *
  * Generator (documented, deterministic): MT19937 seeded and consumed exactly like
  * numpy's legacy numpy.random.RandomState(seed), so a node with seed s produces
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "infer_internal.h"
 
 /* ---- MT19937 as in numpy's legacy RandomState ---- */
 typedef struct mt_state {
@@ -158,9 +158,9 @@ static kiln_status rand_out(kiln_eval_ctx *ctx, bool like, kiln_tensor **y) {
 
 /* v = round(round(u) * round(a)) + round(b), each step rounded to the output type. */
 static double affine_in(kiln_dtype t, double u, double a, double b) {
-  double r = kiln_misc_round_to(t, u);
-  r = kiln_misc_round_to(t, r * kiln_misc_round_to(t, a));
-  return kiln_misc_round_to(t, r + kiln_misc_round_to(t, b));
+  double r = kiln_kern_round_to(t, u);
+  r = kiln_kern_round_to(t, r * kiln_kern_round_to(t, a));
+  return kiln_kern_round_to(t, r + kiln_kern_round_to(t, b));
 }
 
 static kiln_status uniform_run(kiln_eval_ctx *ctx, bool like) {
@@ -206,7 +206,7 @@ static kiln_status eval_random_normal_like(kiln_eval_ctx *ctx) {
 static kiln_status eval_bernoulli(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
-  KILN_TRY(kiln_misc_need_float(ctx, x, "input"));
+  KILN_TRY(kiln_kern_need_float(ctx, x, "input"));
   kiln_dtype dt;
   KILN_TRY(rand_dtype(ctx, x->dtype, false, &dt));
   mt_state s;
@@ -225,7 +225,7 @@ static kiln_status eval_bernoulli(kiln_eval_ctx *ctx) {
 static kiln_status eval_multinomial(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
-  KILN_TRY(kiln_misc_need_float(ctx, x, "input"));
+  KILN_TRY(kiln_kern_need_float(ctx, x, "input"));
   if (x->rank != 2 || x->dims[1] < 1)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "input must be [batch, classes >= 1]");
   int64_t n, dt;
@@ -259,18 +259,43 @@ static kiln_status eval_multinomial(kiln_eval_ctx *ctx) {
   return KILN_OK;
 }
 
-static kiln_status eval_image_decoder(kiln_eval_ctx *ctx) {
-  return kiln_eval_error(ctx, KILN_ERR_UNSUPPORTED,
-                         "ImageDecoder needs image codecs (JPEG, PNG, ...), which Kiln does not "
-                         "include; decode images before the model");
+/* ---- random ---- */
+static kiln_status infer_random(kiln_infer_ctx *ctx) {
+  const int64_t *shape;
+  int n;
+  kiln_status st = kiln_node_ints(ctx->node, "shape", &shape, &n);
+  if (st) kiln_status_free(st), n = -1;
+  if (n < 0 || n > KILN_MAX_RANK) return KILN_OK;
+  kiln_dim dims[KILN_MAX_RANK];
+  for (int i = 0; i < n; i++) dims[i] = shape[i] >= 0 ? dval(shape[i]) : dunk();
+  set_out(ctx, 0, valid_dtype(attr_int(ctx, "dtype", KILN_F32), KILN_F32), n, dims);
+  return KILN_OK;
 }
 
-void kiln_misc_register_random(kiln_op_impl *table) {
-  kiln_misc_set(table, KILN_OP_RandomUniform, eval_random_uniform, 0, 0, 1, 1);
-  kiln_misc_set(table, KILN_OP_RandomNormal, eval_random_normal, 0, 0, 1, 1);
-  kiln_misc_set(table, KILN_OP_RandomUniformLike, eval_random_uniform_like, 1, 1, 1, 1);
-  kiln_misc_set(table, KILN_OP_RandomNormalLike, eval_random_normal_like, 1, 1, 1, 1);
-  kiln_misc_set(table, KILN_OP_Bernoulli, eval_bernoulli, 1, 1, 1, 1);
-  kiln_misc_set(table, KILN_OP_Multinomial, eval_multinomial, 1, 1, 1, 1);
-  kiln_misc_set(table, KILN_OP_ImageDecoder, eval_image_decoder, 1, 1, 1, 1);
+static kiln_status infer_random_like(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin(ctx, 0);
+  if (x) set_like(ctx, 0, valid_dtype(attr_int(ctx, "dtype", x->dtype), x->dtype), x);
+  return KILN_OK;
+}
+
+static kiln_status infer_multinomial(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin_ranked(ctx, 0);
+  kiln_dim dims[2] = {dim_of(x, 0), dval(attr_int(ctx, "sample_size", 1))};
+  set_out(ctx, 0, valid_dtype(attr_int(ctx, "dtype", KILN_I32), KILN_I32), 2, dims);
+  return KILN_OK;
+}
+
+void kiln_ops_register_random(kiln_op_impl *table) {
+  kiln_kern_set(table, KILN_OP_RandomUniform, eval_random_uniform, 0, 0, 1, 1);
+  kiln_kern_set(table, KILN_OP_RandomNormal, eval_random_normal, 0, 0, 1, 1);
+  kiln_kern_set(table, KILN_OP_RandomUniformLike, eval_random_uniform_like, 1, 1, 1, 1);
+  kiln_kern_set(table, KILN_OP_RandomNormalLike, eval_random_normal_like, 1, 1, 1, 1);
+  kiln_kern_set(table, KILN_OP_Bernoulli, eval_bernoulli, 1, 1, 1, 1);
+  kiln_kern_set(table, KILN_OP_Multinomial, eval_multinomial, 1, 1, 1, 1);
+  table[KILN_OP_RandomUniform].infer = infer_random;
+  table[KILN_OP_RandomNormal].infer = infer_random;
+  table[KILN_OP_RandomUniformLike].infer = infer_random_like;
+  table[KILN_OP_RandomNormalLike].infer = infer_random_like;
+  table[KILN_OP_Bernoulli].infer = infer_random_like;
+  table[KILN_OP_Multinomial].infer = infer_multinomial;
 }

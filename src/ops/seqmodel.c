@@ -1,4 +1,6 @@
-/* State-space / recurrent sequence-model ops of opset 27: LinearAttention and
+/* Ops of the 'seqmodel' family (see src/graph/ops.def): sequence models. This file
+ * registers the family (seqmodel_rnn.c: RNN, GRU, LSTM; seqmodel_attention.c: Attention,
+ * RotaryEmbedding) and holds the state-space ops of opset 27: LinearAttention and
  * CausalConvWithState. Both run their recurrence sequentially, in double.
  *
  * LinearAttention, per batch b and kv head g with state S[d_k, d_v] (past_state or 0),
@@ -14,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "infer_internal.h"
 
 typedef struct linattn {
   const kiln_tensor *q, *k, *v, *past, *decay, *beta;
@@ -127,13 +129,13 @@ static kiln_status eval_linear_attention(kiln_eval_ctx *ctx) {
   a.past = kiln_eval_in(ctx, 3);
   a.decay = kiln_eval_in(ctx, 4);
   a.beta = kiln_eval_in(ctx, 5);
-  KILN_TRY(kiln_misc_need_float(ctx, a.q, "query"));
+  KILN_TRY(kiln_kern_need_float(ctx, a.q, "query"));
   KILN_TRY(linattn_rule(ctx, &a));
   KILN_TRY(linattn_shapes(ctx, &a));
   kiln_tensor *y, *ps = NULL;
   KILN_TRY(kiln_eval_out(ctx, 0, a.q->dtype, 3, (int64_t[]){a.B, a.T, a.Hq * a.dv}, &y));
   kiln_dtype sdt = a.past ? a.past->dtype : a.q->dtype;
-  if (kiln_misc_want_out(ctx, 1))
+  if (kiln_kern_want_out(ctx, 1))
     KILN_TRY(kiln_eval_out(ctx, 1, sdt, 4, (int64_t[]){a.B, a.Hkv, a.dk, a.dv}, &ps));
   int64_t ssz = a.dk * a.dv;
   double *S = kiln_xcalloc((size_t)(ssz + 1), sizeof(double));
@@ -156,7 +158,7 @@ static kiln_status eval_causal_conv(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *w, *bias = kiln_eval_in(ctx, 2), *past = kiln_eval_in(ctx, 3);
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   KILN_TRY(kiln_eval_in_req(ctx, 1, &w));
-  KILN_TRY(kiln_misc_need_float(ctx, x, "input"));
+  KILN_TRY(kiln_kern_need_float(ctx, x, "input"));
   const char *act;
   KILN_TRY(kiln_node_string(ctx->node, "activation", "none", &act));
   bool silu = !strcmp(act, "silu") || !strcmp(act, "swish");
@@ -171,7 +173,7 @@ static kiln_status eval_causal_conv(kiln_eval_ctx *ctx) {
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "past_state must be [B, C, k - 1]");
   kiln_tensor *y, *ps = NULL;
   KILN_TRY(kiln_eval_out(ctx, 0, x->dtype, 3, x->dims, &y));
-  if (kiln_misc_want_out(ctx, 1))
+  if (kiln_kern_want_out(ctx, 1))
     KILN_TRY(kiln_eval_out(ctx, 1, past ? past->dtype : x->dtype, 3, (int64_t[]){B, C, np}, &ps));
   double *pad = kiln_xmalloc((size_t)(np + L + 1) * sizeof(double));
   for (int64_t b = 0; b < B; b++)
@@ -191,7 +193,34 @@ static kiln_status eval_causal_conv(kiln_eval_ctx *ctx) {
   return KILN_OK;
 }
 
-void kiln_misc_register_seqmodel(kiln_op_impl *table) {
-  kiln_misc_set(table, KILN_OP_LinearAttention, eval_linear_attention, 3, 6, 1, 2);
-  kiln_misc_set(table, KILN_OP_CausalConvWithState, eval_causal_conv, 2, 4, 1, 2);
+/* ---- inference ---- */
+static kiln_status infer_linear_attention(kiln_infer_ctx *ctx) {
+  const kiln_type *q = tin_ranked(ctx, 0), *v = tin_ranked(ctx, 2), *past = tin(ctx, 3);
+  if (!q || !v || q->rank != 3 || v->rank != 3) return KILN_OK;
+  int64_t hq = attr_int(ctx, "q_num_heads", 0), hk = attr_int(ctx, "kv_num_heads", 0);
+  if (hq < 1 || hk < 1) return KILN_OK;
+  kiln_dim dk = dknown(q->dims[2]) ? dval(q->dims[2].value / hq) : dunk();
+  kiln_dim dv = dknown(v->dims[2]) ? dval(v->dims[2].value / hk) : dunk();
+  set_out(ctx, 0, q->dtype, 3,
+          (kiln_dim[]){q->dims[0], q->dims[1], dknown(dv) ? dval(dv.value * hq) : dunk()});
+  set_out(ctx, 1, past ? past->dtype : q->dtype, 4, (kiln_dim[]){q->dims[0], dval(hk), dk, dv});
+  return KILN_OK;
+}
+
+static kiln_status infer_causal_conv(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin_ranked(ctx, 0), *w = tin_ranked(ctx, 1), *past = tin(ctx, 3);
+  if (!x || x->rank != 3) return KILN_OK;
+  set_like(ctx, 0, x->dtype, x);
+  kiln_dim k = w && w->rank == 3 && dknown(w->dims[2]) ? dval(w->dims[2].value - 1) : dunk();
+  set_out(ctx, 1, past ? past->dtype : x->dtype, 3, (kiln_dim[]){x->dims[0], x->dims[1], k});
+  return KILN_OK;
+}
+
+void kiln_ops_register_seqmodel(kiln_op_impl *table) {
+  kiln_seqmodel_register_rnn(table);
+  kiln_seqmodel_register_attention(table);
+  kiln_kern_set(table, KILN_OP_LinearAttention, eval_linear_attention, 3, 6, 1, 2);
+  kiln_kern_set(table, KILN_OP_CausalConvWithState, eval_causal_conv, 2, 4, 1, 2);
+  table[KILN_OP_LinearAttention].infer = infer_linear_attention;
+  table[KILN_OP_CausalConvWithState].infer = infer_causal_conv;
 }

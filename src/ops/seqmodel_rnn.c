@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "misc_internal.h"
+#include "infer_internal.h"
 
 typedef enum {
   ACT_RELU,
@@ -167,7 +167,7 @@ static kiln_status rnn_load(const kiln_eval_ctx *ctx, int i, int n, const int64_
         ctx, KILN_ERR_INVALID, "input %d has shape %s, expected rank %d [%lld,...]", i,
         t ? kiln_tensor_type_str(t, buf, sizeof buf) : "none", n, (long long)dims[0]);
   }
-  return kiln_misc_load_all_f64(ctx, t, out);
+  return kiln_kern_load_all_f64(ctx, t, out);
 }
 
 static double *rnn_zeros(int64_t n) {
@@ -217,7 +217,7 @@ static kiln_status rnn_load_inputs(const kiln_eval_ctx *ctx, rnn *m) {
   const kiln_tensor *x, *w;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   KILN_TRY(kiln_eval_in_req(ctx, 1, &w));
-  KILN_TRY(kiln_misc_need_float(ctx, x, "X"));
+  KILN_TRY(kiln_kern_need_float(ctx, x, "X"));
   if (x->rank != 3 || w->rank != 3)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "X and W must have rank 3");
   m->seq = m->layout1 ? x->dims[1] : x->dims[0];
@@ -355,7 +355,7 @@ static void rnn_run_dir(rnn *m, int d, bool reverse) {
 static kiln_status rnn_store(kiln_eval_ctx *ctx, int i, kiln_dtype dt, int rank,
                              const int64_t *dims, double *data, bool swap, int64_t a, int64_t b,
                              int64_t rest) {
-  if (!kiln_misc_want_out(ctx, i)) return KILN_OK;
+  if (!kiln_kern_want_out(ctx, i)) return KILN_OK;
   if (swap) rnn_swap01(data, a, b, rest);
   kiln_tensor *t;
   KILN_TRY(kiln_eval_out(ctx, i, dt, rank, dims, &t));
@@ -390,7 +390,7 @@ static kiln_status rnn_run(kiln_eval_ctx *ctx, cell_kind kind) {
   if (!st) st = rnn_load_inputs(ctx, &m);
   if (!st) {
     int64_t sdb = m.ndir * m.batch * m.hid, ysz;
-    st = kiln_misc_mul(ctx, m.seq, sdb, &ysz);
+    st = kiln_kern_mul(ctx, m.seq, sdb, &ysz);
     if (!st) {
       m.y = rnn_zeros(ysz);
       m.yh = rnn_zeros(sdb);
@@ -413,8 +413,28 @@ static kiln_status eval_lstm(kiln_eval_ctx *ctx) {
   return rnn_run(ctx, CELL_LSTM);
 }
 
-void kiln_misc_register_rnn(kiln_op_impl *table) {
-  kiln_misc_set(table, KILN_OP_RNN, eval_rnn, 3, 6, 0, 2);
-  kiln_misc_set(table, KILN_OP_GRU, eval_gru, 3, 6, 0, 2);
-  kiln_misc_set(table, KILN_OP_LSTM, eval_lstm, 3, 8, 0, 3);
+/* ---- recurrent ---- */
+static kiln_status infer_rnn(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin_ranked(ctx, 0), *r = tin_ranked(ctx, 2);
+  if (!x || x->rank != 3) return KILN_OK;
+  bool l1 = attr_int(ctx, "layout", 0) != 0;
+  int64_t ndir = !strcmp(attr_str(ctx, "direction", "forward"), "bidirectional") ? 2 : 1;
+  int64_t hs = attr_int(ctx, "hidden_size", -1);
+  kiln_dim hid = hs > 0 ? dval(hs) : r && r->rank == 3 ? r->dims[2] : dunk();
+  kiln_dim seq = x->dims[l1 ? 1 : 0], batch = x->dims[l1 ? 0 : 1], nd = dval(ndir);
+  kiln_dim y[4] = {seq, nd, batch, hid}, ys[3] = {nd, batch, hid};
+  if (l1) y[0] = batch, y[1] = seq, y[2] = nd, ys[0] = batch, ys[1] = nd;
+  set_out(ctx, 0, x->dtype, 4, y);
+  set_out(ctx, 1, x->dtype, 3, ys);
+  set_out(ctx, 2, x->dtype, 3, ys);
+  return KILN_OK;
+}
+
+void kiln_seqmodel_register_rnn(kiln_op_impl *table) {
+  kiln_kern_set(table, KILN_OP_RNN, eval_rnn, 3, 6, 0, 2);
+  kiln_kern_set(table, KILN_OP_GRU, eval_gru, 3, 6, 0, 2);
+  kiln_kern_set(table, KILN_OP_LSTM, eval_lstm, 3, 8, 0, 3);
+  table[KILN_OP_RNN].infer = infer_rnn;
+  table[KILN_OP_GRU].infer = infer_rnn;
+  table[KILN_OP_LSTM].infer = infer_rnn;
 }

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "misc_internal.h"
+#include "infer_internal.h"
 
 typedef struct attn {
   const kiln_tensor *q, *k, *v, *mask, *pk, *pv, *nonpad;
@@ -178,7 +178,7 @@ static void attn_row(const attn *a, int64_t b, int64_t h, int64_t i, double *s, 
 
 static kiln_status attn_store(kiln_eval_ctx *ctx, int i, kiln_dtype dt, int rank,
                               const int64_t *dims, const double *data) {
-  if (!kiln_misc_want_out(ctx, i)) return KILN_OK;
+  if (!kiln_kern_want_out(ctx, i)) return KILN_OK;
   kiln_tensor *t;
   KILN_TRY(kiln_eval_out(ctx, i, dt, rank, dims, &t));
   for (int64_t k = 0; k < t->numel; k++) kiln_store_f64(dt, t->data, (size_t)k, data[k]);
@@ -229,7 +229,7 @@ static kiln_status eval_attention(kiln_eval_ctx *ctx) {
   a.nonpad = kiln_eval_in(ctx, 6);
   if (a.nonpad && ctx->node->opset < 24)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "nonpad_kv_seqlen needs opset 24");
-  KILN_TRY(kiln_misc_need_float(ctx, a.q, "Q"));
+  KILN_TRY(kiln_kern_need_float(ctx, a.q, "Q"));
   KILN_TRY(attn_heads(ctx, &a));
   KILN_TRY(attn_past(ctx, &a));
   a.T = a.P + a.Skv;
@@ -239,7 +239,7 @@ static kiln_status eval_attention(kiln_eval_ctx *ctx) {
   KILN_TRY(attn_mask_strides(ctx, &a));
   KILN_TRY(attn_attrs(ctx, &a));
   int64_t tot;
-  KILN_TRY(kiln_misc_mul(ctx, a.B * a.Hq * a.Sq, a.T + a.dq + a.dv, &tot));
+  KILN_TRY(kiln_kern_mul(ctx, a.B * a.Hq * a.Sq, a.T + a.dq + a.dv, &tot));
   a.K = attn_present(&a, a.pk, a.k, a.dq);
   a.V = attn_present(&a, a.pv, a.v, a.dv);
   kiln_status st = attn_compute(ctx, &a);
@@ -312,7 +312,7 @@ static kiln_status eval_rotary(kiln_eval_ctx *ctx) {
   KILN_TRY(kiln_eval_in_req(ctx, 1, &r.cosc));
   KILN_TRY(kiln_eval_in_req(ctx, 2, &r.sinc));
   r.pos = kiln_eval_in(ctx, 3);
-  KILN_TRY(kiln_misc_need_float(ctx, r.x, "input"));
+  KILN_TRY(kiln_kern_need_float(ctx, r.x, "input"));
   KILN_TRY(rope_parse(ctx, &r));
   kiln_tensor *y;
   KILN_TRY(kiln_eval_out(ctx, 0, r.x->dtype, r.x->rank, r.x->dims, &y));
@@ -342,7 +342,48 @@ static kiln_status eval_rotary(kiln_eval_ctx *ctx) {
   return KILN_OK;
 }
 
-void kiln_misc_register_attention(kiln_op_impl *table) {
-  kiln_misc_set(table, KILN_OP_Attention, eval_attention, 3, 7, 1, 4);
-  kiln_misc_set(table, KILN_OP_RotaryEmbedding, eval_rotary, 3, 4, 1, 1);
+/* ---- attention ---- */
+static kiln_status infer_attention(kiln_infer_ctx *ctx) {
+  const kiln_type *q = tin_ranked(ctx, 0), *k = tin_ranked(ctx, 1), *v = tin_ranked(ctx, 2);
+  const kiln_type *pk = tin_ranked(ctx, 4);
+  if (!q || !k || !v || q->rank != k->rank || q->rank != v->rank) return KILN_OK;
+  kiln_dtype dt = q->dtype;
+  kiln_dim B = q->dims[0], Hq, Hkv, Sq, Skv, dq, dv;
+  if (q->rank == 4) {
+    Hq = q->dims[1], Sq = q->dims[2], dq = q->dims[3];
+    Hkv = k->dims[1], Skv = k->dims[2], dv = v->dims[3];
+  } else if (q->rank == 3) {
+    int64_t hq = attr_int(ctx, "q_num_heads", 0), hk = attr_int(ctx, "kv_num_heads", 0);
+    if (hq < 1 || hk < 1) return KILN_OK;
+    Hq = dval(hq), Hkv = dval(hk), Sq = q->dims[1], Skv = k->dims[1];
+    dq = dknown(q->dims[2]) ? dval(q->dims[2].value / hq) : dunk();
+    dv = dknown(v->dims[2]) ? dval(v->dims[2].value / hk) : dunk();
+    kiln_dim y[3] = {B, Sq, dknown(dv) ? dval(dv.value * hq) : dunk()};
+    set_out(ctx, 0, dt, 3, y);
+  } else {
+    return KILN_OK;
+  }
+  if (q->rank == 4) set_out(ctx, 0, dt, 4, (kiln_dim[]){B, Hq, Sq, dv});
+  kiln_dim T = Skv;
+  if (pk && pk->rank == 4) {
+    kiln_dim P = pk->dims[2];
+    T = dknown(P) && dknown(Skv) ? dval(P.value + Skv.value) : dunk();
+  }
+  set_out(ctx, 1, dt, 4, (kiln_dim[]){B, Hkv, T, dq});
+  set_out(ctx, 2, dt, 4, (kiln_dim[]){B, Hkv, T, dv});
+  set_out(ctx, 3, dt, 4, (kiln_dim[]){B, Hq, Sq, T});
+  return KILN_OK;
+}
+
+static kiln_status infer_same0(kiln_infer_ctx *ctx) {
+  const kiln_type *x = tin(ctx, 0);
+  if (x) set_like(ctx, 0, x->dtype, x);
+  return KILN_OK;
+}
+
+void kiln_seqmodel_register_attention(kiln_op_impl *table) {
+  kiln_kern_set(table, KILN_OP_Attention, eval_attention, 3, 7, 1, 4);
+  kiln_kern_set(table, KILN_OP_RotaryEmbedding, eval_rotary, 3, 4, 1, 1);
+  table[KILN_OP_Attention].infer = infer_attention;
+  table[KILN_OP_RotaryEmbedding].infer = infer_same0;
 }
