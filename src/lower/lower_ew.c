@@ -12,108 +12,13 @@
 
 #include "base/mutate.h"
 #include "lower_ops.h"
+#include "ops/op_desc.h"
 
-/* ---- op classes ---- */
-typedef enum ew_class {
-  EW_NONE,
-  EW_FLOAT,  /* float inputs only */
-  EW_NUM,    /* floats and ints (not bool) */
-  EW_SIGNED, /* floats and signed ints */
-  EW_INT,    /* ints only */
-  EW_UINT,   /* unsigned ints only */
-  EW_BOOL,   /* bool only */
-  EW_ANY,    /* any lowered dtype (Identity, Cast, Where, comparisons) */
-} ew_class;
-
-static ew_class class_of(kiln_op op) {
-  switch (op) {
-  case KILN_OP_Acos:
-  case KILN_OP_Acosh:
-  case KILN_OP_Asin:
-  case KILN_OP_Asinh:
-  case KILN_OP_Atan:
-  case KILN_OP_Atanh:
-  case KILN_OP_Cos:
-  case KILN_OP_Cosh:
-  case KILN_OP_Sin:
-  case KILN_OP_Sinh:
-  case KILN_OP_Tan:
-  case KILN_OP_Tanh:
-  case KILN_OP_Erf:
-  case KILN_OP_Exp:
-  case KILN_OP_Log:
-  case KILN_OP_Sqrt:
-  case KILN_OP_Reciprocal:
-  case KILN_OP_Ceil:
-  case KILN_OP_Floor:
-  case KILN_OP_Round:
-  case KILN_OP_Sigmoid:
-  case KILN_OP_Softplus:
-  case KILN_OP_Softsign:
-  case KILN_OP_Mish:
-  case KILN_OP_HardSwish:
-  case KILN_OP_Elu:
-  case KILN_OP_Celu:
-  case KILN_OP_Selu:
-  case KILN_OP_HardSigmoid:
-  case KILN_OP_LeakyRelu:
-  case KILN_OP_ThresholdedRelu:
-  case KILN_OP_Swish:
-  case KILN_OP_Gelu:
-  case KILN_OP_Mean:
-  case KILN_OP_IsNaN:
-  case KILN_OP_IsInf:
-  case KILN_OP_Pow:
-  case KILN_OP_Shrink: return EW_FLOAT;
-  case KILN_OP_Add:
-  case KILN_OP_Sub:
-  case KILN_OP_Mul:
-  case KILN_OP_Div:
-  case KILN_OP_Mod:
-  case KILN_OP_Max:
-  case KILN_OP_Min:
-  case KILN_OP_Sum:
-  case KILN_OP_Clip:
-  case KILN_OP_Abs:
-  case KILN_OP_Sign: return EW_NUM;
-  case KILN_OP_Neg:
-  case KILN_OP_Relu:
-  case KILN_OP_PRelu: return EW_SIGNED;
-  case KILN_OP_BitwiseAnd:
-  case KILN_OP_BitwiseOr:
-  case KILN_OP_BitwiseXor:
-  case KILN_OP_BitwiseNot: return EW_INT;
-  case KILN_OP_BitShift: return EW_UINT;
-  case KILN_OP_Not:
-  case KILN_OP_And:
-  case KILN_OP_Or:
-  case KILN_OP_Xor: return EW_BOOL;
-  case KILN_OP_Identity:
-  case KILN_OP_Cast:
-  case KILN_OP_CastLike:
-  case KILN_OP_Where:
-  case KILN_OP_Equal:
-  case KILN_OP_Greater:
-  case KILN_OP_GreaterOrEqual:
-  case KILN_OP_Less:
-  case KILN_OP_LessOrEqual: return EW_ANY;
-  default: return EW_NONE;
-  }
-}
-
-static bool class_takes(ew_class c, kiln_dtype t) {
-  bool f = kiln_dtype_is_float(t), i = kiln_dtype_is_int(t);
-  bool s = kiln_dtype_class_of(t) == KILN_CLASS_SINT;
-  switch (c) {
-  case EW_FLOAT: return f;
-  case EW_NUM: return f || i;
-  case EW_SIGNED: return f || s;
-  case EW_INT: return i;
-  case EW_UINT: return i && !s;
-  case EW_BOOL: return t == KILN_BOOL;
-  case EW_ANY: return true;
-  default: return false;
-  }
+/* ---- op classes ----
+ * Which ops have an elementwise compute definition here, and the dtypes it takes, is the
+ * op descriptor's .ew (ops/op_desc.h); the compute width its .compute_bits. */
+static kiln_ew_dtypes class_of(kiln_op op) {
+  return kiln_op_desc_of(op)->ew;
 }
 
 static bool legacy_broadcast(const kiln_node *n) {
@@ -122,8 +27,9 @@ static bool legacy_broadcast(const kiln_node *n) {
 }
 
 bool kiln_lower_is_elementwise(const kiln_graph *g, const kiln_node *n) {
-  ew_class c = class_of(n->op);
-  if (c == EW_NONE || n->n_outputs < 1 || n->outputs[0] < 0 || legacy_broadcast(n)) return false;
+  kiln_ew_dtypes c = class_of(n->op);
+  if (c == KILN_EWD_NONE || n->n_outputs < 1 || n->outputs[0] < 0 || legacy_broadcast(n))
+    return false;
   for (int k = 1; k < n->n_outputs; k++)
     if (n->outputs[k] >= 0) return false;
   if (!kiln_lower_node_static(g, n)) return false;
@@ -135,7 +41,7 @@ bool kiln_lower_is_elementwise(const kiln_graph *g, const kiln_node *n) {
     if (!kiln_lower_dtype_ok(t->dtype)) return false;
     bool data = !(n->op == KILN_OP_Where && k == 0) && !(n->op == KILN_OP_Pow && k == 1) &&
                 !(n->op == KILN_OP_CastLike && k == 1);
-    if (data && !class_takes(c, t->dtype)) return false;
+    if (data && !kiln_ew_dtypes_take(c, t->dtype)) return false;
     if (t->rank > out->rank) return false;
   }
   if (n->op == KILN_OP_Pow && !kiln_dtype_is_float(kiln_lower_static(g, n->inputs[1])->dtype) &&
@@ -202,8 +108,7 @@ static kiln_texpr *clamp01(kiln_tkernel *k, kiln_texpr *a) {
 
 /* Ops computed in F64 for f32 data (their F32 formula cancels). */
 static bool wide_op(kiln_op op) {
-  return op == KILN_OP_Elu || op == KILN_OP_Selu || op == KILN_OP_Celu || op == KILN_OP_Softplus ||
-         op == KILN_OP_Mish || op == KILN_OP_Gelu || op == KILN_OP_Swish;
+  return kiln_op_desc_of(op)->compute_bits == 64;
 }
 
 /* erf for F32 without a library call (the loops around it then vectorize): x P(x^2) /

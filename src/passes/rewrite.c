@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/op_desc.h"
 #include "rewrite.h"
 
 /* Calls fn(user, outer_value_id) for each value of g read by the subgraphs of node n. */
@@ -227,16 +228,7 @@ bool kiln_rw_has_subgraph(const kiln_node *n) {
 }
 
 bool kiln_rw_is_random(kiln_op op) {
-  switch (op) {
-  case KILN_OP_Bernoulli:
-  case KILN_OP_Multinomial:
-  case KILN_OP_RandomNormal:
-  case KILN_OP_RandomNormalLike:
-  case KILN_OP_RandomUniform:
-  case KILN_OP_RandomUniformLike:
-  case KILN_OP_Dropout: return true;
-  default: return false;
-  }
+  return kiln_op_has(op, KILN_OPF_RANDOM);
 }
 
 /* ---- compaction ---- */
