@@ -41,7 +41,12 @@ typedef struct bnd_opinfo {
   int pole1;     /* CORNER: 1 + the input whose interval must not contain 0 (Div ...); 0 none */
   bool mono_all; /* monotone increasing in every input: only the two all-equal corners */
   unsigned mask; /* MOVE, SUM, MULTILIN: bit i set for data input i; 0 means input 0 only */
+  const char *perturb_why; /* PERTURB: why the op has no rule (every op without one says) */
 } bnd_opinfo;
+
+/* The table's row of op: NULL when the op has none (it then falls back to PERTURB as
+ * well; test_op_registry requires a row, a rule or a reason, for every op). */
+const bnd_opinfo *kiln_bnd_row(kiln_op op);
 
 const bnd_opinfo *kiln_bnd_info(kiln_op op);
 
