@@ -374,6 +374,22 @@ static kiln_status eval_max_roi_pool(kiln_eval_ctx *ctx) {
   return st;
 }
 
+/* Y: [num_rois, C, pooled_h, pooled_w] in X's dtype; unknown dims stay unknown (the kernel
+ * checks the values). */
+static kiln_status infer_max_roi_pool(kiln_infer_ctx *ctx) {
+  const kiln_type *x = kiln_nn_infer_in(ctx, 0), *rois = kiln_nn_infer_in(ctx, 1);
+  if (!x || x->rank != 4) return KILN_OK;
+  const int64_t *ps = NULL;
+  int n = 0;
+  kiln_status st = kiln_node_ints(ctx->node, "pooled_shape", &ps, &n);
+  if (st) kiln_status_free(st), n = 0;
+  kiln_type t = *x;
+  t.dims[0] = rois && rois->rank == 2 ? rois->dims[0] : (kiln_dim){-1, NULL};
+  for (int d = 0; d < 2; d++) t.dims[d + 2] = (kiln_dim){n == 2 && ps[d] > 0 ? ps[d] : -1, NULL};
+  ctx->out[0] = t;
+  return KILN_OK;
+}
+
 void kiln_nn_register_pool(kiln_op_impl *table) {
   kiln_nn_set(table, KILN_OP_AveragePool, eval_pool, infer_pool, 1, 1, 1, 1);
   kiln_nn_set(table, KILN_OP_MaxPool, eval_pool, infer_pool, 1, 1, 1, 2);
@@ -382,5 +398,5 @@ void kiln_nn_register_pool(kiln_op_impl *table) {
   kiln_nn_set(table, KILN_OP_GlobalMaxPool, eval_pool, infer_pool, 1, 1, 1, 1);
   kiln_nn_set(table, KILN_OP_GlobalLpPool, eval_pool, infer_pool, 1, 1, 1, 1);
   kiln_nn_set(table, KILN_OP_MaxUnpool, eval_max_unpool, infer_max_unpool, 2, 3, 1, 1);
-  kiln_nn_set(table, KILN_OP_MaxRoiPool, eval_max_roi_pool, NULL, 2, 2, 1, 1);
+  kiln_nn_set(table, KILN_OP_MaxRoiPool, eval_max_roi_pool, infer_max_roi_pool, 2, 2, 1, 1);
 }
