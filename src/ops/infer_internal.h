@@ -36,7 +36,8 @@ static inline kiln_dim dim_of(const kiln_type *t, int i) {
 }
 
 /* Output i: a tensor of dtype and rank whose dims are dims[] (NULL = all unknown). */
-static inline void set_out(kiln_infer_ctx *ctx, int i, kiln_dtype dt, int rank, const kiln_dim *dims) {
+static inline void set_out(kiln_infer_ctx *ctx, int i, kiln_dtype dt, int rank,
+                           const kiln_dim *dims) {
   if (i >= ctx->n_out || rank > KILN_MAX_RANK) return;
   kiln_type t = kiln_type_unknown();
   t.kind = KILN_TYPE_TENSOR;

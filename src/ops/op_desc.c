@@ -1,7 +1,8 @@
 /* The op descriptor table (op_desc.h): one row per op of ops.def, in the same order.
  * A row names its class and, where they apply, its flags (.flags), the dtypes of its
  * elementwise compute definition (.ew) and its compute width (.compute_bits). The
- * family (the file of src/ops) stays in ops.def: kiln_op_family(). A new op gets its row here (test_op_registry fails without one). */
+ * family (the file of src/ops) stays in ops.def: kiln_op_family(). A new op gets its row here
+ * (test_op_registry fails without one). */
 #include "op_desc.h"
 
 #define D(name, class, ...) [KILN_OP_##name] = {.cls = KILN_OPC_##class, __VA_ARGS__}
@@ -234,8 +235,8 @@ bool kiln_ew_dtypes_take(kiln_ew_dtypes c, kiln_dtype t) {
   }
 }
 
-static const char *const class_names[KILN_OPC_COUNT] = {
-    "none", "elementwise", "reduction", "contraction", "data", "control"};
+static const char *const class_names[KILN_OPC_COUNT] = {"none",        "elementwise", "reduction",
+                                                        "contraction", "data",        "control"};
 
 const char *kiln_op_class_name(kiln_op_class c) {
   return (unsigned)c < KILN_OPC_COUNT ? class_names[c] : "?";

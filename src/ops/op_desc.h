@@ -52,11 +52,11 @@ typedef enum kiln_ew_dtypes {
  * src/graph/ops.def: kiln_op_name(), kiln_op_family(). */
 typedef struct kiln_op_desc {
   kiln_op_class cls;
-  unsigned flags;       /* KILN_OPF_* */
-  kiln_ew_dtypes ew;    /* KILN_EWD_NONE unless the op has an elementwise compute definition */
-  int compute_bits;     /* 0: computes in the policy's type; 64: f32 data computes in f64
-                           (the f32 formula cancels: Elu, Selu, Celu, Softplus, Mish, Gelu,
-                           Swish) and rounds once */
+  unsigned flags;    /* KILN_OPF_* */
+  kiln_ew_dtypes ew; /* KILN_EWD_NONE unless the op has an elementwise compute definition */
+  int compute_bits;  /* 0: computes in the policy's type; 64: f32 data computes in f64
+                        (the f32 formula cancels: Elu, Selu, Celu, Softplus, Mish, Gelu,
+                        Swish) and rounds once */
 } kiln_op_desc;
 
 /* The descriptor of op; KILN_OP_UNKNOWN (and out-of-range values) give a row of class NONE. */

@@ -594,6 +594,10 @@ static void test_infer_conv_pool(void) {
   check_type(
       infer_one(g, "Einsum", 2, (int[]){tx, tw}, 1, ATTRS(AS("equation", "bcij,cdjk->bdik"))),
       KILN_F32, 4, D(1, 4, 3, 3));
+  /* MaxRoiPool had no inference (test_op_registry found it): [num_rois, C, ph, pw] */
+  int rois = kiln_graph_add_input(g, "rois", kiln_type_tensor(KILN_F32, 2, D(5, 5)));
+  check_type(infer_one(g, "MaxRoiPool", 2, (int[]){tx, rois}, 1, ATTRS(AIS("pooled_shape", 2, 3))),
+             KILN_F32, 4, D(5, 2, 2, 3));
   kiln_graph_free(g);
 }
 

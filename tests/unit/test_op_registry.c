@@ -35,7 +35,7 @@ static char *lower_src;
 
 static void load_lower_src(void) {
   static const char *const files[] = {
-      "src/lower/lower.c",      "src/lower/lower_conv.c",   "src/lower/lower_data.c",
+      "src/lower/lower.c",       "src/lower/lower_conv.c",   "src/lower/lower_data.c",
       "src/lower/lower_index.c", "src/lower/lower_matmul.c", "src/lower/lower_misc.c",
       "src/lower/lower_norm.c",  "src/lower/lower_pool.c",   "src/lower/lower_reduce.c"};
   size_t len = 0;
