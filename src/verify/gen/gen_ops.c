@@ -27,56 +27,58 @@ typedef struct un_spec {
   mag_kind mag;
 } un_spec;
 
-static const un_spec unary[] = {
-    {"Abs", DT_NUM, DOM_ANY, DOM_NONNEG, MG_SAME},
-    {"Neg", DT_FLOAT | DT_INT, DOM_ANY, DOM_ANY, MG_SAME},
-    {"Sign", DT_NUM, DOM_ANY, DOM_ANY, MG_ONE},
-    {"Relu", DT_FLOAT | DT_INT, DOM_ANY, DOM_NONNEG, MG_SAME},
-    {"Acos", DT_FLOAT, DOM_UNIT, DOM_POS, MG_PI},
-    {"Acosh", DT_FLOAT, DOM_GE1, DOM_ANY, MG_PI},
-    {"Asin", DT_FLOAT, DOM_UNIT, DOM_ANY, MG_PI},
-    {"Asinh", DT_FLOAT, DOM_ANY, DOM_ANY, MG_PI},
-    {"Atan", DT_FLOAT, DOM_ANY, DOM_ANY, MG_PI},
-    {"Atanh", DT_FLOAT, DOM_UNIT, DOM_ANY, MG_PI},
-    {"Ceil", DT_FLOAT, DOM_ANY, DOM_ANY, MG_ROUND},
-    {"Floor", DT_FLOAT, DOM_ANY, DOM_ANY, MG_ROUND},
-    {"Round", DT_FLOAT, DOM_ANY, DOM_ANY, MG_ROUND},
-    {"Cos", DT_FLOAT, DOM_ANY, DOM_ANY, MG_ONE},
-    {"Sin", DT_FLOAT, DOM_ANY, DOM_ANY, MG_ONE},
-    {"Tan", DT_FLOAT, DOM_UNIT, DOM_ANY, MG_PI},
-    {"Cosh", DT_FLOAT, DOM_ANY, DOM_GE1, MG_EXP},
-    {"Sinh", DT_FLOAT, DOM_ANY, DOM_ANY, MG_EXP},
-    {"Tanh", DT_FLOAT, DOM_ANY, DOM_UNIT, MG_ONE},
-    {"Erf", DT_FLOAT, DOM_ANY, DOM_UNIT, MG_ONE},
-    {"Exp", DT_FLOAT, DOM_ANY, DOM_POS, MG_EXP},
-    {"Log", DT_FLOAT, DOM_POS, DOM_ANY, MG_PI},
-    {"Sqrt", DT_FLOAT, DOM_NONNEG, DOM_NONNEG, MG_SAME},
-    {"Reciprocal", DT_FLOAT, DOM_NONZERO, DOM_ANY, MG_PI},
-    {"Sigmoid", DT_FLOAT, DOM_ANY, DOM_POS, MG_ONE},
-    {"Softplus", DT_FLOAT, DOM_ANY, DOM_POS, MG_SAME},
-    {"Softsign", DT_FLOAT, DOM_ANY, DOM_UNIT, MG_ONE},
-    {"Mish", DT_FLOAT, DOM_ANY, DOM_ANY, MG_SAME},
-    {"HardSwish", DT_FLOAT, DOM_ANY, DOM_ANY, MG_SAME},
-    {"HardSigmoid", DT_FLOAT, DOM_ANY, DOM_NONNEG, MG_ONE},
-    {"Gelu", DT_FLOAT, DOM_ANY, DOM_ANY, MG_SAME},
-    {"Elu", DT_FLOAT, DOM_ANY, DOM_ANY, MG_SAME},
-    {"Celu", DT_FLOAT, DOM_ANY, DOM_ANY, MG_SAME},
-    {"Selu", DT_FLOAT, DOM_ANY, DOM_ANY, MG_SAME},
-    {"LeakyRelu", DT_FLOAT, DOM_ANY, DOM_ANY, MG_SAME},
-    {"ThresholdedRelu", DT_FLOAT, DOM_ANY, DOM_ANY, MG_SAME},
-    {"Swish", DT_FLOAT, DOM_ANY, DOM_ANY, MG_SAME},
-    {"Shrink", DT_FLOAT, DOM_ANY, DOM_ANY, MG_SAME},
-    {"IsNaN", DT_FLOAT, DOM_ANY, DOM_ANY, MG_ONE},
-    {"IsInf", DT_FLOAT, DOM_ANY, DOM_ANY, MG_ONE},
-    {"Not", DT_BOOL, DOM_ANY, DOM_ANY, MG_ONE},
-    {"BitwiseNot", DT_INT | DT_U8, DOM_ANY, DOM_ANY, MG_UNK},
-    {"Identity", DT_ALL, DOM_ANY, DOM_ANY, MG_SAME},
+/* Keyed by op: the dtypes it is drawn with, the domain its input must lie in, the domain and
+ * magnitude of its output. */
+#define UN(nm, ...) [KILN_OP_##nm] = {.name = #nm, __VA_ARGS__}
+static const un_spec unary[KILN_OP_COUNT] = {
+    UN(Abs, .dts = DT_NUM, .in = DOM_ANY, .out = DOM_NONNEG, .mag = MG_SAME),
+    UN(Neg, .dts = DT_FLOAT | DT_INT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
+    UN(Sign, .dts = DT_NUM, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ONE),
+    UN(Relu, .dts = DT_FLOAT | DT_INT, .in = DOM_ANY, .out = DOM_NONNEG, .mag = MG_SAME),
+    UN(Acos, .dts = DT_FLOAT, .in = DOM_UNIT, .out = DOM_POS, .mag = MG_PI),
+    UN(Acosh, .dts = DT_FLOAT, .in = DOM_GE1, .out = DOM_ANY, .mag = MG_PI),
+    UN(Asin, .dts = DT_FLOAT, .in = DOM_UNIT, .out = DOM_ANY, .mag = MG_PI),
+    UN(Asinh, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_PI),
+    UN(Atan, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_PI),
+    UN(Atanh, .dts = DT_FLOAT, .in = DOM_UNIT, .out = DOM_ANY, .mag = MG_PI),
+    UN(Ceil, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ROUND),
+    UN(Floor, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ROUND),
+    UN(Round, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ROUND),
+    UN(Cos, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ONE),
+    UN(Sin, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ONE),
+    UN(Tan, .dts = DT_FLOAT, .in = DOM_UNIT, .out = DOM_ANY, .mag = MG_PI),
+    UN(Cosh, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_GE1, .mag = MG_EXP),
+    UN(Sinh, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_EXP),
+    UN(Tanh, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_UNIT, .mag = MG_ONE),
+    UN(Erf, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_UNIT, .mag = MG_ONE),
+    UN(Exp, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_POS, .mag = MG_EXP),
+    UN(Log, .dts = DT_FLOAT, .in = DOM_POS, .out = DOM_ANY, .mag = MG_PI),
+    UN(Sqrt, .dts = DT_FLOAT, .in = DOM_NONNEG, .out = DOM_NONNEG, .mag = MG_SAME),
+    UN(Reciprocal, .dts = DT_FLOAT, .in = DOM_NONZERO, .out = DOM_ANY, .mag = MG_PI),
+    UN(Sigmoid, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_POS, .mag = MG_ONE),
+    UN(Softplus, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_POS, .mag = MG_SAME),
+    UN(Softsign, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_UNIT, .mag = MG_ONE),
+    UN(Mish, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
+    UN(HardSwish, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
+    UN(HardSigmoid, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_NONNEG, .mag = MG_ONE),
+    UN(Gelu, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
+    UN(Elu, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
+    UN(Celu, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
+    UN(Selu, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
+    UN(LeakyRelu, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
+    UN(ThresholdedRelu, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
+    UN(Swish, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
+    UN(Shrink, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
+    UN(IsNaN, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ONE),
+    UN(IsInf, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ONE),
+    UN(Not, .dts = DT_BOOL, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ONE),
+    UN(BitwiseNot, .dts = DT_INT | DT_U8, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_UNK),
+    UN(Identity, .dts = DT_ALL, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
 };
+#undef UN
 
-static const un_spec *find_unary(const char *name) {
-  for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
-    if (!strcmp(unary[i].name, name)) return &unary[i];
-  return NULL;
+static const un_spec *find_unary(kiln_op op) {
+  return (unsigned)op < KILN_OP_COUNT && unary[op].name ? &unary[op] : NULL;
 }
 
 static double out_mag(mag_kind k, double m, kiln_dtype dt) {
@@ -110,7 +112,7 @@ static const char *unary_attrs(gen *G, const char *op, char *a, size_t n) {
 }
 
 static bool b_unary(gen *G, int op) {
-  const un_spec *s = find_unary(op_name(op));
+  const un_spec *s = find_unary(kiln_gen_ops[op].op);
   gen_want w = want(s->dts, 0, 4, s->in);
   int x = gen_pick(G, &w);
   if (x < 0) return false;
@@ -156,36 +158,37 @@ typedef struct bin_spec {
   char mag; /* '+' sum, '*' product, 'm' max, '/' quotient (b away from 0), 'b' bool */
 } bin_spec;
 
-static const bin_spec binary[] = {
-    {"Add", DT_NUM, DOM_ANY, DOM_ANY, 0, '+'},
-    {"Sub", DT_NUM, DOM_ANY, DOM_ANY, 0, '+'},
-    {"Mul", DT_NUM, DOM_ANY, DOM_ANY, 0, '*'},
-    {"Div", DT_NUM, DOM_ANY, DOM_NONZERO, 0, '/'},
-    {"Mod", DT_INT, DOM_ANY, DOM_NONZERO, 0, 'm'},
-    {"Pow", DT_FLOAT, DOM_POS, DOM_ANY, 0, 'p'},
-    {"PRelu", DT_FLOAT, DOM_ANY, DOM_ANY, 0, '*'},
-    {"Max", DT_NUM, DOM_ANY, DOM_ANY, 0, 'm'},
-    {"Min", DT_NUM, DOM_ANY, DOM_ANY, 0, 'm'},
-    {"Mean", DT_FLOAT, DOM_ANY, DOM_ANY, 0, 'm'},
-    {"Sum", DT_NUM, DOM_ANY, DOM_ANY, 0, '+'},
-    {"Equal", DT_INT | DT_BOOL, DOM_ANY, DOM_ANY, 1, 'b'},
-    {"Greater", DT_NUM, DOM_ANY, DOM_ANY, 1, 'b'},
-    {"GreaterOrEqual", DT_NUM, DOM_ANY, DOM_ANY, 1, 'b'},
-    {"Less", DT_NUM, DOM_ANY, DOM_ANY, 1, 'b'},
-    {"LessOrEqual", DT_NUM, DOM_ANY, DOM_ANY, 1, 'b'},
-    {"And", DT_BOOL, DOM_ANY, DOM_ANY, 1, 'b'},
-    {"Or", DT_BOOL, DOM_ANY, DOM_ANY, 1, 'b'},
-    {"Xor", DT_BOOL, DOM_ANY, DOM_ANY, 1, 'b'},
-    {"BitwiseAnd", DT_INT | DT_U8, DOM_ANY, DOM_ANY, 0, 'm'},
-    {"BitwiseOr", DT_INT | DT_U8, DOM_ANY, DOM_ANY, 0, 'o'},
-    {"BitwiseXor", DT_INT | DT_U8, DOM_ANY, DOM_ANY, 0, 'o'},
-    {"BitShift", DT_U8, DOM_ANY, DOM_ANY, 0, 's'},
+/* Keyed by op: dtypes, operand domains, whether the result is bool, the magnitude rule. */
+#define BIN(nm, ...) [KILN_OP_##nm] = {.name = #nm, __VA_ARGS__}
+static const bin_spec binary[KILN_OP_COUNT] = {
+    BIN(Add, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .mag = '+'),
+    BIN(Sub, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .mag = '+'),
+    BIN(Mul, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .mag = '*'),
+    BIN(Div, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_NONZERO, .mag = '/'),
+    BIN(Mod, .dts = DT_INT, .a = DOM_ANY, .b = DOM_NONZERO, .mag = 'm'),
+    BIN(Pow, .dts = DT_FLOAT, .a = DOM_POS, .b = DOM_ANY, .mag = 'p'),
+    BIN(PRelu, .dts = DT_FLOAT, .a = DOM_ANY, .b = DOM_ANY, .mag = '*'),
+    BIN(Max, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .mag = 'm'),
+    BIN(Min, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .mag = 'm'),
+    BIN(Mean, .dts = DT_FLOAT, .a = DOM_ANY, .b = DOM_ANY, .mag = 'm'),
+    BIN(Sum, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .mag = '+'),
+    BIN(Equal, .dts = DT_INT | DT_BOOL, .a = DOM_ANY, .b = DOM_ANY, .out_bool = 1, .mag = 'b'),
+    BIN(Greater, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .out_bool = 1, .mag = 'b'),
+    BIN(GreaterOrEqual, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .out_bool = 1, .mag = 'b'),
+    BIN(Less, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .out_bool = 1, .mag = 'b'),
+    BIN(LessOrEqual, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .out_bool = 1, .mag = 'b'),
+    BIN(And, .dts = DT_BOOL, .a = DOM_ANY, .b = DOM_ANY, .out_bool = 1, .mag = 'b'),
+    BIN(Or, .dts = DT_BOOL, .a = DOM_ANY, .b = DOM_ANY, .out_bool = 1, .mag = 'b'),
+    BIN(Xor, .dts = DT_BOOL, .a = DOM_ANY, .b = DOM_ANY, .out_bool = 1, .mag = 'b'),
+    BIN(BitwiseAnd, .dts = DT_INT | DT_U8, .a = DOM_ANY, .b = DOM_ANY, .mag = 'm'),
+    BIN(BitwiseOr, .dts = DT_INT | DT_U8, .a = DOM_ANY, .b = DOM_ANY, .mag = 'o'),
+    BIN(BitwiseXor, .dts = DT_INT | DT_U8, .a = DOM_ANY, .b = DOM_ANY, .mag = 'o'),
+    BIN(BitShift, .dts = DT_U8, .a = DOM_ANY, .b = DOM_ANY, .mag = 's'),
 };
+#undef BIN
 
-static const bin_spec *find_binary(const char *name) {
-  for (size_t i = 0; i < sizeof binary / sizeof binary[0]; i++)
-    if (!strcmp(binary[i].name, name)) return &binary[i];
-  return NULL;
+static const bin_spec *find_binary(kiln_op op) {
+  return (unsigned)op < KILN_OP_COUNT && binary[op].name ? &binary[op] : NULL;
 }
 
 static double bin_mag(char k, double a, double b) {
@@ -220,7 +223,7 @@ static int identity_operand(gen *G, const char *op, kiln_dtype dt) {
 }
 
 static bool b_binary(gen *G, int op) {
-  const bin_spec *s = find_binary(op_name(op));
+  const bin_spec *s = find_binary(kiln_gen_ops[op].op);
   gen_want w = want(s->dts, 0, 4, s->a);
   int a = gen_pick(G, &w);
   if (a < 0) return false;
