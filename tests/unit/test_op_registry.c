@@ -38,9 +38,16 @@ static void load_lower_src(void) {
       "src/lower/lower.c",       "src/lower/lower_conv.c",   "src/lower/lower_data.c",
       "src/lower/lower_index.c", "src/lower/lower_matmul.c", "src/lower/lower_misc.c",
       "src/lower/lower_norm.c",  "src/lower/lower_pool.c",   "src/lower/lower_reduce.c"};
+  /* the source folder: this file's path less tests/unit/..., else the working folder */
+  char root[1024] = "";
+  const char *me = __FILE__, *tail = strstr(me, "tests/unit/test_op_registry.c");
+  if (tail && (size_t)(tail - me) < sizeof root) memcpy(root, me, (size_t)(tail - me));
   size_t len = 0;
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-    FILE *f = fopen(files[i], "rb");
+    char path[1200];
+    snprintf(path, sizeof path, "%s%s", root, files[i]);
+    FILE *f = fopen(path, "rb");
+    if (!f) f = fopen(files[i], "rb");
     if (!f) {
       fprintf(stderr, "cannot read %s (run from the source folder)\n", files[i]);
       continue;
@@ -185,8 +192,11 @@ static void check_op(kiln_op op) {
   if (!impl->infer) lacks(op, "a shape inference (infer)");
   if (kiln_op_since(op) < 1) lacks(op, "a version (the opset that introduced it)");
   if (!kiln_bnd_row(op)) lacks(op, "a bound rule or a perturbation row (bound_rules.c)");
-  if (kiln_gen_op_index(op) < 0 && !kiln_gen_op_excluded(op))
+  int gi = kiln_gen_op_index(op);
+  if (gi < 0 && !kiln_gen_op_excluded(op))
     lacks(op, "a generator entry or an exclusion with a reason (gen_ops.c)");
+  if (gi >= 0 && kiln_gen_ops[gi].since < kiln_op_since(op))
+    lacks(op, "a generator entry drawn only from the opset that introduced it");
   const char *why = lowering_of(op);
   if (why && !*why) lacks(op, "a lowering or a fallback reason");
 }
