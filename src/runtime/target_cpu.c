@@ -150,7 +150,6 @@ static int n_jobs(const kiln_compile_opts *o) {
   return n < 1 ? 1 : (int)n;
 }
 
-
 /* ---- emit: C source of the unique kernels, in units (kept in c->impl for build) ---- */
 static kiln_status cpu_emit(kiln_compiled *c, const kiln_compile_opts *o) {
   kiln_codegen_opts co = kiln_codegen_opts_default();
@@ -243,7 +242,6 @@ static void cpu_report(const kiln_compiled *c, kiln_strbuf *out) {
                        s->seconds[i]);
   kiln_strbuf_printf(out, ")\n");
 }
-
 
 /* ---- running: host memory, kernels called in this process ---- */
 static kiln_status cpu_arena_alloc(kiln_compiled *c, int64_t bytes, void **out) {
