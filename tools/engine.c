@@ -39,7 +39,12 @@ void kiln_cli_backends(kiln_strbuf *b) {
 int kiln_cli_unknown_backend(const char *cmd, const char *v) {
   kiln_strbuf b = {0};
   kiln_cli_backends(&b);
-  int rc = kiln_cli_usage(cmd, "unknown backend '%s' (one of %s)", v ? v : "", b.data);
+  const kiln_target *t = kiln_target_find(v);
+  int rc = t ? kiln_cli_usage(cmd,
+                              "backend '%s': the %s target compiles only (kiln compile --target "
+                              "%s); the backends that run: %s",
+                              t->name, t->name, t->name, b.data)
+             : kiln_cli_usage(cmd, "unknown backend '%s' (one of %s)", v ? v : "", b.data);
   kiln_strbuf_free(&b);
   return rc;
 }

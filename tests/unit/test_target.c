@@ -134,7 +134,8 @@ static int far(const kiln_tensor *a, const kiln_tensor *b) {
   if (!a || !b || a->numel != b->numel) return 1;
   const float *x = a->data, *y = b->data;
   int bad = 0;
-  for (int64_t i = 0; i < a->numel; i++) bad += !(fabsf(x[i] - y[i]) <= 1e-5f + 1e-5f * fabsf(y[i]));
+  for (int64_t i = 0; i < a->numel; i++)
+    bad += !(fabsf(x[i] - y[i]) <= 1e-5f + 1e-5f * fabsf(y[i]));
   return bad;
 }
 
