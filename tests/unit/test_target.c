@@ -2,8 +2,9 @@
  * name's error listing the known ones), the one compile driver on a small model for every
  * registered target (a target that runs: its results against the reference interpreter; a
  * target that compiles only: its emitted code and its NVRTC part, skipped with a SKIP line
- * when NVRTC cannot be loaded), and the slots that reach the lowering (schedule defaults,
- * supported nodes) through targets made for the test. */
+ * when NVRTC cannot be loaded), the slots that reach the lowering (schedule defaults,
+ * supported nodes) and the runtime slots that the executor goes through (arena, copies,
+ * kernel steps), through targets made for the test. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +280,48 @@ static void test_supports_node(void) {
   kiln_graph_free(g);
 }
 
+/* ---- the runtime slots: the executor reaches the device only through them ---- */
+static int n_alloc, n_free, n_copy_out, n_kernels;
+
+static kiln_status counting_alloc(kiln_compiled *c, int64_t bytes, void **out) {
+  n_alloc++;
+  return kiln_target_cpu.arena_alloc(c, bytes, out);
+}
+static void counting_free(kiln_compiled *c, void *arena, int64_t bytes) {
+  n_free++;
+  kiln_target_cpu.arena_free(c, arena, bytes);
+}
+static void counting_copy_out(kiln_compiled *c, void *dst, const void *src, size_t bytes) {
+  n_copy_out++;
+  kiln_target_cpu.copy_out(c, dst, src, bytes);
+}
+static void counting_run(kiln_compiled *c, int step) {
+  n_kernels++;
+  kiln_target_cpu.run_kernel(c, step);
+}
+
+static void test_runtime_slots(void) {
+  kiln_target t = kiln_target_cpu;
+  t.name = "cpu-counting";
+  t.arena_alloc = counting_alloc, t.arena_free = counting_free;
+  t.copy_out = counting_copy_out, t.run_kernel = counting_run;
+  kiln_graph *g = parse();
+  kiln_compile_opts o = options();
+  kiln_compiled *c = NULL;
+  if (g) CHECK_OK(kiln_compile(g, &t, &o, &c));
+  CHECK(n_alloc == 0); /* the arena is made at the first run */
+  if (c) {
+    check_runs(c);
+    check_runs(c);
+  }
+  const kiln_compile_stats *s = c ? kiln_compiled_stats(c) : NULL;
+  CHECK(s && n_alloc == 1 && n_kernels == 2 * s->n_kernel_steps && n_kernels > 0);
+  CHECK(n_copy_out == 2 * 2); /* two outputs in the arena, two runs */
+  kiln_compiled_free(c);
+  CHECK(n_free == 1);
+  kiln_graph_free(g);
+}
+
 /* ---- the verifier's target lists ---- */
 static void test_verify_targets(void) {
   bool on[KILN_TARGET_COUNT];
@@ -302,4 +345,5 @@ static void test_verify_targets(void) {
 TEST_MAIN({"setup", setup}, {"registry", test_registry}, {"unknown_name", test_unknown_name},
           {"check_slots", test_check_slots}, {"every_target", test_every_target},
           {"schedule_slot", test_schedule_slot}, {"supports_node", test_supports_node},
-          {"verify_targets", test_verify_targets}, {"cleanup", cleanup})
+          {"runtime_slots", test_runtime_slots}, {"verify_targets", test_verify_targets},
+          {"cleanup", cleanup})
