@@ -160,7 +160,8 @@ static kiln_status manifest_kv(kiln_cli_artifact *a, const char *key, char *rest
     snprintf(a->model, sizeof a->model, "%s/%s", a->dir, rest);
   } else if (!strcmp(key, "target")) {
     KILN_TRY(once(seen, SEEN_TARGET, key));
-    if (strcmp(rest, "cpu")) return kiln_unsupported("target '%s'", rest);
+    a->target = kiln_target_find(rest); /* a registered target whose code runs */
+    if (!kiln_target_can_run(a->target)) return kiln_unsupported("target '%s'", rest);
   } else if (!strcmp(key, "threads")) {
     KILN_TRY(once(seen, SEEN_THREADS, key));
     /* 0: all cores, as artifacts of earlier versions wrote it */
@@ -201,6 +202,7 @@ kiln_status kiln_cli_artifact_load(const char *dir, kiln_cli_artifact *a) {
   size_t len;
   memset(a, 0, sizeof *a);
   kiln_compile_opts_init(&a->co);
+  a->target = kiln_target_default();
   snprintf(a->dir, sizeof a->dir, "%s", dir);
   snprintf(path, sizeof path, "%s/manifest.txt", dir);
   KILN_TRY(kiln_read_file(path, &a->text, &len));

@@ -77,18 +77,33 @@ bool kiln_cli_compare(const kiln_val *got, const kiln_val *want, double rtol, do
 /* ---- backends (engine.c) ----
  * interp: the reference interpreter on the imported graph; opt: the reference interpreter
  * on the graph after the pass pipeline without fusion; tile: lowering, then the program
- * interpreter (tile IR interpreter + reference kernels for fallbacks); cpu: compiled C. */
-typedef enum kiln_cli_backend {
+ * interpreter (tile IR interpreter + reference kernels for fallbacks); then one backend per
+ * registered target that runs (runtime/target.h): its compiled code (cpu: compiled C). */
+typedef enum kiln_cli_engine_kind {
   KILN_CLI_INTERP,
   KILN_CLI_OPT,
   KILN_CLI_TILE,
-  KILN_CLI_CPU,
-  KILN_CLI_BACKEND_COUNT
+  KILN_CLI_COMPILED, /* kiln_compile for a target */
+  KILN_CLI_ENGINE_KIND_COUNT
+} kiln_cli_engine_kind;
+
+typedef struct kiln_cli_backend {
+  kiln_cli_engine_kind kind;
+  const kiln_target *target; /* COMPILED */
 } kiln_cli_backend;
 
+/* The backend that runs target t's compiled code (NULL: the default target, cpu). */
+kiln_cli_backend kiln_cli_compiled(const kiln_target *t);
 const char *kiln_cli_backend_name(kiln_cli_backend b);
 int kiln_cli_backend_parse(const char *s, kiln_cli_backend *out); /* 0 on success */
-#define KILN_CLI_BACKENDS "interp, opt, tile, cpu"
+/* The backend names, ", "-separated ("interp, opt, tile, cpu"), appended to b. */
+void kiln_cli_backends(kiln_strbuf *b);
+/* Prints a help text to stdout with "{BACKENDS}" replaced by kiln_cli_backends,
+ * "{TARGETS}" by the registered targets ("cpu|cuda") and "{COMPILED}" by "NAME: SUMMARY" of
+ * each target that runs ("cpu: compiled C kernels"), so that it names what is registered. */
+void kiln_cli_put_help(const char *text);
+/* The usage error of a --backend value that names no backend (exit status 2). */
+int kiln_cli_unknown_backend(const char *cmd, const char *v);
 
 typedef struct kiln_cli_engine_opts {
   kiln_cli_backend backend;
@@ -127,7 +142,8 @@ typedef struct kiln_cli_artifact {
   char dir[4096], model[4200];
   kiln_compile_opts co; /* threads, dims and pass flags of the manifest */
   KILN_VEC(kiln_dim_binding) dims;
-  char *text; /* the manifest (pass flag values point into it) */
+  const kiln_target *target; /* of the manifest: a registered target that runs */
+  char *text;                /* the manifest (pass flag values point into it) */
 } kiln_cli_artifact;
 /* Reads DIR/manifest.txt: "KEY VALUE" lines (LF or CRLF; blank lines and "# ..." skipped);
  * every number is checked (threads 1..KILN_CLI_MAX_THREADS, dims 0..KILN_CLI_MAX_DIM), an

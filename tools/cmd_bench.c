@@ -15,7 +15,7 @@ static const char *const bench_help =
     "  latency: min X ms, median X ms, p90 X ms\n"
     "  throughput: X inferences/s\n\n"
     "options:\n"
-    "  --backend B       " KILN_CLI_BACKENDS " (default cpu)\n"
+    "  --backend B       {BACKENDS} (default cpu)\n"
     "  --warmup N        untimed runs first (default 3)\n"
     "  --iters N         timed runs (default 20)\n"
     "  --threads N       kernel threads of the cpu backend (default: all cores)\n"
@@ -52,9 +52,7 @@ static int parse_one(int argc, char **argv, int *i, bench_opts *o) {
   const char *v = NULL;
   int mrc;
   if (kiln_cli_opt(argc, argv, i, "--backend", &v)) {
-    if (kiln_cli_backend_parse(v, &o->engine.backend))
-      return kiln_cli_usage("bench", "unknown backend '%s' (one of " KILN_CLI_BACKENDS ")",
-                            v ? v : "");
+    if (kiln_cli_backend_parse(v, &o->engine.backend)) return kiln_cli_unknown_backend("bench", v);
   } else if (kiln_cli_opt(argc, argv, i, "--warmup", &v))
     return parse_count(v, &o->warmup, 0, "--warmup");
   else if (kiln_cli_opt(argc, argv, i, "--iters", &v))
@@ -77,10 +75,10 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
   o->warmup = 3;
   o->iters = 20;
   o->seed = 1;
-  o->engine.backend = KILN_CLI_CPU;
+  o->engine.backend = kiln_cli_compiled(NULL);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(bench_help, stdout);
+      kiln_cli_put_help(bench_help);
       fputs(kiln_cli_memory_help, stdout);
       return 0;
     }

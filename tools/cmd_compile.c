@@ -25,7 +25,7 @@ static const char *const compile_help =
     "                    DIR must be new, empty or an earlier artifact (never the model's own\n"
     "                    folder); the artifact is built in a hidden folder next to DIR and\n"
     "                    renamed into place when complete, so a failed compile leaves none\n"
-    "  --target cpu|cuda the target (default cpu). cuda: the kernels are scheduled for a\n"
+    "  --target {TARGETS} the target (default cpu). cuda: the kernels are scheduled for a\n"
     "                    GPU (tiled shared-memory matmuls, parallel loops mapped to blocks\n"
     "                    and threads, other kernels as one thread), emitted as CUDA C and\n"
     "                    compiled to PTX with NVRTC when NVRTC can be loaded (CUDA_HOME,\n"
@@ -70,8 +70,8 @@ static const char *const compile_help =
 typedef struct compile_args {
   const char *model, *out_dir, *emit_dir, *cuda_dir;
   char *sched_text; /* --schedule: the file, kept for the artifact */
-  bool report, cuda;
-  kiln_cuda_opts cuda_opts;
+  bool report;
+  const kiln_target *target; /* --target (NULL: the default) */
   kiln_compile_opts co;
   KILN_VEC(kiln_dim_binding) dims;
   KILN_VEC(const char *) pass_args; /* kept for the manifest */
@@ -118,19 +118,17 @@ static int parse_one(int argc, char **argv, int *i, compile_args *a) {
     if (!v) return kiln_cli_usage("compile", "--emit-c needs a folder");
     a->emit_dir = v;
   } else if (kiln_cli_opt(argc, argv, i, "--target", &v)) {
-    if (!v || (strcmp(v, "cpu") && strcmp(v, "cuda")))
-      return kiln_cli_usage("compile", "unknown target '%s' (cpu or cuda)", v ? v : "");
-    a->cuda = !strcmp(v, "cuda");
+    if ((st = kiln_target_lookup(v, &a->target))) return usage_status(st);
   } else if (kiln_cli_opt(argc, argv, i, "--emit-cuda", &v)) {
     if (!v) return kiln_cli_usage("compile", "--emit-cuda needs a folder");
     a->cuda_dir = v;
-    a->cuda = true;
+    a->target = &kiln_target_cuda;
   } else if (kiln_cli_opt(argc, argv, i, "--cuda-arch", &v)) {
     if (!v || strncmp(v, "compute_", 8))
       return kiln_cli_usage("compile", "--cuda-arch needs compute_XX");
-    a->cuda_opts.arch = v;
+    a->co.cuda.arch = v;
   } else if (kiln_cli_opt(argc, argv, i, "--block-threads", &v)) {
-    if (kiln_cli_int("compile", "--block-threads", v, 1, 1024, &a->cuda_opts.threads_per_block))
+    if (kiln_cli_int("compile", "--block-threads", v, 1, 1024, &a->co.cuda.threads_per_block))
       return 2;
   } else if (kiln_cli_opt(argc, argv, i, "--threads", &v)) {
     if (kiln_cli_threads("compile", v, &a->co.threads)) return 2;
@@ -194,7 +192,7 @@ static int parse_args(int argc, char **argv, compile_args *a) {
   kiln_compile_opts_init(&a->co);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(compile_help, stdout);
+      kiln_cli_put_help(compile_help);
       fputs(kiln_cli_memory_help, stdout);
       fputs(kiln_cli_pass_flags_help, stdout);
       return 0;
@@ -203,7 +201,10 @@ static int parse_args(int argc, char **argv, compile_args *a) {
     if (rc >= 0) return rc;
   }
   if (!a->model) return kiln_cli_usage("compile", "no model given");
-  if (a->cuda && (a->out_dir || a->emit_dir))
+  if (!a->target) a->target = kiln_target_default();
+  if (a->cuda_dir && a->target != &kiln_target_cuda)
+    return kiln_cli_usage("compile", "--emit-cuda is for the cuda target");
+  if (a->target != &kiln_target_cpu && (a->out_dir || a->emit_dir))
     return kiln_cli_usage("compile", "-o and --emit-c are for the cpu target");
   if (a->out_dir && a->emit_dir && same_folder(a->out_dir, a->emit_dir))
     return kiln_cli_usage("compile", "-o and --emit-c need two folders ('%s' is both)",
@@ -218,8 +219,10 @@ static kiln_status write_manifest(const compile_args *a, const char *path) {
   kiln_strbuf b = {0};
   kiln_strbuf_printf(&b, "# Kiln compiled artifact: `kiln run ");
   kiln_esc_line(&b, a->out_dir);
-  kiln_strbuf_printf(&b, " --input NAME=FILE ...`\n"
-                         "format kiln-artifact 1\nmodel model.onnx\ntarget cpu\n");
+  kiln_strbuf_printf(&b,
+                     " --input NAME=FILE ...`\n"
+                     "format kiln-artifact 1\nmodel model.onnx\ntarget %s\n",
+                     a->target->name);
   if (a->co.threads > 0) kiln_strbuf_printf(&b, "threads %d\n", a->co.threads);
   for (int i = 0; i < a->dims.len; i++) {
     kiln_strbuf_printf(&b, "dim ");
@@ -307,16 +310,16 @@ static kiln_status emit_c(const void *compiled, const char *dir) {
   return kiln_emit_standalone(compiled, dir, "model");
 }
 
-static kiln_status emit_cuda(const void *build, const char *dir) {
-  return kiln_cuda_build_write(build, dir);
+static kiln_status emit_cuda(const void *compiled, const char *dir) {
+  return kiln_cuda_build_write(kiln_compiled_cuda(compiled), dir);
 }
 
 static void print_summary(const compile_args *a, const kiln_cli_engine *e) {
   const kiln_compile_stats *s = kiln_compiled_stats(kiln_cli_engine_compiled(e));
-  printf("compiled %s for cpu in %.2f s: %d kernels (%d unique), %d fallback steps, "
+  printf("compiled %s for %s in %.2f s: %d kernels (%d unique), %d fallback steps, "
          "arena %lld bytes (lower bound %lld)\n",
-         a->model, s->total_seconds, s->n_kernels, s->n_unique_kernels, s->n_fallback_steps,
-         (long long)s->arena_bytes, (long long)s->lower_bound);
+         a->model, a->target->name, s->total_seconds, s->n_kernels, s->n_unique_kernels,
+         s->n_fallback_steps, (long long)s->arena_bytes, (long long)s->lower_bound);
 }
 
 static kiln_status finish(compile_args *a, kiln_cli_engine *e) {
@@ -345,23 +348,24 @@ static kiln_status finish(compile_args *a, kiln_cli_engine *e) {
   return st;
 }
 
-/* ---- the CUDA target ---- */
-static kiln_status compile_cuda(compile_args *a, kiln_graph *g) {
-  kiln_cuda_build *b;
+/* ---- a target that compiles only (cuda) ---- */
+static kiln_status compile_only(compile_args *a, kiln_graph *g) {
+  kiln_compiled *c;
   KILN_TRY(kiln_cli_check_dims(g, &a->co));
-  KILN_TRY(kiln_compile_cuda(g, &a->co, &a->cuda_opts, &b));
+  KILN_TRY(kiln_compile(g, a->target, &a->co, &c));
   kiln_strbuf rep = {0};
-  kiln_cuda_build_report(b, &rep);
+  kiln_compiled_report(c, &rep);
   kiln_cli_put_block(stdout, rep.data); /* fallback node names in it */
+  const kiln_cuda_build *b = kiln_compiled_cuda(c);
   kiln_status st = KILN_OK;
-  if (a->cuda_dir) st = emit_folder(a->cuda_dir, emit_cuda, b);
+  if (a->cuda_dir) st = emit_folder(a->cuda_dir, emit_cuda, c);
   if (!st && a->cuda_dir)
     printf("CUDA: %s (model.cu, launch.txt, report.txt%s)\n", a->cuda_dir,
            b->ptx ? ", model.ptx" : "");
-  if (!st && b->nvrtc_found && !b->nvrtc_ok)
+  if (!st && b && b->nvrtc_found && !b->nvrtc_ok)
     st = kiln_error(KILN_ERR_FAILED, "NVRTC could not compile the CUDA C (see the report)");
   kiln_strbuf_free(&rep);
-  kiln_cuda_build_free(b);
+  kiln_compiled_free(c);
   return st;
 }
 
@@ -372,8 +376,9 @@ static kiln_status compile_model(compile_args *a) {
   KILN_TRY(check_outputs(a, file));
   KILN_TRY(kiln_cli_load(file, &g));
   kiln_status st = kiln_cli_check_dim_names(g, a->dims.data, a->dims.len);
-  if (!st && a->cuda) st = compile_cuda(a, g);
-  if (st || a->cuda) {
+  bool runs = kiln_target_can_run(a->target);
+  if (!st && !runs) st = compile_only(a, g);
+  if (st || !runs) {
     kiln_graph_free(g);
     return st;
   }
@@ -382,7 +387,7 @@ static kiln_status compile_model(compile_args *a) {
     kiln_graph_free(g);
     return st;
   }
-  kiln_cli_engine_opts eo = {.backend = KILN_CLI_CPU, .compile = &a->co};
+  kiln_cli_engine_opts eo = {.backend = kiln_cli_compiled(a->target), .compile = &a->co};
   kiln_cli_engine *e;
   KILN_TRY(kiln_cli_engine_new(g, &eo, NULL, &e));
   st = finish(a, e);

@@ -13,7 +13,7 @@
 #include "verify/reduce/reduce.h"
 
 static const char *const fuzz_help =
-    "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N] [--backend cpu,cuda|none]\n"
+    "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N] [--backend LIST|none]\n"
     "                 [--oracle kiln|onnxruntime] [--out DIR] [--max-nodes N] [--ops A,B]\n"
     "                 [--threads N] [--cpu-every N] [--reduce] [-q] [--list-ops]\n\n"
     "Generates random valid models (1..max-nodes nodes over every op Kiln compiles, several\n"
@@ -26,8 +26,8 @@ static const char *const fuzz_help =
     "  --count N        graphs to try (default 100 when --time is not given)\n"
     "  --time T         stop starting graphs after T seconds\n"
     "  --shard i/N      run only the graphs j with j %% N == i (N shards cover one campaign)\n"
-    "  --backend B      compiled layers: cpu (default), cuda, cpu,cuda, none (graph and tile\n"
-    "                   layers only)\n"
+    "  --backend LIST   the targets whose layers run ({TARGETS}, comma-separated; default\n"
+    "                   cpu), or none (graph and tile layers only)\n"
     "  --oracle O       kiln (default): verify Kiln's layers; onnxruntime: also run each model\n"
     "                   in ONNX Runtime and compare it with Kiln's reference\n"
     "  --out DIR        where failure cases go (default fuzz-out); DIR/cache is the kernel\n"
@@ -53,11 +53,12 @@ typedef struct fuzz_args {
   long count;
   double time;
   long shard, shards;
-  bool cpu, cuda, ort, reduce, quiet;
+  bool targets[KILN_TARGET_COUNT]; /* --backend */
+  bool ort, reduce, quiet;
   const char *out;
   long max_nodes;
   long threads;   /* 0: drawn per graph */
-  long cpu_every; /* the cpu layer on one graph in cpu_every */
+  long cpu_every; /* the layers of targets that run on one graph in cpu_every */
   const char *ops;
 } fuzz_args;
 
@@ -103,18 +104,13 @@ static int parse_shard(const char *v, fuzz_args *a) {
   return kiln_cli_long("fuzz", "--shard i", i_text, 0, a->shards - 1, &a->shard);
 }
 
+/* --backend LIST: registered target names ("cpu,cuda") or "none". */
 static int parse_backend(const char *v, fuzz_args *a) {
-  a->cpu = a->cuda = false;
-  if (!strcmp(v, "none")) return 0;
-  char *list = kiln_xstrdup(v), *save = NULL;
-  int bad = 0;
-  for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-    if (!strcmp(w, "cpu")) a->cpu = true;
-    else if (!strcmp(w, "cuda")) a->cuda = true;
-    else bad = 1;
-  }
-  free(list);
-  return bad;
+  kiln_status st = kiln_verify_parse_targets(v, a->targets);
+  if (!st) return 0;
+  kiln_cli_usage("fuzz", "--backend: %s", kiln_status_message(st));
+  kiln_status_free(st);
+  return 1;
 }
 
 static void list_ops(void) {
@@ -127,7 +123,7 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
     const char *v;
     int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-      return fputs(fuzz_help, stdout), fputs(kiln_cli_memory_help, stdout), 0;
+      return kiln_cli_put_help(fuzz_help), fputs(kiln_cli_memory_help, stdout), 0;
     if (!strcmp(argv[i], "--list-ops")) return list_ops(), 0;
     if (!strcmp(argv[i], "--reduce")) a->reduce = true;
     else if (!strcmp(argv[i], "-q")) a->quiet = true;
@@ -142,8 +138,8 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
     } else if (kiln_cli_opt(argc, argv, &i, "--shard", &v)) {
       if (parse_shard(v, a)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
-      if (!v || parse_backend(v, a))
-        return kiln_cli_usage("fuzz", "--backend needs cpu, cuda, cpu,cuda or none");
+      if (!v) return kiln_cli_usage("fuzz", "--backend needs a list of targets or none");
+      if (parse_backend(v, a)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--oracle", &v)) {
       if (!v || (strcmp(v, "kiln") && strcmp(v, "onnxruntime")))
         return kiln_cli_usage("fuzz", "--oracle needs kiln or onnxruntime");
@@ -307,7 +303,12 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   kiln_gen_case gc;
   uint64_t seed = kiln_gen_seed(c->a.seed, j);
   c->vo.threads = graph_threads(c, seed);
-  c->vo.cpu = c->a.cpu && (seed >> 32) % (uint64_t)c->a.cpu_every == 0;
+  bool compile = (seed >> 32) % (uint64_t)c->a.cpu_every == 0; /* code that runs: costly */
+  bool any = false;
+  for (int t = 0; t < KILN_TARGET_COUNT; t++) {
+    c->vo.targets[t] = c->a.targets[t] && (compile || !kiln_target_can_run(kiln_target_at(t)));
+    any = any || c->vo.targets[t];
+  }
   KILN_TRY(kiln_gen_model(&c->go, seed, &gc));
   c->tried++;
   if (gc.status == KILN_GEN_INVALID) {
@@ -324,9 +325,9 @@ static kiln_status run_one(campaign *c, uint64_t j) {
     if (st) {
       st = runner_error(c, j, st);
     } else {
-      if (c->vo.cpu || c->vo.cuda) c->env_streak = 0, c->env_ok++;
+      if (any) c->env_streak = 0, c->env_ok++;
       note_fired(c, res.fired);
-      c->compiled += c->vo.cpu;
+      c->compiled += c->vo.targets[KILN_TARGET_CPU];
       if (res.failed) st = record(c, j, &gc, &res);
       kiln_verify_result_free(&res);
     }
@@ -376,7 +377,8 @@ static void summary(const campaign *c, double secs) {
          (long long)c->tried, secs, secs > 0 ? (double)c->tried / secs : 0.0, (long long)c->valid,
          (long long)c->invalid, (long long)c->no_inputs, (long long)c->verify_errors,
          (long long)c->env_errors);
-  if (c->a.cpu) printf("cpu layer (compiled C) on %lld graphs\n", (long long)c->compiled);
+  if (c->a.targets[KILN_TARGET_CPU])
+    printf("cpu layer (compiled C) on %lld graphs\n", (long long)c->compiled);
   int covered = 0, total = 0;
   kiln_strbuf miss = {0};
   for (int k = 0; k < c->n_ops; k++) {
@@ -415,7 +417,8 @@ static kiln_status setup(campaign *c) {
   KILN_TRY(kiln_gen_model(&c->go, 0, &probe));
   kiln_gen_case_free(&probe);
   kiln_verify_opts_init(&c->vo);
-  c->vo.cpu = c->a.cpu, c->vo.cuda = c->a.cuda, c->vo.each_pass = true, c->vo.threads = 1;
+  memcpy(c->vo.targets, c->a.targets, sizeof c->vo.targets);
+  c->vo.each_pass = true, c->vo.threads = 1;
   KILN_TRY(kiln_make_dirs(c->a.out));
   snprintf(c->cache, sizeof c->cache, "%s/cache", c->a.out);
   c->vo.compile.cache_dir = c->cache;
@@ -441,8 +444,12 @@ static void teardown(campaign *c) {
 
 int kiln_cmd_fuzz(int argc, char **argv) {
   campaign *c = kiln_xcalloc(1, sizeof *c);
-  c->a = (fuzz_args){
-      .seed = 1, .shards = 1, .cpu = true, .out = "fuzz-out", .max_nodes = 12, .cpu_every = 3};
+  c->a = (fuzz_args){.seed = 1,
+                     .shards = 1,
+                     .targets = {[KILN_TARGET_CPU] = true},
+                     .out = "fuzz-out",
+                     .max_nodes = 12,
+                     .cpu_every = 3};
   int rc = parse_args(argc, argv, &c->a);
   kiln_status st = rc < 0 ? setup(c) : KILN_OK;
   double t0 = kiln_cli_seconds(), last = t0;

@@ -20,7 +20,7 @@ static const char *const run_help =
     "options:\n"
     "  --backend B              interp: reference interpreter; opt: the interpreter after the\n"
     "                           graph passes (no fusion); tile: lowered kernels in the tile IR\n"
-    "                           interpreter; cpu: compiled C kernels (default interp)\n"
+    "                           interpreter; {COMPILED} (default interp)\n"
     "  --threads N              kernel threads of the cpu backend (default: all cores)\n"
     "  --report                 print the backend's report (kernels, fallbacks, memory plan)\n"
     "  --expect NAME=FILE       compare output NAME with FILE (exit 1 on mismatch)\n"
@@ -73,7 +73,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     const char *v = NULL;
     int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(run_help, stdout);
+      kiln_cli_put_help(run_help);
       fputs(kiln_cli_memory_help, stdout);
       return 0;
     }
@@ -89,9 +89,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         return kiln_cli_usage("run", "--format is npy or pb");
       o->format = v;
     } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
-      if (kiln_cli_backend_parse(v, &o->engine.backend))
-        return kiln_cli_usage("run", "unknown backend '%s' (one of " KILN_CLI_BACKENDS ")",
-                              v ? v : "");
+      if (kiln_cli_backend_parse(v, &o->engine.backend)) return kiln_cli_unknown_backend("run", v);
       o->backend_set = true;
     } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
       if (kiln_cli_threads("run", v, &o->engine.threads)) return 2;
@@ -270,7 +268,7 @@ static kiln_status open_model(run_opts *o, kiln_cli_artifact *art, kiln_graph **
   snprintf(path, sizeof path, "%s/manifest.txt", o->model);
   if (stat(o->model, &sb) == 0 && S_ISDIR(sb.st_mode) && stat(path, &sb) == 0) {
     KILN_TRY(kiln_cli_artifact_load(o->model, art));
-    if (!o->backend_set) o->engine.backend = KILN_CLI_CPU;
+    if (!o->backend_set) o->engine.backend = kiln_cli_compiled(art->target);
     if (o->engine.threads > 0) art->co.threads = o->engine.threads;
     o->engine.compile = &art->co;
     KILN_TRY(kiln_cli_load(art->model, g));

@@ -20,7 +20,7 @@ static const char *const test_help =
     "options:\n"
     "  --backend B         interp (default): reference interpreter; opt: the interpreter\n"
     "                      after the graph passes (no fusion); tile: lowered kernels in the\n"
-    "                      tile IR interpreter; cpu: compiled C kernels (one compile per case)\n"
+    "                      tile IR interpreter; {COMPILED} (one compile per case)\n"
     "                      Symbolic dims are bound to the extents of each set's inputs.\n"
     "  --rtol R --atol A   tolerance |got-expected| <= atol + rtol*|expected|\n"
     "                      (default 1e-3 and 1e-7, as ONNX's own runner)\n"
@@ -325,7 +325,7 @@ static int parse_args(int argc, char **argv, test_opts *o) {
     const char *v = NULL;
     int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(test_help, stdout);
+      kiln_cli_put_help(test_help);
       fputs(kiln_cli_memory_help, stdout);
       return 0;
     }
@@ -346,8 +346,7 @@ static int parse_args(int argc, char **argv, test_opts *o) {
       o->json_path = v;
     } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
       if (kiln_cli_backend_parse(v, &o->engine.backend))
-        return kiln_cli_usage("test-onnx", "unknown backend '%s' (one of " KILN_CLI_BACKENDS ")",
-                              v ? v : "");
+        return kiln_cli_unknown_backend("test-onnx", v);
     } else if (!strcmp(argv[i], "--quiet")) {
       o->quiet = true;
     } else if (!strcmp(argv[i], "--no-fork")) {
@@ -468,7 +467,7 @@ static void reap_one(const test_opts *o, child *slots, int *running, outcome *re
   }
 }
 
-/* The cpu backend probes the C compiler (its identity, OpenMP) once per process: doing it
+/* A compiled backend (cpu) probes the C compiler (its identity, OpenMP) once per process: doing it
  * here, before the cases fork, saves each case that work (about half a second). Errors
  * are left for the cases to report. */
 static void warm_compiler(const test_opts *o) {
@@ -476,7 +475,7 @@ static void warm_compiler(const test_opts *o) {
                                   "  opset \"\" 17\n  %y = Relu(%x) : f32[4]\n  return %y\n}\n";
   kiln_graph *g;
   kiln_cli_engine *e = NULL;
-  if (o->engine.backend != KILN_CLI_CPU || o->no_fork) return;
+  if (o->engine.backend.kind != KILN_CLI_COMPILED || o->no_fork) return;
   kiln_status st = kiln_graph_parse(tiny, "warm", &g);
   if (!st) st = kiln_cli_engine_new(g, &o->engine, NULL, &e);
   kiln_status_free(st);

@@ -39,8 +39,8 @@ static const char *const verify_help =
     "                      floats uniform in [-1, 1], integers in [0, 2], booleans\n"
     "  --seed S            seed of the drawn inputs (default 1)\n"
     "  --dim SYM=N         extent of a symbolic input dim (default: drawn in 2..4)\n"
-    "  --backend LIST      cpu, cuda, cpu,cuda or none: which backend layers run after the\n"
-    "                      tile layer (default cpu)\n"
+    "  --backend LIST      targets ({TARGETS}, comma-separated) or none: whose layers run\n"
+    "                      after the tile layer (default cpu)\n"
     "  --bisect-only       interpret only the graph after all passes; bisect the passes with\n"
     "                      the pass limit when it fails (faster on large models)\n"
     "  --threads N         kernel threads of the second cpu layer (default: all cores; 1:\n"
@@ -59,18 +59,13 @@ typedef struct verify_args {
   int n_cli_dims; /* dims[0..n_cli_dims) come from --dim; the rest from inputs or drawn */
 } verify_args;
 
+/* --backend LIST: registered target names ("cpu,cuda") or "none". */
 static int parse_backend(const char *v, kiln_verify_opts *o) {
-  o->cpu = o->cuda = false;
-  if (!strcmp(v, "none")) return 0;
-  for (const char *p = v; *p;) {
-    const char *e = strchr(p, ',');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    if (n == 3 && !strncmp(p, "cpu", 3)) o->cpu = true;
-    else if (n == 4 && !strncmp(p, "cuda", 4)) o->cuda = true;
-    else return -1;
-    p += n + (e ? 1 : 0);
-  }
-  return 0;
+  kiln_status st = kiln_verify_parse_targets(v, o->targets);
+  if (!st) return 0;
+  kiln_cli_usage("verify", "--backend: %s", kiln_status_message(st));
+  kiln_status_free(st);
+  return -1;
 }
 
 static int parse_dim(const char *v, verify_args *a) {
@@ -89,7 +84,7 @@ static int parse_args(int argc, char **argv, verify_args *a) {
     const char *v = NULL;
     int mrc;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(verify_help, stdout);
+      kiln_cli_put_help(verify_help);
       fputs(kiln_cli_memory_help, stdout);
       return 1;
     }
@@ -106,8 +101,8 @@ static int parse_args(int argc, char **argv, verify_args *a) {
     } else if (kiln_cli_opt(argc, argv, &i, "--dim", &v)) {
       if (parse_dim(v, a)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--backend", &v)) {
-      if (!v || parse_backend(v, &a->o))
-        return kiln_cli_usage("verify", "--backend takes cpu, cuda, cpu,cuda or none");
+      if (!v) return kiln_cli_usage("verify", "--backend needs a list of targets or none");
+      if (parse_backend(v, &a->o)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
       if (kiln_cli_threads("verify", v, &a->o.par_threads)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--repro", &v)) {

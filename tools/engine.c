@@ -6,26 +6,82 @@
 
 #include "cli.h"
 
-static const char *const backend_names[KILN_CLI_BACKEND_COUNT] = {"interp", "opt", "tile", "cpu"};
+static const char *const ENGINE_NAMES[KILN_CLI_COMPILED] = {"interp", "opt", "tile"};
 
-const char *kiln_cli_backend_name(kiln_cli_backend b) {
-  return b >= 0 && b < KILN_CLI_BACKEND_COUNT ? backend_names[b] : "?";
+kiln_cli_backend kiln_cli_compiled(const kiln_target *t) {
+  kiln_cli_backend b = {KILN_CLI_COMPILED, t ? t : kiln_target_default()};
+  return b;
 }
 
+const char *kiln_cli_backend_name(kiln_cli_backend b) {
+  if (b.kind == KILN_CLI_COMPILED) return b.target ? b.target->name : "?";
+  return b.kind >= 0 && b.kind < KILN_CLI_COMPILED ? ENGINE_NAMES[b.kind] : "?";
+}
+
+/* The engines, then every registered target that runs. */
 int kiln_cli_backend_parse(const char *s, kiln_cli_backend *out) {
-  for (int b = 0; s && b < KILN_CLI_BACKEND_COUNT; b++)
-    if (!strcmp(s, backend_names[b])) {
-      *out = (kiln_cli_backend)b;
+  for (int k = 0; s && k < KILN_CLI_COMPILED; k++)
+    if (!strcmp(s, ENGINE_NAMES[k])) {
+      out->kind = (kiln_cli_engine_kind)k, out->target = NULL;
       return 0;
     }
-  return -1;
+  const kiln_target *t = kiln_target_find(s);
+  if (!kiln_target_can_run(t)) return -1;
+  *out = kiln_cli_compiled(t);
+  return 0;
+}
+
+void kiln_cli_backends(kiln_strbuf *b) {
+  for (int k = 0; k < KILN_CLI_COMPILED; k++) kiln_strbuf_printf(b, "%s, ", ENGINE_NAMES[k]);
+  kiln_target_names(b, ", ", true);
+}
+
+int kiln_cli_unknown_backend(const char *cmd, const char *v) {
+  kiln_strbuf b = {0};
+  kiln_cli_backends(&b);
+  const kiln_target *t = kiln_target_find(v);
+  int rc = t ? kiln_cli_usage(cmd,
+                              "backend '%s': the %s target compiles only (kiln compile --target "
+                              "%s); the backends that run: %s",
+                              t->name, t->name, t->name, b.data)
+             : kiln_cli_usage(cmd, "unknown backend '%s' (one of %s)", v ? v : "", b.data);
+  kiln_strbuf_free(&b);
+  return rc;
+}
+
+static void compiled_summaries(kiln_strbuf *b) {
+  int n = 0;
+  for (int i = 0; i < kiln_target_count(); i++) {
+    const kiln_target *t = kiln_target_at(i);
+    if (kiln_target_can_run(t))
+      kiln_strbuf_printf(b, "%s%s: %s", n++ ? "; " : "", t->name, t->summary);
+  }
+}
+
+void kiln_cli_put_help(const char *text) {
+  static const char *const keys[3] = {"{BACKENDS}", "{TARGETS}", "{COMPILED}"};
+  kiln_strbuf lists[3] = {{0}, {0}, {0}};
+  kiln_cli_backends(&lists[0]);
+  kiln_target_names(&lists[1], "|", false);
+  compiled_summaries(&lists[2]);
+  for (const char *p = text; *p;) {
+    int k = 0;
+    while (k < 3 && strncmp(p, keys[k], strlen(keys[k]))) k++;
+    if (k < 3) {
+      fputs(lists[k].data ? lists[k].data : "", stdout);
+      p += strlen(keys[k]);
+    } else {
+      fputc(*p++, stdout);
+    }
+  }
+  for (int k = 0; k < 3; k++) kiln_strbuf_free(&lists[k]);
 }
 
 struct kiln_cli_engine {
   kiln_cli_engine_opts opts;
   kiln_graph *graph;       /* owned */
   kiln_program *program;   /* tile */
-  kiln_compiled *compiled; /* cpu */
+  kiln_compiled *compiled; /* a target's compiled code */
   double prepare_seconds;
 };
 
@@ -90,7 +146,7 @@ kiln_status kiln_cli_check_dims(const kiln_graph *g, const kiln_compile_opts *co
   return KILN_OK;
 }
 
-static kiln_status compile_cpu(kiln_cli_engine *e) {
+static kiln_status compile_target(kiln_cli_engine *e) {
   kiln_compile_opts co;
   kiln_compile_opts_init(&co);
   if (e->opts.compile) co = *e->opts.compile;
@@ -98,7 +154,7 @@ static kiln_status compile_cpu(kiln_cli_engine *e) {
   if (e->opts.threads > 0) co.threads = e->opts.threads;
   co.verbose = co.verbose || e->opts.verbose;
   co.take_graph = false;
-  return kiln_compile(e->graph, &co, &e->compiled);
+  return kiln_compile(e->graph, e->opts.backend.target, &co, &e->compiled);
 }
 
 static kiln_status run_passes(kiln_cli_engine *e, bool no_fusion) {
@@ -112,19 +168,19 @@ static kiln_status run_passes(kiln_cli_engine *e, bool no_fusion) {
 }
 
 static kiln_status prepare(kiln_cli_engine *e, kiln_val *const *inputs) {
-  if (e->opts.backend != KILN_CLI_INTERP) KILN_TRY(bind_inputs(e->graph, inputs));
-  switch (e->opts.backend) {
+  if (e->opts.backend.kind != KILN_CLI_INTERP) KILN_TRY(bind_inputs(e->graph, inputs));
+  switch (e->opts.backend.kind) {
   case KILN_CLI_INTERP: return KILN_OK;
-  case KILN_CLI_CPU:
+  case KILN_CLI_COMPILED:
     if (!inputs) KILN_TRY(kiln_cli_check_dims(e->graph, e->opts.compile));
-    return compile_cpu(e);
+    return compile_target(e);
   case KILN_CLI_OPT: return run_passes(e, true);
   case KILN_CLI_TILE: {
     KILN_TRY(run_passes(e, false));
     kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 1};
     return kiln_lower(e->graph, &lo, &e->program);
   }
-  default: return kiln_unsupported("unknown backend %d", (int)e->opts.backend);
+  default: return kiln_unsupported("unknown backend %d", (int)e->opts.backend.kind);
   }
 }
 

@@ -89,7 +89,7 @@ static kiln_status run(const char *path, int threads, int iters) {
   kiln_pass_opts po = {0};
   po.pass_limit = -1;
   KILN_TRY(kiln_passes_run(g, &po, NULL));
-  kiln_lower_opts lo = {KILN_TARGET_CPU, threads, NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = threads};
   kiln_program *p;
   KILN_TRY(kiln_lower(g, &lo, &p));
   void *so;

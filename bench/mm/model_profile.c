@@ -37,7 +37,7 @@ static kiln_status run(const char *dir, int threads, int iters) {
   o.threads = threads;
   o.take_graph = true;
   kiln_compiled *c;
-  KILN_TRY(kiln_compile(g, &o, &c));
+  KILN_TRY(kiln_compile(g, NULL, &o, &c));
   kiln_strbuf out = {0};
   KILN_TRY(kiln_compiled_profile(c, g->inputs.len, ts, iters, &out));
   fwrite(out.data, 1, out.len, stdout);

@@ -13,7 +13,9 @@ KILN_MUST_USE kiln_status kiln_load_graph(const char *path, kiln_graph **out);
 const kiln_graph *kiln_model_graph(const kiln_model *m);
 const kiln_compiled *kiln_model_compiled(const kiln_model *m);
 const kiln_type *kiln_model_input_type(const kiln_model *m, int i);
-/* kiln_model_compile with the full internal options (o NULL: kiln_compile_opts_init). */
-KILN_MUST_USE kiln_status kiln_model_compile_opts(kiln_model *m, const kiln_compile_opts *o);
+/* kiln_model_compile for target t (NULL: the default) with the full internal options (o NULL:
+ * kiln_compile_opts_init). */
+KILN_MUST_USE kiln_status kiln_model_compile_opts(kiln_model *m, const kiln_target *t,
+                                                  const kiln_compile_opts *o);
 
 #endif

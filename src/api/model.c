@@ -149,14 +149,15 @@ bool kiln_model_is_compiled(const kiln_model *m) {
   return m->compiled != NULL;
 }
 
-kiln_status kiln_model_compile_opts(kiln_model *m, const kiln_compile_opts *o) {
+kiln_status kiln_model_compile_opts(kiln_model *m, const kiln_target *t,
+                                    const kiln_compile_opts *o) {
   kiln_compiled_free(m->compiled);
   m->compiled = NULL;
   kiln_compile_opts opts;
   if (o) opts = *o;
   else kiln_compile_opts_init(&opts);
   opts.take_graph = false; /* the model keeps its graph */
-  return kiln_compile(m->g, &opts, &m->compiled);
+  return kiln_compile(m->g, t, &opts, &m->compiled);
 }
 
 kiln_status kiln_model_bind_inputs(kiln_model *m, const kiln_tensor *const *inputs) {

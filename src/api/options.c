@@ -6,6 +6,7 @@
 #include "api.h"
 
 struct kiln_options {
+  const kiln_target *target; /* a registered target that runs (NULL: the default) */
   kiln_compile_opts o;
   kiln_dim_binding *dims; /* owned, with owned names */
   char *cache_dir;
@@ -25,16 +26,17 @@ void kiln_options_free(kiln_options *o) {
   free(o);
 }
 
+/* Any registered target by name; a model compiles for one that runs (kiln_target_can_run). */
 kiln_status kiln_options_set_target(kiln_options *o, const char *target) {
   if (!target) return kiln_invalid("target: NULL (a target's name: cpu)");
-  if (!strcmp(target, "cpu")) {
-    o->o.target = KILN_TARGET_CPU;
-    return KILN_OK;
-  }
-  if (!strcmp(target, "cuda"))
-    return kiln_unsupported("target 'cuda': kernels for it are emitted by `kiln compile "
-                            "--target cuda`, but its runtime is not built yet");
-  return kiln_invalid("unknown target '%s' (cpu)", target);
+  const kiln_target *t;
+  KILN_TRY(kiln_target_lookup(target, &t));
+  if (!kiln_target_can_run(t))
+    return kiln_unsupported("target '%s': kernels for it are emitted by `kiln compile "
+                            "--target %s`, but its runtime is not built yet",
+                            t->name, t->name);
+  o->target = t;
+  return KILN_OK;
 }
 
 kiln_status kiln_options_set_threads(kiln_options *o, int threads) {
@@ -73,5 +75,5 @@ kiln_status kiln_options_set_max_memory(kiln_options *o, int64_t bytes) {
 }
 
 kiln_status kiln_model_compile(kiln_model *m, const kiln_options *o) {
-  return kiln_model_compile_opts(m, o ? &o->o : NULL);
+  return kiln_model_compile_opts(m, o ? o->target : NULL, o ? &o->o : NULL);
 }

@@ -20,6 +20,12 @@ static void sanitize(char *s) {
 
 /* ---- schedules ---- */
 
+/* The target's schedule defaults (kiln_lower_opts.sched_defaults), else its id's. */
+static kiln_sched_defaults_fn sched_defaults(const kiln_lower_ctx *c) {
+  return c->opts->sched_defaults ? c->opts->sched_defaults
+                                 : kiln_sched_defaults_for(c->opts->target);
+}
+
 static kiln_sched_facts base_facts(const kiln_lower_ctx *c, kiln_sched_kind kind) {
   kiln_sched_facts f = {.kind = kind, .threads = c->opts->threads, .stress = c->stress};
   return f;
@@ -32,7 +38,7 @@ static void start_schedule(kiln_lower_ctx *c, const kiln_tkernel *k) {
   kiln_sched s;
   kiln_sched_set_resolve(c->sched, k->name, c->prog->module->arena, &s);
   kiln_sched_facts f = base_facts(c, KILN_SCHED_NEST);
-  kiln_status_free(kiln_sched_defaults_for(c->opts->target)(&f, &s));
+  kiln_status_free(sched_defaults(c)(&f, &s));
   c->prog->module->par_min_elements = s.par_min_elements;
   kiln_vec_push(&c->prog->scheds, s);
 }
@@ -42,7 +48,7 @@ kiln_status kiln_lower_schedule(kiln_lower_ctx *c, const kiln_step *step, kiln_s
   kiln_sched *s = &c->prog->scheds.data[step->kernel];
   f->threads = c->opts->threads;
   f->stress = c->stress;
-  KILN_TRY(kiln_sched_defaults_for(c->opts->target)(f, s));
+  KILN_TRY(sched_defaults(c)(f, s));
   *out = s;
   return KILN_OK;
 }
@@ -55,7 +61,7 @@ static kiln_status finish_schedules(kiln_lower_ctx *c, int first) {
     kiln_sched *s = &c->prog->scheds.data[i];
     if (s->kind == KILN_SCHED_NEST) {
       kiln_sched_facts f = base_facts(c, KILN_SCHED_NEST);
-      KILN_TRY(kiln_sched_defaults_for(c->opts->target)(&f, s));
+      KILN_TRY(sched_defaults(c)(&f, s));
     }
     KILN_TRY(kiln_sched_check_fields(s, m->kernels.data[i]));
     KILN_TRY(kiln_sched_apply(s, m->kernels.data[i]));
@@ -421,6 +427,9 @@ static kiln_status lower_kernels(kiln_lower_ctx *c, const kiln_group *grp) {
     if (!kiln_lower_node_static(g, n))
       return kiln_unsupported("a value of %s is not a static tensor", n->op_type);
     if (forced(c->opts, n)) return kiln_unsupported("forced to fall back");
+    const char *why = "not supported by the target";
+    if (c->opts->supports_node && !c->opts->supports_node(g, n, &why))
+      return kiln_unsupported("%s", why);
   }
   const kiln_node *first = &g->nodes.data[grp->nodes[0]];
   if (kiln_lower_is_contraction(g, first)) return kiln_lower_contraction(c, grp);
@@ -537,7 +546,7 @@ static kiln_status lower_all(kiln_lower_ctx *c) {
 static kiln_status lower_program(kiln_graph *g, const kiln_lower_opts *opts, bool stress,
                                  kiln_sched_set *sched, kiln_program **out) {
   *out = NULL;
-  kiln_lower_opts dflt = {KILN_TARGET_CPU, 1, NULL, NULL};
+  kiln_lower_opts dflt = {.target = KILN_TARGET_CPU, .threads = 1};
   if (!opts) opts = &dflt;
   KILN_TRY(check_opts(opts));
   if (g->parent) return kiln_invalid("kiln_lower takes a root graph");

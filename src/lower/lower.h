@@ -16,7 +16,11 @@
 #include "precision.h"
 #include "tile/tile.h"
 
-typedef enum kiln_target { KILN_TARGET_CPU, KILN_TARGET_CUDA, KILN_TARGET_COUNT } kiln_target;
+/* The registered targets (src/runtime/target.h), by id: the id is the target's index in the
+ * runtime's registry and what the lowering records in kiln_program.target. The lowering
+ * cannot see the target interface (it is a stage below the runtime): it receives the
+ * target's view in kiln_lower_opts (schedule defaults, supported nodes, threads). */
+typedef enum kiln_target_id { KILN_TARGET_CPU, KILN_TARGET_CUDA, KILN_TARGET_COUNT } kiln_target_id;
 
 typedef enum kiln_arg_kind {
   KILN_ARG_VALUE,   /* a graph value (input, constant, or node output) by id */
@@ -70,7 +74,7 @@ typedef struct kiln_program {
   /* the schedule of each kernel of module, by kernel index (schedule.h) */
   KILN_VEC(struct kiln_sched) scheds;
   KILN_VEC(kiln_tensor *) packed; /* owned */
-  kiln_target target;
+  kiln_target_id target;
   int n_fallback;
 } kiln_program;
 
@@ -79,8 +83,10 @@ typedef struct kiln_program {
  * more when the cores are shared with other processes. */
 #define KILN_LOWER_PAR_MIN_ELEMENTS 32768
 
+struct kiln_sched_facts; /* schedule.h */
+
 typedef struct kiln_lower_opts {
-  kiln_target target;
+  kiln_target_id target;
   int threads; /* the CPU threads the schedule may plan for (>= 1) */
   /* Names of ops forced to fall back (comma-separated), for tests; NULL for none. */
   const char *force_fallback;
@@ -88,6 +94,14 @@ typedef struct kiln_lower_opts {
   /* The types each op class computes and accumulates in; NULL: the default policy (f16,
    * bf16 and float8 values compute in f32; sums of reductions in f64). */
   const kiln_precision_policy *precision;
+  /* ---- the target's view (kiln_target.lower_opts fills these; NULL: the defaults) ---- */
+  /* The schedule defaults of the target (kiln_sched_defaults_fn of schedule.h); NULL:
+   * kiln_sched_defaults_for(target). */
+  kiln_status (*sched_defaults)(const struct kiln_sched_facts *f, struct kiln_sched *s);
+  /* Whether the target makes a kernel of node n; false: the node runs its reference
+   * kernel (a fallback step) and *why (static text) is the fallback's reason. NULL: every
+   * node that the lowering can lower. */
+  bool (*supports_node)(const kiln_graph *g, const kiln_node *n, const char **why);
 } kiln_lower_opts;
 
 /* The fusion class of node n for this lowering (kiln_pass_opts.fuse_classify). */

@@ -176,7 +176,7 @@ int kiln_sched_nest_parallel(int64_t total, int64_t par_min_elements, int n, con
   return -1;
 }
 
-kiln_sched_defaults_fn kiln_sched_defaults_for(kiln_target t) {
+kiln_sched_defaults_fn kiln_sched_defaults_for(kiln_target_id t) {
   return t == KILN_TARGET_CUDA ? kiln_sched_defaults_cuda : kiln_sched_defaults_cpu;
 }
 

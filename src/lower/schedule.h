@@ -151,7 +151,7 @@ typedef struct kiln_sched_facts {
 typedef kiln_status (*kiln_sched_defaults_fn)(const kiln_sched_facts *f, kiln_sched *s);
 kiln_status kiln_sched_defaults_cpu(const kiln_sched_facts *f, kiln_sched *s);
 kiln_status kiln_sched_defaults_cuda(const kiln_sched_facts *f, kiln_sched *s);
-kiln_sched_defaults_fn kiln_sched_defaults_for(kiln_target t);
+kiln_sched_defaults_fn kiln_sched_defaults_for(kiln_target_id t);
 
 /* The GEMM's default loop on the threads (the rule kiln_sched_defaults_cpu uses), from the
  * final tile and B form. */

@@ -146,17 +146,13 @@ kiln_status kiln_exec_prepare(kiln_compiled *c) {
   return find_kernels(c);
 }
 
+/* The target's arena (kiln_target.arena_alloc: zeroed, 64-byte aligned). */
 static kiln_status alloc_arena(kiln_compiled *c) {
   int64_t bytes = (c->plan->arena_bytes + 64 + 63) / 64 * 64;
-  KILN_TRY(kiln_mem_reserve(bytes, "the memory plan (arena) of graph '%s'", c->g->name));
-  c->arena = aligned_alloc(64, (size_t)bytes);
-  if (!c->arena) {
-    kiln_mem_release(bytes);
-    return kiln_error(KILN_ERR_OOM, "cannot allocate the %lld-byte arena",
-                      (long long)c->plan->arena_bytes);
-  }
+  void *arena;
+  KILN_TRY(c->target->arena_alloc(c, bytes, &arena));
+  c->arena = arena;
   c->arena_reserved = bytes;
-  memset(c->arena, 0, (size_t)bytes);
   return KILN_OK;
 }
 
@@ -199,8 +195,8 @@ void kiln_exec_free(kiln_compiled *c) {
   free(c->heap);
   free(c->free_start);
   free(c->free_list);
-  free(c->arena);
-  kiln_mem_release(c->arena_reserved);
+  if (c->arena) c->target->arena_free(c, c->arena, c->arena_reserved);
+  c->arena = NULL;
 }
 
 /* ---- one run ---- */
@@ -266,7 +262,7 @@ static kiln_status store_result(kiln_compiled *c, int v, kiln_val *val) {
                     c->g->values.data[v].name,
                     val->t ? kiln_tensor_type_str(val->t, b1, sizeof b1) : "a non-tensor",
                     kiln_tensor_type_str(want, b2, sizeof b2));
-  else memcpy(want->data, val->t->data, (size_t)l->bytes);
+  else c->target->copy_in(c, want->data, val->t->data, (size_t)l->bytes);
   kiln_val_free(val);
   return st;
 }
@@ -306,7 +302,7 @@ static kiln_status run_alias(kiln_compiled *c, const kiln_step *st) {
 static kiln_status run_checked(kiln_compiled *c, int s, const kiln_step *st) {
   int32_t *flag = c->xsteps[s].args[st->check_arg];
   *flag = 0;
-  c->xsteps[s].fn(c->xsteps[s].args);
+  c->target->run_kernel(c, s);
   if (!*flag) return KILN_OK;
   char lb[200];
   return kiln_status_annotate(
@@ -319,7 +315,7 @@ static kiln_status run_step(kiln_compiled *c, int s) {
   const kiln_step *st = &c->prog->steps.data[s];
   if (st->kind == KILN_STEP_KERNEL) {
     if (st->check_msg && st->check_arg >= 0) return run_checked(c, s, st);
-    c->xsteps[s].fn(c->xsteps[s].args);
+    c->target->run_kernel(c, s);
     return KILN_OK;
   }
   kiln_status e = st->kind == KILN_STEP_FALLBACK ? run_fallback(c, st) : run_alias(c, st);
@@ -392,6 +388,14 @@ static kiln_status run_steps(kiln_compiled *c, trace *t) {
  * the (non-tensor) input. */
 static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
   const kiln_loc *l = &c->plan->loc[v];
+  if (l->kind == KILN_LOC_ARENA && c->views[v] && c->views[v]->t->dtype != KILN_STRING) {
+    const kiln_tensor *d = c->views[v]->t; /* in the target's arena */
+    kiln_tensor *copy;
+    KILN_TRY(kiln_tensor_new(d->dtype, d->rank, d->dims, &copy));
+    c->target->copy_out(c, copy->data, d->data, kiln_tensor_nbytes(d));
+    *out = kiln_val_tensor(copy);
+    return KILN_OK;
+  }
   const kiln_tensor *t = c->views[v]                 ? c->views[v]->t
                          : l->kind == KILN_LOC_CONST ? c->g->values.data[l->index].data
                                                      : NULL;
@@ -413,6 +417,9 @@ static kiln_status run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
                             trace *t) {
   const kiln_graph *g = c->g;
   for (int i = 0; i < g->outputs.len; i++) outputs[i] = NULL;
+  if (!kiln_target_can_run(c->target))
+    return kiln_unsupported("the %s target compiles only: its runtime is not built yet",
+                            c->target->name);
   KILN_TRY(check_inputs(c, n_in, inputs));
   int64_t prev = kiln_mem_push_limit(c->max_memory);
   kiln_status st = exec_ready(c);

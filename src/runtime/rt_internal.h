@@ -1,9 +1,11 @@
-/* Private to the runtime (compile.c, exec.c, bind.c): the compiled form and the executor. */
+/* Private to the runtime (compile.c, target_*.c, exec.c, bind.c): the compiled form and the
+ * executor. */
 #ifndef KILN_RT_INTERNAL_H
 #define KILN_RT_INTERNAL_H
 
 #include "ops/ops.h"
 #include "runtime.h"
+#include "target.h"
 
 typedef void (*kiln_kernel_fn)(void *const *args);
 
@@ -19,11 +21,13 @@ typedef struct kiln_xstep {
 } kiln_xstep;
 
 struct kiln_compiled {
+  const kiln_target *target;
+  void *impl; /* the target's own state (kiln_target.release frees it) */
   kiln_graph *g;
   bool own_graph;
   kiln_program *prog;
-  kiln_plan *plan;
-  kiln_module *mod;
+  kiln_plan *plan;      /* a target that runs */
+  kiln_module *mod;     /* cpu: the loaded shared object */
   const char **symbols; /* per kernel of the module: its function's name (deduplicated) */
   kiln_compile_stats stats;
   kiln_pass_stats pass_stats;

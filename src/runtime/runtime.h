@@ -4,9 +4,9 @@
  *   kiln_graph *g;                        // loaded, types inferred (kiln_load_graph)
  *   KILN_TRY(kiln_graph_bind_inputs(g, 1, (const kiln_tensor *[]){x}));  // symbolic dims
  *   kiln_compile_opts o;
- *   kiln_compile_opts_init(&o);           // CPU, all cores, default cache dir
- *   kiln_compiled *c;
- *   KILN_TRY(kiln_compile(g, &o, &c));    // passes -> lower -> C -> .so -> memory plan
+ *   kiln_compile_opts_init(&o);           // all cores, default cache dir
+ *   kiln_compiled *c;                     // NULL target: cpu (target.h: the registry)
+ *   KILN_TRY(kiln_compile(g, NULL, &o, &c));  // passes -> lower -> C -> .so -> memory plan
  *   kiln_tensor *y[1];
  *   KILN_TRY(kiln_compiled_run(c, 1, (kiln_tensor *const[]){x}, y));
  *   kiln_tensor_free(y[0]);
@@ -31,6 +31,7 @@
 #include "lower/lower.h"
 #include "ops/ops.h"
 #include "passes/passes.h"
+#include "target.h"
 
 /* ---- binding symbolic dims ---- */
 /* Replaces the symbolic dim `sym` by `value` in every value type of g (and subgraphs).
@@ -57,8 +58,16 @@ typedef struct kiln_dim_binding {
   int64_t value;
 } kiln_dim_binding;
 
+/* Options of the cuda target (target_cuda.c). */
+typedef struct kiln_cuda_opts {
+  int threads_per_block; /* for mapped parallel loops; 0: 256 */
+  const char *arch;      /* NULL: "compute_90" */
+  bool no_nvrtc;         /* do not compile to PTX */
+} kiln_cuda_opts;
+
+/* The target is an argument of kiln_compile, not an option: options that a target does not
+ * read (threads for cuda, cuda for cpu) are ignored by it. */
 typedef struct kiln_compile_opts {
-  kiln_target target;              /* KILN_TARGET_CPU (CUDA: not built by this runtime yet) */
   int threads;                     /* CPU threads the kernels use (OpenMP); 0: all cores */
   int jobs;                        /* compiler processes run in parallel; 0: number of cores */
   kiln_pass_opts passes;           /* the pass pipeline (fusion included unless passes.no_fusion) */
@@ -87,6 +96,8 @@ typedef struct kiln_compile_opts {
   /* The compute and accumulate types of each op class (src/lower/precision.h). Zeroed (as
    * kiln_compile_opts_init leaves it): the default policy, today's results bit for bit. */
   kiln_precision_policy precision;
+  /* ---- target options ---- */
+  kiln_cuda_opts cuda; /* the cuda target's */
 } kiln_compile_opts;
 
 void kiln_compile_opts_init(kiln_compile_opts *o);
@@ -122,9 +133,16 @@ typedef struct kiln_compile_stats {
 typedef struct kiln_compiled kiln_compiled;
 typedef struct kiln_plan kiln_plan;
 
-/* Compiles g (static shapes after binding o->dims; see kiln_graph_bind_inputs). o may be
- * NULL for the defaults. */
-kiln_status kiln_compile(kiln_graph *g, const kiln_compile_opts *o, kiln_compiled **out);
+/* The one compile driver: compiles g (static shapes after binding o->dims; see
+ * kiln_graph_bind_inputs) for target t (target.h; NULL: kiln_target_default(), cpu). o may
+ * be NULL for the defaults. The passes, fusion and lowering run once for every target;
+ * then the target's slots (map, emit, build) and, for a target that runs, the memory plan
+ * and the loading of its kernels. The compiled form of a target that compiles only (cuda)
+ * has no plan and cannot run (kiln_compiled_run: KILN_ERR_UNSUPPORTED). */
+kiln_status kiln_compile(kiln_graph *g, const kiln_target *t, const kiln_compile_opts *o,
+                         kiln_compiled **out);
+/* The target it was compiled for. */
+const kiln_target *kiln_compiled_target(const kiln_compiled *c);
 /* Runs with one tensor per graph input (borrowed; dtypes and shapes must match the
  * compiled types exactly) and returns one new tensor per graph output. */
 kiln_status kiln_compiled_run(kiln_compiled *c, int n_in, kiln_tensor *const *inputs,
@@ -143,13 +161,13 @@ void kiln_compiled_free(kiln_compiled *c);
  * run, the time by step kind and the slowest steps with their kernels or nodes. */
 kiln_status kiln_compiled_profile(kiln_compiled *c, int n_in, kiln_tensor *const *inputs, int iters,
                                   kiln_strbuf *out);
-/* Kernels, steps, fallbacks with reasons, planned arena against the lower bound, compile
- * time by stage, cache hits. */
+/* The target's report (kiln_target.report). cpu: kernels, steps, fallbacks with reasons,
+ * planned arena against the lower bound, compile time by stage, cache hits. */
 void kiln_compiled_report(const kiln_compiled *c, kiln_strbuf *out);
 const kiln_compile_stats *kiln_compiled_stats(const kiln_compiled *c);
 const kiln_graph *kiln_compiled_graph(const kiln_compiled *c); /* after the passes */
 const kiln_program *kiln_compiled_program(const kiln_compiled *c);
-const kiln_plan *kiln_compiled_plan(const kiln_compiled *c);
+const kiln_plan *kiln_compiled_plan(const kiln_compiled *c); /* NULL: compile only */
 
 /* ---- memory plan (plan.c) ----
  * Every value that a step produces (not a graph input or constant, static tensor type)
@@ -228,12 +246,13 @@ void kiln_module_free(kiln_module *m);
 /* The cache directory that o selects (malloc'd), or NULL when no location is known. */
 char *kiln_cache_dir(const char *override);
 
-/* ---- CUDA target (compile_cuda.c) ----
- * Compiles a graph for a GPU as far as this machine can: passes (with the CUDA fusion
- * classes), lowering, the CUDA schedule of src/lower/lower_cuda.h, CUDA C for every kernel
- * (one __global__ function per launch), a launch manifest, and PTX from NVRTC when NVRTC
- * can be loaded. Nothing runs on a GPU yet: the kernels are checked by compiling them and
- * by running the mapped program in the tile interpreter (kiln_program_interp). */
+/* ---- CUDA target (target_cuda.c) ----
+ * kiln_compile for the cuda target compiles a graph for a GPU as far as this machine can:
+ * passes (with the CUDA fusion classes), lowering, the CUDA schedule of
+ * src/lower/lower_cuda.h, CUDA C for every kernel (one __global__ function per launch), a
+ * launch manifest, and PTX from NVRTC when NVRTC can be loaded (kiln_compile_opts.cuda). Nothing
+ * runs on a GPU yet: the kernels are checked by compiling them and by running the mapped program in
+ * the tile interpreter (kiln_program_interp). */
 #include "lower/lower_cuda.h"
 
 typedef struct kiln_cuda_launch {
@@ -245,7 +264,7 @@ typedef struct kiln_cuda_launch {
 } kiln_cuda_launch;
 
 typedef struct kiln_cuda_build {
-  kiln_program *prog;    /* the mapped program (borrows the graph) */
+  kiln_program *prog;    /* the mapped program (the compiled form's, borrowed) */
   kiln_cuda_kinfo *info; /* per module kernel: how it was mapped */
   kiln_strbuf source;    /* CUDA C of every emitted launch, one translation unit */
   KILN_VEC(kiln_cuda_launch) launches;
@@ -261,18 +280,10 @@ typedef struct kiln_cuda_build {
   double seconds_passes, seconds_lower, seconds_codegen, seconds_nvrtc;
 } kiln_cuda_build;
 
-typedef struct kiln_cuda_opts {
-  int threads_per_block; /* for mapped parallel loops; 0: 256 */
-  const char *arch;      /* NULL: "compute_90" */
-  bool no_nvrtc;         /* do not compile to PTX */
-} kiln_cuda_opts;
-
-/* Compiles g (o: dims, passes, force_fallback; o->target is ignored) for CUDA. g is
- * rewritten by the passes and must outlive the build. A kernel whose CUDA C cannot be
- * emitted is reported UNMAPPED, not an error; an NVRTC compile error is kept in
- * nvrtc_log (nvrtc_ok false), not returned. */
-kiln_status kiln_compile_cuda(kiln_graph *g, const kiln_compile_opts *o, const kiln_cuda_opts *co,
-                              kiln_cuda_build **out);
+/* The CUDA build of c (compiled for the cuda target), else NULL. A kernel whose CUDA C
+ * cannot be emitted is reported UNMAPPED, not an error; an NVRTC compile error is kept in
+ * nvrtc_log (nvrtc_ok false), not returned by kiln_compile. */
+const kiln_cuda_build *kiln_compiled_cuda(const kiln_compiled *c);
 /* Counts, unmapped kernels and fallbacks with reasons, times. */
 void kiln_cuda_build_report(const kiln_cuda_build *b, kiln_strbuf *out);
 /* The text of launch.txt (below); model names in it as in the IR text or escaped lines. */
@@ -281,6 +292,5 @@ void kiln_cuda_build_manifest(const kiln_cuda_build *b, kiln_strbuf *out);
  * bytes and the values bound to each parameter; fallback and alias steps), DIR/report.txt
  * and DIR/model.ptx (when compiled). DIR must exist. */
 kiln_status kiln_cuda_build_write(const kiln_cuda_build *b, const char *dir);
-void kiln_cuda_build_free(kiln_cuda_build *b);
 
 #endif

@@ -24,22 +24,28 @@ static char *input_path(const char *dir, int i) {
   return join(dir, name);
 }
 
-/* The --backend flag that replays the layers of res ("" for the default, cpu). */
-static const char *backend_flag(const kiln_verify_result *res) {
-  bool cpu = false, cuda = false;
+/* The --backend flag that replays the layers of res ("" for the default, cpu alone). */
+static void backend_flag(const kiln_verify_result *res, kiln_strbuf *out) {
+  bool targets[KILN_TARGET_COUNT] = {0};
   for (int i = 0; res && i < res->layers.len; i++) {
-    cpu = cpu || res->layers.data[i].kind == KILN_LAYER_CPU;
-    cuda = cuda || res->layers.data[i].kind == KILN_LAYER_CUDA;
+    const kiln_target *t = kiln_layer_target(res->layers.data[i].kind);
+    if (t) targets[t->id] = true;
   }
-  if (!res || (cpu && !cuda)) return "";
-  return cpu ? " --backend cpu,cuda" : cuda ? " --backend cuda" : " --backend none";
+  kiln_strbuf list = {0};
+  kiln_verify_targets_str(targets, &list);
+  if (res && strcmp(list.data, kiln_target_default()->name))
+    kiln_strbuf_printf(out, " --backend %s", list.data);
+  kiln_strbuf_free(&list);
 }
 
 const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result *res, char *buf,
                                        size_t len) {
   char threads[32] = "";
   if (res && res->threads > 1) snprintf(threads, sizeof threads, " --threads %d", res->threads);
-  snprintf(buf, len, "kiln verify %s%s%s", dir, backend_flag(res), threads);
+  kiln_strbuf flag = {0};
+  backend_flag(res, &flag);
+  snprintf(buf, len, "kiln verify %s%s%s", dir, flag.data ? flag.data : "", threads);
+  kiln_strbuf_free(&flag);
   return buf;
 }
 

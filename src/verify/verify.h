@@ -114,15 +114,24 @@ typedef enum kiln_layer_kind {
   KILN_LAYER_REFERENCE, /* the reference interpreter on the imported graph (its dtypes) */
   KILN_LAYER_PASS,      /* the interpreter on the graph after a pass application */
   KILN_LAYER_TILE,      /* the lowered program in the tile IR interpreter */
-  KILN_LAYER_CPU,       /* the compiled C code */
-  KILN_LAYER_CUDA,      /* the CUDA program (on a GPU when one is present) */
-  KILN_LAYER_KIND_COUNT
+  /* One kind per registered target (runtime/target.h), KILN_LAYER_TARGET + its id: a target
+   * that runs, its compiled code; one that compiles only, its program in the tile
+   * interpreter (and the device, skipped). Named after the target. */
+  KILN_LAYER_TARGET,
+  KILN_LAYER_CPU = KILN_LAYER_TARGET + KILN_TARGET_CPU,   /* the compiled C code */
+  KILN_LAYER_CUDA = KILN_LAYER_TARGET + KILN_TARGET_CUDA, /* the CUDA program */
+  KILN_LAYER_KIND_COUNT = KILN_LAYER_TARGET + KILN_TARGET_COUNT
 } kiln_layer_kind;
-const char *kiln_layer_kind_name(kiln_layer_kind k); /* "reference", "pass", ... */
+const char *kiln_layer_kind_name(kiln_layer_kind k); /* "reference", "pass", "tile", "cpu" ... */
+/* The layer kind of target id t, and the target of a layer kind (NULL for the graph and
+ * tile layers). */
+kiln_layer_kind kiln_layer_of_target(kiln_target_id t);
+const kiln_target *kiln_layer_target(kiln_layer_kind k);
 
 typedef struct kiln_verify_opts {
-  bool cpu;       /* check the compiled C code (default true) */
-  bool cuda;      /* check the CUDA program (default false) */
+  /* The targets whose layers run after the tile layer, by id (runtime/target.h): default
+   * cpu only (kiln_verify_parse_targets reads a --backend list). */
+  bool targets[KILN_TARGET_COUNT];
   bool each_pass; /* a layer per pass application (default true); false: only the graph
                      after all passes, and bisection with the pass limit on a failure */
   int threads;    /* cpu kernel threads (default 1) */
@@ -149,6 +158,11 @@ typedef struct kiln_verify_opts {
   unsigned inject_layers; /* bit 1 << kind for each layer kind it runs in; 0: every one */
 } kiln_verify_opts;
 void kiln_verify_opts_init(kiln_verify_opts *o);
+/* A list of registered target names ("cpu,cuda"), or "none": sets targets (every entry).
+ * An unknown or repeated name is KILN_ERR_INVALID naming the known ones. */
+kiln_status kiln_verify_parse_targets(const char *list, bool targets[KILN_TARGET_COUNT]);
+/* The list of the targets set ("cpu,cuda"; "none" when none), appended to b. */
+void kiln_verify_targets_str(const bool targets[KILN_TARGET_COUNT], kiln_strbuf *b);
 
 typedef struct kiln_layer_result {
   kiln_layer_kind kind;

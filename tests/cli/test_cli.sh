@@ -130,6 +130,20 @@ expect_stderr "batch" "the error names the unbound dim"
 expect 0 "compile with a forced fallback" "$kiln" compile "$tmp/mlp.kiln" --dim batch=2 --force-fallback Relu
 expect_stderr "^fallback Relu" "fallbacks are listed on stderr with the reason"
 expect 2 "compile with an unknown target" "$kiln" compile "$tmp/mlp.kiln" --target tpu
+expect_stderr "unknown target 'tpu' (cpu, cuda)" "an unknown target lists the registered ones"
+# help texts name the registered targets and the backends that run (the target registry)
+expect 0 "compile --help" "$kiln" compile --help
+grep -q -- "--target cpu|cuda " "$tmp/out" && ! grep -q "{" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL compile --help does not list the targets"; }
+expect 0 "bench --help" "$kiln" bench --help
+grep -q -- "--backend B       interp, opt, tile, cpu (default cpu)" "$tmp/out" &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL bench --help backends"; }
+expect 0 "run --help" "$kiln" run --help
+grep -q "interpreter; cpu: compiled C kernels (default interp)" "$tmp/out" &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL run --help backends"; }
+expect 2 "run on a target that compiles only" "$kiln" run "$tmp/mlp.kiln" --backend cuda
+expect_stderr "the cuda target compiles only .*the backends that run: interp, opt, tile, cpu" \
+  "a target without a runtime is named as such, with the backends that run"
 expect 2 "compile with an unknown pass" "$kiln" compile "$tmp/mlp.kiln" --disable-pass=nosuch
 expect 2 "compile --dim without a value" "$kiln" compile "$tmp/mlp.kiln" --dim batch
 expect 2 "bench with an unknown backend" "$kiln" bench "$tmp/mlp.kiln" --backend nosuch

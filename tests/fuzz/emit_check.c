@@ -172,7 +172,7 @@ static const char *ec_cpu(const char *text, ec_out *o) {
   kiln_compile_opts_init(&co);
   kiln_pass_opts po = co.passes;
   po.fuse_classify = kiln_lower_fuse_class;
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL, NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 2};
   kiln_program *p = NULL;
   kiln_plan *plan = NULL;
   st = kiln_passes_run(g, &po, NULL);
@@ -192,15 +192,18 @@ static const char *ec_cuda(const char *text, ec_out *o) {
   kiln_graph *g = NULL;
   kiln_status st = kiln_graph_parse(text, "emit", &g);
   if (st) return ec_fail(st, "parsing the graph");
-  kiln_cuda_opts co = {0, NULL, true};
-  kiln_cuda_build *b = NULL;
-  st = kiln_compile_cuda(g, NULL, &co, &b);
+  kiln_compile_opts co;
+  kiln_compile_opts_init(&co);
+  co.cuda.no_nvrtc = true;
+  kiln_compiled *c = NULL;
+  st = kiln_compile(g, &kiln_target_cuda, &co, &c);
+  const kiln_cuda_build *b = kiln_compiled_cuda(c);
   if (!st) {
     kiln_strbuf_append(&o->cu, b->source.data ? b->source.data : "", b->source.len);
     kiln_cuda_build_manifest(b, &o->manifest);
     kiln_cuda_build_report(b, &o->report);
   }
-  kiln_cuda_build_free(b);
+  kiln_compiled_free(c);
   kiln_graph_free(g);
   return st ? ec_fail(st, "the CUDA emitters") : NULL;
 }

@@ -62,7 +62,7 @@ static int count_far(const kiln_tensor *a, const kiln_tensor *b) {
 static kiln_program *cpu_program(kiln_graph *g) {
   kiln_pass_opts po = {.pass_limit = -1, .fuse_classify = kiln_lower_fuse_class};
   CHECK_OK(kiln_passes_run(g, &po, NULL));
-  kiln_lower_opts lo = {KILN_TARGET_CUDA, 4, NULL, NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CUDA, .threads = 4};
   kiln_program *p = NULL;
   CHECK_OK(kiln_lower(g, &lo, &p));
   return p;
@@ -159,25 +159,28 @@ static void test_small_model(void) {
   if (!g) return;
   kiln_compile_opts o;
   kiln_compile_opts_init(&o);
-  kiln_cuda_build *b = NULL;
-  CHECK_OK(kiln_compile_cuda(g, &o, NULL, &b));
+  kiln_compiled *c = NULL;
+  CHECK_OK(kiln_compile(g, &kiln_target_cuda, &o, &c));
+  const kiln_cuda_build *b = kiln_compiled_cuda(c);
   if (b) {
     check_kernels(b);
     check_nvrtc(b);
     check_same_results(g, b);
     check_manifest(b);
   }
-  kiln_cuda_build_free(b);
+  kiln_compiled_free(c);
   kiln_graph_free(g);
 }
 
 static void test_bad_options(void) {
   kiln_graph *g = parse();
   if (!g) return;
-  kiln_cuda_opts co = {.threads_per_block = 2048};
-  kiln_cuda_build *b = NULL;
-  CHECK_ERR(kiln_compile_cuda(g, NULL, &co, &b), KILN_ERR_INVALID);
-  CHECK(b == NULL);
+  kiln_compile_opts o;
+  kiln_compile_opts_init(&o);
+  o.cuda.threads_per_block = 2048;
+  kiln_compiled *c = NULL;
+  CHECK_ERR(kiln_compile(g, &kiln_target_cuda, &o, &c), KILN_ERR_INVALID);
+  CHECK(c == NULL);
   kiln_cuda_kinfo *info = NULL;
   CHECK_ERR(kiln_lower_cuda_map(NULL, 256, &info), KILN_ERR_INVALID);
   kiln_graph_free(g);

@@ -135,7 +135,8 @@ static void check_graph(const char *text, expect e) {
     kiln_pass_ctx ctx = {&po, "fusion", 0};
     CHECK_OK(kiln_pass_fusion(&ctx, g));
   }
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 4, e.force_fallback, NULL};
+  kiln_lower_opts lo = {
+      .target = KILN_TARGET_CPU, .threads = 4, .force_fallback = e.force_fallback};
   kiln_program *p = NULL;
   CHECK_OK(kiln_lower(g, &lo, &p));
   if (!p) return kiln_graph_free(g);

@@ -190,7 +190,7 @@ static void test_program_interp(void) {
     kiln_graph *g = parse(c->text);
     CHECK(g != NULL);
     if (!g) continue;
-    kiln_lower_opts lo = {KILN_TARGET_CPU, 4, NULL, NULL};
+    kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 4};
     kiln_program *p = NULL;
     CHECK_OK(kiln_lower(g, &lo, &p));
     bool ok = p && verify_all(p) && step_checks(p) && interp_case(c, p, g);
@@ -208,7 +208,7 @@ static void test_unchecked_steps(void) {
                         "  %z = Gather(%x, %i) {axis=0} : f32[2]\n  return %y, %z\n}\n");
   CHECK(g != NULL);
   if (!g) return;
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 1, "Gather", NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 1, .force_fallback = "Gather"};
   kiln_program *p = NULL;
   CHECK_OK(kiln_lower(g, &lo, &p));
   CHECK(p && p->steps.len == 2);
@@ -232,7 +232,7 @@ static bool compiled_case(const check_case *c) {
   o.threads = 2;
   o.take_graph = true;
   kiln_compiled *cc = NULL;
-  kiln_status st = kiln_compile(g, &o, &cc);
+  kiln_status st = kiln_compile(g, NULL, &o, &cc);
   if (st) {
     fprintf(stderr, "  compile: %s\n", kiln_status_message(st));
     kiln_status_free(st);

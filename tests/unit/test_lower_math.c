@@ -48,7 +48,7 @@ static kiln_status run_unary(const char *op, const float *x, float *y, kiln_strb
   kiln_graph *g;
   KILN_TRY(kiln_graph_parse(text, "test", &g));
   KILN_TRY(kiln_ops_infer_graph(g));
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 1, NULL, NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 1};
   kiln_program *p;
   KILN_TRY(kiln_lower(g, &lo, &p));
   kiln_program_print(p, ir);
@@ -112,7 +112,7 @@ static void softmax_case(const char *op, bool log_) {
   kiln_program *p = NULL;
   CHECK_OK(kiln_graph_parse(text, "test", &g));
   CHECK_OK(kiln_ops_infer_graph(g));
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 1, NULL, NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 1};
   CHECK_OK(kiln_lower(g, &lo, &p));
   if (!p) return kiln_graph_free(g);
   CHECK(count_program(p, KILN_TOP_EXP, KILN_F64) == 0);

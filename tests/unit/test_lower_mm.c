@@ -138,7 +138,7 @@ static void check(const char *tmpl, expect e) {
     kiln_pass_ctx ctx = {&po, "fusion", 0};
     CHECK_OK(kiln_pass_fusion(&ctx, g));
   }
-  kiln_lower_opts lo = {KILN_TARGET_CPU, e.threads ? e.threads : 2, NULL, NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = e.threads ? e.threads : 2};
   kiln_program *p = NULL;
   CHECK_OK(kiln_lower(g, &lo, &p));
   if (p) {

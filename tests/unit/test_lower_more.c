@@ -100,7 +100,7 @@ static void check_lowered(const char *text, int kernels, int int_hi) {
   CHECK(g != NULL);
   if (!g) return;
   CHECK_OK(kiln_ops_infer_graph(g));
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 4, NULL, NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 4};
   kiln_program *p = NULL;
   CHECK_OK(kiln_lower(g, &lo, &p));
   if (!p) return kiln_graph_free(g);

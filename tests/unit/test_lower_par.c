@@ -28,7 +28,7 @@ static int parallel_loops(const char *op, bool binary, int rows, int cols) {
   kiln_graph *g = NULL;
   kiln_program *p = NULL;
   int n = -1;
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL, NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 2};
   if (!kiln_graph_parse(text, "test", &g) && !kiln_ops_infer_graph(g) && !kiln_lower(g, &lo, &p) &&
       p->n_fallback == 0) {
     n = 0;

@@ -131,7 +131,7 @@ static void test_compile_allocates_no_arena(void) {
   o.dims = &d, o.n_dims = 1;
   int64_t before = kiln_mem_in_use();
   kiln_compiled *c = NULL;
-  CHECK_OK(kiln_compile(g, &o, &c));
+  CHECK_OK(kiln_compile(g, NULL, &o, &c));
   if (!c) {
     kiln_graph_free(g);
     return;
@@ -161,7 +161,7 @@ static void test_plan_over_max_memory(void) {
   o.dims = &d, o.n_dims = 1;
   o.max_memory = (int64_t)256 << 20;
   kiln_compiled *c = NULL;
-  check_msg(kiln_compile(g, &o, &c), "memory plan", "268435456 bytes");
+  check_msg(kiln_compile(g, NULL, &o, &c), "memory plan", "268435456 bytes");
   CHECK(c == NULL);
   CHECK(kiln_mem_limit() == kiln_mem_default_limit()); /* the thread's limit is restored */
   kiln_graph_free(g);
@@ -180,11 +180,11 @@ static void test_constant_of_shape_not_materialized(void) {
    * (that would have been refused with a message about the ConstantOfShape's output) */
   o.max_memory = (int64_t)64 << 20;
   kiln_compiled *c = NULL;
-  check_msg(kiln_compile(g, &o, &c), "memory plan", "'y'");
+  check_msg(kiln_compile(g, NULL, &o, &c), "memory plan", "'y'");
   CHECK(c == NULL);
   o.max_memory = (int64_t)512 << 20; /* the result fits once, not twice */
   int64_t before = kiln_mem_in_use();
-  CHECK_OK(kiln_compile(g, &o, &c));
+  CHECK_OK(kiln_compile(g, NULL, &o, &c));
   CHECK(kiln_mem_in_use() - before < ((int64_t)16 << 20)); /* no folded 256 MB constant */
   kiln_tensor *y = NULL;
   if (c) CHECK_OK(kiln_compiled_run(c, 0, NULL, &y));

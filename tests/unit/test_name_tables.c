@@ -71,6 +71,9 @@ static const char *stage_name(int i) {
 static const char *prec_class_name(int i) {
   return kiln_prec_class_name((kiln_prec_class)i);
 }
+static const char *target_name(int i) {
+  return kiln_target_at(i) ? kiln_target_at(i)->name : NULL;
+}
 static const char *layer_name(int i) {
   return kiln_layer_kind_name((kiln_layer_kind)i);
 }
@@ -102,6 +105,7 @@ static void test_tables(void) {
   CHECK(check_table("kiln_cuda_map", 0, KILN_CUDA_MAP_COUNT, cuda_map_name) == 0);
   CHECK(check_table("kiln_stage", 0, KILN_STAGE_COUNT, stage_name) == 0);
   CHECK(check_table("kiln_layer_kind", 0, KILN_LAYER_KIND_COUNT, layer_name) == 0);
+  CHECK(check_table("kiln_target_id", 0, KILN_TARGET_COUNT, target_name) == 0);
   CHECK(check_table("kiln_prec_class", 0, KILN_PREC_CLASS_COUNT, prec_class_name) == 0);
   CHECK(check_table("kiln_sched_kind", 0, KILN_SCHED_KIND_COUNT, sched_kind_name) == 0);
   CHECK(check_table("kiln_sched_micro", 0, KILN_MICRO_COUNT, sched_micro_name) == 0);

@@ -108,7 +108,7 @@ static kiln_graph *parse_graph(const char *text) {
 static char *lowered_text(const char *text, const kiln_precision_policy *p) {
   kiln_graph *g = parse_graph(text);
   if (!g) return NULL;
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL, p};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 2, .precision = p};
   kiln_program *prog = NULL;
   kiln_strbuf out = {0};
   CHECK_OK(kiln_lower(g, &lo, &prog));
@@ -204,7 +204,7 @@ static void test_elementwise_f16(void) {
   kiln_graph *g = parse_graph(CHAIN);
   if (!g) return;
   kiln_precision_policy p = ew_f16();
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 1, NULL, &p};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 1, .precision = &p};
   kiln_program *prog = NULL;
   CHECK_OK(kiln_lower(g, &lo, &prog));
   if (!prog) {
@@ -244,7 +244,7 @@ static void test_input_rounding(void) {
                               "}\n");
   if (!g) return;
   kiln_precision_policy p = ew_f16();
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 1, NULL, &p};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 1, .precision = &p};
   kiln_program *prog = NULL;
   CHECK_OK(kiln_lower(g, &lo, &prog));
   kiln_tensor *in[2] = {random_input(5), random_input(6)}, *y = NULL;
@@ -274,7 +274,7 @@ static void check_mixed_policy(const char *text) {
   CHECK_OK(kiln_precision_parse(&p, text));
   kiln_graph *g = parse_graph(MIXED);
   if (!g) return;
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL, &p};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 2, .precision = &p};
   kiln_program *prog = NULL;
   CHECK_OK(kiln_lower(g, &lo, &prog));
   if (!prog) {
@@ -356,9 +356,9 @@ static void test_cuda_f16(void) {
   kiln_compile_opts o;
   kiln_compile_opts_init(&o);
   o.precision = ew_f16();
-  kiln_cuda_opts co = {0};
-  kiln_cuda_build *b = NULL;
-  CHECK_OK(kiln_compile_cuda(g, &o, &co, &b));
+  kiln_compiled *c = NULL;
+  CHECK_OK(kiln_compile(g, &kiln_target_cuda, &o, &c));
+  const kiln_cuda_build *b = kiln_compiled_cuda(c);
   if (b) {
     CHECK(b->n_map[KILN_CUDA_UNMAPPED] == 0);
     CHECK(b->source.data && strstr(b->source.data, "kiln_hadd_f16(") != NULL);
@@ -373,7 +373,7 @@ static void test_cuda_f16(void) {
     kiln_tensor_free(y);
     kiln_val_free(vin[0]), kiln_val_free(vin[1]);
   }
-  kiln_cuda_build_free(b);
+  kiln_compiled_free(c);
   kiln_graph_free(g);
 }
 

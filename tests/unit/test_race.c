@@ -188,7 +188,7 @@ static bool has_parallel(const kiln_tblock *b) {
 static void check_lowered(const char *text) {
   kiln_graph *g = parse(text);
   if (!g) return;
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL, NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 2};
   kiln_program *p = NULL;
   CHECK_OK(kiln_lower(g, &lo, &p));
   bool par = false;
@@ -221,7 +221,7 @@ static void check_compiled(const char *text, int threads, int runs) {
   o.threads = threads;
   o.take_graph = true;
   kiln_compiled *c = NULL;
-  kiln_status st = kiln_compile(g, &o, &c);
+  kiln_status st = kiln_compile(g, NULL, &o, &c);
   CHECK_OK(st);
   if (st) return;
   const kiln_type *t =

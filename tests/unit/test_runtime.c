@@ -110,7 +110,7 @@ static bool compile_and_compare(const char *text, const kiln_compile_opts *o,
   kiln_compiled *c = NULL;
   kiln_compile_opts oo = *o;
   oo.take_graph = true;
-  kiln_status st = kiln_compile(g, &oo, &c);
+  kiln_status st = kiln_compile(g, NULL, &oo, &c);
   if (st) {
     fprintf(stderr, "compile: %s\n", kiln_status_message(st));
     kiln_status_free(st);
@@ -307,7 +307,7 @@ static void test_sequence_values(void) {
   CHECK_ERR(kiln_graph_bind_inputs(g, 2, (const kiln_tensor *const[]){x3, NULL}), KILN_ERR_INVALID);
   CHECK_OK(kiln_graph_bind_inputs(g, 2, (const kiln_tensor *const[]){NULL, x3}));
   kiln_tensor_free(x3);
-  CHECK_OK(kiln_compile(g, &o, &c));
+  CHECK_OK(kiln_compile(g, NULL, &o, &c));
   if (!c) return kiln_graph_free(g);
   kiln_val *seq = kiln_val_new(KILN_TYPE_SEQUENCE);
   seq->seq = kiln_seq_new(KILN_F32);
@@ -402,7 +402,7 @@ static void test_symbolic_dims(void) {
   CHECK_ERR(kiln_graph_bind_inputs(g, 1, (const kiln_tensor *const[]){bad}), KILN_ERR_INVALID);
   CHECK_OK(kiln_graph_bind_inputs(g, 1, (const kiln_tensor *const[]){x}));
   CHECK(kiln_type_is_static(&g->values.data[g->outputs.data[0]].type));
-  CHECK_OK(kiln_compile(g, &o, &c));
+  CHECK_OK(kiln_compile(g, NULL, &o, &c));
   if (c) {
     kiln_tensor *in[1] = {x};
     CHECK(compare(text, c, 1, in));
@@ -413,7 +413,7 @@ static void test_symbolic_dims(void) {
   g = parse(text);
   kiln_dim_binding dims[1] = {{"n", 5}};
   o.n_dims = 1, o.dims = dims, o.take_graph = true;
-  CHECK_OK(kiln_compile(g, &o, &c));
+  CHECK_OK(kiln_compile(g, NULL, &o, &c));
   if (c) {
     kiln_tensor *in[1] = {x};
     CHECK(compare(text, c, 1, in));
@@ -569,7 +569,7 @@ static void test_module_build_and_errors(void) {
   co.no_cache = true;
   kiln_graph *g = parse(EW);
   kiln_compiled *c = NULL;
-  CHECK_ERR(kiln_compile(g, &co, &c), KILN_ERR_SYSTEM); /* `false --version` fails */
+  CHECK_ERR(kiln_compile(g, NULL, &co, &c), KILN_ERR_SYSTEM); /* `false --version` fails */
   CHECK(c == NULL);
   kiln_graph_free(g);
 }
@@ -605,9 +605,9 @@ static void test_model_api(void) {
   CHECK_OK(kiln_model_run(m, (const kiln_tensor *const[]){x}, ref));
   CHECK(kiln_model_compiled(m) == NULL);
   kiln_compile_opts o = opts();
-  CHECK_ERR(kiln_model_compile_opts(m, &o), KILN_ERR_INVALID); /* symbolic dims not bound */
+  CHECK_ERR(kiln_model_compile_opts(m, NULL, &o), KILN_ERR_INVALID); /* symbolic dims not bound */
   CHECK_OK(kiln_model_bind_inputs(m, (const kiln_tensor *const[]){x}));
-  CHECK_OK(kiln_model_compile_opts(m, &o));
+  CHECK_OK(kiln_model_compile_opts(m, NULL, &o));
   CHECK(kiln_model_compiled(m) != NULL);
   CHECK_OK(kiln_model_run(m, (const kiln_tensor *const[]){x}, got));
   CHECK(got[0] && ref[0] && close_tensors(got[0], ref[0]));

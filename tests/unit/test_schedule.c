@@ -175,7 +175,7 @@ typedef struct lowered {
 /* Lowers g for 2 threads with sched (NULL: defaults) and runs it in the tile interpreter. */
 static kiln_status lower_run(kiln_graph *g, kiln_sched_set *sched, lowered *r) {
   memset(r, 0, sizeof *r);
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 2, NULL, NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 2};
   KILN_TRY(kiln_lower_scheduled(g, &lo, sched, &r->p));
   kiln_tensor *in[3];
   for (int i = 0; i < 3; i++) in[i] = input(&g->values.data[g->inputs.data[i]].type, i);

@@ -46,7 +46,7 @@ static bool err_says(kiln_status st, kiln_code code, const char *what) {
 
 static void opts(kiln_verify_opts *o, bool cpu) {
   kiln_verify_opts_init(o);
-  o->cpu = cpu;
+  o->targets[KILN_TARGET_CPU] = cpu;
   o->compile.cache_dir = g_tmp;
 }
 

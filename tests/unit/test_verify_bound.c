@@ -105,7 +105,7 @@ static double sound(const char *text, double lo, double hi, bool compiled) {
     o.threads = 2;
     o.take_graph = true;
     kiln_compiled *c = NULL;
-    CHECK_OK(kiln_compile(cg, &o, &c));
+    CHECK_OK(kiln_compile(cg, NULL, &o, &c));
     out = calloc((size_t)g->outputs.len + 1, sizeof *out);
     if (c) CHECK_OK(kiln_compiled_run_vals(c, g->inputs.len, in, out));
     if (c) CHECK(check_outputs(r, g, out, &worst, "cpu"));

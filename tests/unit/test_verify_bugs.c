@@ -92,7 +92,7 @@ static bool compile_stats(const char *text, int *fallbacks, int *inplace) {
   o.cache_dir = g_tmp;
   o.threads = 1;
   kiln_compiled *c = NULL;
-  kiln_status st = kiln_compile(g, &o, &c);
+  kiln_status st = kiln_compile(g, NULL, &o, &c);
   CHECK_OK(st);
   if (c) {
     *fallbacks = kiln_compiled_stats(c)->n_fallback_steps;
@@ -240,7 +240,7 @@ static void test_input_not_in_opset(void) {
     kiln_compile_opts_init(&o);
     o.cache_dir = g_tmp;
     kiln_compiled *c = NULL;
-    CHECK_ERR(kiln_compile(g, &o, &c), KILN_ERR_INVALID);
+    CHECK_ERR(kiln_compile(g, NULL, &o, &c), KILN_ERR_INVALID);
     kiln_compiled_free(c);
     kiln_graph_free(g);
   }

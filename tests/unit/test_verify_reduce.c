@@ -380,7 +380,7 @@ static void test_case_that_passes(void) {
   CHECK_OK(kiln_verify_write_case(case_dir, g, g->inputs.len, in, NULL));
   kiln_verify_opts vo;
   kiln_verify_opts_init(&vo);
-  vo.cpu = false; /* the graph and tile layers are enough here */
+  vo.targets[KILN_TARGET_CPU] = false; /* the graph and tile layers are enough here */
   kiln_reduce_result r;
   CHECK_OK(kiln_reduce_case(case_dir, out_dir, &vo, NULL, &r));
   CHECK(!r.reproduced && !r.g);

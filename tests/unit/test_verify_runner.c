@@ -72,7 +72,7 @@ static void test_small_model_passes(void) {
   kiln_val *in = input(3);
   kiln_verify_opts o;
   opts(&o);
-  o.cuda = true;
+  o.targets[KILN_TARGET_CUDA] = true;
   kiln_verify_result r;
   CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
   CHECK(!r.failed);
@@ -122,7 +122,7 @@ static void test_pass_layers(void) {
   kiln_val *in = input(2);
   kiln_verify_opts o;
   opts(&o);
-  o.cpu = false;
+  o.targets[KILN_TARGET_CPU] = false;
   kiln_verify_result r;
   CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
   CHECK(!r.failed);
@@ -200,7 +200,7 @@ static void test_rounded_folds_pass(void) {
   }
   kiln_verify_opts o;
   opts(&o);
-  o.cpu = false;
+  o.targets[KILN_TARGET_CPU] = false;
   kiln_verify_result r;
   if (in[0] && in[1]) CHECK_OK(kiln_verify_run(g, 2, in, &o, &r));
   if (in[0] && in[1]) {
@@ -238,7 +238,7 @@ static void check_localized(kiln_layer_kind kind) {
   kiln_val *in = input(3);
   kiln_verify_opts o;
   opts(&o);
-  o.cuda = kind == KILN_LAYER_CUDA;
+  o.targets[KILN_TARGET_CUDA] = kind == KILN_LAYER_CUDA;
   int hits = 0;
   o.inject = corrupt_neg;
   o.inject_user = &hits;
@@ -300,7 +300,7 @@ static void test_trace_reports_each_value_once(void) {
   CHECK_OK(kiln_graph_bind_inputs(g, 1, (const kiln_tensor *[]){in->t}));
   kiln_pass_opts po = {.pass_limit = -1, .fuse_classify = kiln_lower_fuse_class};
   CHECK_OK(kiln_passes_run(g, &po, NULL));
-  kiln_lower_opts lo = {KILN_TARGET_CPU, 1, NULL, NULL};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU, .threads = 1};
   kiln_program *p = NULL;
   CHECK_OK(kiln_lower(g, &lo, &p));
   record r = {0};
@@ -333,7 +333,7 @@ static void test_compiled_trace_reports_each_value_once(void) {
   co.cache_dir = g_tmp;
   co.threads = 1;
   kiln_compiled *c = NULL;
-  CHECK_OK(kiln_compile(g, &co, &c));
+  CHECK_OK(kiln_compile(g, NULL, &co, &c));
   record r = {0};
   r.ordered = true;
   kiln_val *outs[2] = {0}, *plain[2] = {0};
@@ -390,7 +390,8 @@ static void test_names(void) {
   CHECK(!strcmp(kiln_layer_kind_name(KILN_LAYER_KIND_COUNT), "?"));
   kiln_verify_opts o;
   kiln_verify_opts_init(&o);
-  CHECK(o.cpu && !o.cuda && o.each_pass && o.threads == 1 && !o.repro_dir && !o.log);
+  CHECK(o.targets[KILN_TARGET_CPU] && !o.targets[KILN_TARGET_CUDA] && o.each_pass &&
+        o.threads == 1 && !o.repro_dir && !o.log);
 }
 
 static void test_case_round_trip(void) {
@@ -399,7 +400,7 @@ static void test_case_round_trip(void) {
   kiln_val *in = input(4);
   kiln_verify_opts o;
   opts(&o);
-  o.cpu = false;
+  o.targets[KILN_TARGET_CPU] = false;
   int hits = 0;
   o.inject = corrupt_neg;
   o.inject_user = &hits;

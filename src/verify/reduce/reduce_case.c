@@ -97,8 +97,8 @@ static bool choose_options(case_pred *p, const kiln_graph *g, int n_in, kiln_val
   kiln_verify_opts tries[4] = {base, base, base, base};
   int n = 0;
   if (graph_or_tile) {
-    tries[n].cpu = tries[n].cuda = false, tries[n].each_pass = false, n++;
-    tries[n].cpu = tries[n].cuda = false, n++;
+    memset(tries[n].targets, 0, sizeof tries[n].targets), tries[n].each_pass = false, n++;
+    memset(tries[n].targets, 0, sizeof tries[n].targets), n++;
   }
   tries[n++].each_pass = false;
   n++; /* the recorded options themselves */
@@ -129,8 +129,11 @@ static kiln_status recorded_options(const char *case_dir, kiln_verify_opts *vo) 
     size_t n = strcspn(b, " ");
     char list[64];
     snprintf(list, sizeof list, "%.*s", (int)(n < 63 ? n : 63), b);
-    vo->cpu = strstr(list, "cpu") != NULL;
-    vo->cuda = strstr(list, "cuda") != NULL;
+    s = kiln_verify_parse_targets(list, vo->targets);
+    if (s) {
+      free(text);
+      return kiln_status_annotate(s, "%s", path);
+    }
   }
   const char *t = strstr(cmd, "--threads ");
   if (t) {
@@ -142,6 +145,13 @@ static kiln_status recorded_options(const char *case_dir, kiln_verify_opts *vo) 
   }
   free(text);
   return s ? kiln_status_annotate(s, "%s", path) : KILN_OK;
+}
+
+/* Whether the options check some target's code. */
+static bool any_target(const kiln_verify_opts *vo) {
+  for (int t = 0; t < KILN_TARGET_COUNT; t++)
+    if (vo->targets[t]) return true;
+  return false;
 }
 
 /* Writes the reduced case with the result of a run with the options the reduction used (they
@@ -181,7 +191,7 @@ kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
   char got[256] = "";
   if (p.signature[0] && choose_options(&p, g, n, in, got, sizeof got)) {
     kiln_verify_log(ro.log, "reduce: signature %s (checked %s the compiled code, %s)", p.signature,
-                    p.vo.cpu ? "with" : "without",
+                    any_target(&p.vo) ? "with" : "without",
                     p.vo.each_pass ? "a layer per pass" : "bisection");
     st = kiln_reduce(g, in, n, case_holds, &p, &ro, out);
   } else if (p.env) { /* the environment, not the case: say so instead of "does not fail" */

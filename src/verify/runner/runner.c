@@ -17,16 +17,59 @@
 #include "onnx/onnx.h"
 #include "runner_internal.h"
 
-static const char *const LAYER_NAMES[KILN_LAYER_KIND_COUNT] = {"reference", "pass", "tile", "cpu",
-                                                               "cuda"};
+static const char *const LAYER_NAMES[KILN_LAYER_TARGET] = {"reference", "pass", "tile"};
 
 const char *kiln_layer_kind_name(kiln_layer_kind k) {
-  return k >= 0 && k < KILN_LAYER_KIND_COUNT ? LAYER_NAMES[k] : "?";
+  if (k >= KILN_LAYER_TARGET && k < KILN_LAYER_KIND_COUNT) return kiln_layer_target(k)->name;
+  return k >= 0 && k < KILN_LAYER_TARGET ? LAYER_NAMES[k] : "?";
+}
+
+kiln_layer_kind kiln_layer_of_target(kiln_target_id t) {
+  return (kiln_layer_kind)(KILN_LAYER_TARGET + t);
+}
+
+const kiln_target *kiln_layer_target(kiln_layer_kind k) {
+  return kiln_target_at((int)k - KILN_LAYER_TARGET);
+}
+
+/* "unknown target 'gpu' in 'cpu,gpu' (cpu, cuda; or none)" */
+static kiln_status bad_targets(const char *what, const char *name, const char *list) {
+  kiln_strbuf known = {0};
+  kiln_target_names(&known, ", ", false);
+  kiln_status st =
+      kiln_invalid("%s target '%s' in '%s' (%s; or none)", what, name, list, known.data);
+  kiln_strbuf_free(&known);
+  return st;
+}
+
+kiln_status kiln_verify_parse_targets(const char *list, bool targets[KILN_TARGET_COUNT]) {
+  for (int i = 0; i < KILN_TARGET_COUNT; i++) targets[i] = false;
+  if (!list) list = "";
+  if (!strcmp(list, "none")) return KILN_OK;
+  const char *p = list;
+  do {
+    size_t n = strcspn(p, ",");
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), p);
+    const kiln_target *t = n < 63 ? kiln_target_find(name) : NULL;
+    if (!t) return bad_targets(n ? "unknown" : "empty", name, list);
+    if (targets[t->id]) return bad_targets("repeated", name, list);
+    targets[t->id] = true;
+    p += n;
+  } while (*p++ == ',');
+  return KILN_OK;
+}
+
+void kiln_verify_targets_str(const bool targets[KILN_TARGET_COUNT], kiln_strbuf *b) {
+  int n = 0;
+  for (int i = 0; i < KILN_TARGET_COUNT; i++)
+    if (targets[i]) kiln_strbuf_printf(b, "%s%s", n++ ? "," : "", kiln_target_at(i)->name);
+  if (!n) kiln_strbuf_printf(b, "none");
 }
 
 void kiln_verify_opts_init(kiln_verify_opts *o) {
   memset(o, 0, sizeof *o);
-  o->cpu = true;
+  o->targets[KILN_TARGET_CPU] = true;
   o->each_pass = true;
   o->threads = 1;
   o->determinism = true;
@@ -295,8 +338,8 @@ static void layers(kiln_vrun *r) {
     kiln_vrun_skip(l, "the passes failed: nothing to lower");
     kiln_vrun_done(r, l);
   }
-  if (r->o->cpu) kiln_vrun_cpu(r);
-  if (r->o->cuda) kiln_vrun_cuda(r);
+  for (int t = 0; t < kiln_target_count(); t++)
+    if (r->o->targets[t]) kiln_vrun_target(r, kiln_target_at(t));
 }
 
 kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inputs,

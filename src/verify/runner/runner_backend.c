@@ -1,5 +1,6 @@
-/* The backend layers of the runner: the lowered program in the tile interpreter, the
- * compiled C code, and the CUDA-mapped program in the tile interpreter.
+/* The backend layers of the runner: the lowered program in the tile interpreter, then the
+ * layers of each target the options select: the compiled code of a target that runs (cpu),
+ * the mapped program of one that compiles only (cuda) in the tile interpreter.
  *
  * Each layer's run is traced (kiln_program_interp_trace, kiln_compiled_run_trace): the
  * local checks (runner_backend_local.c) check every kernel step against its own group, and the
@@ -233,8 +234,10 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
     kiln_vrun_done(r, l);
     return;
   }
-  kiln_lower_opts lo = {KILN_TARGET_CPU, tile_threads(r), r->o->compile.force_fallback,
-                        &r->o->compile.precision};
+  kiln_lower_opts lo = {.target = KILN_TARGET_CPU,
+                        .threads = tile_threads(r),
+                        .force_fallback = r->o->compile.force_fallback,
+                        .precision = &r->o->compile.precision};
   kiln_program *p = NULL;
   /* several threads: every parallel schedule, however small the model */
   kiln_status st = kiln_lower_stress(fused, &lo, &p);
@@ -252,14 +255,15 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
   kiln_program_free(p);
 }
 
-/* ---- cpu ---- */
+/* ---- a target that runs ---- */
 /* Runs c once (traced: local checks, and the determinism record at several threads), then
  * again at several threads; fills l. Returns the determinism check (or NULL). */
 static kiln_vdet *run_compiled(kiln_vrun *r, kiln_compiled *c, int threads, kiln_layer_result *l,
                                kiln_vlocal *lc) {
   int n_out = kiln_compiled_graph(c)->outputs.len;
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
-  kiln_step_trace_fn obs = observer_fn(r, lc, KILN_LAYER_CPU);
+  kiln_layer_kind kind = l->kind;
+  kiln_step_trace_fn obs = observer_fn(r, lc, kind);
   void *obs_user = observer_user(r, lc);
   kiln_vdet *det = threads > 1 && r->o->determinism ? kiln_vdet_new(obs, obs_user) : NULL;
   kiln_status st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs,
@@ -267,25 +271,25 @@ static kiln_vdet *run_compiled(kiln_vrun *r, kiln_compiled *c, int threads, kiln
   if (st) kiln_vrun_errored(r, l, st);
   else kiln_vrun_compare(r, l, outs);
   if (lc) kiln_vlocal_finish(lc, l);
-  if (!st && det && !kiln_vdet_rerun(det, r, c, threads, injector(r, KILN_LAYER_CPU), outs, l))
+  if (!st && det && !kiln_vdet_rerun(det, r, c, threads, injector(r, kind), outs, l))
     kiln_vdet_free(det), det = NULL; /* the same bits: nothing to report */
   for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
   free(outs);
   return det;
 }
 
-static void cpu_layer(kiln_vrun *r, int threads, bool named) {
-  kiln_layer_result *l = named ? kiln_vrun_layer(r, KILN_LAYER_CPU, "cpu (%d threads)", threads)
-                               : kiln_vrun_layer(r, KILN_LAYER_CPU, "cpu");
+static void compiled_layer(kiln_vrun *r, const kiln_target *t, int threads, bool named) {
+  kiln_layer_kind kind = kiln_layer_of_target(t->id);
+  kiln_layer_result *l = named ? kiln_vrun_layer(r, kind, "%s (%d threads)", t->name, threads)
+                               : kiln_vrun_layer(r, kind, "%s", t->name);
   kiln_graph *g = NULL;
   kiln_status st = kiln_vrun_copy(r, &g);
   kiln_compile_opts co = r->o->compile;
-  co.target = KILN_TARGET_CPU;
   co.threads = threads;
   co.take_graph = true;
   co.release_weights = false;
   kiln_compiled *c = NULL;
-  if (!st) st = kiln_compile(g, &co, &c);
+  if (!st) st = kiln_compile(g, t, &co, &c);
   if (st) {
     kiln_graph_free(g);
     kiln_vrun_errored(r, l, st);
@@ -293,7 +297,7 @@ static void cpu_layer(kiln_vrun *r, int threads, bool named) {
     return;
   }
   const kiln_program *p = kiln_compiled_program(c);
-  kiln_vlocal *lc = local_new(r, p, KILN_LAYER_CPU);
+  kiln_vlocal *lc = local_new(r, p, kind);
   kiln_vdet *det = run_compiled(r, c, threads, l, lc);
   int step, value;
   if (kiln_vrun_done(r, l)) {
@@ -306,43 +310,56 @@ static void cpu_layer(kiln_vrun *r, int threads, bool named) {
   kiln_compiled_free(c);
 }
 
-void kiln_vrun_cpu(kiln_vrun *r) {
-  int t = layer_threads(r), par = r->o->par_threads;
-  cpu_layer(r, t, t > 1);
-  if (par > 1 && par != t) cpu_layer(r, par, true);
+static void run_layers(kiln_vrun *r, const kiln_target *t) {
+  int n = layer_threads(r), par = r->o->par_threads;
+  compiled_layer(r, t, n, n > 1);
+  if (par > 1 && par != n) compiled_layer(r, t, par, true);
 }
 
-/* ---- cuda ---- */
-static const char *device_note(void) {
+/* ---- a target that compiles only ---- */
+/* Why its device layer is skipped. */
+static const char *device_note(const kiln_target *t) {
+  if (t->id != KILN_TARGET_CUDA) return "running its kernels is not supported yet";
   void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
   if (!h) return "no CUDA device (the CUDA driver library cannot be loaded)";
   dlclose(h);
   return "a CUDA driver is present, but running kernels on the device is not supported yet";
 }
 
-void kiln_vrun_cuda(kiln_vrun *r) {
-  kiln_layer_result *l = kiln_vrun_layer(r, KILN_LAYER_CUDA, "cuda (tile interpreter)");
+/* The target's program (mapped: kiln_target.map) in the tile interpreter, then its device
+ * (skipped). Its build is not needed for that: NVRTC is not run. */
+static void interp_layers(kiln_vrun *r, const kiln_target *t) {
+  kiln_layer_kind kind = kiln_layer_of_target(t->id);
+  kiln_layer_result *l = kiln_vrun_layer(r, kind, "%s (tile interpreter)", t->name);
   kiln_graph *g = NULL;
-  kiln_cuda_build *b = NULL;
+  kiln_compiled *c = NULL;
   kiln_compile_opts co = r->o->compile;
-  kiln_cuda_opts cu = {.no_nvrtc = true};
+  co.cuda.no_nvrtc = true;
   kiln_status st = r->all_tensors ? kiln_vrun_copy(r, &g) : KILN_OK;
   if (!r->all_tensors) kiln_vrun_skip(l, "an input is not a tensor");
-  else if (!st) st = kiln_compile_cuda(g, &co, &cu, &b);
+  else if (!st) st = kiln_compile(g, t, &co, &c);
+  const kiln_program *p = c ? kiln_compiled_program(c) : NULL;
   if (st) {
     kiln_vrun_errored(r, l, st);
-    if (kiln_vrun_done(r, l)) set_where_error(r, "CUDA lowering", l);
-  } else if (b) {
-    kiln_vlocal *lc = local_new(r, b->prog, KILN_LAYER_CUDA);
-    interp_program(r, b->prog, l, lc);
-    if (kiln_vrun_done(r, l)) localize_layer(r, b->prog, trace_interp, b->prog, l, lc);
+    char stage[80];
+    snprintf(stage, sizeof stage, "%s lowering", t->id == KILN_TARGET_CUDA ? "CUDA" : t->name);
+    if (kiln_vrun_done(r, l)) set_where_error(r, stage, l);
+  } else if (p) {
+    kiln_vlocal *lc = local_new(r, p, kind);
+    interp_program(r, p, l, lc);
+    if (kiln_vrun_done(r, l)) localize_layer(r, p, trace_interp, (void *)p, l, lc);
     kiln_vlocal_free(lc);
   } else {
     kiln_vrun_done(r, l);
   }
-  kiln_cuda_build_free(b);
+  kiln_compiled_free(c);
   kiln_graph_free(g);
-  l = kiln_vrun_layer(r, KILN_LAYER_CUDA, "cuda (device)");
-  kiln_vrun_skip(l, "%s", device_note());
+  l = kiln_vrun_layer(r, kind, "%s (device)", t->name);
+  kiln_vrun_skip(l, "%s", device_note(t));
   kiln_vrun_done(r, l);
+}
+
+void kiln_vrun_target(kiln_vrun *r, const kiln_target *t) {
+  if (kiln_target_can_run(t)) run_layers(r, t);
+  else interp_layers(r, t);
 }

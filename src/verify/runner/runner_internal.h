@@ -47,10 +47,10 @@ void kiln_vrun_set_where(kiln_vrun *r, const char *where, const char *ops);
  * (fused, bound), or NULL when the passes failed. */
 kiln_status kiln_vrun_passes(kiln_vrun *r, kiln_graph **final);
 
-/* runner_backend.c: the backend layers. */
+/* runner_backend.c: the backend layers: the tile layer, and the layers of target t (its
+ * compiled code when it runs, else its program in the tile interpreter). */
 void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused);
-void kiln_vrun_cpu(kiln_vrun *r);
-void kiln_vrun_cuda(kiln_vrun *r);
+void kiln_vrun_target(kiln_vrun *r, const kiln_target *t);
 
 double kiln_vrun_now(void);
 

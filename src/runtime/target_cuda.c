@@ -1,6 +1,8 @@
-/* The CUDA target: passes -> lowering -> CUDA schedule (src/lower/lower_cuda.h) -> CUDA C,
- * one __global__ function per launch -> PTX with NVRTC. Builds the launch manifest and the
- * counts of the report; nothing here touches a GPU. */
+/* The cuda target, compile only: after the shared prologue of the driver (passes with the
+ * CUDA fusion classes, lowering planned for a block's threads), map: the CUDA schedule
+ * (src/lower/lower_cuda.h); emit: CUDA C, one __global__ function per launch; build: PTX
+ * with NVRTC when it can be loaded. Builds the launch manifest and the counts of the report;
+ * nothing here touches a GPU (the runtime slots are NULL: the next step is a CUDA runtime). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,33 +20,25 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- passes and lowering ---- */
-static kiln_status check_inputs(const kiln_graph *g) {
-  for (int i = 0; i < g->inputs.len; i++) {
-    const kiln_value *v = &g->values.data[g->inputs.data[i]];
-    if (v->type.kind == KILN_TYPE_TENSOR && !kiln_type_is_static(&v->type))
-      return kiln_invalid("input '%s' has symbolic dims: bind them before compiling", v->name);
-  }
+/* ---- the lowering's view and map ---- */
+static int block_threads(const kiln_compile_opts *o) {
+  return o->cuda.threads_per_block > 0 ? o->cuda.threads_per_block : 256;
+}
+
+/* The CPU-shaped lowering plans for as many workers as a block has threads. */
+static kiln_status cuda_lower_opts(const kiln_compile_opts *o, kiln_lower_opts *lo) {
+  if (o->cuda.threads_per_block < 0 || o->cuda.threads_per_block > 1024)
+    return kiln_invalid("CUDA: %d threads per block (1..1024)", o->cuda.threads_per_block);
+  lo->threads = block_threads(o);
   return KILN_OK;
 }
 
-static kiln_status front(kiln_graph *g, const kiln_compile_opts *o, const kiln_cuda_opts *co,
-                         kiln_cuda_build *b) {
-  double t0 = now_s();
-  KILN_TRY(kiln_rt_bind_opts(g, o));
-  KILN_TRY(check_inputs(g));
-  kiln_pass_opts po = o->passes;
-  po.fuse_classify = kiln_lower_cuda_fuse_class;
-  KILN_TRY(kiln_passes_run(g, &po, NULL));
-  double t1 = now_s();
-  b->seconds_passes = t1 - t0;
-  int tpb = co->threads_per_block > 0 ? co->threads_per_block : 256;
-  /* the CPU schedule plans for as many workers as a block has threads */
-  kiln_lower_opts lo = {KILN_TARGET_CUDA, tpb, o->force_fallback, &o->precision};
-  KILN_TRY(kiln_lower_scheduled(g, &lo, o->schedule, &b->prog));
-  KILN_TRY(kiln_lower_cuda_map(b->prog, tpb, &b->info));
-  b->seconds_lower = now_s() - t1;
-  return KILN_OK;
+static kiln_status cuda_map(kiln_compiled *c, const kiln_compile_opts *o) {
+  kiln_cuda_build *b = kiln_xcalloc(1, sizeof *b);
+  c->impl = b;
+  b->prog = c->prog;
+  b->arch = o->cuda.arch ? o->cuda.arch : "compute_90";
+  return kiln_lower_cuda_map(c->prog, block_threads(o), &b->info);
 }
 
 /* ---- CUDA C, one function per launch ---- */
@@ -86,7 +80,6 @@ static void emit_kernel(kiln_cuda_build *b, int step, int ki, kiln_strbuf *src) 
 }
 
 static kiln_status emit_all(kiln_cuda_build *b) {
-  double t0 = now_s();
   kiln_codegen_opts o = kiln_codegen_opts_default();
   KILN_TRY(kiln_codegen_cuda_prelude(&o, &b->source));
   const kiln_program *p = b->prog;
@@ -96,7 +89,6 @@ static kiln_status emit_all(kiln_cuda_build *b) {
     b->n_alias_steps += s->kind == KILN_STEP_ALIAS;
     if (s->kind == KILN_STEP_KERNEL) emit_kernel(b, i, s->kernel, &b->source);
   }
-  b->seconds_codegen = now_s() - t0;
   return KILN_OK;
 }
 
@@ -122,38 +114,38 @@ static void compile_ptx(kiln_cuda_build *b) {
   kiln_status_free(st);
 }
 
-kiln_status kiln_compile_cuda(kiln_graph *g, const kiln_compile_opts *o, const kiln_cuda_opts *co,
-                              kiln_cuda_build **out) {
-  *out = NULL;
-  kiln_compile_opts dflt;
-  kiln_cuda_opts cdflt = {0};
-  if (!o) kiln_compile_opts_init(&dflt), o = &dflt;
-  if (!co) co = &cdflt;
-  if (co->threads_per_block < 0 || co->threads_per_block > 1024)
-    return kiln_invalid("CUDA: %d threads per block (1..1024)", co->threads_per_block);
-  kiln_cuda_build *b = kiln_xcalloc(1, sizeof *b);
-  b->arch = co->arch ? co->arch : "compute_90";
-  kiln_status st = front(g, o, co, b);
-  if (!st) st = emit_all(b);
-  if (st) {
-    kiln_cuda_build_free(b);
-    return kiln_status_annotate(st, "compiling for CUDA");
-  }
-  count(b);
-  if (!co->no_nvrtc) compile_ptx(b);
-  *out = b;
-  return KILN_OK;
-}
-
-void kiln_cuda_build_free(kiln_cuda_build *b) {
+static void cuda_release(kiln_compiled *c) {
+  kiln_cuda_build *b = c->impl;
   if (!b) return;
-  kiln_program_free(b->prog);
   free(b->info);
   kiln_strbuf_free(&b->source);
   kiln_vec_free(&b->launches);
   free(b->ptx);
   free(b->nvrtc_log);
   free(b);
+  c->impl = NULL;
+}
+
+static kiln_status cuda_emit(kiln_compiled *c, const kiln_compile_opts *o) {
+  (void)o;
+  kiln_cuda_build *b = c->impl;
+  KILN_TRY(emit_all(b));
+  count(b);
+  return KILN_OK;
+}
+
+/* NVRTC, unless the options say not to; the report's times of the stages before. */
+static kiln_status cuda_build(kiln_compiled *c, const kiln_compile_opts *o) {
+  kiln_cuda_build *b = c->impl;
+  b->seconds_passes = c->stats.seconds[KILN_STAGE_PASSES];
+  b->seconds_lower = c->stats.seconds[KILN_STAGE_LOWER];
+  b->seconds_codegen = c->stats.seconds[KILN_STAGE_CODEGEN];
+  if (!o->cuda.no_nvrtc) compile_ptx(b);
+  return KILN_OK;
+}
+
+const kiln_cuda_build *kiln_compiled_cuda(const kiln_compiled *c) {
+  return c && c->target == &kiln_target_cuda ? c->impl : NULL;
 }
 
 /* ---- report and manifest ----
@@ -273,6 +265,10 @@ void kiln_cuda_build_manifest(const kiln_cuda_build *b, kiln_strbuf *out) {
   for (int i = 0; i < b->prog->steps.len; i++) manifest_step(b, i, &li, out);
 }
 
+static void cuda_report(const kiln_compiled *c, kiln_strbuf *out) {
+  kiln_cuda_build_report(c->impl, out);
+}
+
 kiln_status kiln_cuda_build_write(const kiln_cuda_build *b, const char *dir) {
   kiln_strbuf man = {0}, rep = {0};
   kiln_cuda_build_manifest(b, &man);
@@ -291,3 +287,19 @@ kiln_status kiln_cuda_build_write(const kiln_cuda_build *b, const char *dir) {
   kiln_strbuf_free(&rep);
   return st;
 }
+
+const kiln_target kiln_target_cuda = {
+    .id = KILN_TARGET_CUDA,
+    .name = "cuda",
+    .summary = "CUDA C and PTX with NVRTC (compile only: no GPU runtime yet)",
+    .fuse_class = kiln_lower_cuda_fuse_class,
+    .sched_defaults = kiln_sched_defaults_cuda,
+    .supports_node = NULL, /* every node the lowering lowers; others run on the host */
+    .lower_opts = cuda_lower_opts,
+    .map = cuda_map,
+    .emit = cuda_emit,
+    .build = cuda_build,
+    .report = cuda_report,
+    .release = cuda_release,
+    /* the runtime slots: NULL until the CUDA runtime exists (compile only) */
+};
