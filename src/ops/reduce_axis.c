@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "nn_internal.h"
 
 /* A tensor seen as [outer, n, inner] around one axis. */
@@ -49,12 +50,10 @@ static kiln_status eval_softmax(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   KILN_TRY(kiln_nn_need_float(ctx, x, "input"));
-  bool flatten = ctx->node->opset < 13;
-  int64_t axis_a;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", flatten ? 1 : -1, &axis_a));
-  int axis = 0;
-  if (x->rank > 0 || (axis_a != 0 && axis_a != -1))
-    KILN_TRY(kiln_norm_axis(ctx, axis_a, x->rank, &axis));
+  kiln_attrs_softmax sa;
+  KILN_TRY(kiln_attrs_softmax_decode(ctx->node, x->rank, &sa));
+  bool flatten = sa.coerce_2d;
+  int axis = (int)sa.axis;
   kiln_tensor *y;
   KILN_TRY(kiln_eval_out(ctx, 0, x->dtype, x->rank, x->dims, &y));
   axis_view v = view_of(x->dims, x->rank, axis, flatten);
