@@ -317,12 +317,30 @@ static kiln_status ints_min(const kiln_node *n, const char *name, int64_t lo, co
   return KILN_OK;
 }
 
+/* Pooling: every pad smaller than the kernel (a window wholly in the padding has no input
+ * element; ONNX Runtime rejects it too). */
+static kiln_status pool_pads(const kiln_node *n, const kiln_attrs_window *a) {
+  bool pool = n->op == KILN_OP_MaxPool || n->op == KILN_OP_AveragePool || n->op == KILN_OP_LpPool;
+  if (!pool || a->n_kernel_shape <= 0 || a->n_pads != 2 * a->n_kernel_shape) return KILN_OK;
+  for (int i = 0; i < a->n_pads; i++) {
+    int64_t k = a->kernel_shape[i % a->n_kernel_shape];
+    if (a->pads[i] >= k) {
+      char why[128];
+      snprintf(why, sizeof why, "has %lld at position %d, not smaller than the kernel's %lld",
+               (long long)a->pads[i], i, (long long)k);
+      return bad_value(n, "pads", why);
+    }
+  }
+  return KILN_OK;
+}
+
 static kiln_status window_lists(const kiln_node *n, kiln_attrs_window *a) {
   KILN_TRY(ints_min(n, "kernel_shape", 1, &a->kernel_shape, &a->n_kernel_shape));
   KILN_TRY(ints_min(n, "strides", 1, &a->strides, &a->n_strides));
   KILN_TRY(ints_min(n, "dilations", 1, &a->dilations, &a->n_dilations));
   KILN_TRY(ints_min(n, "pads", 0, &a->pads, &a->n_pads));
   if (a->n_pads > 0 && a->n_pads % 2) return bad_value(n, "pads", "must have an even count");
+  KILN_TRY(pool_pads(n, a));
   KILN_TRY(ints_min(n, "output_padding", 0, &a->output_padding, &a->n_output_padding));
   return ints_min(n, "output_shape", 0, &a->output_shape, &a->n_output_shape);
 }

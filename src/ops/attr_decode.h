@@ -118,11 +118,11 @@ kiln_status kiln_attrs_gemm_decode(const kiln_node *n, kiln_attrs_gemm *out);
  * AveragePool, MaxPool, LpPool, GlobalLpPool, MaxUnpool, DeformConv ----
  * The lists as written (n_* = -1 when absent: the geometry code supplies what their absence
  * means), each value checked: kernel_shape, strides, dilations >= 1; pads >= 0 with an even
- * count; auto_pad one of NOTSET, SAME_UPPER, SAME_LOWER, VALID (an empty string, which some
- * exporters write, is NOTSET); group, offset_group >= 1 (1 for ops without groups);
- * ceil_mode, count_include_pad, storage_order 0 or 1; p > 0 (LpPool: a float in opset 1, an
- * int later). This decodes the attributes only; the window geometry they give is computed
- * elsewhere. */
+ * count (pooling: each smaller than the kernel); auto_pad one of NOTSET, SAME_UPPER, SAME_LOWER,
+ * VALID (an empty string, which some exporters write, is NOTSET); group, offset_group >= 1 (1 for
+ * ops without groups); ceil_mode, count_include_pad, storage_order 0 or 1; p > 0 (LpPool: a float
+ * in opset 1, an int later). This decodes the attributes only; the window geometry they give is
+ * computed elsewhere. */
 typedef enum kiln_auto_pad {
   KILN_AUTO_PAD_NOTSET,
   KILN_AUTO_PAD_SAME_UPPER,

@@ -419,6 +419,12 @@ static void test_out_of_range_names_node(void) {
   check_bad(kiln_attrs_window_decode(last(g), &w), "pads");
   kiln_graph_free(g);
 
+  g = one_node("MaxPool", 12, &n); /* a window wholly in the padding */
+  set_ints(g, "kernel_shape", 2, (const int64_t[]){2, 2});
+  set_ints(g, "pads", 4, (const int64_t[]){1, 2, 1, 1});
+  check_bad(kiln_attrs_window_decode(last(g), &w), "smaller than the kernel");
+  kiln_graph_free(g);
+
   g = one_node("AveragePool", 19, &n);
   set_s(g, "auto_pad", "SAME");
   check_bad(kiln_attrs_window_decode(last(g), &w), "auto_pad");
@@ -461,5 +467,4 @@ static void test_node_values_win(void) {
 
 TEST_MAIN(T(test_table_defaults_are_onnx), T(test_schema_version_lookup),
           T(test_decoders_apply_defaults), T(test_decoder_defaults_match_table),
-          T(test_wrong_kind_names_node), T(test_out_of_range_names_node),
-          T(test_node_values_win))
+          T(test_wrong_kind_names_node), T(test_out_of_range_names_node), T(test_node_values_win))
