@@ -385,3 +385,75 @@ kiln_status kiln_attrs_window_decode(const kiln_node *n, kiln_attrs_window *a) {
   }
   return pool_p(n, &a->p);
 }
+
+/* ---- data movement and indexing ---- */
+
+static const char *const reduction_names[] = {"none", "add", "mul", "max", "min", NULL};
+static const char *const pad_mode_names[] = {"constant", "reflect", "edge", "wrap", NULL};
+
+const char *kiln_scatter_reduction_name(kiln_scatter_reduction r) {
+  return (unsigned)r < KILN_SCATTER_REDUCTION_COUNT ? reduction_names[r] : "?";
+}
+
+const char *kiln_pad_mode_name(kiln_pad_mode m) {
+  return (unsigned)m < KILN_PAD_MODE_COUNT ? pad_mode_names[m] : "?";
+}
+
+static kiln_status data_axis(const kiln_node *n, kiln_attrs_data *a) {
+  int64_t dflt;
+  if (!has(n, "axis")) return KILN_OK;
+  if (kiln_node_attr(n, "axis") || kiln_attr_default_i(n->op, n->opset, "axis", &dflt)) {
+    a->has_axis = true;
+    return kiln_attr_i(n, "axis", &a->axis);
+  }
+  if (n->op == KILN_OP_Concat) a->has_axis = true, a->axis = 1; /* Concat-1's documented default */
+  return KILN_OK;
+}
+
+static kiln_status data_choices(const kiln_node *n, kiln_attrs_data *a) {
+  int v;
+  if (has(n, "reduction")) {
+    KILN_TRY(kiln_attr_choice(n, "reduction", reduction_names, &v));
+    a->reduction = (kiln_scatter_reduction)v;
+  }
+  if (n->op == KILN_OP_Pad && has(n, "mode")) {
+    KILN_TRY(kiln_attr_choice(n, "mode", pad_mode_names, &v));
+    a->pad_mode = (kiln_pad_mode)v;
+  }
+  if (n->op == KILN_OP_DepthToSpace && has(n, "mode")) {
+    KILN_TRY(kiln_attr_choice(n, "mode", (const char *[]){"DCR", "CRD", NULL}, &v));
+    a->crd = v == 1;
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln_attrs_data_decode(const kiln_node *n, kiln_attrs_data *a) {
+  memset(a, 0, sizeof *a);
+  a->largest = a->sorted = true; /* TopK before opset 11: always the largest, sorted */
+  KILN_TRY(data_axis(n, a));
+  KILN_TRY(data_choices(n, a));
+  if (has(n, "batch_dims")) KILN_TRY(attr_i_min(n, "batch_dims", 0, &a->batch_dims));
+  if (has(n, "blocksize")) KILN_TRY(attr_i_min(n, "blocksize", 1, &a->blocksize));
+  if (has(n, "upper")) KILN_TRY(attr_flag(n, "upper", &a->upper));
+  if (has(n, "k") && n->op == KILN_OP_EyeLike) KILN_TRY(kiln_attr_i(n, "k", &a->k));
+  if (has(n, "exclusive")) KILN_TRY(attr_flag(n, "exclusive", &a->exclusive));
+  if (has(n, "reverse")) KILN_TRY(attr_flag(n, "reverse", &a->reverse));
+  if (has(n, "largest")) KILN_TRY(attr_flag(n, "largest", &a->largest));
+  if (has(n, "sorted")) KILN_TRY(attr_flag(n, "sorted", &a->sorted));
+  return KILN_OK;
+}
+
+/* ---- conversions ---- */
+
+kiln_status kiln_attrs_cast_decode(const kiln_node *n, kiln_attrs_cast *a) {
+  memset(a, 0, sizeof *a);
+  a->saturate = true; /* versions without the attribute saturate */
+  if (has(n, "saturate")) KILN_TRY(attr_flag(n, "saturate", &a->saturate));
+  if (has(n, "round_mode")) {
+    int v;
+    KILN_TRY(
+        kiln_attr_choice(n, "round_mode", (const char *[]){"up", "down", "nearest", NULL}, &v));
+    a->round_mode = (kiln_round_mode)v;
+  }
+  return KILN_OK;
+}

@@ -145,4 +145,66 @@ typedef struct kiln_attrs_window {
 
 kiln_status kiln_attrs_window_decode(const kiln_node *n, kiln_attrs_window *out);
 
+/* ---- conversions: Cast, CastLike, QuantizeLinear ----
+ * saturate (true where the version lacks it: before opset 19 every conversion saturates);
+ * round_mode (Cast, CastLike from opset 24). */
+typedef enum kiln_round_mode {
+  KILN_ROUND_UP,
+  KILN_ROUND_DOWN,
+  KILN_ROUND_NEAREST,
+  KILN_ROUND_MODE_COUNT
+} kiln_round_mode;
+
+typedef struct kiln_attrs_cast {
+  bool saturate;
+  kiln_round_mode round_mode;
+} kiln_attrs_cast;
+
+kiln_status kiln_attrs_cast_decode(const kiln_node *n, kiln_attrs_cast *out);
+
+/* ---- data movement and indexing: Concat, Split, Gather, GatherElements, GatherND,
+ * ScatterElements, ScatterND, OneHot, Hardmax... (axis), Pad, DepthToSpace, SpaceToDepth,
+ * Trilu, EyeLike, CumSum, CumProd, TopK ----
+ * axis: as written (has_axis false when absent with no default: Compress, Unique; Concat-1
+ * without one takes 1, the default its documentation states and its schema does not);
+ * batch_dims >= 0; reduction (ScatterElements, ScatterND); pad mode (Pad); blocksize >= 1
+ * and crd (mode CRD rather than DCR; DepthToSpace); upper (Trilu); k (EyeLike); exclusive,
+ * reverse (CumSum, CumProd); largest, sorted (TopK, Unique). */
+typedef enum kiln_scatter_reduction {
+  KILN_SCATTER_NONE,
+  KILN_SCATTER_ADD,
+  KILN_SCATTER_MUL,
+  KILN_SCATTER_MAX,
+  KILN_SCATTER_MIN,
+  KILN_SCATTER_REDUCTION_COUNT
+} kiln_scatter_reduction;
+
+typedef enum kiln_pad_mode {
+  KILN_PAD_CONSTANT,
+  KILN_PAD_REFLECT,
+  KILN_PAD_EDGE,
+  KILN_PAD_WRAP,
+  KILN_PAD_MODE_COUNT
+} kiln_pad_mode;
+
+typedef struct kiln_attrs_data {
+  int64_t axis;
+  bool has_axis;
+  int64_t batch_dims;
+  kiln_scatter_reduction reduction;
+  kiln_pad_mode pad_mode;
+  int64_t blocksize;
+  bool crd;
+  bool upper;
+  int64_t k;
+  bool exclusive, reverse;
+  bool largest, sorted;
+} kiln_attrs_data;
+
+kiln_status kiln_attrs_data_decode(const kiln_node *n, kiln_attrs_data *out);
+
+/* The names of the enums above, for messages ("none", "add", ...; "constant", ...). */
+const char *kiln_scatter_reduction_name(kiln_scatter_reduction r);
+const char *kiln_pad_mode_name(kiln_pad_mode m);
+
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "shape_internal.h"
 
 static bool is_nonzero(const kiln_tensor *t, int64_t i) {
@@ -224,13 +225,13 @@ static kiln_status unique_outputs(kiln_eval_ctx *ctx, const uniq *q, int axis, i
 static kiln_status eval_unique(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
-  int64_t sorted_attr;
-  KILN_TRY(kiln_node_int(ctx->node, "sorted", 1, &sorted_attr));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  bool sorted_attr = da.sorted;
   uniq q = {x, 1, x->numel, 1};
   int axis = -1;
-  if (kiln_node_attr(ctx->node, "axis")) {
-    int64_t a;
-    KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &a));
+  if (da.has_axis) {
+    int64_t a = da.axis;
     if (x->rank == 0) return kiln_eval_error(ctx, KILN_ERR_INVALID, "input must have rank >= 1");
     KILN_TRY(kiln_norm_axis(ctx, a, x->rank, &axis));
     q.n = x->dims[axis];

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "shape_internal.h"
 
 static void dims_of(const kiln_tensor *t, kiln_dim *out) {
@@ -581,17 +582,17 @@ static kiln_status infer_tile(kiln_infer_ctx *ctx) {
 
 /* ---- DepthToSpace / SpaceToDepth on [N, C, H, W] ---- */
 static kiln_status block_size(const kiln_node *n, int64_t *b) {
-  KILN_TRY(kiln_node_int(n, "blocksize", 0, b));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  *b = da.blocksize;
   if (*b <= 0 || *b > (1 << 20)) return kiln_shape_err(n, "blocksize must be positive");
   return KILN_OK;
 }
 
 static kiln_status d2s_crd(const kiln_node *n, bool *crd) {
-  const char *mode;
-  KILN_TRY(kiln_node_string(n, "mode", "DCR", &mode));
-  if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
-    return kiln_shape_err(n, "unknown mode '%s'", mode);
-  *crd = !strcmp(mode, "CRD");
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  *crd = da.crd;
   return KILN_OK;
 }
 

@@ -269,6 +269,27 @@ static double win_p(const kiln_node *n, kiln_status *st) {
   return a.p;
 }
 
+#define DATA_GETTER(field)                                                                         \
+  static double data_##field(const kiln_node *n, kiln_status *st) {                                \
+    kiln_attrs_data a;                                                                             \
+    *st = kiln_attrs_data_decode(n, &a);                                                           \
+    return (double)a.field;                                                                        \
+  }
+DATA_GETTER(axis)
+DATA_GETTER(batch_dims)
+DATA_GETTER(upper)
+DATA_GETTER(k)
+DATA_GETTER(exclusive)
+DATA_GETTER(reverse)
+DATA_GETTER(largest)
+DATA_GETTER(sorted)
+
+static double cast_saturate(const kiln_node *n, kiln_status *st) {
+  kiln_attrs_cast a;
+  *st = kiln_attrs_cast_decode(n, &a);
+  return a.saturate;
+}
+
 static const default_case default_cases[] = {
     {"LeakyRelu", "alpha", ew_alpha, NULL},
     {"Elu", "alpha", ew_alpha, NULL},
@@ -318,6 +339,22 @@ static const default_case default_cases[] = {
     {"LRN", "beta", norm_beta, "size"},
     {"LRN", "bias", norm_bias, "size"},
     {"GroupNormalization", "epsilon", norm_epsilon, "num_groups"},
+    {"Gather", "axis", data_axis, NULL},
+    {"GatherElements", "axis", data_axis, NULL},
+    {"ScatterElements", "axis", data_axis, NULL},
+    {"Split", "axis", data_axis, NULL},
+    {"OneHot", "axis", data_axis, NULL},
+    {"TopK", "axis", data_axis, NULL},
+    {"TopK", "largest", data_largest, NULL},
+    {"TopK", "sorted", data_sorted, NULL},
+    {"Unique", "sorted", data_sorted, NULL},
+    {"GatherND", "batch_dims", data_batch_dims, NULL},
+    {"Trilu", "upper", data_upper, NULL},
+    {"EyeLike", "k", data_k, NULL},
+    {"CumSum", "exclusive", data_exclusive, NULL},
+    {"CumProd", "reverse", data_reverse, NULL},
+    {"Cast", "saturate", cast_saturate, NULL},
+    {"QuantizeLinear", "saturate", cast_saturate, NULL},
 };
 
 /* The table's default of the attribute at the node's opset, as a double (false: none). */
@@ -441,6 +478,34 @@ static void test_out_of_range_names_node(void) {
   check_bad(kiln_attrs_norm_decode(last(g), &nm), "size");
   kiln_graph_free(g);
 
+  kiln_attrs_data da;
+  g = one_node("GatherND", 13, &n);
+  set_i(g, "batch_dims", -1);
+  check_bad(kiln_attrs_data_decode(last(g), &da), "batch_dims");
+  kiln_graph_free(g);
+
+  g = one_node("ScatterElements", 18, &n);
+  set_s(g, "reduction", "avg");
+  check_bad(kiln_attrs_data_decode(last(g), &da), "reduction");
+  kiln_graph_free(g);
+
+  g = one_node("Pad", 19, &n);
+  set_s(g, "mode", "mirror");
+  check_bad(kiln_attrs_data_decode(last(g), &da), "mode");
+  kiln_graph_free(g);
+
+  g = one_node("DepthToSpace", 13, &n);
+  set_i(g, "blocksize", 0);
+  check_bad(kiln_attrs_data_decode(last(g), &da), "blocksize");
+  kiln_graph_free(g);
+
+  g = one_node("Cast", 24, &n);
+  set_i(g, "to", KILN_F16);
+  set_s(g, "round_mode", "zero");
+  kiln_attrs_cast ca;
+  check_bad(kiln_attrs_cast_decode(last(g), &ca), "round_mode");
+  kiln_graph_free(g);
+
   g = one_node("LRN", 13, &n); /* size is required: no default to fall back on */
   check_bad(kiln_attrs_norm_decode(n, &nm), "size");
   kiln_graph_free(g);
@@ -462,6 +527,20 @@ static void test_node_values_win(void) {
   kiln_attrs_window w;
   CHECK_OK(kiln_attrs_window_decode(last(g), &w));
   CHECK(w.auto_pad == KILN_AUTO_PAD_NOTSET && w.count_include_pad);
+  kiln_graph_free(g);
+
+  g = one_node("Concat", 1, &n); /* Concat-1's documented default axis */
+  kiln_attrs_data da;
+  CHECK_OK(kiln_attrs_data_decode(n, &da));
+  CHECK(da.has_axis && da.axis == 1);
+  kiln_graph_free(g);
+  g = one_node("Compress", 11, &n); /* no axis: none */
+  CHECK_OK(kiln_attrs_data_decode(n, &da));
+  CHECK(!da.has_axis);
+  kiln_graph_free(g);
+  g = one_node("TopK", 10, &n); /* before opset 11 TopK takes the largest, sorted */
+  CHECK_OK(kiln_attrs_data_decode(n, &da));
+  CHECK(da.largest && da.sorted && da.axis == -1);
   kiln_graph_free(g);
 }
 
