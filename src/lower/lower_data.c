@@ -269,11 +269,9 @@ static kiln_status pad_params(dm *s, int64_t *lo, int *mode, kiln_texpr **val) {
     }
   } else {
     const int64_t *a;
-    float f;
     KILN_TRY(kiln_node_ints(n, "pads", &a, &np));
     for (int i = 0; i < np && i < 2 * KILN_MAX_RANK; i++) p[i] = a[i];
-    KILN_TRY(kiln_node_float(n, "value", 0, &f));
-    cv = f;
+    cv = da.pad_value; /* Pad before opset 11 */
   }
   if (np != 2 * r) return kiln_invalid("Pad: %d pads for rank %d", np, r);
   for (int d = 0; d < r; d++) lo[d] = p[d];

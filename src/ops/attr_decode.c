@@ -427,6 +427,16 @@ static kiln_status data_choices(const kiln_node *n, kiln_attrs_data *a) {
   return KILN_OK;
 }
 
+static kiln_status data_more(const kiln_node *n, kiln_attrs_data *a) {
+  if (n->op == KILN_OP_Pad && has(n, "value")) KILN_TRY(kiln_attr_f(n, "value", &a->pad_value));
+  if (has(n, "allowzero")) KILN_TRY(attr_flag(n, "allowzero", &a->allowzero));
+  if (has(n, "keepdims")) KILN_TRY(attr_flag(n, "keepdims", &a->keepdims));
+  if (has(n, "new_axis")) KILN_TRY(attr_flag(n, "new_axis", &a->new_axis));
+  if (has(n, "batch_axis")) KILN_TRY(kiln_attr_i(n, "batch_axis", &a->batch_axis));
+  if (has(n, "time_axis")) KILN_TRY(kiln_attr_i(n, "time_axis", &a->time_axis));
+  return KILN_OK;
+}
+
 kiln_status kiln_attrs_data_decode(const kiln_node *n, kiln_attrs_data *a) {
   memset(a, 0, sizeof *a);
   a->largest = a->sorted = true; /* TopK before opset 11: always the largest, sorted */
@@ -440,7 +450,7 @@ kiln_status kiln_attrs_data_decode(const kiln_node *n, kiln_attrs_data *a) {
   if (has(n, "reverse")) KILN_TRY(attr_flag(n, "reverse", &a->reverse));
   if (has(n, "largest")) KILN_TRY(attr_flag(n, "largest", &a->largest));
   if (has(n, "sorted")) KILN_TRY(attr_flag(n, "sorted", &a->sorted));
-  return KILN_OK;
+  return data_more(n, a);
 }
 
 /* ---- conversions ---- */

@@ -169,7 +169,9 @@ kiln_status kiln_attrs_cast_decode(const kiln_node *n, kiln_attrs_cast *out);
  * without one takes 1, the default its documentation states and its schema does not);
  * batch_dims >= 0; reduction (ScatterElements, ScatterND); pad mode (Pad); blocksize >= 1
  * and crd (mode CRD rather than DCR; DepthToSpace); upper (Trilu); k (EyeLike); exclusive,
- * reverse (CumSum, CumProd); largest, sorted (TopK, Unique). */
+ * reverse (CumSum, CumProd); largest, sorted (TopK, Unique); Pad's value before opset 11;
+ * allowzero (Reshape); keepdims (SplitToSequence); new_axis (ConcatFromSequence); batch_axis,
+ * time_axis (ReverseSequence). */
 typedef enum kiln_scatter_reduction {
   KILN_SCATTER_NONE,
   KILN_SCATTER_ADD,
@@ -199,6 +201,11 @@ typedef struct kiln_attrs_data {
   int64_t k;
   bool exclusive, reverse;
   bool largest, sorted;
+  float pad_value;               /* Pad before opset 11 */
+  bool allowzero;                /* Reshape */
+  bool keepdims;                 /* SplitToSequence */
+  bool new_axis;                 /* ConcatFromSequence */
+  int64_t batch_axis, time_axis; /* ReverseSequence (as written) */
 } kiln_attrs_data;
 
 kiln_status kiln_attrs_data_decode(const kiln_node *n, kiln_attrs_data *out);

@@ -259,7 +259,9 @@ static kiln_status infer_topk(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_nn_infer_in(ctx, 0);
   if (!x || x->rank < 1) return KILN_OK;
   int64_t axis, k = -1;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", -1, &axis));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  axis = da.axis;
   if (axis < -x->rank || axis >= x->rank)
     return kiln_nn_infer_error(ctx, "axis %lld out of range", (long long)axis);
   if (axis < 0) axis += x->rank;

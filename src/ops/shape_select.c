@@ -60,8 +60,9 @@ static kiln_status eval_compress(kiln_eval_ctx *ctx) {
   int axis = 0, rank = 1;
   int64_t dims[KILN_MAX_RANK] = {x->numel}, outer = 1, inner = 1;
   if (aa) {
-    int64_t a;
-    KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &a));
+    kiln_attrs_data da;
+    KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+    int64_t a = da.axis;
     KILN_TRY(kiln_norm_axis(ctx, a, x->rank, &axis));
     if (x->rank == 0) return kiln_eval_error(ctx, KILN_ERR_INVALID, "input must have rank >= 1");
     rank = x->rank;
@@ -97,8 +98,9 @@ static kiln_status infer_compress(kiln_infer_ctx *ctx) {
   }
   kiln_shape_out_type(ctx, 0, x->dtype, x->rank, x->dims);
   if (x->rank <= 0) return KILN_OK;
-  int64_t a;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &a));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  int64_t a = da.axis;
   if (a < -x->rank || a >= x->rank) return kiln_shape_err(ctx->node, "axis is out of range");
   ctx->out[0].dims[a < 0 ? a + x->rank : a] = kiln_shape_dim(-1);
   return KILN_OK;
@@ -253,9 +255,10 @@ static kiln_status eval_unique(kiln_eval_ctx *ctx) {
 static kiln_status infer_unique(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_shape_in_type(ctx, 0);
   if (!x) return KILN_OK;
-  if (kiln_node_attr(ctx->node, "axis") && x->rank > 0) {
-    int64_t a;
-    KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &a));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  if (da.has_axis && x->rank > 0) {
+    int64_t a = da.axis;
     if (a < -x->rank || a >= x->rank) return kiln_shape_err(ctx->node, "axis is out of range");
     if (a < 0) a += x->rank;
     kiln_shape_out_type(ctx, 0, x->dtype, x->rank, x->dims);

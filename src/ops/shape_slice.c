@@ -462,13 +462,13 @@ static kiln_status pad_value(kiln_eval_ctx *ctx, kiln_dtype dt, kiln_tensor **ou
     else if (dt != KILN_STRING && v->dtype != KILN_STRING)
       kiln_store_f64(dt, (*out)->data, 0, kiln_load_f64(v->dtype, v->data, 0));
   } else if (ctx->node->opset < 11 && dt != KILN_STRING) {
-    float f;
-    kiln_status st = kiln_node_float(ctx->node, "value", 0.0f, &f);
+    kiln_attrs_data da;
+    kiln_status st = kiln_attrs_data_decode(ctx->node, &da);
     if (st) {
       kiln_tensor_free(*out);
       return st;
     }
-    kiln_store_f64(dt, (*out)->data, 0, f);
+    kiln_store_f64(dt, (*out)->data, 0, da.pad_value);
   }
   kiln_shape_fix_strings(*out);
   return KILN_OK;
@@ -577,9 +577,9 @@ static kiln_status eval_reverse_sequence(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *lens;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   KILN_TRY(kiln_eval_in_req(ctx, 1, &lens));
-  int64_t ba, ta;
-  KILN_TRY(kiln_node_int(ctx->node, "batch_axis", 1, &ba));
-  KILN_TRY(kiln_node_int(ctx->node, "time_axis", 0, &ta));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  int64_t ba = da.batch_axis, ta = da.time_axis;
   if (x->rank < 2 || !((ba == 0 && ta == 1) || (ba == 1 && ta == 0)))
     return kiln_eval_error(ctx, KILN_ERR_INVALID,
                            "needs rank >= 2 and batch_axis/time_axis 0 and 1 (in any order)");

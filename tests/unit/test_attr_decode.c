@@ -283,6 +283,12 @@ DATA_GETTER(exclusive)
 DATA_GETTER(reverse)
 DATA_GETTER(largest)
 DATA_GETTER(sorted)
+DATA_GETTER(pad_value)
+DATA_GETTER(allowzero)
+DATA_GETTER(keepdims)
+DATA_GETTER(new_axis)
+DATA_GETTER(batch_axis)
+DATA_GETTER(time_axis)
 
 static double cast_saturate(const kiln_node *n, kiln_status *st) {
   kiln_attrs_cast a;
@@ -353,6 +359,14 @@ static const default_case default_cases[] = {
     {"EyeLike", "k", data_k, NULL},
     {"CumSum", "exclusive", data_exclusive, NULL},
     {"CumProd", "reverse", data_reverse, NULL},
+    {"Flatten", "axis", data_axis, NULL},
+    {"SplitToSequence", "axis", data_axis, NULL},
+    {"Pad", "value", data_pad_value, NULL},
+    {"Reshape", "allowzero", data_allowzero, NULL},
+    {"SplitToSequence", "keepdims", data_keepdims, NULL},
+    {"ConcatFromSequence", "new_axis", data_new_axis, "axis"},
+    {"ReverseSequence", "batch_axis", data_batch_axis, NULL},
+    {"ReverseSequence", "time_axis", data_time_axis, NULL},
     {"Cast", "saturate", cast_saturate, NULL},
     {"QuantizeLinear", "saturate", cast_saturate, NULL},
 };
