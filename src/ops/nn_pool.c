@@ -331,7 +331,7 @@ static kiln_status eval_max_roi_pool(kiln_eval_ctx *ctx) {
   float scale;
   bool has;
   KILN_TRY(kiln_nn_ints_n(ctx->node, "pooled_shape", 2, 1, ps, &has));
-  KILN_TRY(kiln_node_float(ctx->node, "spatial_scale", 1.0f, &scale));
+  KILN_TRY(kiln_attr_f(ctx->node, "spatial_scale", &scale));
   if (!has || ps[0] <= 0 || ps[1] <= 0)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "pooled_shape must be 2 positive values");
   roi_geom g = {x->dims[1], x->dims[2], x->dims[3], ps[0], ps[1], scale};

@@ -543,6 +543,16 @@ static void test_node_values_win(void) {
   CHECK(w.auto_pad == KILN_AUTO_PAD_NOTSET && w.count_include_pad);
   kiln_graph_free(g);
 
+  const char *mode = NULL; /* a string default that changes between versions */
+  g = one_node("GridSample", 16, &n);
+  CHECK_OK(kiln_attr_s(n, "mode", &mode));
+  CHECK(mode && !strcmp(mode, "bilinear"));
+  kiln_graph_free(g);
+  g = one_node("GridSample", 20, &n);
+  CHECK_OK(kiln_attr_s(n, "mode", &mode));
+  CHECK(mode && !strcmp(mode, "linear"));
+  kiln_graph_free(g);
+
   g = one_node("Concat", 1, &n); /* Concat-1's documented default axis */
   kiln_attrs_data da;
   CHECK_OK(kiln_attrs_data_decode(n, &da));
