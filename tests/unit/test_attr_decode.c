@@ -2,6 +2,7 @@
  * (attr_decode.h): the generated defaults are ONNX's, a decoder's defaults are the table's at
  * every schema version, and a wrong kind or a value out of range is an error naming the node. */
 #include <float.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "graph/graph.h"
@@ -393,6 +394,13 @@ static void test_decoder_defaults_match_table(void) {
       kiln_graph *g = one_node(c->op, v->since, &n);
       if (c->required) set_i(g, c->required, 1), n = &g->nodes.data[g->nodes.len - 1];
       double want, got;
+      kiln_status st0 = KILN_OK;
+      c->get(n, &st0); /* a node without optional attributes decodes at every version */
+      if (st0) {
+        fprintf(stderr, "%s-%d: %s\n", c->op, v->since, kiln_status_message(st0));
+        kiln_test_failed_checks++;
+      }
+      kiln_status_free(st0);
       if (table_default(n, c, &want)) {
         kiln_status st = KILN_OK;
         got = c->get(n, &st);
@@ -408,6 +416,106 @@ static void test_decoder_defaults_match_table(void) {
     }
   }
   CHECK(checked > 100);
+}
+
+/* ---- every version of every decoded op decodes with only its required attributes ---- */
+
+typedef kiln_status (*decode_fn)(const kiln_node *n);
+
+static kiln_status dec_ew(const kiln_node *n) {
+  kiln_attrs_ew a;
+  return kiln_attrs_ew_decode(n, &a);
+}
+static kiln_status dec_softmax(const kiln_node *n) {
+  kiln_attrs_softmax a;
+  return kiln_attrs_softmax_decode(n, 2, &a);
+}
+static kiln_status dec_reduce(const kiln_node *n) {
+  kiln_attrs_reduce a;
+  return kiln_attrs_reduce_decode(n, &a);
+}
+static kiln_status dec_arg(const kiln_node *n) {
+  kiln_attrs_arg a;
+  return kiln_attrs_arg_decode(n, 2, &a);
+}
+static kiln_status dec_norm(const kiln_node *n) {
+  kiln_attrs_norm a;
+  return kiln_attrs_norm_decode(n, &a);
+}
+static kiln_status dec_gemm(const kiln_node *n) {
+  kiln_attrs_gemm a;
+  return kiln_attrs_gemm_decode(n, &a);
+}
+static kiln_status dec_window(const kiln_node *n) {
+  kiln_attrs_window a;
+  return kiln_attrs_window_decode(n, &a);
+}
+static kiln_status dec_data(const kiln_node *n) {
+  kiln_attrs_data a;
+  return kiln_attrs_data_decode(n, &a);
+}
+static kiln_status dec_cast(const kiln_node *n) {
+  kiln_attrs_cast a;
+  return kiln_attrs_cast_decode(n, &a);
+}
+
+static const struct {
+  decode_fn fn;
+  const char *ops; /* space-separated */
+} sweep[] = {
+    {dec_ew, "LeakyRelu Elu Celu ThresholdedRelu Swish HardSigmoid Selu Shrink HardSwish Gelu "
+             "Clip Mod BitShift IsInf"},
+    {dec_softmax, "Softmax LogSoftmax Hardmax"},
+    {dec_reduce, "ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 "
+                 "ReduceLogSum ReduceLogSumExp ReduceSumSquare"},
+    {dec_arg, "ArgMax ArgMin"},
+    {dec_norm, "BatchNormalization InstanceNormalization LayerNormalization RMSNormalization "
+               "GroupNormalization LpNormalization LRN MeanVarianceNormalization"},
+    {dec_gemm, "Gemm"},
+    {dec_window, "Conv ConvTranspose ConvInteger QLinearConv AveragePool MaxPool LpPool "
+                 "GlobalLpPool MaxUnpool DeformConv MaxRoiPool"},
+    {dec_data, "Concat Split Gather GatherElements GatherND ScatterElements ScatterND OneHot Pad "
+               "DepthToSpace SpaceToDepth Trilu EyeLike CumSum CumProd TopK Unique Compress "
+               "Flatten Reshape SplitToSequence ConcatFromSequence ReverseSequence"},
+    {dec_cast, "Cast CastLike QuantizeLinear"},
+};
+
+/* Gives the node (g's last) each attribute its schema version requires, with a valid value. */
+static void set_required(kiln_graph *g, const kiln_op_schema_version *v) {
+  for (const kiln_attr_schema *a = v->attrs; a->name; a++) {
+    if (!a->required) continue;
+    if (a->kind == KILN_ATTR_INT) set_i(g, a->name, 1);
+    else if (a->kind == KILN_ATTR_FLOAT) set_f(g, a->name, 1.0f);
+    else if (a->kind == KILN_ATTR_STRING)
+      set_s(g, a->name, !strcmp(a->name, "direction") ? "LEFT" : "FLOAT");
+    else if (a->kind == KILN_ATTR_INTS) set_ints(g, a->name, 2, (const int64_t[]){1, 1});
+  }
+}
+
+static void test_every_version_decodes(void) {
+  int checked = 0;
+  for (size_t k = 0; k < sizeof sweep / sizeof sweep[0]; k++) {
+    char ops[512];
+    snprintf(ops, sizeof ops, "%s", sweep[k].ops);
+    for (char *save = NULL, *op = strtok_r(ops, " ", &save); op; op = strtok_r(NULL, " ", &save)) {
+      kiln_op o = kiln_op_lookup("", op);
+      CHECK(o != KILN_OP_UNKNOWN);
+      for (const kiln_op_schema_version *v = kiln_op_attr_versions[o]; v && v->since; v++) {
+        kiln_node *n;
+        kiln_graph *g = one_node(op, v->since, &n);
+        set_required(g, v);
+        kiln_status st = sweep[k].fn(last(g));
+        if (st) {
+          fprintf(stderr, "%s-%d: %s\n", op, v->since, kiln_status_message(st));
+          kiln_test_failed_checks++;
+        }
+        kiln_status_free(st);
+        kiln_graph_free(g);
+        checked++;
+      }
+    }
+  }
+  CHECK(checked > 150);
 }
 
 /* ---- bad values are errors naming the node ---- */
@@ -570,4 +678,5 @@ static void test_node_values_win(void) {
 
 TEST_MAIN(T(test_table_defaults_are_onnx), T(test_schema_version_lookup),
           T(test_decoders_apply_defaults), T(test_decoder_defaults_match_table),
-          T(test_wrong_kind_names_node), T(test_out_of_range_names_node), T(test_node_values_win))
+          T(test_every_version_decodes), T(test_wrong_kind_names_node),
+          T(test_out_of_range_names_node), T(test_node_values_win))
