@@ -217,20 +217,21 @@ kiln_status kiln_attrs_ew_decode(const kiln_node *n, kiln_attrs_ew *a) {
 static kiln_status axis_in(const kiln_node *n, const char *name, int rank, bool scalar_ok,
                            int64_t *axis) {
   if (rank < 0) return KILN_OK;
-  int64_t lo = rank || !scalar_ok ? -rank : -1, hi = rank || !scalar_ok ? rank : 1;
-  if (*axis < lo || *axis >= hi) {
+  int span = rank == 0 && scalar_ok ? 1 : rank;
+  if (*axis < -span || *axis >= span) {
     char why[96];
     snprintf(why, sizeof why, "= %lld is out of range for an input of rank %d", (long long)*axis,
              rank);
     return bad_value(n, name, why);
   }
-  if (*axis < 0) *axis += rank || !scalar_ok ? rank : 1;
+  if (*axis < 0) *axis += span;
   return KILN_OK;
 }
 
 kiln_status kiln_attrs_softmax_decode(const kiln_node *n, int rank, kiln_attrs_softmax *a) {
   memset(a, 0, sizeof *a);
-  a->coerce_2d = n->opset > 0 && n->opset < 13;
+  const kiln_op_schema_version *v = kiln_op_schema_at(n->op, n->opset);
+  a->coerce_2d = v && v->since < 13; /* Softmax-1 and -11 see the input as 2-D */
   KILN_TRY(kiln_attr_i(n, "axis", &a->axis));
   return axis_in(n, "axis", rank, true, &a->axis);
 }

@@ -7,8 +7,9 @@
  * shared: the reference kernel and the lowering stay two independent implementations.
  *
  * Every decoder fails with KILN_ERR_INVALID naming the node ("node 'n1' (LeakyRelu): ...") when
- * an attribute has the wrong kind or a value outside its range. Attributes an op does not take
- * are left zero in the struct. */
+ * an attribute has the wrong kind or a value outside its range. Fields of attributes the
+ * node's schema version does not have are zero, except where a family says what their absence
+ * means (group 1, TopK before opset 11 largest and sorted, Cast before 19 saturating). */
 #ifndef KILN_ATTR_DECODE_H
 #define KILN_ATTR_DECODE_H
 
