@@ -15,6 +15,7 @@
 
 #include "base/mutate.h"
 #include "lower_mm.h"
+#include "ops/attr_decode.h"
 
 #define CONV_MAX_SP 3
 
@@ -76,7 +77,9 @@ static kiln_status conv_geom_of(const kiln_graph *g, const kiln_node *n, conv_ge
   cg->N = x->dims[0].value;
   cg->C = x->dims[1].value;
   cg->Co = w->dims[0].value;
-  KILN_TRY(kiln_node_int(n, "group", 1, &cg->G));
+  kiln_attrs_window wa;
+  KILN_TRY(kiln_attrs_window_decode(n, &wa));
+  cg->G = wa.group;
   if (cg->G <= 0 || cg->C % cg->G || cg->Co % cg->G || w->dims[1].value != cg->C / cg->G)
     return kiln_invalid("Conv: channels and group do not agree");
   cg->Cig = cg->C / cg->G;
@@ -87,8 +90,9 @@ static kiln_status conv_geom_of(const kiln_graph *g, const kiln_node *n, conv_ge
   KILN_TRY(ints_attr(n, "pads", 2 * cg->nsp, 0, pads));
   for (int d = 0; d < cg->nsp; d++) ks[d] = w->dims[2 + d].value;
   KILN_TRY(ints_attr(n, "kernel_shape", cg->nsp, -1, cg->k));
-  const char *autopad;
-  KILN_TRY(kiln_node_string(n, "auto_pad", "NOTSET", &autopad));
+  static const char *const pad_name[KILN_AUTO_PAD_COUNT] = {"NOTSET", "SAME_UPPER", "SAME_LOWER",
+                                                            "VALID"};
+  const char *autopad = pad_name[wa.auto_pad];
   cg->Pin = cg->P = cg->KS = 1;
   for (int d = 0; d < cg->nsp; d++) {
     if (cg->k[d] < 0) cg->k[d] = ks[d];

@@ -11,6 +11,7 @@
 
 #include "base/mutate.h"
 #include "lower_ops.h"
+#include "ops/attr_decode.h"
 
 typedef struct dm {
   kiln_lower_ctx *c;
@@ -157,9 +158,10 @@ static kiln_status slice(dm *s) {
   return KILN_OK;
 }
 
-static kiln_status axis_attr(const kiln_node *n, int rank, int64_t dflt, int *out) {
-  int64_t a;
-  KILN_TRY(kiln_node_int(n, "axis", dflt, &a));
+static kiln_status axis_attr(const kiln_node *n, int rank, int *out) {
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  int64_t a = da.axis;
   if (a < 0) a += rank;
   if (a < 0 || a >= rank) return kiln_invalid("%s: axis out of range", n->op_type);
   *out = (int)a;
@@ -172,7 +174,7 @@ static kiln_status concat_split(dm *s, bool split) {
   const kiln_graph *g = s->c->g;
   const kiln_node *n = s->n;
   int axis;
-  KILN_TRY(axis_attr(n, s->x->rank, 0, &axis));
+  KILN_TRY(axis_attr(n, s->x->rank, &axis));
   int big = kiln_lower_param_value(s->c, s->k, &s->step, split ? n->inputs[0] : n->outputs[0]);
   const kiln_type *bt = split ? s->x : s->y;
   int64_t bd[KILN_MAX_RANK], off = 0;
@@ -209,7 +211,7 @@ static kiln_status concat_split(dm *s, bool split) {
 static kiln_status gather(dm *s) {
   const kiln_graph *g = s->c->g;
   int axis;
-  KILN_TRY(axis_attr(s->n, s->x->rank, 0, &axis));
+  KILN_TRY(axis_attr(s->n, s->x->rank, &axis));
   const kiln_type *it = kiln_lower_static(g, s->n->inputs[1]);
   if (!kiln_dtype_is_int(it->dtype))
     return kiln_unsupported("Gather indices of %s", kiln_dtype_name(it->dtype));
@@ -247,13 +249,13 @@ static kiln_status pad_params(dm *s, int64_t *lo, int *mode, kiln_texpr **val) {
   const kiln_node *n = s->n;
   int r = s->x->rank, np = 0;
   int64_t p[2 * KILN_MAX_RANK];
-  const char *m;
-  KILN_TRY(kiln_node_string(n, "mode", "constant", &m));
-  *mode = strcmp(m, "constant") == 0  ? 0
-          : strcmp(m, "reflect") == 0 ? 1
-          : strcmp(m, "edge") == 0    ? 2
-                                      : -1;
-  if (*mode < 0) return kiln_unsupported("Pad mode '%s'", m);
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  *mode = da.pad_mode == KILN_PAD_CONSTANT  ? 0
+          : da.pad_mode == KILN_PAD_REFLECT ? 1
+          : da.pad_mode == KILN_PAD_EDGE    ? 2
+                                            : -1;
+  if (*mode < 0) return kiln_unsupported("Pad mode '%s'", kiln_pad_mode_name(da.pad_mode));
   double cv = 0;
   if (n->opset >= 11) {
     if (!kiln_lower_const_ints(g, n->inputs[1], p, 2 * KILN_MAX_RANK, &np) ||
@@ -267,11 +269,9 @@ static kiln_status pad_params(dm *s, int64_t *lo, int *mode, kiln_texpr **val) {
     }
   } else {
     const int64_t *a;
-    float f;
     KILN_TRY(kiln_node_ints(n, "pads", &a, &np));
     for (int i = 0; i < np && i < 2 * KILN_MAX_RANK; i++) p[i] = a[i];
-    KILN_TRY(kiln_node_float(n, "value", 0, &f));
-    cv = f;
+    cv = da.pad_value; /* Pad before opset 11 */
   }
   if (np != 2 * r) return kiln_invalid("Pad: %d pads for rank %d", np, r);
   for (int d = 0; d < r; d++) lo[d] = p[d];
@@ -342,10 +342,9 @@ static kiln_status pad(dm *s) {
 
 /* DepthToSpace (DCR or CRD) and SpaceToDepth, from output coordinates. */
 static kiln_status depth_space(dm *s, bool to_space) {
-  int64_t b;
-  const char *mode;
-  KILN_TRY(kiln_node_int(s->n, "blocksize", 0, &b));
-  KILN_TRY(kiln_node_string(s->n, "mode", "DCR", &mode));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(s->n, &da));
+  int64_t b = da.blocksize;
   if (s->x->rank != 4 || b <= 0)
     return kiln_unsupported("%s of rank %d", s->n->op_type, s->x->rank);
   int xb, yb;
@@ -357,8 +356,8 @@ static kiln_status depth_space(dm *s, bool to_space) {
   if (to_space) {
     kiln_texpr *i = kiln_tbin(k, KILN_TOP_MOD, h, B), *j = kiln_tbin(k, KILN_TOP_MOD, w, B);
     kiln_texpr *blk = kiln_tadd(k, kiln_tmul(k, i, b), j);
-    idx[1] = strcmp(mode, "CRD") == 0 ? kiln_tadd(k, kiln_tmul(k, c, b * b), blk)
-                                      : kiln_tadd(k, kiln_tmul(k, blk, s->yd[1]), c);
+    idx[1] = da.crd ? kiln_tadd(k, kiln_tmul(k, c, b * b), blk)
+                    : kiln_tadd(k, kiln_tmul(k, blk, s->yd[1]), c);
     idx[2] = kiln_tbin(k, KILN_TOP_DIV, h, B);
     idx[3] = kiln_tbin(k, KILN_TOP_DIV, w, B);
   } else {

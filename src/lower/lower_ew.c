@@ -12,6 +12,7 @@
 
 #include "base/mutate.h"
 #include "lower_ops.h"
+#include "ops/attr_decode.h"
 #include "ops/op_desc.h"
 
 /* ---- op classes ----
@@ -62,13 +63,6 @@ static kiln_texpr *un(kiln_tkernel *k, kiln_top op, kiln_texpr *a) {
 }
 static kiln_texpr *sel(kiln_tkernel *k, kiln_texpr *c, kiln_texpr *a, kiln_texpr *b) {
   return kiln_tselect(k, c, a, b);
-}
-
-static double attr_f(const kiln_node *n, const char *name, float dflt) {
-  float v = dflt;
-  kiln_status st = kiln_node_float(n, name, dflt, &v);
-  if (st) kiln_status_free(st), v = dflt;
-  return v;
 }
 
 /* sigmoid(a) = 1 / (1 + exp(-a)) */
@@ -163,7 +157,9 @@ static kiln_texpr *intrinsic(kiln_tkernel *k, kiln_op op, kiln_texpr *a) {
   return NULL;
 }
 
-static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a) {
+/* The activations with float attributes (at: the node's, kiln_attrs_ew_decode). */
+static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, const kiln_attrs_ew *at,
+                              kiln_texpr *a) {
   kiln_dtype t = a->type;
   kiln_texpr *zero = num(k, t, 0);
   switch (n->op) {
@@ -176,42 +172,36 @@ static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a
   case KILN_OP_Mish: return bin(k, KILN_TOP_MUL, a, un(k, KILN_TOP_TANH, softplus(k, a)));
   case KILN_OP_HardSwish:
     return bin(k, KILN_TOP_MUL, a,
-               clamp01(k, bin(k, KILN_TOP_ADD,
-                              bin(k, KILN_TOP_MUL, a, num(k, t, (double)(float)(1.0 / 6.0))),
-                              num(k, t, 0.5)))); /* alpha: float 1/6 (the ONNX function body) */
+               clamp01(k, bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MUL, a, num(k, t, at->alpha)),
+                              num(k, t, at->beta)))); /* the ONNX function body's HardSigmoid */
   case KILN_OP_Elu: {
     kiln_texpr *em1 = expm1_(k, a);
     if (KILN_MUTANT(18)) em1 = un(k, KILN_TOP_EXP, a); /* mutant 18: exp(a) for exp(a) - 1 */
-    return sel(k, bin(k, KILN_TOP_LT, a, zero),
-               bin(k, KILN_TOP_MUL, num(k, t, attr_f(n, "alpha", 1)), em1), a);
+    return sel(k, bin(k, KILN_TOP_LT, a, zero), bin(k, KILN_TOP_MUL, num(k, t, at->alpha), em1), a);
   }
   case KILN_OP_Celu: {
-    kiln_texpr *al = num(k, t, attr_f(n, "alpha", 1));
+    kiln_texpr *al = num(k, t, at->alpha);
     kiln_texpr *e = bin(k, KILN_TOP_MUL, al, expm1_(k, bin(k, KILN_TOP_DIV, a, al)));
     return bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MAX, zero, a), bin(k, KILN_TOP_MIN, zero, e));
   }
   case KILN_OP_Selu: {
-    double al = attr_f(n, "alpha", 1.67326319217681884765625f);
-    double ga = attr_f(n, "gamma", 1.05070102214813232421875f);
+    double al = at->alpha, ga = at->gamma;
     return sel(k, bin(k, KILN_TOP_GT, a, zero), bin(k, KILN_TOP_MUL, num(k, t, ga), a),
                bin(k, KILN_TOP_MUL, num(k, t, ga * al), expm1_(k, a)));
   }
   case KILN_OP_HardSigmoid: {
     kiln_texpr *lin =
-        bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MUL, num(k, t, attr_f(n, "alpha", 0.2f)), a),
-            num(k, t, attr_f(n, "beta", 0.5f)));
+        bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MUL, num(k, t, at->alpha), a), num(k, t, at->beta));
     return clamp01(k, lin);
   }
   case KILN_OP_LeakyRelu:
-    return sel(k, bin(k, KILN_TOP_LT, a, zero),
-               bin(k, KILN_TOP_MUL, num(k, t, attr_f(n, "alpha", 0.01f)), a), a);
+    return sel(k, bin(k, KILN_TOP_LT, a, zero), bin(k, KILN_TOP_MUL, num(k, t, at->alpha), a), a);
   case KILN_OP_ThresholdedRelu:
-    return sel(k, bin(k, KILN_TOP_GT, a, num(k, t, attr_f(n, "alpha", 1))), a, zero);
+    return sel(k, bin(k, KILN_TOP_GT, a, num(k, t, at->alpha)), a, zero);
   case KILN_OP_Swish:
-    return bin(k, KILN_TOP_MUL, a,
-               sigmoid(k, bin(k, KILN_TOP_MUL, num(k, t, attr_f(n, "alpha", 1)), a)));
+    return bin(k, KILN_TOP_MUL, a, sigmoid(k, bin(k, KILN_TOP_MUL, num(k, t, at->alpha), a)));
   case KILN_OP_Shrink: {
-    double l = attr_f(n, "lambd", 0.5f), b = attr_f(n, "bias", 0);
+    double l = at->lambd, b = at->bias;
     kiln_texpr *hi =
         sel(k, bin(k, KILN_TOP_GT, a, num(k, t, l)), bin(k, KILN_TOP_SUB, a, num(k, t, b)), zero);
     return sel(k, bin(k, KILN_TOP_LT, a, num(k, t, -l)), bin(k, KILN_TOP_ADD, a, num(k, t, b)), hi);
@@ -220,38 +210,28 @@ static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a
   }
 }
 
-static kiln_status gelu(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, kiln_texpr **out) {
-  const char *mode;
-  KILN_TRY(kiln_node_string(n, "approximate", "none", &mode));
+static kiln_texpr *gelu(kiln_tkernel *k, const kiln_attrs_ew *at, kiln_texpr *a) {
   kiln_dtype t = a->type;
   kiln_texpr *half_a = bin(k, KILN_TOP_MUL, num(k, t, 0.5), a);
   kiln_texpr *inner;
-  if (strcmp(mode, "none") == 0) {
+  if (at->gelu == KILN_GELU_NONE) {
     inner = un(k, KILN_TOP_ERF, bin(k, KILN_TOP_DIV, a, num(k, t, sqrt(2.0))));
-  } else if (strcmp(mode, "tanh") == 0) {
-    kiln_texpr *cube = bin(k, KILN_TOP_MUL, bin(k, KILN_TOP_MUL, a, a), a);
-    /* float constants, as in the ONNX function body (see elementwise_fns.c) */
-    kiln_texpr *s =
-        bin(k, KILN_TOP_ADD, a, bin(k, KILN_TOP_MUL, num(k, t, (double)0.044715f), cube));
-    inner =
-        un(k, KILN_TOP_TANH, bin(k, KILN_TOP_MUL, num(k, t, sqrt((double)(float)(2 / M_PI))), s));
   } else {
-    return kiln_invalid("Gelu: approximate='%s' is not valid", mode);
+    kiln_texpr *cube = bin(k, KILN_TOP_MUL, bin(k, KILN_TOP_MUL, a, a), a);
+    /* the float constants of the ONNX function body (kiln_attrs_ew_decode) */
+    kiln_texpr *s = bin(k, KILN_TOP_ADD, a, bin(k, KILN_TOP_MUL, num(k, t, at->gelu_c), cube));
+    inner = un(k, KILN_TOP_TANH, bin(k, KILN_TOP_MUL, num(k, t, sqrt((double)at->gelu_k)), s));
   }
-  *out = bin(k, KILN_TOP_MUL, half_a, bin(k, KILN_TOP_ADD, num(k, t, 1), inner));
-  return KILN_OK;
+  return bin(k, KILN_TOP_MUL, half_a, bin(k, KILN_TOP_ADD, num(k, t, 1), inner));
 }
 
-static kiln_status isinf_(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, kiln_texpr **out) {
-  int64_t neg, pos;
-  KILN_TRY(kiln_node_int(n, "detect_negative", 1, &neg));
-  KILN_TRY(kiln_node_int(n, "detect_positive", 1, &pos));
+static kiln_texpr *isinf_(kiln_tkernel *k, const kiln_attrs_ew *at, kiln_texpr *a) {
+  bool neg = at->detect_negative, pos = at->detect_positive;
   kiln_texpr *zero = num(k, a->type, 0);
   kiln_texpr *sign = kiln_tconst_int(k, KILN_BOOL, 0);
   if (neg) sign = bin(k, KILN_TOP_OR, sign, bin(k, KILN_TOP_LT, a, zero));
   if (pos) sign = bin(k, KILN_TOP_OR, sign, bin(k, KILN_TOP_GT, a, zero));
-  *out = bin(k, KILN_TOP_AND, un(k, KILN_TOP_ISINF, a), sign);
-  return KILN_OK;
+  return bin(k, KILN_TOP_AND, un(k, KILN_TOP_ISINF, a), sign);
 }
 
 /* ---- integer-aware arithmetic ---- */
@@ -274,12 +254,10 @@ static kiln_texpr *divide(kiln_tkernel *k, kiln_texpr *a, kiln_texpr *b) {
 }
 
 /* Mod: floats fmod; integers with fmod=0 take the sign of the divisor (Python). */
-static kiln_status modulo(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, kiln_texpr *b,
-                          kiln_texpr **out) {
+static kiln_texpr *modulo(kiln_tkernel *k, const kiln_attrs_ew *at, kiln_texpr *a, kiln_texpr *b) {
   kiln_dtype t = a->type;
-  if (kiln_dtype_is_float(t)) return *out = bin(k, KILN_TOP_MOD, a, b), KILN_OK;
-  int64_t fmod_;
-  KILN_TRY(kiln_node_int(n, "fmod", 0, &fmod_));
+  if (kiln_dtype_is_float(t)) return bin(k, KILN_TOP_MOD, a, b);
+  bool fmod_ = at->fmod;
   kiln_texpr *bad = bin(k, KILN_TOP_EQ, b, num(k, t, 0));
   if (is_signed(t)) bad = bin(k, KILN_TOP_OR, bad, bin(k, KILN_TOP_EQ, b, num(k, t, -1)));
   kiln_texpr *safe_b = sel(k, bad, num(k, t, 1), b);
@@ -290,8 +268,7 @@ static kiln_status modulo(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, ki
                               bin(k, KILN_TOP_LT, b, num(k, t, 0))));
     r = sel(k, fix, bin(k, KILN_TOP_ADD, r, safe_b), r);
   }
-  *out = sel(k, bad, num(k, t, 0), r);
-  return KILN_OK;
+  return sel(k, bad, num(k, t, 0), r);
 }
 
 static kiln_texpr *sign(kiln_tkernel *k, kiln_texpr *a) {
@@ -304,13 +281,8 @@ static kiln_texpr *sign(kiln_tkernel *k, kiln_texpr *a) {
              sel(k, bin(k, KILN_TOP_LT, a, zero), num(k, t, -1), rest));
 }
 
-static kiln_texpr *shift(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, kiln_texpr *b,
-                         bool *ok) {
-  const char *dir = "";
-  kiln_status st = kiln_node_string(n, "direction", "", &dir);
-  if (st) kiln_status_free(st);
-  bool right = strcmp(dir, "RIGHT") == 0;
-  *ok = right || strcmp(dir, "LEFT") == 0;
+static kiln_texpr *shift(kiln_tkernel *k, const kiln_attrs_ew *at, kiln_texpr *a, kiln_texpr *b) {
+  bool right = at->shift_right;
   kiln_texpr *a64 = kiln_tcast(k, KILN_U64, a), *b64 = kiln_tcast(k, KILN_U64, b);
   kiln_texpr *big = bin(k, KILN_TOP_GE, b64, kiln_tconst_int(k, KILN_U64, 64));
   kiln_texpr *safe = sel(k, big, kiln_tconst_int(k, KILN_U64, 0), b64);
@@ -319,11 +291,12 @@ static kiln_texpr *shift(kiln_tkernel *k, const kiln_node *n, kiln_texpr *a, kil
 }
 
 /* Clip: a < lo -> lo; then a > hi -> hi (bounds from attributes before opset 11). */
-static kiln_texpr *clip(kiln_tkernel *k, const kiln_node *n, kiln_texpr *const *x) {
+static kiln_texpr *clip(kiln_tkernel *k, const kiln_node *n, const kiln_attrs_ew *at,
+                        kiln_texpr *const *x) {
   kiln_texpr *a = x[0], *lo = NULL, *hi = NULL;
   if (n->opset < 11) {
-    lo = num(k, a->type, attr_f(n, "min", -3.4028234663852886e38f));
-    hi = num(k, a->type, attr_f(n, "max", 3.4028234663852886e38f));
+    lo = num(k, a->type, at->min);
+    hi = num(k, a->type, at->max);
   } else {
     lo = n->n_inputs > 1 ? x[1] : NULL;
     hi = n->n_inputs > 2 ? x[2] : NULL;
@@ -377,7 +350,9 @@ static kiln_status expr_of(kiln_tkernel *k, const kiln_node *n, kiln_texpr *cons
   kiln_texpr *a = x[0], *b = n->n_inputs > 1 ? x[1] : NULL;
   KILN_TRY(binary(k, n, x, out));
   if (*out) return KILN_OK;
-  if ((*out = intrinsic(k, n->op, a)) || (*out = activation(k, n, a))) return KILN_OK;
+  kiln_attrs_ew at;
+  KILN_TRY(kiln_attrs_ew_decode(n, &at));
+  if ((*out = intrinsic(k, n->op, a)) || (*out = activation(k, n, &at, a))) return KILN_OK;
   bool ok = true;
   switch (n->op) {
   case KILN_OP_Identity: *out = a; break;
@@ -395,13 +370,13 @@ static kiln_status expr_of(kiln_tkernel *k, const kiln_node *n, kiln_texpr *cons
   case KILN_OP_Not: *out = un(k, KILN_TOP_NOT, a); break;
   case KILN_OP_BitwiseNot: *out = un(k, KILN_TOP_BITNOT, a); break;
   case KILN_OP_IsNaN: *out = un(k, KILN_TOP_ISNAN, a); break;
-  case KILN_OP_IsInf: return isinf_(k, n, a, out);
-  case KILN_OP_Gelu: return gelu(k, n, a, out);
+  case KILN_OP_IsInf: *out = isinf_(k, &at, a); break;
+  case KILN_OP_Gelu: *out = gelu(k, &at, a); break;
   case KILN_OP_Div: *out = divide(k, a, b); break;
-  case KILN_OP_Mod: return modulo(k, n, a, b, out);
+  case KILN_OP_Mod: *out = modulo(k, &at, a, b); break;
   case KILN_OP_Pow: *out = bin(k, KILN_TOP_POW, a, kiln_tcast(k, a->type, b)); break;
-  case KILN_OP_BitShift: *out = shift(k, n, a, b, &ok); break;
-  case KILN_OP_Clip: *out = clip(k, n, x); break;
+  case KILN_OP_BitShift: *out = shift(k, &at, a, b); break;
+  case KILN_OP_Clip: *out = clip(k, n, &at, x); break;
   case KILN_OP_Max: *out = fold(k, KILN_TOP_MAX, n->n_inputs, x); break;
   case KILN_OP_Min: *out = fold(k, KILN_TOP_MIN, n->n_inputs, x); break;
   case KILN_OP_Sum: *out = fold(k, KILN_TOP_ADD, n->n_inputs, x); break;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lower_ops.h"
+#include "ops/attr_decode.h"
 
 typedef struct ix {
   kiln_lower_ctx *c;
@@ -56,8 +57,9 @@ static kiln_texpr *and_of(kiln_tkernel *k, kiln_texpr *a, kiln_texpr *b) {
 }
 
 static kiln_status axis_of(ix *s, int *out) {
-  int64_t a;
-  KILN_TRY(kiln_node_int(s->n, "axis", 0, &a));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(s->n, &da));
+  int64_t a = da.axis;
   if (a < 0) a += s->x->rank;
   if (a < 0 || a >= s->x->rank) return kiln_invalid("%s: axis out of range", s->n->op_type);
   *out = (int)a;
@@ -152,8 +154,9 @@ static kiln_texpr *nd_coords(ix *s, kiln_tblock *body, const kiln_nest *nest, in
 }
 
 static kiln_status nd_params(ix *s, int *b, int *kk) {
-  int64_t bd = 0;
-  if (s->n->op == KILN_OP_GatherND) KILN_TRY(kiln_node_int(s->n, "batch_dims", 0, &bd));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(s->n, &da));
+  int64_t bd = s->n->op == KILN_OP_GatherND ? da.batch_dims : 0;
   int ir = s->idx->rank;
   if (ir < 1 || bd < 0 || bd >= ir) return kiln_invalid("%s: bad indices rank", s->n->op_type);
   *b = (int)bd;
@@ -179,15 +182,14 @@ static kiln_status gather_nd(ix *s) {
 
 /* ---- scatters ---- */
 static kiln_status reduction_of(const kiln_node *n, kiln_top *op) {
-  const char *r;
-  KILN_TRY(kiln_node_string(n, "reduction", "none", &r));
-  *op = !strcmp(r, "none")  ? KILN_TOP_COUNT
-        : !strcmp(r, "add") ? KILN_TOP_ADD
-        : !strcmp(r, "mul") ? KILN_TOP_MUL
-        : !strcmp(r, "max") ? KILN_TOP_MAX
-        : !strcmp(r, "min") ? KILN_TOP_MIN
-                            : KILN_TOP_NEG;
-  if (*op == KILN_TOP_NEG) return kiln_unsupported("%s reduction '%s'", n->op_type, r);
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  static const kiln_top of[KILN_SCATTER_REDUCTION_COUNT] = {
+      [KILN_SCATTER_NONE] = KILN_TOP_COUNT, [KILN_SCATTER_ADD] = KILN_TOP_ADD,
+      [KILN_SCATTER_MUL] = KILN_TOP_MUL,    [KILN_SCATTER_MAX] = KILN_TOP_MAX,
+      [KILN_SCATTER_MIN] = KILN_TOP_MIN,
+  };
+  *op = of[da.reduction];
   return KILN_OK;
 }
 

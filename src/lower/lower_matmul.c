@@ -7,6 +7,7 @@
  * constant B (transB folded into the packing) and adds alpha and beta*C in the epilogue. */
 #include "base/mutate.h"
 #include "lower_mm.h"
+#include "ops/attr_decode.h"
 
 bool kiln_mm_value_ok(const kiln_graph *g, int v, kiln_dtype dt) {
   if (v < 0 || v >= g->values.len) return false;
@@ -245,12 +246,10 @@ static kiln_status lower_matmul(kiln_lower_ctx *c, const kiln_group *grp, const 
 /* ---- Gemm ---- */
 
 static kiln_status lower_gemm(kiln_lower_ctx *c, const kiln_group *grp, const kiln_node *n) {
-  int64_t ta, tb;
-  float alpha, beta;
-  KILN_TRY(kiln_node_int(n, "transA", 0, &ta));
-  KILN_TRY(kiln_node_int(n, "transB", 0, &tb));
-  KILN_TRY(kiln_node_float(n, "alpha", 1.0f, &alpha));
-  KILN_TRY(kiln_node_float(n, "beta", 1.0f, &beta));
+  kiln_attrs_gemm ga;
+  KILN_TRY(kiln_attrs_gemm_decode(n, &ga));
+  bool ta = ga.trans_a, tb = ga.trans_b;
+  float alpha = ga.alpha, beta = ga.beta;
   const kiln_type *at = vtype(c->g, n->inputs[0]), *bt = vtype(c->g, n->inputs[1]);
   const kiln_type *ot = vtype(c->g, n->outputs[0]);
   int64_t M = at->dims[ta ? 1 : 0].value, K = at->dims[ta ? 0 : 1].value;

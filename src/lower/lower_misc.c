@@ -11,6 +11,7 @@
 
 #include "base/mutate.h"
 #include "lower_ops.h"
+#include "ops/attr_decode.h"
 
 typedef struct one {
   kiln_lower_ctx *c;
@@ -183,8 +184,9 @@ static kiln_texpr *trilu_k(one *s) {
 }
 
 static kiln_status trilu(one *s) {
-  int64_t upper;
-  KILN_TRY(kiln_node_int(s->n, "upper", 1, &upper));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(s->n, &da));
+  bool upper = da.upper;
   if (s->x->rank < 2) return kiln_invalid("Trilu of rank %d", s->x->rank);
   int xb = param(s, s->n->inputs[0]), yb = param(s, s->n->outputs[0]);
   kiln_texpr *kk = trilu_k(s);
@@ -202,8 +204,9 @@ static kiln_status trilu(one *s) {
 }
 
 static kiln_status eyelike(one *s) {
-  int64_t kv;
-  KILN_TRY(kiln_node_int(s->n, "k", 0, &kv));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(s->n, &da));
+  int64_t kv = da.k;
   if (s->y->rank != 2) return kiln_invalid("EyeLike of rank %d", s->y->rank);
   int yb = param(s, s->n->outputs[0]);
   kiln_nest nest = out_nest(s);
@@ -219,8 +222,9 @@ static kiln_status eyelike(one *s) {
 }
 
 static kiln_status onehot(one *s) {
-  int64_t axis;
-  KILN_TRY(kiln_node_int(s->n, "axis", -1, &axis));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(s->n, &da));
+  int64_t axis = da.axis;
   int r = s->y->rank;
   if (axis < 0) axis += r;
   if (axis < 0 || axis >= r) return kiln_invalid("OneHot: axis out of range");
@@ -289,10 +293,11 @@ static void cum_along(one *s, kiln_tblock *parent, int axis, int xb, int yb, boo
  * each under a test of the axis (an axis out of range sets the error flag, so that the run
  * fails as with the reference kernel). */
 static kiln_status cum(one *s, bool prod) {
-  int64_t av[1], excl, rev;
+  int64_t av[1];
   int na, r = s->x->rank;
-  KILN_TRY(kiln_node_int(s->n, "exclusive", 0, &excl));
-  KILN_TRY(kiln_node_int(s->n, "reverse", 0, &rev));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(s->n, &da));
+  bool excl = da.exclusive, rev = da.reverse;
   if (KILN_MUTANT(40)) excl = 0; /* mutant 40: exclusive ignored */
   if (r < 1) return kiln_invalid("%s of a scalar", s->n->op_type);
   int xb = param(s, s->n->inputs[0]), yb = param(s, s->n->outputs[0]);
@@ -330,15 +335,15 @@ static kiln_status cum(one *s, bool prod) {
 
 /* ---- Hardmax: rows of n elements at stride `inner` ---- */
 static kiln_status hardmax(one *s) {
-  int64_t a;
-  KILN_TRY(kiln_node_int(s->n, "axis", s->n->opset >= 13 ? -1 : 1, &a));
   int r = s->x->rank;
-  if (a < 0) a += r;
-  if (a < 0 || a >= r) return kiln_invalid("Hardmax: axis out of range");
+  if (r == 0) return kiln_invalid("Hardmax: axis out of range");
+  kiln_attrs_softmax sa;
+  KILN_TRY(kiln_attrs_softmax_decode(s->n, r, &sa));
+  int64_t a = sa.axis;
   int64_t outer = 1, n = 1, inner = 1;
   for (int d = 0; d < r; d++) {
     if (d < a) outer *= s->xd[d];
-    else if (d == a || s->n->opset < 13) n *= s->xd[d];
+    else if (d == a || sa.coerce_2d) n *= s->xd[d];
     else inner *= s->xd[d];
   }
   if (n == 0) return kiln_unsupported("Hardmax of an empty axis");

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lower_ops.h"
+#include "ops/attr_decode.h"
 
 typedef struct nm {
   kiln_lower_ctx *c;
@@ -94,9 +95,11 @@ static void row_write(nm *s, const rows *r, row_fn f, void *user) {
   kiln_tblock_push(k, r->body, loop);
 }
 
-static kiln_status axis_attr(nm *s, int64_t dflt, int *out) {
-  int64_t a;
-  KILN_TRY(kiln_node_int(s->n, "axis", dflt, &a));
+/* The node's axis (kiln_attrs_norm_decode), normalized. */
+static kiln_status axis_attr(nm *s, int *out) {
+  kiln_attrs_norm na;
+  KILN_TRY(kiln_attrs_norm_decode(s->n, &na));
+  int64_t a = na.axis;
   if (a < 0) a += s->x->rank;
   if (a < 0 || a >= s->x->rank) return kiln_invalid("%s: axis out of range", s->n->op_type);
   *out = (int)a;
@@ -118,9 +121,10 @@ static kiln_texpr *lp_fn(nm *s, const rows *r, kiln_texpr *x, kiln_texpr *j, voi
 
 static kiln_status lp_norm(nm *s) {
   int axis;
-  int64_t p;
-  KILN_TRY(axis_attr(s, -1, &axis));
-  KILN_TRY(kiln_node_int(s->n, "p", 2, &p));
+  kiln_attrs_norm na;
+  KILN_TRY(axis_attr(s, &axis));
+  KILN_TRY(kiln_attrs_norm_decode(s->n, &na));
+  int64_t p = na.p;
   if (p != 1 && p != 2) return kiln_invalid("LpNormalization: p must be 1 or 2");
   int r = s->x->rank;
   rows rw = row_nest(s, prod(s->xd, 0, axis), s->xd[axis], prod(s->xd, axis + 1, r));
@@ -192,9 +196,10 @@ static int opt_param(nm *s, int i) {
 
 static kiln_status rms_norm(nm *s) {
   int axis;
-  float eps;
-  KILN_TRY(axis_attr(s, -1, &axis));
-  KILN_TRY(kiln_node_float(s->n, "epsilon", 1e-5f, &eps));
+  kiln_attrs_norm na;
+  KILN_TRY(axis_attr(s, &axis));
+  KILN_TRY(kiln_attrs_norm_decode(s->n, &na));
+  float eps = na.epsilon;
   int r = s->x->rank;
   int64_t n = prod(s->xd, axis, r);
   const kiln_type *st = kiln_lower_static(s->c->g, s->n->inputs[1]);
@@ -211,12 +216,13 @@ static kiln_status rms_norm(nm *s) {
 }
 
 static kiln_status group_norm(nm *s) {
-  float eps;
-  KILN_TRY(kiln_node_float(s->n, "epsilon", 1e-5f, &eps));
+  kiln_attrs_norm na;
+  KILN_TRY(kiln_attrs_norm_decode(s->n, &na));
+  float eps = na.epsilon;
   if (s->x->rank < 2) return kiln_invalid("%s of rank %d", s->n->op_type, s->x->rank);
   int64_t C = s->xd[1], S = prod(s->xd, 2, s->x->rank), G = C;
   bool inst = s->n->op == KILN_OP_InstanceNormalization;
-  if (!inst) KILN_TRY(kiln_node_int(s->n, "num_groups", 0, &G));
+  if (!inst) G = na.num_groups;
   if (G <= 0 || C % G) return kiln_invalid("%s: groups do not divide the channels", s->n->op_type);
   for (int i = 1; i <= 2; i++)
     if (!kiln_lower_dtype_ok(kiln_lower_static(s->c->g, s->n->inputs[i])->dtype))
@@ -232,11 +238,11 @@ static kiln_status group_norm(nm *s) {
 /* ---- BatchNormalization (inference) and LRN: one nest over x ---- */
 static kiln_status batch_norm(nm *s) {
   const kiln_node *n = s->n;
-  int64_t train = 0;
-  float eps;
-  KILN_TRY(kiln_node_int(n, "training_mode", 0, &train));
-  KILN_TRY(kiln_node_float(n, "epsilon", 1e-5f, &eps));
-  if (train || n->opset < 7) return kiln_unsupported("BatchNormalization in training mode");
+  kiln_attrs_norm na;
+  KILN_TRY(kiln_attrs_norm_decode(n, &na));
+  float eps = na.epsilon;
+  if (na.training_mode || n->opset < 7)
+    return kiln_unsupported("BatchNormalization in training mode");
   for (int i = 1; i < n->n_outputs; i++)
     if (n->outputs[i] >= 0) return kiln_unsupported("BatchNormalization with running statistics");
   if (s->x->rank < 2 || n->n_inputs < 5) return kiln_invalid("BatchNormalization of rank < 2");
@@ -262,12 +268,10 @@ static kiln_status batch_norm(nm *s) {
 }
 
 static kiln_status lrn(nm *s) {
-  float alpha, beta, bias;
-  int64_t size;
-  KILN_TRY(kiln_node_float(s->n, "alpha", 1e-4f, &alpha));
-  KILN_TRY(kiln_node_float(s->n, "beta", 0.75f, &beta));
-  KILN_TRY(kiln_node_float(s->n, "bias", 1.0f, &bias));
-  KILN_TRY(kiln_node_int(s->n, "size", 0, &size));
+  kiln_attrs_norm na;
+  KILN_TRY(kiln_attrs_norm_decode(s->n, &na));
+  float alpha = na.alpha, beta = na.beta, bias = na.bias;
+  int64_t size = na.size;
   if (size <= 0 || s->x->rank < 3) return kiln_invalid("LRN needs size > 0 and rank >= 3");
   kiln_tkernel *k = s->k;
   int r = s->x->rank;

@@ -9,6 +9,7 @@
 
 #include "base/mutate.h"
 #include "lower_ops.h"
+#include "ops/attr_decode.h"
 
 typedef struct pool {
   bool max, global, count_pad;
@@ -31,10 +32,10 @@ static kiln_status ints_attr(const kiln_node *n, const char *name, int sp, int64
 
 /* Padding from auto_pad (SAME_UPPER/LOWER give the extra one at the end/start). */
 static kiln_status pads(const kiln_node *n, pool *p) {
-  const char *ap;
-  KILN_TRY(kiln_node_string(n, "auto_pad", "NOTSET", &ap));
+  kiln_attrs_window wa;
+  KILN_TRY(kiln_attrs_window_decode(n, &wa));
   int64_t pv[6];
-  if (strcmp(ap, "NOTSET") == 0) {
+  if (wa.auto_pad == KILN_AUTO_PAD_NOTSET) {
     KILN_TRY(ints_attr(n, "pads", p->sp, 0, pv, 2 * p->sp));
     for (int d = 0; d < p->sp; d++) p->pad_lo[d] = pv[d], p->pad_hi[d] = pv[p->sp + d];
     return KILN_OK;
@@ -42,8 +43,8 @@ static kiln_status pads(const kiln_node *n, pool *p) {
   for (int d = 0; d < p->sp; d++) {
     int64_t total =
         (p->out[2 + d] - 1) * p->stride[d] + (p->kernel[d] - 1) * p->dil[d] + 1 - p->in[2 + d];
-    if (total < 0 || strcmp(ap, "VALID") == 0) total = 0;
-    p->pad_lo[d] = strcmp(ap, "SAME_LOWER") == 0 ? total - total / 2 : total / 2;
+    if (total < 0 || wa.auto_pad == KILN_AUTO_PAD_VALID) total = 0;
+    p->pad_lo[d] = wa.auto_pad == KILN_AUTO_PAD_SAME_LOWER ? total - total / 2 : total / 2;
     p->pad_hi[d] = total - p->pad_lo[d];
   }
   return KILN_OK;
@@ -66,9 +67,9 @@ static kiln_status pool_geometry(const kiln_graph *g, const kiln_node *n, pool *
     for (int d = 0; d < p->sp; d++) p->kernel[d] = p->in[2 + d];
     return KILN_OK;
   }
-  int64_t cip = 0;
-  KILN_TRY(kiln_node_int(n, "count_include_pad", 0, &cip));
-  p->count_pad = cip != 0;
+  kiln_attrs_window wa;
+  KILN_TRY(kiln_attrs_window_decode(n, &wa));
+  p->count_pad = wa.count_include_pad;
   KILN_TRY(ints_attr(n, "kernel_shape", p->sp, 1, p->kernel, p->sp));
   KILN_TRY(ints_attr(n, "strides", p->sp, 1, p->stride, p->sp));
   KILN_TRY(ints_attr(n, "dilations", p->sp, 1, p->dil, p->sp));

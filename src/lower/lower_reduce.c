@@ -14,6 +14,7 @@
 
 #include "base/mutate.h"
 #include "lower_ops.h"
+#include "ops/attr_decode.h"
 
 typedef enum red_kind {
   RK_SUM,
@@ -56,39 +57,57 @@ static red_kind kind_of(kiln_op op) {
   }
 }
 
+/* The axis of Softmax, LogSoftmax (with the axes after it before opset 13), LayerNormalization
+ * (with the axes after it), ArgMax and ArgMin as a mask; whether it is kept. */
+static kiln_status one_axis(const kiln_node *n, red_kind rk, int rank, bool *mask, bool *keep) {
+  int64_t axis;
+  bool to_end = rk == RK_LAYERNORM;
+  *keep = true;
+  if (rank == 0) return kiln_invalid("%s: axis out of range", n->op_type);
+  if (rk == RK_SOFTMAX || rk == RK_LOGSOFTMAX) {
+    kiln_attrs_softmax sa;
+    KILN_TRY(kiln_attrs_softmax_decode(n, rank, &sa));
+    axis = sa.axis;
+    to_end = sa.coerce_2d;
+  } else if (rk == RK_LAYERNORM) {
+    kiln_attrs_norm na;
+    KILN_TRY(kiln_attrs_norm_decode(n, &na));
+    axis = na.axis;
+    if (axis < -rank || axis >= rank) return kiln_invalid("%s: axis out of range", n->op_type);
+    if (axis < 0) axis += rank;
+  } else {
+    kiln_attrs_arg aa;
+    KILN_TRY(kiln_attrs_arg_decode(n, rank, &aa));
+    axis = aa.axis;
+    *keep = aa.keepdims;
+  }
+  for (int d = (int)axis; d < (to_end ? rank : axis + 1); d++) mask[d] = true;
+  return KILN_OK;
+}
+
 /* The reduced dimensions of n's input (mask), and whether they are kept (size 1). */
 static kiln_status reduced_axes(const kiln_graph *g, const kiln_node *n, int rank, bool *mask,
                                 bool *keep) {
   red_kind rk = kind_of(n->op);
-  int64_t axis, kd = 1, axes[KILN_MAX_RANK];
+  int64_t axes[KILN_MAX_RANK];
   int na = -1;
   memset(mask, 0, (size_t)rank);
   if (rk == RK_SOFTMAX || rk == RK_LOGSOFTMAX || rk == RK_LAYERNORM || rk == RK_ARGMAX ||
-      rk == RK_ARGMIN) {
-    bool legacy = (rk == RK_SOFTMAX || rk == RK_LOGSOFTMAX) && n->opset < 13;
-    KILN_TRY(kiln_node_int(n, "axis", legacy ? 1 : (rk >= RK_SOFTMAX ? -1 : 0), &axis));
-    if (axis < -rank || axis >= rank) return kiln_invalid("%s: axis out of range", n->op_type);
-    if (axis < 0) axis += rank;
-    bool to_end = legacy || rk == RK_LAYERNORM;
-    for (int d = (int)axis; d < (to_end ? rank : axis + 1); d++) mask[d] = true;
-    if (rk == RK_ARGMAX || rk == RK_ARGMIN) KILN_TRY(kiln_node_int(n, "keepdims", 1, &kd));
-    *keep = kd != 0 || rk >= RK_SOFTMAX;
-    return KILN_OK;
-  }
-  KILN_TRY(kiln_node_int(n, "keepdims", 1, &kd));
-  *keep = kd != 0;
+      rk == RK_ARGMIN)
+    return one_axis(n, rk, rank, mask, keep);
+  kiln_attrs_reduce ra;
+  KILN_TRY(kiln_attrs_reduce_decode(n, &ra));
+  *keep = ra.keepdims;
   if (n->n_inputs > 1 && n->inputs[1] >= 0) {
     if (!kiln_lower_const_ints(g, n->inputs[1], axes, KILN_MAX_RANK, &na))
       return kiln_unsupported("%s: axes are not a constant", n->op_type);
-  } else {
-    const int64_t *a;
-    KILN_TRY(kiln_node_ints(n, "axes", &a, &na));
-    for (int i = 0; i < na && i < KILN_MAX_RANK; i++) axes[i] = a[i];
+  } else if (!ra.axes_input) {
+    na = ra.n_axes;
+    for (int i = 0; i < na && i < KILN_MAX_RANK; i++) axes[i] = ra.axes[i];
     if (na > KILN_MAX_RANK) return kiln_invalid("%s: too many axes", n->op_type);
   }
-  int64_t noop = 0;
-  KILN_TRY(kiln_node_int(n, "noop_with_empty_axes", 0, &noop));
-  if (na <= 0 && noop) return kiln_unsupported("%s: noop_with_empty_axes", n->op_type);
+  if (na <= 0 && ra.noop_with_empty_axes)
+    return kiln_unsupported("%s: noop_with_empty_axes", n->op_type);
   for (int d = 0; d < rank; d++) mask[d] = na <= 0;
   for (int i = 0; i < na; i++) {
     int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
@@ -415,8 +434,9 @@ static kiln_status lower_logsumexp(red *s) {
 /* ArgMax/ArgMin: the first (or last, select_last_index) position of the extreme. */
 static kiln_status lower_arg(red *s) {
   kiln_tkernel *k = s->k;
-  int64_t last;
-  KILN_TRY(kiln_node_int(s->r, "select_last_index", 0, &last));
+  kiln_attrs_arg aa;
+  KILN_TRY(kiln_attrs_arg_decode(s->r, -1, &aa));
+  bool last = aa.select_last_index;
   kiln_dtype ct = kiln_lower_compute_type(s->k, KILN_PREC_REDUCTION, s->xt->dtype);
   int best = new_var(s, "best", ct), arg = new_var(s, "arg", KILN_I64);
   push(s, s->outer, best, extreme(k, ct, s->rk == RK_ARGMIN));
@@ -474,8 +494,9 @@ static kiln_status lower_softmax(red *s) {
 /* LayerNormalization: mean, variance (two passes, F64), then (x - mean) * inv * scale + b. */
 static kiln_status layernorm_stats(red *s, int mean, int inv) {
   kiln_tkernel *k = s->k;
-  float eps;
-  KILN_TRY(kiln_node_float(s->r, "epsilon", 1e-5f, &eps));
+  kiln_attrs_norm na;
+  KILN_TRY(kiln_attrs_norm_decode(s->r, &na));
+  float eps = na.epsilon;
   double n = (double)reduced_count(s);
   push(s, s->outer, mean, kiln_tfloat(k, KILN_F64, 0));
   kiln_tblock *b = reduce_loops(s, s->outer);

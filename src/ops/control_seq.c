@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "control_internal.h"
 
 /* Input i as a sequence; error naming the node otherwise. */
@@ -282,9 +283,10 @@ static kiln_status split_piece(const kiln_tensor *x, int axis, int64_t off, int6
 static kiln_status split_to_seq_eval(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
-  int64_t axis64, keep;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &axis64));
-  KILN_TRY(kiln_node_int(ctx->node, "keepdims", 1, &keep));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  int64_t axis64 = da.axis;
+  bool keep = da.keepdims;
   if (x->rank == 0) return kiln_eval_error(ctx, KILN_ERR_INVALID, "cannot split a scalar");
   int axis;
   KILN_TRY(kiln_norm_axis(ctx, axis64, x->rank, &axis));
@@ -367,10 +369,9 @@ static kiln_status concat_from_seq_eval(kiln_eval_ctx *ctx) {
   const kiln_attr *aa = kiln_node_attr(ctx->node, "axis");
   if (!aa || aa->kind != KILN_ATTR_INT)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "the int attribute 'axis' is required");
-  int64_t new_axis;
-  KILN_TRY(kiln_node_int(ctx->node, "new_axis", 0, &new_axis));
-  if (new_axis != 0 && new_axis != 1)
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "new_axis must be 0 or 1");
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  int64_t new_axis = da.new_axis;
   if (s->len == 0)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "cannot concatenate an empty sequence");
   int r = s->items[0]->rank + (int)new_axis, axis;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "attr_decode.h"
 #include "ew_internal.h"
 
 /* ---- float targets ---- */
@@ -224,16 +225,10 @@ static kiln_status eval_cast_to(const kiln_eval_ctx *ctx, kiln_dtype *to) {
 }
 
 static kiln_status cast_opts(const kiln_eval_ctx *ctx, kiln_ew_cast_opts *o) {
-  int64_t sat = 1;
-  if (ctx->node->opset >= 19) KILN_TRY(kiln_node_int(ctx->node, "saturate", 1, &sat));
-  o->saturate = sat != 0;
-  const char *rm;
-  KILN_TRY(kiln_node_string(ctx->node, "round_mode", "up", &rm));
-  if (strcmp(rm, "up") == 0) o->round_mode = 0;
-  else if (strcmp(rm, "down") == 0) o->round_mode = 1;
-  else if (strcmp(rm, "nearest") == 0) o->round_mode = 2;
-  else
-    return kiln_eval_error(ctx, KILN_ERR_INVALID, "round_mode '%s' is not up, down or nearest", rm);
+  kiln_attrs_cast ca;
+  KILN_TRY(kiln_attrs_cast_decode(ctx->node, &ca));
+  o->saturate = ca.saturate;
+  o->round_mode = ca.round_mode == KILN_ROUND_UP ? 0 : ca.round_mode == KILN_ROUND_DOWN ? 1 : 2;
   return KILN_OK;
 }
 

@@ -68,10 +68,13 @@ FUN(f_sigmoid, sigmoid(a))
 FUN(f_softplus, softplus(a))
 FUN(f_softsign, a / (1 + fabs(a)))
 FUN(f_mish, a *tanh(softplus(a)))
-/* HardSwish is HardSigmoid<alpha = 1/6 as a float attribute, beta = 0.5>(x) * x in the ONNX
- * schema's function body: alpha is 0.16666667163372 (float 1/6), not 1/6, which f64 shows */
-#define KILN_HARDSWISH_ALPHA ((double)(float)(1.0 / 6.0))
-FUN(f_hardswish, a *clamp01(a *KILN_HARDSWISH_ALPHA + 0.5))
+/* HardSwish is HardSigmoid<alpha, beta>(x) * x in the ONNX schema's function body (p holds
+ * the body's alpha and beta, kiln_attrs_ew_decode): alpha is float 1/6, not 1/6, which f64
+ * shows */
+F(f_hardswish) {
+  double a = x[0].f;
+  return a * clamp01(a * p->alpha + p->beta);
+}
 FUN(f_abs, fabs(a))
 FUN(f_neg, -a)
 FUN(f_sign, a > 0 ? 1.0 : (a < 0 ? -1.0 : a * 0)) /* 0 and NaN stay */
@@ -145,10 +148,9 @@ F(f_shrink) {
 F(f_gelu) {
   double a = x[0].f;
   if (p->mode == 0) return 0.5 * a * (1 + erf(a / sqrt(2.0)));
-  /* the constants of the schema's function body are float attributes: 2/pi and 0.044715 as
-   * floats (sqrt taken in the value's type), which f64 results show */
-  return 0.5 * a *
-         (1 + tanh(sqrt((double)(float)(2 / M_PI)) * (a + (double)0.044715f * a * a * a)));
+  /* the constants of the schema's function body are float attributes (p->gelu_k = 2/pi and
+   * p->gelu_c = 0.044715 as floats, sqrt taken in the value's type), which f64 results show */
+  return 0.5 * a * (1 + tanh(sqrt(p->gelu_k) * (a + p->gelu_c * a * a * a)));
 }
 F(f_isinf) {
   double a = x[0].f;

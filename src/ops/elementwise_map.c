@@ -1,10 +1,10 @@
 /* The broadcasting loop shared by all elementwise ops, and the eval function of
  * the ops that are a scalar function over it (attributes read here). */
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "ew_internal.h"
 
 /* ---- broadcasting loop ---- */
@@ -105,61 +105,29 @@ kiln_status kiln_ew_map(kiln_eval_ctx *ctx, const kiln_ew_fns *fns, kiln_ew_para
 
 /* ---- attributes ---- */
 
-static kiln_status read_float(const kiln_node *node, const char *name, float dflt, double *out) {
-  float f;
-  KILN_TRY(kiln_node_float(node, name, dflt, &f));
-  *out = f;
-  return KILN_OK;
-}
-
-/* Reads a string attribute that must be one of choices[] (NULL-terminated);
- * *out is its index. */
-static kiln_status read_choice(const kiln_eval_ctx *ctx, const char *name, const char *dflt,
-                               const char *const *choices, int64_t *out) {
-  const char *v;
-  KILN_TRY(kiln_node_string(ctx->node, name, dflt, &v));
-  for (int64_t k = 0; choices[k]; k++)
-    if (strcmp(v, choices[k]) == 0) return *out = k, KILN_OK;
-  return kiln_eval_error(ctx, KILN_ERR_INVALID, "attribute %s='%s' is not valid", name, v);
-}
-
-static kiln_status read_isinf(const kiln_node *node, int64_t *mode) {
-  int64_t neg, pos;
-  KILN_TRY(kiln_node_int(node, "detect_negative", 1, &neg));
-  KILN_TRY(kiln_node_int(node, "detect_positive", 1, &pos));
-  *mode = (neg ? 1 : 0) | (pos ? 2 : 0);
-  return KILN_OK;
-}
-
-/* Reads the attributes of the node into p (defaults as in every opset version).
- */
+/* Reads the attributes of the node into p (kiln_attrs_ew_decode: the schema's defaults at the
+ * node's opset). */
 static kiln_status read_params(const kiln_eval_ctx *ctx, kiln_ew_params *p) {
-  const kiln_node *nd = ctx->node;
+  kiln_attrs_ew a;
   memset(p, 0, sizeof *p);
-  switch (nd->op) {
-  case KILN_OP_LeakyRelu: return read_float(nd, "alpha", 0.01f, &p->alpha);
-  case KILN_OP_Elu:
-  case KILN_OP_Celu:
-  case KILN_OP_ThresholdedRelu:
-  case KILN_OP_Swish: return read_float(nd, "alpha", 1.0f, &p->alpha);
-  case KILN_OP_HardSigmoid:
-    KILN_TRY(read_float(nd, "alpha", 0.2f, &p->alpha));
-    return read_float(nd, "beta", 0.5f, &p->beta);
-  case KILN_OP_Selu:
-    KILN_TRY(read_float(nd, "alpha", 1.67326319217681884765625f, &p->alpha));
-    return read_float(nd, "gamma", 1.05070102214813232421875f, &p->gamma);
-  case KILN_OP_Shrink:
-    KILN_TRY(read_float(nd, "bias", 0.0f, &p->bias));
-    return read_float(nd, "lambd", 0.5f, &p->lambd);
-  case KILN_OP_Mod: return kiln_node_int(nd, "fmod", 0, &p->mode);
-  case KILN_OP_BitShift:
-    return read_choice(ctx, "direction", "", (const char *[]){"LEFT", "RIGHT", NULL}, &p->mode);
-  case KILN_OP_Gelu:
-    return read_choice(ctx, "approximate", "none", (const char *[]){"none", "tanh", NULL},
-                       &p->mode);
-  case KILN_OP_IsInf: return read_isinf(nd, &p->mode);
-  default: return KILN_OK;
+  KILN_TRY(kiln_attrs_ew_decode(ctx->node, &a));
+  p->alpha = a.alpha;
+  p->beta = a.beta;
+  p->gamma = a.gamma;
+  p->lambd = a.lambd;
+  p->bias = a.bias;
+  p->gelu_c = a.gelu_c;
+  p->gelu_k = a.gelu_k;
+  p->lo_f = a.min; /* Clip before opset 11 */
+  p->hi_f = a.max;
+  switch (ctx->node->op) {
+  case KILN_OP_Mod: p->mode = a.fmod; break;
+  case KILN_OP_BitShift: p->mode = a.shift_right; break;
+  case KILN_OP_Gelu: p->mode = a.gelu == KILN_GELU_TANH; break;
+  case KILN_OP_IsInf: p->mode = (a.detect_negative ? 1 : 0) | (a.detect_positive ? 2 : 0); break;
+  default: break;
   }
+  return KILN_OK;
 }
 
 /* ---- Clip bounds ---- */
@@ -182,16 +150,13 @@ static kiln_status clip_bound(const kiln_eval_ctx *ctx, int i, const kiln_tensor
 }
 
 static kiln_status clip_params(const kiln_eval_ctx *ctx, const kiln_tensor *x, kiln_ew_params *p) {
-  p->lo_f = -INFINITY;
-  p->hi_f = INFINITY;
   p->lo_i = INT64_MIN;
   p->hi_i = INT64_MAX;
   p->lo_u = 0;
   p->hi_u = UINT64_MAX;
-  if (ctx->node->opset < 11) { /* Clip-1/6: float attributes */
-    KILN_TRY(read_float(ctx->node, "min", -FLT_MAX, &p->lo_f));
-    return read_float(ctx->node, "max", FLT_MAX, &p->hi_f);
-  }
+  if (ctx->node->opset < 11) return KILN_OK; /* Clip-1/6: float attributes, read_params */
+  p->lo_f = -INFINITY;
+  p->hi_f = INFINITY;
   KILN_TRY(clip_bound(ctx, 1, x, &p->lo_f, &p->lo_i, &p->lo_u));
   return clip_bound(ctx, 2, x, &p->hi_f, &p->hi_i, &p->hi_u);
 }

@@ -21,9 +21,10 @@ typedef union kiln_ew_arg {
 
 /* Attribute values of the node, read once before the loop. */
 typedef struct kiln_ew_params {
-  int n; /* argument count (variadic ops) */
-  double alpha, beta, gamma, lambd, bias;
-  double lo_f, hi_f; /* Clip bounds per class */
+  int n;                                  /* argument count (variadic ops) */
+  double alpha, beta, gamma, lambd, bias; /* from kiln_attrs_ew */
+  double gelu_c, gelu_k;                  /* Gelu tanh: its function body's constants */
+  double lo_f, hi_f;                      /* Clip bounds per class */
   int64_t lo_i, hi_i;
   uint64_t lo_u, hi_u;
   int64_t mode;  /* Mod: fmod; BitShift: 1 = right; Gelu: 1 = tanh; IsInf: bit 0

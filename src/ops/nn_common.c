@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "nn_internal.h"
 
 void kiln_nn_set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, kiln_infer_fn infer,
@@ -204,16 +205,15 @@ kiln_status kiln_nn_scalar_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t, c
 /* ---- windows ---- */
 
 kiln_status kiln_nn_parse_autopad(const kiln_node *node, kiln_nn_autopad *out) {
-  const char *s;
-  KILN_TRY(kiln_node_string(node, "auto_pad", "NOTSET", &s));
-  if (!strcmp(s, "NOTSET") || !*s) *out = KILN_NN_PAD_NOTSET;
-  else if (!strcmp(s, "SAME_UPPER")) *out = KILN_NN_PAD_SAME_UPPER;
-  else if (!strcmp(s, "SAME_LOWER")) *out = KILN_NN_PAD_SAME_LOWER;
-  else if (!strcmp(s, "VALID")) *out = KILN_NN_PAD_VALID;
-  else {
-    char buf[160];
-    return kiln_invalid("%s: unknown auto_pad '%s'", kiln_node_label(node, buf, sizeof buf), s);
-  }
+  kiln_attrs_window wa;
+  KILN_TRY(kiln_attrs_window_decode(node, &wa));
+  static const kiln_nn_autopad of[KILN_AUTO_PAD_COUNT] = {
+      [KILN_AUTO_PAD_NOTSET] = KILN_NN_PAD_NOTSET,
+      [KILN_AUTO_PAD_SAME_UPPER] = KILN_NN_PAD_SAME_UPPER,
+      [KILN_AUTO_PAD_SAME_LOWER] = KILN_NN_PAD_SAME_LOWER,
+      [KILN_AUTO_PAD_VALID] = KILN_NN_PAD_VALID,
+  };
+  *out = of[wa.auto_pad];
   return KILN_OK;
 }
 
@@ -267,13 +267,13 @@ static kiln_status window_dim(const kiln_node *node, kiln_nn_window *w, int d) {
 
 kiln_status kiln_nn_window_init(const kiln_node *node, kiln_nn_window *w, bool ceil_ok) {
   int n = w->nsp;
-  int64_t ceil_mode = 0;
+  kiln_attrs_window wa;
+  KILN_TRY(kiln_attrs_window_decode(node, &wa));
   KILN_TRY(kiln_nn_ints_n(node, "strides", n, 1, w->strides, NULL));
   KILN_TRY(kiln_nn_ints_n(node, "dilations", n, 1, w->dilations, NULL));
   KILN_TRY(kiln_nn_ints_n(node, "pads", 2 * n, 0, w->pads, NULL));
   KILN_TRY(kiln_nn_parse_autopad(node, &w->auto_pad));
-  if (ceil_ok) KILN_TRY(kiln_node_int(node, "ceil_mode", 0, &ceil_mode));
-  w->ceil_mode = ceil_mode != 0;
+  w->ceil_mode = ceil_ok && wa.ceil_mode;
   for (int d = 0; d < n; d++) KILN_TRY(window_dim(node, w, d));
   return KILN_OK;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "nn_internal.h"
 
 typedef struct conv_geom {
@@ -130,7 +131,9 @@ static kiln_status conv_geom_init(kiln_eval_ctx *ctx, const kiln_tensor *x, cons
   memset(g, 0, sizeof *g);
   int nsp = x->rank - 2;
   g->w.nsp = nsp;
-  KILN_TRY(kiln_node_int(ctx->node, "group", 1, &g->G));
+  kiln_attrs_window wa;
+  KILN_TRY(kiln_attrs_window_decode(ctx->node, &wa));
+  g->G = wa.group;
   g->N = x->dims[0], g->C = x->dims[1], g->M = w->dims[0];
   if (g->G <= 0 || g->C % g->G || g->M % g->G || w->dims[1] * g->G != g->C)
     return kiln_eval_error(ctx, KILN_ERR_INVALID,
@@ -279,7 +282,9 @@ static kiln_status convt_geom_init(kiln_eval_ctx *ctx, int rank, const int64_t *
   if (rank < 3) return kiln_eval_error(ctx, KILN_ERR_INVALID, "X must have rank >= 3");
   memset(g, 0, sizeof *g);
   int nsp = g->w.nsp = rank - 2;
-  KILN_TRY(kiln_node_int(ctx->node, "group", 1, &g->G));
+  kiln_attrs_window wa;
+  KILN_TRY(kiln_attrs_window_decode(ctx->node, &wa));
+  g->G = wa.group;
   g->N = xd[0], g->C = xd[1];
   if (g->G <= 0 || g->G > INT32_MAX || wd[0] != g->C || g->C % g->G)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "channels do not match: X has %lld, W %lld",

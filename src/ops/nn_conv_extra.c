@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "nn_internal.h"
 
 /* ---- DeformConv ---- */
@@ -83,8 +84,10 @@ static kiln_status deform_geom_init(kiln_eval_ctx *ctx, const kiln_tensor *x, co
   if (w->rank != x->rank) return kiln_eval_error(ctx, KILN_ERR_INVALID, "W and X ranks differ");
   memset(g, 0, sizeof *g);
   int nsp = g->w.nsp = x->rank - 2;
-  KILN_TRY(kiln_node_int(ctx->node, "group", 1, &g->G));
-  KILN_TRY(kiln_node_int(ctx->node, "offset_group", 1, &g->OG));
+  kiln_attrs_window wa;
+  KILN_TRY(kiln_attrs_window_decode(ctx->node, &wa));
+  g->G = wa.group;
+  g->OG = wa.offset_group;
   g->N = x->dims[0], g->C = x->dims[1], g->M = w->dims[0];
   if (g->G <= 0 || g->OG <= 0 || g->C % g->G || g->M % g->G || w->dims[1] * g->G != g->C ||
       g->C % g->OG)

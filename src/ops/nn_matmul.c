@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "nn_internal.h"
 
 /* Blocks of B ([MM_KB, MM_NB] doubles, 512 KiB) stay in cache while every row of A uses them;
@@ -260,18 +261,7 @@ static kiln_status infer_matmul(kiln_infer_ctx *ctx) {
 
 /* ---- Gemm ---- */
 
-typedef struct gemm_attrs {
-  float alpha, beta;
-  int64_t trans_a, trans_b;
-} gemm_attrs;
-
-static kiln_status gemm_attrs_get(const kiln_node *n, gemm_attrs *g) {
-  KILN_TRY(kiln_node_float(n, "alpha", 1.0f, &g->alpha));
-  KILN_TRY(kiln_node_float(n, "beta", 1.0f, &g->beta));
-  KILN_TRY(kiln_node_int(n, "transA", 0, &g->trans_a));
-  KILN_TRY(kiln_node_int(n, "transB", 0, &g->trans_b));
-  return KILN_OK;
-}
+typedef kiln_attrs_gemm gemm_attrs;
 
 /* Copies the 2-D operand t (rows x cols, transposed if trans) as a row-major matrix. */
 static void gemm_operand(const double *t, int64_t rows, int64_t cols, bool trans, double *out) {
@@ -371,7 +361,7 @@ static kiln_status eval_gemm(kiln_eval_ctx *ctx) {
   KILN_TRY(kiln_eval_in_req(ctx, 0, &a));
   KILN_TRY(kiln_eval_in_req(ctx, 1, &b));
   gemm_attrs g;
-  KILN_TRY(gemm_attrs_get(ctx->node, &g));
+  KILN_TRY(kiln_attrs_gemm_decode(ctx->node, &g));
   if (a->rank != 2 || b->rank != 2)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "A and B must be 2-D");
   if (!kiln_dtype_is_float(a->dtype) && !kiln_dtype_is_int(a->dtype))
@@ -394,7 +384,7 @@ static kiln_status infer_gemm(kiln_infer_ctx *ctx) {
   if (!a || !b) return KILN_OK;
   if (a->rank != 2 || b->rank != 2) return kiln_nn_infer_error(ctx, "A and B must be 2-D");
   gemm_attrs g;
-  KILN_TRY(gemm_attrs_get(ctx->node, &g));
+  KILN_TRY(kiln_attrs_gemm_decode(ctx->node, &g));
   kiln_type t = kiln_type_tensor(a->dtype, 2, (int64_t[]){0, 0});
   t.dims[0] = a->dims[g.trans_a ? 1 : 0];
   t.dims[1] = b->dims[g.trans_b ? 0 : 1];

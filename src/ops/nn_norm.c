@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "nn_internal.h"
 
 /* Mean and (population) variance of x grouped by map: element i belongs to group map[i]. */
@@ -85,19 +86,10 @@ static void bn_apply(const bn_params *p, const double *x, int64_t n, const doubl
   }
 }
 
-static bool bn_training(const kiln_eval_ctx *ctx) {
+static bool bn_training(const kiln_eval_ctx *ctx, const kiln_attrs_norm *na) {
   const kiln_node *n = ctx->node;
-  int64_t v = 0;
-  if (n->opset >= 14) {
-    kiln_status st = kiln_node_int(n, "training_mode", 0, &v);
-    kiln_status_free(st);
-    return v != 0;
-  }
-  if (n->opset < 7) {
-    kiln_status st = kiln_node_int(n, "is_test", 0, &v);
-    kiln_status_free(st);
-    if (v) return false;
-  }
+  if (n->opset >= 14) return na->training_mode;
+  if (n->opset < 7 && na->is_test) return false;
   for (int i = 1; i < ctx->n_out; i++)
     if (n->outputs[i] >= 0) return true;
   return false;
@@ -115,9 +107,9 @@ static kiln_status bn_store_vec(kiln_eval_ctx *ctx, int i, const double *v, int6
 }
 
 static kiln_status bn_train(kiln_eval_ctx *ctx, const bn_params *p, const double *x,
-                            const kiln_tensor *xt, double eps, double *y) {
-  float momentum;
-  KILN_TRY(kiln_node_float(ctx->node, "momentum", 0.9f, &momentum));
+                            const kiln_tensor *xt, const kiln_attrs_norm *na, double *y) {
+  double eps = na->epsilon;
+  float momentum = na->momentum;
   int64_t *map = NULL, ns = p->per_activation ? p->C * p->S : p->C;
   double *bm = NULL, *bv = NULL, *rm = NULL, *rv = NULL;
   KILN_TRY(kiln_nn_alloc(ctx, xt->numel, sizeof(int64_t), (void **)&map));
@@ -147,8 +139,9 @@ static kiln_status eval_batch_norm(kiln_eval_ctx *ctx) {
   const kiln_tensor *xt;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &xt));
   KILN_TRY(kiln_nn_need_float(ctx, xt, "X"));
-  float eps;
-  KILN_TRY(kiln_node_float(ctx->node, "epsilon", 1e-5f, &eps));
+  kiln_attrs_norm na;
+  KILN_TRY(kiln_attrs_norm_decode(ctx->node, &na));
+  float eps = na.epsilon;
   bn_params p;
   kiln_status st = bn_load(ctx, xt, &p);
   double *x = NULL, *y = NULL;
@@ -157,7 +150,7 @@ static kiln_status eval_batch_norm(kiln_eval_ctx *ctx) {
   if (!st) st = kiln_nn_load_f64(ctx, xt, &x);
   if (!st) st = kiln_nn_alloc(ctx, xt->numel, sizeof(double), (void **)&y);
   if (!st) {
-    if (bn_training(ctx)) st = bn_train(ctx, &p, x, xt, eps, y);
+    if (bn_training(ctx, &na)) st = bn_train(ctx, &p, x, xt, &na, y);
     else bn_apply(&p, x, xt->numel, p.mean, p.var, eps, y);
     if (!st) kiln_nn_store_f64(yt, y);
   }
@@ -207,9 +200,10 @@ static kiln_status eval_group_norm(kiln_eval_ctx *ctx) {
   KILN_TRY(kiln_nn_need_rank(ctx, xt, 2, "X"));
   bool inst = ctx->node->op == KILN_OP_InstanceNormalization;
   int64_t C = xt->dims[1], S = kiln_nn_prod(xt->dims, 2, xt->rank), G = C;
-  float eps;
-  KILN_TRY(kiln_node_float(ctx->node, "epsilon", 1e-5f, &eps));
-  if (!inst) KILN_TRY(kiln_node_int(ctx->node, "num_groups", 0, &G));
+  kiln_attrs_norm na;
+  KILN_TRY(kiln_attrs_norm_decode(ctx->node, &na));
+  float eps = na.epsilon;
+  if (!inst) G = na.num_groups;
   if (G <= 0 || C % G)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "num_groups %lld does not divide %lld channels",
                            (long long)G, (long long)C);
@@ -233,8 +227,9 @@ static kiln_status eval_group_norm(kiln_eval_ctx *ctx) {
 
 /* Dtype of LayerNormalization's Mean and InvStdDev: stash_type when it names a float type. */
 static kiln_dtype stash_dtype(const kiln_node *n, kiln_dtype dflt) {
-  int64_t s = 1;
-  kiln_status st = kiln_node_int(n, "stash_type", 1, &s);
+  kiln_attrs_norm na;
+  kiln_status st = kiln_attrs_norm_decode(n, &na);
+  int64_t s = st ? 0 : na.stash_type;
   kiln_status_free(st);
   return kiln_dtype_valid((int)s) && kiln_dtype_is_float((kiln_dtype)s) ? (kiln_dtype)s : dflt;
 }
@@ -260,12 +255,11 @@ static kiln_status eval_layer_norm(kiln_eval_ctx *ctx) {
   KILN_TRY(kiln_eval_in_req(ctx, 0, &xt));
   KILN_TRY(kiln_eval_in_req(ctx, 1, &st_));
   KILN_TRY(kiln_nn_need_float(ctx, xt, "X"));
-  int64_t axis_a;
+  kiln_attrs_norm na;
   int axis;
-  float eps;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", -1, &axis_a));
-  KILN_TRY(kiln_node_float(ctx->node, "epsilon", 1e-5f, &eps));
-  KILN_TRY(kiln_norm_axis(ctx, axis_a, xt->rank, &axis));
+  KILN_TRY(kiln_attrs_norm_decode(ctx->node, &na));
+  float eps = na.epsilon;
+  KILN_TRY(kiln_norm_axis(ctx, na.axis, xt->rank, &axis));
   int64_t cols = kiln_nn_prod(xt->dims, axis, xt->rank);
   double *y = NULL, *mean = NULL, *var = NULL, *sv = NULL, *bv = NULL;
   int64_t *smap = NULL, *bmap = NULL;
@@ -291,12 +285,11 @@ static kiln_status eval_rms_norm(kiln_eval_ctx *ctx) {
   KILN_TRY(kiln_eval_in_req(ctx, 1, &sc));
   KILN_TRY(kiln_nn_need_float(ctx, xt, "X"));
   KILN_TRY(kiln_nn_need_float(ctx, sc, "scale"));
-  int64_t axis_a;
+  kiln_attrs_norm na;
   int axis;
-  float eps;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", -1, &axis_a));
-  KILN_TRY(kiln_node_float(ctx->node, "epsilon", 1e-5f, &eps));
-  KILN_TRY(kiln_norm_axis(ctx, axis_a, xt->rank, &axis));
+  KILN_TRY(kiln_attrs_norm_decode(ctx->node, &na));
+  float eps = na.epsilon;
+  KILN_TRY(kiln_norm_axis(ctx, na.axis, xt->rank, &axis));
   int64_t cols = kiln_nn_prod(xt->dims, axis, xt->rank);
   double *x = NULL, *sv = NULL;
   int64_t *smap = NULL;
@@ -326,12 +319,10 @@ static kiln_status eval_lrn(kiln_eval_ctx *ctx) {
   KILN_TRY(kiln_eval_in_req(ctx, 0, &xt));
   KILN_TRY(kiln_nn_need_float(ctx, xt, "X"));
   KILN_TRY(kiln_nn_need_rank(ctx, xt, 3, "X"));
-  float alpha, beta, bias;
-  int64_t size;
-  KILN_TRY(kiln_node_float(ctx->node, "alpha", 1e-4f, &alpha));
-  KILN_TRY(kiln_node_float(ctx->node, "beta", 0.75f, &beta));
-  KILN_TRY(kiln_node_float(ctx->node, "bias", 1.0f, &bias));
-  KILN_TRY(kiln_node_int(ctx->node, "size", 0, &size));
+  kiln_attrs_norm na;
+  KILN_TRY(kiln_attrs_norm_decode(ctx->node, &na));
+  float alpha = na.alpha, beta = na.beta, bias = na.bias;
+  int64_t size = na.size;
   if (size <= 0 || size > INT32_MAX)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "size must be positive");
   int64_t C = xt->dims[1], S = kiln_nn_prod(xt->dims, 2, xt->rank), lo = (size - 1) / 2;
@@ -357,11 +348,11 @@ static kiln_status eval_lp_norm(kiln_eval_ctx *ctx) {
   const kiln_tensor *xt;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &xt));
   KILN_TRY(kiln_nn_need_float(ctx, xt, "X"));
-  int64_t axis_a, p;
+  kiln_attrs_norm na;
   int axis;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", -1, &axis_a));
-  KILN_TRY(kiln_node_int(ctx->node, "p", 2, &p));
-  KILN_TRY(kiln_norm_axis(ctx, axis_a, xt->rank, &axis));
+  KILN_TRY(kiln_attrs_norm_decode(ctx->node, &na));
+  int64_t p = na.p;
+  KILN_TRY(kiln_norm_axis(ctx, na.axis, xt->rank, &axis));
   if (p != 1 && p != 2) return kiln_eval_error(ctx, KILN_ERR_INVALID, "p must be 1 or 2");
   int64_t n = xt->dims[axis], inner = kiln_nn_prod(xt->dims, axis + 1, xt->rank);
   int64_t outer = kiln_nn_prod(xt->dims, 0, axis);
@@ -386,11 +377,10 @@ static kiln_status eval_mvn(kiln_eval_ctx *ctx) {
   const kiln_tensor *xt;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &xt));
   KILN_TRY(kiln_nn_need_float(ctx, xt, "X"));
-  const int64_t *axes;
-  int n_axes;
-  static const int64_t dflt[3] = {0, 2, 3};
-  KILN_TRY(kiln_node_ints(ctx->node, "axes", &axes, &n_axes));
-  if (n_axes < 0) axes = dflt, n_axes = 3;
+  kiln_attrs_norm na;
+  KILN_TRY(kiln_attrs_norm_decode(ctx->node, &na));
+  const int64_t *axes = na.axes;
+  int n_axes = na.n_axes < 0 ? 0 : na.n_axes;
   bool mask[KILN_MAX_RANK] = {false};
   for (int i = 0; i < n_axes; i++) {
     int a;
@@ -435,8 +425,9 @@ static kiln_status infer_layer_norm(kiln_infer_ctx *ctx) {
     if (s) ctx->out[0].dtype = s->dtype;
     return KILN_OK;
   }
-  int64_t axis;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", -1, &axis));
+  kiln_attrs_norm na;
+  KILN_TRY(kiln_attrs_norm_decode(ctx->node, &na));
+  int64_t axis = na.axis;
   if (axis < -x->rank || axis >= x->rank)
     return kiln_nn_infer_error(ctx, "axis %lld out of range", (long long)axis);
   if (axis < 0) axis += x->rank;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "nn_internal.h"
 
 typedef enum pool_kind { POOL_AVG, POOL_MAX, POOL_LP } pool_kind;
@@ -31,32 +32,13 @@ static pool_kind kind_of(kiln_op op) {
   }
 }
 
-/* p of LpPool / GlobalLpPool: a float attribute in opset 1, an int later. */
-static kiln_status pool_p(const kiln_node *node, double *p) {
-  const kiln_attr *a = kiln_node_attr(node, "p");
-  *p = 2;
-  if (a && a->kind == KILN_ATTR_FLOAT) *p = a->f;
-  else if (a) {
-    int64_t v;
-    KILN_TRY(kiln_node_int(node, "p", 2, &v));
-    *p = (double)v;
-  }
-  if (!(*p > 0)) {
-    char buf[160];
-    return kiln_invalid("%s: p must be positive", kiln_node_label(node, buf, sizeof buf));
-  }
-  return KILN_OK;
-}
-
 static kiln_status pool_attrs(const kiln_node *node, pool_geom *g) {
-  int64_t cip = 0, so = 0;
+  kiln_attrs_window wa;
   g->kind = kind_of(node->op);
-  KILN_TRY(kiln_node_int(node, "count_include_pad", 0, &cip));
-  KILN_TRY(kiln_node_int(node, "storage_order", 0, &so));
-  g->count_pad = cip != 0;
-  g->storage_order = (int)so;
-  g->p = 2;
-  if (g->kind == POOL_LP) KILN_TRY(pool_p(node, &g->p));
+  KILN_TRY(kiln_attrs_window_decode(node, &wa));
+  g->count_pad = wa.count_include_pad;
+  g->storage_order = (int)wa.storage_order;
+  g->p = g->kind == POOL_LP ? wa.p : 2; /* p: LpPool's (a float in opset 1, an int later) */
   return KILN_OK;
 }
 
@@ -349,7 +331,7 @@ static kiln_status eval_max_roi_pool(kiln_eval_ctx *ctx) {
   float scale;
   bool has;
   KILN_TRY(kiln_nn_ints_n(ctx->node, "pooled_shape", 2, 1, ps, &has));
-  KILN_TRY(kiln_node_float(ctx->node, "spatial_scale", 1.0f, &scale));
+  KILN_TRY(kiln_attr_f(ctx->node, "spatial_scale", &scale));
   if (!has || ps[0] <= 0 || ps[1] <= 0)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "pooled_shape must be 2 positive values");
   roi_geom g = {x->dims[1], x->dims[2], x->dims[3], ps[0], ps[1], scale};

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "infer_internal.h"
 
 /* ---- integer ranges of quantized types ---- */
@@ -154,8 +155,9 @@ static kiln_status eval_quantize(kiln_eval_ctx *ctx) {
   kiln_dtype yt, prec;
   KILN_TRY(quantize_out_type(ctx, zp, &yt));
   KILN_TRY(quantize_precision(ctx, scale, &prec));
-  int64_t sat = 1;
-  if (ctx->node->opset >= 19) KILN_TRY(kiln_node_int(ctx->node, "saturate", 1, &sat));
+  kiln_attrs_cast ca;
+  KILN_TRY(kiln_attrs_cast_decode(ctx->node, &ca));
+  bool sat = ca.saturate;
   qmap m;
   KILN_TRY(qmap_init(ctx, x, scale, &m));
   kiln_tensor *y;
@@ -166,7 +168,7 @@ static kiln_status eval_quantize(kiln_eval_ctx *ctx) {
     double s = kiln_kern_round_to(prec, kiln_load_f64(scale->dtype, scale->data, (size_t)k));
     double q = kiln_kern_round_to(prec, xv / s);
     double zpv = zp ? kiln_load_f64(zp->dtype, zp->data, (size_t)k) : 0.0;
-    quantize_store(y, i, q, zpv, sat != 0);
+    quantize_store(y, i, q, zpv, sat);
   }
   return KILN_OK;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "nn_internal.h"
 
 typedef enum red_kind {
@@ -39,10 +40,6 @@ static red_kind red_kind_of(kiln_op op) {
   case KILN_OP_ReduceLogSumExp: return RED_LOGSUMEXP;
   default: return RED_SUM;
   }
-}
-
-static bool axes_are_input(const kiln_node *n) {
-  return n->op == KILN_OP_ReduceSum ? n->opset >= 13 : n->opset >= 18;
 }
 
 /* The reduced axes of a rank-r input as a mask. axes_t: the axes input (NULL if omitted).
@@ -74,15 +71,15 @@ static kiln_status mark_axes(const kiln_node *node, const int64_t *axes, int n, 
  * the input exists but its value is unknown, for inference). */
 static kiln_status red_axes_get(const kiln_node *node, const kiln_tensor *axes_t, int rank,
                                 red_axes *ra) {
-  int64_t keepdims, noop = 0;
+  kiln_attrs_reduce at;
   memset(ra, 0, sizeof *ra);
-  KILN_TRY(kiln_node_int(node, "keepdims", 1, &keepdims));
-  ra->keepdims = keepdims != 0;
+  KILN_TRY(kiln_attrs_reduce_decode(node, &at));
+  ra->keepdims = at.keepdims;
+  bool noop = at.noop_with_empty_axes;
   const int64_t *axes = NULL;
   int n = -1;
   int64_t *tmp = NULL;
-  if (axes_are_input(node)) {
-    KILN_TRY(kiln_node_int(node, "noop_with_empty_axes", 0, &noop));
+  if (at.axes_input) {
     if (axes_t && axes_t->numel > 0) {
       if (!kiln_dtype_is_int(axes_t->dtype) || axes_t->rank > 1) {
         char buf[160];
@@ -96,11 +93,12 @@ static kiln_status red_axes_get(const kiln_node *node, const kiln_tensor *axes_t
       n = (int)axes_t->numel;
     }
   } else {
-    KILN_TRY(kiln_node_ints(node, "axes", &axes, &n));
+    axes = at.axes;
+    n = at.n_axes;
   }
   if (n <= 0) {
     for (int d = 0; d < rank; d++) ra->mask[d] = !noop;
-    ra->noop = noop != 0;
+    ra->noop = noop;
     return KILN_OK;
   }
   kiln_status st = mark_axes(node, axes, n, rank, ra);
@@ -259,8 +257,8 @@ static kiln_status eval_reduce(kiln_eval_ctx *ctx) {
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "unsupported dtype %s",
                            kiln_dtype_name(x->dtype));
   red_axes ra;
-  KILN_TRY(red_axes_get(ctx->node, axes_are_input(ctx->node) ? kiln_eval_in(ctx, 1) : NULL, x->rank,
-                        &ra));
+  /* the axes input (read only where the schema's axes are an input) */
+  KILN_TRY(red_axes_get(ctx->node, kiln_eval_in(ctx, 1), x->rank, &ra));
   int orank;
   int64_t odims[KILN_MAX_RANK];
   red_out_shape(x->rank, x->dims, &ra, &orank, odims);
@@ -281,12 +279,12 @@ static kiln_status infer_reduce(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_nn_infer_in(ctx, 0);
   if (!x) return KILN_OK;
   const kiln_tensor *axes_t = NULL;
-  if (axes_are_input(ctx->node) && ctx->n_in > 1 && ctx->in[1]) {
+  kiln_attrs_reduce at;
+  KILN_TRY(kiln_attrs_reduce_decode(ctx->node, &at));
+  if (at.axes_input && ctx->n_in > 1 && ctx->in[1]) {
     axes_t = ctx->cin[1];
     if (!axes_t) { /* axes unknown: only the rank is known, with keepdims */
-      int64_t keepdims;
-      KILN_TRY(kiln_node_int(ctx->node, "keepdims", 1, &keepdims));
-      if (keepdims) kiln_nn_infer_out_unknown(ctx, 0, x->dtype, x->rank);
+      if (at.keepdims) kiln_nn_infer_out_unknown(ctx, 0, x->dtype, x->rank);
       return KILN_OK;
     }
   }
@@ -312,12 +310,10 @@ static kiln_status infer_reduce(kiln_infer_ctx *ctx) {
 static kiln_status eval_arg(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
-  int64_t axis_a, keepdims, last = 0;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &axis_a));
-  KILN_TRY(kiln_node_int(ctx->node, "keepdims", 1, &keepdims));
-  if (ctx->node->opset >= 12) KILN_TRY(kiln_node_int(ctx->node, "select_last_index", 0, &last));
-  int axis;
-  KILN_TRY(kiln_norm_axis(ctx, axis_a, x->rank, &axis));
+  kiln_attrs_arg aa;
+  KILN_TRY(kiln_attrs_arg_decode(ctx->node, x->rank, &aa));
+  int axis = (int)aa.axis;
+  bool keepdims = aa.keepdims, last = aa.select_last_index;
   if (x->dims[axis] == 0)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "cannot take the arg of an empty axis");
   int64_t odims[KILN_MAX_RANK];
@@ -347,12 +343,10 @@ static kiln_status eval_arg(kiln_eval_ctx *ctx) {
 static kiln_status infer_arg(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_nn_infer_in(ctx, 0);
   if (!x) return KILN_OK;
-  int64_t axis, keepdims;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &axis));
-  KILN_TRY(kiln_node_int(ctx->node, "keepdims", 1, &keepdims));
-  if (axis < -x->rank || axis >= x->rank)
-    return kiln_nn_infer_error(ctx, "axis %lld out of range", (long long)axis);
-  if (axis < 0) axis += x->rank;
+  kiln_attrs_arg aa;
+  KILN_TRY(kiln_attrs_arg_decode(ctx->node, x->rank, &aa));
+  int64_t axis = aa.axis;
+  bool keepdims = aa.keepdims;
   kiln_type t = *x;
   t.dtype = KILN_I64;
   int r = 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "nn_internal.h"
 
 /* A tensor seen as [outer, n, inner] around one axis. */
@@ -49,12 +50,10 @@ static kiln_status eval_softmax(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   KILN_TRY(kiln_nn_need_float(ctx, x, "input"));
-  bool flatten = ctx->node->opset < 13;
-  int64_t axis_a;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", flatten ? 1 : -1, &axis_a));
-  int axis = 0;
-  if (x->rank > 0 || (axis_a != 0 && axis_a != -1))
-    KILN_TRY(kiln_norm_axis(ctx, axis_a, x->rank, &axis));
+  kiln_attrs_softmax sa;
+  KILN_TRY(kiln_attrs_softmax_decode(ctx->node, x->rank, &sa));
+  bool flatten = sa.coerce_2d;
+  int axis = (int)sa.axis;
   kiln_tensor *y;
   KILN_TRY(kiln_eval_out(ctx, 0, x->dtype, x->rank, x->dims, &y));
   axis_view v = view_of(x->dims, x->rank, axis, flatten);
@@ -119,10 +118,9 @@ static kiln_status eval_cum(kiln_eval_ctx *ctx) {
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   int axis;
   KILN_TRY(cum_axis(ctx, x, &axis));
-  int64_t excl, rev;
-  KILN_TRY(kiln_node_int(ctx->node, "exclusive", 0, &excl));
-  KILN_TRY(kiln_node_int(ctx->node, "reverse", 0, &rev));
-  cum_opts c = {ctx->node->op == KILN_OP_CumProd, excl != 0, rev != 0};
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  cum_opts c = {ctx->node->op == KILN_OP_CumProd, da.exclusive, da.reverse};
   axis_view v = view_of(x->dims, x->rank, axis, false);
   kiln_tensor *y;
   KILN_TRY(kiln_eval_out(ctx, 0, x->dtype, x->rank, x->dims, &y));
@@ -237,9 +235,11 @@ static kiln_status eval_topk(kiln_eval_ctx *ctx) {
   if (x->dtype == KILN_STRING || kiln_dtype_size(x->dtype) == 0 || x->dtype == KILN_BOOL)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "unsupported dtype %s",
                            kiln_dtype_name(x->dtype));
-  int64_t axis_a, k, largest = 1;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", -1, &axis_a));
-  if (ctx->node->opset >= 11) KILN_TRY(kiln_node_int(ctx->node, "largest", 1, &largest));
+  int64_t axis_a, k;
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  axis_a = da.axis;
+  bool largest = da.largest;
   KILN_TRY(topk_k(ctx, &k));
   int axis;
   KILN_TRY(kiln_norm_axis(ctx, axis_a, x->rank, &axis));
@@ -259,7 +259,9 @@ static kiln_status infer_topk(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_nn_infer_in(ctx, 0);
   if (!x || x->rank < 1) return KILN_OK;
   int64_t axis, k = -1;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", -1, &axis));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  axis = da.axis;
   if (axis < -x->rank || axis >= x->rank)
     return kiln_nn_infer_error(ctx, "axis %lld out of range", (long long)axis);
   if (axis < 0) axis += x->rank;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "shape_internal.h"
 
 /* ---- Constant: exactly one of value, sparse_value (imported dense),
@@ -145,7 +146,9 @@ static kiln_status eval_eyelike(kiln_eval_ctx *ctx) {
   kiln_dtype dt;
   int64_t k;
   KILN_TRY(eyelike_dtype(ctx->node, x->dtype, &dt));
-  KILN_TRY(kiln_node_int(ctx->node, "k", 0, &k));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  k = da.k;
   if (x->rank != 2) return kiln_eval_error(ctx, KILN_ERR_INVALID, "input must be 2-D");
   kiln_tensor *o;
   KILN_TRY(kiln_eval_out(ctx, 0, dt, 2, x->dims, &o));
@@ -256,8 +259,9 @@ static kiln_status infer_range(kiln_infer_ctx *ctx) {
 /* ---- OneHot: depth inserted at axis; on where the (wrapped) index matches
  * ---- */
 static kiln_status onehot_axis(const kiln_node *n, int rank, int *out) {
-  int64_t axis;
-  KILN_TRY(kiln_node_int(n, "axis", -1, &axis));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  int64_t axis = da.axis;
   if (axis < -(rank + 1) || axis > rank)
     return kiln_shape_err(n, "axis %lld is out of range for output rank %d", (long long)axis,
                           rank + 1);

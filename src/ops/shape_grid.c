@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "shape_internal.h"
 
 typedef enum gs_mode { GS_NEAREST, GS_LINEAR, GS_CUBIC } gs_mode;
@@ -29,9 +30,10 @@ typedef struct gs_params {
 static kiln_status gs_attrs(const kiln_eval_ctx *ctx, gs_params *p) {
   const char *m, *pd;
   int64_t a;
-  KILN_TRY(kiln_node_string(ctx->node, "mode", ctx->node->opset < 20 ? "bilinear" : "linear", &m));
-  KILN_TRY(kiln_node_string(ctx->node, "padding_mode", "zeros", &pd));
-  KILN_TRY(kiln_node_int(ctx->node, "align_corners", 0, &a));
+  /* defaults from the schema: mode "bilinear" before opset 20, "linear" from it */
+  KILN_TRY(kiln_attr_s(ctx->node, "mode", &m));
+  KILN_TRY(kiln_attr_s(ctx->node, "padding_mode", &pd));
+  KILN_TRY(kiln_attr_i(ctx->node, "align_corners", &a));
   if (!strcmp(m, "nearest")) p->mode = GS_NEAREST;
   else if (!strcmp(m, "linear") || !strcmp(m, "bilinear")) p->mode = GS_LINEAR;
   else if (!strcmp(m, "cubic") || !strcmp(m, "bicubic")) p->mode = GS_CUBIC;
@@ -193,7 +195,7 @@ static kiln_status eval_affine_grid(kiln_eval_ctx *ctx) {
   KILN_TRY(kiln_eval_in_req(ctx, 1, &sz));
   int64_t align, *size;
   int k;
-  KILN_TRY(kiln_node_int(ctx->node, "align_corners", 0, &align));
+  KILN_TRY(kiln_attr_i(ctx->node, "align_corners", &align));
   KILN_TRY(kiln_shape_load_ints(ctx, sz, "size", &size, &k));
   int r = k - 2; /* spatial rank: 2 or 3 */
   bool ok = (r == 2 || r == 3) && kiln_dtype_is_float(th->dtype) && th->rank == 3 &&

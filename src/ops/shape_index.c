@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "shape_internal.h"
 
 static kiln_status need_int(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what) {
@@ -35,8 +36,9 @@ static int64_t prod(const int64_t *d, int lo, int hi) {
 }
 
 static kiln_status axis_attr(const kiln_eval_ctx *ctx, int rank, int *out) {
-  int64_t axis;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &axis));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  int64_t axis = da.axis;
   if (axis < -rank || axis >= rank)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "axis %lld is out of range for rank %d",
                            (long long)axis, rank);
@@ -80,8 +82,9 @@ static kiln_status infer_gather(kiln_infer_ctx *ctx) {
     kiln_shape_out_type(ctx, 0, x->dtype, -1, NULL);
     return KILN_OK;
   }
-  int64_t axis;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &axis));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  int64_t axis = da.axis;
   if (axis < -x->rank || axis >= x->rank)
     return kiln_shape_err(ctx->node, "axis %lld is out of range", (long long)axis);
   if (axis < 0) axis += x->rank;
@@ -203,8 +206,9 @@ static kiln_status eval_gather_nd(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *idx;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   KILN_TRY(kiln_eval_in_req(ctx, 1, &idx));
-  int64_t bd;
-  KILN_TRY(kiln_node_int(ctx->node, "batch_dims", 0, &bd));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  int64_t bd = da.batch_dims;
   nd_geom g;
   KILN_TRY(nd_geometry(ctx, x, idx, bd, &g));
   int64_t dims[2 * KILN_MAX_RANK];
@@ -228,8 +232,9 @@ static kiln_status infer_gather_nd(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_shape_in_type(ctx, 0), *idx = kiln_shape_in_type(ctx, 1);
   if (!x) return KILN_OK;
   kiln_shape_out_type(ctx, 0, x->dtype, -1, NULL);
-  int64_t b;
-  KILN_TRY(kiln_node_int(ctx->node, "batch_dims", 0, &b));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  int64_t b = da.batch_dims;
   if (!idx || idx->rank < 1 || x->rank < 0 || idx->dims[idx->rank - 1].value < 0) return KILN_OK;
   int64_t m = idx->dims[idx->rank - 1].value;
   if (b < 0 || m > x->rank - b) return KILN_OK; /* the kernel reports it */
@@ -245,14 +250,14 @@ static kiln_status infer_gather_nd(kiln_infer_ctx *ctx) {
 typedef enum red_kind { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } red_kind;
 
 static kiln_status reduction_of(kiln_eval_ctx *ctx, kiln_dtype dt, red_kind *out) {
-  const char *s;
-  KILN_TRY(kiln_node_string(ctx->node, "reduction", "none", &s));
-  if (!strcmp(s, "none")) *out = RED_NONE;
-  else if (!strcmp(s, "add")) *out = RED_ADD;
-  else if (!strcmp(s, "mul")) *out = RED_MUL;
-  else if (!strcmp(s, "max")) *out = RED_MAX;
-  else if (!strcmp(s, "min")) *out = RED_MIN;
-  else return kiln_eval_error(ctx, KILN_ERR_INVALID, "unknown reduction '%s'", s);
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  static const red_kind of[KILN_SCATTER_REDUCTION_COUNT] = {
+      [KILN_SCATTER_NONE] = RED_NONE, [KILN_SCATTER_ADD] = RED_ADD, [KILN_SCATTER_MUL] = RED_MUL,
+      [KILN_SCATTER_MAX] = RED_MAX,   [KILN_SCATTER_MIN] = RED_MIN,
+  };
+  const char *s = kiln_scatter_reduction_name(da.reduction);
+  *out = of[da.reduction];
   if (*out != RED_NONE && dt == KILN_STRING)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "reduction '%s' on strings", s);
   return KILN_OK;

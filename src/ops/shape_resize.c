@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "shape_internal.h"
 
 typedef enum rs_mode { RS_NEAREST, RS_LINEAR, RS_CUBIC } rs_mode;
@@ -55,10 +56,11 @@ static bool legacy(const kiln_node *n) {
   return n->op == KILN_OP_Upsample || n->opset < 11;
 }
 
-static kiln_status str_choice(const kiln_node *n, const char *attr, const char *dflt,
-                              const char *const *names, int count, int *out) {
+/* A string attribute (absent: the schema's default at the node's opset) among names[]. */
+static kiln_status str_choice(const kiln_node *n, const char *attr, const char *const *names,
+                              int count, int *out) {
   const char *s;
-  KILN_TRY(kiln_node_string(n, attr, dflt, &s));
+  KILN_TRY(kiln_attr_s(n, attr, &s));
   for (int i = 0; i < count; i++)
     if (!strcmp(s, names[i])) return *out = i, KILN_OK;
   return kiln_shape_err(n, "unknown %s '%s'", attr, s);
@@ -73,16 +75,16 @@ static kiln_status rs_attrs(const kiln_node *n, rs_params *p) {
                                          "ceil"};
   int m, c = CT_ASYMMETRIC, nm = NM_LEGACY;
   int64_t ex = 0, aa = 0;
-  float a = -0.75f, ev = 0.0f;
-  KILN_TRY(str_choice(n, "mode", "nearest", modes, 5, &m));
+  float a = 0, ev = 0; /* Resize-11+ only (from the schema, below) */
+  KILN_TRY(str_choice(n, "mode", modes, 5, &m));
   p->mode = m == 3 ? RS_LINEAR : m == 4 ? RS_CUBIC : (rs_mode)m;
   if (!legacy(n)) {
-    KILN_TRY(str_choice(n, "coordinate_transformation_mode", "half_pixel", coords, 7, &c));
-    KILN_TRY(str_choice(n, "nearest_mode", "round_prefer_floor", nearests, 4, &nm));
-    KILN_TRY(kiln_node_float(n, "cubic_coeff_a", -0.75f, &a));
-    KILN_TRY(kiln_node_int(n, "exclude_outside", 0, &ex));
-    KILN_TRY(kiln_node_float(n, "extrapolation_value", 0.0f, &ev));
-    if (n->opset >= 18) KILN_TRY(kiln_node_int(n, "antialias", 0, &aa));
+    KILN_TRY(str_choice(n, "coordinate_transformation_mode", coords, 7, &c));
+    KILN_TRY(str_choice(n, "nearest_mode", nearests, 4, &nm));
+    KILN_TRY(kiln_attr_f(n, "cubic_coeff_a", &a));
+    KILN_TRY(kiln_attr_i(n, "exclude_outside", &ex));
+    KILN_TRY(kiln_attr_f(n, "extrapolation_value", &ev));
+    if (n->opset >= 18) KILN_TRY(kiln_attr_i(n, "antialias", &aa));
   }
   p->coord = (rs_coord)c;
   p->nearest = (rs_nearest)nm;
@@ -130,9 +132,9 @@ static kiln_status load_f64s(const kiln_node *n, const kiln_tensor *t, const cha
  * 'scales', else the scales input. */
 static kiln_status legacy_scales(const kiln_node *n, int rank, const kiln_tensor *st, double *s) {
   if (n->op == KILN_OP_Upsample && n->opset < 7) {
-    float h, w;
-    KILN_TRY(kiln_node_float(n, "height_scale", 1.0f, &h));
-    KILN_TRY(kiln_node_float(n, "width_scale", 1.0f, &w));
+    float h, w; /* required in Upsample-1 */
+    KILN_TRY(kiln_attr_f(n, "height_scale", &h));
+    KILN_TRY(kiln_attr_f(n, "width_scale", &w));
     if (rank != 4) return kiln_shape_err(n, "input must be 4-D");
     s[0] = s[1] = 1.0;
     s[2] = h;
@@ -167,8 +169,8 @@ static kiln_status from_sizes(const kiln_node *n, const int64_t *in, const kiln_
   int k = p->n_order;
   if (!kiln_dtype_is_int(sz->dtype) || sz->rank > 1 || sz->numel != k)
     return kiln_shape_err(n, "sizes must be a 1-D integer tensor of %d elements", k);
-  const char *pol = "stretch";
-  if (n->opset >= 18) KILN_TRY(kiln_node_string(n, "keep_aspect_ratio_policy", "stretch", &pol));
+  const char *pol = "stretch"; /* before opset 18: no policy */
+  if (n->opset >= 18) KILN_TRY(kiln_attr_s(n, "keep_aspect_ratio_policy", &pol));
   bool lo = !strcmp(pol, "not_larger"), hi = !strcmp(pol, "not_smaller");
   if (!lo && !hi && strcmp(pol, "stretch"))
     return kiln_shape_err(n, "unknown keep_aspect_ratio_policy '%s'", pol);

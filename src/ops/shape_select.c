@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "shape_internal.h"
 
 static bool is_nonzero(const kiln_tensor *t, int64_t i) {
@@ -59,8 +60,9 @@ static kiln_status eval_compress(kiln_eval_ctx *ctx) {
   int axis = 0, rank = 1;
   int64_t dims[KILN_MAX_RANK] = {x->numel}, outer = 1, inner = 1;
   if (aa) {
-    int64_t a;
-    KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &a));
+    kiln_attrs_data da;
+    KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+    int64_t a = da.axis;
     KILN_TRY(kiln_norm_axis(ctx, a, x->rank, &axis));
     if (x->rank == 0) return kiln_eval_error(ctx, KILN_ERR_INVALID, "input must have rank >= 1");
     rank = x->rank;
@@ -96,8 +98,9 @@ static kiln_status infer_compress(kiln_infer_ctx *ctx) {
   }
   kiln_shape_out_type(ctx, 0, x->dtype, x->rank, x->dims);
   if (x->rank <= 0) return KILN_OK;
-  int64_t a;
-  KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &a));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  int64_t a = da.axis;
   if (a < -x->rank || a >= x->rank) return kiln_shape_err(ctx->node, "axis is out of range");
   ctx->out[0].dims[a < 0 ? a + x->rank : a] = kiln_shape_dim(-1);
   return KILN_OK;
@@ -224,13 +227,13 @@ static kiln_status unique_outputs(kiln_eval_ctx *ctx, const uniq *q, int axis, i
 static kiln_status eval_unique(kiln_eval_ctx *ctx) {
   const kiln_tensor *x;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
-  int64_t sorted_attr;
-  KILN_TRY(kiln_node_int(ctx->node, "sorted", 1, &sorted_attr));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  bool sorted_attr = da.sorted;
   uniq q = {x, 1, x->numel, 1};
   int axis = -1;
-  if (kiln_node_attr(ctx->node, "axis")) {
-    int64_t a;
-    KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &a));
+  if (da.has_axis) {
+    int64_t a = da.axis;
     if (x->rank == 0) return kiln_eval_error(ctx, KILN_ERR_INVALID, "input must have rank >= 1");
     KILN_TRY(kiln_norm_axis(ctx, a, x->rank, &axis));
     q.n = x->dims[axis];
@@ -252,9 +255,10 @@ static kiln_status eval_unique(kiln_eval_ctx *ctx) {
 static kiln_status infer_unique(kiln_infer_ctx *ctx) {
   const kiln_type *x = kiln_shape_in_type(ctx, 0);
   if (!x) return KILN_OK;
-  if (kiln_node_attr(ctx->node, "axis") && x->rank > 0) {
-    int64_t a;
-    KILN_TRY(kiln_node_int(ctx->node, "axis", 0, &a));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  if (da.has_axis && x->rank > 0) {
+    int64_t a = da.axis;
     if (a < -x->rank || a >= x->rank) return kiln_shape_err(ctx->node, "axis is out of range");
     if (a < 0) a += x->rank;
     kiln_shape_out_type(ctx, 0, x->dtype, x->rank, x->dims);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "shape_internal.h"
 
 /* Reads at most max ints of a rank-0/1 integer tensor into buf. */
@@ -20,10 +21,11 @@ static kiln_status read_ints(const kiln_node *n, const kiln_tensor *t, const cha
 
 /* ---- Concat ---- */
 static kiln_status concat_axis(const kiln_node *n, int rank, int *out) {
-  int64_t axis;
   const kiln_attr *a = kiln_node_attr(n, "axis");
   if (!a && n->opset >= 4) return kiln_shape_err(n, "attribute 'axis' is missing");
-  KILN_TRY(kiln_node_int(n, "axis", 1, &axis));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  int64_t axis = da.axis;
   if (axis < -rank || axis >= rank)
     return kiln_shape_err(n, "axis %lld is out of range for rank %d", (long long)axis, rank);
   *out = (int)(axis < 0 ? axis + rank : axis);
@@ -149,8 +151,9 @@ static kiln_status split_sizes(const kiln_node *n, const kiln_tensor *split_in, 
 }
 
 static kiln_status split_axis(const kiln_node *n, int rank, int *out) {
-  int64_t axis;
-  KILN_TRY(kiln_node_int(n, "axis", 0, &axis));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  int64_t axis = da.axis;
   if (axis < -rank || axis >= rank)
     return kiln_shape_err(n, "axis %lld is out of range for rank %d", (long long)axis, rank);
   *out = (int)(axis < 0 ? axis + rank : axis);
@@ -353,13 +356,15 @@ static kiln_status infer_slice(kiln_infer_ctx *ctx) {
 typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
 
 static kiln_status pad_mode_get(const kiln_node *n, pad_mode *m) {
-  const char *s;
-  KILN_TRY(kiln_node_string(n, "mode", "constant", &s));
-  if (!strcmp(s, "constant")) *m = PAD_CONSTANT;
-  else if (!strcmp(s, "reflect")) *m = PAD_REFLECT;
-  else if (!strcmp(s, "edge")) *m = PAD_EDGE;
-  else if (!strcmp(s, "wrap")) *m = PAD_WRAP;
-  else return kiln_shape_err(n, "unknown mode '%s'", s);
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  static const pad_mode of[KILN_PAD_MODE_COUNT] = {
+      [KILN_PAD_CONSTANT] = PAD_CONSTANT,
+      [KILN_PAD_REFLECT] = PAD_REFLECT,
+      [KILN_PAD_EDGE] = PAD_EDGE,
+      [KILN_PAD_WRAP] = PAD_WRAP,
+  };
+  *m = of[da.pad_mode];
   return KILN_OK;
 }
 
@@ -457,13 +462,13 @@ static kiln_status pad_value(kiln_eval_ctx *ctx, kiln_dtype dt, kiln_tensor **ou
     else if (dt != KILN_STRING && v->dtype != KILN_STRING)
       kiln_store_f64(dt, (*out)->data, 0, kiln_load_f64(v->dtype, v->data, 0));
   } else if (ctx->node->opset < 11 && dt != KILN_STRING) {
-    float f;
-    kiln_status st = kiln_node_float(ctx->node, "value", 0.0f, &f);
+    kiln_attrs_data da;
+    kiln_status st = kiln_attrs_data_decode(ctx->node, &da);
     if (st) {
       kiln_tensor_free(*out);
       return st;
     }
-    kiln_store_f64(dt, (*out)->data, 0, f);
+    kiln_store_f64(dt, (*out)->data, 0, da.pad_value);
   }
   kiln_shape_fix_strings(*out);
   return KILN_OK;
@@ -572,9 +577,9 @@ static kiln_status eval_reverse_sequence(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *lens;
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
   KILN_TRY(kiln_eval_in_req(ctx, 1, &lens));
-  int64_t ba, ta;
-  KILN_TRY(kiln_node_int(ctx->node, "batch_axis", 1, &ba));
-  KILN_TRY(kiln_node_int(ctx->node, "time_axis", 0, &ta));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  int64_t ba = da.batch_axis, ta = da.time_axis;
   if (x->rank < 2 || !((ba == 0 && ta == 1) || (ba == 1 && ta == 0)))
     return kiln_eval_error(ctx, KILN_ERR_INVALID,
                            "needs rank >= 2 and batch_axis/time_axis 0 and 1 (in any order)");
@@ -606,8 +611,10 @@ static kiln_status eval_reverse_sequence(kiln_eval_ctx *ctx) {
 static kiln_status eval_trilu(kiln_eval_ctx *ctx) {
   const kiln_tensor *x, *kt = kiln_eval_in(ctx, 1);
   KILN_TRY(kiln_eval_in_req(ctx, 0, &x));
-  int64_t upper, k = 0;
-  KILN_TRY(kiln_node_int(ctx->node, "upper", 1, &upper));
+  int64_t k = 0;
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(ctx->node, &da));
+  bool upper = da.upper;
   if (kt) KILN_TRY(kiln_shape_scalar_i64(ctx, kt, "k", &k));
   if (x->rank < 2) return kiln_eval_error(ctx, KILN_ERR_INVALID, "input must have rank >= 2");
   kiln_tensor *o;

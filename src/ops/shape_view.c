@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "shape_internal.h"
 
 static void dims_of(const kiln_tensor *t, kiln_dim *out) {
@@ -111,9 +112,9 @@ static kiln_status reshape_dims(const kiln_node *n, int in_rank, const kiln_dim 
 }
 
 static kiln_status reshape_allowzero(const kiln_node *n, bool *out) {
-  int64_t az;
-  KILN_TRY(kiln_node_int(n, "allowzero", 0, &az));
-  *out = n->opset >= 14 && az != 0;
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  *out = da.allowzero; /* from opset 14 */
   return KILN_OK;
 }
 
@@ -168,8 +169,9 @@ static kiln_status infer_reshape(kiln_infer_ctx *ctx) {
 
 /* ---- Flatten: [d0..d(a-1)] x [da..] -> 2-D ---- */
 static kiln_status flatten_axis(const kiln_node *n, int rank, int *out) {
-  int64_t axis;
-  KILN_TRY(kiln_node_int(n, "axis", 1, &axis));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  int64_t axis = da.axis;
   if (axis < -rank || axis > rank)
     return kiln_shape_err(n, "axis %lld is out of range for rank %d", (long long)axis, rank);
   *out = (int)(axis < 0 ? axis + rank : axis);
@@ -581,17 +583,17 @@ static kiln_status infer_tile(kiln_infer_ctx *ctx) {
 
 /* ---- DepthToSpace / SpaceToDepth on [N, C, H, W] ---- */
 static kiln_status block_size(const kiln_node *n, int64_t *b) {
-  KILN_TRY(kiln_node_int(n, "blocksize", 0, b));
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  *b = da.blocksize;
   if (*b <= 0 || *b > (1 << 20)) return kiln_shape_err(n, "blocksize must be positive");
   return KILN_OK;
 }
 
 static kiln_status d2s_crd(const kiln_node *n, bool *crd) {
-  const char *mode;
-  KILN_TRY(kiln_node_string(n, "mode", "DCR", &mode));
-  if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
-    return kiln_shape_err(n, "unknown mode '%s'", mode);
-  *crd = !strcmp(mode, "CRD");
+  kiln_attrs_data da;
+  KILN_TRY(kiln_attrs_data_decode(n, &da));
+  *crd = da.crd;
   return KILN_OK;
 }
 
