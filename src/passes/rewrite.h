@@ -29,6 +29,9 @@ typedef struct kiln_rw {
   bool *is_output;       /* per value: a graph output */
   bool *dead_value;      /* per value: removed by kiln_rw_end (constants only) */
   bool *dead_node;       /* per node: removed by kiln_rw_end */
+  /* per value: nodes that read it as an input (a superset: entries go stale when an input
+   * changes and are checked on use), so that kiln_rw_replace visits the readers only */
+  int **readers, *n_readers, *cap_readers;
 } kiln_rw;
 
 void kiln_rw_begin(kiln_rw *rw, kiln_graph *g);

@@ -11,14 +11,9 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
+#include "graph/analysis.h"
 #include "lower/schedule.h"
 #include "rt_internal.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static const char *const STAGE_NAMES[KILN_STAGE_COUNT] = {"passes", "lowering", "codegen",
                                                           "cc",     "load",     "plan"};
@@ -175,15 +170,15 @@ static kiln_status build_module(kiln_compiled *c, const kiln_compile_opts *o) {
   kiln_codegen_opts co = kiln_codegen_opts_default();
   co.threads = o->threads;
   csrc s = {0};
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   kiln_status st = emit_unique(c, &co, &s);
   if (!st) st = split_units(&co, n_jobs(o), &s);
-  c->stats.seconds[KILN_STAGE_CODEGEN] = now_s() - t0;
+  c->stats.seconds[KILN_STAGE_CODEGEN] = kiln_clock_seconds() - t0;
   c->stats.n_unique_kernels = s.n_unique;
   c->stats.n_units = s.n_units;
   if (o->verbose && !st)
     fprintf(stderr, "[kiln] codegen: %d kernels (%d unique) in %d units, %.2f s\n",
-            c->prog->module->kernels.len, s.n_unique, s.n_units, now_s() - t0);
+            c->prog->module->kernels.len, s.n_unique, s.n_units, kiln_clock_seconds() - t0);
   if (!st) {
     kiln_strbuf flags = {0};
     kiln_strbuf_printf(&flags, "%s%s%s", KILN_CODEGEN_C_FLAGS, o->cflags ? " " : "",
@@ -191,9 +186,9 @@ static kiln_status build_module(kiln_compiled *c, const kiln_compile_opts *o) {
     kiln_cc_opts cc = {o->cc,     flags.data,      o->cache_dir, o->no_cache,
                        n_jobs(o), o->keep_sources, o->verbose};
     kiln_cc_stats cs = {0};
-    t0 = now_s();
+    t0 = kiln_clock_seconds();
     st = kiln_module_build(s.n_units, (const char *const *)s.units, &cc, &c->mod, &cs);
-    c->stats.seconds[KILN_STAGE_CC] = now_s() - t0;
+    c->stats.seconds[KILN_STAGE_CC] = kiln_clock_seconds() - t0;
     c->stats.n_units_cached = cs.n_units_cached;
     c->stats.library_cached = cs.library_cached;
     kiln_strbuf_free(&flags);
@@ -219,7 +214,7 @@ static void count_steps(kiln_compiled *c) {
 }
 
 static void progress(const kiln_compile_opts *o, const char *what, double t0) {
-  if (o->verbose) fprintf(stderr, "[kiln] %s: %.2f s\n", what, now_s() - t0);
+  if (o->verbose) fprintf(stderr, "[kiln] %s: %.2f s\n", what, kiln_clock_seconds() - t0);
 }
 
 /* Compiled code has one static shape per tensor input. */
@@ -237,7 +232,7 @@ static kiln_status check_static_inputs(const kiln_graph *g) {
 }
 
 static kiln_status run_passes(kiln_compiled *c, const kiln_compile_opts *o) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   KILN_TRY(kiln_rt_bind_opts(c->g, o));
   KILN_TRY(check_static_inputs(c->g));
   kiln_pass_opts po = o->passes;
@@ -247,13 +242,13 @@ static kiln_status run_passes(kiln_compiled *c, const kiln_compile_opts *o) {
    * or the lowering, which assume a well-formed graph. It costs little next to the passes. */
   po.verify_each = true;
   KILN_TRY(kiln_passes_run(c->g, &po, &c->pass_stats));
-  c->stats.seconds[KILN_STAGE_PASSES] = now_s() - t0;
+  c->stats.seconds[KILN_STAGE_PASSES] = kiln_clock_seconds() - t0;
   progress(o, "passes", t0);
   return KILN_OK;
 }
 
 static kiln_status lower(kiln_compiled *c, const kiln_compile_opts *o) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   if (o->target != KILN_TARGET_CPU)
     return kiln_unsupported("only the CPU target is compiled so far");
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -261,7 +256,7 @@ static kiln_status lower(kiln_compiled *c, const kiln_compile_opts *o) {
   kiln_lower_opts lo = {o->target, threads, o->force_fallback, &o->precision};
   KILN_TRY(kiln_lower_scheduled(c->g, &lo, o->schedule, &c->prog));
   count_steps(c);
-  c->stats.seconds[KILN_STAGE_LOWER] = now_s() - t0;
+  c->stats.seconds[KILN_STAGE_LOWER] = kiln_clock_seconds() - t0;
   progress(o, "lowering", t0);
   if (o->verbose && c->stats.n_fallback_steps)
     fprintf(stderr, "[kiln] %d fallback steps (reference kernels)\n", c->stats.n_fallback_steps);
@@ -278,7 +273,7 @@ static int largest_value(const kiln_plan *p) {
 }
 
 static kiln_status plan(kiln_compiled *c, const kiln_compile_opts *o) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   KILN_TRY(kiln_plan_program(c->prog, NULL, &c->plan));
 #ifndef NDEBUG
   KILN_TRY(kiln_plan_check(c->prog, c->plan));
@@ -296,7 +291,7 @@ static kiln_status plan(kiln_compiled *c, const kiln_compile_opts *o) {
                           c->g->name, what));
   c->stats.arena_bytes = c->plan->arena_bytes;
   c->stats.lower_bound = c->plan->lower_bound;
-  c->stats.seconds[KILN_STAGE_PLAN] = now_s() - t0;
+  c->stats.seconds[KILN_STAGE_PLAN] = kiln_clock_seconds() - t0;
   progress(o, "memory plan", t0);
   return KILN_OK;
 }
@@ -314,12 +309,8 @@ static void mark_read(const kiln_compiled *c, bool *used) {
     const kiln_node *n = &g->nodes.data[st->node];
     for (int k = 0; k < n->n_inputs; k++)
       if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
-    for (int i = 0; i < g->subgraphs.len; i++) /* conservative: every subgraph's reads */
-      for (int v = 0; v < g->subgraphs.data[i]->values.len; v++) {
-        const kiln_value *sv = &g->subgraphs.data[i]->values.data[v];
-        if (sv->kind == KILN_VALUE_OUTER && g->subgraphs.data[i]->parent == g)
-          used[sv->outer] = true;
-      }
+    kiln_outer_iter it = kiln_outer_reads(g, n);
+    for (int v; kiln_outer_next(&it, &v);) used[v] = true;
   }
   for (int i = 0; i < g->outputs.len; i++) used[g->outputs.data[i]] = true;
 }
@@ -339,9 +330,9 @@ static void release_weights(kiln_compiled *c) {
 }
 
 static kiln_status load(kiln_compiled *c, const kiln_compile_opts *o) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   KILN_TRY(kiln_exec_prepare(c));
-  c->stats.seconds[KILN_STAGE_LOAD] = now_s() - t0;
+  c->stats.seconds[KILN_STAGE_LOAD] = kiln_clock_seconds() - t0;
   progress(o, "load", t0);
   return KILN_OK;
 }
@@ -352,7 +343,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_opts *o, kiln_compile
   if (!o) o = &dflt;
   *out = NULL;
   if (g->parent) return kiln_invalid("kiln_compile takes a root graph");
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   kiln_compiled *c = kiln_xcalloc(1, sizeof *c);
   c->g = g;
   c->max_memory = o->max_memory;
@@ -364,7 +355,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_compile_opts *o, kiln_compile
   if (!st) st = load(c, o);
   if (!st && o->release_weights) release_weights(c);
   kiln_mem_pop_limit(prev_limit);
-  c->stats.total_seconds = now_s() - t0;
+  c->stats.total_seconds = kiln_clock_seconds() - t0;
   if (st) {
     kiln_compiled_free(c);
     return kiln_status_annotate(st, "compiling '%s'", g->name);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/mutate.h"
+#include "graph/analysis.h"
 #include "graph/graph_text.h"
 #include "ops/ops.h"
 #include "runtime.h"
@@ -116,17 +117,8 @@ static kiln_status use(liveness *L, const kiln_graph *g, int v, int s) {
 
 /* Values of g read by the subgraphs of node n (their OUTER values). */
 static kiln_status use_sub_outers(liveness *L, const kiln_graph *g, const kiln_node *n, int s) {
-  for (int a = 0; a < n->n_attrs; a++) {
-    const kiln_attr *at = &n->attrs[a];
-    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-    for (int k = 0; k < cnt; k++) {
-      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-      if (!sub || sub->parent != g) continue;
-      for (int v = 0; v < sub->values.len; v++)
-        if (sub->values.data[v].kind == KILN_VALUE_OUTER)
-          KILN_TRY(use(L, g, sub->values.data[v].outer, s));
-    }
-  }
+  kiln_outer_iter it = kiln_outer_reads(g, n);
+  for (int v; kiln_outer_next(&it, &v);) KILN_TRY(use(L, g, v, s));
   return KILN_OK;
 }
 
@@ -615,17 +607,8 @@ static void touch_sub_reads(const kiln_program *p, span *sp) {
   for (int s = 0; s < p->steps.len; s++) {
     const kiln_step *st = &p->steps.data[s];
     if (st->kind != KILN_STEP_FALLBACK) continue;
-    const kiln_node *n = &g->nodes.data[st->node];
-    for (int a = 0; a < n->n_attrs; a++) {
-      const kiln_attr *at = &n->attrs[a];
-      int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-      for (int k = 0; k < cnt; k++) {
-        const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-        for (int v = 0; sub && v < sub->values.len; v++)
-          if (sub->values.data[v].kind == KILN_VALUE_OUTER && sub->parent == g)
-            span_touch(sp, sub->values.data[v].outer, s);
-      }
-    }
+    kiln_outer_iter it = kiln_outer_reads(g, &g->nodes.data[st->node]);
+    for (int v; kiln_outer_next(&it, &v);) span_touch(sp, v, s);
   }
 }
 
