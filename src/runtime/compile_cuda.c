@@ -12,12 +12,6 @@
 #include "lower/schedule.h"
 #include "rt_internal.h"
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* ---- passes and lowering ---- */
 static kiln_status check_inputs(const kiln_graph *g) {
   for (int i = 0; i < g->inputs.len; i++) {
@@ -30,20 +24,20 @@ static kiln_status check_inputs(const kiln_graph *g) {
 
 static kiln_status front(kiln_graph *g, const kiln_compile_opts *o, const kiln_cuda_opts *co,
                          kiln_cuda_build *b) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   KILN_TRY(kiln_rt_bind_opts(g, o));
   KILN_TRY(check_inputs(g));
   kiln_pass_opts po = o->passes;
   po.fuse_classify = kiln_lower_cuda_fuse_class;
   KILN_TRY(kiln_passes_run(g, &po, NULL));
-  double t1 = now_s();
+  double t1 = kiln_clock_seconds();
   b->seconds_passes = t1 - t0;
   int tpb = co->threads_per_block > 0 ? co->threads_per_block : 256;
   /* the CPU schedule plans for as many workers as a block has threads */
   kiln_lower_opts lo = {KILN_TARGET_CUDA, tpb, o->force_fallback, &o->precision};
   KILN_TRY(kiln_lower_scheduled(g, &lo, o->schedule, &b->prog));
   KILN_TRY(kiln_lower_cuda_map(b->prog, tpb, &b->info));
-  b->seconds_lower = now_s() - t1;
+  b->seconds_lower = kiln_clock_seconds() - t1;
   return KILN_OK;
 }
 
@@ -86,7 +80,7 @@ static void emit_kernel(kiln_cuda_build *b, int step, int ki, kiln_strbuf *src) 
 }
 
 static kiln_status emit_all(kiln_cuda_build *b) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   kiln_codegen_opts o = kiln_codegen_opts_default();
   KILN_TRY(kiln_codegen_cuda_prelude(&o, &b->source));
   const kiln_program *p = b->prog;
@@ -96,7 +90,7 @@ static kiln_status emit_all(kiln_cuda_build *b) {
     b->n_alias_steps += s->kind == KILN_STEP_ALIAS;
     if (s->kind == KILN_STEP_KERNEL) emit_kernel(b, i, s->kernel, &b->source);
   }
-  b->seconds_codegen = now_s() - t0;
+  b->seconds_codegen = kiln_clock_seconds() - t0;
   return KILN_OK;
 }
 
@@ -113,9 +107,9 @@ static void count(kiln_cuda_build *b) {
 
 /* ---- NVRTC ---- */
 static void compile_ptx(kiln_cuda_build *b) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   kiln_status st = kiln_codegen_cuda_ptx(b->source.data, b->arch, &b->ptx);
-  b->seconds_nvrtc = now_s() - t0;
+  b->seconds_nvrtc = kiln_clock_seconds() - t0;
   b->nvrtc_found = !st || kiln_status_code(st) != KILN_ERR_UNSUPPORTED;
   b->nvrtc_ok = !st;
   if (st && b->nvrtc_found) b->nvrtc_log = kiln_xstrdup(kiln_status_message(st));
