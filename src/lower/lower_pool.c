@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/mutate.h"
+#include "graph/window.h"
 #include "lower_ops.h"
 
 typedef struct pool {
@@ -29,22 +30,23 @@ static kiln_status ints_attr(const kiln_node *n, const char *name, int sp, int64
   return KILN_OK;
 }
 
-/* Padding from auto_pad (SAME_UPPER/LOWER give the extra one at the end/start). */
+/* Padding (graph/window.h): the pads attribute, or what auto_pad makes of it. The output
+ * extents are inference's, which resolved the same windows. */
 static kiln_status pads(const kiln_node *n, pool *p) {
   const char *ap;
-  KILN_TRY(kiln_node_string(n, "auto_pad", "NOTSET", &ap));
+  kiln_auto_pad autopad;
   int64_t pv[6];
-  if (strcmp(ap, "NOTSET") == 0) {
-    KILN_TRY(ints_attr(n, "pads", p->sp, 0, pv, 2 * p->sp));
-    for (int d = 0; d < p->sp; d++) p->pad_lo[d] = pv[d], p->pad_hi[d] = pv[p->sp + d];
-    return KILN_OK;
-  }
+  KILN_TRY(kiln_node_string(n, "auto_pad", "NOTSET", &ap));
+  if (!kiln_auto_pad_parse(ap, &autopad)) return kiln_invalid("%s: unknown auto_pad", n->op_type);
+  if (autopad == KILN_AUTO_PAD_NOTSET) KILN_TRY(ints_attr(n, "pads", p->sp, 0, pv, 2 * p->sp));
+  else memset(pv, 0, sizeof pv);
   for (int d = 0; d < p->sp; d++) {
-    int64_t total =
-        (p->out[2 + d] - 1) * p->stride[d] + (p->kernel[d] - 1) * p->dil[d] + 1 - p->in[2 + d];
-    if (total < 0 || strcmp(ap, "VALID") == 0) total = 0;
-    p->pad_lo[d] = strcmp(ap, "SAME_LOWER") == 0 ? total - total / 2 : total / 2;
-    p->pad_hi[d] = total - p->pad_lo[d];
+    kiln_window_dim w = {
+        p->in[2 + d], p->kernel[d], p->stride[d], p->dil[d], pv[d], pv[p->sp + d], 0};
+    if (kiln_window_resolve(&w, autopad, false) != KILN_WINDOW_OK)
+      return kiln_invalid("%s: bad window", n->op_type);
+    p->pad_lo[d] = w.pad_begin;
+    p->pad_hi[d] = w.pad_end;
   }
   return KILN_OK;
 }
