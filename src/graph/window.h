@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 typedef enum kiln_auto_pad {
-  KILN_AUTO_PAD_NOTSET, /* the pads attribute as given */
-  KILN_AUTO_PAD_SAME_UPPER, /* out = ceil(in / stride); an odd total pad puts the extra at the end */
+  KILN_AUTO_PAD_NOTSET,     /* the pads attribute as given */
+  KILN_AUTO_PAD_SAME_UPPER, /* out = ceil(in / stride); an odd pad's extra at the end */
   KILN_AUTO_PAD_SAME_LOWER, /* ... at the beginning */
   KILN_AUTO_PAD_VALID,      /* no padding */
   KILN_AUTO_PAD_COUNT

@@ -10,8 +10,8 @@ static kiln_window_dim dim(int64_t in, int64_t k, int64_t s, int64_t dil, int64_
 
 static bool resolves(kiln_window_dim w, kiln_auto_pad ap, bool ceil, int64_t out, int64_t pb,
                      int64_t pe) {
-  return kiln_window_resolve(&w, ap, ceil) == KILN_WINDOW_OK && w.out == out &&
-         w.pad_begin == pb && w.pad_end == pe;
+  return kiln_window_resolve(&w, ap, ceil) == KILN_WINDOW_OK && w.out == out && w.pad_begin == pb &&
+         w.pad_end == pe;
 }
 
 static void test_pads_given(void) {
