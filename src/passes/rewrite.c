@@ -212,10 +212,6 @@ bool kiln_rw_const_all(const kiln_tensor *t, double x) {
   return true;
 }
 
-bool kiln_rw_has_subgraph(const kiln_node *n) {
-  return kiln_node_has_subgraph(n);
-}
-
 bool kiln_rw_is_random(kiln_op op) {
   switch (op) {
   case KILN_OP_Bernoulli:
