@@ -9,7 +9,7 @@ MODELS     := $(BUILD)/models
 FUZZ_SECONDS ?= 60
 ASAN_BUILD ?= build-asan
 
-.PHONY: all kiln demo check quick test asan fuzz deps venv models bench clean format help
+.PHONY: all kiln demo check quick test asan fuzz deps venv models bench bench-compile clean format help
 
 all: kiln
 
@@ -20,6 +20,7 @@ help:
 	@echo "make quick      build and run unit tests and the node conformance suite only"
 	@echo "make fuzz       run the libFuzzer targets for FUZZ_SECONDS each"
 	@echo "make bench      Kiln (compiled for the CPU) against ONNX Runtime on the exported models"
+	@echo "make bench-compile  compile time and peak memory on generated 2k..20k-node graphs"
 	@echo "make mutation   seeded bugs (docs/MUTANTS.md) against kiln fuzz: MUTANTS=\"1 5\" MUTATION_SECONDS=60"
 
 kiln:
@@ -60,6 +61,11 @@ BENCH_THREADS ?= 2
 bench: deps kiln
 	@[ -f $(MODELS)/resnet50/model.onnx ] || $(MAKE) --no-print-directory models
 	@$(PY) bench/run_bench.py --kiln $(BUILD)/kiln --models $(MODELS) --threads $(BENCH_THREADS)
+
+# Compile-time scaling on generated transformer-style graphs (a table, no pass/fail; not part
+# of `make check`): time without the C compiler, peak memory, growth per doubling of N.
+bench-compile: venv kiln
+	@$(PY) bench/compile_scaling.py --kiln $(BUILD)/kiln
 
 quick: kiln
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L quick

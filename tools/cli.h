@@ -133,7 +133,6 @@ void kiln_cli_engine_report(const kiln_cli_engine *e, kiln_strbuf *out);
 void kiln_cli_engine_fallbacks(const kiln_cli_engine *e, kiln_strbuf *out);
 const kiln_compiled *kiln_cli_engine_compiled(const kiln_cli_engine *e); /* cpu, else NULL */
 void kiln_cli_engine_free(kiln_cli_engine *e);
-double kiln_cli_seconds(void); /* monotonic clock */
 
 /* ---- compiled artifacts (cmd_compile.c) ----
  * `kiln compile MODEL -o DIR` writes DIR/manifest.txt, DIR/model.onnx, DIR/src, report.txt;

@@ -169,13 +169,13 @@ static kiln_status time_runs(const bench_opts *o, kiln_cli_engine *e, kiln_val *
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
   kiln_status st = KILN_OK;
   for (long i = 0; i < o->warmup && !st; i++) st = run_once(e, ins, outs, n_out);
-  double start = kiln_cli_seconds();
+  double start = kiln_clock_seconds();
   for (long i = 0; i < o->iters && !st; i++) {
-    double t0 = kiln_cli_seconds();
+    double t0 = kiln_clock_seconds();
     st = run_once(e, ins, outs, n_out);
-    ms[i] = (kiln_cli_seconds() - t0) * 1e3;
+    ms[i] = (kiln_clock_seconds() - t0) * 1e3;
   }
-  *total_s = kiln_cli_seconds() - start;
+  *total_s = kiln_clock_seconds() - start;
   free(outs);
   return st;
 }

@@ -452,9 +452,9 @@ int kiln_cmd_fuzz(int argc, char **argv) {
                      .cpu_every = 3};
   int rc = parse_args(argc, argv, &c->a);
   kiln_status st = rc < 0 ? setup(c) : KILN_OK;
-  double t0 = kiln_cli_seconds(), last = t0;
+  double t0 = kiln_clock_seconds(), last = t0;
   for (uint64_t j = 0; rc < 0 && !st; j++) {
-    double now = kiln_cli_seconds();
+    double now = kiln_clock_seconds();
     if ((c->a.count && c->tried >= c->a.count) || (c->a.time > 0 && now - t0 >= c->a.time)) break;
     if (!kiln_gen_in_shard(j, (int)c->a.shard, (int)c->a.shards)) continue;
     st = run_one(c, j);
@@ -467,10 +467,10 @@ int kiln_cmd_fuzz(int argc, char **argv) {
     }
   }
   if (!st && rc < 0 && c->env_errors && !c->env_ok) st = env_failed(c);
-  if (st && c->env_stop) summary(c, kiln_cli_seconds() - t0);
+  if (st && c->env_stop) summary(c, kiln_clock_seconds() - t0);
   if (st) rc = kiln_cli_fail("fuzz", st);
   else if (rc < 0) {
-    summary(c, kiln_cli_seconds() - t0);
+    summary(c, kiln_clock_seconds() - t0);
     rc = c->found.len ? 1 : 0;
   }
   teardown(c);

@@ -242,13 +242,11 @@ static kiln_status run_case(const char *dir, const test_opts *o) {
 typedef struct child {
   pid_t pid;
   int fd, index;
-  struct timespec t0;
+  double t0;
 } child;
 
-static double ms_since(const struct timespec *t0) {
-  struct timespec t1;
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  return (t1.tv_sec - t0->tv_sec) * 1e3 + (t1.tv_nsec - t0->tv_nsec) / 1e6;
+static double ms_since(double t0) {
+  return 1e3 * (kiln_clock_seconds() - t0);
 }
 
 /* In the child: runs the case and writes 'P' or 'F' and the message (at most cap-1 bytes,
@@ -276,7 +274,7 @@ static bool child_start(const char *dir, const test_opts *o, int index, child *c
     snprintf(msg, n, "cannot create a pipe");
     return false;
   }
-  clock_gettime(CLOCK_MONOTONIC, &c->t0);
+  c->t0 = kiln_clock_seconds();
   c->pid = fork();
   if (c->pid == 0) {
     close(fds[0]);
@@ -438,10 +436,9 @@ static bool launch_case(const test_opts *o, int i, outcome *r, child *c) {
     return false;
   }
   if (o->no_fork) {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = kiln_clock_seconds();
     kiln_status st = run_case(o->cases.data[i], o);
-    r->ms = ms_since(&t0);
+    r->ms = ms_since(t0);
     r->ok = st == KILN_OK;
     snprintf(r->msg, sizeof r->msg, "%s", kiln_status_message(st));
     kiln_status_free(st);
@@ -459,7 +456,7 @@ static void reap_one(const test_opts *o, child *slots, int *running, outcome *re
   for (int k = 0; pid > 0 && k < *running; k++) {
     if (slots[k].pid != pid) continue;
     outcome *r = &res[slots[k].index];
-    r->ms = ms_since(&slots[k].t0);
+    r->ms = ms_since(slots[k].t0);
     r->ok = child_finish(&slots[k], status, o, r->msg, sizeof r->msg);
     r->done = true;
     slots[k] = slots[--*running];

@@ -85,12 +85,6 @@ struct kiln_cli_engine {
   double prepare_seconds;
 };
 
-double kiln_cli_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* The tensors of a list of values; only tensors run on the compiled backends. */
 static kiln_status as_tensors(const kiln_graph *g, kiln_val *const *vals, kiln_tensor **ts) {
   for (int i = 0; i < g->inputs.len; i++) {
@@ -186,7 +180,7 @@ static kiln_status prepare(kiln_cli_engine *e, kiln_val *const *inputs) {
 
 kiln_status kiln_cli_engine_new(kiln_graph *g, const kiln_cli_engine_opts *o,
                                 kiln_val *const *inputs, kiln_cli_engine **out) {
-  double t0 = kiln_cli_seconds();
+  double t0 = kiln_clock_seconds();
   kiln_cli_engine *e = kiln_xcalloc(1, sizeof *e);
   e->opts = *o;
   e->graph = g;
@@ -195,7 +189,7 @@ kiln_status kiln_cli_engine_new(kiln_graph *g, const kiln_cli_engine_opts *o,
     kiln_cli_engine_free(e);
     return kiln_status_annotate(st, "backend %s", kiln_cli_backend_name(o->backend));
   }
-  e->prepare_seconds = kiln_cli_seconds() - t0;
+  e->prepare_seconds = kiln_clock_seconds() - t0;
   *out = e;
   return KILN_OK;
 }

@@ -208,6 +208,11 @@ void kiln_esc_json(kiln_strbuf *b, const char *s);
  * control bytes other than tab and newline as U+FFFD. */
 void kiln_esc_html(kiln_strbuf *b, const char *s);
 
+/* ---- clock (clock.c) ----------------------------------------------------
+ * Seconds on the monotonic clock (CLOCK_MONOTONIC) from an arbitrary origin: for intervals
+ * (stage times, timeouts, benchmarks), never for dates. */
+double kiln_clock_seconds(void);
+
 /* ---- files (file.c) ----------------------------------------------------
  * Every file Kiln reads from a user is opened with kiln_open_read: a folder, FIFO, socket or
  * device is refused with a clear message (KILN_ERR_IO, exit 2) and nothing ever blocks.

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/analysis.h"
 #include "graph/graph_text.h"
 #include "lower_ops.h"
 
@@ -171,7 +172,7 @@ void kiln_lower_add_step(kiln_lower_ctx *c, const kiln_step *step) {
 typedef struct group_set {
   int n;
   kiln_group *groups;
-  int *of_node; /* node id -> index in groups */
+  kiln_groups parts; /* graph/analysis.h: node -> group, each group's nodes */
 } group_set;
 
 static bool in_group(const int *of_node, int gi, const kiln_graph *g, int v) {
@@ -180,20 +181,26 @@ static bool in_group(const int *of_node, int gi, const kiln_graph *g, int v) {
   return val->kind == KILN_VALUE_NODE && of_node[val->node] == gi;
 }
 
-/* Inputs (values read from outside) and outputs (values used outside or graph outputs). */
-static void group_io(kiln_lower_ctx *c, group_set *s, int gi, const int *uses_outside) {
+/* Inputs (values read from outside, each once, in the order first read) and outputs (values
+ * used outside or graph outputs). seen[v] == gi + 1 marks an input already taken: one array
+ * for all groups keeps this linear in the group's reads. */
+static void group_io(kiln_lower_ctx *c, group_set *s, int gi, const int *uses_outside, int *seen) {
   kiln_group *grp = &s->groups[gi];
   const kiln_graph *g = c->g;
-  int *in = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof(int));
-  int *out = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof(int));
+  int n_in = 0, n_out = 0;
+  for (int i = 0; i < grp->n_nodes; i++) {
+    n_in += g->nodes.data[grp->nodes[i]].n_inputs;
+    n_out += g->nodes.data[grp->nodes[i]].n_outputs;
+  }
+  int *in = kiln_arena_calloc(c->scratch, (size_t)n_in + 1, sizeof(int));
+  int *out = kiln_arena_calloc(c->scratch, (size_t)n_out + 1, sizeof(int));
   for (int i = 0; i < grp->n_nodes; i++) {
     const kiln_node *n = &g->nodes.data[grp->nodes[i]];
     for (int k = 0; k < n->n_inputs; k++) {
       int v = n->inputs[k];
-      if (v < 0 || in_group(s->of_node, gi, g, v)) continue;
-      bool seen = false;
-      for (int j = 0; j < grp->n_inputs; j++) seen |= in[j] == v;
-      if (!seen) in[grp->n_inputs++] = v;
+      if (v < 0 || in_group(s->parts.of_node, gi, g, v) || seen[v] == gi + 1) continue;
+      seen[v] = gi + 1;
+      in[grp->n_inputs++] = v;
     }
     for (int k = 0; k < n->n_outputs; k++) {
       int v = n->outputs[k];
@@ -204,32 +211,11 @@ static void group_io(kiln_lower_ctx *c, group_set *s, int gi, const int *uses_ou
   grp->outputs = out;
 }
 
-/* Calls add(ctx, v) for each value of g that the subgraphs of node n read (their OUTER
- * values; a nested subgraph reads through an OUTER value of the subgraph between). */
-static void for_subgraph_reads(const kiln_graph *g, const kiln_node *n,
-                               void (*add)(void *ctx, int v), void *ctx) {
-  for (int a = 0; a < n->n_attrs; a++) {
-    const kiln_attr *at = &n->attrs[a];
-    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-    for (int k = 0; k < cnt; k++) {
-      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-      for (int v = 0; sub && sub->parent == g && v < sub->values.len; v++) {
-        const kiln_value *val = &sub->values.data[v];
-        if (val->kind == KILN_VALUE_OUTER && val->outer >= 0 && val->outer < g->values.len)
-          add(ctx, val->outer);
-      }
-    }
-  }
-}
-
-static void mark_value(void *ctx, int v) {
-  ((int *)ctx)[v] = 1;
-}
-
 /* uses_outside[v]: value v is a graph output or read by a node of another group (or by a
  * subgraph of a node, which counts as a read by that node). */
 static int *outside_uses(kiln_lower_ctx *c, const group_set *s) {
   const kiln_graph *g = c->g;
+  const int *of_node = s->parts.of_node;
   int *u = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof(int));
   for (int i = 0; i < g->outputs.len; i++) u[g->outputs.data[i]] = 1;
   for (int i = 0; i < g->nodes.len; i++) {
@@ -237,90 +223,31 @@ static int *outside_uses(kiln_lower_ctx *c, const group_set *s) {
     for (int k = 0; k < n->n_inputs; k++) {
       int v = n->inputs[k];
       if (v >= 0 && g->values.data[v].kind == KILN_VALUE_NODE &&
-          s->of_node[g->values.data[v].node] != s->of_node[i])
+          of_node[g->values.data[v].node] != of_node[i])
         u[v] = 1;
     }
-    for_subgraph_reads(g, n, mark_value, u);
+    kiln_outer_iter it = kiln_outer_reads(g, n);
+    for (int v; kiln_outer_next(&it, &v);) u[v] = 1;
   }
   return u;
 }
 
+/* The groups of the graph in node order; scratch is O(N + V) in all (each group's arrays
+ * are sized by its own nodes: a 20,000-node graph once took O(N * (N + V)) here). */
 static void collect_groups(kiln_lower_ctx *c, group_set *s) {
-  const kiln_graph *g = c->g;
-  int nn = g->nodes.len;
-  s->of_node = kiln_arena_calloc(c->scratch, (size_t)nn + 1, sizeof(int));
-  s->groups = kiln_arena_calloc(c->scratch, (size_t)nn + 1, sizeof(kiln_group));
-  s->n = 0;
-  for (int i = 0; i < nn; i++) {
-    int gid = g->nodes.data[i].group;
-    int gi = -1;
-    for (int j = 0; gid > 0 && j < s->n; j++)
-      if (s->groups[j].id == gid) gi = j;
-    if (gi < 0) {
-      gi = s->n++;
-      s->groups[gi].id = gid;
-      s->groups[gi].anchor = -1;
-      s->groups[gi].nodes = kiln_arena_calloc(c->scratch, (size_t)nn, sizeof(int));
-    }
-    s->groups[gi].nodes[s->groups[gi].n_nodes++] = i;
-    s->of_node[i] = gi;
+  kiln_groups_collect(c->g, &s->parts);
+  s->n = s->parts.n;
+  s->groups = kiln_arena_calloc(c->scratch, (size_t)s->n + 1, sizeof(kiln_group));
+  for (int gi = 0; gi < s->n; gi++) {
+    kiln_group *grp = &s->groups[gi];
+    grp->nodes = &s->parts.nodes[s->parts.start[gi]];
+    grp->n_nodes = s->parts.start[gi + 1] - s->parts.start[gi];
+    grp->id = c->g->nodes.data[grp->nodes[0]].group;
+    grp->anchor = -1;
   }
   int *u = outside_uses(c, s);
-  for (int gi = 0; gi < s->n; gi++) group_io(c, s, gi, u);
-}
-
-typedef struct dep_list {
-  kiln_lower_ctx *c;
-  const group_set *s;
-  int gi, n, cap;
-  int *deps;
-} dep_list;
-
-static void add_dep(void *ctx, int v) {
-  dep_list *d = ctx;
-  const kiln_value *val = &d->c->g->values.data[v];
-  if (val->kind != KILN_VALUE_NODE || d->s->of_node[val->node] == d->gi) return;
-  if (d->n == d->cap) {
-    int cap = d->cap ? 2 * d->cap : 8;
-    int *grown = kiln_arena_calloc(d->c->scratch, (size_t)cap, sizeof(int));
-    if (d->n) memcpy(grown, d->deps, sizeof(int) * (size_t)d->n);
-    d->deps = grown, d->cap = cap;
-  }
-  d->deps[d->n++] = d->s->of_node[val->node];
-}
-
-/* The groups that group gi waits for, with repeats (one per value read): producers of its
- * inputs and of the values its nodes' subgraphs read (a fallback If reads those when it
- * runs, though they are not inputs of the node). */
-static int group_deps(kiln_lower_ctx *c, const group_set *s, int gi, int **out) {
-  const kiln_group *grp = &s->groups[gi];
-  dep_list d = {c, s, gi, 0, 0, NULL};
-  for (int j = 0; j < grp->n_inputs; j++) add_dep(&d, grp->inputs[j]);
-  for (int i = 0; i < grp->n_nodes; i++)
-    for_subgraph_reads(c->g, &c->g->nodes.data[grp->nodes[i]], add_dep, &d);
-  *out = d.deps;
-  return d.n;
-}
-
-/* Orders groups so that each runs after the groups it reads from (Kahn's algorithm,
- * smallest first node first). Error when the groups form a cycle (a non-convex group). */
-static kiln_status order_groups(kiln_lower_ctx *c, const group_set *s, int *order) {
-  int *indeg = kiln_arena_calloc(c->scratch, (size_t)s->n + 1, sizeof(int));
-  int *n_deps = kiln_arena_calloc(c->scratch, (size_t)s->n + 1, sizeof(int));
-  int **deps = kiln_arena_calloc(c->scratch, (size_t)s->n + 1, sizeof(int *));
-  bool *done = kiln_arena_calloc(c->scratch, (size_t)s->n + 1, 1);
-  for (int gi = 0; gi < s->n; gi++) indeg[gi] = n_deps[gi] = group_deps(c, s, gi, &deps[gi]);
-  for (int pos = 0; pos < s->n; pos++) {
-    int pick = -1;
-    for (int gi = 0; gi < s->n && pick < 0; gi++)
-      if (!done[gi] && indeg[gi] == 0) pick = gi;
-    if (pick < 0) return KILN_BUG("fusion groups form a cycle (a group is not convex)");
-    done[pick] = true;
-    order[pos] = pick;
-    for (int gi = 0; gi < s->n; gi++)
-      for (int j = 0; j < n_deps[gi]; j++) indeg[gi] -= deps[gi][j] == pick;
-  }
-  return KILN_OK;
+  int *seen = kiln_arena_calloc(c->scratch, (size_t)c->g->values.len + 1, sizeof(int));
+  for (int gi = 0; gi < s->n; gi++) group_io(c, s, gi, u, seen);
 }
 
 /* ---- per-node decisions ---- */
@@ -534,13 +461,27 @@ static kiln_status check_opts(const kiln_lower_opts *o) {
   return KILN_OK;
 }
 
+/* Each group's scratch is freed after it (a group's lowering may size arrays by the graph's
+ * value count: kept for the whole graph, they grew as O(groups * values)). */
 static kiln_status lower_all(kiln_lower_ctx *c) {
   group_set s;
   collect_groups(c, &s);
   int *order = kiln_arena_calloc(c->scratch, (size_t)s.n + 1, sizeof(int));
-  KILN_TRY(order_groups(c, &s, order));
-  for (int i = 0; i < s.n; i++) KILN_TRY(lower_group(c, &s.groups[order[i]]));
-  return KILN_OK;
+  kiln_status st = kiln_groups_order(c->g, &s.parts, order);
+  kiln_arena *whole = c->scratch;
+  c->ew_val = kiln_xcalloc((size_t)c->g->values.len + 1, sizeof *c->ew_val);
+  c->ew_uses = kiln_xcalloc((size_t)c->g->values.len + 1, sizeof *c->ew_uses);
+  for (int i = 0; !st && i < s.n; i++) {
+    c->scratch = kiln_arena_new();
+    st = lower_group(c, &s.groups[order[i]]);
+    kiln_arena_free(c->scratch);
+  }
+  c->scratch = whole;
+  free(c->ew_val);
+  free(c->ew_uses);
+  c->ew_val = NULL, c->ew_uses = NULL;
+  kiln_groups_free(&s.parts);
+  return st;
 }
 
 static kiln_status lower_program(kiln_graph *g, const kiln_lower_opts *opts, bool stress,
@@ -556,7 +497,7 @@ static kiln_status lower_program(kiln_graph *g, const kiln_lower_opts *opts, boo
   stress = stress && opts->threads > 1;
   p->module->lower_precision = opts->precision;
   p->target = opts->target;
-  kiln_lower_ctx c = {g, opts, p, kiln_arena_new(), stress, sched};
+  kiln_lower_ctx c = {g, opts, p, kiln_arena_new(), stress, sched, NULL, NULL};
   kiln_sched_set_reset_counts(sched);
   kiln_status st = lower_all(&c);
   if (!st) st = kiln_sched_set_check_used(sched);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/mutate.h"
+#include "graph/window.h"
 #include "lower_mm.h"
 #include "ops/attr_decode.h"
 
@@ -40,30 +41,16 @@ static kiln_status ints_attr(const kiln_node *n, const char *name, int count, in
   return KILN_OK;
 }
 
-/* Pads (begin, end) and output size of spatial dim d, as the reference computes them. */
-static kiln_status conv_dim(conv_geom *cg, const char *autopad, int64_t *pads, int d) {
-  int64_t in = cg->in[d], s = cg->s[d], dil = cg->dil[d], dk = (cg->k[d] - 1) * dil + 1;
-  if (s <= 0 || dil <= 0 || cg->k[d] <= 0 || pads[d] < 0 || pads[cg->nsp + d] < 0 ||
-      s > INT32_MAX || dil > INT32_MAX || cg->k[d] > INT32_MAX || pads[d] > INT32_MAX ||
-      pads[cg->nsp + d] > INT32_MAX)
-    return kiln_invalid("Conv: bad kernel, strides, dilations or pads");
-  if (!strcmp(autopad, "SAME_UPPER") || !strcmp(autopad, "SAME_LOWER")) {
-    cg->out[d] = (in + s - 1) / s;
-    int64_t total = (cg->out[d] - 1) * s + dk - in;
-    if (total < 0) total = 0;
-    cg->pb[d] = !strcmp(autopad, "SAME_UPPER") ? total / 2 : total - total / 2;
-    return KILN_OK;
+/* Begin pad and output size of spatial dim d (graph/window.h, as the reference has them). */
+static kiln_status conv_dim(conv_geom *cg, kiln_auto_pad autopad, const int64_t *pads, int d) {
+  kiln_window_dim w = {cg->in[d], cg->k[d], cg->s[d], cg->dil[d], pads[d], pads[cg->nsp + d], 0};
+  switch (kiln_window_resolve(&w, autopad, false)) {
+  case KILN_WINDOW_OK: break;
+  case KILN_WINDOW_LARGER: return kiln_invalid("Conv: window larger than the padded input");
+  default: return kiln_invalid("Conv: bad kernel, strides, dilations or pads");
   }
-  if (!strcmp(autopad, "VALID")) {
-    cg->pb[d] = 0;
-    cg->out[d] = in >= dk ? (in - dk) / s + 1 : 0;
-    return KILN_OK;
-  }
-  if (strcmp(autopad, "NOTSET") && *autopad) return kiln_invalid("Conv: unknown auto_pad");
-  int64_t span = in + pads[d] + pads[cg->nsp + d] - dk;
-  if (span < 0) return kiln_invalid("Conv: window larger than the padded input");
-  cg->pb[d] = pads[d];
-  cg->out[d] = span / s + 1;
+  cg->pb[d] = w.pad_begin;
+  cg->out[d] = w.out;
   return KILN_OK;
 }
 
@@ -90,9 +77,7 @@ static kiln_status conv_geom_of(const kiln_graph *g, const kiln_node *n, conv_ge
   KILN_TRY(ints_attr(n, "pads", 2 * cg->nsp, 0, pads));
   for (int d = 0; d < cg->nsp; d++) ks[d] = w->dims[2 + d].value;
   KILN_TRY(ints_attr(n, "kernel_shape", cg->nsp, -1, cg->k));
-  static const char *const pad_name[KILN_AUTO_PAD_COUNT] = {"NOTSET", "SAME_UPPER", "SAME_LOWER",
-                                                            "VALID"};
-  const char *autopad = pad_name[wa.auto_pad];
+  kiln_auto_pad autopad = wa.auto_pad;
   cg->Pin = cg->P = cg->KS = 1;
   for (int d = 0; d < cg->nsp; d++) {
     if (cg->k[d] < 0) cg->k[d] = ks[d];

@@ -620,17 +620,12 @@ static const char *group_base(const kiln_graph *g, const kiln_group *grp) {
   return g->nodes.data[grp->nodes[grp->n_nodes - 1]].op_type;
 }
 
-kiln_status kiln_lower_ew_group(kiln_lower_ctx *c, const kiln_group *grp) {
+/* The group's kernel, from s->val and s->uses. */
+static kiln_status ew_kernel(ew_state *sp) {
+  ew_state s = *sp;
+  kiln_lower_ctx *c = s.c;
   const kiln_graph *g = c->g;
-  ew_state s = {0};
-  s.c = c;
-  s.grp = grp;
-  const kiln_node *last = &g->nodes.data[grp->nodes[grp->n_nodes - 1]];
-  s.shape = kiln_lower_static(g, last->outputs[0]);
-  KILN_TRY(ew_check(&s));
-  s.val = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof *s.val);
-  s.uses = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof *s.uses);
-  count_uses(&s);
+  const kiln_group *grp = s.grp;
   s.k = kiln_lower_kernel(c, grp, grp->n_nodes > 1 ? "fused_ew" : group_base(g, grp), &s.step);
   ew_params(&s);
   int64_t dims[KILN_MAX_RANK];
@@ -641,4 +636,33 @@ kiln_status kiln_lower_ew_group(kiln_lower_ctx *c, const kiln_group *grp) {
   ew_inplace(&s);
   kiln_lower_add_step(c, &s.step);
   return KILN_OK;
+}
+
+/* Zeroes the entries of s->val and s->uses that the group set (its nodes' inputs and
+ * outputs), leaving the shared arrays clean for the next group. */
+static void clear_values(ew_state *s) {
+  const kiln_graph *g = s->c->g;
+  for (int i = 0; i < s->grp->n_nodes; i++) {
+    const kiln_node *n = &g->nodes.data[s->grp->nodes[i]];
+    for (int j = 0; j < n->n_inputs; j++)
+      if (n->inputs[j] >= 0) s->val[n->inputs[j]] = NULL, s->uses[n->inputs[j]] = 0;
+    for (int j = 0; j < n->n_outputs; j++)
+      if (n->outputs[j] >= 0) s->val[n->outputs[j]] = NULL, s->uses[n->outputs[j]] = 0;
+  }
+}
+
+kiln_status kiln_lower_ew_group(kiln_lower_ctx *c, const kiln_group *grp) {
+  const kiln_graph *g = c->g;
+  ew_state s = {0};
+  s.c = c;
+  s.grp = grp;
+  const kiln_node *last = &g->nodes.data[grp->nodes[grp->n_nodes - 1]];
+  s.shape = kiln_lower_static(g, last->outputs[0]);
+  KILN_TRY(ew_check(&s));
+  s.val = c->ew_val;
+  s.uses = c->ew_uses;
+  count_uses(&s);
+  kiln_status st = ew_kernel(&s);
+  clear_values(&s);
+  return st;
 }

@@ -27,6 +27,10 @@ typedef struct kiln_lower_ctx {
   kiln_arena *scratch; /* freed after lowering */
   bool stress;         /* kiln_lower_stress: every parallel schedule, however small the work */
   struct kiln_sched_set *sched; /* schedules set from outside, or NULL */
+  /* Per value id, for the elementwise lowering (lower_ew.c): all zero between groups, since
+   * a group clears the entries it set (arrays per group would cost O(groups * values)). */
+  struct kiln_texpr **ew_val;
+  int *ew_uses;
 } kiln_lower_ctx;
 
 /* ---- building steps (lower.c) ----

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/mutate.h"
+#include "graph/window.h"
 #include "lower_ops.h"
 #include "ops/attr_decode.h"
 
@@ -30,22 +31,22 @@ static kiln_status ints_attr(const kiln_node *n, const char *name, int sp, int64
   return KILN_OK;
 }
 
-/* Padding from auto_pad (SAME_UPPER/LOWER give the extra one at the end/start). */
+/* Padding (graph/window.h): the pads attribute, or what auto_pad makes of it. The output
+ * extents are inference's, which resolved the same windows. */
 static kiln_status pads(const kiln_node *n, pool *p) {
   kiln_attrs_window wa;
   KILN_TRY(kiln_attrs_window_decode(n, &wa));
+  kiln_auto_pad autopad = wa.auto_pad;
   int64_t pv[6];
-  if (wa.auto_pad == KILN_AUTO_PAD_NOTSET) {
-    KILN_TRY(ints_attr(n, "pads", p->sp, 0, pv, 2 * p->sp));
-    for (int d = 0; d < p->sp; d++) p->pad_lo[d] = pv[d], p->pad_hi[d] = pv[p->sp + d];
-    return KILN_OK;
-  }
+  if (autopad == KILN_AUTO_PAD_NOTSET) KILN_TRY(ints_attr(n, "pads", p->sp, 0, pv, 2 * p->sp));
+  else memset(pv, 0, sizeof pv);
   for (int d = 0; d < p->sp; d++) {
-    int64_t total =
-        (p->out[2 + d] - 1) * p->stride[d] + (p->kernel[d] - 1) * p->dil[d] + 1 - p->in[2 + d];
-    if (total < 0 || wa.auto_pad == KILN_AUTO_PAD_VALID) total = 0;
-    p->pad_lo[d] = wa.auto_pad == KILN_AUTO_PAD_SAME_LOWER ? total - total / 2 : total / 2;
-    p->pad_hi[d] = total - p->pad_lo[d];
+    kiln_window_dim w = {
+        p->in[2 + d], p->kernel[d], p->stride[d], p->dil[d], pv[d], pv[p->sp + d], 0};
+    if (kiln_window_resolve(&w, autopad, false) != KILN_WINDOW_OK)
+      return kiln_invalid("%s: bad window", n->op_type);
+    p->pad_lo[d] = w.pad_begin;
+    p->pad_hi[d] = w.pad_end;
   }
   return KILN_OK;
 }

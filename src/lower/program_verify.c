@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/analysis.h"
 #include "lower_internal.h"
 
 #define BUG "internal error (a bug in Kiln's lowering): "
@@ -87,16 +88,8 @@ static kiln_status check_kernel(const pv *v, const kiln_step *st, int s) {
 
 /* Values of g that the subgraphs of node n read (OUTER values of its direct subgraphs). */
 static kiln_status read_subgraph_outers(const pv *v, const kiln_node *n, int s) {
-  for (int a = 0; a < n->n_attrs; a++) {
-    const kiln_attr *at = &n->attrs[a];
-    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-    for (int k = 0; k < cnt; k++) {
-      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-      for (int i = 0; sub && sub->parent == v->g && i < sub->values.len; i++)
-        if (sub->values.data[i].kind == KILN_VALUE_OUTER)
-          KILN_TRY(read_value(v, s, sub->values.data[i].outer));
-    }
-  }
+  kiln_outer_iter it = kiln_outer_reads(v->g, n);
+  for (int id; kiln_outer_next(&it, &id);) KILN_TRY(read_value(v, s, id));
   return KILN_OK;
 }
 

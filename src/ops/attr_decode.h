@@ -13,6 +13,7 @@
 #ifndef KILN_ATTR_DECODE_H
 #define KILN_ATTR_DECODE_H
 
+#include "graph/window.h" /* kiln_auto_pad */
 #include "op_attrs.h"
 
 /* ---- single attributes: the node's value, else the schema's default at the node's opset ----
@@ -123,14 +124,7 @@ kiln_status kiln_attrs_gemm_decode(const kiln_node *n, kiln_attrs_gemm *out);
  * VALID (an empty string, which some exporters write, is NOTSET); group, offset_group >= 1 (1 for
  * ops without groups); ceil_mode, count_include_pad, storage_order 0 or 1; p > 0 (LpPool: a float
  * in opset 1, an int later). This decodes the attributes only; the window geometry they give is
- * computed elsewhere. */
-typedef enum kiln_auto_pad {
-  KILN_AUTO_PAD_NOTSET,
-  KILN_AUTO_PAD_SAME_UPPER,
-  KILN_AUTO_PAD_SAME_LOWER,
-  KILN_AUTO_PAD_VALID,
-  KILN_AUTO_PAD_COUNT
-} kiln_auto_pad;
+ * computed by graph/window.h. */
 
 typedef struct kiln_attrs_window {
   const int64_t *kernel_shape, *strides, *pads, *dilations;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/analysis.h"
 #include "ops.h"
 
 typedef struct frame {
@@ -33,31 +34,12 @@ static kiln_val *lookup_outer(frame *f, const kiln_graph *g, int id) {
 
 /* last_use[id] = index of the last node of g that reads value id (directly or
  * from a subgraph body); nodes.len for graph outputs (never freed early). */
-static void collect_sub_uses(const kiln_graph *g, const kiln_node *n, int idx, int *last_use) {
-  for (int a = 0; a < n->n_attrs; a++) {
-    const kiln_attr *at = &n->attrs[a];
-    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-    for (int k = 0; k < cnt; k++) {
-      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-      if (!sub || sub->parent != g) continue;
-      for (int v = 0; v < sub->values.len; v++)
-        if (sub->values.data[v].kind == KILN_VALUE_OUTER && sub->values.data[v].outer >= 0)
-          last_use[sub->values.data[v].outer] = idx;
-    }
-  }
-}
-
 static int *compute_last_use(const kiln_graph *g) {
-  int *last = kiln_xcalloc((size_t)g->values.len + 1, sizeof(int));
-  for (int i = 0; i < g->values.len; i++) last[i] = -1;
-  for (int i = 0; i < g->nodes.len; i++) {
-    const kiln_node *n = &g->nodes.data[i];
-    for (int k = 0; k < n->n_inputs; k++)
-      if (n->inputs[k] >= 0) last[n->inputs[k]] = i;
-    collect_sub_uses(g, n, i, last);
-  }
-  for (int i = 0; i < g->outputs.len; i++)
-    if (g->outputs.data[i] >= 0) last[g->outputs.data[i]] = g->nodes.len;
+  kiln_uses u;
+  kiln_uses_compute(g, &u);
+  int *last = u.last;
+  u.last = NULL;
+  kiln_uses_free(&u);
   return last;
 }
 
@@ -230,26 +212,17 @@ kiln_status kiln_interp_run_sub(kiln_eval_ctx *ctx, const kiln_graph *sub, int n
 static kiln_status bind_sub_outers(frame *f, const kiln_node *n,
                                    kiln_val *(*lookup)(void *user, int value_id), void *user) {
   const kiln_graph *g = f->g;
-  for (int a = 0; a < n->n_attrs; a++) {
-    const kiln_attr *at = &n->attrs[a];
-    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-    for (int k = 0; k < cnt; k++) {
-      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-      if (!sub || sub->parent != g) continue;
-      for (int v = 0; v < sub->values.len; v++) {
-        const kiln_value *sv = &sub->values.data[v];
-        if (sv->kind != KILN_VALUE_OUTER || sv->outer < 0 || f->env[sv->outer]) continue;
-        if (g->values.data[sv->outer].kind == KILN_VALUE_CONST) {
-          f->env[sv->outer] = kiln_val_tensor(g->values.data[sv->outer].data);
-          continue;
-        }
-        f->env[sv->outer] = lookup(user, sv->outer);
-        f->borrowed[sv->outer] = true;
-        if (!f->env[sv->outer])
-          return kiln_invalid("value '%s' read by a subgraph is not available",
-                              g->values.data[sv->outer].name);
-      }
+  kiln_outer_iter it = kiln_outer_reads(g, n);
+  for (int v; kiln_outer_next(&it, &v);) {
+    if (f->env[v]) continue;
+    if (g->values.data[v].kind == KILN_VALUE_CONST) {
+      f->env[v] = kiln_val_tensor(g->values.data[v].data);
+      continue;
     }
+    f->env[v] = lookup(user, v);
+    f->borrowed[v] = true;
+    if (!f->env[v])
+      return kiln_invalid("value '%s' read by a subgraph is not available", g->values.data[v].name);
   }
   return KILN_OK;
 }

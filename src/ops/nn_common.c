@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "attr_decode.h"
+#include "graph/window.h"
 #include "nn_internal.h"
 
 void kiln_nn_set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, kiln_infer_fn infer,
@@ -204,64 +205,27 @@ kiln_status kiln_nn_scalar_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t, c
 
 /* ---- windows ---- */
 
-kiln_status kiln_nn_parse_autopad(const kiln_node *node, kiln_nn_autopad *out) {
-  kiln_attrs_window wa;
-  KILN_TRY(kiln_attrs_window_decode(node, &wa));
-  static const kiln_nn_autopad of[KILN_AUTO_PAD_COUNT] = {
-      [KILN_AUTO_PAD_NOTSET] = KILN_NN_PAD_NOTSET,
-      [KILN_AUTO_PAD_SAME_UPPER] = KILN_NN_PAD_SAME_UPPER,
-      [KILN_AUTO_PAD_SAME_LOWER] = KILN_NN_PAD_SAME_LOWER,
-      [KILN_AUTO_PAD_VALID] = KILN_NN_PAD_VALID,
-  };
-  *out = of[wa.auto_pad];
-  return KILN_OK;
-}
-
-static int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-/* Output size and pads of spatial dim d. */
+/* Output size and pads of spatial dim d (graph/window.h). */
 static kiln_status window_dim(const kiln_node *node, kiln_nn_window *w, int d) {
   char buf[160];
-  int64_t in = w->in[d], s = w->strides[d], k = w->kernel[d], dil = w->dilations[d];
-  int64_t *pb = &w->pads[d], *pe = &w->pads[w->nsp + d];
-  if (s <= 0 || dil <= 0 || k <= 0 || *pb < 0 || *pe < 0)
+  kiln_window_dim wd = {
+      w->in[d], w->kernel[d], w->strides[d], w->dilations[d], w->pads[d], w->pads[w->nsp + d], 0};
+  switch (kiln_window_resolve(&wd, w->auto_pad, w->ceil_mode)) {
+  case KILN_WINDOW_OK: break;
+  case KILN_WINDOW_BAD:
     return kiln_invalid("%s: kernel, strides and dilations must be positive, pads non-negative",
                         kiln_node_label(node, buf, sizeof buf));
-  if (k > INT32_MAX || dil > INT32_MAX || s > INT32_MAX || *pb > INT32_MAX || *pe > INT32_MAX)
+  case KILN_WINDOW_TOO_LARGE:
     return kiln_invalid("%s: window attributes too large", kiln_node_label(node, buf, sizeof buf));
-  int64_t dk = (k - 1) * dil + 1;
-  if (in < 0) {
-    w->out[d] = -1;
-    return KILN_OK;
-  }
-  switch (w->auto_pad) {
-  case KILN_NN_PAD_SAME_UPPER:
-  case KILN_NN_PAD_SAME_LOWER: {
-    w->out[d] = floor_div(in + s - 1, s);
-    int64_t total = (w->out[d] - 1) * s + dk - in;
-    if (total < 0) total = 0;
-    int64_t small = total / 2;
-    *pb = w->auto_pad == KILN_NN_PAD_SAME_UPPER ? small : total - small;
-    *pe = total - *pb;
-    return KILN_OK;
-  }
-  case KILN_NN_PAD_VALID:
-    *pb = *pe = 0;
-    w->out[d] = in >= dk ? floor_div(in - dk, s) + 1 : 0;
-    return KILN_OK;
-  case KILN_NN_PAD_NOTSET: break;
-  }
-  int64_t span = in + *pb + *pe - dk;
-  if (span < 0)
+  default:
     return kiln_invalid("%s: window of %lld is larger than padded input %lld",
-                        kiln_node_label(node, buf, sizeof buf), (long long)dk,
-                        (long long)(in + *pb + *pe));
-  int64_t out = w->ceil_mode ? floor_div(span + s - 1, s) + 1 : span / s + 1;
-  if (w->ceil_mode && (out - 1) * s >= in + *pb) out--;
-  w->out[d] = out;
+                        kiln_node_label(node, buf, sizeof buf),
+                        (long long)((wd.kernel - 1) * wd.dilation + 1),
+                        (long long)(wd.in + wd.pad_begin + wd.pad_end));
+  }
+  w->pads[d] = wd.pad_begin;
+  w->pads[w->nsp + d] = wd.pad_end;
+  w->out[d] = wd.out;
   return KILN_OK;
 }
 
@@ -272,7 +236,7 @@ kiln_status kiln_nn_window_init(const kiln_node *node, kiln_nn_window *w, bool c
   KILN_TRY(kiln_nn_ints_n(node, "strides", n, 1, w->strides, NULL));
   KILN_TRY(kiln_nn_ints_n(node, "dilations", n, 1, w->dilations, NULL));
   KILN_TRY(kiln_nn_ints_n(node, "pads", 2 * n, 0, w->pads, NULL));
-  KILN_TRY(kiln_nn_parse_autopad(node, &w->auto_pad));
+  w->auto_pad = wa.auto_pad;
   w->ceil_mode = ceil_ok && wa.ceil_mode;
   for (int d = 0; d < n; d++) KILN_TRY(window_dim(node, w, d));
   return KILN_OK;

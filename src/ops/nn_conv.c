@@ -247,7 +247,8 @@ static kiln_status convt_pads(kiln_eval_ctx *ctx, convt_geom *g) {
   KILN_TRY(kiln_node_ints(ctx->node, "output_shape", &os, &n_os));
   if (n_os >= 0 && n_os != nsp && n_os != nsp + 2)
     return kiln_eval_error(ctx, KILN_ERR_INVALID, "output_shape has %d values", n_os);
-  bool same = g->w.auto_pad == KILN_NN_PAD_SAME_UPPER || g->w.auto_pad == KILN_NN_PAD_SAME_LOWER;
+  bool same =
+      g->w.auto_pad == KILN_AUTO_PAD_SAME_UPPER || g->w.auto_pad == KILN_AUTO_PAD_SAME_LOWER;
   for (int d = 0; d < nsp; d++) {
     int64_t s = g->w.strides[d], dk = (g->w.kernel[d] - 1) * g->w.dilations[d] + 1;
     int64_t full;
@@ -255,14 +256,14 @@ static kiln_status convt_pads(kiln_eval_ctx *ctx, convt_geom *g) {
         full > INT64_MAX / 4)
       return kiln_eval_error(ctx, KILN_ERR_INVALID, "output size overflows");
     full += g->out_pad[d] + dk;
-    if (g->w.auto_pad == KILN_NN_PAD_VALID) g->w.pads[d] = g->w.pads[nsp + d] = 0;
+    if (g->w.auto_pad == KILN_AUTO_PAD_VALID) g->w.pads[d] = g->w.pads[nsp + d] = 0;
     g->w.out[d] = full - g->w.pads[d] - g->w.pads[nsp + d];
     if (n_os >= 0 || same) {
       int64_t want = n_os >= 0 ? os[n_os - nsp + d] : g->w.in[d] * s;
       if (want < 0 || want > full + INT32_MAX)
         return kiln_eval_error(ctx, KILN_ERR_INVALID, "bad output_shape %lld", (long long)want);
       int64_t total = full - want > 0 ? full - want : 0, half = total / 2;
-      bool upper = g->w.auto_pad == KILN_NN_PAD_SAME_UPPER;
+      bool upper = g->w.auto_pad == KILN_AUTO_PAD_SAME_UPPER;
       g->w.pads[d] = upper ? half : total - half;
       g->w.pads[nsp + d] = total - g->w.pads[d];
       g->w.out[d] = want; /* beyond the full result (total < 0): zeros (plus bias) */
@@ -296,7 +297,7 @@ static kiln_status convt_geom_init(kiln_eval_ctx *ctx, int rank, const int64_t *
   KILN_TRY(kiln_nn_ints_n(ctx->node, "strides", nsp, 1, g->w.strides, NULL));
   KILN_TRY(kiln_nn_ints_n(ctx->node, "dilations", nsp, 1, g->w.dilations, NULL));
   KILN_TRY(kiln_nn_ints_n(ctx->node, "pads", 2 * nsp, 0, g->w.pads, NULL));
-  KILN_TRY(kiln_nn_parse_autopad(ctx->node, &g->w.auto_pad));
+  g->w.auto_pad = wa.auto_pad;
   for (int d = 0; d < nsp; d++) {
     if (has_k && g->w.kernel[d] != wd[d + 2])
       return kiln_eval_error(ctx, KILN_ERR_INVALID, "kernel_shape does not match W");

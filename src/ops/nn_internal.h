@@ -6,6 +6,7 @@
 #ifndef KILN_OPS_NN_INTERNAL_H
 #define KILN_OPS_NN_INTERNAL_H
 
+#include "graph/window.h"
 #include "ops.h"
 
 /* ---- registration of the family files (called from reduce.c / nn.c) ---- */
@@ -61,16 +62,10 @@ kiln_status kiln_nn_scalar_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t, c
                                int64_t *out);
 
 /* ---- convolution and pooling windows ---- */
-typedef enum kiln_nn_autopad {
-  KILN_NN_PAD_NOTSET,
-  KILN_NN_PAD_SAME_UPPER,
-  KILN_NN_PAD_SAME_LOWER,
-  KILN_NN_PAD_VALID,
-} kiln_nn_autopad;
 
 typedef struct kiln_nn_window {
-  int nsp; /* spatial rank */
-  kiln_nn_autopad auto_pad;
+  int nsp;                /* spatial rank */
+  kiln_auto_pad auto_pad; /* graph/window.h */
   bool ceil_mode;
   int64_t in[KILN_MAX_RANK];
   int64_t kernel[KILN_MAX_RANK];
@@ -80,7 +75,6 @@ typedef struct kiln_nn_window {
   int64_t out[KILN_MAX_RANK];
 } kiln_nn_window;
 
-kiln_status kiln_nn_parse_autopad(const kiln_node *node, kiln_nn_autopad *out);
 /* Reads strides, dilations, pads, auto_pad and (if ceil_ok) ceil_mode of node for a window of
  * nsp spatial dims whose kernel is already in w->kernel and input sizes in w->in (an input
  * size < 0 means unknown: its output size is then -1). Computes w->pads (auto_pad resolved)

@@ -22,7 +22,8 @@
 enum { FOLD_GROWTH = 1 << 16, FOLD_MAX_IO = 16 };
 
 static bool foldable(const kiln_rw *rw, const kiln_node *n, int64_t *in_elems) {
-  if (n->op == KILN_OP_UNKNOWN || kiln_rw_is_random(n->op) || kiln_rw_has_subgraph(n)) return false;
+  if (n->op == KILN_OP_UNKNOWN || kiln_rw_is_random(n->op) || kiln_node_has_subgraph(n))
+    return false;
   if (!kiln_op_get(n->op)->eval || n->n_outputs < 1 || n->n_outputs > FOLD_MAX_IO ||
       n->n_inputs > FOLD_MAX_IO)
     return false;

@@ -139,7 +139,7 @@ static uint64_t node_hash(const kiln_node *n) {
 }
 
 static bool mergeable(const kiln_node *n) {
-  return n->op != KILN_OP_UNKNOWN && !kiln_rw_is_random(n->op) && !kiln_rw_has_subgraph(n) &&
+  return n->op != KILN_OP_UNKNOWN && !kiln_rw_is_random(n->op) && !kiln_node_has_subgraph(n) &&
          n->n_outputs > 0;
 }
 

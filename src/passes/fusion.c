@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/mutate.h"
+#include "graph/analysis.h"
 #include "passes.h"
 
 typedef enum node_class { NC_OTHER, NC_EW, NC_RED, NC_MM, NC_COUNT } node_class;
@@ -27,10 +28,16 @@ typedef enum node_class { NC_OTHER, NC_EW, NC_RED, NC_MM, NC_COUNT } node_class;
 typedef struct fuse_ctx {
   kiln_graph *g;
   node_class *cls;
-  int *n_uses;  /* per value: reads by root nodes, +2 per graph output or subgraph read */
-  int *user;    /* per value: the reading node when n_uses == 1 */
-  bool *in_grp; /* membership of the elementwise group being grown */
-  bool *taint;  /* scratch for the convexity check */
+  kiln_uses uses;         /* graph/analysis.h: reads of each value */
+  int *succ_start, *succ; /* per node: the nodes reading one of its outputs (CSR, ascending,
+                           * a reader once; through a subgraph read too) */
+  bool *in_grp;           /* membership of the elementwise group being grown */
+  int *members;           /* its members, n_members of them, lo..hi their node range */
+  int n_members, lo, hi;
+  int *seen, stamp;          /* visit marks of the convexity check */
+  int *stack;                /* its work list */
+  int *heap, n_heap, cursor; /* members left to grow from in this sweep, the one at hand */
+  int n_added;               /* nodes given the group being built */
   int next_id;
 } fuse_ctx;
 
@@ -51,29 +58,47 @@ static bool same_shape(const kiln_type *a, const kiln_type *b) {
   return true;
 }
 
-/* Values read by the subgraphs of n count as used outside any group. */
-static void mark_sub_reads(fuse_ctx *f, const kiln_node *n) {
-  for (int a = 0; a < n->n_attrs; a++) {
-    const kiln_attr *at = &n->attrs[a];
-    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-    for (int k = 0; k < cnt; k++) {
-      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-      for (int v = 0; sub && sub->parent == f->g && v < sub->values.len; v++)
-        if (sub->values.data[v].kind == KILN_VALUE_OUTER && sub->values.data[v].outer >= 0)
-          f->n_uses[sub->values.data[v].outer] += 2;
-    }
-  }
+/* The node that reads v when that is v's one use (one input slot: no subgraph reads it, it is
+ * no graph output); -1 otherwise. A value read by a subgraph counts as used outside any group. */
+static int only_reader(const fuse_ctx *f, int v) {
+  const kiln_uses *u = &f->uses;
+  return v >= 0 && u->count[v] == 1 && !u->pinned[v] && !u->output[v] ? u->last[v] : -1;
 }
 
-static void count_uses(fuse_ctx *f) {
+/* Readers of each node's outputs, by node input or subgraph read, each reader once and in
+ * node order (nodes are in topological order, so filling in node order sorts each list). */
+static void add_succ(fuse_ctx *f, int reader, int v, bool fill, int *fill_at) {
+  int p = producer(f, v);
+  if (p < 0) return;
+  if (!fill) {
+    if (f->seen[p] != reader + 1) f->succ_start[p + 1]++;
+  } else if (f->seen[p] != reader + 1) {
+    f->succ[f->succ_start[p] + fill_at[p]++] = reader;
+  }
+  f->seen[p] = reader + 1;
+}
+
+static void succ_pass(fuse_ctx *f, bool fill, int *fill_at) {
   kiln_graph *g = f->g;
+  for (int i = 0; i < g->nodes.len; i++) f->seen[i] = 0;
   for (int i = 0; i < g->nodes.len; i++) {
     const kiln_node *n = &g->nodes.data[i];
-    for (int k = 0; k < n->n_inputs; k++)
-      if (n->inputs[k] >= 0) f->n_uses[n->inputs[k]]++, f->user[n->inputs[k]] = i;
-    mark_sub_reads(f, n);
+    for (int k = 0; k < n->n_inputs; k++) add_succ(f, i, n->inputs[k], fill, fill_at);
+    kiln_outer_iter it = kiln_outer_reads(g, n);
+    for (int v; kiln_outer_next(&it, &v);) add_succ(f, i, v, fill, fill_at);
   }
-  for (int i = 0; i < g->outputs.len; i++) f->n_uses[g->outputs.data[i]] += 2;
+  for (int i = 0; i < g->nodes.len; i++) f->seen[i] = 0;
+}
+
+static void build_succ(fuse_ctx *f) {
+  int nn = f->g->nodes.len;
+  f->succ_start = kiln_xcalloc((size_t)nn + 2, sizeof(int));
+  succ_pass(f, false, NULL);
+  for (int i = 0; i < nn; i++) f->succ_start[i + 1] += f->succ_start[i];
+  f->succ = kiln_xcalloc((size_t)f->succ_start[nn] + 1, sizeof(int));
+  int *fill_at = kiln_xcalloc((size_t)nn + 1, sizeof(int));
+  succ_pass(f, true, fill_at);
+  free(fill_at);
 }
 
 static void classify(fuse_ctx *f, kiln_fuse_classify_fn fn) {
@@ -88,30 +113,54 @@ static void classify(fuse_ctx *f, kiln_fuse_classify_fn fn) {
   }
 }
 
-/* True when no path leaves the group (f->in_grp) and comes back into it. */
-static bool convex(fuse_ctx *f) {
-  kiln_graph *g = f->g;
-  bool ok = true;
-  for (int i = 0; i < g->nodes.len && ok; i++) {
-    const kiln_node *n = &g->nodes.data[i];
-    bool from_group = false, from_taint = false;
-    for (int k = 0; k < n->n_inputs; k++) {
-      int p = producer(f, n->inputs[k]);
-      if (p < 0) continue;
-      from_group |= f->in_grp[p];
-      from_taint |= f->taint[p];
+/* Visits y, a neighbour of x on a path from j: true when y is a member reached through a
+ * non-member (x != j); a non-member within the bound is pushed. */
+static bool visit(fuse_ctx *f, int j, int x, int y, bool forward, int *top) {
+  if (y < 0 || y == j || f->seen[y] == f->stamp) return false;
+  if (f->in_grp[y]) return x != j;
+  if (forward ? y > f->hi : y < f->lo) return false; /* cannot come back into the group */
+  f->seen[y] = f->stamp;
+  f->stack[(*top)++] = y;
+  return false;
+}
+
+/* Is there a path from j through non-members into the group (forward), or from the group
+ * through non-members into j (backward)? Edges are node inputs and subgraph reads. Nodes are
+ * in topological order, so such a path runs below the group's last node (forward) or above
+ * its first (backward): the search stays near the group instead of sweeping the graph for
+ * every candidate, as it did (quadratic on a 20,000-node graph). */
+static bool path_through_outside(fuse_ctx *f, int j, bool forward) {
+  int top = 0;
+  f->stamp++;
+  f->stack[top++] = j;
+  while (top > 0) {
+    int x = f->stack[--top];
+    const kiln_node *n = &f->g->nodes.data[x];
+    if (forward) {
+      for (int k = f->succ_start[x]; k < f->succ_start[x + 1]; k++)
+        if (visit(f, j, x, f->succ[k], true, &top)) return true;
+      continue;
     }
-    f->taint[i] = !f->in_grp[i] && (from_group || from_taint);
-    ok = !(f->in_grp[i] && from_taint);
+    for (int k = 0; k < n->n_inputs; k++)
+      if (visit(f, j, x, producer(f, n->inputs[k]), false, &top)) return true;
+    kiln_outer_iter it = kiln_outer_reads(f->g, n);
+    for (int v; kiln_outer_next(&it, &v);)
+      if (visit(f, j, x, producer(f, v), false, &top)) return true;
   }
-  if (g->nodes.len > 0) memset(f->taint, 0, (size_t)g->nodes.len);
-  return ok;
+  return false;
+}
+
+/* True when the group (f->in_grp, convex) stays convex with j in it: no path leaves the
+ * group and comes back into it. A path that did not run through j would break the group
+ * as it is, so only paths from or to j need a look. */
+static bool convex_with(fuse_ctx *f, int j) {
+  return !path_through_outside(f, j, true) && !path_through_outside(f, j, false);
 }
 
 /* The node reading v when v's only use is that node, it is elementwise and ungrouped. */
 static int sole_ew_user(const fuse_ctx *f, int v) {
-  if (v < 0 || f->n_uses[v] != 1) return -1;
-  int u = f->user[v];
+  int u = only_reader(f, v);
+  if (u < 0) return -1;
   return f->cls[u] == NC_EW && f->g->nodes.data[u].group == 0 ? u : -1;
 }
 
@@ -134,13 +183,14 @@ static void add_epilogue(fuse_ctx *f, int id, int v) {
       if (n->inputs[k] >= 0 && n->inputs[k] != v && !bcast_to(vtype(f, n->inputs[k]), shape))
         return;
     n->group = id;
+    f->n_added++;
     v = n->outputs[0];
   }
 }
 
 static bool extra_outputs_used(const fuse_ctx *f, const kiln_node *n) {
   for (int k = 1; k < n->n_outputs; k++)
-    if (n->outputs[k] >= 0 && f->n_uses[n->outputs[k]]) return true;
+    if (n->outputs[k] >= 0 && f->uses.count[n->outputs[k]]) return true;
   return false;
 }
 
@@ -164,17 +214,13 @@ enum { PROLOGUE_DEPTH = 64 };
 static void add_prologue(fuse_ctx *f, int id, int v, const kiln_type *shape, int depth) {
   int p = producer(f, v);
   if (depth >= PROLOGUE_DEPTH || p < 0 || f->cls[p] != NC_EW || f->g->nodes.data[p].group) return;
-  if (f->n_uses[v] != 1 && !KILN_MUTANT(17)) return; /* mutant 17: prologue value used outside */
+  if (only_reader(f, v) < 0 && !KILN_MUTANT(17))
+    return; /* mutant 17: prologue value used outside */
   kiln_node *n = &f->g->nodes.data[p];
   if (!same_shape(vtype(f, v), shape)) return;
   n->group = id;
+  f->n_added++;
   for (int k = 0; k < n->n_inputs; k++) add_prologue(f, id, n->inputs[k], shape, depth + 1);
-}
-
-static int count_members(const fuse_ctx *f, int id) {
-  int members = 0;
-  for (int j = 0; j < f->g->nodes.len; j++) members += f->g->nodes.data[j].group == id;
-  return members;
 }
 
 /* (c) reduction + prologue + epilogue */
@@ -184,9 +230,10 @@ static void fuse_reductions(fuse_ctx *f, kiln_pass_ctx *ctx) {
     if (f->cls[i] != NC_RED || n->group) continue;
     int id = f->next_id;
     n->group = id;
+    f->n_added = 0;
     add_prologue(f, id, n->inputs[0], vtype(f, n->inputs[0]), 0);
     if (!extra_outputs_used(f, n)) add_epilogue(f, id, n->outputs[0]);
-    if (count_members(f, id) == 1) {
+    if (f->n_added == 0) {
       n->group = 0;
       continue;
     }
@@ -195,17 +242,40 @@ static void fuse_reductions(fuse_ctx *f, kiln_pass_ctx *ctx) {
   }
 }
 
+/* A min-heap of node ids: the members a sweep has still to grow from, smallest first. */
+static void heap_push(fuse_ctx *f, int x) {
+  int i = f->n_heap++;
+  for (; i > 0 && f->heap[(i - 1) / 2] > x; i = (i - 1) / 2) f->heap[i] = f->heap[(i - 1) / 2];
+  f->heap[i] = x;
+}
+
+static int heap_pop(fuse_ctx *f) {
+  int top = f->heap[0], x = f->heap[--f->n_heap], i = 0;
+  for (int c; (c = 2 * i + 1) < f->n_heap; i = c) {
+    if (c + 1 < f->n_heap && f->heap[c + 1] < f->heap[c]) c++;
+    if (f->heap[c] >= x) break;
+    f->heap[i] = f->heap[c];
+  }
+  f->heap[i] = x;
+  return top;
+}
+
+static void join(fuse_ctx *f, int id, int j) {
+  f->in_grp[j] = true;
+  f->g->nodes.data[j].group = id;
+  f->members[f->n_members++] = j;
+  if (j < f->lo) f->lo = j;
+  if (j > f->hi) f->hi = j;
+  if (j > f->cursor) heap_push(f, j); /* the sweep has yet to reach it */
+}
+
 /* Tries to add node j to group id (members in f->in_grp); keeps it if the group stays
  * convex. */
 static bool try_add(fuse_ctx *f, int id, int j, const kiln_type *shape) {
   kiln_node *n = &f->g->nodes.data[j];
   if (f->cls[j] != NC_EW || n->group || !same_shape(vtype(f, n->outputs[0]), shape)) return false;
-  f->in_grp[j] = true;
-  if (!KILN_MUTANT(16) && !convex(f)) { /* mutant 16: convexity not checked */
-    f->in_grp[j] = false;
-    return false;
-  }
-  n->group = id;
+  if (!KILN_MUTANT(16) && !convex_with(f, j)) return false; /* mutant 16: convexity not checked */
+  join(f, id, j);
   return true;
 }
 
@@ -219,13 +289,28 @@ static bool grow_from(fuse_ctx *f, int id, int m, const kiln_type *shape) {
     if (p >= 0) grew |= try_add(f, id, p, shape);
   }
   int v = n->outputs[0];
-  for (int j = m + 1; j < g->nodes.len && f->n_uses[v] > 0; j++) {
+  for (int s = f->succ_start[m]; v >= 0 && s < f->succ_start[m + 1]; s++) {
+    int j = f->succ[s];
     const kiln_node *c = &g->nodes.data[j];
     bool reads = false;
     for (int k = 0; k < c->n_inputs; k++) reads |= c->inputs[k] == v;
     if (reads) grew |= try_add(f, id, j, shape);
   }
   return grew;
+}
+
+/* Grows the group from each member in node order, members that join ahead of the sweep
+ * included, until a sweep adds none. */
+static void grow_group(fuse_ctx *f, int id, const kiln_type *shape) {
+  for (bool grew = true; grew;) {
+    grew = false;
+    f->cursor = -1;
+    for (int i = 0; i < f->n_members; i++) heap_push(f, f->members[i]);
+    while (f->n_heap > 0) {
+      f->cursor = heap_pop(f);
+      grew |= grow_from(f, id, f->cursor, shape);
+    }
+  }
 }
 
 /* (b) maximal elementwise DAGs of one output shape */
@@ -236,15 +321,12 @@ static void fuse_elementwise(fuse_ctx *f, kiln_pass_ctx *ctx) {
     if (f->cls[i] != NC_EW || n->group) continue;
     int id = f->next_id;
     const kiln_type *shape = vtype(f, n->outputs[0]);
-    memset(f->in_grp, 0, (size_t)g->nodes.len);
-    f->in_grp[i] = true;
-    n->group = id;
-    for (bool grew = true; grew;) {
-      grew = false;
-      for (int m = 0; m < g->nodes.len; m++)
-        if (f->in_grp[m]) grew |= grow_from(f, id, m, shape);
-    }
-    if (count_members(f, id) == 1) {
+    f->n_members = 0;
+    f->lo = f->hi = f->cursor = i;
+    join(f, id, i);
+    grow_group(f, id, shape);
+    for (int k = 0; k < f->n_members; k++) f->in_grp[f->members[k]] = false;
+    if (f->n_members == 1) {
       n->group = 0;
       continue;
     }
@@ -254,23 +336,30 @@ static void fuse_elementwise(fuse_ctx *f, kiln_pass_ctx *ctx) {
 }
 
 kiln_status kiln_pass_fusion(kiln_pass_ctx *ctx, kiln_graph *g) {
-  int nv = g->values.len, nn = g->nodes.len;
-  fuse_ctx f = {g,
-                kiln_xcalloc((size_t)nn + 1, sizeof(node_class)),
-                kiln_xcalloc((size_t)nv + 1, sizeof(int)),
-                kiln_xcalloc((size_t)nv + 1, sizeof(int)),
-                kiln_xcalloc((size_t)nn + 1, 1),
-                kiln_xcalloc((size_t)nn + 1, 1),
-                1};
-  count_uses(&f);
+  int nn = g->nodes.len;
+  fuse_ctx f = {0};
+  f.g = g;
+  f.cls = kiln_xcalloc((size_t)nn + 1, sizeof(node_class));
+  f.in_grp = kiln_xcalloc((size_t)nn + 1, 1);
+  f.members = kiln_xcalloc((size_t)nn + 1, sizeof(int));
+  f.seen = kiln_xcalloc((size_t)nn + 1, sizeof(int));
+  f.stack = kiln_xcalloc((size_t)nn + 1, sizeof(int));
+  f.heap = kiln_xcalloc((size_t)nn + 1, sizeof(int));
+  f.next_id = 1;
+  kiln_uses_compute(g, &f.uses);
+  build_succ(&f);
   classify(&f, ctx->opts ? ctx->opts->fuse_classify : NULL);
   fuse_contractions(&f, ctx);
   fuse_reductions(&f, ctx);
   fuse_elementwise(&f, ctx);
+  kiln_uses_free(&f.uses);
   free(f.cls);
-  free(f.n_uses);
-  free(f.user);
   free(f.in_grp);
-  free(f.taint);
+  free(f.members);
+  free(f.seen);
+  free(f.stack);
+  free(f.heap);
+  free(f.succ_start);
+  free(f.succ);
   return KILN_OK;
 }

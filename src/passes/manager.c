@@ -77,12 +77,6 @@ static kiln_status check_list(const char *list, const char *what, bool all_ok) {
   return KILN_OK;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 typedef struct run_record {
   const char *name;
   bool ran;
@@ -131,9 +125,9 @@ static bool verify_forced(void) {
 static kiln_status run_one(const kiln_pass_info *p, const kiln_pass_opts *o, kiln_graph *g,
                            run_record *rec) {
   kiln_pass_ctx ctx = {o, p->name, 0};
-  double t0 = now_ms();
+  double t0 = 1e3 * kiln_clock_seconds();
   KILN_TRYF(p->run(&ctx, g), "pass %s", p->name);
-  rec->ms += now_ms() - t0; /* summed over the rounds of the folding loop */
+  rec->ms += 1e3 * kiln_clock_seconds() - t0; /* summed over the rounds of the folding loop */
   rec->changes += ctx.changes;
   rec->ran = true;
   if (o->verify_each || verify_forced())

@@ -4,36 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/analysis.h"
 #include "ops/op_desc.h"
 #include "rewrite.h"
 
-/* Calls fn(user, outer_value_id) for each value of g read by the subgraphs of node n. */
-static void for_each_sub_read(const kiln_graph *g, const kiln_node *n,
-                              void (*fn)(void *user, int id), void *user) {
-  for (int a = 0; a < n->n_attrs; a++) {
-    const kiln_attr *at = &n->attrs[a];
-    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-    for (int k = 0; k < cnt; k++) {
-      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-      if (!sub || sub->parent != g) continue;
-      for (int v = 0; v < sub->values.len; v++) {
-        const kiln_value *sv = &sub->values.data[v];
-        if (sv->kind == KILN_VALUE_OUTER && sv->outer >= 0 && sv->outer < g->values.len)
-          fn(user, sv->outer);
-      }
-    }
+static void add_reader(kiln_rw *rw, int v, int node) {
+  if (v < 0) return;
+  if (rw->n_readers[v] == rw->cap_readers[v]) {
+    rw->cap_readers[v] = rw->cap_readers[v] ? 2 * rw->cap_readers[v] : 2;
+    rw->readers[v] =
+        kiln_xrealloc(rw->readers[v], (size_t)rw->cap_readers[v] * sizeof *rw->readers[v]);
   }
-}
-
-static void count_sub_read(void *user, int id) {
-  kiln_rw *rw = user;
-  rw->uses[id]++;
-  rw->pinned[id] = true;
-}
-
-static void uncount_sub_read(void *user, int id) {
-  kiln_rw *rw = user;
-  rw->uses[id]--;
+  rw->readers[v][rw->n_readers[v]++] = node;
 }
 
 static void grow(void **p, int old_n, int new_n, size_t elem) {
@@ -45,6 +27,9 @@ void kiln_rw_sync(kiln_rw *rw) {
   kiln_graph *g = rw->g;
   if (g->values.len > rw->n_values) {
     int nv = g->values.len;
+    grow((void **)&rw->readers, rw->n_values, nv, sizeof *rw->readers);
+    grow((void **)&rw->n_readers, rw->n_values, nv, sizeof *rw->n_readers);
+    grow((void **)&rw->cap_readers, rw->n_values, nv, sizeof *rw->cap_readers);
     grow((void **)&rw->uses, rw->n_values, nv, sizeof *rw->uses);
     grow((void **)&rw->pinned, rw->n_values, nv, sizeof *rw->pinned);
     grow((void **)&rw->is_output, rw->n_values, nv, sizeof *rw->is_output);
@@ -53,6 +38,9 @@ void kiln_rw_sync(kiln_rw *rw) {
   }
   if (g->nodes.len > rw->n_nodes) {
     grow((void **)&rw->dead_node, rw->n_nodes, g->nodes.len, sizeof *rw->dead_node);
+    for (int i = rw->n_nodes; i < g->nodes.len; i++) /* new nodes' inputs */
+      for (int k = 0; k < g->nodes.data[i].n_inputs; k++)
+        add_reader(rw, g->nodes.data[i].inputs[k], i);
     rw->n_nodes = g->nodes.len;
   }
 }
@@ -61,19 +49,19 @@ void kiln_rw_begin(kiln_rw *rw, kiln_graph *g) {
   memset(rw, 0, sizeof *rw);
   rw->g = g;
   kiln_rw_sync(rw);
-  for (int i = 0; i < g->nodes.len; i++) {
-    const kiln_node *n = &g->nodes.data[i];
-    for (int k = 0; k < n->n_inputs; k++)
-      if (n->inputs[k] >= 0) rw->uses[n->inputs[k]]++;
-    for_each_sub_read(g, n, count_sub_read, rw);
-  }
-  for (int i = 0; i < g->outputs.len; i++) {
-    rw->uses[g->outputs.data[i]]++;
-    rw->is_output[g->outputs.data[i]] = true;
-  }
+  kiln_uses u;
+  kiln_uses_compute(g, &u);
+  memcpy(rw->uses, u.count, (size_t)g->values.len * sizeof *rw->uses);
+  memcpy(rw->pinned, u.pinned, (size_t)g->values.len * sizeof *rw->pinned);
+  memcpy(rw->is_output, u.output, (size_t)g->values.len * sizeof *rw->is_output);
+  kiln_uses_free(&u);
 }
 
 void kiln_rw_abort(kiln_rw *rw) {
+  for (int v = 0; v < rw->n_values; v++) free(rw->readers[v]);
+  free(rw->readers);
+  free(rw->n_readers);
+  free(rw->cap_readers);
   free(rw->uses);
   free(rw->pinned);
   free(rw->is_output);
@@ -104,12 +92,14 @@ void kiln_rw_swap_names(kiln_rw *rw, int a, int b) {
 bool kiln_rw_replace(kiln_rw *rw, int from, int to) {
   if (!kiln_rw_can_replace(rw, from, to)) return false;
   kiln_graph *g = rw->g;
-  for (int i = 0; i < g->nodes.len; i++) {
+  for (int r = 0; r < rw->n_readers[from]; r++) {
+    int i = rw->readers[from][r];
     if (rw->dead_node[i]) continue;
     kiln_node *n = &g->nodes.data[i];
     for (int k = 0; k < n->n_inputs; k++)
-      if (n->inputs[k] == from) n->inputs[k] = to, rw->uses[to]++;
+      if (n->inputs[k] == from) n->inputs[k] = to, rw->uses[to]++, add_reader(rw, to, i);
   }
+  rw->n_readers[from] = 0; /* dead readers keep reading it; nothing else does */
   if (rw->is_output[from]) {
     for (int i = 0; i < g->outputs.len; i++)
       if (g->outputs.data[i] == from) g->outputs.data[i] = to, rw->uses[to]++;
@@ -126,6 +116,7 @@ void kiln_rw_set_input(kiln_rw *rw, int n, int k, int v) {
   if (node->inputs[k] >= 0) rw->uses[node->inputs[k]]--;
   node->inputs[k] = v;
   if (v >= 0) rw->uses[v]++;
+  add_reader(rw, v, n);
 }
 
 void kiln_rw_append_input(kiln_rw *rw, int n, int v) {
@@ -144,7 +135,8 @@ void kiln_rw_kill_node(kiln_rw *rw, int n) {
   rw->dead_node[n] = true;
   for (int k = 0; k < node->n_inputs; k++)
     if (node->inputs[k] >= 0) rw->uses[node->inputs[k]]--;
-  for_each_sub_read(rw->g, node, uncount_sub_read, rw);
+  kiln_outer_iter it = kiln_outer_reads(rw->g, node);
+  for (int v; kiln_outer_next(&it, &v);) rw->uses[v]--;
 }
 
 void kiln_rw_kill_const(kiln_rw *rw, int v) {
@@ -221,12 +213,6 @@ bool kiln_rw_const_all(const kiln_tensor *t, double x) {
   return true;
 }
 
-bool kiln_rw_has_subgraph(const kiln_node *n) {
-  for (int a = 0; a < n->n_attrs; a++)
-    if (n->attrs[a].kind == KILN_ATTR_GRAPH || n->attrs[a].kind == KILN_ATTR_GRAPHS) return true;
-  return false;
-}
-
 bool kiln_rw_is_random(kiln_op op) {
   return kiln_op_has(op, KILN_OPF_RANDOM);
 }
@@ -241,8 +227,7 @@ typedef struct topo {
   unsigned char *state; /* 0 new, 1 on the stack, 2 emitted */
 } topo;
 
-static void add_dep(void *user, int value_id) {
-  topo *t = user;
+static void add_dep(topo *t, int value_id) {
   int p = kiln_rw_producer(t->g, value_id);
   if (p < 0) return;
   if (t->n_deps == t->cap_deps) {
@@ -261,7 +246,8 @@ static void collect_deps(topo *t) {
     if (t->rw->dead_node[i]) continue;
     for (int k = 0; k < n->n_inputs; k++)
       if (n->inputs[k] >= 0) add_dep(t, n->inputs[k]);
-    for_each_sub_read(g, n, add_dep, t);
+    kiln_outer_iter it = kiln_outer_reads(g, n);
+    for (int v; kiln_outer_next(&it, &v);) add_dep(t, v);
   }
   t->deps_start[g->nodes.len] = t->n_deps;
 }
@@ -331,17 +317,8 @@ static void remap_ids(int *ids, int n, const int *vmap) {
 }
 
 static void remap_subgraphs(kiln_graph *g, kiln_node *n, const int *vmap) {
-  for (int a = 0; a < n->n_attrs; a++) {
-    kiln_attr *at = &n->attrs[a];
-    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-    for (int k = 0; k < cnt; k++) {
-      kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-      if (!sub || sub->parent != g) continue;
-      for (int v = 0; v < sub->values.len; v++)
-        if (sub->values.data[v].kind == KILN_VALUE_OUTER && sub->values.data[v].outer >= 0)
-          sub->values.data[v].outer = vmap[sub->values.data[v].outer];
-    }
-  }
+  kiln_outer_iter it = kiln_outer_reads(g, n);
+  for (int v; kiln_outer_next(&it, &v);) it.at->outer = vmap[v];
 }
 
 static int cmp_ptr(const void *a, const void *b) {

@@ -19,6 +19,7 @@
 #ifndef KILN_PASSES_REWRITE_H
 #define KILN_PASSES_REWRITE_H
 
+#include "graph/analysis.h"
 #include "ops/ops.h"
 
 typedef struct kiln_rw {
@@ -29,6 +30,9 @@ typedef struct kiln_rw {
   bool *is_output;       /* per value: a graph output */
   bool *dead_value;      /* per value: removed by kiln_rw_end (constants only) */
   bool *dead_node;       /* per node: removed by kiln_rw_end */
+  /* per value: nodes that read it as an input (a superset: entries go stale when an input
+   * changes and are checked on use), so that kiln_rw_replace visits the readers only */
+  int **readers, *n_readers, *cap_readers;
 } kiln_rw;
 
 void kiln_rw_begin(kiln_rw *rw, kiln_graph *g);
@@ -76,8 +80,6 @@ int kiln_rw_producer(const kiln_graph *g, int v);
 bool kiln_rw_const_ints(const kiln_graph *g, int v, int max, int64_t *out, int *out_n);
 /* True when every element of constant t equals `x` (bitwise for -0.0 when `x` is -0.0). */
 bool kiln_rw_const_all(const kiln_tensor *t, double x);
-/* True for nodes that carry a subgraph attribute. */
-bool kiln_rw_has_subgraph(const kiln_node *n);
 /* True for ops whose result is random (never folded nor merged). */
 bool kiln_rw_is_random(kiln_op op);
 

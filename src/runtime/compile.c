@@ -9,15 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "graph/analysis.h"
 #include "rt_internal.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static const char *const STAGE_NAMES[KILN_STAGE_COUNT] = {"passes", "lowering", "codegen",
                                                           "cc",     "load",     "plan"};
@@ -47,7 +41,7 @@ static void count_steps(kiln_compiled *c) {
 }
 
 static void progress(const kiln_compile_opts *o, const char *what, double t0) {
-  if (o->verbose) fprintf(stderr, "[kiln] %s: %.2f s\n", what, now_s() - t0);
+  if (o->verbose) fprintf(stderr, "[kiln] %s: %.2f s\n", what, kiln_clock_seconds() - t0);
 }
 
 /* Compiled code has one static shape per tensor input. */
@@ -65,7 +59,7 @@ static kiln_status check_static_inputs(const kiln_graph *g) {
 }
 
 static kiln_status run_passes(kiln_compiled *c, const kiln_compile_opts *o) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   KILN_TRY(kiln_rt_bind_opts(c->g, o));
   KILN_TRY(check_static_inputs(c->g));
   kiln_pass_opts po = o->passes;
@@ -75,14 +69,14 @@ static kiln_status run_passes(kiln_compiled *c, const kiln_compile_opts *o) {
    * or the lowering, which assume a well-formed graph. It costs little next to the passes. */
   po.verify_each = true;
   KILN_TRY(kiln_passes_run(c->g, &po, &c->pass_stats));
-  c->stats.seconds[KILN_STAGE_PASSES] = now_s() - t0;
+  c->stats.seconds[KILN_STAGE_PASSES] = kiln_clock_seconds() - t0;
   progress(o, "passes", t0);
   return KILN_OK;
 }
 
 /* The lowering with the target's view, then the target's map (both in the lowering's time). */
 static kiln_status lower(kiln_compiled *c, const kiln_compile_opts *o) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   const kiln_target *t = c->target;
   kiln_lower_opts lo = {.target = t->id,
                         .threads = 1,
@@ -94,7 +88,7 @@ static kiln_status lower(kiln_compiled *c, const kiln_compile_opts *o) {
   KILN_TRY(kiln_lower_scheduled(c->g, &lo, o->schedule, &c->prog));
   if (t->map) KILN_TRY(t->map(c, o));
   count_steps(c);
-  c->stats.seconds[KILN_STAGE_LOWER] = now_s() - t0;
+  c->stats.seconds[KILN_STAGE_LOWER] = kiln_clock_seconds() - t0;
   progress(o, "lowering", t0);
   if (o->verbose && c->stats.n_fallback_steps)
     fprintf(stderr, "[kiln] %d fallback steps (reference kernels)\n", c->stats.n_fallback_steps);
@@ -103,13 +97,13 @@ static kiln_status lower(kiln_compiled *c, const kiln_compile_opts *o) {
 
 /* The target's emit and build, each timed as its stage. */
 static kiln_status emit_build(kiln_compiled *c, const kiln_compile_opts *o) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   KILN_TRY(c->target->emit(c, o));
-  c->stats.seconds[KILN_STAGE_CODEGEN] = now_s() - t0;
+  c->stats.seconds[KILN_STAGE_CODEGEN] = kiln_clock_seconds() - t0;
   progress(o, "codegen", t0);
-  t0 = now_s();
+  t0 = kiln_clock_seconds();
   KILN_TRY(c->target->build(c, o));
-  c->stats.seconds[KILN_STAGE_CC] = now_s() - t0;
+  c->stats.seconds[KILN_STAGE_CC] = kiln_clock_seconds() - t0;
   progress(o, "build", t0);
   return KILN_OK;
 }
@@ -124,7 +118,7 @@ static int largest_value(const kiln_plan *p) {
 }
 
 static kiln_status plan(kiln_compiled *c, const kiln_compile_opts *o) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   KILN_TRY(kiln_plan_program(c->prog, NULL, &c->plan));
 #ifndef NDEBUG
   KILN_TRY(kiln_plan_check(c->prog, c->plan));
@@ -142,7 +136,7 @@ static kiln_status plan(kiln_compiled *c, const kiln_compile_opts *o) {
                           c->g->name, what));
   c->stats.arena_bytes = c->plan->arena_bytes;
   c->stats.lower_bound = c->plan->lower_bound;
-  c->stats.seconds[KILN_STAGE_PLAN] = now_s() - t0;
+  c->stats.seconds[KILN_STAGE_PLAN] = kiln_clock_seconds() - t0;
   progress(o, "memory plan", t0);
   return KILN_OK;
 }
@@ -160,12 +154,8 @@ static void mark_read(const kiln_compiled *c, bool *used) {
     const kiln_node *n = &g->nodes.data[st->node];
     for (int k = 0; k < n->n_inputs; k++)
       if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
-    for (int i = 0; i < g->subgraphs.len; i++) /* conservative: every subgraph's reads */
-      for (int v = 0; v < g->subgraphs.data[i]->values.len; v++) {
-        const kiln_value *sv = &g->subgraphs.data[i]->values.data[v];
-        if (sv->kind == KILN_VALUE_OUTER && g->subgraphs.data[i]->parent == g)
-          used[sv->outer] = true;
-      }
+    kiln_outer_iter it = kiln_outer_reads(g, n);
+    for (int v; kiln_outer_next(&it, &v);) used[v] = true;
   }
   for (int i = 0; i < g->outputs.len; i++) used[g->outputs.data[i]] = true;
 }
@@ -185,9 +175,9 @@ static void release_weights(kiln_compiled *c) {
 }
 
 static kiln_status load(kiln_compiled *c, const kiln_compile_opts *o) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   KILN_TRY(c->target->prepare(c));
-  c->stats.seconds[KILN_STAGE_LOAD] = now_s() - t0;
+  c->stats.seconds[KILN_STAGE_LOAD] = kiln_clock_seconds() - t0;
   progress(o, "load", t0);
   return KILN_OK;
 }
@@ -201,7 +191,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_target *t, const kiln_compile
   *out = NULL;
   if (g->parent) return kiln_invalid("kiln_compile takes a root graph");
   KILN_TRY(kiln_target_check(t));
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   kiln_compiled *c = kiln_xcalloc(1, sizeof *c);
   c->g = g;
   c->target = t;
@@ -215,7 +205,7 @@ kiln_status kiln_compile(kiln_graph *g, const kiln_target *t, const kiln_compile
   if (!st && runs) st = load(c, o);
   if (!st && runs && o->release_weights) release_weights(c);
   kiln_mem_pop_limit(prev_limit);
-  c->stats.total_seconds = now_s() - t0;
+  c->stats.total_seconds = kiln_clock_seconds() - t0;
   if (st) {
     kiln_compiled_free(c);
     if (t == kiln_target_default()) return kiln_status_annotate(st, "compiling '%s'", g->name);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "graph/analysis.h"
 #include "rt_internal.h"
 
 static kiln_tensor *view_tensor(const kiln_type *t, void *data) {
@@ -91,16 +92,8 @@ static void read_at(const kiln_compiled *c, int *last, int v, int s) {
 static void fallback_reads(const kiln_compiled *c, int *last, const kiln_node *n, int s) {
   for (int k = 0; k < n->n_inputs; k++) read_at(c, last, n->inputs[k], s);
   for (int k = 0; k < n->n_outputs; k++) read_at(c, last, n->outputs[k], s); /* unread ones */
-  for (int a = 0; a < n->n_attrs; a++) {
-    const kiln_attr *at = &n->attrs[a];
-    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-    for (int k = 0; k < cnt; k++) {
-      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-      for (int v = 0; sub && sub->parent == c->g && v < sub->values.len; v++)
-        if (sub->values.data[v].kind == KILN_VALUE_OUTER)
-          read_at(c, last, sub->values.data[v].outer, s);
-    }
-  }
+  kiln_outer_iter it = kiln_outer_reads(c->g, n);
+  for (int v; kiln_outer_next(&it, &v);) read_at(c, last, v, s);
 }
 
 static void prepare_heap_frees(kiln_compiled *c) {
@@ -322,12 +315,6 @@ static kiln_status run_step(kiln_compiled *c, int s) {
   return e ? kiln_status_annotate(e, "step %d", s) : KILN_OK;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* ---- tracing (verification): the node outputs a step produced, each reported once ---- */
 typedef struct trace {
   kiln_step_trace_fn cb;
@@ -376,10 +363,10 @@ static kiln_status run_steps(kiln_compiled *c, trace *t) {
     return KILN_OK;
   }
   for (int s = 0; s < n; s++) { /* profiling: time each step */
-    double t0 = now_s();
+    double t0 = kiln_clock_seconds();
     KILN_TRY(run_step(c, s));
     free_dead(c, s);
-    c->step_seconds[s] += now_s() - t0;
+    c->step_seconds[s] += kiln_clock_seconds() - t0;
   }
   return KILN_OK;
 }

@@ -127,17 +127,11 @@ static kiln_status cc_timeout(int *out) {
   return kiln_parse_int(e, 1, 86400, "KILN_CC_TIMEOUT (seconds)", out);
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Waits until one of our n processes ends (only ours: a library must not reap the host
  * program's children); returns its index and its exit code in *rc. After timeout_s seconds
  * it kills and reaps all n and returns -1. */
 static int wait_any(const job *running, int n, int timeout_s, int *rc) {
-  double end = now_s() + timeout_s;
+  double end = kiln_clock_seconds() + timeout_s;
   for (;;) {
     for (int i = 0; i < n; i++) {
       int status;
@@ -145,7 +139,7 @@ static int wait_any(const job *running, int n, int timeout_s, int *rc) {
       if (r == running[i].pid) return *rc = exit_code(status), i;
       if (r < 0 && errno != EINTR) return *rc = errno == ECHILD ? 0 : -1, i;
     }
-    if (now_s() > end) {
+    if (kiln_clock_seconds() > end) {
       for (int i = 0; i < n; i++) kill(running[i].pid, SIGKILL);
       for (int i = 0; i < n; i++) wait_exit(running[i].pid);
       return *rc = -1, -1;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/mutate.h"
+#include "graph/analysis.h"
 #include "graph/graph_text.h"
 #include "ops/ops.h"
 #include "runtime.h"
@@ -25,6 +26,7 @@ typedef struct block {
   int first, last; /* steps */
   int64_t bytes;   /* aligned */
   int64_t offset;
+  int rank; /* position in the placer's live index (by first step) */
 } block;
 
 typedef struct liveness {
@@ -71,7 +73,7 @@ static bool value_static_bytes(const kiln_value *v, int64_t *out) {
 }
 
 static int new_block(liveness *L, int step, int64_t bytes) {
-  block b = {step, step, align_up(bytes), -1};
+  block b = {step, step, align_up(bytes), -1, 0};
   kiln_vec_push(&L->blocks, b);
   return L->blocks.len - 1;
 }
@@ -116,17 +118,8 @@ static kiln_status use(liveness *L, const kiln_graph *g, int v, int s) {
 
 /* Values of g read by the subgraphs of node n (their OUTER values). */
 static kiln_status use_sub_outers(liveness *L, const kiln_graph *g, const kiln_node *n, int s) {
-  for (int a = 0; a < n->n_attrs; a++) {
-    const kiln_attr *at = &n->attrs[a];
-    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-    for (int k = 0; k < cnt; k++) {
-      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-      if (!sub || sub->parent != g) continue;
-      for (int v = 0; v < sub->values.len; v++)
-        if (sub->values.data[v].kind == KILN_VALUE_OUTER)
-          KILN_TRY(use(L, g, sub->values.data[v].outer, s));
-    }
-  }
+  kiln_outer_iter it = kiln_outer_reads(g, n);
+  for (int v; kiln_outer_next(&it, &v);) KILN_TRY(use(L, g, v, s));
   return KILN_OK;
 }
 
@@ -348,11 +341,78 @@ static int64_t fit(const block *b, block **near, int n, bool best_fit) {
   return best >= 0 ? best : cursor;
 }
 
+/* The placed blocks by start step, to find those whose lives overlap a new block's without
+ * looking at every placed one (a scan over them made the plan quadratic in the steps): a
+ * max-tree over the blocks sorted by first step, each leaf holding its block's last step
+ * once placed (-1 before). A query descends only into subtrees that hold an overlap. */
+typedef struct live_index {
+  int n, size;   /* blocks; leaves (a power of two) */
+  int *by_first; /* block ids by first step (then id) */
+  int *max_last; /* the tree, 2 * size entries; node 1 is the root */
+} live_index;
+
+static _Thread_local const block *g_index_blocks;
+static int cmp_first(const void *x, const void *y) {
+  const block *a = &g_index_blocks[*(const int *)x], *b = &g_index_blocks[*(const int *)y];
+  int c = CMP(a->first, b->first);
+  return c ? c : CMP(*(const int *)x, *(const int *)y);
+}
+
+static void index_init(live_index *ix, block *blocks, int n) {
+  ix->n = n;
+  for (ix->size = 1; ix->size < n; ix->size *= 2) {
+  }
+  ix->by_first = kiln_xcalloc((size_t)n + 1, sizeof *ix->by_first);
+  ix->max_last = kiln_xcalloc(2 * (size_t)ix->size, sizeof *ix->max_last);
+  for (int i = 0; i < n; i++) ix->by_first[i] = i;
+  g_index_blocks = blocks;
+  qsort(ix->by_first, (size_t)n, sizeof *ix->by_first, cmp_first);
+  for (int i = 0; i < n; i++) blocks[ix->by_first[i]].rank = i;
+}
+
+static void index_clear(live_index *ix) {
+  for (int i = 0; i < 2 * ix->size; i++) ix->max_last[i] = -1;
+}
+
+static void index_place(live_index *ix, const block *b) {
+  int i = ix->size + b->rank;
+  ix->max_last[i] = b->last;
+  for (i /= 2; i >= 1; i /= 2)
+    ix->max_last[i] = ix->max_last[2 * i] > ix->max_last[2 * i + 1] ? ix->max_last[2 * i]
+                                                                    : ix->max_last[2 * i + 1];
+}
+
+/* Appends to near the placed blocks under tree node `node` (leaves lo..) whose position is
+ * below `end` (first step <= b's last) and whose last step is >= b's first. */
+static void index_overlaps(const live_index *ix, block *blocks, const block *b, int node, int lo,
+                           int width, int end, block **near, int *m) {
+  if (lo >= end || ix->max_last[node] < b->first) return;
+  if (width == 1) {
+    block *p = &blocks[ix->by_first[lo]];
+    if (!(KILN_MUTANT(47) && (p->first == b->last || b->first == p->last)))
+      near[(*m)++] = p; /* mutant 47: lives that meet at one step taken as disjoint */
+    return;
+  }
+  index_overlaps(ix, blocks, b, 2 * node, lo, width / 2, end, near, m);
+  index_overlaps(ix, blocks, b, 2 * node + 1, lo + width / 2, width / 2, end, near, m);
+}
+
+/* The number of blocks whose first step is <= step (a prefix of by_first). */
+static int index_prefix(const live_index *ix, const block *blocks, int step) {
+  int lo = 0, hi = ix->n;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (blocks[ix->by_first[mid]].first <= step) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /* Places the blocks in the given order; returns the arena size. */
-static int64_t place_order(block *blocks, int n, const int *order, bool best_fit, block **placed,
+static int64_t place_order(block *blocks, int n, const int *order, bool best_fit, live_index *ix,
                            block **near) {
-  int n_placed = 0;
   int64_t top = 0;
+  index_clear(ix);
   for (int i = 0; i < n; i++) {
     block *b = &blocks[order[i]];
     if (b->last < b->first || b->bytes == 0) { /* dead (merged in place) or empty */
@@ -360,13 +420,10 @@ static int64_t place_order(block *blocks, int n, const int *order, bool best_fit
       continue;
     }
     int m = 0;
-    for (int j = 0; j < n_placed; j++)
-      if (placed[j]->first <= b->last && b->first <= placed[j]->last &&
-          !(KILN_MUTANT(47) && (placed[j]->first == b->last || b->first == placed[j]->last)))
-        near[m++] = placed[j]; /* mutant 47: lives that meet at one step taken as disjoint */
+    index_overlaps(ix, blocks, b, 1, 0, ix->size, index_prefix(ix, blocks, b->last), near, &m);
     b->offset = fit(b, near, m, best_fit);
     if (b->offset + b->bytes > top) top = b->offset + b->bytes;
-    placed[n_placed++] = b;
+    index_place(ix, b);
   }
   return top;
 }
@@ -376,7 +433,8 @@ typedef struct placer {
   block *blocks;
   int n;
   int *order, *trial;
-  block **placed, **near;
+  live_index ix;
+  block **near;
   int64_t best;
   int64_t *best_off;
   int best_h; /* index in HEURISTICS, or N_HEURISTICS for the local search */
@@ -392,7 +450,7 @@ static int64_t place_heuristic(placer *P, const heuristic *h, int *order) {
   for (int i = 0; i < P->n; i++) order[i] = i;
   g_sort_blocks = P->blocks;
   qsort(order, (size_t)P->n, sizeof *order, h->cmp);
-  return place_order(P->blocks, P->n, order, h->best_fit, P->placed, P->near);
+  return place_order(P->blocks, P->n, order, h->best_fit, &P->ix, P->near);
 }
 
 /* Local search from the best order: move one block earlier in the order, keep the move
@@ -412,7 +470,7 @@ static void local_search(placer *P, const int *start, int64_t start_size, int64_
     int moved = P->trial[j];
     memmove(P->trial + i + 1, P->trial + i, (size_t)(j - i) * sizeof *P->trial);
     P->trial[i] = moved;
-    int64_t size = place_order(P->blocks, n, P->trial, true, P->placed, P->near);
+    int64_t size = place_order(P->blocks, n, P->trial, true, &P->ix, P->near);
     if (size > cur) continue;
     cur = size;
     memcpy(P->order, P->trial, (size_t)n * sizeof *P->order);
@@ -423,10 +481,10 @@ static void local_search(placer *P, const int *start, int64_t start_size, int64_
 /* Every heuristic (or the one asked for), then a local search from the best; the smallest
  * arena's offsets are left in the blocks. */
 static void place_best(block *blocks, int n, int only, int64_t bound, int64_t *size, int *h_out) {
-  placer P = {blocks, n, NULL, NULL, NULL, NULL, INT64_MAX, NULL, -1};
+  placer P = {blocks, n, NULL, NULL, {0, 0, NULL, NULL}, NULL, INT64_MAX, NULL, -1};
   P.order = kiln_xcalloc((size_t)n + 1, sizeof *P.order);
   P.trial = kiln_xcalloc((size_t)n + 1, sizeof *P.trial);
-  P.placed = kiln_xcalloc((size_t)n + 1, sizeof *P.placed);
+  index_init(&P.ix, blocks, n);
   P.near = kiln_xcalloc((size_t)n + 1, sizeof *P.near);
   P.best_off = kiln_xcalloc((size_t)n + 1, sizeof *P.best_off);
   int *best_order = kiln_xcalloc((size_t)n + 1, sizeof *best_order);
@@ -440,7 +498,8 @@ static void place_best(block *blocks, int n, int only, int64_t bound, int64_t *s
   for (int i = 0; i < n; i++) blocks[i].offset = P.best_off[i];
   *size = P.best == INT64_MAX ? 0 : P.best;
   *h_out = P.best_h;
-  free(P.order), free(P.trial), free(P.placed), free(P.near), free(P.best_off), free(best_order);
+  free(P.order), free(P.trial), free(P.ix.by_first), free(P.ix.max_last), free(P.near),
+      free(P.best_off), free(best_order);
 }
 
 static int64_t lower_bound(const liveness *L) {
@@ -615,17 +674,8 @@ static void touch_sub_reads(const kiln_program *p, span *sp) {
   for (int s = 0; s < p->steps.len; s++) {
     const kiln_step *st = &p->steps.data[s];
     if (st->kind != KILN_STEP_FALLBACK) continue;
-    const kiln_node *n = &g->nodes.data[st->node];
-    for (int a = 0; a < n->n_attrs; a++) {
-      const kiln_attr *at = &n->attrs[a];
-      int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-      for (int k = 0; k < cnt; k++) {
-        const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[k];
-        for (int v = 0; sub && v < sub->values.len; v++)
-          if (sub->values.data[v].kind == KILN_VALUE_OUTER && sub->parent == g)
-            span_touch(sp, sub->values.data[v].outer, s);
-      }
-    }
+    kiln_outer_iter it = kiln_outer_reads(g, &g->nodes.data[st->node]);
+    for (int v; kiln_outer_next(&it, &v);) span_touch(sp, v, s);
   }
 }
 

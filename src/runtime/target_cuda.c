@@ -7,18 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "codegen/codegen.h"
 #include "graph/graph_text.h"
 #include "lower/schedule.h"
 #include "rt_internal.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- the lowering's view and map ---- */
 static int block_threads(const kiln_compile_opts *o) {
@@ -105,9 +98,9 @@ static void count(kiln_cuda_build *b) {
 
 /* ---- NVRTC ---- */
 static void compile_ptx(kiln_cuda_build *b) {
-  double t0 = now_s();
+  double t0 = kiln_clock_seconds();
   kiln_status st = kiln_codegen_cuda_ptx(b->source.data, b->arch, &b->ptx);
-  b->seconds_nvrtc = now_s() - t0;
+  b->seconds_nvrtc = kiln_clock_seconds() - t0;
   b->nvrtc_found = !st || kiln_status_code(st) != KILN_ERR_UNSUPPORTED;
   b->nvrtc_ok = !st;
   if (st && b->nvrtc_found) b->nvrtc_log = kiln_xstrdup(kiln_status_message(st));

@@ -22,12 +22,6 @@
 #include "ops/ops.h"
 #include "passes/passes.h"
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static bool exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0;
@@ -46,9 +40,9 @@ static kiln_status run_pipeline(kiln_graph *g, double *total_ms) {
     if (p[i].run == kiln_pass_fusion) break;
     int before = g->nodes.len;
     kiln_pass_ctx ctx = {&o, p[i].name, 0};
-    double t0 = now_ms();
+    double t0 = 1e3 * kiln_clock_seconds();
     KILN_TRYF(p[i].run(&ctx, g), "pass %s", p[i].name);
-    double ms = now_ms() - t0;
+    double ms = 1e3 * kiln_clock_seconds() - t0;
     *total_ms += ms;
     KILN_TRYF(kiln_graph_verify(g), "after pass %s", p[i].name);
     printf("    %-10s nodes %5d -> %5d (removed %5d)  changes %5lld  %8.2f ms\n", p[i].name, before,

@@ -1,6 +1,7 @@
 /* Base layer: status, arena, containers, dtype conversions, tensors. */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/tensor.h"
 #include "harness.h"
@@ -143,5 +144,15 @@ static void test_dtype_names(void) {
   CHECK(!kiln_dtype_valid(0) && !kiln_dtype_valid(KILN_DTYPE_COUNT) && kiln_dtype_valid(KILN_I2));
 }
 
+/* The monotonic clock: never goes back, and a 20 ms sleep shows as at least that. */
+static void test_clock(void) {
+  double t0 = kiln_clock_seconds();
+  struct timespec nap = {0, 20 * 1000 * 1000};
+  nanosleep(&nap, NULL);
+  double t1 = kiln_clock_seconds(), t2 = kiln_clock_seconds();
+  CHECK(t1 - t0 >= 0.019 && t1 - t0 < 60.0);
+  CHECK(t2 >= t1);
+}
+
 TEST_MAIN(T(test_status), T(test_arena), T(test_strmap), T(test_f16), T(test_bf16), T(test_f8),
-          T(test_load_store), T(test_tensor), T(test_dtype_names))
+          T(test_load_store), T(test_tensor), T(test_dtype_names), T(test_clock))

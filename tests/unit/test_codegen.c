@@ -762,12 +762,6 @@ static void test_gpu_map(void) {
 }
 
 /* ---- microkernel speed (KILN_BENCH=1): one thread, operands in L1 ---- */
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void bench_one(int64_t M, int64_t N) {
   const int64_t K = 128, R = 40000;
   kiln_tmodule *m = kiln_tmodule_new();
@@ -808,9 +802,9 @@ static void bench_one(int64_t M, int64_t N) {
     kernel_fn f = lookup(&so, "bench");
     double best = 1e9;
     for (int t = 0; f && t < 3; t++) {
-      double t0 = now_s();
+      double t0 = kiln_clock_seconds();
       f((void *[]){A, B, C});
-      double dt = now_s() - t0;
+      double dt = kiln_clock_seconds() - t0;
       best = dt < best ? dt : best;
     }
     printf("mma microkernel %lldx%lld (k=%lld): %.1f GFLOP/s on one core\n", (long long)M,

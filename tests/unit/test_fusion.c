@@ -67,6 +67,26 @@ static void test_convexity(void) {
   check_fusion(in, in);
 }
 
+/* Convexity counts subgraph reads: Relu -> If (its branches read %a) -> Add. Relu and Add in
+ * one group would both feed the If and wait for it; the check once saw node inputs only, and
+ * lowering then found the groups in a cycle (an internal error). */
+static void test_convexity_through_subgraph(void) {
+  const char *in = HEAD("%c: bool[], %x: f32[4]) -> (%y: f32[4])")
+      "  %a = Relu(%x) : f32[4]\n"
+      "  %b = If(%c) {else_branch=graph @e() -> (%a: f32[4]) {\n"
+      "    outer %a\n"
+      "    return %a\n"
+      "  }, then_branch=graph @t() -> (%n: f32[4]) {\n"
+      "    outer %a\n"
+      "    %n = Neg(%a) : f32[4]\n"
+      "    return %n\n"
+      "  }} : f32[4]\n"
+      "  %y = Add(%a, %b) : f32[4]\n"
+      "  return %y\n"
+      "}\n";
+  check_fusion(in, in);
+}
+
 /* (c) a reduction with its prologue and epilogue: one group. A prologue value also used
  * elsewhere is not pulled in; it fuses with its other users instead. */
 static void test_reduction_group(void) {
@@ -124,5 +144,5 @@ static void test_contraction_epilogue(void) {
 }
 // clang-format on
 
-TEST_MAIN(T(test_elementwise_dag), T(test_convexity), T(test_reduction_group),
-          T(test_contraction_epilogue))
+TEST_MAIN(T(test_elementwise_dag), T(test_convexity), T(test_convexity_through_subgraph),
+          T(test_reduction_group), T(test_contraction_epilogue))

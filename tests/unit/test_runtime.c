@@ -355,6 +355,32 @@ static void test_release_weights(void) {
   kiln_compiled_free(c);
 }
 
+/* A removed If leaves its branches among the graph's subgraphs, their OUTER ids stale after
+ * compaction (here id 4 when 3 values remain). Releasing weights once marked every subgraph's
+ * reads whenever a step fell back, and wrote one past its array for that id (ASan); it marks
+ * the reads of the fallback nodes' own subgraphs now. */
+static void test_release_weights_dead_subgraph(void) {
+  const char *text = "graph @d(%c: bool[], %x: f32[4]) -> (%y: f32[4]) {\n  opset \"\" 17\n"
+                     "  %d0 = const f32[4] [1, 2, 3, 4]\n  %d1 = const f32[4] [1, 2, 3, 4]\n"
+                     "  %d2 = const f32[4] [1, 2, 3, 4]\n  %d3 = const f32[4] [1, 2, 3, 4]\n"
+                     "  %d4 = const f32[4] [1, 2, 3, 4]\n  %d5 = const f32[4] [1, 2, 3, 4]\n"
+                     "  %z = Add(%d0, %d1) : f32[4]\n"
+                     "  %k = const f32[4] [5, 6, 7, 8]\n"
+                     "  %r = If(%c) {else_branch=graph @e() -> (%k: f32[4]) {\n"
+                     "    outer %k\n    return %k\n"
+                     "  }, then_branch=graph @t() -> (%k: f32[4]) {\n"
+                     "    outer %k\n    return %k\n  }} : f32[4]\n"
+                     "  %y = Neg(%x) : f32[4]\n  return %y\n}\n";
+  kiln_compile_opts o = opts();
+  o.release_weights = true;
+  o.force_fallback = "Neg";
+  kiln_compiled *c = NULL;
+  CHECK(compile_and_compare(text, &o, &c));
+  if (!c) return;
+  CHECK(kiln_compiled_graph(c)->nodes.len == 1 && kiln_compiled_stats(c)->n_fallback_steps == 1);
+  kiln_compiled_free(c);
+}
+
 /* Identical kernels (same op, same shapes, other values) are compiled once. */
 static void test_dedup_kernels(void) {
   kiln_compile_opts o = opts();
@@ -626,7 +652,7 @@ static void test_cleanup(void) {
 TEST_MAIN(T(test_eval_node), T(test_elementwise_end_to_end), T(test_mixed_steps),
           T(test_heap_values_chain), T(test_forced_fallback_matches),
           T(test_outputs_that_are_inputs_or_constants), T(test_views_of_inputs_and_constants),
-          T(test_sequence_values), T(test_release_weights), T(test_dedup_kernels),
-          T(test_input_checks), T(test_symbolic_dims), T(test_cache_hits_and_corruption),
-          T(test_no_cache), T(test_module_build_and_errors), T(test_keep_sources),
-          T(test_model_api), T(test_cleanup))
+          T(test_sequence_values), T(test_release_weights), T(test_release_weights_dead_subgraph),
+          T(test_dedup_kernels), T(test_input_checks), T(test_symbolic_dims),
+          T(test_cache_hits_and_corruption), T(test_no_cache), T(test_module_build_and_errors),
+          T(test_keep_sources), T(test_model_api), T(test_cleanup))

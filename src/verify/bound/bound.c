@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bound_internal.h"
+#include "graph/analysis.h"
 
 double kiln_bnd_unit_roundoff(kiln_dtype t) {
   switch (t) {
@@ -265,12 +266,6 @@ kiln_val **kiln_bnd_subst(const bnd_node *b, const bnd_subst *how, kiln_val ***o
 
 /* ---- the driver ---- */
 
-static bool node_has_subgraph(const kiln_node *n) {
-  for (int a = 0; a < n->n_attrs; a++)
-    if (n->attrs[a].kind == KILN_ATTR_GRAPH || n->attrs[a].kind == KILN_ATTR_GRAPHS) return true;
-  return false;
-}
-
 /* Marks the values the graph outputs depend on: needed[value id]. */
 static bool *needed_values(const kiln_graph *g) {
   bool *need = kiln_xcalloc((size_t)g->values.len + 1, 1);
@@ -282,16 +277,8 @@ static bool *needed_values(const kiln_graph *g) {
     if (!live) continue;
     for (int k = 0; k < n->n_inputs; k++)
       if (n->inputs[k] >= 0) need[n->inputs[k]] = true;
-    for (int a = 0; a < n->n_attrs; a++) {
-      const kiln_attr *at = &n->attrs[a];
-      int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-      for (int s = 0; s < cnt; s++) {
-        const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[s];
-        for (int v = 0; sub && v < sub->values.len; v++)
-          if (sub->values.data[v].kind == KILN_VALUE_OUTER && sub->values.data[v].outer >= 0)
-            need[sub->values.data[v].outer] = true;
-      }
-    }
+    kiln_outer_iter it = kiln_outer_reads(g, n);
+    for (int v; kiln_outer_next(&it, &v);) need[v] = true;
   }
   return need;
 }
@@ -482,18 +469,10 @@ static kiln_status value_of(kiln_vref *r, const ext_source *ext, int id, kiln_va
 
 /* Binds the values of g that the subgraphs of n read (OUTER values), for local references. */
 static void bind_outers(kiln_vref *r, const ext_source *ext, const kiln_node *n) {
-  for (int a = 0; ext && a < n->n_attrs; a++) {
-    const kiln_attr *at = &n->attrs[a];
-    int cnt = at->kind == KILN_ATTR_GRAPH ? 1 : at->kind == KILN_ATTR_GRAPHS ? at->n : 0;
-    for (int s = 0; s < cnt; s++) {
-      const kiln_graph *sub = at->kind == KILN_ATTR_GRAPH ? at->g : at->graphs[s];
-      for (int v = 0; sub && v < sub->values.len; v++) {
-        kiln_val *tmp;
-        int o = sub->values.data[v].outer;
-        if (sub->values.data[v].kind == KILN_VALUE_OUTER && o >= 0 && o < r->n_values)
-          kiln_status_free(value_of(r, ext, o, &tmp));
-      }
-    }
+  kiln_outer_iter it = kiln_outer_reads(r->g, n);
+  for (int o; ext && kiln_outer_next(&it, &o);) {
+    kiln_val *tmp;
+    if (o < r->n_values) kiln_status_free(value_of(r, ext, o, &tmp));
   }
 }
 
@@ -517,7 +496,7 @@ static kiln_status bound_node(kiln_vref *r, const ext_source *ext, int ni) {
   kiln_tensor **rounded = st ? NULL : kiln_bnd_policy_inputs(&b);
   if (!st) bind_outers(r, ext, n);
   if (!st) st = kiln_op_check(r->g, n);
-  if (!st) st = node_has_subgraph(n) ? bound_sub_node(&b) : kiln_bnd_apply(&b);
+  if (!st) st = kiln_node_has_subgraph(n) ? bound_sub_node(&b) : kiln_bnd_apply(&b);
   if (!st) kiln_bnd_note_dtypes(r, n, b.out);
   if (!st) count_nonfinite(&b);
   for (int k = 0; !st && k < nout; k++) drop_if_zero(&b.eout[k]);

@@ -75,12 +75,6 @@ static void choose_python(kiln_ort *o) {
   }
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Stops the child (SIGKILL) and reaps it. */
 static void stop_child(kiln_ort *o) {
   if (o->fd >= 0) close(o->fd);
@@ -101,7 +95,7 @@ static double request_limit(const kiln_ort *o) {
 /* Reads one reply line (without the newline) into line; "" on time-out or end of file,
  * with *timed_out telling which. */
 static void read_line(kiln_ort *o, double timeout_s, char *line, size_t n, bool *timed_out) {
-  double deadline = now_s() + timeout_s;
+  double deadline = kiln_clock_seconds() + timeout_s;
   *timed_out = false;
   line[0] = 0;
   for (;;) {
@@ -115,7 +109,7 @@ static void read_line(kiln_ort *o, double timeout_s, char *line, size_t n, bool 
       return;
     }
     if (o->buf_len == sizeof o->buf) o->buf_len = 0; /* an over-long line: drop its start */
-    double left = deadline - now_s();
+    double left = deadline - kiln_clock_seconds();
     if (left <= 0) {
       *timed_out = true;
       return;

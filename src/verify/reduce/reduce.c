@@ -7,12 +7,6 @@
 
 #include "reduce_internal.h"
 
-static double now_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 void kiln_reduce_opts_init(kiln_reduce_opts *o) {
   memset(o, 0, sizeof *o);
   o->max_tests = 2000;
@@ -335,7 +329,7 @@ static bool materialize(red_view *v, kiln_graph **out_g, kiln_val ***out_in, int
 bool red_limit(reducer *R) {
   if (R->stop) return true;
   if (R->o.max_tests > 0 && R->res->tests >= R->o.max_tests) R->stop = true;
-  if (R->o.max_seconds > 0 && now_seconds() - R->t0 > R->o.max_seconds) R->stop = true;
+  if (R->o.max_seconds > 0 && kiln_clock_seconds() - R->t0 > R->o.max_seconds) R->stop = true;
   return R->stop;
 }
 
@@ -428,7 +422,7 @@ kiln_status kiln_reduce(const kiln_graph *g, kiln_val *const *inputs, int n_in,
   if (o) R.o = *o;
   else kiln_reduce_opts_init(&R.o);
   R.res = out;
-  R.t0 = now_seconds();
+  R.t0 = kiln_clock_seconds();
   kiln_reduce_measure(g, n_in, inputs, &out->before);
   kiln_status s = start_state(g, inputs, n_in, &R.cur);
   if (s) {
@@ -439,7 +433,7 @@ kiln_status kiln_reduce(const kiln_graph *g, kiln_val *const *inputs, int n_in,
   out->reproduced = pred(user, R.cur.g, R.cur.n_in, R.cur.in);
   if (out->reproduced) run_edits(&R);
   out->stopped = R.stop;
-  out->seconds = now_seconds() - R.t0;
+  out->seconds = kiln_clock_seconds() - R.t0;
   if (out->reproduced) {
     kiln_reduce_measure(R.cur.g, R.cur.n_in, R.cur.in, &out->after);
     state_drop_index(&R.cur);

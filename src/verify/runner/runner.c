@@ -77,12 +77,6 @@ void kiln_verify_opts_init(kiln_verify_opts *o) {
   kiln_compile_opts_init(&o->compile);
 }
 
-double kiln_vrun_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* ---- copies of the caller's graph ---- */
 static kiln_status load_copy(const kiln_vrun *r, kiln_graph **out) {
   if (r->clone_text) return kiln_graph_parse(r->text.data, "<copy>", out);
@@ -158,7 +152,7 @@ kiln_layer_result *kiln_vrun_layer(kiln_vrun *r, kiln_layer_kind kind, const cha
   va_end(ap);
   kiln_vec_push(&r->res->layers, l);
   if (r->o->log) fprintf(r->o->log, "[verify] %s ...\n", l.name), fflush(r->o->log);
-  r->t0 = kiln_vrun_now();
+  r->t0 = kiln_clock_seconds();
   return &r->res->layers.data[r->res->layers.len - 1];
 }
 
@@ -203,7 +197,7 @@ void kiln_vrun_skip(kiln_layer_result *l, const char *fmt, ...) {
 
 bool kiln_vrun_done(kiln_vrun *r, kiln_layer_result *l) {
   kiln_verify_result *res = r->res;
-  l->seconds = kiln_vrun_now() - r->t0;
+  l->seconds = kiln_clock_seconds() - r->t0;
   if (l->ran && !l->ok) kiln_verify_log(r->o->log, "[verify] %s: %s", l->name, l->msg);
   if (!l->ran || l->ok || res->failed) return false;
   res->failed = true;
@@ -306,10 +300,10 @@ static kiln_status setup(kiln_vrun *r) {
     r->tin[i] = v->kind == KILN_TYPE_TENSOR ? v->t : NULL;
     if (!r->tin[i]) r->all_tensors = false;
   }
-  double t0 = kiln_vrun_now();
+  double t0 = kiln_clock_seconds();
   KILN_TRYF(kiln_vref_compute_prec(r->g, r->n_in, r->inputs, &r->o->compile.precision, &r->ref),
             "the reference cannot run");
-  double t1 = kiln_vrun_now();
+  double t1 = kiln_clock_seconds();
   r->looseness = graph_looseness(r->ref, r->g);
   r->res->n_unstable = r->ref->n_unstable;
   if (r->ref->n_unstable)
@@ -317,7 +311,7 @@ static kiln_status setup(kiln_vrun *r) {
   KILN_TRY(prepare_copies(r));
   if (r->o->log)
     fprintf(r->o->log, "[verify] reference with bounds %.2f s, copies %.2f s%s\n", t1 - t0,
-            kiln_vrun_now() - t1, r->clone_text ? " (through the text IR)" : "");
+            kiln_clock_seconds() - t1, r->clone_text ? " (through the text IR)" : "");
   return KILN_OK;
 }
 

@@ -52,8 +52,6 @@ kiln_status kiln_vrun_passes(kiln_vrun *r, kiln_graph **final);
 void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused);
 void kiln_vrun_target(kiln_vrun *r, const kiln_target *t);
 
-double kiln_vrun_now(void);
-
 /* runner_det.c: the determinism check of a cpu layer compiled for several threads. Pass
  * kiln_vdet_observe and the kiln_vdet as the first run's step observer (it calls inner
  * first), then kiln_vdet_rerun runs c again (with the injector `inject` only) and compares
