@@ -5,9 +5,8 @@
  * its parameter sizes (inputs filled with small values) and prints the kernels sorted by
  * time with their share of the total. Fallback steps are listed, not timed.
  *
- *   cc -std=c11 -O2 -D_GNU_SOURCE -Isrc -Iinclude bench/mm/kernel_profile.c \
- *      build/libkiln.a -lm -ldl -lpthread -o kernel_profile
- *   ./kernel_profile build/models/resnet50/model.onnx [threads] [iters]
+ *   built as build/kernel_profile (cmake target kernel_profile):
+ *   build/kernel_profile build/models/resnet50/model.onnx [threads] [iters]
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -19,7 +18,7 @@
 #include "onnx/onnx.h"
 #include "ops/ops.h"
 #include "passes/passes.h"
-#include "tile/lower.h"
+#include "lower/lower.h"
 
 typedef void (*kernel_fn)(void *const *args);
 

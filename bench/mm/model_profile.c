@@ -3,9 +3,8 @@
  * Loads MODEL_DIR/model.onnx, binds the inputs of MODEL_DIR/test_data_set_0, compiles for
  * the CPU and prints the profile: total per run, time by step kind, slowest steps.
  *
- *   cc -std=c11 -O2 -D_GNU_SOURCE -Isrc -Iinclude bench/mm/model_profile.c \
- *      build/libkiln.a -lm -ldl -lpthread -o /tmp/model_profile
- *   /tmp/model_profile build/models/bert_tiny [threads] [iters]
+ *   built as build/model_profile (cmake target model_profile):
+ *   build/model_profile build/models/bert_tiny [threads] [iters]
  */
 #include <stdio.h>
 #include <stdlib.h>
