@@ -15,10 +15,10 @@
 #include <time.h>
 
 #include "codegen/codegen.h"
+#include "lower/lower.h"
 #include "onnx/onnx.h"
 #include "ops/ops.h"
 #include "passes/passes.h"
-#include "lower/lower.h"
 
 typedef void (*kernel_fn)(void *const *args);
 
