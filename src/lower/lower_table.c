@@ -65,15 +65,20 @@ static kiln_status lower_contract(kiln_lower_ctx *c, const kiln_group *grp) {
 #define R_RNN "a recurrent sequence model: no compute definition yet"
 #define R_SIGNAL "a signal-processing op: no compute definition yet"
 #define R_TODO "no compute definition yet"
-#define R_VIEW                                                                                  \
-  "a view only (an alias step): its input and output must be static tensors of one dtype "     \
+#define R_VIEW                                                                                     \
+  "a view only (an alias step): its input and output must be static tensors of one dtype "         \
   "and element count"
 
-#define EW {lower_ew, false, NULL}
-#define RED {lower_reduce, false, NULL}
-#define MM {lower_contract, false, NULL}
-#define ONE(fn) {fn, false, NULL}
-#define NONE(why) {NULL, false, why}
+#define EW                                                                                         \
+  { lower_ew, false, NULL }
+#define RED                                                                                        \
+  { lower_reduce, false, NULL }
+#define MM                                                                                         \
+  { lower_contract, false, NULL }
+#define ONE(fn)                                                                                    \
+  { fn, false, NULL }
+#define NONE(why)                                                                                  \
+  { NULL, false, why }
 
 static const kiln_lower_row rows[KILN_OP_COUNT] = {
     [KILN_OP_UNKNOWN] = NONE("an op Kiln does not know"),

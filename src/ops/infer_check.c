@@ -123,14 +123,14 @@ static kiln_status check_depth_space(const check_ctx *c) {
   if (x->rank != 4) return bad(c, "the input must be 4-D (it has rank %d)", x->rank);
   if (c->n->op == KILN_OP_DepthToSpace) {
     if (extent(x, 1) >= 0 && extent(x, 1) % (b * b))
-      return bad(c, "blocksize %lld: blocksize^2 does not divide the %lld channels",
-                 (long long)b, (long long)extent(x, 1));
+      return bad(c, "blocksize %lld: blocksize^2 does not divide the %lld channels", (long long)b,
+                 (long long)extent(x, 1));
     return KILN_OK;
   }
   for (int d = 2; d < 4; d++)
     if (extent(x, d) >= 0 && extent(x, d) % b)
-      return bad(c, "blocksize %lld does not divide the extent %lld of dimension %d",
-                 (long long)b, (long long)extent(x, d), d);
+      return bad(c, "blocksize %lld does not divide the extent %lld of dimension %d", (long long)b,
+                 (long long)extent(x, d), d);
   return KILN_OK;
 }
 
@@ -198,8 +198,8 @@ static kiln_status check_conv(const check_ctx *c) {
   if (!x || !w || x->rank < 2 || w->rank < 2) return KILN_OK;
   int64_t C = extent(x, 1), M = extent(w, 0), Cg = extent(w, 1);
   if ((C >= 0 && C % G) || (M >= 0 && M % G) || (C >= 0 && Cg >= 0 && Cg * G != C))
-    return bad(c, "channels do not match: X has %lld, W %lld per group, group=%lld",
-               (long long)C, (long long)Cg, (long long)G);
+    return bad(c, "channels do not match: X has %lld, W %lld per group, group=%lld", (long long)C,
+               (long long)Cg, (long long)G);
   return KILN_OK;
 }
 
@@ -212,7 +212,7 @@ static kiln_status check_quant_axis(const check_ctx *c) {
   for (int d = 0; d < s->rank; d++) numel *= s->dims[d].value;
   if (c->n->opset >= 21) KILN_TRY(kiln_node_int(c->n, "block_size", 0, &block));
   if (numel == 1 && block == 0) return KILN_OK; /* per tensor */
-  if (x->rank == 0) return KILN_OK;              /* the reference kernel says why */
+  if (x->rank == 0) return KILN_OK;             /* the reference kernel says why */
   KILN_TRY(kiln_node_int(c->n, "axis", 1, &a));
   return axis_in(c, "axis", a, x->rank);
 }
