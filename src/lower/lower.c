@@ -275,14 +275,9 @@ static void add_fallback(kiln_lower_ctx *c, int node, const char *reason) {
   c->prog->n_fallback++;
 }
 
-static bool is_alias_op(kiln_op op) {
-  return op == KILN_OP_Reshape || op == KILN_OP_Flatten || op == KILN_OP_Squeeze ||
-         op == KILN_OP_Unsqueeze || op == KILN_OP_Identity || op == KILN_OP_Dropout;
-}
-
 /* An alias step when n only reinterprets input 0 (static types, same dtype and count). */
 static bool try_alias(kiln_lower_ctx *c, const kiln_node *n) {
-  if (!is_alias_op(n->op) || n->n_inputs < 1 || n->n_outputs < 1) return false;
+  if (!kiln_lower_row_of(n->op)->view || n->n_inputs < 1 || n->n_outputs < 1) return false;
   if (n->op == KILN_OP_Dropout) { /* inference only: no mask, no training_mode input */
     if (n->n_outputs > 1 && n->outputs[1] >= 0) return false;
     if (n->n_inputs > 2 && n->inputs[2] >= 0) return false;
@@ -301,13 +296,6 @@ static bool try_alias(kiln_lower_ctx *c, const kiln_node *n) {
   return true;
 }
 
-/* The single-node lowerings, tried in turn until one takes the node; the reason of the
- * first one is kept when none does. */
-typedef kiln_status (*single_lowering)(kiln_lower_ctx *c, const kiln_group *grp);
-static const single_lowering singles[] = {kiln_lower_data_node, kiln_lower_pool_node,
-                                          kiln_lower_index_node, kiln_lower_norm_node,
-                                          kiln_lower_misc_node};
-
 /* Drops the kernels, steps and packed constants made after a mark (arena memory stays). */
 typedef struct prog_mark {
   int steps, kernels, packed;
@@ -325,25 +313,13 @@ static void rollback(kiln_lower_ctx *c, prog_mark m) {
     kiln_tensor_free(c->prog->packed.data[--c->prog->packed.len]);
 }
 
+/* A group of one node: the lowering of its op's row (lower_table.c), or a fallback with the
+ * row's reason. */
 static kiln_status lower_single(kiln_lower_ctx *c, const kiln_group *grp) {
-  kiln_status first = NULL;
-  prog_mark m = mark_now(c);
-  for (size_t i = 0; i < sizeof singles / sizeof singles[0]; i++) {
-    rollback(c, m); /* a lowering that gave up may have made a kernel */
-    kiln_status st = singles[i](c, grp);
-    if (!st || kiln_status_code(st) != KILN_ERR_UNSUPPORTED) {
-      kiln_status_free(first);
-      return st;
-    }
-    /* keep the reason of a lowering that knows the op over "no lowering for" */
-    if (!first || strncmp(kiln_status_message(first), "no lowering for", 15) == 0) {
-      kiln_status_free(first);
-      first = st;
-    } else {
-      kiln_status_free(st);
-    }
-  }
-  return first;
+  const kiln_node *n = &c->g->nodes.data[grp->nodes[0]];
+  const kiln_lower_row *row = kiln_lower_row_of(n->op);
+  if (!row->lower) return kiln_unsupported("no lowering for %s: %s", n->op_type, row->reason);
+  return row->lower(c, grp);
 }
 
 /* Lowers a group of one or more nodes into kernel steps; UNSUPPORTED when it cannot. */
@@ -358,6 +334,8 @@ static kiln_status lower_kernels(kiln_lower_ctx *c, const kiln_group *grp) {
     if (c->opts->supports_node && !c->opts->supports_node(g, n, &why))
       return kiln_unsupported("%s", why);
   }
+  if (grp->n_nodes == 1) return lower_single(c, grp);
+  /* a fused group: the lowering of its class (the fusion pass grouped by the same classes) */
   const kiln_node *first = &g->nodes.data[grp->nodes[0]];
   if (kiln_lower_is_contraction(g, first)) return kiln_lower_contraction(c, grp);
   bool all_ew = true, any_red = false;
@@ -368,8 +346,7 @@ static kiln_status lower_kernels(kiln_lower_ctx *c, const kiln_group *grp) {
   }
   if (all_ew) return kiln_lower_ew_group(c, grp);
   if (any_red) return kiln_lower_reduce_group(c, grp);
-  if (grp->n_nodes > 1) return kiln_unsupported("no lowering for this group");
-  return lower_single(c, grp);
+  return kiln_unsupported("a group of ops from different classes");
 }
 
 /* Lowers a group; on UNSUPPORTED, drops the kernels and steps it made and tries its nodes
@@ -415,21 +392,6 @@ static bool lower_empty(kiln_lower_ctx *c, const kiln_group *grp) {
   return true;
 }
 
-/* The reason of a fallback whose node reads an empty tensor (a zero extent): that, rather
- * than "no lowering for ReduceSum" (the lowerings take non-empty inputs). */
-static void empty_input_reason(kiln_lower_ctx *c, const kiln_node *n, char *reason, size_t len) {
-  for (int i = 0; i < n->n_inputs; i++) {
-    const kiln_type *t = n->inputs[i] >= 0 ? kiln_lower_static(c->g, n->inputs[i]) : NULL;
-    if (t && kiln_lower_numel(t) == 0) {
-      snprintf(reason, len,
-               "input '%.100s' is empty (a zero extent): the reference kernel "
-               "computes the result",
-               c->g->values.data[n->inputs[i]].name);
-      return;
-    }
-  }
-}
-
 static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_node *n = &c->g->nodes.data[grp->nodes[0]];
   for (int i = 0; i < grp->n_nodes; i++)
@@ -448,7 +410,6 @@ static kiln_status lower_group(kiln_lower_ctx *c, const kiln_group *grp) {
   char reason[256];
   snprintf(reason, sizeof reason, "%s", kiln_status_message(st));
   kiln_status_free(st);
-  if (!strncmp(reason, "no lowering for", 15)) empty_input_reason(c, n, reason, sizeof reason);
   add_fallback(c, grp->nodes[0], reason);
   return KILN_OK;
 }

@@ -104,6 +104,12 @@ typedef struct kiln_lower_opts {
   bool (*supports_node)(const kiln_graph *g, const kiln_node *n, const char **why);
 } kiln_lower_opts;
 
+/* The lowering table (lower_table.c): true when nodes of op may become kernels or alias
+ * steps (each node may still fall back, with the reason its lowering gives). */
+bool kiln_lower_has_lowering(kiln_op op);
+/* Why op has no lowering (its nodes run their reference kernels); NULL when it has one. */
+const char *kiln_lower_op_reason(kiln_op op);
+
 /* The fusion class of node n for this lowering (kiln_pass_opts.fuse_classify). */
 kiln_fuse_class kiln_lower_fuse_class(const kiln_graph *g, const kiln_node *n);
 

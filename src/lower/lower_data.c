@@ -377,8 +377,10 @@ kiln_status kiln_lower_data_node(kiln_lower_ctx *c, const kiln_group *grp) {
                op == KILN_OP_Slice || op == KILN_OP_Concat || op == KILN_OP_Split ||
                op == KILN_OP_Gather || op == KILN_OP_Pad || op == KILN_OP_DepthToSpace ||
                op == KILN_OP_SpaceToDepth;
-  if (!known || grp->n_nodes != 1 || n->n_outputs < 1 || n->outputs[0] < 0)
-    return kiln_unsupported("no lowering for %s", n->op_type);
+  if (!known || grp->n_nodes != 1)
+    return KILN_BUG("the lowering table sent %s to the data-movement lowering", n->op_type);
+  if (n->n_outputs < 1 || n->outputs[0] < 0)
+    return kiln_unsupported("%s with its first output omitted", n->op_type);
   if (!kiln_lower_dtype_ok(kiln_lower_static(c->g, n->inputs[0])->dtype))
     return kiln_unsupported("%s of %s", n->op_type,
                             kiln_dtype_name(kiln_lower_static(c->g, n->inputs[0])->dtype));

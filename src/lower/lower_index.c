@@ -262,9 +262,10 @@ static bool index_op(kiln_op op) {
 
 kiln_status kiln_lower_index_node(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_node *n = &c->g->nodes.data[grp->nodes[0]];
-  if (!index_op(n->op) || grp->n_nodes != 1 || n->n_inputs < 2 || n->n_outputs < 1 ||
-      n->outputs[0] < 0)
-    return kiln_unsupported("no lowering for %s", n->op_type);
+  if (!index_op(n->op) || grp->n_nodes != 1 || n->n_inputs < 2)
+    return KILN_BUG("the lowering table sent %s to the gather/scatter lowering", n->op_type);
+  if (n->n_outputs < 1 || n->outputs[0] < 0)
+    return kiln_unsupported("%s with its first output omitted", n->op_type);
   ix s;
   memset(&s, 0, sizeof s);
   s.c = c;

@@ -443,8 +443,10 @@ static bool dtypes_ok(const kiln_graph *g, const kiln_node *n) {
 
 kiln_status kiln_lower_misc_node(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_node *n = &c->g->nodes.data[grp->nodes[0]];
-  if (!known_op(n->op) || grp->n_nodes != 1 || n->n_outputs < 1 || n->outputs[0] < 0)
-    return kiln_unsupported("no lowering for %s", n->op_type);
+  if (!known_op(n->op) || grp->n_nodes != 1)
+    return KILN_BUG("the lowering table sent %s to the single-node lowering", n->op_type);
+  if (n->n_outputs < 1 || n->outputs[0] < 0)
+    return kiln_unsupported("%s with its first output omitted", n->op_type);
   if (!kiln_lower_node_static(c->g, n))
     return kiln_unsupported("a value of %s is not a static tensor", n->op_type);
   if (n->op == KILN_OP_ConstantOfShape && !shape_only(c->g, n))

@@ -319,9 +319,10 @@ static bool norm_op(kiln_op op) {
 
 kiln_status kiln_lower_norm_node(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_node *n = &c->g->nodes.data[grp->nodes[0]];
-  if (!norm_op(n->op) || grp->n_nodes != 1 || n->n_inputs < 1 || n->n_outputs < 1 ||
-      n->outputs[0] < 0)
-    return kiln_unsupported("no lowering for %s", n->op_type);
+  if (!norm_op(n->op) || grp->n_nodes != 1 || n->n_inputs < 1)
+    return KILN_BUG("the lowering table sent %s to the normalization lowering", n->op_type);
+  if (n->n_outputs < 1 || n->outputs[0] < 0)
+    return kiln_unsupported("%s with its first output omitted", n->op_type);
   nm s;
   memset(&s, 0, sizeof s);
   s.c = c;

@@ -53,12 +53,27 @@ bool kiln_lower_const_ints(const kiln_graph *g, int v, int64_t *out, int max, in
 /* ---- single-node lowerings: lower_index.c (GatherElements, GatherND, ScatterElements,
  * ScatterND), lower_norm.c (BatchNormalization in inference, Instance/Group/Lp/
  * MeanVariance/RMS normalization, LRN) and lower_misc.c (Shape, Constant, Trilu, CumSum,
- * CumProd, EyeLike, OneHot, Hardmax, Dropout's mask). Each takes a group of one node and
- * returns KILN_ERR_UNSUPPORTED (the reason of the fallback) when it does not handle the
- * node's op or attributes. ---- */
+ * CumProd, EyeLike, OneHot, Hardmax, Dropout's mask). Each takes a group of one node of an
+ * op its row in the lowering table names it for, and returns KILN_ERR_UNSUPPORTED (the
+ * reason of the fallback) when it has no compute definition for the node's types, shapes or
+ * attribute values. ---- */
 kiln_status kiln_lower_index_node(kiln_lower_ctx *c, const kiln_group *grp);
 kiln_status kiln_lower_norm_node(kiln_lower_ctx *c, const kiln_group *grp);
 kiln_status kiln_lower_misc_node(kiln_lower_ctx *c, const kiln_group *grp);
+
+/* ---- the lowering table (lower_table.c) ----
+ * One row per op: the lowering that takes a group of one node of the op, or NULL and the
+ * reason it has none (the node runs its reference kernel). The dispatch (lower.c) calls the
+ * row's lowering and nothing else; a lowering declines a node it cannot take with
+ * kiln_unsupported("reason"), which becomes the fallback's reason. */
+typedef kiln_status (*kiln_lower_fn)(kiln_lower_ctx *c, const kiln_group *grp);
+typedef struct kiln_lower_row {
+  kiln_lower_fn lower; /* NULL: no kernel lowering */
+  bool view;           /* the node becomes an alias step when it only reinterprets input 0 */
+  const char *reason;  /* lower NULL: why (the fallback's reason, after "no lowering for Op: ") */
+} kiln_lower_row;
+/* The row of op (the KILN_OP_UNKNOWN row for an op out of range). */
+const kiln_lower_row *kiln_lower_row_of(kiln_op op);
 
 /* A loop nest over dims in which every loop is serial (for scatters and running sums,
  * whose iterations depend on each other). */

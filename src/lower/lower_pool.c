@@ -90,7 +90,7 @@ kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp) {
   const kiln_graph *g = c->g;
   const kiln_node *n = &g->nodes.data[grp->nodes[0]];
   if (!is_pool(n->op) || grp->n_nodes != 1)
-    return kiln_unsupported("no lowering for %s", n->op_type);
+    return KILN_BUG("the lowering table sent %s to the pooling lowering", n->op_type);
   pool p;
   KILN_TRY(pool_geometry(g, n, &p));
   kiln_step step;

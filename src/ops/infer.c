@@ -75,6 +75,7 @@ static kiln_status infer_nodes(kiln_graph *g);
 
 static kiln_status infer_node(kiln_graph *g, const kiln_node *n) {
   const kiln_op_impl *impl = kiln_op_get(n->op);
+  if (impl->eval) KILN_TRY(kiln_op_check_values(g, n));
   if (!impl->infer) return KILN_OK;
   const kiln_type *in[64];
   const kiln_tensor *cin[64];

@@ -107,6 +107,10 @@ int kiln_op_removed(kiln_op op);
 #define KILN_MAX_OPSET 27 /* newest opset of the default domain Kiln knows (onnx 1.22) */
 /* Checks arity and that the op is implemented for node->opset; error names the node. */
 kiln_status kiln_op_check(const kiln_graph *g, const kiln_node *n);
+/* Inference's checks of attribute values (infer_check.c): the axes, block sizes and group
+ * counts the reference kernel would reject at run time, rejected as bad input (INVALID,
+ * naming the node) from the input ranks, static extents and constant inputs known now. */
+kiln_status kiln_op_check_values(const kiln_graph *g, const kiln_node *n);
 
 #define X(name, family) void kiln_ops_register_##family(kiln_op_impl *table);
 X(_, elementwise)

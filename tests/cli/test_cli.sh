@@ -144,6 +144,38 @@ grep -q "interpreter; cpu: compiled C kernels (default interp)" "$tmp/out" &&
 expect 2 "run on a target that compiles only" "$kiln" run "$tmp/mlp.kiln" --backend cuda
 expect_stderr "the cuda target compiles only .*the backends that run: interp, opt, tile, cpu" \
   "a target without a runtime is named as such, with the backends that run"
+# An invalid attribute is bad input in every command, not a node without a lowering (a
+# Softmax over axis 9 of a rank-2 input used to compile as a reference fallback, exit 0, and
+# fail only when run); a node without a lowering still falls back with the table's reason.
+cat > "$tmp/badaxis.kiln" <<'IR'
+graph @badaxis(%x: f32[2,4]) -> (%y: f32[2,4]) {
+  opset "" 17
+  %y = Softmax(%x) {axis=9} : f32[2,4] @probs
+  return %y
+}
+IR
+for cmd in compile run info print verify; do
+  expect 2 "$cmd: Softmax axis 9 of a rank-2 input" "$kiln" $cmd "$tmp/badaxis.kiln"
+  expect_stderr "node 'probs' (Softmax): axis 9 is out of range" "$cmd: the error names the node and the axis"
+done
+cat > "$tmp/d2s.kiln" <<'IR'
+graph @d2s(%x: f32[1,4,2,2]) -> (%y: f32[1,1,6,6]) {
+  opset "" 17
+  %y = DepthToSpace(%x) {blocksize=3} : f32[1,1,6,6] @shuffle
+  return %y
+}
+IR
+expect 2 "compile: a DepthToSpace blocksize that does not divide the channels" "$kiln" compile "$tmp/d2s.kiln"
+expect_stderr "node 'shuffle' (DepthToSpace)" "DepthToSpace: the error names the node"
+cat > "$tmp/det.kiln" <<'IR'
+graph @det(%x: f32[3,3]) -> (%y: f32[]) {
+  opset "" 17
+  %y = Det(%x) : f32[] @d
+  return %y
+}
+IR
+expect 0 "compile: an op without a lowering falls back" "$kiln" compile "$tmp/det.kiln"
+expect_stderr "fallback node 'd' (Det): no lowering for Det: " "the fallback gives the table's reason"
 expect 2 "compile with an unknown pass" "$kiln" compile "$tmp/mlp.kiln" --disable-pass=nosuch
 expect 2 "compile --dim without a value" "$kiln" compile "$tmp/mlp.kiln" --dim batch
 expect 2 "bench with an unknown backend" "$kiln" bench "$tmp/mlp.kiln" --backend nosuch
