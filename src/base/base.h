@@ -20,15 +20,16 @@
 
 /* kiln_code, kiln_status and KILN_OK are those of the public API (include/kiln.h). */
 
-kiln_status kiln_status_make(kiln_code code, const char *file, int line, const char *fmt, ...)
+KILN_MUST_USE kiln_status kiln_status_make(kiln_code code, const char *file, int line,
+                                           const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Prepends "context: " to the message of st (which must be an error); returns st. */
-kiln_status kiln_status_annotate(kiln_status st, const char *fmt, ...)
+KILN_MUST_USE kiln_status kiln_status_annotate(kiln_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Gives st (an error) the code c, keeping its message and origin; returns st. For a check of
  * Kiln's own product that reports through a checker made for user input (the tile verifier on
  * a kernel the lowering made is KILN_ERR_INTERNAL, not the checker's KILN_ERR_INVALID). */
-kiln_status kiln_status_recode(kiln_status st, kiln_code c);
+KILN_MUST_USE kiln_status kiln_status_recode(kiln_status st, kiln_code c);
 const char *kiln_status_where(kiln_status st); /* "file.c:123" of the origin */
 /* Exit status the CLI uses for an error code: 2 for bad input, 1 otherwise. */
 int kiln_status_exit_code(kiln_status st);
@@ -55,7 +56,7 @@ int kiln_status_exit_code(kiln_status st);
 /* errno's text with a KILN_ERR_SYSTEM code: kiln_system_error("cannot write '%s'", path)
  * gives "cannot write 'x': No space left on device". Call it right after the failing call. */
 #define kiln_system_error(...) kiln_status_errno(__FILE__, __LINE__, __VA_ARGS__)
-kiln_status kiln_status_errno(const char *file, int line, const char *fmt, ...)
+KILN_MUST_USE kiln_status kiln_status_errno(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* ---- checked arithmetic (for sizes that come from input) ---- */
@@ -89,10 +90,10 @@ int64_t kiln_mem_in_use(void);
 /* Error unless `bytes` more fit under the limit (nothing is reserved); the message starts
  * with the formatted WHAT (a value, a tensor type, "the arena of graph 'g'"). A negative
  * `bytes` means "more than any limit" (an overflowed estimate). */
-kiln_status kiln_mem_check(int64_t bytes, const char *what_fmt, ...)
+KILN_MUST_USE kiln_status kiln_mem_check(int64_t bytes, const char *what_fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The same, and counts the bytes as in use until kiln_mem_release. */
-kiln_status kiln_mem_reserve(int64_t bytes, const char *what_fmt, ...)
+KILN_MUST_USE kiln_status kiln_mem_reserve(int64_t bytes, const char *what_fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* kiln_mem_reserve without a message (for hot paths: build the message on failure). */
 bool kiln_mem_try_reserve(int64_t bytes);
@@ -151,8 +152,8 @@ void kiln_strbuf_free(kiln_strbuf *b);
 /* ---- diagnostics in source text (diag.c) ----
  * An INVALID error "file:line:col: message" followed by the source line and a caret under
  * the column. */
-kiln_status kiln_source_errorv(const char *file, const char *text, int line, int col,
-                               const char *fmt, va_list ap);
+KILN_MUST_USE kiln_status kiln_source_errorv(const char *file, const char *text, int line, int col,
+                                             const char *fmt, va_list ap);
 
 /* ---- hash map: string key -> int64 value (open addressing, owns key copies) ---- */
 typedef struct kiln_strmap {
@@ -170,11 +171,14 @@ uint64_t kiln_hash_bytes(const void *p, size_t n, uint64_t seed); /* FNV-1a 64 *
  * (no blanks, no trailing text), within [lo, hi], with no overflow; floats must be finite and
  * not NaN. Errors are KILN_ERR_INVALID and name `what` (an option or a field), the text and
  * the range: "--threads: '100000' is not an integer in 1..1024". */
-kiln_status kiln_parse_i64(const char *s, int64_t lo, int64_t hi, const char *what, int64_t *out);
-kiln_status kiln_parse_int(const char *s, int lo, int hi, const char *what, int *out);
-kiln_status kiln_parse_f64(const char *s, double lo, double hi, const char *what, double *out);
+KILN_MUST_USE kiln_status kiln_parse_i64(const char *s, int64_t lo, int64_t hi, const char *what,
+                                         int64_t *out);
+KILN_MUST_USE kiln_status kiln_parse_int(const char *s, int lo, int hi, const char *what, int *out);
+KILN_MUST_USE kiln_status kiln_parse_f64(const char *s, double lo, double hi, const char *what,
+                                         double *out);
 /* A byte count with an optional binary unit: 4096, 64K, 512M, 8G, 1T (also KB/KiB, ...). */
-kiln_status kiln_parse_bytes(const char *s, int64_t lo, int64_t hi, const char *what, int64_t *out);
+KILN_MUST_USE kiln_status kiln_parse_bytes(const char *s, int64_t lo, int64_t hi, const char *what,
+                                           int64_t *out);
 
 /* ---- text from a model, escaped for each context it reaches (text.c) -----
  * A model's names, doc strings and metadata are data, never code: everything that reaches
@@ -191,7 +195,7 @@ void kiln_esc_c_string(kiln_strbuf *b, const char *s);
  * below 0x20 and 0x7f as \xNN, so the value holds no newline. kiln_unesc_line reverses it in
  * place; a malformed escape is an error. */
 void kiln_esc_line(kiln_strbuf *b, const char *s);
-kiln_status kiln_unesc_line(char *s);
+KILN_MUST_USE kiln_status kiln_unesc_line(char *s);
 /* One file name component from a name, injective: [A-Za-z0-9_-] and non-leading '.' are
  * kept, every other byte is %XX (so "a/b" -> "a%2Fb", "a_b" stays, ".." -> "%2E."); empty is
  * "%00"; a result over 200 bytes is cut and ends in "~" and a 16-hex-digit hash of s. */
@@ -223,25 +227,25 @@ double kiln_clock_seconds(void);
  * A path into a missing folder is KILN_ERR_IO (exit 2). An existing character device
  * (/dev/null, /dev/full) is written in place; an existing folder or FIFO is refused. */
 /* Opens a regular file for reading (blocking reads, close-on-exec). */
-kiln_status kiln_open_read(const char *path, int *out_fd);
+KILN_MUST_USE kiln_status kiln_open_read(const char *path, int *out_fd);
 /* Reads a whole file into a malloc'd buffer (NUL-terminated, not counted in *out_len). */
-kiln_status kiln_read_file(const char *path, char **out_data, size_t *out_len);
+KILN_MUST_USE kiln_status kiln_read_file(const char *path, char **out_data, size_t *out_len);
 /* Writes a whole file: kiln_file_open + kiln_file_write + kiln_file_commit. */
-kiln_status kiln_write_file(const char *path, const void *data, size_t len);
+KILN_MUST_USE kiln_status kiln_write_file(const char *path, const void *data, size_t len);
 typedef struct kiln_file_writer kiln_file_writer;
-kiln_status kiln_file_open(const char *path, kiln_file_writer **out);
+KILN_MUST_USE kiln_status kiln_file_open(const char *path, kiln_file_writer **out);
 /* Appends; the first failure is kept and reported by kiln_file_commit. */
 void kiln_file_write(kiln_file_writer *w, const void *data, size_t len);
 void kiln_file_printf(kiln_file_writer *w, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Flushes, closes and renames into place; frees w whatever the outcome. */
-kiln_status kiln_file_commit(kiln_file_writer *w);
+KILN_MUST_USE kiln_status kiln_file_commit(kiln_file_writer *w);
 /* Removes the temporary and frees w (NULL is fine): nothing of the file is left. */
 void kiln_file_abort(kiln_file_writer *w);
 /* True when both paths exist and are the same file (device and inode, links resolved). */
 bool kiln_same_file(const char *a, const char *b);
 /* mkdir -p: creates path and its missing parents; an existing folder is fine. */
-kiln_status kiln_make_dirs(const char *path);
+KILN_MUST_USE kiln_status kiln_make_dirs(const char *path);
 /* A folder written as a whole: its files go to w->tmp, a new hidden folder next to dir
  * (".NAME.kiln-tmp.XXXXXX"), and kiln_dir_commit renames it to dir, so that a failed or
  * killed writer never leaves a part-written dir. An existing dir is exchanged with it in one
@@ -251,8 +255,8 @@ kiln_status kiln_make_dirs(const char *path);
 typedef struct kiln_dir_writer {
   char *final, *tmp;
 } kiln_dir_writer;
-kiln_status kiln_dir_begin(const char *dir, kiln_dir_writer *w);
-kiln_status kiln_dir_commit(kiln_dir_writer *w);
+KILN_MUST_USE kiln_status kiln_dir_begin(const char *dir, kiln_dir_writer *w);
+KILN_MUST_USE kiln_status kiln_dir_commit(kiln_dir_writer *w);
 void kiln_dir_abort(kiln_dir_writer *w); /* removes w->tmp and everything in it */
 
 #endif

@@ -26,17 +26,17 @@ typedef struct kiln_tensor {
  * error bound of a value, in verification): its bytes are counted, but not refused by the
  * memory limit, so that code which cannot fail there still holds; the next checked
  * allocation sees them. Errors only for a bad shape or a failed allocation. */
-kiln_status kiln_tensor_new_companion(kiln_dtype dtype, int rank, const int64_t *dims,
-                                      kiln_tensor **out);
-kiln_status kiln_tensor_new_scalar_f64(kiln_dtype dtype, double v, kiln_tensor **out);
-kiln_status kiln_tensor_clone(const kiln_tensor *t, kiln_tensor **out);
+KILN_MUST_USE kiln_status kiln_tensor_new_companion(kiln_dtype dtype, int rank, const int64_t *dims,
+                                                    kiln_tensor **out);
+KILN_MUST_USE kiln_status kiln_tensor_new_scalar_f64(kiln_dtype dtype, double v, kiln_tensor **out);
+KILN_MUST_USE kiln_status kiln_tensor_clone(const kiln_tensor *t, kiln_tensor **out);
 /* Frees the data of t and leaves it empty (f32[0]), releasing its reserved bytes. */
 void kiln_tensor_drop_data(kiln_tensor *t);
 /* The largest tensor Kiln holds: 64 TiB. Inference rejects a larger tensor type. */
 #define KILN_MAX_TENSOR_BYTES ((int64_t)1 << 46)
 size_t kiln_tensor_nbytes(const kiln_tensor *t);
 /* Checks and returns the element count of a shape; error on negative dims or overflow. */
-kiln_status kiln_shape_numel(int rank, const int64_t *dims, int64_t *out);
+KILN_MUST_USE kiln_status kiln_shape_numel(int rank, const int64_t *dims, int64_t *out);
 /* Same shape and dtype; data compared bitwise-equal (NaNs with equal bits are equal). */
 bool kiln_tensor_same_shape(const kiln_tensor *a, const kiln_tensor *b);
 /* Formats "f32[2,3]" into buf. */

@@ -101,31 +101,32 @@ kiln_codegen_opts kiln_codegen_opts_default(void);
 /* ---- C ---- */
 /* Includes and the static inline helpers every kernel uses (conversions, min/max, integer
  * division and shifts, the MMA vector type). */
-kiln_status kiln_codegen_c_prelude(const kiln_codegen_opts *o, kiln_strbuf *out);
+KILN_MUST_USE kiln_status kiln_codegen_c_prelude(const kiln_codegen_opts *o, kiln_strbuf *out);
 /* One kernel function, preceded by a comment naming k->origin. */
-kiln_status kiln_codegen_c_kernel(const kiln_tkernel *k, const kiln_codegen_opts *o,
-                                  kiln_strbuf *out);
+KILN_MUST_USE kiln_status kiln_codegen_c_kernel(const kiln_tkernel *k, const kiln_codegen_opts *o,
+                                                kiln_strbuf *out);
 /* Prelude and every kernel: one translation unit. */
-kiln_status kiln_codegen_c_module(const kiln_tmodule *m, const kiln_codegen_opts *o,
-                                  kiln_strbuf *out);
+KILN_MUST_USE kiln_status kiln_codegen_c_module(const kiln_tmodule *m, const kiln_codegen_opts *o,
+                                                kiln_strbuf *out);
 /* True when the C backend maps this MMA to the register-tile microkernel. */
 bool kiln_codegen_c_mma_fast(const kiln_tkernel *k, const kiln_tmma *mma);
 
 /* ---- CUDA ---- */
-kiln_status kiln_codegen_cuda_prelude(const kiln_codegen_opts *o, kiln_strbuf *out);
-kiln_status kiln_codegen_cuda_kernel(const kiln_tkernel *k, const kiln_codegen_opts *o,
-                                     kiln_strbuf *out);
-kiln_status kiln_codegen_cuda_module(const kiln_tmodule *m, const kiln_codegen_opts *o,
-                                     kiln_strbuf *out);
+KILN_MUST_USE kiln_status kiln_codegen_cuda_prelude(const kiln_codegen_opts *o, kiln_strbuf *out);
+KILN_MUST_USE kiln_status kiln_codegen_cuda_kernel(const kiln_tkernel *k,
+                                                   const kiln_codegen_opts *o, kiln_strbuf *out);
+KILN_MUST_USE kiln_status kiln_codegen_cuda_module(const kiln_tmodule *m,
+                                                   const kiln_codegen_opts *o, kiln_strbuf *out);
 /* Launch dimensions of k: grid[d] / block[d] = the largest extent of its BLOCK_d / THREAD_d
  * loops (1 when none); those extents must be constants. */
-kiln_status kiln_codegen_cuda_launch(const kiln_tkernel *k, int64_t grid[3], int64_t block[3]);
+KILN_MUST_USE kiln_status kiln_codegen_cuda_launch(const kiln_tkernel *k, int64_t grid[3],
+                                                   int64_t block[3]);
 
 /* ---- CUDA C -> PTX (nvrtc.c): the one place of this stage that runs a compiler ----
  * Loads libnvrtc with dlopen (CUDA_HOME, CUDA_PATH, the standard install folders, then the
  * loader's search path) and compiles src for arch (e.g. "compute_90") with
  * KILN_CODEGEN_NVRTC_FLAGS. Returns KILN_ERR_UNSUPPORTED when no NVRTC can be loaded,
  * KILN_ERR_FAILED with the compiler log when compilation fails. *out_ptx is malloc'd. */
-kiln_status kiln_codegen_cuda_ptx(const char *src, const char *arch, char **out_ptx);
+KILN_MUST_USE kiln_status kiln_codegen_cuda_ptx(const char *src, const char *arch, char **out_ptx);
 
 #endif

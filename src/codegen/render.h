@@ -36,21 +36,23 @@ void kiln_render_free(kiln_render *r);
 const char *kiln_render_ctype(kiln_dtype t);
 /* Checks that the kernel's name is a C identifier and that every buffer and variable has a
  * type the backends can hold. */
-kiln_status kiln_render_check_types(const kiln_tkernel *k);
+KILN_MUST_USE kiln_status kiln_render_check_types(const kiln_tkernel *k);
 
 /* Appends a line at the current indentation. */
 void kiln_render_line(kiln_render *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends an expression; index = true for an I64 index or extent (plain C arithmetic:
  * the verifier proves indices in range, so they do not overflow). */
-kiln_status kiln_render_expr(kiln_render *r, const kiln_texpr *e, bool index, kiln_strbuf *b);
+KILN_MUST_USE kiln_status kiln_render_expr(kiln_render *r, const kiln_texpr *e, bool index,
+                                           kiln_strbuf *b);
 /* Renders an expression into a fresh malloc'd string. */
-kiln_status kiln_render_expr_str(kiln_render *r, const kiln_texpr *e, bool index, char **out);
-kiln_status kiln_render_stmt(kiln_render *r, const kiln_tstmt *s);
-kiln_status kiln_render_block(kiln_render *r, const kiln_tblock *b);
+KILN_MUST_USE kiln_status kiln_render_expr_str(kiln_render *r, const kiln_texpr *e, bool index,
+                                               char **out);
+KILN_MUST_USE kiln_status kiln_render_stmt(kiln_render *r, const kiln_tstmt *s);
+KILN_MUST_USE kiln_status kiln_render_block(kiln_render *r, const kiln_tblock *b);
 /* `for (int64_t i = 0; i < n; i++) {` at the current indentation. */
-kiln_status kiln_render_for_header(kiln_render *r, const kiln_tstmt *s);
+KILN_MUST_USE kiln_status kiln_render_for_header(kiln_render *r, const kiln_tstmt *s);
 /* The MMA as plain loops (exact tile.h semantics, fma for floats). */
-kiln_status kiln_render_mma_loops(kiln_render *r, const kiln_tstmt *s);
+KILN_MUST_USE kiln_status kiln_render_mma_loops(kiln_render *r, const kiln_tstmt *s);
 /* The comment naming the kernel's origin (the graph nodes, escaped by kiln_esc_c_comment: at
  * most KILN_RENDER_ORIGIN_MAX bytes of it are shown). */
 enum { KILN_RENDER_ORIGIN_MAX = 1000 };
@@ -59,7 +61,7 @@ void kiln_render_origin(kiln_render *r);
 /* ---- render_half.c: F16/BF16 operators and MAC ---- */
 /* Whether e is an operator on F16/BF16 operands (SELECT aside) or a MAC. */
 bool kiln_render_is_half_op(const kiln_texpr *e);
-kiln_status kiln_render_half(kiln_render *r, const kiln_texpr *e, kiln_strbuf *b);
+KILN_MUST_USE kiln_status kiln_render_half(kiln_render *r, const kiln_texpr *e, kiln_strbuf *b);
 /* CUDA: the native half instruction helpers (once per translation unit, guarded by a macro)
  * when r's kernel uses one; nothing otherwise. */
 void kiln_render_half_helpers_cuda(const kiln_render *r, kiln_strbuf *out);

@@ -74,6 +74,6 @@ void kiln_groups_free(kiln_groups *s);
  * a node input or through a subgraph): Kahn's algorithm taking the ready group of smallest
  * index first, O((N + E) log G) for E reads. order gets s->n entries. KILN_BUG when the
  * groups form a cycle (a group that is not convex). */
-kiln_status kiln_groups_order(const kiln_graph *g, const kiln_groups *s, int *order);
+KILN_MUST_USE kiln_status kiln_groups_order(const kiln_graph *g, const kiln_groups *s, int *order);
 
 #endif

@@ -177,10 +177,12 @@ int64_t kiln_graph_opset(const kiln_graph *g, const char *domain);
 
 /* Builders return the new value id. Names must be unique in a graph (error otherwise
  * for the status-returning forms). An empty name gets a fresh one ("%12"). */
-kiln_status kiln_graph_add_input2(kiln_graph *g, const char *name, kiln_type type, int *out_id);
+KILN_MUST_USE kiln_status kiln_graph_add_input2(kiln_graph *g, const char *name, kiln_type type,
+                                                int *out_id);
 int kiln_graph_add_input(kiln_graph *g, const char *name, kiln_type type); /* asserts unique */
 /* Takes ownership of t (also on error). */
-kiln_status kiln_graph_add_const(kiln_graph *g, const char *name, kiln_tensor *t, int *out_id);
+KILN_MUST_USE kiln_status kiln_graph_add_const(kiln_graph *g, const char *name, kiln_tensor *t,
+                                               int *out_id);
 /* References value `outer_id` of g->parent under the same name. */
 int kiln_graph_add_outer(kiln_graph *g, int outer_id);
 /* Finds a value by name in g, then in enclosing graphs; in a subgraph, a hit in an
@@ -189,9 +191,10 @@ int kiln_graph_resolve(kiln_graph *g, const char *name);
 int kiln_graph_find(const kiln_graph *g, const char *name); /* this graph only */
 /* Adds a node; its outputs become new values named out_names[i] (NULL or "" gives an
  * omitted output, id -1). out_ids may be NULL. Returns the node id in *out_node if non-NULL. */
-kiln_status kiln_graph_add_node(kiln_graph *g, const char *op_type, const char *domain,
-                                const char *name, int n_in, const int *inputs, int n_out,
-                                const char *const *out_names, int *out_ids);
+KILN_MUST_USE kiln_status kiln_graph_add_node(kiln_graph *g, const char *op_type,
+                                              const char *domain, const char *name, int n_in,
+                                              const int *inputs, int n_out,
+                                              const char *const *out_names, int *out_ids);
 int kiln_graph_last_node(const kiln_graph *g);
 void kiln_graph_add_output(kiln_graph *g, int value_id);
 /* Adds an attribute to node `node_id` and returns it for the caller to fill
@@ -204,24 +207,30 @@ void kiln_graph_own_tensor(kiln_graph *g, kiln_tensor *t);
 /* ---- attribute access (for kernels and passes) ----
  * Each getter fails with KILN_ERR_INVALID when the attribute exists with another kind. */
 const kiln_attr *kiln_node_attr(const kiln_node *n, const char *name);
-kiln_status kiln_node_int(const kiln_node *n, const char *name, int64_t dflt, int64_t *out);
-kiln_status kiln_node_float(const kiln_node *n, const char *name, float dflt, float *out);
-kiln_status kiln_node_string(const kiln_node *n, const char *name, const char *dflt,
-                             const char **out);
+KILN_MUST_USE kiln_status kiln_node_int(const kiln_node *n, const char *name, int64_t dflt,
+                                        int64_t *out);
+KILN_MUST_USE kiln_status kiln_node_float(const kiln_node *n, const char *name, float dflt,
+                                          float *out);
+KILN_MUST_USE kiln_status kiln_node_string(const kiln_node *n, const char *name, const char *dflt,
+                                           const char **out);
 /* *out_n = -1 and *out = NULL when absent. */
-kiln_status kiln_node_ints(const kiln_node *n, const char *name, const int64_t **out, int *out_n);
-kiln_status kiln_node_floats(const kiln_node *n, const char *name, const float **out, int *out_n);
-kiln_status kiln_node_tensor(const kiln_node *n, const char *name, const kiln_tensor **out);
-kiln_status kiln_node_graph(const kiln_node *n, const char *name, kiln_graph **out);
+KILN_MUST_USE kiln_status kiln_node_ints(const kiln_node *n, const char *name, const int64_t **out,
+                                         int *out_n);
+KILN_MUST_USE kiln_status kiln_node_floats(const kiln_node *n, const char *name, const float **out,
+                                           int *out_n);
+KILN_MUST_USE kiln_status kiln_node_tensor(const kiln_node *n, const char *name,
+                                           const kiln_tensor **out);
+KILN_MUST_USE kiln_status kiln_node_graph(const kiln_node *n, const char *name, kiln_graph **out);
 /* "node 'conv1' (Conv)" for messages */
 const char *kiln_node_label(const kiln_node *n, char *buf, size_t len);
 
 /* ---- verifier, printer, parser (graph_verify.c, graph_print.c, graph_parse.c) ---- */
 /* Checks SSA, ids in range, topological order, outer references, types well formed. */
-kiln_status kiln_graph_verify(const kiln_graph *g);
+KILN_MUST_USE kiln_status kiln_graph_verify(const kiln_graph *g);
 /* Appends the text form. Constants with more than elide_above elements are printed as
  * "<N elements>" (not parseable) when elide_above >= 0; -1 prints all data. */
 void kiln_graph_print(const kiln_graph *g, kiln_strbuf *out, int64_t elide_above);
-kiln_status kiln_graph_parse(const char *text, const char *filename, kiln_graph **out);
+KILN_MUST_USE kiln_status kiln_graph_parse(const char *text, const char *filename,
+                                           kiln_graph **out);
 
 #endif

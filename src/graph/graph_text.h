@@ -34,9 +34,11 @@ typedef struct kiln_gtext_src {
 } kiln_gtext_src;
 
 /* Splits src->text into tokens (ending with one EOF token); *out is malloc'd. */
-kiln_status kiln_gtext_lex(const kiln_gtext_src *src, kiln_gtext_tok **out, int *out_n);
+KILN_MUST_USE kiln_status kiln_gtext_lex(const kiln_gtext_src *src, kiln_gtext_tok **out,
+                                         int *out_n);
 /* "file:line:col: message" followed by the source line and a caret under col. */
-kiln_status kiln_gtext_error(const kiln_gtext_src *src, int line, int col, const char *fmt, ...)
+KILN_MUST_USE kiln_status kiln_gtext_error(const kiln_gtext_src *src, int line, int col,
+                                           const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 bool kiln_gtext_punct(const kiln_gtext_tok *t, const char *s); /* a PUNCT token spelled s */
 bool kiln_gtext_word(const kiln_gtext_tok *t, const char *s);  /* an IDENT token spelled s */

@@ -114,36 +114,40 @@ const char *kiln_lower_op_reason(kiln_op op);
 kiln_fuse_class kiln_lower_fuse_class(const kiln_graph *g, const kiln_node *n);
 
 /* Lowers g (after the pass pipeline, fusion included; all value types static). */
-kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out);
+KILN_MUST_USE kiln_status kiln_lower(kiln_graph *g, const kiln_lower_opts *opts,
+                                     kiln_program **out);
 /* kiln_lower with schedules set from outside (a file, a tuner: schedule.h), by kernel name;
  * sched NULL: the target's defaults for every kernel. The lowering counts the matches of
  * the set's lines (a line that matches no kernel is an error), so a set serves one lowering
  * at a time. A tuner changes the set and lowers again. */
-kiln_status kiln_lower_scheduled(kiln_graph *g, const kiln_lower_opts *opts,
-                                 struct kiln_sched_set *sched, kiln_program **out);
+KILN_MUST_USE kiln_status kiln_lower_scheduled(kiln_graph *g, const kiln_lower_opts *opts,
+                                               struct kiln_sched_set *sched, kiln_program **out);
 /* kiln_lower for verification: with threads > 1 it plans the parallel schedules whatever
  * the size of the work (GEMM splits, parallel depthwise loops, nests below
  * KILN_LOWER_PAR_MIN_ELEMENTS), so that the tile verifier's race check and the tile
  * interpreter see them on small models. Same results; not what kiln_compile runs. */
-kiln_status kiln_lower_stress(kiln_graph *g, const kiln_lower_opts *opts, kiln_program **out);
+KILN_MUST_USE kiln_status kiln_lower_stress(kiln_graph *g, const kiln_lower_opts *opts,
+                                            kiln_program **out);
 void kiln_program_free(kiln_program *p);
 /* Runs the program with the tile IR interpreter (kernels), the reference kernels (fallback
  * steps) and views (alias steps), each value in its own allocation: the tile-level oracle
  * of the compiled code. Inputs are borrowed; outputs (one per graph output) are new. */
-kiln_status kiln_program_interp(const kiln_program *p, int n_in, kiln_tensor *const *inputs,
-                                kiln_tensor **outputs);
+KILN_MUST_USE kiln_status kiln_program_interp(const kiln_program *p, int n_in,
+                                              kiln_tensor *const *inputs, kiln_tensor **outputs);
 /* A step observer (verification): called after step `step` for every tensor value
  * `value_id` of the root graph that the step produces (kernel outputs, fallback node
  * outputs, alias targets), each once. t is borrowed and valid during the call only. */
 typedef void (*kiln_step_trace_fn)(void *user, int step, int value_id, const kiln_tensor *t);
 /* kiln_program_interp, calling cb (when not NULL) after each step. */
-kiln_status kiln_program_interp_trace(const kiln_program *p, int n_in, kiln_tensor *const *inputs,
-                                      kiln_tensor **outputs, kiln_step_trace_fn cb, void *user);
+KILN_MUST_USE kiln_status kiln_program_interp_trace(const kiln_program *p, int n_in,
+                                                    kiln_tensor *const *inputs,
+                                                    kiln_tensor **outputs, kiln_step_trace_fn cb,
+                                                    void *user);
 /* Checks the dataflow of the steps: each value read is an input, a constant or defined by
  * an earlier step; each value written is a node output defined once; each node output the
  * graph returns is defined. KILN_ERR_INTERNAL (a bug of the lowering) otherwise. Run by
  * kiln_lower on every program it makes and by the memory planner. */
-kiln_status kiln_program_verify(const kiln_program *p);
+KILN_MUST_USE kiln_status kiln_program_verify(const kiln_program *p);
 /* Prints the steps (kernel names, bound values, fallbacks with reasons) and the module. */
 void kiln_program_print(const kiln_program *p, kiln_strbuf *out);
 

@@ -42,7 +42,8 @@ kiln_fuse_class kiln_lower_cuda_fuse_class(const kiln_graph *g, const kiln_node 
 /* Maps every kernel of p (lowered from a graph fused with kiln_lower_cuda_fuse_class) as
  * described above, with `threads` GPU threads per block for mapped loops (1..1024).
  * *out_info (malloc'd) has one entry per kernel of p->module after the mapping. */
-kiln_status kiln_lower_cuda_map(kiln_program *p, int threads, kiln_cuda_kinfo **out_info);
+KILN_MUST_USE kiln_status kiln_lower_cuda_map(kiln_program *p, int threads,
+                                              kiln_cuda_kinfo **out_info);
 
 /* The top-level statements of a mapped kernel that are separate launches (each a BLOCK
  * loop, or the 1x1 wrapper): 1 for most kernels. */

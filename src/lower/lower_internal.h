@@ -58,8 +58,8 @@ void kiln_lower_add_step(kiln_lower_ctx *c, const kiln_step *step);
 /* The schedule of step's kernel, its unset fields filled by the target's defaults from f
  * (f->threads and f->stress are filled here). The compute definition reads it; its
  * directives run when the group's kernels are complete. */
-kiln_status kiln_lower_schedule(kiln_lower_ctx *c, const kiln_step *step, kiln_sched_facts *f,
-                                const kiln_sched **out);
+KILN_MUST_USE kiln_status kiln_lower_schedule(kiln_lower_ctx *c, const kiln_step *step,
+                                              kiln_sched_facts *f, const kiln_sched **out);
 
 /* ---- elementwise compute definitions (lower_ew.c) ----
  * True when node n is an elementwise op (with numpy broadcasting) that has a compute
@@ -68,8 +68,8 @@ bool kiln_lower_is_elementwise(const kiln_graph *g, const kiln_node *n);
 /* The value of one element of n's output 0 given one element of each input (operands[i],
  * NULL for an omitted input), already of the compute type of that input's dtype
  * (kiln_lower_compute_type). The result has the compute type of the output dtype. */
-kiln_status kiln_lower_ew_expr(kiln_lower_ctx *c, kiln_tkernel *k, const kiln_node *n,
-                               kiln_texpr *const *operands, kiln_texpr **out);
+KILN_MUST_USE kiln_status kiln_lower_ew_expr(kiln_lower_ctx *c, kiln_tkernel *k, const kiln_node *n,
+                                             kiln_texpr *const *operands, kiln_texpr **out);
 /* Whether e is too large to inline into the next node's expression: an op may read an operand
  * twice (Relu is a select on a compare of x), so a chain of inlined nodes shares subtrees and
  * grows as 2^n when printed or walked. Callers that chain kiln_lower_ew_expr bind such a value
@@ -92,6 +92,6 @@ bool kiln_lower_is_contraction(const kiln_graph *g, const kiln_node *n);
  * epilogue applied to the anchor's output (a chain: each node takes the previous result
  * and, optionally, other values from outside the group broadcast to the output's shape).
  * Appends one or more steps. */
-kiln_status kiln_lower_contraction(kiln_lower_ctx *c, const kiln_group *grp);
+KILN_MUST_USE kiln_status kiln_lower_contraction(kiln_lower_ctx *c, const kiln_group *grp);
 
 #endif

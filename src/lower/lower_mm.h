@@ -42,12 +42,13 @@ typedef struct kiln_mm_head {
  * (elementwise, takes the previous result, other operands from outside the group that
  * broadcast to the anchor's output shape without changing it) and adds the kernel
  * parameters of the extra operands and of the group outputs. */
-kiln_status kiln_mm_epi_prepare(kiln_lower_ctx *c, const kiln_group *grp, kiln_tkernel *k,
-                                kiln_step *step, const kiln_mm_head *head, kiln_mm_epi **out);
+KILN_MUST_USE kiln_status kiln_mm_epi_prepare(kiln_lower_ctx *c, const kiln_group *grp,
+                                              kiln_tkernel *k, kiln_step *step,
+                                              const kiln_mm_head *head, kiln_mm_epi **out);
 /* Appends to blk the statements that finish one element: head, chain, stores. `acc` is
  * the accumulated value in the compute type of the anchor's output. */
-kiln_status kiln_mm_epi_emit(kiln_mm_epi *e, kiln_tkernel *k, kiln_tblock *blk,
-                             const kiln_mm_coord *co, kiln_texpr *acc);
+KILN_MUST_USE kiln_status kiln_mm_epi_emit(kiln_mm_epi *e, kiln_tkernel *k, kiln_tblock *blk,
+                                           const kiln_mm_coord *co, kiln_texpr *acc);
 /* The anchor's output shape. */
 int kiln_mm_epi_rank(const kiln_mm_epi *e);
 const int64_t *kiln_mm_epi_dims(const kiln_mm_epi *e);
@@ -55,7 +56,7 @@ const int64_t *kiln_mm_epi_dims(const kiln_mm_epi *e);
 /* Checks that grp's non-anchor nodes form an epilogue chain the emitter can take
  * (without building anything): used by kiln_lower_is_contraction's callers indirectly and
  * by the lowering before it creates a kernel. */
-kiln_status kiln_mm_epi_check(const kiln_graph *g, const kiln_group *grp);
+KILN_MUST_USE kiln_status kiln_mm_epi_check(const kiln_graph *g, const kiln_group *grp);
 
 /* ---- GEMM schedule (lower_mm_gemm.c) ----
  * batch independent products C_b[M][N] = A_b[M][K] B_b[K][N], each element handed to the
@@ -112,18 +113,20 @@ int64_t kiln_mm_gemm_scratch(const kiln_mm_gemm *g);
 /* Number of B panels, ceil(N/NR). */
 int64_t kiln_mm_gemm_panels(const kiln_mm_gemm *g);
 /* Appends the loop nest to k's body. */
-kiln_status kiln_mm_gemm_emit(kiln_tkernel *k, const kiln_mm_gemm *g);
+KILN_MUST_USE kiln_status kiln_mm_gemm_emit(kiln_tkernel *k, const kiln_mm_gemm *g);
 
 /* Packs a constant matrix for the B operand: src[boff + k*sk + n*sn] for each of
  * `batch` matrices (offset bstride apart) into [batch][ceil(N/NR)][K][NR] of dtype dt. */
-kiln_status kiln_mm_pack_b_const(const kiln_tensor *src, int64_t batch, int64_t bstride, int64_t K,
-                                 int64_t N, int64_t sk, int64_t sn, int NR, kiln_dtype dt,
-                                 kiln_tensor **out);
+KILN_MUST_USE kiln_status kiln_mm_pack_b_const(const kiln_tensor *src, int64_t batch,
+                                               int64_t bstride, int64_t K, int64_t N, int64_t sk,
+                                               int64_t sn, int NR, kiln_dtype dt,
+                                               kiln_tensor **out);
 /* Packs a constant matrix for the A operand: src[aoff + m*sm + k*sk] into
  * [batch][ceil(M/MR)][K][MR], zero padded. */
-kiln_status kiln_mm_pack_a_const(const kiln_tensor *src, int64_t batch, int64_t bstride, int64_t M,
-                                 int64_t K, int64_t sm, int64_t sk, int MR, kiln_dtype dt,
-                                 kiln_tensor **out);
+KILN_MUST_USE kiln_status kiln_mm_pack_a_const(const kiln_tensor *src, int64_t batch,
+                                               int64_t bstride, int64_t M, int64_t K, int64_t sm,
+                                               int64_t sk, int MR, kiln_dtype dt,
+                                               kiln_tensor **out);
 
 /* Emits the generic pack of a strided source: panel of src[off(b) + k*sk + n*sn]. */
 typedef struct kiln_mm_strided {
@@ -132,8 +135,9 @@ typedef struct kiln_mm_strided {
   int nb;
   int64_t bstr[KILN_MAX_RANK];
 } kiln_mm_strided;
-kiln_status kiln_mm_pack_strided(void *ud, kiln_tkernel *k, kiln_tblock *blk, const kiln_mm_gemm *g,
-                                 kiln_texpr *b, kiln_texpr *jb, int dst, kiln_texpr *dst_off);
+KILN_MUST_USE kiln_status kiln_mm_pack_strided(void *ud, kiln_tkernel *k, kiln_tblock *blk,
+                                               const kiln_mm_gemm *g, kiln_texpr *b, kiln_texpr *jb,
+                                               int dst, kiln_texpr *dst_off);
 
 /* Offset sum_d coord_d(b) * str[d] of batch index b over dims bdims[0..nb). */
 kiln_texpr *kiln_mm_batch_offset(kiln_tkernel *k, kiln_texpr *b, int nb, const int64_t *bdims,
@@ -146,6 +150,6 @@ bool kiln_mm_value_ok(const kiln_graph *g, int v, kiln_dtype dt);
 const kiln_tensor *kiln_mm_const(const kiln_graph *g, int v);
 /* Conv (lower_conv.c) */
 bool kiln_lower_conv_ok(const kiln_graph *g, const kiln_node *n);
-kiln_status kiln_lower_conv(kiln_lower_ctx *c, const kiln_group *grp);
+KILN_MUST_USE kiln_status kiln_lower_conv(kiln_lower_ctx *c, const kiln_group *grp);
 
 #endif

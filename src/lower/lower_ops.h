@@ -15,10 +15,10 @@ bool kiln_lower_is_reduction(const kiln_graph *g, const kiln_node *n);
 
 /* ---- group lowerings; each returns KILN_ERR_UNSUPPORTED (the reason of the fallback)
  * when it cannot take the group ---- */
-kiln_status kiln_lower_ew_group(kiln_lower_ctx *c, const kiln_group *grp);
-kiln_status kiln_lower_reduce_group(kiln_lower_ctx *c, const kiln_group *grp);
-kiln_status kiln_lower_data_node(kiln_lower_ctx *c, const kiln_group *grp);
-kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp);
+KILN_MUST_USE kiln_status kiln_lower_ew_group(kiln_lower_ctx *c, const kiln_group *grp);
+KILN_MUST_USE kiln_status kiln_lower_reduce_group(kiln_lower_ctx *c, const kiln_group *grp);
+KILN_MUST_USE kiln_status kiln_lower_data_node(kiln_lower_ctx *c, const kiln_group *grp);
+KILN_MUST_USE kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp);
 
 /* ---- shared helpers (lower_nest.c) ---- */
 /* The static tensor type of value v, or NULL when it is not a static tensor. */
@@ -57,9 +57,9 @@ bool kiln_lower_const_ints(const kiln_graph *g, int v, int64_t *out, int max, in
  * op its row in the lowering table names it for, and returns KILN_ERR_UNSUPPORTED (the
  * reason of the fallback) when it has no compute definition for the node's types, shapes or
  * attribute values. ---- */
-kiln_status kiln_lower_index_node(kiln_lower_ctx *c, const kiln_group *grp);
-kiln_status kiln_lower_norm_node(kiln_lower_ctx *c, const kiln_group *grp);
-kiln_status kiln_lower_misc_node(kiln_lower_ctx *c, const kiln_group *grp);
+KILN_MUST_USE kiln_status kiln_lower_index_node(kiln_lower_ctx *c, const kiln_group *grp);
+KILN_MUST_USE kiln_status kiln_lower_norm_node(kiln_lower_ctx *c, const kiln_group *grp);
+KILN_MUST_USE kiln_status kiln_lower_misc_node(kiln_lower_ctx *c, const kiln_group *grp);
 
 /* ---- the lowering table (lower_table.c) ----
  * One row per op: the lowering that takes a group of one node of the op, or NULL and the

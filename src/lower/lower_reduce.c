@@ -314,7 +314,7 @@ static kiln_status epilogue(red *s, kiln_tblock *b, int v, kiln_texpr *e, kiln_t
     if (kiln_lower_expr_large(e)) e = bind(s, b, e); /* a long chain: 2^n subtrees inlined */
     vals[n_chain] = v, exprs[n_chain++] = e;
   }
-  if (param_of(s, v) < 0) return kiln_error(KILN_ERR_INTERNAL, "reduction result is not bound");
+  if (param_of(s, v) < 0) return KILN_BUG("reduction result is not bound");
   store_value(s, b, v, e, pos, rank);
   return KILN_OK;
 }

@@ -52,11 +52,12 @@ bool kiln_precision_is_default(const kiln_precision_policy *p);
  * (contraction accumulators: F32 or F64, the MMA's accumulator types), or storage is an
  * integer dtype, compute is storage and accumulate is an integer type at least as wide
  * (I8/U8 contractions may accumulate in I32: the int8 dot product). */
-kiln_status kiln_precision_set(kiln_precision_policy *p, kiln_prec_class c, kiln_dtype storage,
-                               kiln_dtype compute, kiln_dtype accumulate);
+KILN_MUST_USE kiln_status kiln_precision_set(kiln_precision_policy *p, kiln_prec_class c,
+                                             kiln_dtype storage, kiln_dtype compute,
+                                             kiln_dtype accumulate);
 /* Parses "CLASS:STORAGE=COMPUTE[/ACCUMULATE],..." (e.g. "elementwise:f32=f16") into p, on
  * top of what p holds; bad input names the faulty item. */
-kiln_status kiln_precision_parse(kiln_precision_policy *p, const char *text);
+KILN_MUST_USE kiln_status kiln_precision_parse(kiln_precision_policy *p, const char *text);
 
 /* The types for values of dtype storage in ops of class c (p NULL: the default). */
 kiln_dtype kiln_precision_compute(const kiln_precision_policy *p, kiln_prec_class c,

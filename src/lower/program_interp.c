@@ -20,8 +20,7 @@ typedef struct penv {
 static kiln_status new_value_tensor(const kiln_graph *g, int v, kiln_tensor **out) {
   const kiln_type *t = &g->values.data[v].type;
   if (t->kind != KILN_TYPE_TENSOR || !kiln_type_is_static(t))
-    return kiln_error(KILN_ERR_INTERNAL, "value '%s' of a kernel has no static type",
-                      g->values.data[v].name);
+    return KILN_BUG("value '%s' of a kernel has no static type", g->values.data[v].name);
   int64_t dims[KILN_MAX_RANK];
   for (int d = 0; d < t->rank; d++) dims[d] = t->dims[d].value;
   return kiln_tensor_new(t->dtype, t->rank, dims, out);
@@ -71,8 +70,7 @@ static kiln_status run_alias(penv *e, const kiln_step *s) {
   const kiln_graph *g = e->p->graph;
   kiln_val *src = e->vals[s->src];
   if (!src || src->kind != KILN_TYPE_TENSOR || !src->t)
-    return kiln_error(KILN_ERR_INTERNAL, "alias of '%s': source not computed",
-                      g->values.data[s->src].name);
+    return KILN_BUG("alias of '%s': source not computed", g->values.data[s->src].name);
   const kiln_type *t = &g->values.data[s->dst].type;
   kiln_tensor *view = kiln_xcalloc(1, sizeof *view);
   view->dtype = src->t->dtype;
@@ -112,8 +110,8 @@ static kiln_status kernel_arg(penv *e, const kiln_arg *a, void **out, void **scr
 static kiln_status run_kernel(penv *e, const kiln_step *s) {
   const kiln_tkernel *k = e->p->module->kernels.data[s->kernel];
   if (s->n_args != k->n_params)
-    return kiln_error(KILN_ERR_INTERNAL, "kernel %s takes %d parameters, step binds %d", k->name,
-                      k->n_params, s->n_args);
+    return KILN_BUG("kernel %s takes %d parameters, step binds %d", k->name, k->n_params,
+                    s->n_args);
   void **args = kiln_xcalloc((size_t)s->n_args + 1, sizeof *args);
   void **scratch = kiln_xcalloc((size_t)s->n_args + 1, sizeof *scratch);
   kiln_status st = KILN_OK;

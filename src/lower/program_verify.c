@@ -39,8 +39,8 @@ static const char *step_label(const pv *v, int s, char *buf, size_t n) {
 
 static kiln_status bad_value(const pv *v, int s, int id) {
   char lb[256];
-  return kiln_error(KILN_ERR_INTERNAL, BUG "step %d (%s) refers to value %d of %d", s,
-                    step_label(v, s, lb, sizeof lb), id, v->g->values.len);
+  return KILN_BUG(BUG "step %d (%s) refers to value %d of %d", s, step_label(v, s, lb, sizeof lb),
+                  id, v->g->values.len);
 }
 
 static kiln_status read_value(const pv *v, int s, int id) {
@@ -49,8 +49,8 @@ static kiln_status read_value(const pv *v, int s, int id) {
   const kiln_value *val = &v->g->values.data[id];
   if (val->kind != KILN_VALUE_NODE || v->def[id] >= 0) return KILN_OK;
   char lb[256];
-  return kiln_error(KILN_ERR_INTERNAL, BUG "step %d (%s) reads '%s' before any step defines it", s,
-                    step_label(v, s, lb, sizeof lb), val->name);
+  return KILN_BUG(BUG "step %d (%s) reads '%s' before any step defines it", s,
+                  step_label(v, s, lb, sizeof lb), val->name);
 }
 
 static kiln_status write_value(const pv *v, int s, int id) {
@@ -58,11 +58,11 @@ static kiln_status write_value(const pv *v, int s, int id) {
   const kiln_value *val = &v->g->values.data[id];
   char lb[256];
   if (val->kind != KILN_VALUE_NODE)
-    return kiln_error(KILN_ERR_INTERNAL, BUG "step %d (%s) writes '%s', which no node computes", s,
-                      step_label(v, s, lb, sizeof lb), val->name);
+    return KILN_BUG(BUG "step %d (%s) writes '%s', which no node computes", s,
+                    step_label(v, s, lb, sizeof lb), val->name);
   if (v->def[id] >= 0)
-    return kiln_error(KILN_ERR_INTERNAL, BUG "'%s' is defined by step %d and by step %d (%s)",
-                      val->name, v->def[id], s, step_label(v, s, lb, sizeof lb));
+    return KILN_BUG(BUG "'%s' is defined by step %d and by step %d (%s)", val->name, v->def[id], s,
+                    step_label(v, s, lb, sizeof lb));
   v->def[id] = s;
   return KILN_OK;
 }
@@ -72,8 +72,7 @@ static kiln_status write_value(const pv *v, int s, int id) {
 static kiln_status check_kernel(const pv *v, const kiln_step *st, int s) {
   const kiln_tmodule *m = v->p->module;
   if (!m || st->kernel < 0 || st->kernel >= m->kernels.len)
-    return kiln_error(KILN_ERR_INTERNAL, BUG "step %d runs kernel %d of %d", s, st->kernel,
-                      m ? m->kernels.len : 0);
+    return KILN_BUG(BUG "step %d runs kernel %d of %d", s, st->kernel, m ? m->kernels.len : 0);
   const kiln_tkernel *k = m->kernels.data[st->kernel];
   for (int pass = 0; pass < 2; pass++) /* reads first, then writes */
     for (int a = 0; a < st->n_args; a++) {
@@ -95,8 +94,7 @@ static kiln_status read_subgraph_outers(const pv *v, const kiln_node *n, int s) 
 
 static kiln_status check_fallback(const pv *v, const kiln_step *st, int s) {
   if (st->node < 0 || st->node >= v->g->nodes.len)
-    return kiln_error(KILN_ERR_INTERNAL, BUG "fallback step %d runs node %d of %d", s, st->node,
-                      v->g->nodes.len);
+    return KILN_BUG(BUG "fallback step %d runs node %d of %d", s, st->node, v->g->nodes.len);
   const kiln_node *n = &v->g->nodes.data[st->node];
   for (int i = 0; i < n->n_inputs; i++) KILN_TRY(read_value(v, s, n->inputs[i]));
   KILN_TRY(read_subgraph_outers(v, n, s));
@@ -114,7 +112,7 @@ static kiln_status check_step(const pv *v, int s) {
     if (st->src < 0) return bad_value(v, s, st->src);
     KILN_TRY(read_value(v, s, st->src));
     return write_value(v, s, st->dst);
-  default: return kiln_error(KILN_ERR_INTERNAL, BUG "step %d has kind %d", s, (int)st->kind);
+  default: return KILN_BUG(BUG "step %d has kind %d", s, (int)st->kind);
   }
 }
 
@@ -128,8 +126,7 @@ kiln_status kiln_program_verify(const kiln_program *p) {
     int id = g->outputs.data[i];
     if (id >= 0 && id < g->values.len && g->values.data[id].kind == KILN_VALUE_NODE &&
         v.def[id] < 0)
-      st = kiln_error(KILN_ERR_INTERNAL, BUG "no step computes graph output '%s'",
-                      g->values.data[id].name);
+      st = KILN_BUG(BUG "no step computes graph output '%s'", g->values.data[id].name);
   }
   free(v.def);
   return st;

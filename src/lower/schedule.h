@@ -149,8 +149,8 @@ typedef struct kiln_sched_facts {
  * applies to f->kind; check the ones that are set against the facts (an error names the
  * field). The slot of a target interface points at one of these. */
 typedef kiln_status (*kiln_sched_defaults_fn)(const kiln_sched_facts *f, kiln_sched *s);
-kiln_status kiln_sched_defaults_cpu(const kiln_sched_facts *f, kiln_sched *s);
-kiln_status kiln_sched_defaults_cuda(const kiln_sched_facts *f, kiln_sched *s);
+KILN_MUST_USE kiln_status kiln_sched_defaults_cpu(const kiln_sched_facts *f, kiln_sched *s);
+KILN_MUST_USE kiln_status kiln_sched_defaults_cuda(const kiln_sched_facts *f, kiln_sched *s);
 kiln_sched_defaults_fn kiln_sched_defaults_for(kiln_target_id t);
 
 /* The GEMM's default loop on the threads (the rule kiln_sched_defaults_cpu uses), from the
@@ -174,24 +174,26 @@ typedef struct kiln_sched_set kiln_sched_set;
 kiln_sched_set *kiln_sched_set_new(void);
 void kiln_sched_set_free(kiln_sched_set *s);
 /* Parses the text form (see above); errors are KILN_ERR_INVALID "FILE:LINE: ...". */
-kiln_status kiln_sched_set_parse(const char *text, const char *filename, kiln_sched_set **out);
+KILN_MUST_USE kiln_status kiln_sched_set_parse(const char *text, const char *filename,
+                                               kiln_sched_set **out);
 /* Adds one line (a tuner's API): pattern and fields as in the text form. */
-kiln_status kiln_sched_set_add(kiln_sched_set *s, const char *pattern, const char *fields);
+KILN_MUST_USE kiln_status kiln_sched_set_add(kiln_sched_set *s, const char *pattern,
+                                             const char *fields);
 int kiln_sched_set_len(const kiln_sched_set *s);
 /* Starts kernel `name`'s record: the set fields and directives of every matching line in
  * order (s may be NULL), the rest left to the defaults. Counts the matches. */
 void kiln_sched_set_resolve(kiln_sched_set *s, const char *name, kiln_arena *arena,
                             kiln_sched *out);
 /* KILN_ERR_INVALID naming the first line that matched no kernel, else OK. */
-kiln_status kiln_sched_set_check_used(const kiln_sched_set *s);
+KILN_MUST_USE kiln_status kiln_sched_set_check_used(const kiln_sched_set *s);
 void kiln_sched_set_reset_counts(kiln_sched_set *s);
 
 /* ---- applying and printing ---- */
 /* Applies s's directives to k (tile_sched.h transforms), then verifies k; errors name k and
  * the directive's line. */
-kiln_status kiln_sched_apply(const kiln_sched *s, kiln_tkernel *k);
+KILN_MUST_USE kiln_status kiln_sched_apply(const kiln_sched *s, kiln_tkernel *k);
 /* Checks that every field set from outside applies to s->kind. */
-kiln_status kiln_sched_check_fields(const kiln_sched *s, const kiln_tkernel *k);
+KILN_MUST_USE kiln_status kiln_sched_check_fields(const kiln_sched *s, const kiln_tkernel *k);
 /* One line: "NAME field=value ...  # kind; loops VAR:KIND ..." (no newline). */
 void kiln_sched_print(const kiln_sched *s, const kiln_tkernel *k, kiln_strbuf *out);
 /* "schedules:" then one indented line per kernel of p. */

@@ -80,11 +80,12 @@ typedef struct ox_ctx {
 } ox_ctx;
 
 /* import_parse.c */
-kiln_status kiln_ox_parse_model(ox_ctx *c, const uint8_t *data, size_t len, ox_model *out);
+KILN_MUST_USE kiln_status kiln_ox_parse_model(ox_ctx *c, const uint8_t *data, size_t len,
+                                              ox_model *out);
 /* Formats "<path> 'name' (Op)" for node messages. */
 const char *kiln_ox_node_label(const ox_node *n, char *buf, size_t len);
 
 /* import_inline.c */
-kiln_status kiln_ox_inline_functions(ox_ctx *c, ox_model *m);
+KILN_MUST_USE kiln_status kiln_ox_inline_functions(ox_ctx *c, ox_model *m);
 
 #endif

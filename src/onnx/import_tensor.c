@@ -218,7 +218,7 @@ static kiln_status decode_field(kiln_onnx_src *s, const kiln_wire *r, const kiln
   if (f->num == F_FLOAT || f->num == F_DOUBLE) {
     size_t n, sz = f->num == F_FLOAT ? 4 : 8;
     KILN_TRY(kiln_wire_count(r, f, data_elem_type(f->num), &n));
-    if (n > (size_t)t->numel - *pos) return kiln_error(KILN_ERR_INTERNAL, "element count changed");
+    if (n > (size_t)t->numel - *pos) return KILN_BUG("element count changed");
     KILN_TRY(kiln_wire_get_fixed(r, f, data_elem_type(f->num), (uint8_t *)t->data + *pos * sz));
     *pos += n;
     return KILN_OK;

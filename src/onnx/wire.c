@@ -348,8 +348,8 @@ kiln_status kiln_wire_put_msg(kiln_wire_writer *w, uint32_t field, kiln_wire_msg
   uint64_t before = w->n;
   KILN_TRY(fn(w, arg));
   if (w->n - before != len)
-    return kiln_error(KILN_ERR_INTERNAL, "message size changed between passes (%llu vs %llu)",
-                      (unsigned long long)len, (unsigned long long)(w->n - before));
+    return KILN_BUG("message size changed between passes (%llu vs %llu)", (unsigned long long)len,
+                    (unsigned long long)(w->n - before));
   return KILN_OK;
 }
 

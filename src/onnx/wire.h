@@ -73,37 +73,40 @@ kiln_wire kiln_wire_sub(kiln_wire_ctx *c, const uint8_t *data, size_t len);
 size_t kiln_wire_push(kiln_wire_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kiln_wire_pop(kiln_wire_ctx *c, size_t mark);
 /* Enters a nested message (depth check) / leaves it. */
-kiln_status kiln_wire_enter(kiln_wire_ctx *c, size_t offset);
+KILN_MUST_USE kiln_status kiln_wire_enter(kiln_wire_ctx *c, size_t offset);
 void kiln_wire_leave(kiln_wire_ctx *c);
 
 /* "<path>: <message> at byte <offset>" as KILN_ERR_INVALID (or another code). */
-kiln_status kiln_wire_error(const kiln_wire_ctx *c, kiln_code code, size_t offset, const char *fmt,
-                            ...) __attribute__((format(printf, 4, 5)));
+KILN_MUST_USE kiln_status kiln_wire_error(const kiln_wire_ctx *c, kiln_code code, size_t offset,
+                                          const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-kiln_status kiln_wire_next(kiln_wire *r, kiln_wire_field *f);
+KILN_MUST_USE kiln_status kiln_wire_next(kiln_wire *r, kiln_wire_field *f);
 
 /* Typed views of a field; each checks the wire type and names the field on error. */
-kiln_status kiln_wire_i64(const kiln_wire *r, const kiln_wire_field *f, int64_t *out);
-kiln_status kiln_wire_i32(const kiln_wire *r, const kiln_wire_field *f, int32_t *out);
-kiln_status kiln_wire_f32(const kiln_wire *r, const kiln_wire_field *f, float *out);
-kiln_status kiln_wire_bytes(const kiln_wire *r, const kiln_wire_field *f); /* checks LEN */
+KILN_MUST_USE kiln_status kiln_wire_i64(const kiln_wire *r, const kiln_wire_field *f, int64_t *out);
+KILN_MUST_USE kiln_status kiln_wire_i32(const kiln_wire *r, const kiln_wire_field *f, int32_t *out);
+KILN_MUST_USE kiln_status kiln_wire_f32(const kiln_wire *r, const kiln_wire_field *f, float *out);
+KILN_MUST_USE kiln_status kiln_wire_bytes(const kiln_wire *r,
+                                          const kiln_wire_field *f); /* checks LEN */
 /* A name (of a value, node, graph, op type, domain, attribute, dim ...) as kiln_wire_str, but a
  * NUL byte in it is an error: cut at the NUL, "a\0b" and "a\0c" would be one name "a", and a
  * reference to an undefined "x\0y" would read "x". */
-kiln_status kiln_wire_name(const kiln_wire *r, const kiln_wire_field *f, kiln_arena *a,
-                           const char **out);
+KILN_MUST_USE kiln_status kiln_wire_name(const kiln_wire *r, const kiln_wire_field *f,
+                                         kiln_arena *a, const char **out);
 /* A LEN field as a NUL-terminated copy in arena a (or malloc when a is NULL). */
-kiln_status kiln_wire_str(const kiln_wire *r, const kiln_wire_field *f, kiln_arena *a,
-                          const char **out);
+KILN_MUST_USE kiln_status kiln_wire_str(const kiln_wire *r, const kiln_wire_field *f, kiln_arena *a,
+                                        const char **out);
 
 /* Repeated scalar fields, packed (LEN) or not. `elem` is the element's wire
  * type (VARINT, I32 or I64). count gives how many elements this occurrence
  * holds (validating the packing); get decodes them into out[0..count). */
-kiln_status kiln_wire_count(const kiln_wire *r, const kiln_wire_field *f, kiln_wire_type elem,
-                            size_t *out);
-kiln_status kiln_wire_get_varints(const kiln_wire *r, const kiln_wire_field *f, uint64_t *out);
-kiln_status kiln_wire_get_fixed(const kiln_wire *r, const kiln_wire_field *f, kiln_wire_type elem,
-                                void *out);
+KILN_MUST_USE kiln_status kiln_wire_count(const kiln_wire *r, const kiln_wire_field *f,
+                                          kiln_wire_type elem, size_t *out);
+KILN_MUST_USE kiln_status kiln_wire_get_varints(const kiln_wire *r, const kiln_wire_field *f,
+                                                uint64_t *out);
+KILN_MUST_USE kiln_status kiln_wire_get_fixed(const kiln_wire *r, const kiln_wire_field *f,
+                                              kiln_wire_type elem, void *out);
 /* Decodes one varint from [*p, end); advances *p. false when malformed. */
 bool kiln_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *out);
 
@@ -126,10 +129,12 @@ void kiln_wire_put_str(kiln_wire_writer *w, uint32_t field, const char *s); /* s
 void kiln_wire_put_packed_i64(kiln_wire_writer *w, uint32_t field, const int64_t *v, size_t n);
 void kiln_wire_put_packed_f32(kiln_wire_writer *w, uint32_t field, const float *v, size_t n);
 /* A nested message written by fn(w, arg). */
-kiln_status kiln_wire_put_msg(kiln_wire_writer *w, uint32_t field, kiln_wire_msg_fn fn,
-                              const void *arg);
+KILN_MUST_USE kiln_status kiln_wire_put_msg(kiln_wire_writer *w, uint32_t field,
+                                            kiln_wire_msg_fn fn, const void *arg);
 /* Writes a whole top-level message to a strbuf (sized exactly) or a file. */
-kiln_status kiln_wire_write_buf(kiln_strbuf *out, kiln_wire_msg_fn fn, const void *arg);
-kiln_status kiln_wire_write_file(const char *path, kiln_wire_msg_fn fn, const void *arg);
+KILN_MUST_USE kiln_status kiln_wire_write_buf(kiln_strbuf *out, kiln_wire_msg_fn fn,
+                                              const void *arg);
+KILN_MUST_USE kiln_status kiln_wire_write_file(const char *path, kiln_wire_msg_fn fn,
+                                               const void *arg);
 
 #endif

@@ -18,14 +18,15 @@
 
 /* ---- single attributes: the node's value, else the schema's default at the node's opset ----
  * An attribute that is absent and has no default is an error (a required attribute missing). */
-kiln_status kiln_attr_f(const kiln_node *n, const char *name, float *out);
-kiln_status kiln_attr_i(const kiln_node *n, const char *name, int64_t *out);
-kiln_status kiln_attr_s(const kiln_node *n, const char *name, const char **out);
+KILN_MUST_USE kiln_status kiln_attr_f(const kiln_node *n, const char *name, float *out);
+KILN_MUST_USE kiln_status kiln_attr_i(const kiln_node *n, const char *name, int64_t *out);
+KILN_MUST_USE kiln_status kiln_attr_s(const kiln_node *n, const char *name, const char **out);
 /* Lists: *out_n = -1 and *out = NULL when absent and the schema gives no default. */
-kiln_status kiln_attr_ints(const kiln_node *n, const char *name, const int64_t **out, int *out_n);
+KILN_MUST_USE kiln_status kiln_attr_ints(const kiln_node *n, const char *name, const int64_t **out,
+                                         int *out_n);
 /* A string attribute that must be one of choices[] (NULL-terminated); *out is its index. */
-kiln_status kiln_attr_choice(const kiln_node *n, const char *name, const char *const *choices,
-                             int *out);
+KILN_MUST_USE kiln_status kiln_attr_choice(const kiln_node *n, const char *name,
+                                           const char *const *choices, int *out);
 
 /* ---- elementwise: activations and the attributes of elementwise ops ----
  * LeakyRelu, Elu, Celu, ThresholdedRelu, Swish: alpha. HardSigmoid: alpha, beta. Selu: alpha,
@@ -48,7 +49,7 @@ typedef struct kiln_attrs_ew {
   bool detect_negative, detect_positive;
 } kiln_attrs_ew;
 
-kiln_status kiln_attrs_ew_decode(const kiln_node *n, kiln_attrs_ew *out);
+KILN_MUST_USE kiln_status kiln_attrs_ew_decode(const kiln_node *n, kiln_attrs_ew *out);
 
 /* ---- Softmax, LogSoftmax, Hardmax ----
  * axis (default 1 before opset 13, -1 from it); coerce_2d: before opset 13 the input is seen
@@ -60,7 +61,8 @@ typedef struct kiln_attrs_softmax {
   bool coerce_2d;
 } kiln_attrs_softmax;
 
-kiln_status kiln_attrs_softmax_decode(const kiln_node *n, int rank, kiln_attrs_softmax *out);
+KILN_MUST_USE kiln_status kiln_attrs_softmax_decode(const kiln_node *n, int rank,
+                                                    kiln_attrs_softmax *out);
 
 /* ---- reductions (ReduceSum, ReduceMean, ... ) ----
  * keepdims; noop_with_empty_axes (only where axes are an input); axes_input: the axes are
@@ -74,7 +76,7 @@ typedef struct kiln_attrs_reduce {
   int n_axes;
 } kiln_attrs_reduce;
 
-kiln_status kiln_attrs_reduce_decode(const kiln_node *n, kiln_attrs_reduce *out);
+KILN_MUST_USE kiln_status kiln_attrs_reduce_decode(const kiln_node *n, kiln_attrs_reduce *out);
 
 /* ---- ArgMax, ArgMin ----
  * axis (as written; checked against rank and normalized when rank >= 0), keepdims,
@@ -84,7 +86,7 @@ typedef struct kiln_attrs_arg {
   bool keepdims, select_last_index;
 } kiln_attrs_arg;
 
-kiln_status kiln_attrs_arg_decode(const kiln_node *n, int rank, kiln_attrs_arg *out);
+KILN_MUST_USE kiln_status kiln_attrs_arg_decode(const kiln_node *n, int rank, kiln_attrs_arg *out);
 
 /* ---- normalizations: BatchNormalization, InstanceNormalization, LayerNormalization,
  * RMSNormalization, GroupNormalization, LpNormalization, LRN, MeanVarianceNormalization ----
@@ -106,7 +108,7 @@ typedef struct kiln_attrs_norm {
   int64_t size;
 } kiln_attrs_norm;
 
-kiln_status kiln_attrs_norm_decode(const kiln_node *n, kiln_attrs_norm *out);
+KILN_MUST_USE kiln_status kiln_attrs_norm_decode(const kiln_node *n, kiln_attrs_norm *out);
 
 /* ---- Gemm: alpha, beta, transA, transB ---- */
 typedef struct kiln_attrs_gemm {
@@ -114,7 +116,7 @@ typedef struct kiln_attrs_gemm {
   bool trans_a, trans_b;
 } kiln_attrs_gemm;
 
-kiln_status kiln_attrs_gemm_decode(const kiln_node *n, kiln_attrs_gemm *out);
+KILN_MUST_USE kiln_status kiln_attrs_gemm_decode(const kiln_node *n, kiln_attrs_gemm *out);
 
 /* ---- convolution and pooling windows: Conv, ConvTranspose, ConvInteger, QLinearConv,
  * AveragePool, MaxPool, LpPool, GlobalLpPool, MaxUnpool, DeformConv ----
@@ -138,7 +140,7 @@ typedef struct kiln_attrs_window {
   double p;
 } kiln_attrs_window;
 
-kiln_status kiln_attrs_window_decode(const kiln_node *n, kiln_attrs_window *out);
+KILN_MUST_USE kiln_status kiln_attrs_window_decode(const kiln_node *n, kiln_attrs_window *out);
 
 /* ---- conversions: Cast, CastLike, QuantizeLinear ----
  * saturate (true where the version lacks it: before opset 19 every conversion saturates);
@@ -155,7 +157,7 @@ typedef struct kiln_attrs_cast {
   kiln_round_mode round_mode;
 } kiln_attrs_cast;
 
-kiln_status kiln_attrs_cast_decode(const kiln_node *n, kiln_attrs_cast *out);
+KILN_MUST_USE kiln_status kiln_attrs_cast_decode(const kiln_node *n, kiln_attrs_cast *out);
 
 /* ---- data movement and indexing: Concat, Split, Gather, GatherElements, GatherND,
  * ScatterElements, ScatterND, OneHot, Hardmax... (axis), Pad, DepthToSpace, SpaceToDepth,
@@ -203,7 +205,7 @@ typedef struct kiln_attrs_data {
   int64_t batch_axis, time_axis; /* ReverseSequence (as written) */
 } kiln_attrs_data;
 
-kiln_status kiln_attrs_data_decode(const kiln_node *n, kiln_attrs_data *out);
+KILN_MUST_USE kiln_status kiln_attrs_data_decode(const kiln_node *n, kiln_attrs_data *out);
 
 /* The names of the enums above, for messages ("none", "add", ...; "constant", ...). */
 const char *kiln_scatter_reduction_name(kiln_scatter_reduction r);

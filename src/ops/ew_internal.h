@@ -67,26 +67,27 @@ typedef struct kiln_ew_bcast {
 } kiln_ew_bcast;
 
 /* Starts a loop over the broadcast shape of ts[0..n); error names the node. */
-kiln_status kiln_ew_bcast_begin(const kiln_eval_ctx *ctx, int n, const kiln_tensor *const *ts,
-                                kiln_ew_bcast *b);
+KILN_MUST_USE kiln_status kiln_ew_bcast_begin(const kiln_eval_ctx *ctx, int n,
+                                              const kiln_tensor *const *ts, kiln_ew_bcast *b);
 /* Advances to the next output element (row-major). */
 void kiln_ew_bcast_next(kiln_ew_bcast *b);
 void kiln_ew_bcast_end(kiln_ew_bcast *b);
 
 /* Output 0 = fns applied to ts[0..n) broadcast, computed in class cls, stored
  * as out_dt. */
-kiln_status kiln_ew_map(kiln_eval_ctx *ctx, const kiln_ew_fns *fns, kiln_ew_params *p, int n,
-                        const kiln_tensor *const *ts, kiln_dtype_class cls, kiln_dtype out_dt);
+KILN_MUST_USE kiln_status kiln_ew_map(kiln_eval_ctx *ctx, const kiln_ew_fns *fns, kiln_ew_params *p,
+                                      int n, const kiln_tensor *const *ts, kiln_dtype_class cls,
+                                      kiln_dtype out_dt);
 
 /* The eval function of every op that has kiln_ew_fns. */
-kiln_status kiln_ew_eval_map(kiln_eval_ctx *ctx);
+KILN_MUST_USE kiln_status kiln_ew_eval_map(kiln_eval_ctx *ctx);
 
 /* ---- kernels with their own loops (elementwise_cast.c) ---- */
-kiln_status kiln_ew_eval_cast(kiln_eval_ctx *ctx);
-kiln_status kiln_ew_eval_castlike(kiln_eval_ctx *ctx);
-kiln_status kiln_ew_eval_bitcast(kiln_eval_ctx *ctx);
-kiln_status kiln_ew_eval_identity(kiln_eval_ctx *ctx);
-kiln_status kiln_ew_eval_where(kiln_eval_ctx *ctx);
+KILN_MUST_USE kiln_status kiln_ew_eval_cast(kiln_eval_ctx *ctx);
+KILN_MUST_USE kiln_status kiln_ew_eval_castlike(kiln_eval_ctx *ctx);
+KILN_MUST_USE kiln_status kiln_ew_eval_bitcast(kiln_eval_ctx *ctx);
+KILN_MUST_USE kiln_status kiln_ew_eval_identity(kiln_eval_ctx *ctx);
+KILN_MUST_USE kiln_status kiln_ew_eval_where(kiln_eval_ctx *ctx);
 
 /* Cast of one element: src[i] (dtype of src) into dst[j]. Strings are copied.
  */
@@ -96,14 +97,14 @@ typedef struct kiln_ew_cast_opts {
 } kiln_ew_cast_opts;
 /* Converts every element of src into dst (same numel); error on an unparsable
  * string. */
-kiln_status kiln_ew_cast_tensor(const kiln_eval_ctx *ctx, const kiln_tensor *src, kiln_tensor *dst,
-                                const kiln_ew_cast_opts *o);
+KILN_MUST_USE kiln_status kiln_ew_cast_tensor(const kiln_eval_ctx *ctx, const kiln_tensor *src,
+                                              kiln_tensor *dst, const kiln_ew_cast_opts *o);
 /* Reads Cast's `to` attribute (an int, or in Cast-1 a type name string). */
-kiln_status kiln_ew_cast_to(const kiln_node *node, kiln_dtype *out);
+KILN_MUST_USE kiln_status kiln_ew_cast_to(const kiln_node *node, kiln_dtype *out);
 
 /* Whether op uses the legacy (opset < 7) broadcast attribute, and the view of
  * input 1 it gives (rank of a, dims placed at `axis`). */
-kiln_status kiln_ew_legacy_bcast(const kiln_eval_ctx *ctx, const kiln_tensor *a,
-                                 const kiln_tensor *b, kiln_tensor *view, bool *used);
+KILN_MUST_USE kiln_status kiln_ew_legacy_bcast(const kiln_eval_ctx *ctx, const kiln_tensor *a,
+                                               const kiln_tensor *b, kiln_tensor *view, bool *used);
 
 #endif

@@ -79,8 +79,7 @@ static kiln_status run_node(kiln_interp *ip, frame *f, int idx) {
     int id = n->outputs[k];
     if (!st && id >= 0 && !out[k]) {
       char lb[200];
-      st = kiln_error(KILN_ERR_INTERNAL, "%s: the kernel produced no output %d",
-                      kiln_node_label(n, lb, sizeof lb), k);
+      st = KILN_BUG("%s: the kernel produced no output %d", kiln_node_label(n, lb, sizeof lb), k);
     }
     if (!st && id >= 0) f->env[id] = out[k];
     else kiln_val_free(out[k]);

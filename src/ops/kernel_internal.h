@@ -25,18 +25,23 @@ double kiln_kern_round_to(kiln_dtype t, double v);
 
 /* Loads a whole tensor as doubles (malloc'd; caller frees). Error on overflow or a
  * non-numeric dtype. */
-kiln_status kiln_kern_load_all_f64(const kiln_eval_ctx *ctx, const kiln_tensor *t, double **out);
+KILN_MUST_USE kiln_status kiln_kern_load_all_f64(const kiln_eval_ctx *ctx, const kiln_tensor *t,
+                                                 double **out);
 
 /* Reads the scalar (or single-element) value of an optional input as int64 / double;
  * *present is false when the input is omitted. */
-kiln_status kiln_kern_scalar_i64(const kiln_eval_ctx *ctx, int i, bool *present, int64_t *out);
-kiln_status kiln_kern_scalar_f64(const kiln_eval_ctx *ctx, int i, bool *present, double *out);
+KILN_MUST_USE kiln_status kiln_kern_scalar_i64(const kiln_eval_ctx *ctx, int i, bool *present,
+                                               int64_t *out);
+KILN_MUST_USE kiln_status kiln_kern_scalar_f64(const kiln_eval_ctx *ctx, int i, bool *present,
+                                               double *out);
 
 /* Checks that t is a float tensor ("what" names it in the message). */
-kiln_status kiln_kern_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what);
+KILN_MUST_USE kiln_status kiln_kern_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t,
+                                               const char *what);
 
 /* n * m with an error naming the node on overflow. */
-kiln_status kiln_kern_mul(const kiln_eval_ctx *ctx, int64_t n, int64_t m, int64_t *out);
+KILN_MUST_USE kiln_status kiln_kern_mul(const kiln_eval_ctx *ctx, int64_t n, int64_t m,
+                                        int64_t *out);
 
 /* ---- UTF-8 (text_regex.c) ---- */
 /* Decodes one code point from s (n bytes available); returns its length, or 0 for an
@@ -49,7 +54,7 @@ size_t kiln_text_utf8_encode(uint32_t c, char *out);
  * A Thompson-NFA matcher (linear time, like RE2) for the RE2 syntax subset without
  * Unicode classes (\p); unsupported syntax is a compile error. */
 typedef struct kiln_text_regex kiln_text_regex;
-kiln_status kiln_text_regex_compile(const char *pattern, kiln_text_regex **out);
+KILN_MUST_USE kiln_status kiln_text_regex_compile(const char *pattern, kiln_text_regex **out);
 bool kiln_text_regex_fullmatch(const kiln_text_regex *re, const char *s);
 void kiln_text_regex_free(kiln_text_regex *re);
 

@@ -24,11 +24,14 @@ void kiln_nn_set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, kiln_infer_
 
 /* ---- buffers ---- */
 /* malloc of count*elem bytes with overflow check; *out may be NULL for count 0. */
-kiln_status kiln_nn_alloc(const kiln_eval_ctx *ctx, int64_t count, size_t elem, void **out);
+KILN_MUST_USE kiln_status kiln_nn_alloc(const kiln_eval_ctx *ctx, int64_t count, size_t elem,
+                                        void **out);
 /* The elements of t as a new double array (caller frees). */
-kiln_status kiln_nn_load_f64(const kiln_eval_ctx *ctx, const kiln_tensor *t, double **out);
+KILN_MUST_USE kiln_status kiln_nn_load_f64(const kiln_eval_ctx *ctx, const kiln_tensor *t,
+                                           double **out);
 /* The elements of t as a new int64 array (caller frees); unsigned 64-bit values keep their bits. */
-kiln_status kiln_nn_load_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t, int64_t **out);
+KILN_MUST_USE kiln_status kiln_nn_load_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t,
+                                           int64_t **out);
 /* Stores v[0..t->numel) into t, rounding (floats) or wrapping (integers). */
 void kiln_nn_store_f64(kiln_tensor *t, const double *v);
 void kiln_nn_store_i64(kiln_tensor *t, const int64_t *v);
@@ -37,29 +40,31 @@ int kiln_nn_cmp(const kiln_tensor *t, int64_t i, int64_t j);
 
 /* map[i] = the offset, in the reduced tensor, of element i of a tensor of shape dims, where
  * the dims with mask[d] are reduced (the reduced tensor's shape is dims with those dims 1). */
-kiln_status kiln_nn_reduce_map(const kiln_eval_ctx *ctx, int rank, const int64_t *dims,
-                               const bool *mask, int64_t **out_map);
+KILN_MUST_USE kiln_status kiln_nn_reduce_map(const kiln_eval_ctx *ctx, int rank,
+                                             const int64_t *dims, const bool *mask,
+                                             int64_t **out_map);
 /* map[i] = the offset in t of element i of the shape dims that t broadcasts to
  * (unidirectionally); error when it does not. */
-kiln_status kiln_nn_bcast_map(const kiln_eval_ctx *ctx, const kiln_tensor *t, int rank,
-                              const int64_t *dims, int64_t **out_map);
+KILN_MUST_USE kiln_status kiln_nn_bcast_map(const kiln_eval_ctx *ctx, const kiln_tensor *t,
+                                            int rank, const int64_t *dims, int64_t **out_map);
 
 /* ---- checks ---- */
 /* Error unless t's dtype is a float type. */
-kiln_status kiln_nn_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what);
+KILN_MUST_USE kiln_status kiln_nn_need_float(const kiln_eval_ctx *ctx, const kiln_tensor *t,
+                                             const char *what);
 /* Error unless the rank of t is at least min_rank. */
-kiln_status kiln_nn_need_rank(const kiln_eval_ctx *ctx, const kiln_tensor *t, int min_rank,
-                              const char *what);
+KILN_MUST_USE kiln_status kiln_nn_need_rank(const kiln_eval_ctx *ctx, const kiln_tensor *t,
+                                            int min_rank, const char *what);
 /* Product of dims [lo, hi) of a shape (no overflow: the tensor exists). */
 int64_t kiln_nn_prod(const int64_t *dims, int lo, int hi);
 
 /* ---- attributes ---- */
 /* Reads an ints attribute that, when present, must have n elements; otherwise fills dflt. */
-kiln_status kiln_nn_ints_n(const kiln_node *node, const char *name, int n, int64_t dflt,
-                           int64_t *out, bool *present);
+KILN_MUST_USE kiln_status kiln_nn_ints_n(const kiln_node *node, const char *name, int n,
+                                         int64_t dflt, int64_t *out, bool *present);
 /* Reads an int64 scalar from a 0-D or 1-element tensor (any integer dtype). */
-kiln_status kiln_nn_scalar_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what,
-                               int64_t *out);
+KILN_MUST_USE kiln_status kiln_nn_scalar_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t,
+                                             const char *what, int64_t *out);
 
 /* ---- convolution and pooling windows ---- */
 
@@ -79,23 +84,25 @@ typedef struct kiln_nn_window {
  * nsp spatial dims whose kernel is already in w->kernel and input sizes in w->in (an input
  * size < 0 means unknown: its output size is then -1). Computes w->pads (auto_pad resolved)
  * and w->out. */
-kiln_status kiln_nn_window_init(const kiln_node *node, kiln_nn_window *w, bool ceil_ok);
+KILN_MUST_USE kiln_status kiln_nn_window_init(const kiln_node *node, kiln_nn_window *w,
+                                              bool ceil_ok);
 
 /* ---- inference helpers ---- */
 /* Error naming the node of an inference context. */
-kiln_status kiln_nn_infer_error(const kiln_infer_ctx *ctx, const char *fmt, ...)
+KILN_MUST_USE kiln_status kiln_nn_infer_error(const kiln_infer_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Error naming the value (and its type) when input i has a known dtype that is not a float
  * one: a model input declared with the wrong type shows before anything runs. */
-kiln_status kiln_nn_infer_need_float(const kiln_infer_ctx *ctx, int i, const char *what);
+KILN_MUST_USE kiln_status kiln_nn_infer_need_float(const kiln_infer_ctx *ctx, int i,
+                                                   const char *what);
 /* Input i's type when it is a tensor of known rank; NULL otherwise. */
 const kiln_type *kiln_nn_infer_in(const kiln_infer_ctx *ctx, int i);
 /* Sets output i to a tensor type of the given dtype and rank, dims unknown. */
 void kiln_nn_infer_out_unknown(kiln_infer_ctx *ctx, int i, kiln_dtype dtype, int rank);
 /* Conv-like output type: X [N, C, in...], W [M, ..., k...] -> [N, M, out...] (Conv,
  * ConvInteger, DeformConv). */
-kiln_status kiln_nn_infer_conv(kiln_infer_ctx *ctx);
+KILN_MUST_USE kiln_status kiln_nn_infer_conv(kiln_infer_ctx *ctx);
 /* Output 0 is input 0's type (same dtype and shape): for elementwise-shaped ops. */
-kiln_status kiln_nn_infer_same(kiln_infer_ctx *ctx);
+KILN_MUST_USE kiln_status kiln_nn_infer_same(kiln_infer_ctx *ctx);
 
 #endif

@@ -31,7 +31,7 @@ typedef struct kiln_val {
 
 kiln_val *kiln_val_tensor(kiln_tensor *t); /* takes ownership */
 kiln_val *kiln_val_new(kiln_type_kind kind);
-kiln_status kiln_val_clone(const kiln_val *v, kiln_val **out);
+KILN_MUST_USE kiln_status kiln_val_clone(const kiln_val *v, kiln_val **out);
 void kiln_val_free(kiln_val *v);
 kiln_seq *kiln_seq_new(kiln_dtype elem);
 void kiln_seq_push(kiln_seq *s, kiln_tensor *t); /* takes ownership */
@@ -55,25 +55,27 @@ typedef kiln_status (*kiln_eval_fn)(kiln_eval_ctx *ctx);
 /* Input i as a tensor; NULL when omitted (or i >= n_in). */
 const kiln_tensor *kiln_eval_in(const kiln_eval_ctx *ctx, int i);
 /* Same, but an error naming the node when input i is missing or not a tensor. */
-kiln_status kiln_eval_in_req(const kiln_eval_ctx *ctx, int i, const kiln_tensor **out);
+KILN_MUST_USE kiln_status kiln_eval_in_req(const kiln_eval_ctx *ctx, int i,
+                                           const kiln_tensor **out);
 /* Checks `bytes` of scratch (a buffer a kernel mallocs beside its outputs) against the memory
  * limit: an INVALID error naming the node and `what`; a negative `bytes` (an overflowed
  * product) is over any limit. Nothing is reserved: the kernel frees it before returning. */
-kiln_status kiln_eval_scratch_check(const kiln_eval_ctx *ctx, int64_t bytes, const char *what);
+KILN_MUST_USE kiln_status kiln_eval_scratch_check(const kiln_eval_ctx *ctx, int64_t bytes,
+                                                  const char *what);
 /* Allocates output i as a tensor of the given shape (checked) and stores it in ctx->out[i]. */
-kiln_status kiln_eval_out(kiln_eval_ctx *ctx, int i, kiln_dtype dtype, int rank,
-                          const int64_t *dims, kiln_tensor **out);
+KILN_MUST_USE kiln_status kiln_eval_out(kiln_eval_ctx *ctx, int i, kiln_dtype dtype, int rank,
+                                        const int64_t *dims, kiln_tensor **out);
 /* Sets output i to an existing tensor (takes ownership). */
 void kiln_eval_set_out(kiln_eval_ctx *ctx, int i, kiln_tensor *t);
 /* Error helper: prefixes the node label. */
-kiln_status kiln_eval_error(const kiln_eval_ctx *ctx, kiln_code code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+KILN_MUST_USE kiln_status kiln_eval_error(const kiln_eval_ctx *ctx, kiln_code code, const char *fmt,
+                                          ...) __attribute__((format(printf, 3, 4)));
 
 /* Runs a subgraph (body of If/Loop/Scan) of ctx->node with the given inputs; values
  * of enclosing graphs are taken from the running frames. outputs[k] (k <
  * sub->outputs.len) receive new values owned by the caller. Inputs are borrowed. */
-kiln_status kiln_interp_run_sub(kiln_eval_ctx *ctx, const kiln_graph *sub, int n_in,
-                                kiln_val *const *inputs, kiln_val **outputs);
+KILN_MUST_USE kiln_status kiln_interp_run_sub(kiln_eval_ctx *ctx, const kiln_graph *sub, int n_in,
+                                              kiln_val *const *inputs, kiln_val **outputs);
 
 /* ---- shape and type inference ---- */
 typedef struct kiln_infer_ctx {
@@ -90,7 +92,7 @@ typedef kiln_status (*kiln_infer_fn)(kiln_infer_ctx *ctx);
 
 /* Multidirectional (numpy) broadcasting of the types of inputs [0, n); symbolic dims equal
  * by name; an unknown dim against >1 gives that; error when incompatible. */
-kiln_status kiln_infer_broadcast(const kiln_infer_ctx *ctx, int n, kiln_type *out);
+KILN_MUST_USE kiln_status kiln_infer_broadcast(const kiln_infer_ctx *ctx, int n, kiln_type *out);
 
 /* ---- the op table ---- */
 typedef struct kiln_op_impl {
@@ -106,11 +108,11 @@ int kiln_op_since(kiln_op op);
 int kiln_op_removed(kiln_op op);
 #define KILN_MAX_OPSET 27 /* newest opset of the default domain Kiln knows (onnx 1.22) */
 /* Checks arity and that the op is implemented for node->opset; error names the node. */
-kiln_status kiln_op_check(const kiln_graph *g, const kiln_node *n);
+KILN_MUST_USE kiln_status kiln_op_check(const kiln_graph *g, const kiln_node *n);
 /* Inference's checks of attribute values (infer_check.c): the axes, block sizes and group
  * counts the reference kernel would reject at run time, rejected as bad input (INVALID,
  * naming the node) from the input ranks, static extents and constant inputs known now. */
-kiln_status kiln_op_check_values(const kiln_graph *g, const kiln_node *n);
+KILN_MUST_USE kiln_status kiln_op_check_values(const kiln_graph *g, const kiln_node *n);
 
 #define X(name, family) void kiln_ops_register_##family(kiln_op_impl *table);
 X(_, elementwise)
@@ -129,22 +131,23 @@ X(_, vision)
 
 /* Runs shape/type inference over g (and subgraphs), filling unknown value types. Ops
  * without an infer function leave their outputs' types as they were. */
-kiln_status kiln_ops_infer_graph(kiln_graph *g);
+KILN_MUST_USE kiln_status kiln_ops_infer_graph(kiln_graph *g);
 /* Model-level checks beyond the IR verifier: a known opset of the default domain, at
  * least one output, graph inputs with a type whose size does not overflow. */
-kiln_status kiln_ops_validate_model(const kiln_graph *g);
+KILN_MUST_USE kiln_status kiln_ops_validate_model(const kiln_graph *g);
 
 /* ---- broadcasting helpers for kernels ---- */
 /* Computes the broadcast shape of n tensors. */
-kiln_status kiln_broadcast_shape(int n, const kiln_tensor *const *ts, int *out_rank,
-                                 int64_t *out_dims);
+KILN_MUST_USE kiln_status kiln_broadcast_shape(int n, const kiln_tensor *const *ts, int *out_rank,
+                                               int64_t *out_dims);
 /* For an output of shape (rank, dims), the strides (in elements) to index a tensor t
  * broadcast to it: 0 along broadcast dims. */
 void kiln_broadcast_strides(const kiln_tensor *t, int rank, const int64_t *dims, int64_t *strides);
 /* Row-major strides of a shape. */
 void kiln_strides(int rank, const int64_t *dims, int64_t *strides);
 /* Normalizes an axis in [-rank, rank) to [0, rank); error otherwise. */
-kiln_status kiln_norm_axis(const kiln_eval_ctx *ctx, int64_t axis, int rank, int *out);
+KILN_MUST_USE kiln_status kiln_norm_axis(const kiln_eval_ctx *ctx, int64_t axis, int rank,
+                                         int *out);
 
 /* ---- interpreter ---- */
 typedef struct kiln_interp_opts {
@@ -153,8 +156,8 @@ typedef struct kiln_interp_opts {
 
 /* Runs g on inputs (one per g->inputs, borrowed) and returns g->outputs.len new values
  * in outputs (owned by the caller). */
-kiln_status kiln_interp_run(const kiln_graph *g, const kiln_interp_opts *opts, int n_in,
-                            kiln_val *const *inputs, kiln_val **outputs);
+KILN_MUST_USE kiln_status kiln_interp_run(const kiln_graph *g, const kiln_interp_opts *opts,
+                                          int n_in, kiln_val *const *inputs, kiln_val **outputs);
 
 /* Evaluates node `node` of the root graph g with its reference kernel, outside a run of
  * the whole graph: this is how compiled programs run their fallback steps.
@@ -165,8 +168,8 @@ kiln_status kiln_interp_run(const kiln_graph *g, const kiln_interp_opts *opts, i
  * - outputs[k] (one per node output) receives a new value owned by the caller, NULL for
  *   an omitted output. On error every outputs[k] is NULL.
  * The op check (kiln_op_check) runs first, as in kiln_interp_run. */
-kiln_status kiln_interp_eval_node(const kiln_graph *g, int node,
-                                  kiln_val *(*lookup)(void *user, int value_id), void *user,
-                                  kiln_val **outputs);
+KILN_MUST_USE kiln_status kiln_interp_eval_node(const kiln_graph *g, int node,
+                                                kiln_val *(*lookup)(void *user, int value_id),
+                                                void *user, kiln_val **outputs);
 
 #endif

@@ -47,23 +47,24 @@ void kiln_shape_fill(kiln_tensor *t, const kiln_tensor *v, int64_t vi);
 void kiln_shape_fix_strings(kiln_tensor *t);
 /* New tensor with t's data and a new shape of the same element count (data
  * copied). */
-kiln_status kiln_shape_reshaped(const kiln_eval_ctx *ctx, int i, const kiln_tensor *t, int rank,
-                                const int64_t *dims);
+KILN_MUST_USE kiln_status kiln_shape_reshaped(const kiln_eval_ctx *ctx, int i, const kiln_tensor *t,
+                                              int rank, const int64_t *dims);
 
 /* ---- reading inputs ---- */
 /* The values of an integer tensor of rank 0 or 1 as a malloc'd int64 array
  * (caller frees; never NULL). `what` names the input in errors. */
-kiln_status kiln_shape_load_ints(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what,
-                                 int64_t **out, int *out_n);
+KILN_MUST_USE kiln_status kiln_shape_load_ints(const kiln_eval_ctx *ctx, const kiln_tensor *t,
+                                               const char *what, int64_t **out, int *out_n);
 /* The only element of a 0-D or 1-element tensor, as int64 (floats truncate). */
-kiln_status kiln_shape_scalar_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t, const char *what,
-                                  int64_t *out);
+KILN_MUST_USE kiln_status kiln_shape_scalar_i64(const kiln_eval_ctx *ctx, const kiln_tensor *t,
+                                                const char *what, int64_t *out);
 /* Reads a list of axes for a tensor of the given rank: normalized to [0, rank),
  * no repeats. */
-kiln_status kiln_shape_norm_axes(const kiln_eval_ctx *ctx, const int64_t *axes, int n, int rank,
-                                 int *out);
+KILN_MUST_USE kiln_status kiln_shape_norm_axes(const kiln_eval_ctx *ctx, const int64_t *axes, int n,
+                                               int rank, int *out);
 /* malloc of count*elem bytes with overflow check (at least 1 byte). */
-kiln_status kiln_shape_alloc(const kiln_eval_ctx *ctx, int64_t count, size_t elem, void **out);
+KILN_MUST_USE kiln_status kiln_shape_alloc(const kiln_eval_ctx *ctx, int64_t count, size_t elem,
+                                           void **out);
 /* Whether the node asks for output i (present and not omitted). */
 bool kiln_shape_want_out(const kiln_eval_ctx *ctx, int i);
 
@@ -83,9 +84,9 @@ kiln_dim kiln_shape_dim(int64_t v);
 kiln_dim kiln_shape_dim_prod(const kiln_dim *dims, int lo, int hi);
 /* An invalid-input error prefixed with the node label (for code shared by eval
  * and infer). */
-kiln_status kiln_shape_err(const kiln_node *n, const char *fmt, ...)
+KILN_MUST_USE kiln_status kiln_shape_err(const kiln_node *n, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Infer function for ops whose output 0 has the type of input 0. */
-kiln_status kiln_shape_infer_same(kiln_infer_ctx *ctx);
+KILN_MUST_USE kiln_status kiln_shape_infer_same(kiln_infer_ctx *ctx);
 
 #endif

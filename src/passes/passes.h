@@ -64,17 +64,24 @@ typedef struct kiln_pass_stats {
 } kiln_pass_stats;
 
 /* Runs the pipeline on g. Unknown names in print_after/disable are errors (exit 2). */
-kiln_status kiln_passes_run(kiln_graph *g, const kiln_pass_opts *opts, kiln_pass_stats *out);
+KILN_MUST_USE kiln_status kiln_passes_run(kiln_graph *g, const kiln_pass_opts *opts,
+                                          kiln_pass_stats *out);
 
 /* The passes (one file each in src/passes). */
-kiln_status kiln_pass_infer(kiln_pass_ctx *ctx, kiln_graph *g);     /* shapes and types */
-kiln_status kiln_pass_constfold(kiln_pass_ctx *ctx, kiln_graph *g); /* via reference kernels */
-kiln_status kiln_pass_shapefold(kiln_pass_ctx *ctx, kiln_graph *g); /* Shape/Gather/... chains */
-kiln_status kiln_pass_dce(kiln_pass_ctx *ctx, kiln_graph *g);
-kiln_status kiln_pass_cse(kiln_pass_ctx *ctx, kiln_graph *g);
-kiln_status kiln_pass_simplify(kiln_pass_ctx *ctx, kiln_graph *g); /* algebra, canonical forms */
-kiln_status kiln_pass_bnfold(kiln_pass_ctx *ctx, kiln_graph *g);   /* BatchNorm into Conv/Gemm */
-kiln_status kiln_pass_identity(kiln_pass_ctx *ctx, kiln_graph *g); /* Identity, Dropout */
-kiln_status kiln_pass_fusion(kiln_pass_ctx *ctx, kiln_graph *g);   /* sets kiln_node.group */
+KILN_MUST_USE kiln_status kiln_pass_infer(kiln_pass_ctx *ctx, kiln_graph *g); /* shapes and types */
+KILN_MUST_USE kiln_status kiln_pass_constfold(kiln_pass_ctx *ctx,
+                                              kiln_graph *g); /* via reference kernels */
+KILN_MUST_USE kiln_status kiln_pass_shapefold(kiln_pass_ctx *ctx,
+                                              kiln_graph *g); /* Shape/Gather/... chains */
+KILN_MUST_USE kiln_status kiln_pass_dce(kiln_pass_ctx *ctx, kiln_graph *g);
+KILN_MUST_USE kiln_status kiln_pass_cse(kiln_pass_ctx *ctx, kiln_graph *g);
+KILN_MUST_USE kiln_status kiln_pass_simplify(kiln_pass_ctx *ctx,
+                                             kiln_graph *g); /* algebra, canonical forms */
+KILN_MUST_USE kiln_status kiln_pass_bnfold(kiln_pass_ctx *ctx,
+                                           kiln_graph *g); /* BatchNorm into Conv/Gemm */
+KILN_MUST_USE kiln_status kiln_pass_identity(kiln_pass_ctx *ctx,
+                                             kiln_graph *g); /* Identity, Dropout */
+KILN_MUST_USE kiln_status kiln_pass_fusion(kiln_pass_ctx *ctx,
+                                           kiln_graph *g); /* sets kiln_node.group */
 
 #endif

@@ -261,9 +261,8 @@ static kiln_status visit(topo *t, int root, int *stack, int *next) {
     int n = stack[sp - 1];
     if (next[sp - 1] < t->deps_start[n + 1]) {
       int d = t->deps[next[sp - 1]++];
-      if (t->rw->dead_node[d])
-        return kiln_error(KILN_ERR_INTERNAL, "a live node reads an output of a removed node");
-      if (t->state[d] == 1) return kiln_error(KILN_ERR_INTERNAL, "the graph has a cycle");
+      if (t->rw->dead_node[d]) return KILN_BUG("a live node reads an output of a removed node");
+      if (t->state[d] == 1) return KILN_BUG("the graph has a cycle");
       if (t->state[d] == 0) {
         t->state[d] = 1;
         stack[sp] = d, next[sp] = t->deps_start[d], sp++;

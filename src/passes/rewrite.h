@@ -37,7 +37,7 @@ typedef struct kiln_rw {
 
 void kiln_rw_begin(kiln_rw *rw, kiln_graph *g);
 /* Compacts the graph (see above) and frees the rewriter. */
-kiln_status kiln_rw_end(kiln_rw *rw);
+KILN_MUST_USE kiln_status kiln_rw_end(kiln_rw *rw);
 /* Frees the rewriter without compacting (after an error). */
 void kiln_rw_abort(kiln_rw *rw);
 
@@ -63,11 +63,12 @@ void kiln_rw_kill_const(kiln_rw *rw, int v);
 bool kiln_rw_node_unused(const kiln_rw *rw, int n);
 
 /* Adds a constant (takes ownership of t) with a fresh name. */
-kiln_status kiln_rw_add_const(kiln_rw *rw, kiln_tensor *t, int *out_id);
+KILN_MUST_USE kiln_status kiln_rw_add_const(kiln_rw *rw, kiln_tensor *t, int *out_id);
 /* Adds a node of the default domain with opset `opset` and one output of type `type`
  * (fresh name); *out_node and *out_value receive the ids. */
-kiln_status kiln_rw_add_node(kiln_rw *rw, const char *op_type, int64_t opset, int n_in,
-                             const int *inputs, kiln_type type, int *out_node, int *out_value);
+KILN_MUST_USE kiln_status kiln_rw_add_node(kiln_rw *rw, const char *op_type, int64_t opset,
+                                           int n_in, const int *inputs, kiln_type type,
+                                           int *out_node, int *out_value);
 /* Replaces the ints attribute `name` of node n (adds it when absent). */
 void kiln_rw_set_ints(kiln_rw *rw, int n, const char *name, int n_vals, const int64_t *vals);
 

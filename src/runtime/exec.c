@@ -47,8 +47,8 @@ static kiln_status prepare_arg(kiln_compiled *c, int s, int a, void **slot) {
     } else if (l->kind == KILN_LOC_ARENA || l->kind == KILN_LOC_CONST) {
       *slot = value_ptr(c, arg->id);
     } else {
-      return kiln_error(KILN_ERR_INTERNAL, "kernel step %d: value '%s' has no storage", s,
-                        c->g->values.data[arg->id].name);
+      return KILN_BUG("kernel step %d: value '%s' has no storage", s,
+                      c->g->values.data[arg->id].name);
     }
   }
   return KILN_OK;
@@ -65,8 +65,7 @@ static kiln_status find_kernels(kiln_compiled *c) {
     if (st->check_msg && st->check_arg >= 0 &&
         (st->check_arg >= st->n_args || st->args[st->check_arg].kind != KILN_ARG_SCRATCH ||
          st->args[st->check_arg].bytes < (int64_t)sizeof(int32_t)))
-      return kiln_error(KILN_ERR_INTERNAL, "kernel step %d: its error flag is not scratch space",
-                        s);
+      return KILN_BUG("kernel step %d: its error flag is not scratch space", s);
   }
   return KILN_OK;
 }
@@ -152,7 +151,7 @@ static kiln_status alloc_arena(kiln_compiled *c) {
 static kiln_status exec_ready(kiln_compiled *c) {
   if (c->ready) return KILN_OK;
   if (!c->arena) KILN_TRY(alloc_arena(c));
-  if (c->views) return kiln_error(KILN_ERR_INTERNAL, "the executor was left half prepared");
+  if (c->views) return KILN_BUG("the executor was left half prepared");
   int nv = c->g->values.len;
   c->views = kiln_xcalloc((size_t)nv + 1, sizeof *c->views);
   c->heap = kiln_xcalloc((size_t)nv + 1, sizeof *c->heap);
@@ -395,8 +394,7 @@ static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
   const kiln_val *val = l->kind == KILN_LOC_HEAP    ? c->heap[v]
                         : l->kind == KILN_LOC_INPUT ? c->cur_inputs[l->index]
                                                     : NULL;
-  if (!val)
-    return kiln_error(KILN_ERR_INTERNAL, "output '%s' was not computed", c->g->values.data[v].name);
+  if (!val) return KILN_BUG("output '%s' was not computed", c->g->values.data[v].name);
   return kiln_val_clone(val, out);
 }
 

@@ -750,7 +750,7 @@ kiln_status kiln_module_build(int n_units, const char *const *sources, const kil
 kiln_status kiln_module_sym(kiln_module *m, const char *name, void **out) {
   dlerror();
   *out = dlsym(m->handle, name);
-  if (!*out) return kiln_error(KILN_ERR_INTERNAL, "kernel '%s' missing from the module", name);
+  if (!*out) return KILN_BUG("kernel '%s' missing from the module", name);
   return KILN_OK;
 }
 

@@ -88,11 +88,9 @@ static void touch(liveness *L, int v, int s) {
 static kiln_status define(liveness *L, const kiln_graph *g, int v, int s) {
   const kiln_value *val = &g->values.data[v];
   if (val->kind != KILN_VALUE_NODE)
-    return kiln_error(KILN_ERR_INTERNAL, "step %d writes '%s', which is not a node output", s,
-                      val->name);
+    return KILN_BUG("step %d writes '%s', which is not a node output", s, val->name);
   if (L->def[v] >= 0)
-    return kiln_error(KILN_ERR_INTERNAL, "value '%s' defined by steps %d and %d", val->name,
-                      L->def[v], s);
+    return KILN_BUG("value '%s' defined by steps %d and %d", val->name, L->def[v], s);
   L->def[v] = s;
   int64_t bytes;
   if (!value_static_bytes(val, &bytes)) {
@@ -107,11 +105,10 @@ static kiln_status define(liveness *L, const kiln_graph *g, int v, int s) {
 
 static kiln_status use(liveness *L, const kiln_graph *g, int v, int s) {
   if (v < 0) return KILN_OK;
-  if (v >= L->n_values) return kiln_error(KILN_ERR_INTERNAL, "step %d: no value %d", s, v);
+  if (v >= L->n_values) return KILN_BUG("step %d: no value %d", s, v);
   kiln_value_kind k = g->values.data[v].kind;
   if (k == KILN_VALUE_NODE && L->def[v] < 0)
-    return kiln_error(KILN_ERR_INTERNAL, "step %d reads '%s' before any step defines it", s,
-                      g->values.data[v].name);
+    return KILN_BUG("step %d reads '%s' before any step defines it", s, g->values.data[v].name);
   touch(L, v, s);
   return KILN_OK;
 }
@@ -125,7 +122,7 @@ static kiln_status use_sub_outers(liveness *L, const kiln_graph *g, const kiln_n
 
 static kiln_status scan_fallback(liveness *L, const kiln_graph *g, const kiln_step *st, int s) {
   if (st->node < 0 || st->node >= g->nodes.len)
-    return kiln_error(KILN_ERR_INTERNAL, "fallback step %d: no node %d", s, st->node);
+    return KILN_BUG("fallback step %d: no node %d", s, st->node);
   const kiln_node *n = &g->nodes.data[st->node];
   for (int k = 0; k < n->n_inputs; k++) KILN_TRY(use(L, g, n->inputs[k], s));
   KILN_TRY(use_sub_outers(L, g, n, s));
@@ -136,19 +133,18 @@ static kiln_status scan_fallback(liveness *L, const kiln_graph *g, const kiln_st
 
 static kiln_status scan_alias(liveness *L, const kiln_graph *g, const kiln_step *st, int s) {
   if (st->src < 0 || st->src >= L->n_values || st->dst < 0 || st->dst >= L->n_values)
-    return kiln_error(KILN_ERR_INTERNAL, "alias step %d: bad values", s);
+    return KILN_BUG("alias step %d: bad values", s);
   KILN_TRY(use(L, g, st->src, s));
   if (L->def[st->dst] >= 0 || g->values.data[st->dst].kind != KILN_VALUE_NODE)
-    return kiln_error(KILN_ERR_INTERNAL, "alias step %d redefines '%s'", s,
-                      g->values.data[st->dst].name);
+    return KILN_BUG("alias step %d redefines '%s'", s, g->values.data[st->dst].name);
   L->def[st->dst] = s;
   L->loc[st->dst] = L->loc[st->src];
   L->storage[st->dst] = L->storage[st->src];
   int64_t bytes;
   if (L->loc[st->src].kind == KILN_LOC_ARENA &&
       (!value_static_bytes(&g->values.data[st->dst], &bytes) || bytes != L->loc[st->src].bytes))
-    return kiln_error(KILN_ERR_INTERNAL, "alias step %d: '%s' and '%s' differ in size", s,
-                      g->values.data[st->src].name, g->values.data[st->dst].name);
+    return KILN_BUG("alias step %d: '%s' and '%s' differ in size", s, g->values.data[st->src].name,
+                    g->values.data[st->dst].name);
   return KILN_OK;
 }
 
@@ -171,19 +167,19 @@ static kiln_status scan_kernel(liveness *L, const kiln_program *p, const kiln_st
       L->arg_block[L->arg_base[s] + a] = new_block(L, s, arg->bytes);
     } else if (arg->kind == KILN_ARG_PACKED) {
       if (arg->id < 0 || arg->id >= p->packed.len)
-        return kiln_error(KILN_ERR_INTERNAL, "step %d: no packed constant %d", s, arg->id);
+        return KILN_BUG("step %d: no packed constant %d", s, arg->id);
     } else if (arg->id < 0 || arg->id >= L->n_values) {
-      return kiln_error(KILN_ERR_INTERNAL, "step %d: no value %d", s, arg->id);
+      return KILN_BUG("step %d: no value %d", s, arg->id);
     } else if (arg_written(L, p, st, a)) {
       KILN_TRY(define(L, g, arg->id, s));
       if (L->loc[arg->id].kind != KILN_LOC_ARENA)
-        return kiln_error(KILN_ERR_INTERNAL, "kernel step %d writes '%s', whose type is not static",
-                          s, g->values.data[arg->id].name);
+        return KILN_BUG("kernel step %d writes '%s', whose type is not static", s,
+                        g->values.data[arg->id].name);
     } else {
       KILN_TRY(use(L, g, arg->id, s));
       if (L->loc[arg->id].kind == KILN_LOC_HEAP)
-        return kiln_error(KILN_ERR_INTERNAL, "kernel step %d reads '%s', whose type is not static",
-                          s, g->values.data[arg->id].name);
+        return KILN_BUG("kernel step %d reads '%s', whose type is not static", s,
+                        g->values.data[arg->id].name);
     }
   }
   return KILN_OK;
@@ -254,14 +250,13 @@ static kiln_status compute_liveness(const kiln_program *p, bool inplace, livenes
     kiln_status e = st->kind == KILN_STEP_KERNEL     ? scan_kernel(L, p, st, s)
                     : st->kind == KILN_STEP_FALLBACK ? scan_fallback(L, g, st, s)
                     : st->kind == KILN_STEP_ALIAS    ? scan_alias(L, g, st, s)
-                                                     : kiln_error(KILN_ERR_INTERNAL, "step kind");
+                                                     : KILN_BUG("step kind");
     KILN_TRYF(e, "memory plan, step %d", s);
   }
   for (int i = 0; i < g->outputs.len; i++) {
     int v = g->outputs.data[i];
     if (v >= 0 && g->values.data[v].kind == KILN_VALUE_NODE && L->def[v] < 0)
-      return kiln_error(KILN_ERR_INTERNAL, "memory plan: no step computes output '%s'",
-                        g->values.data[v].name);
+      return KILN_BUG("memory plan: no step computes output '%s'", g->values.data[v].name);
   }
   extend_outputs(L, g);
   for (int s = 0; inplace && s < L->n_steps; s++) {
@@ -708,16 +703,15 @@ kiln_status kiln_plan_check(const kiln_program *p, const kiln_plan *plan) {
   for (int i = 0; !st && i < all.len; i++) {
     const span *a = &all.data[i];
     if (a->lo < 0 || a->hi > plan->arena_bytes || a->lo % PLAN_ALIGN)
-      st = kiln_error(KILN_ERR_INTERNAL, "memory plan: block [%lld, %lld) outside the arena",
-                      (long long)a->lo, (long long)a->hi);
+      st = KILN_BUG("memory plan: block [%lld, %lld) outside the arena", (long long)a->lo,
+                    (long long)a->hi);
     for (int j = i + 1; !st && j < all.len; j++)
       if (spans_conflict(p, a, &all.data[j], parent))
-        st = kiln_error(KILN_ERR_INTERNAL,
-                        "memory plan: overlap of [%lld, %lld) (value %d, steps %d..%d) and "
-                        "[%lld, %lld) (value %d, steps %d..%d)",
-                        (long long)a->lo, (long long)a->hi, a->value, a->first, a->last,
-                        (long long)all.data[j].lo, (long long)all.data[j].hi, all.data[j].value,
-                        all.data[j].first, all.data[j].last);
+        st = KILN_BUG("memory plan: overlap of [%lld, %lld) (value %d, steps %d..%d) and "
+                      "[%lld, %lld) (value %d, steps %d..%d)",
+                      (long long)a->lo, (long long)a->hi, a->value, a->first, a->last,
+                      (long long)all.data[j].lo, (long long)all.data[j].hi, all.data[j].value,
+                      all.data[j].first, all.data[j].last);
   }
   kiln_vec_free(&all);
   free(sp);

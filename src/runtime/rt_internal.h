@@ -47,9 +47,9 @@ struct kiln_compiled {
 
 /* Prepares the executor once the module is loaded and the plan made (the arena and the
  * kernels' arguments are made at the first run). */
-kiln_status kiln_exec_prepare(kiln_compiled *c);
+KILN_MUST_USE kiln_status kiln_exec_prepare(kiln_compiled *c);
 void kiln_exec_free(kiln_compiled *c);
 /* Binds the dims listed in the options, then refreshes the types (bind.c). */
-kiln_status kiln_rt_bind_opts(kiln_graph *g, const kiln_compile_opts *o);
+KILN_MUST_USE kiln_status kiln_rt_bind_opts(kiln_graph *g, const kiln_compile_opts *o);
 
 #endif

@@ -36,21 +36,23 @@
 /* ---- binding symbolic dims ---- */
 /* Replaces the symbolic dim `sym` by `value` in every value type of g (and subgraphs).
  * Error when value < 0. Binding a symbol that g does not use is not an error. */
-kiln_status kiln_graph_bind_dims(kiln_graph *g, const char *sym, int64_t value);
+KILN_MUST_USE kiln_status kiln_graph_bind_dims(kiln_graph *g, const char *sym, int64_t value);
 /* Binds the symbolic dims of g's inputs from concrete tensors (one per graph input, in
  * order; NULL for an input that is a sequence or an optional): each symbol takes the extent
  * of the first input that uses it; a known dim or a symbol bound twice that disagrees with
  * the tensor, a wrong rank or dtype, is an error.
  * Then re-runs type inference so that every value gets a static type where it can. */
-kiln_status kiln_graph_bind_inputs(kiln_graph *g, int n, const kiln_tensor *const *inputs);
+KILN_MUST_USE kiln_status kiln_graph_bind_inputs(kiln_graph *g, int n,
+                                                 const kiln_tensor *const *inputs);
 /* The check kiln_graph_bind_inputs makes first, without changing g: one tensor per graph
  * input (NULL only for an input that is not a tensor), each of the declared dtype and rank
  * with the declared known extents, and each symbolic dim of one extent across the inputs.
  * Error KILN_ERR_INVALID naming the input: "input 'x' is f32[3,2], the model takes f32[2,3]".
  * Every command that takes a user's inputs checks them with it before anything runs. */
-kiln_status kiln_graph_check_inputs(const kiln_graph *g, int n, const kiln_tensor *const *inputs);
+KILN_MUST_USE kiln_status kiln_graph_check_inputs(const kiln_graph *g, int n,
+                                                  const kiln_tensor *const *inputs);
 /* The same for one input v (a graph input's value) and its tensor t. */
-kiln_status kiln_graph_check_input(const kiln_value *v, const kiln_tensor *t);
+KILN_MUST_USE kiln_status kiln_graph_check_input(const kiln_value *v, const kiln_tensor *t);
 
 /* ---- compile options ---- */
 typedef struct kiln_dim_binding {
@@ -139,28 +141,30 @@ typedef struct kiln_plan kiln_plan;
  * then the target's slots (map, emit, build) and, for a target that runs, the memory plan
  * and the loading of its kernels. The compiled form of a target that compiles only (cuda)
  * has no plan and cannot run (kiln_compiled_run: KILN_ERR_UNSUPPORTED). */
-kiln_status kiln_compile(kiln_graph *g, const kiln_target *t, const kiln_compile_opts *o,
-                         kiln_compiled **out);
+KILN_MUST_USE kiln_status kiln_compile(kiln_graph *g, const kiln_target *t,
+                                       const kiln_compile_opts *o, kiln_compiled **out);
 /* The target it was compiled for. */
 const kiln_target *kiln_compiled_target(const kiln_compiled *c);
 /* Runs with one tensor per graph input (borrowed; dtypes and shapes must match the
  * compiled types exactly) and returns one new tensor per graph output. */
-kiln_status kiln_compiled_run(kiln_compiled *c, int n_in, kiln_tensor *const *inputs,
-                              kiln_tensor **outputs);
+KILN_MUST_USE kiln_status kiln_compiled_run(kiln_compiled *c, int n_in, kiln_tensor *const *inputs,
+                                            kiln_tensor **outputs);
 /* The same with values: sequence and optional inputs and outputs too (they run through
  * fallback steps). Inputs are borrowed; outputs[i] are new values. */
-kiln_status kiln_compiled_run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
-                                   kiln_val **outputs);
+KILN_MUST_USE kiln_status kiln_compiled_run_vals(kiln_compiled *c, int n_in,
+                                                 kiln_val *const *inputs, kiln_val **outputs);
 /* kiln_compiled_run_vals, calling cb (when not NULL) after each step for every tensor value
  * the step produces, while it is still live in the arena (kiln_step_trace_fn, lower.h):
  * how verification finds the first step whose result is wrong. */
-kiln_status kiln_compiled_run_trace(kiln_compiled *c, int n_in, kiln_val *const *inputs,
-                                    kiln_val **outputs, kiln_step_trace_fn cb, void *user);
+KILN_MUST_USE kiln_status kiln_compiled_run_trace(kiln_compiled *c, int n_in,
+                                                  kiln_val *const *inputs, kiln_val **outputs,
+                                                  kiln_step_trace_fn cb, void *user);
 void kiln_compiled_free(kiln_compiled *c);
 /* Runs `iters` times (after one warm-up run) timing every step, and prints the total per
  * run, the time by step kind and the slowest steps with their kernels or nodes. */
-kiln_status kiln_compiled_profile(kiln_compiled *c, int n_in, kiln_tensor *const *inputs, int iters,
-                                  kiln_strbuf *out);
+KILN_MUST_USE kiln_status kiln_compiled_profile(kiln_compiled *c, int n_in,
+                                                kiln_tensor *const *inputs, int iters,
+                                                kiln_strbuf *out);
 /* The target's report (kiln_target.report). cpu: kernels, steps, fallbacks with reasons,
  * planned arena against the lower bound, compile time by stage, cache hits. */
 void kiln_compiled_report(const kiln_compiled *c, kiln_strbuf *out);
@@ -210,11 +214,12 @@ typedef struct kiln_plan_opts {
   int heuristic;   /* -1: try all, keep the best; else only that one (tests) */
 } kiln_plan_opts;
 
-kiln_status kiln_plan_program(const kiln_program *p, const kiln_plan_opts *o, kiln_plan **out);
+KILN_MUST_USE kiln_status kiln_plan_program(const kiln_program *p, const kiln_plan_opts *o,
+                                            kiln_plan **out);
 void kiln_plan_free(kiln_plan *p);
 /* Checks that no two values (or scratch blocks) live at the same step overlap in the arena
  * and that each fits in it; used by the tests and debug builds. */
-kiln_status kiln_plan_check(const kiln_program *p, const kiln_plan *plan);
+KILN_MUST_USE kiln_status kiln_plan_check(const kiln_program *p, const kiln_plan *plan);
 void kiln_plan_print(const kiln_program *p, const kiln_plan *plan, kiln_strbuf *out);
 
 /* ---- kernel modules (module.c): C source -> shared object -> loaded functions ---- */
@@ -238,10 +243,11 @@ typedef struct kiln_module kiln_module;
 /* Builds translation units (each a complete C file) into one shared object, compiling
  * them in parallel, and loads it. Compiler errors are KILN_ERR_FAILED with the first lines
  * of the compiler's output. */
-kiln_status kiln_module_build(int n_units, const char *const *sources, const kiln_cc_opts *o,
-                              kiln_module **out, kiln_cc_stats *stats);
+KILN_MUST_USE kiln_status kiln_module_build(int n_units, const char *const *sources,
+                                            const kiln_cc_opts *o, kiln_module **out,
+                                            kiln_cc_stats *stats);
 /* The address of a function of the module; error if absent. */
-kiln_status kiln_module_sym(kiln_module *m, const char *name, void **out);
+KILN_MUST_USE kiln_status kiln_module_sym(kiln_module *m, const char *name, void **out);
 void kiln_module_free(kiln_module *m);
 /* The cache directory that o selects (malloc'd), or NULL when no location is known. */
 char *kiln_cache_dir(const char *override);
@@ -291,6 +297,6 @@ void kiln_cuda_build_manifest(const kiln_cuda_build *b, kiln_strbuf *out);
 /* Writes DIR/model.cu, DIR/launch.txt (per step: kernel launches with grid, block, shared
  * bytes and the values bound to each parameter; fallback and alias steps), DIR/report.txt
  * and DIR/model.ptx (when compiled). DIR must exist. */
-kiln_status kiln_cuda_build_write(const kiln_cuda_build *b, const char *dir);
+KILN_MUST_USE kiln_status kiln_cuda_build_write(const kiln_cuda_build *b, const char *dir);
 
 #endif

@@ -25,7 +25,8 @@
 #include "runtime.h"
 
 /* name: the file stem and symbol prefix (a C identifier). dir must exist. */
-kiln_status kiln_emit_standalone(const kiln_compiled *c, const char *dir, const char *name);
+KILN_MUST_USE kiln_status kiln_emit_standalone(const kiln_compiled *c, const char *dir,
+                                               const char *name);
 
 /* The same files as text, written nowhere (tests and fuzzing need no C compiler for it): the
  * program and plan are those of kiln_compiled_program / kiln_compiled_plan, or of kiln_lower
@@ -35,8 +36,8 @@ typedef struct kiln_standalone_files {
   unsigned char *bin;     /* NAME.bin */
   size_t bin_len;
 } kiln_standalone_files;
-kiln_status kiln_standalone_text(const kiln_program *p, const kiln_plan *plan, const char *name,
-                                 kiln_standalone_files *out);
+KILN_MUST_USE kiln_status kiln_standalone_text(const kiln_program *p, const kiln_plan *plan,
+                                               const char *name, kiln_standalone_files *out);
 void kiln_standalone_files_free(kiln_standalone_files *f);
 
 #endif

@@ -51,13 +51,13 @@ bool kiln_target_can_run(const kiln_target *t) {
 }
 
 #define REQUIRE(slot)                                                                              \
-  if (!t->slot) return kiln_error(KILN_ERR_INTERNAL, "target '%s': no " #slot " slot", name)
+  if (!t->slot) return KILN_BUG("target '%s': no " #slot " slot", name)
 
 kiln_status kiln_target_check(const kiln_target *t) {
-  if (!t) return kiln_error(KILN_ERR_INTERNAL, "no target");
+  if (!t) return KILN_BUG("no target");
   const char *name = t->name ? t->name : "?";
   REQUIRE(name);
-  if (!t->name[0]) return kiln_error(KILN_ERR_INTERNAL, "a target with an empty name");
+  if (!t->name[0]) return KILN_BUG("a target with an empty name");
   REQUIRE(summary);
   REQUIRE(fuse_class);
   REQUIRE(sched_defaults);
@@ -68,9 +68,8 @@ kiln_status kiln_target_check(const kiln_target *t) {
   int n_run = !!t->prepare + !!t->arena_alloc + !!t->arena_free + !!t->copy_in + !!t->copy_out +
               !!t->run_kernel;
   if (n_run != 0 && n_run != 6)
-    return kiln_error(KILN_ERR_INTERNAL,
-                      "target '%s': %d of the 6 runtime slots (all or none: a target runs, or "
-                      "compiles only)",
-                      name, n_run);
+    return KILN_BUG("target '%s': %d of the 6 runtime slots (all or none: a target runs, or "
+                    "compiles only)",
+                    name, n_run);
   return KILN_OK;
 }

@@ -92,7 +92,7 @@ const kiln_target *kiln_target_at(int id); /* NULL when out of range */
 const kiln_target *kiln_target_find(const char *name);
 /* The same; an unknown name is KILN_ERR_INVALID listing the known ones:
  * "unknown target 'tpu' (cpu, cuda)". */
-kiln_status kiln_target_lookup(const char *name, const kiln_target **out);
+KILN_MUST_USE kiln_status kiln_target_lookup(const char *name, const kiln_target **out);
 /* The target of kiln_compile when none is given: cpu. */
 const kiln_target *kiln_target_default(void);
 /* Whether the target's runtime slots are present (kiln_compiled_run works). */
@@ -102,7 +102,7 @@ bool kiln_target_can_run(const kiln_target *t);
 void kiln_target_names(kiln_strbuf *b, const char *sep, bool runnable_only);
 /* KILN_ERR_INTERNAL naming the first required slot that is NULL, or a runtime slot missing
  * while another is present; OK for a complete target. */
-kiln_status kiln_target_check(const kiln_target *t);
+KILN_MUST_USE kiln_status kiln_target_check(const kiln_target *t);
 
 /* The implementations (target_cpu.c, target_cuda.c). */
 extern const kiln_target kiln_target_cpu;

@@ -293,14 +293,15 @@ bool kiln_tile_float_exact(kiln_dtype t, double v);
 void kiln_tkernel_print(const kiln_tkernel *k, kiln_strbuf *out);
 void kiln_tmodule_print(const kiln_tmodule *m, kiln_strbuf *out);
 /* Parses a module (one or more kernels); errors give line:col with a caret. */
-kiln_status kiln_tmodule_parse(const char *text, const char *filename, kiln_tmodule **out);
+KILN_MUST_USE kiln_status kiln_tmodule_parse(const char *text, const char *filename,
+                                             kiln_tmodule **out);
 /* Checks ids, types, scopes, loop kinds and that every buffer access is in bounds for all
  * values of the loop variables, or guarded by an enclosing condition that proves it. */
-kiln_status kiln_tkernel_verify(const kiln_tkernel *k);
-kiln_status kiln_tmodule_verify(const kiln_tmodule *m);
+KILN_MUST_USE kiln_status kiln_tkernel_verify(const kiln_tkernel *k);
+KILN_MUST_USE kiln_status kiln_tmodule_verify(const kiln_tmodule *m);
 /* Runs k sequentially (every loop kind as a serial loop; for GPU kernels, threads of a
  * block run in lockstep between barriers). args[i] points at parameter i's data, in the
  * buffer's dtype. Out-of-bounds accesses are errors, never undefined behaviour. */
-kiln_status kiln_tkernel_interp(const kiln_tkernel *k, void *const *args);
+KILN_MUST_USE kiln_status kiln_tkernel_interp(const kiln_tkernel *k, void *const *args);
 
 #endif

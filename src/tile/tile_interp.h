@@ -37,30 +37,30 @@ typedef struct kiln_tinterp {
   uint8_t *outside_var, *outside_buf;
 } kiln_tinterp;
 
-kiln_status kiln_tinterp_error(const kiln_tinterp *in, const char *fmt, ...)
+KILN_MUST_USE kiln_status kiln_tinterp_error(const kiln_tinterp *in, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-kiln_status kiln_tinterp_eval(kiln_tinterp *in, const kiln_texpr *e, kiln_tval *out);
-kiln_status kiln_tinterp_stmt(kiln_tinterp *in, const kiln_tstmt *s);
-kiln_status kiln_tinterp_block(kiln_tinterp *in, const kiln_tblock *b);
-kiln_status kiln_tinterp_load(kiln_tinterp *in, int buf, int64_t idx, kiln_tval *out);
-kiln_status kiln_tinterp_store(kiln_tinterp *in, int buf, int64_t idx, kiln_tval v);
+KILN_MUST_USE kiln_status kiln_tinterp_eval(kiln_tinterp *in, const kiln_texpr *e, kiln_tval *out);
+KILN_MUST_USE kiln_status kiln_tinterp_stmt(kiln_tinterp *in, const kiln_tstmt *s);
+KILN_MUST_USE kiln_status kiln_tinterp_block(kiln_tinterp *in, const kiln_tblock *b);
+KILN_MUST_USE kiln_status kiln_tinterp_load(kiln_tinterp *in, int buf, int64_t idx, kiln_tval *out);
+KILN_MUST_USE kiln_status kiln_tinterp_store(kiln_tinterp *in, int buf, int64_t idx, kiln_tval v);
 
 /* ---- tile_threads.c ---- */
 bool kiln_tinterp_is_thread_loop(kiln_loop_kind k);
 /* Runs the thread loop s (extent n) and the thread loops perfectly nested in it. */
-kiln_status kiln_tinterp_threads(kiln_tinterp *in, const kiln_tstmt *s, int64_t n);
+KILN_MUST_USE kiln_status kiln_tinterp_threads(kiln_tinterp *in, const kiln_tstmt *s, int64_t n);
 
 /* ---- tile_scalar.c: the operations on one scalar type t ---- */
 void kiln_tscalar_read(kiln_dtype t, const unsigned char *p, kiln_tval *out);
 void kiln_tscalar_write(kiln_dtype t, unsigned char *p, kiln_tval v);
-kiln_status kiln_tscalar_unary(const kiln_tinterp *in, kiln_top op, kiln_dtype t, kiln_tval a,
-                               kiln_tval *out);
-kiln_status kiln_tscalar_binary(const kiln_tinterp *in, kiln_top op, kiln_dtype t, kiln_tval a,
-                                kiln_tval b, kiln_tval *out);
+KILN_MUST_USE kiln_status kiln_tscalar_unary(const kiln_tinterp *in, kiln_top op, kiln_dtype t,
+                                             kiln_tval a, kiln_tval *out);
+KILN_MUST_USE kiln_status kiln_tscalar_binary(const kiln_tinterp *in, kiln_top op, kiln_dtype t,
+                                              kiln_tval a, kiln_tval b, kiln_tval *out);
 /* mac(acc, a, b) with operands a, b of type ta (tile.h, KILN_TOP_MAC) */
-kiln_status kiln_tscalar_mac(kiln_dtype ta, kiln_tval acc, kiln_tval a, kiln_tval b,
-                             kiln_tval *out);
-kiln_status kiln_tscalar_cast(const kiln_tinterp *in, kiln_dtype from, kiln_tval a, kiln_dtype to,
-                              kiln_tval *out);
+KILN_MUST_USE kiln_status kiln_tscalar_mac(kiln_dtype ta, kiln_tval acc, kiln_tval a, kiln_tval b,
+                                           kiln_tval *out);
+KILN_MUST_USE kiln_status kiln_tscalar_cast(const kiln_tinterp *in, kiln_dtype from, kiln_tval a,
+                                            kiln_dtype to, kiln_tval *out);
 
 #endif

@@ -29,10 +29,11 @@ typedef struct kiln_ttext_src {
 } kiln_ttext_src;
 
 /* "file:line:col: message", the source line and a caret under col (KILN_ERR_INVALID). */
-kiln_status kiln_ttext_error(const kiln_ttext_src *src, int line, int col, const char *fmt, ...)
+KILN_MUST_USE kiln_status kiln_ttext_error(const kiln_ttext_src *src, int line, int col,
+                                           const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Splits the text into tokens ending with EOF; *out is malloc'd. */
-kiln_status kiln_ttext_lex(const kiln_ttext_src *src, kiln_ttok **out, int *out_n);
+KILN_MUST_USE kiln_status kiln_ttext_lex(const kiln_ttext_src *src, kiln_ttok **out, int *out_n);
 /* The token's text, unquoted and unescaped, in the arena. */
 char *kiln_ttok_text(const kiln_ttok *t, kiln_arena *a);
 

@@ -45,22 +45,23 @@ kiln_tstmt *kiln_tsched_find(const kiln_tkernel *k, const char *var);
  * promises independence needs it of `loop`). out_inner (may be NULL) gets the inner loop.
  * clamp: under the guard, i is min(io*f + ii, E - 1), the same value (the guard makes the
  * min idle) in a form the race check can bound, for a split inside a parallel loop. */
-kiln_status kiln_tsched_split(kiln_tkernel *k, kiln_tstmt *loop, int64_t f, const char *outer,
-                              const char *inner, kiln_loop_kind inner_kind, bool clamp,
-                              kiln_tstmt **out_inner);
+KILN_MUST_USE kiln_status kiln_tsched_split(kiln_tkernel *k, kiln_tstmt *loop, int64_t f,
+                                            const char *outer, const char *inner,
+                                            kiln_loop_kind inner_kind, bool clamp,
+                                            kiln_tstmt **out_inner);
 /* Swaps `loop` with the one loop its body holds (the inner extent must not read the outer
  * variable; `loop` must have independent iterations). */
-kiln_status kiln_tsched_reorder(kiln_tkernel *k, kiln_tstmt *loop);
+KILN_MUST_USE kiln_status kiln_tsched_reorder(kiln_tkernel *k, kiln_tstmt *loop);
 /* Sets the kind of `loop` (see above for what each kind needs). */
-kiln_status kiln_tsched_bind(kiln_tkernel *k, kiln_tstmt *loop, kiln_loop_kind kind);
-kiln_status kiln_tsched_vectorize(kiln_tkernel *k, kiln_tstmt *loop);
-kiln_status kiln_tsched_unroll(kiln_tkernel *k, kiln_tstmt *loop);
+KILN_MUST_USE kiln_status kiln_tsched_bind(kiln_tkernel *k, kiln_tstmt *loop, kiln_loop_kind kind);
+KILN_MUST_USE kiln_status kiln_tsched_vectorize(kiln_tkernel *k, kiln_tstmt *loop);
+KILN_MUST_USE kiln_status kiln_tsched_unroll(kiln_tkernel *k, kiln_tstmt *loop);
 /* Stages buffer `buf` (GLOBAL, never written inside `loop`, at most KILN_TSCHED_STAGE_MAX
  * elements) into a new buffer of `scope` (LOCAL or SHARED) named "<buf>_<scope>" for the
  * body of `loop`. out_buf (may be NULL) gets the new buffer's id. */
 #define KILN_TSCHED_STAGE_MAX 65536 /* elements: a LOCAL copy lives on a thread's stack */
-kiln_status kiln_tsched_stage(kiln_tkernel *k, kiln_tstmt *loop, int buf, kiln_tscope scope,
-                              int *out_buf);
+KILN_MUST_USE kiln_status kiln_tsched_stage(kiln_tkernel *k, kiln_tstmt *loop, int buf,
+                                            kiln_tscope scope, int *out_buf);
 
 /* How the iterations would run: THREADS as CPU threads (a LOCAL buffer used only inside the
  * loop is each iteration's own; that writes are disjoint is left to the verifier's race

@@ -22,7 +22,7 @@ void kiln_ttext_stmt_line(const kiln_tkernel *k, const kiln_tstmt *s, kiln_strbu
 /* The checks the interpreter needs to run k without crashing: ids in range, no NULL
  * operands, every expression of the type the rules give (see kiln_tkernel_verify).
  * Errors name the kernel and the statement. */
-kiln_status kiln_tkernel_check_types(const kiln_tkernel *k);
+KILN_MUST_USE kiln_status kiln_tkernel_check_types(const kiln_tkernel *k);
 
 /* Marks (sets to 1) the variables and buffers that statements outside parallel loops use,
  * the extents of parallel loops included: what the C backend declares once per kernel, one

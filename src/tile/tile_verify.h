@@ -38,7 +38,7 @@ typedef struct kiln_tverify {
   int unreachable;                  /* inside loops that never run */
 } kiln_tverify;
 
-kiln_status kiln_tverify_fail(const kiln_tverify *c, const char *fmt, ...)
+KILN_MUST_USE kiln_status kiln_tverify_fail(const kiln_tverify *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* ---- tile_bounds.c ---- */
@@ -62,15 +62,15 @@ void kiln_tverify_race_free(kiln_tverify *c);
 void kiln_tverify_race_enter(kiln_tverify *c, const kiln_tstmt *s, kiln_tival ext);
 /* A store (span [0, 0]) or an MMA accumulator footprint (index + span) to buf under c->par:
  * the iterations of c->par must write disjoint elements of a shared buffer. */
-kiln_status kiln_tverify_race_store(kiln_tverify *c, int buf, const kiln_texpr *index,
-                                    kiln_tival span);
+KILN_MUST_USE kiln_status kiln_tverify_race_store(kiln_tverify *c, int buf, const kiln_texpr *index,
+                                                  kiln_tival span);
 /* An assignment to var under c->par: var must be private to each iteration. */
-kiln_status kiln_tverify_race_assign(kiln_tverify *c, int var);
+KILN_MUST_USE kiln_status kiln_tverify_race_assign(kiln_tverify *c, int var);
 
 /* ---- tile_loops.c ---- */
 /* The rules of loop kinds for the loop s, given the enclosing statements in c->stack. */
-kiln_status kiln_tverify_loop_kind(kiln_tverify *c, const kiln_tstmt *s);
+KILN_MUST_USE kiln_status kiln_tverify_loop_kind(kiln_tverify *c, const kiln_tstmt *s);
 /* Where a barrier may stand (c->stmt is the barrier). */
-kiln_status kiln_tverify_barrier(kiln_tverify *c);
+KILN_MUST_USE kiln_status kiln_tverify_barrier(kiln_tverify *c);
 
 #endif

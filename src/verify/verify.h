@@ -60,12 +60,13 @@ typedef struct kiln_vref {
 
 /* Runs g (root graph, types inferred, static or bound by the inputs) on inputs (one per
  * graph input, borrowed). Error when an op cannot run. */
-kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *inputs,
-                              kiln_vref **out);
+KILN_MUST_USE kiln_status kiln_vref_compute(const kiln_graph *g, int n_in, kiln_val *const *inputs,
+                                            kiln_vref **out);
 /* kiln_vref_compute with the bounds of implementations that follow precision policy p (NULL:
  * the default, the same as kiln_vref_compute). */
-kiln_status kiln_vref_compute_prec(const kiln_graph *g, int n_in, kiln_val *const *inputs,
-                                   const kiln_precision_policy *p, kiln_vref **out);
+KILN_MUST_USE kiln_status kiln_vref_compute_prec(const kiln_graph *g, int n_in,
+                                                 kiln_val *const *inputs,
+                                                 const kiln_precision_policy *p, kiln_vref **out);
 void kiln_vref_free(kiln_vref *r);
 /* A local reference: only the nodes with nodes[node] set (one node, the nodes of a kernel)
  * run, in order; every other value they read (inputs, outputs of other nodes) comes from
@@ -74,19 +75,19 @@ void kiln_vref_free(kiln_vref *r);
  * where the bounds of a whole deep graph grow too loose to judge a late layer (worst-case
  * propagation through many contractions). Check the values the nodes produce with
  * kiln_vref_check as usual. */
-kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
-                                    kiln_val *(*lookup)(void *user, int value_id), void *user,
-                                    kiln_vref **out);
+KILN_MUST_USE kiln_status kiln_vref_compute_local(const kiln_graph *g, const bool *nodes,
+                                                  kiln_val *(*lookup)(void *user, int value_id),
+                                                  void *user, kiln_vref **out);
 /* kiln_vref_compute_local with the bounds of precision policy p (kiln_vref.precision). */
-kiln_status kiln_vref_compute_local_prec(const kiln_graph *g, const bool *nodes,
-                                         kiln_val *(*lookup)(void *user, int value_id), void *user,
-                                         const kiln_precision_policy *p, kiln_vref **out);
+KILN_MUST_USE kiln_status kiln_vref_compute_local_prec(
+    const kiln_graph *g, const bool *nodes, kiln_val *(*lookup)(void *user, int value_id),
+    void *user, const kiln_precision_policy *p, kiln_vref **out);
 /* The same, but every value read from outside (lookup) and every constant carries the rounding
  * to its dtype as its error (u |x| + tiny), plus extra_err(user, id) when that returns an error
  * tensor (borrowed, F64, one per element; NULL: none): for comparing a rewritten graph with
  * exact values of the graph before it, where a correct rewrite may store a value rounded (a
  * folded constant: its extra error is the bound the graph before had for that value). */
-kiln_status kiln_vref_compute_local_stored(
+KILN_MUST_USE kiln_status kiln_vref_compute_local_stored(
     const kiln_graph *g, const bool *nodes, kiln_val *(*lookup)(void *user, int value_id),
     const kiln_tensor *(*extra_err)(void *user, int value_id), void *user, kiln_vref **out);
 
@@ -160,7 +161,8 @@ typedef struct kiln_verify_opts {
 void kiln_verify_opts_init(kiln_verify_opts *o);
 /* A list of registered target names ("cpu,cuda"), or "none": sets targets (every entry).
  * An unknown or repeated name is KILN_ERR_INVALID naming the known ones. */
-kiln_status kiln_verify_parse_targets(const char *list, bool targets[KILN_TARGET_COUNT]);
+KILN_MUST_USE kiln_status kiln_verify_parse_targets(const char *list,
+                                                    bool targets[KILN_TARGET_COUNT]);
 /* The list of the targets set ("cpu,cuda"; "none" when none), appended to b. */
 void kiln_verify_targets_str(const bool targets[KILN_TARGET_COUNT], kiln_strbuf *b);
 
@@ -219,8 +221,8 @@ typedef struct kiln_verify_result {
 /* Verifies g on inputs (both borrowed; g is not modified: the runner works on copies).
  * Returns an error only when the reference itself cannot run or the case cannot be written;
  * a layer that fails or errors is a result (res->failed). */
-kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inputs,
-                            const kiln_verify_opts *o, kiln_verify_result *res);
+KILN_MUST_USE kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inputs,
+                                          const kiln_verify_opts *o, kiln_verify_result *res);
 void kiln_verify_result_free(kiln_verify_result *res);
 /* The layer table: one line per layer with max error, max error/bound and status, then on
  * a failure the first failing layer, pass, where, signature and case directory. */
@@ -256,7 +258,7 @@ const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result
  * "reduced"), that neither holds input nor has a file that is input (the model or case folder being
  * verified or reduced; NULL: not checked). A case replaces such a folder whole, so a folder of
  * other files is refused (exit 2), never written into. */
-kiln_status kiln_verify_check_case_dest(const char *dir, const char *input);
+KILN_MUST_USE kiln_status kiln_verify_check_case_dest(const char *dir, const char *input);
 /* One progress line on log (NULL: none): the formatted text escaped to one line with no
  * escape sequence (kiln_esc_line, kiln_esc_terminal), as names from a model or a case.txt
  * may be part of it. */
@@ -266,17 +268,19 @@ void kiln_verify_log(FILE *log, const char *fmt, ...) __attribute__((format(prin
  * file input (the model or case folder being verified or reduced; NULL: not checked). A case
  * replaces such a folder whole, so a folder of other files is refused (exit 2), never written
  * into. */
-kiln_status kiln_verify_check_case_dest(const char *dir, const char *input);
-kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
-                                   kiln_val *const *inputs, const kiln_verify_result *res);
+KILN_MUST_USE kiln_status kiln_verify_check_case_dest(const char *dir, const char *input);
+KILN_MUST_USE kiln_status kiln_verify_write_case(const char *dir, const kiln_graph *g, int n_in,
+                                                 kiln_val *const *inputs,
+                                                 const kiln_verify_result *res);
 /* Loads a case: *g (types inferred), *inputs (malloc'd array of n values), and the recorded
  * signature (may be NULL). */
-kiln_status kiln_verify_load_case(const char *dir, kiln_graph **g, kiln_val ***inputs, int *n,
-                                  char *signature, size_t sig_len);
+KILN_MUST_USE kiln_status kiln_verify_load_case(const char *dir, kiln_graph **g, kiln_val ***inputs,
+                                                int *n, char *signature, size_t sig_len);
 /* Reads dir/input_<i>.pb, one per graph input of g, into vals (one slot per input, NULL on
  * entry), and checks them against g's inputs (kiln_graph_check_inputs; a file input_<n>.pb
  * beyond the n inputs is an error too): KILN_ERR_INVALID naming the file. A case folder and
  * the test_data_set_<k> folder of an ONNX test layout both hold their inputs this way. */
-kiln_status kiln_verify_load_inputs(const char *dir, const kiln_graph *g, kiln_val **vals);
+KILN_MUST_USE kiln_status kiln_verify_load_inputs(const char *dir, const kiln_graph *g,
+                                                  kiln_val **vals);
 
 #endif

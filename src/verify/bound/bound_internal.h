@@ -73,7 +73,8 @@ double kiln_bnd_tiny(kiln_dtype t);          /* half the smallest subnormal; 0 n
 /* Runs the node's kernel on ins (one per input, NULL omitted), in double; float outputs are
  * widened to F64. op overrides the node's op when not KILN_OP_UNKNOWN (a node with the same
  * attributes and another op, e.g. Sub run as Add). */
-kiln_status kiln_bnd_eval(const bnd_node *b, kiln_op op, kiln_val *const *ins, kiln_val **outs);
+KILN_MUST_USE kiln_status kiln_bnd_eval(const bnd_node *b, kiln_op op, kiln_val *const *ins,
+                                        kiln_val **outs);
 /* Inputs with every float tensor input i replaced by f(in[i], ein[i]) (new tensors,
  * collected in *owned for kiln_bnd_free_vals); others borrowed. */
 typedef enum bnd_subst {
@@ -124,8 +125,8 @@ kiln_tensor **kiln_bnd_policy_inputs(bnd_node *b);
 /* ---- helpers of the rules (bound_generic.c) ---- */
 double kiln_bnd_gamma(double k, double u); /* gamma_K(u), continued linearly past K u = 1/2 */
 /* Runs the op on inputs substituted as how[i] says; *outs: n_outputs new values. */
-kiln_status kiln_bnd_eval_how(const bnd_node *b, kiln_op op, const bnd_subst *how,
-                              kiln_val ***outs);
+KILN_MUST_USE kiln_status kiln_bnd_eval_how(const bnd_node *b, kiln_op op, const bnd_subst *how,
+                                            kiln_val ***outs);
 /* The F64 tensor of output k of vals, or NULL. */
 kiln_tensor *kiln_bnd_out_t(const bnd_node *b, kiln_val **vals, int k);
 /* Takes output k's tensor out of vals (NULL when not a F64 tensor). */
@@ -139,19 +140,19 @@ int64_t *kiln_bnd_bcast_index(const kiln_tensor *t, const kiln_tensor *y);
 double kiln_bnd_ratio(const bnd_node *b);
 
 /* ---- rule implementations (bound_generic.c, bound_cast.c, bound_norm.c) ---- */
-kiln_status kiln_bnd_apply(bnd_node *b);
-kiln_status kiln_bnd_discrete(bnd_node *b, double ulps);
-kiln_status kiln_bnd_exact(bnd_node *b, const bnd_opinfo *info);
-kiln_status kiln_bnd_corner(bnd_node *b, const bnd_opinfo *info);
-kiln_status kiln_bnd_lipschitz(bnd_node *b, const bnd_opinfo *info);
-kiln_status kiln_bnd_reduce_mono(bnd_node *b, const bnd_opinfo *info);
-kiln_status kiln_bnd_perturb(bnd_node *b, double ulps);
-kiln_status kiln_bnd_cast(bnd_node *b);
-kiln_status kiln_bnd_argminmax(bnd_node *b);
-kiln_status kiln_bnd_topk(bnd_node *b);
-kiln_status kiln_bnd_hardmax(bnd_node *b);
-kiln_status kiln_bnd_softmax(bnd_node *b);
-kiln_status kiln_bnd_norm(bnd_node *b);
-kiln_status kiln_bnd_lrn(bnd_node *b);
+KILN_MUST_USE kiln_status kiln_bnd_apply(bnd_node *b);
+KILN_MUST_USE kiln_status kiln_bnd_discrete(bnd_node *b, double ulps);
+KILN_MUST_USE kiln_status kiln_bnd_exact(bnd_node *b, const bnd_opinfo *info);
+KILN_MUST_USE kiln_status kiln_bnd_corner(bnd_node *b, const bnd_opinfo *info);
+KILN_MUST_USE kiln_status kiln_bnd_lipschitz(bnd_node *b, const bnd_opinfo *info);
+KILN_MUST_USE kiln_status kiln_bnd_reduce_mono(bnd_node *b, const bnd_opinfo *info);
+KILN_MUST_USE kiln_status kiln_bnd_perturb(bnd_node *b, double ulps);
+KILN_MUST_USE kiln_status kiln_bnd_cast(bnd_node *b);
+KILN_MUST_USE kiln_status kiln_bnd_argminmax(bnd_node *b);
+KILN_MUST_USE kiln_status kiln_bnd_topk(bnd_node *b);
+KILN_MUST_USE kiln_status kiln_bnd_hardmax(bnd_node *b);
+KILN_MUST_USE kiln_status kiln_bnd_softmax(bnd_node *b);
+KILN_MUST_USE kiln_status kiln_bnd_norm(bnd_node *b);
+KILN_MUST_USE kiln_status kiln_bnd_lrn(bnd_node *b);
 
 #endif

@@ -552,7 +552,7 @@ static kiln_status build(gen *G, kiln_gen_case *out) {
     if (a >= target * MAX_ATTEMPTS && G->g) break; /* the extra draws only for a first node */
     else grow(G, allowed, &out->rejected);
   free(allowed);
-  if (!G->g) return kiln_error(KILN_ERR_INTERNAL, "generator: no node accepted (%s)", G->why);
+  if (!G->g) return KILN_BUG("generator: no node accepted (%s)", G->why);
   int *outs = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1));
   int n_out = choose_outputs(G, outs);
   st = build_graph(G, outs, n_out, &out->g);

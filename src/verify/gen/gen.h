@@ -56,7 +56,7 @@ typedef struct kiln_gen_case {
 /* Builds the case of `seed`. An error only for bad options (an unknown op name in o->ops)
  * or a failure of the generator itself; an invalid graph or one without usable inputs is
  * a status of the case. */
-kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case *out);
+KILN_MUST_USE kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case *out);
 void kiln_gen_case_free(kiln_gen_case *c);
 
 /* The seed of graph j of a campaign with seed s (a mix of both: neighbouring j give

@@ -128,7 +128,7 @@ kiln_dtype gen_pick_dt(gen *G, int dts);
 /* One random element of domain dom for dtype dt; s scales the ANY and UNIT ranges. */
 double kiln_gen_draw(gen_rng *r, kiln_dtype dt, gen_dom dom, double s);
 /* The input search (gen_inputs.c): fills c->inputs and c->status. */
-kiln_status kiln_gen_inputs(gen *G, kiln_gen_case *c);
+KILN_MUST_USE kiln_status kiln_gen_inputs(gen *G, kiln_gen_case *c);
 
 /* ---- the op table (gen_ops.c) ---- */
 typedef bool (*gen_build_fn)(gen *G, int op_index);

@@ -51,7 +51,7 @@ typedef struct kiln_ort kiln_ort;
 
 /* Starts the Python process and waits for it to import onnxruntime. KILN_ERR_UNSUPPORTED
  * when that fails, naming the Python tried and how to get one (`make venv`). */
-kiln_status kiln_ort_open(const kiln_ort_opts *o, kiln_ort **out);
+KILN_MUST_USE kiln_status kiln_ort_open(const kiln_ort_opts *o, kiln_ort **out);
 void kiln_ort_close(kiln_ort *o); /* NULL allowed */
 
 /* "onnxruntime 1.23.2 (opset <= 23)" */
@@ -76,16 +76,17 @@ void kiln_ort_set_timeout(kiln_ort *o, double seconds);
  * error every outputs[k] is NULL. KILN_ERR_UNSUPPORTED: ORT refused the model, crashed or
  * timed out on it (message says which); other codes: Kiln could not export the model, write
  * or read files, or restart Python. */
-kiln_status kiln_ort_run(kiln_ort *o, const kiln_graph *g, int n_in, kiln_val *const *inputs,
-                         kiln_val **outputs);
+KILN_MUST_USE kiln_status kiln_ort_run(kiln_ort *o, const kiln_graph *g, int n_in,
+                                       kiln_val *const *inputs, kiln_val **outputs);
 
 /* Runs g in ORT and compares every graph output with kiln_vref_check against ref (computed
  * on the same g and inputs). Fills *layer: kind KILN_LAYER_REFERENCE, name "onnxruntime";
  * ran = false when ORT did not run the model (msg: ORT's reason); otherwise ok, max_err,
  * max_ratio, worst_output and, on a mismatch, msg naming the output. Error only as for
  * kiln_ort_run's non-UNSUPPORTED codes. */
-kiln_status kiln_ort_check(kiln_ort *o, const kiln_graph *g, int n_in, kiln_val *const *inputs,
-                           const kiln_vref *ref, kiln_layer_result *layer);
+KILN_MUST_USE kiln_status kiln_ort_check(kiln_ort *o, const kiln_graph *g, int n_in,
+                                         kiln_val *const *inputs, const kiln_vref *ref,
+                                         kiln_layer_result *layer);
 
 /* After a failing kiln_ort_check: runs g again with every node output of the root graph made
  * a model output (which also stops ORT fusing across them) and compares each with ref in
@@ -94,14 +95,15 @@ kiln_status kiln_ort_check(kiln_ort *o, const kiln_graph *g, int n_in, kiln_val 
  * "onnxruntime|-|<op kind of that node>" ("onnxruntime|-|" plus the sorted op kinds of the
  * graph when no single node fails alone, e.g. a fused pattern). Both "" when ORT refuses
  * the traced model. */
-kiln_status kiln_ort_locate(kiln_ort *o, const kiln_graph *g, int n_in, kiln_val *const *inputs,
-                            const kiln_vref *ref, char *where, size_t where_len, char *signature,
-                            size_t sig_len);
+KILN_MUST_USE kiln_status kiln_ort_locate(kiln_ort *o, const kiln_graph *g, int n_in,
+                                          kiln_val *const *inputs, const kiln_vref *ref,
+                                          char *where, size_t where_len, char *signature,
+                                          size_t sig_len);
 
 /* Runs onnx.checker.check_model (full_check: strict shape inference too) on g as Kiln exports
  * it (kiln_onnx_save), in the same Python process. KILN_OK when the checker accepts it,
  * KILN_ERR_INVALID with the checker's message when not; other codes as for kiln_ort_run. */
-kiln_status kiln_ort_check_model(kiln_ort *o, const kiln_graph *g);
+KILN_MUST_USE kiln_status kiln_ort_check_model(kiln_ort *o, const kiln_graph *g);
 
 /* The Python program (scripts/ort_oracle.py, embedded). */
 extern const char kiln_ort_script[];

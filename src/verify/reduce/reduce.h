@@ -84,9 +84,9 @@ void kiln_reduce_result_free(kiln_reduce_result *r);
 /* Reduces (g, inputs) under pred. g (root graph, types inferred) and inputs (one per graph
  * input) are borrowed and not modified. An error only for bad arguments or when the original
  * graph cannot run in the reference interpreter. */
-kiln_status kiln_reduce(const kiln_graph *g, kiln_val *const *inputs, int n_in,
-                        kiln_reduce_pred pred, void *user, const kiln_reduce_opts *o,
-                        kiln_reduce_result *out);
+KILN_MUST_USE kiln_status kiln_reduce(const kiln_graph *g, kiln_val *const *inputs, int n_in,
+                                      kiln_reduce_pred pred, void *user, const kiln_reduce_opts *o,
+                                      kiln_reduce_result *out);
 
 /* Whether a failure with signature got is "the same" as the recorded one: equal when exact,
  * else the same layer kind and pass, and op kinds (the third field) among the recorded ones
@@ -101,8 +101,8 @@ bool kiln_reduce_same_failure(const char *recorded, const char *got, bool exact)
  * the command that replays it to o->log. out->reproduced false: the case no longer fails the
  * recorded way (nothing is written). verify: base options of the runner (NULL: defaults; its
  * log and repro_dir are ignored). */
-kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
-                             const kiln_verify_opts *verify, const kiln_reduce_opts *o,
-                             kiln_reduce_result *out);
+KILN_MUST_USE kiln_status kiln_reduce_case(const char *case_dir, const char *out_dir,
+                                           const kiln_verify_opts *verify,
+                                           const kiln_reduce_opts *o, kiln_reduce_result *out);
 
 #endif

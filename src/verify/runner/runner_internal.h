@@ -24,7 +24,7 @@ typedef struct kiln_vrun {
 } kiln_vrun;
 
 /* A new copy of g with its symbolic input dims bound to the inputs (as the compiler does). */
-kiln_status kiln_vrun_copy(kiln_vrun *r, kiln_graph **out);
+KILN_MUST_USE kiln_status kiln_vrun_copy(kiln_vrun *r, kiln_graph **out);
 /* Appends a layer (ran, ok) and starts its clock. The pointer is valid until the next
  * kiln_vrun_layer. */
 kiln_layer_result *kiln_vrun_layer(kiln_vrun *r, kiln_layer_kind kind, const char *fmt, ...)
@@ -45,7 +45,7 @@ void kiln_vrun_set_where(kiln_vrun *r, const char *where, const char *ops);
 
 /* runner_pass.c: the pass layers. *final receives the graph after the whole pipeline
  * (fused, bound), or NULL when the passes failed. */
-kiln_status kiln_vrun_passes(kiln_vrun *r, kiln_graph **final);
+KILN_MUST_USE kiln_status kiln_vrun_passes(kiln_vrun *r, kiln_graph **final);
 
 /* runner_backend.c: the backend layers: the tile layer, and the layers of target t (its
  * compiled code when it runs, else its program in the tile interpreter). */
@@ -89,13 +89,14 @@ void kiln_vlocal_free(kiln_vlocal *lc);
 
 /* runner_check.c: what is to blame. The inputs against the graph (count, kinds, dtypes,
  * shapes, one extent per symbolic dim): KILN_ERR_INVALID naming the input. */
-kiln_status kiln_vrun_check_inputs(const kiln_graph *g, int n_in, kiln_val *const *inputs);
+KILN_MUST_USE kiln_status kiln_vrun_check_inputs(const kiln_graph *g, int n_in,
+                                                 kiln_val *const *inputs);
 /* True when layer l's error st comes from the environment (a missing C compiler, a full disk:
  * KILN_ERR_SYSTEM or KILN_ERR_IO); the first such error is kept in r->env (st is not taken),
  * and kiln_verify_run returns it instead of a result (kiln_vrun_take_environment). */
 bool kiln_vrun_environment(kiln_vrun *r, const kiln_layer_result *l, kiln_status st);
 /* The environment's error to return instead of the result: when its layer is the first
  * failing one (a finding before it stands, and the error is dropped). Takes r->env. */
-kiln_status kiln_vrun_take_environment(kiln_vrun *r);
+KILN_MUST_USE kiln_status kiln_vrun_take_environment(kiln_vrun *r);
 
 #endif
