@@ -21,7 +21,8 @@ static void test_every_op_has_a_row(void) {
       CHECK(why == NULL);
     } else {
       reasons++;
-      if (!why || !why[0]) fprintf(stderr, "%s: no lowering, no reason\n", kiln_op_name((kiln_op)op));
+      if (!why || !why[0])
+        fprintf(stderr, "%s: no lowering, no reason\n", kiln_op_name((kiln_op)op));
       CHECK(why != NULL && why[0] != '\0');
     }
   }
@@ -110,8 +111,8 @@ static void test_fallback_reasons(void) {
 static void check_rejected(const char *xt, const char *consts, const char *node) {
   char text[1024];
   snprintf(text, sizeof text,
-           "graph @g(%%x: %s) -> (%%y: ?) {\n  opset \"\" 21\n%s  %%y = %s @bad\n  return %%y\n}\n", xt,
-           consts, node);
+           "graph @g(%%x: %s) -> (%%y: ?) {\n  opset \"\" 21\n%s  %%y = %s @bad\n  return %%y\n}\n",
+           xt, consts, node);
   kiln_graph *g = NULL;
   kiln_status st = kiln_graph_parse(text, "test", &g);
   if (st) {
