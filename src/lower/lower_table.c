@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "lower_ops.h"
+#include "ops/op_desc.h"
 
 /* The reason a family lowering gives for a node its classifier refuses. */
 static kiln_status decline(kiln_lower_ctx *c, const kiln_node *n) {
@@ -69,8 +70,6 @@ static kiln_status lower_contract(kiln_lower_ctx *c, const kiln_group *grp) {
   "a view only (an alias step): its input and output must be static tensors of one dtype "         \
   "and element count"
 
-#define EW                                                                                         \
-  { lower_ew, false, NULL }
 #define RED                                                                                        \
   { lower_reduce, false, NULL }
 #define MM                                                                                         \
@@ -82,77 +81,10 @@ static kiln_status lower_contract(kiln_lower_ctx *c, const kiln_group *grp) {
 
 static const kiln_lower_row rows[KILN_OP_COUNT] = {
     [KILN_OP_UNKNOWN] = NONE("an op Kiln does not know"),
-    /* elementwise (lower_ew.c) */
-    [KILN_OP_Abs] = EW,
-    [KILN_OP_Acos] = EW,
-    [KILN_OP_Acosh] = EW,
-    [KILN_OP_Add] = EW,
-    [KILN_OP_And] = EW,
-    [KILN_OP_Asin] = EW,
-    [KILN_OP_Asinh] = EW,
-    [KILN_OP_Atan] = EW,
-    [KILN_OP_Atanh] = EW,
-    [KILN_OP_BitShift] = EW,
-    [KILN_OP_BitwiseAnd] = EW,
-    [KILN_OP_BitwiseNot] = EW,
-    [KILN_OP_BitwiseOr] = EW,
-    [KILN_OP_BitwiseXor] = EW,
-    [KILN_OP_Cast] = EW,
-    [KILN_OP_CastLike] = EW,
-    [KILN_OP_Ceil] = EW,
-    [KILN_OP_Celu] = EW,
-    [KILN_OP_Clip] = EW,
-    [KILN_OP_Cos] = EW,
-    [KILN_OP_Cosh] = EW,
-    [KILN_OP_Div] = EW,
-    [KILN_OP_Elu] = EW,
-    [KILN_OP_Equal] = EW,
-    [KILN_OP_Erf] = EW,
-    [KILN_OP_Exp] = EW,
-    [KILN_OP_Floor] = EW,
-    [KILN_OP_Gelu] = EW,
-    [KILN_OP_Greater] = EW,
-    [KILN_OP_GreaterOrEqual] = EW,
-    [KILN_OP_HardSigmoid] = EW,
-    [KILN_OP_HardSwish] = EW,
+    /* elementwise (lower_ew.c): every op whose descriptor has an elementwise dtype class
+     * (op_desc.c .ew) takes the elementwise row, see kiln_lower_row_of; Identity is also a
+     * view */
     [KILN_OP_Identity] = {lower_ew, true, NULL},
-    [KILN_OP_IsInf] = EW,
-    [KILN_OP_IsNaN] = EW,
-    [KILN_OP_LeakyRelu] = EW,
-    [KILN_OP_Less] = EW,
-    [KILN_OP_LessOrEqual] = EW,
-    [KILN_OP_Log] = EW,
-    [KILN_OP_Max] = EW,
-    [KILN_OP_Mean] = EW,
-    [KILN_OP_Min] = EW,
-    [KILN_OP_Mish] = EW,
-    [KILN_OP_Mod] = EW,
-    [KILN_OP_Mul] = EW,
-    [KILN_OP_Neg] = EW,
-    [KILN_OP_Not] = EW,
-    [KILN_OP_Or] = EW,
-    [KILN_OP_PRelu] = EW,
-    [KILN_OP_Pow] = EW,
-    [KILN_OP_Reciprocal] = EW,
-    [KILN_OP_Relu] = EW,
-    [KILN_OP_Round] = EW,
-    [KILN_OP_Selu] = EW,
-    [KILN_OP_Shrink] = EW,
-    [KILN_OP_Sigmoid] = EW,
-    [KILN_OP_Sign] = EW,
-    [KILN_OP_Sin] = EW,
-    [KILN_OP_Sinh] = EW,
-    [KILN_OP_Softplus] = EW,
-    [KILN_OP_Softsign] = EW,
-    [KILN_OP_Sqrt] = EW,
-    [KILN_OP_Sub] = EW,
-    [KILN_OP_Sum] = EW,
-    [KILN_OP_Swish] = EW,
-    [KILN_OP_Tan] = EW,
-    [KILN_OP_Tanh] = EW,
-    [KILN_OP_ThresholdedRelu] = EW,
-    [KILN_OP_Where] = EW,
-    [KILN_OP_Xor] = EW,
     [KILN_OP_BitCast] = NONE("it reinterprets bytes: " R_TODO),
     /* reductions (lower_reduce.c) */
     [KILN_OP_ArgMax] = RED,
@@ -296,8 +228,16 @@ static const kiln_lower_row rows[KILN_OP_COUNT] = {
     [KILN_OP_SoftmaxCrossEntropyLoss] = NONE("a loss: " R_TODO),
 };
 
+/* An op without a row of its own whose descriptor names an elementwise dtype class (its
+ * compute definition in lower_ew.c) takes this row: a new elementwise op needs no line here. */
+static const kiln_lower_row ew_row = {lower_ew, false, NULL};
+
 const kiln_lower_row *kiln_lower_row_of(kiln_op op) {
-  return &rows[(unsigned)op < KILN_OP_COUNT ? op : KILN_OP_UNKNOWN];
+  if ((unsigned)op >= KILN_OP_COUNT) op = KILN_OP_UNKNOWN;
+  const kiln_lower_row *r = &rows[op];
+  if (!r->lower && !r->view && !r->reason && kiln_op_desc_of(op)->ew != KILN_EWD_NONE)
+    return &ew_row;
+  return r;
 }
 
 bool kiln_lower_has_lowering(kiln_op op) {

@@ -5,6 +5,7 @@
  * elementwise_fns.c (the scalar function of each op), elementwise_cast.c (Cast,
  * CastLike, BitCast, Identity, Where). */
 #include "ew_internal.h"
+#include "op_desc.h"
 
 /* ---- inference ---- */
 
@@ -85,37 +86,19 @@ static void set(kiln_op_impl *table, kiln_op op, kiln_eval_fn eval, kiln_infer_f
   table[op] = (kiln_op_impl){eval, infer, min_in, max_in, 1, 1};
 }
 
-static const kiln_op unary_same[] = {
-    KILN_OP_Abs,   KILN_OP_Acos,  KILN_OP_Acosh,       KILN_OP_Asin,      KILN_OP_Asinh,
-    KILN_OP_Atan,  KILN_OP_Atanh, KILN_OP_BitwiseNot,  KILN_OP_Ceil,      KILN_OP_Celu,
-    KILN_OP_Cos,   KILN_OP_Cosh,  KILN_OP_Elu,         KILN_OP_Erf,       KILN_OP_Exp,
-    KILN_OP_Floor, KILN_OP_Gelu,  KILN_OP_HardSigmoid, KILN_OP_HardSwish, KILN_OP_LeakyRelu,
-    KILN_OP_Log,   KILN_OP_Mish,  KILN_OP_Neg,         KILN_OP_Not,       KILN_OP_Reciprocal,
-    KILN_OP_Relu,  KILN_OP_Round, KILN_OP_Selu,        KILN_OP_Shrink,    KILN_OP_Sigmoid,
-    KILN_OP_Sign,  KILN_OP_Sin,   KILN_OP_Sinh,        KILN_OP_Softplus,  KILN_OP_Softsign,
-    KILN_OP_Sqrt,  KILN_OP_Swish, KILN_OP_Tan,         KILN_OP_Tanh,      KILN_OP_ThresholdedRelu,
-};
-
-static const kiln_op binary_same[] = {
-    KILN_OP_Add, KILN_OP_BitShift, KILN_OP_BitwiseAnd, KILN_OP_BitwiseOr, KILN_OP_BitwiseXor,
-    KILN_OP_Div, KILN_OP_Mod,      KILN_OP_Mul,        KILN_OP_Pow,       KILN_OP_Sub,
-};
-
-static const kiln_op binary_bool[] = {
-    KILN_OP_And,  KILN_OP_Equal,       KILN_OP_Greater, KILN_OP_GreaterOrEqual,
-    KILN_OP_Less, KILN_OP_LessOrEqual, KILN_OP_Or,      KILN_OP_Xor,
-};
-
-static const kiln_op variadic[] = {KILN_OP_Max, KILN_OP_Mean, KILN_OP_Min, KILN_OP_Sum};
-
-#define EACH(arr, ...)                                                                             \
-  for (size_t i_ = 0; i_ < sizeof(arr) / sizeof(arr[0]); i_++) set(table, arr[i_], __VA_ARGS__)
-
 void kiln_ops_register_elementwise(kiln_op_impl *table) {
-  EACH(unary_same, kiln_ew_eval_map, infer_same, 1, 1);
-  EACH(binary_same, kiln_ew_eval_map, infer_bcast_same, 2, 2);
-  EACH(binary_bool, kiln_ew_eval_map, infer_bcast_bool, 2, 2);
-  EACH(variadic, kiln_ew_eval_map, infer_bcast_same, 1, -1);
+  /* the ops of the common forms, by their descriptor (op_desc.c) */
+  for (int op = 1; op < KILN_OP_COUNT; op++) {
+    switch (kiln_op_desc_of((kiln_op)op)->form) {
+    case KILN_EWF_UNARY: set(table, (kiln_op)op, kiln_ew_eval_map, infer_same, 1, 1); break;
+    case KILN_EWF_BINARY: set(table, (kiln_op)op, kiln_ew_eval_map, infer_bcast_same, 2, 2); break;
+    case KILN_EWF_COMPARE: set(table, (kiln_op)op, kiln_ew_eval_map, infer_bcast_bool, 2, 2); break;
+    case KILN_EWF_VARIADIC:
+      set(table, (kiln_op)op, kiln_ew_eval_map, infer_bcast_same, 1, -1);
+      break;
+    default: break;
+    }
+  }
   set(table, KILN_OP_IsNaN, kiln_ew_eval_map, infer_bool, 1, 1);
   set(table, KILN_OP_IsInf, kiln_ew_eval_map, infer_bool, 1, 1);
   set(table, KILN_OP_Clip, kiln_ew_eval_map, infer_same, 1, 3);

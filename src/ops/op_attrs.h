@@ -34,6 +34,13 @@ typedef struct kiln_op_schema_version {
 /* Per op, its schema versions in increasing order (NULL for ops ONNX does not define). */
 extern const kiln_op_schema_version *const kiln_op_attr_versions[KILN_OP_COUNT];
 
+/* Per op, the opset that introduced it and the one that removed it (0: still present);
+ * {0, 0} for an op ONNX does not define. kiln_op_since / kiln_op_removed (ops.h) read it. */
+typedef struct kiln_op_version_range {
+  int since, removed;
+} kiln_op_version_range;
+extern const kiln_op_version_range kiln_op_version_ranges[KILN_OP_COUNT];
+
 /* The schema version of op in force at `opset`: the last one introduced at or before it.
  * opset <= 0 (a graph that imports no default-domain opset, as graphs built in code) takes the
  * newest version; an opset older than the op's first version takes the first (kiln_op_check

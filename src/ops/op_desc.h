@@ -48,6 +48,18 @@ typedef enum kiln_ew_dtypes {
   KILN_EWD_COUNT
 } kiln_ew_dtypes;
 
+/* The common shapes of elementwise ops in the reference interpreter: elementwise.c gives
+ * every op of a form its arity and its inference (the result's type) from this field, so a
+ * new op of one of these forms needs no list entry there. */
+typedef enum kiln_ew_form {
+  KILN_EWF_NONE,     /* the op's family registers it by itself */
+  KILN_EWF_UNARY,    /* one input; the result has its type */
+  KILN_EWF_BINARY,   /* two inputs, broadcast; the result has their dtype */
+  KILN_EWF_COMPARE,  /* two inputs, broadcast; a bool result */
+  KILN_EWF_VARIADIC, /* one or more inputs, broadcast; the result has their dtype */
+  KILN_EWF_COUNT
+} kiln_ew_form;
+
 /* An op's row. Its name and family (the file of src/ops that implements it) are in
  * src/graph/ops.def: kiln_op_name(), kiln_op_family(). */
 typedef struct kiln_op_desc {
@@ -57,6 +69,7 @@ typedef struct kiln_op_desc {
   int compute_bits;  /* 0: computes in the policy's type; 64: f32 data computes in f64
                         (the f32 formula cancels: Elu, Selu, Celu, Softplus, Mish, Gelu,
                         Swish) and rounds once */
+  kiln_ew_form form; /* KILN_EWF_NONE unless the op has one of the common elementwise forms */
 } kiln_op_desc;
 
 /* The descriptor of op; KILN_OP_UNKNOWN (and out-of-range values) give a row of class NONE. */

@@ -2,7 +2,7 @@
  * explicitly why not. For each op:
  *   - a descriptor row (ops/op_desc.c) whose facts agree with each other;
  *   - a reference kernel (eval) and a shape/type inference (src/ops, its family's file);
- *   - a version: the opset that introduced it (op_versions.c);
+ *   - a version: the opset that introduced it (generated: op_attrs.c);
  *   - a bound rule, or an explicit perturbation row with its reason (bound_rules.c);
  *   - a generator entry, or an explicit exclusion with its reason (gen_ops.c);
  *   - a lowering, or an explicit reason to fall back to the reference kernel (lower_table.c).
@@ -51,6 +51,10 @@ static void check_desc(kiln_op op) {
     lacks(op, "class elementwise (it has an elementwise dtype class)");
   if (d->compute_bits && d->ew != KILN_EWD_FLOAT)
     lacks(op, "float elementwise dtypes (it has a compute width)");
+  if (d->form != KILN_EWF_NONE && strcmp(kiln_op_family(op), "elementwise"))
+    lacks(op, "family elementwise (it has an elementwise form, which elementwise.c registers)");
+  if (d->form != KILN_EWF_NONE && d->cls != KILN_OPC_ELEMENTWISE)
+    lacks(op, "class elementwise (it has an elementwise form)");
   if (!!(d->flags & KILN_OPF_SUBGRAPH) != schema_has_graph_attr(op))
     lacks(op, "a subgraph flag that matches its schema's graph attributes");
   if (!strcmp(kiln_op_family(op), "misc")) lacks(op, "a family that says what it is");
