@@ -586,3 +586,218 @@ kiln_status kiln_tsched_stage(kiln_tkernel *k, kiln_tstmt *loop, int buf, kiln_t
   if (out_buf) *out_buf = nb;
   return KILN_OK;
 }
+
+/* ---- tensorize ---- */
+
+/* Whether e is affine in variable v with a constant coefficient (*coef); false when v
+ * appears under anything but +, -, negation and multiplication by a constant. */
+static bool affine_in(const kiln_texpr *e, int v, int64_t *coef) {
+  *coef = 0;
+  if (!expr_reads_var(e, v)) return true;
+  if (e->kind == KILN_TE_VAR) {
+    *coef = 1;
+    return true;
+  }
+  if (e->kind != KILN_TE_OP) return false;
+  int64_t a, b;
+  switch (e->op) {
+  case KILN_TOP_ADD:
+  case KILN_TOP_SUB:
+    if (!affine_in(e->args[0], v, &a) || !affine_in(e->args[1], v, &b)) return false;
+    *coef =
+        (int64_t)(e->op == KILN_TOP_ADD ? (uint64_t)a + (uint64_t)b : (uint64_t)a - (uint64_t)b);
+    return true;
+  case KILN_TOP_NEG:
+    if (!affine_in(e->args[0], v, &a)) return false;
+    *coef = (int64_t)(0 - (uint64_t)a);
+    return true;
+  case KILN_TOP_MUL:
+    for (int i = 0; i < 2; i++) {
+      const kiln_texpr *c = e->args[1 - i];
+      if (c->kind == KILN_TE_INT && affine_in(e->args[i], v, &a)) {
+        *coef = (int64_t)((uint64_t)a * (uint64_t)c->i);
+        return true;
+      }
+    }
+    return false;
+  default: return false;
+  }
+}
+
+/* e (an i64 index without loads) with its constant parts folded: an offset read off an
+ * index by setting the loop variables to 0 prints as the index's own terms. */
+static kiln_texpr *tz_fold(kiln_tkernel *k, kiln_texpr *e) {
+  if (e->kind != KILN_TE_OP || e->type != KILN_I64) return e;
+  if (e->op == KILN_TOP_ADD) return kiln_tadd(k, tz_fold(k, e->args[0]), tz_fold(k, e->args[1]));
+  if (e->op == KILN_TOP_MUL) {
+    kiln_texpr *a = tz_fold(k, e->args[0]), *b = tz_fold(k, e->args[1]);
+    if (b->kind == KILN_TE_INT) return kiln_tmul(k, a, b->i);
+    if (a->kind == KILN_TE_INT) return kiln_tmul(k, b, a->i);
+    return kiln_tbin(k, KILN_TOP_MUL, a, b);
+  }
+  return e;
+}
+
+/* One access of the nest: index = off + cm*m + cn*n + ck*k (off free of m, n, k). */
+typedef struct tz_access {
+  int buf;
+  kiln_texpr *off;
+  int64_t c[3]; /* coefficients of the three loops, outermost first */
+} tz_access;
+
+static kiln_status tz_affine(kiln_tkernel *k, const kiln_tstmt *const loops[3], int buf,
+                             kiln_texpr *index, const char *what, tz_access *out) {
+  out->buf = buf;
+  out->off = index;
+  for (int i = 0; i < 3; i++) {
+    if (!affine_in(index, loops[i]->var, &out->c[i]))
+      return kiln_invalid("tensorize loop '%s': the index of %s (%%%s) is not affine in '%s' "
+                          "with a constant stride",
+                          loop_name(k, loops[0]), what, k->bufs.data[buf].name,
+                          loop_name(k, loops[i]));
+    out->off = kiln_tsched_subst(k, out->off, loops[i]->var, kiln_tint(k, 0));
+  }
+  out->off = tz_fold(k, out->off);
+  if (expr_reads_buf(index, -2))
+    return kiln_invalid("tensorize loop '%s': the index of %s (%%%s) reads a buffer",
+                        loop_name(k, loops[0]), what, k->bufs.data[buf].name);
+  return KILN_OK;
+}
+
+/* An MMA operand: a load of a buffer, of C's type or cast to it (the MMA casts the same
+ * way); with `narrow`, a bare load (the operand of mac, which widens it itself). */
+static const kiln_texpr *tz_operand(const kiln_texpr *e, kiln_dtype ct, bool narrow) {
+  if (narrow) return e->kind == KILN_TE_LOAD ? e : NULL;
+  if (e->kind == KILN_TE_CAST && e->type == ct && e->args[0]->kind == KILN_TE_LOAD)
+    return kiln_dtype_is_int(e->args[0]->type) ? e->args[0] : NULL;
+  return e->kind == KILN_TE_LOAD && e->type == ct ? e : NULL;
+}
+
+kiln_status kiln_tsched_tensorize(kiln_tkernel *k, kiln_tstmt *loop) {
+  const kiln_tstmt *loops[3];
+  int64_t ext[3];
+  const kiln_tstmt *s = loop;
+  for (int i = 0; i < 3; i++) {
+    KILN_TRY(const_extent(k, s, "tensorize", &ext[i]));
+    if (s->loop != KILN_LOOP_SERIAL)
+      return kiln_invalid("tensorize loop '%s': loop '%s' is %s, not serial", loop_name(k, loop),
+                          loop_name(k, s), kiln_loop_kind_name(s->loop));
+    loops[i] = s;
+    if (s->body.len != 1)
+      return kiln_invalid("tensorize loop '%s': the body of loop '%s' is not one statement",
+                          loop_name(k, loop), loop_name(k, s));
+    s = s->body.data[0];
+    if (i < 2 && s->kind != KILN_TS_FOR)
+      return kiln_invalid("tensorize loop '%s': not a nest of three loops", loop_name(k, loop));
+  }
+  if (s->kind != KILN_TS_STORE)
+    return kiln_invalid("tensorize loop '%s': the innermost body is not a store",
+                        loop_name(k, loop));
+  for (int i = 0; i < 3; i++)
+    if (expr_reads_var(loops[i]->extent, loops[0]->var) ||
+        expr_reads_var(loops[i]->extent, loops[1]->var))
+      return kiln_invalid("tensorize loop '%s': an extent depends on an outer loop of the nest",
+                          loop_name(k, loop));
+  int cb = s->buf;
+  kiln_dtype ct = k->bufs.data[cb].dtype;
+  const char *ln = loop_name(k, loop);
+  if (kiln_tile_half_type(ct))
+    return kiln_invalid("tensorize loop '%s': a %s accumulator has no matrix-product form "
+                        "(accumulate in f32 and cast)",
+                        ln, kiln_dtype_name(ct));
+  if (!kiln_dtype_is_int(ct) && ct != KILN_F32 && ct != KILN_F64)
+    return kiln_invalid("tensorize loop '%s': the stored buffer's type %s is not an integer, "
+                        "f32 or f64",
+                        ln, kiln_dtype_name(ct));
+  /* the value: C + A*B (integers), or mac(C, A, B) */
+  const kiln_texpr *v = s->value, *acc = NULL, *pa = NULL, *pb = NULL;
+  bool mac = v->kind == KILN_TE_OP && v->op == KILN_TOP_MAC;
+  if (mac) {
+    acc = v->args[0];
+    pa = v->args[1];
+    pb = v->args[2];
+  } else if (v->kind == KILN_TE_OP && v->op == KILN_TOP_ADD) {
+    for (int i = 0; i < 2 && !acc; i++) {
+      const kiln_texpr *x = v->args[i], *y = v->args[1 - i];
+      if (x->kind == KILN_TE_LOAD && x->buf == cb && y->kind == KILN_TE_OP &&
+          y->op == KILN_TOP_MUL) {
+        acc = x;
+        pa = y->args[0];
+        pb = y->args[1];
+      }
+    }
+  }
+  if (!acc)
+    return kiln_invalid("tensorize loop '%s': the stored value is not an accumulation "
+                        "C + A*B or mac(C, A, B) into the stored element",
+                        ln);
+  if (kiln_dtype_is_float(ct) && !mac)
+    return kiln_invalid("tensorize loop '%s': a float C + A*B rounds twice (the product, then "
+                        "the sum) where the matrix product rounds once (a fused multiply-add); "
+                        "write the body as mac(C, A, B)",
+                        ln);
+  if (acc->kind != KILN_TE_LOAD || acc->buf != cb || !expr_equal(acc->index, s->index))
+    return kiln_invalid("tensorize loop '%s': the accumulator is not a load of the stored "
+                        "element",
+                        ln);
+  pa = tz_operand(pa, ct, mac);
+  pb = tz_operand(pb, ct, mac);
+  if (!pa || !pb)
+    return kiln_invalid("tensorize loop '%s': the product's operands are not loads (of the "
+                        "accumulator's type or cast to it)",
+                        ln);
+  if (pa->buf == cb || pb->buf == cb)
+    return kiln_invalid("tensorize loop '%s': an operand reads the accumulated buffer", ln);
+  tz_access c, a, b;
+  KILN_TRY(tz_affine(k, loops, cb, s->index, "C", &c));
+  KILN_TRY(tz_affine(k, loops, pa->buf, pa->index, "A", &a));
+  KILN_TRY(tz_affine(k, loops, pb->buf, pb->index, "B", &b));
+  /* roles: k is the innermost loop, C's index does not read it */
+  if (c.c[2] != 0)
+    return kiln_invalid("tensorize loop '%s': the stored index depends on the innermost loop "
+                        "'%s' (the reduction loop must be innermost)",
+                        ln, loop_name(k, loops[2]));
+  /* n: the loop A does not read and along which C has stride 1 */
+  int mi = -1, ni = -1;
+  for (int i = 0; i < 2 && mi < 0; i++) {
+    int o = 1 - i;
+    for (int swap = 0; swap < 2 && mi < 0; swap++) {
+      const tz_access *x = swap ? &b : &a, *y = swap ? &a : &b;
+      if (c.c[i] == 1 && x->c[i] == 0 && y->c[o] == 0) {
+        ni = i;
+        mi = o;
+        if (swap) {
+          tz_access t = a;
+          a = b;
+          b = t;
+        }
+      }
+    }
+  }
+  if (mi < 0)
+    return kiln_invalid("tensorize loop '%s': no loop of the nest is a column loop (C's "
+                        "stride 1, B's only) with the other a row loop (A's only)",
+                        ln);
+  int64_t ldc = c.c[mi], M = ext[mi], N = ext[ni];
+  /* distinct (m, n) store distinct elements, so the order of m and n does not matter */
+  if (M > 1 && (ldc < 0 ? -(uint64_t)ldc : (uint64_t)ldc) < (uint64_t)N)
+    return kiln_invalid("tensorize loop '%s': rows of C overlap (stride %lld, %lld columns)", ln,
+                        (long long)ldc, (long long)N);
+  kiln_tmma mm = {.c_buf = cb,
+                  .a_buf = a.buf,
+                  .b_buf = b.buf,
+                  .c_off = c.off,
+                  .a_off = a.off,
+                  .b_off = b.off,
+                  .ldc = ldc,
+                  .a_sm = a.c[mi],
+                  .a_sk = a.c[2],
+                  .b_sk = b.c[2],
+                  .b_sn = b.c[ni],
+                  .m = M,
+                  .n = N,
+                  .k = ext[2]};
+  kiln_tstmt *r = kiln_tmma_stmt(k, &mm);
+  *loop = *r;
+  return KILN_OK;
+}

@@ -17,6 +17,7 @@
  *   unroll    bind to unroll (a hint to the compiler: the order of iterations is kept)
  *   stage     a read-only buffer read inside a loop is copied, at the start of each of the
  *             loop's iterations, into a new LOCAL or SHARED buffer that the loop then reads
+ *   tensorize a matrix-product loop nest becomes one MMA statement
  *
  * Independent iterations (what parallel, vector and GPU kinds promise): no iteration reads
  * what another writes, and no two write one element. The check is conservative: a variable
@@ -62,6 +63,15 @@ KILN_MUST_USE kiln_status kiln_tsched_unroll(kiln_tkernel *k, kiln_tstmt *loop);
 #define KILN_TSCHED_STAGE_MAX 65536 /* elements: a LOCAL copy lives on a thread's stack */
 KILN_MUST_USE kiln_status kiln_tsched_stage(kiln_tkernel *k, kiln_tstmt *loop, int buf,
                                             kiln_tscope scope, int *out_buf);
+
+/* Replaces `loop`, a nest of three serial loops (constant extents; the innermost is the
+ * reduction loop k) whose one statement is C[ic] = C[ic] + A[ia] * B[ib] (integer C, the
+ * operands loads of C's type or cast to it) or C[ic] = mac(C[ic], A[ia], B[ib]), with the
+ * indices affine in the three loop variables (constant strides, offsets free of them; C's
+ * free of k, with stride 1 along the column loop n and rows apart), by one MMA statement
+ * that computes the same bits. A float C + A*B is refused: it rounds twice where the MMA's
+ * fused multiply-add rounds once; mac rounds once. */
+KILN_MUST_USE kiln_status kiln_tsched_tensorize(kiln_tkernel *k, kiln_tstmt *loop);
 
 /* How the iterations would run: THREADS as CPU threads (a LOCAL buffer used only inside the
  * loop is each iteration's own; that writes are disjoint is left to the verifier's race

@@ -66,9 +66,20 @@ static unsigned char *run(const kiln_tkernel *k, size_t *total) {
   off = 0;
   for (int p = 0; p < k->n_params; p++) {
     args[p] = mem + off;
-    if (k->bufs.data[p].dtype == KILN_F32)
-      for (int64_t e = 0; e < k->bufs.data[p].size; e++)
-        ((float *)args[p])[e] = (float)((e * 7 + p * 3) % 11) * 0.37f - 1.5f;
+    kiln_dtype t = k->bufs.data[p].dtype;
+    uint32_t seed = 12345u + (uint32_t)p * 977u;
+    for (int64_t e = 0; e < k->bufs.data[p].size; e++) {
+      seed = seed * 1664525u + 1013904223u;
+      uint32_t r = seed >> 8;
+      if (t == KILN_F32) ((float *)args[p])[e] = (float)((e * 7 + p * 3) % 11) * 0.37f - 1.5f;
+      else if (t == KILN_F16) /* finite halves of magnitude 2^-5 .. 2^6 */
+        ((uint16_t *)args[p])[e] =
+            (uint16_t)((r & 0x8000u) | ((10u + (r >> 16) % 12u) << 10) | (r & 0x3ffu));
+      else /* integers: random bytes */
+        for (size_t b = 0; b < kiln_dtype_size(t); b++)
+          ((unsigned char *)args[p])[(size_t)e * kiln_dtype_size(t) + b] =
+              (unsigned char)(r >> (b % 3 * 8));
+    }
     off += sz[p];
   }
   CHECK_OK(kiln_tkernel_interp(k, args));
@@ -306,5 +317,116 @@ static void test_private_tiles(void) {
   refuses(shared_tile, par_b, "accumulated by a matrix product");
 }
 
+/* ---- tensorize: matrix-product nests into one MMA ---- */
+
+/* C (4 x 6) += A (4 x 5) * B (5 x 6), C row-major with rows 6 apart; BODY is the store. */
+#define TZ_NEST(NAME, AT, BT, CT, LOOPS, BODY)                                                     \
+  "kernel @" NAME "(%a: " AT "[20] readonly, %b: " BT "[30] readonly, %c: " CT "[24]) {\n"         \
+  " var $m: i64\n var $n: i64\n var $k: i64\n" LOOPS "    " BODY "\n   }\n  }\n }\n}\n"
+#define TZ_MNK " for $m in 0..4 serial {\n  for $n in 0..6 serial {\n   for $k in 0..5 serial {\n"
+#define TZ_NMK " for $n in 0..6 serial {\n  for $m in 0..4 serial {\n   for $k in 0..5 serial {\n"
+#define TZ_C "%c[add(mul($m, 6), $n)]"
+#define TZ_A "%a[add(mul($m, 5), $k)]"
+#define TZ_B "%b[add(mul($k, 6), $n)]"
+
+static kiln_status tz_m(kiln_tkernel *k) {
+  return kiln_tsched_tensorize(k, L(k, "m"));
+}
+static kiln_status tz_n(kiln_tkernel *k) {
+  return kiln_tsched_tensorize(k, L(k, "n"));
+}
+
+static void test_tensorize(void) {
+  /* int8 dot products into i32: mac, and the same as casts, n outermost, B first */
+  char *t = keeps(
+      TZ_NEST("i8mac", "i8", "i8", "i32", TZ_MNK, TZ_C " = mac(" TZ_C ", " TZ_A ", " TZ_B ")"),
+      tz_m);
+  CHECK(t &&
+        strstr(t, "mma %c[0] += %a[0] * %b[0] {m=4, n=6, k=5, ldc=6, a_sm=5, a_sk=1, "
+                  "b_sk=6, b_sn=1}") &&
+        !strstr(t, "for "));
+  free(t);
+  t = keeps(TZ_NEST("i8cast", "i8", "u8", "i32", TZ_NMK,
+                    TZ_C " = add(" TZ_C ", mul(i32(" TZ_B "), i32(" TZ_A ")))"),
+            tz_n);
+  CHECK(t && strstr(t, "mma %c[0] += %a[0] * %b[0]"));
+  free(t);
+  /* i32 wrapping arithmetic, the product first */
+  t = keeps(
+      TZ_NEST("i32", "i32", "i32", "i32", TZ_MNK, TZ_C " = add(mul(" TZ_A ", " TZ_B "), " TZ_C ")"),
+      tz_m);
+  CHECK(t && strstr(t, "mma "));
+  free(t);
+  /* f32 accumulation of f16 products with mac: one rounding per k, as the MMA's fma */
+  t = keeps(
+      TZ_NEST("f16mac", "f16", "f16", "f32", TZ_MNK, TZ_C " = mac(" TZ_C ", " TZ_A ", " TZ_B ")"),
+      tz_m);
+  CHECK(t && strstr(t, "mma "));
+  free(t);
+  /* C stored transposed (C[n][m]): the MMA computes C^T += B^T A^T, B as its row operand */
+  t = keeps(TZ_NEST("ct", "i32", "i32", "i32", TZ_MNK,
+                    "%c[add($m, mul($n, 4))] = add(%c[add($m, mul($n, 4))], mul(" TZ_A ", " TZ_B
+                    "))"),
+            tz_m);
+  CHECK(t && strstr(t, "mma %c[0] += %b[0] * %a[0] {m=6, n=4, k=5, ldc=4, a_sm=1, a_sk=6, "
+                       "b_sk=1, b_sn=5}"));
+  free(t);
+  /* offsets that depend on an outer batch loop */
+  const char *batch =
+      "kernel @bmm(%a: i32[40] readonly, %b: i32[60] readonly, %c: i32[48]) {\n"
+      " var $t: i64\n var $m: i64\n var $n: i64\n var $k: i64\n"
+      " for $t in 0..2 serial {\n"
+      "  for $m in 0..4 serial {\n   for $n in 0..6 serial {\n    for $k in 0..5 serial {\n"
+      "     %c[add(add(mul($t, 24), mul($m, 6)), $n)] = add(%c[add(add(mul($t, 24), mul($m, 6)),"
+      " $n)], mul(%a[add(add(mul($t, 20), mul($m, 5)), $k)], %b[add(add(mul($t, 30), mul($k,"
+      " 6)), $n)]))\n    }\n   }\n  }\n }\n}\n";
+  t = keeps(batch, tz_m);
+  CHECK(t && strstr(t, "mma %c[mul($t, 24)] += %a[mul($t, 20)] * %b[mul($t, 30)]"));
+  free(t);
+}
+
+static void test_tensorize_refused(void) {
+  /* a float C + A*B rounds the product, then the sum; the MMA rounds once */
+  refuses(TZ_NEST("fadd", "f32", "f32", "f32", TZ_MNK,
+                  TZ_C " = add(" TZ_C ", mul(" TZ_A ", " TZ_B "))"),
+          tz_m, "rounds twice");
+  refuses(
+      TZ_NEST("f64", "f64", "f64", "f64", TZ_MNK, TZ_C " = add(" TZ_C ", mul(" TZ_A ", " TZ_B "))"),
+      tz_m, "rounds twice");
+  /* an index that is not affine in the loops */
+  refuses(TZ_NEST("nonaff", "i32", "i32", "i32", TZ_MNK,
+                  TZ_C " = add(" TZ_C ", mul(%a[add(mul($m, $k), $k)], " TZ_B "))"),
+          tz_m, "is not affine in");
+  /* k not innermost: the stored index reads the innermost loop */
+  refuses("kernel @kmid(%a: i32[20] readonly, %b: i32[30] readonly, %c: i32[24]) {\n"
+          " var $m: i64\n var $n: i64\n var $k: i64\n"
+          " for $m in 0..4 serial {\n  for $k in 0..5 serial {\n   for $n in 0..6 serial {\n"
+          "    " TZ_C " = add(" TZ_C ", mul(" TZ_A ", " TZ_B "))\n   }\n  }\n }\n}\n",
+          tz_m, "reduction loop must be innermost");
+  /* the store writes another element than the one it accumulates */
+  refuses(TZ_NEST("wrong", "i32", "i32", "i32", TZ_MNK,
+                  "%c[add(mul($m, 6), $n)] = add(%c[add(mul($n, 4), $m)], mul(" TZ_A ", " TZ_B
+                  "))"),
+          tz_m, "not a load of the stored element");
+  /* C's stride along the column loop must be 1 */
+  refuses(TZ_NEST("cstride", "i32", "i32", "i32", TZ_MNK,
+                  "%c[add(mul($m, 3), mul($n, 2))] = add(%c[add(mul($m, 3), mul($n, 2))], mul(" TZ_A
+                  ", " TZ_B "))"),
+          tz_m, "column loop");
+  /* a loop of another kind, a body of two statements */
+  refuses(
+      TZ_NEST("par", "i32", "i32", "i32",
+              " for $m in 0..4 parallel {\n  for $n in 0..6 serial {\n   for $k in 0..5 serial {\n",
+              TZ_C " = add(" TZ_C ", mul(" TZ_A ", " TZ_B "))"),
+      tz_m, "not serial");
+  refuses(TZ_NEST("two", "i32", "i32", "i32", TZ_MNK,
+                  TZ_C " = add(" TZ_C ", mul(" TZ_A ", " TZ_B "))\n    " TZ_C " = " TZ_C),
+          tz_m, "not one statement");
+  /* a half accumulator has no agreed rounding */
+  refuses(TZ_NEST("half", "f16", "f16", "f16", TZ_MNK,
+                  TZ_C " = add(" TZ_C ", mul(" TZ_A ", " TZ_B "))"),
+          tz_m, "f16 accumulator");
+}
+
 TEST_MAIN(T(test_transforms_keep_results), T(test_split_clamp), T(test_transforms_refused),
-          T(test_private_tiles), T(test_lanes))
+          T(test_private_tiles), T(test_lanes), T(test_tensorize), T(test_tensorize_refused))
