@@ -253,6 +253,7 @@ static kiln_status apply_one(const kiln_sched_dir *d, kiln_tkernel *k) {
   case KILN_SD_BIND: return kiln_tsched_bind(k, loop, d->kind);
   case KILN_SD_VECTORIZE: return kiln_tsched_vectorize(k, loop);
   case KILN_SD_UNROLL: return kiln_tsched_unroll(k, loop);
+  case KILN_SD_TENSORIZE: return kiln_tsched_tensorize(k, loop);
   default: {
     int b = buf_id(k, d->buf);
     if (b < 0) return kiln_invalid("no buffer '%s'", d->buf);
@@ -288,8 +289,8 @@ static void print_loops(const kiln_tkernel *k, const kiln_tblock *b, kiln_strbuf
   }
 }
 
-static const char *const OP_NAMES[KILN_SD_COUNT] = {"split",     "reorder", "bind",
-                                                    "vectorize", "unroll",  "stage"};
+static const char *const OP_NAMES[KILN_SD_COUNT] = {"split",  "reorder", "bind",     "vectorize",
+                                                    "unroll", "stage",   "tensorize"};
 
 static void print_dir(const kiln_sched_dir *d, kiln_strbuf *out) {
   switch (d->op) {

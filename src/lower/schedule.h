@@ -39,6 +39,8 @@
  *   parallel=LOOP vector=LOOP unroll=LOOP serial=LOOP   the loop's kind
  *   bind=LOOP:KIND       any kind of tile.h (block.x, thread.x, ...)
  *   stage=LOOP:BUF:local|shared   BUF read through a copy made in each iteration of LOOP
+ *   tensorize=LOOP       the matrix-product nest rooted at LOOP becomes one MMA statement
+ *                        (only where the bits stay the same: kiln_tsched_tensorize)
  * LOOP is a loop variable of the kernel (the report lists them), BUF a buffer name.
  *
  * A field that does not apply to a kernel (mr on an elementwise kernel, micro=rows on a
@@ -98,6 +100,7 @@ typedef enum kiln_sched_op {
   KILN_SD_VECTORIZE,
   KILN_SD_UNROLL,
   KILN_SD_STAGE,
+  KILN_SD_TENSORIZE,
   KILN_SD_COUNT
 } kiln_sched_op;
 

@@ -138,7 +138,8 @@ static kiln_status loop_arg(line_ctx *c, const char *loop, kiln_sched_dir *d) {
 }
 
 static kiln_status parse_dir(line_ctx *c, const char *key, char *v, bool *known) {
-  static const char *const simple[] = {"reorder", "parallel", "vector", "unroll", "serial"};
+  static const char *const simple[] = {"reorder", "parallel", "vector",
+                                       "unroll",  "serial",   "tensorize"};
   kiln_sched_dir d = {.line = c->ln->line, .kind = KILN_LOOP_SERIAL};
   char *parts[4];
   *known = true;
@@ -166,16 +167,16 @@ static kiln_status parse_dir(line_ctx *c, const char *key, char *v, bool *known)
     d.op = KILN_SD_STAGE;
   } else {
     int i = 0;
-    while (i < 5 && strcmp(key, simple[i])) i++;
-    if (i == 5) {
+    while (i < 6 && strcmp(key, simple[i])) i++;
+    if (i == 6) {
       *known = false;
       return KILN_OK;
     }
     KILN_TRY(loop_arg(c, v, &d));
     static const kiln_sched_op ops[] = {KILN_SD_REORDER, KILN_SD_BIND, KILN_SD_VECTORIZE,
-                                        KILN_SD_UNROLL, KILN_SD_BIND};
+                                        KILN_SD_UNROLL,  KILN_SD_BIND, KILN_SD_TENSORIZE};
     static const kiln_loop_kind kinds[] = {KILN_LOOP_SERIAL, KILN_LOOP_PARALLEL, KILN_LOOP_VECTOR,
-                                           KILN_LOOP_UNROLL, KILN_LOOP_SERIAL};
+                                           KILN_LOOP_UNROLL, KILN_LOOP_SERIAL,   KILN_LOOP_SERIAL};
     d.op = ops[i];
     d.kind = kinds[i];
   }

@@ -284,8 +284,47 @@ static void test_set_refused(void) {
   refused(g, "k3_Mul split=nosuch:2\n", "no loop 'nosuch'");
   refused(g, "k1_dwconv parallel=kp\n", "k1_dwconv");
   refused(g, "k3_Mul stage=i0:v8:local\n", "written inside it");
+  refused(g, "k3_Mul tensorize=i0\n", "kernel k3_Mul: tensorize loop 'i0'");
   kiln_graph_free(g);
 }
 
-TEST_MAIN(T(test_parse), T(test_defaults_cpu), T(test_set_changes_kernels_not_results),
-          T(test_set_refused))
+/* tensorize=LOOP: parsed, applied (the matrix-product nest becomes one MMA) and printed */
+static void test_tensorize_directive(void) {
+  kiln_sched_set *s = NULL;
+  CHECK_OK(kiln_sched_set_parse("k_mm tensorize=m\n", "s.txt", &s));
+  kiln_sched r;
+  kiln_arena *a = kiln_arena_new();
+  kiln_sched_set_resolve(s, "k_mm", a, &r);
+  CHECK(r.n_dirs == 1 && r.dirs[0].op == KILN_SD_TENSORIZE && !strcmp(r.dirs[0].loop, "m"));
+  kiln_tmodule *m = NULL;
+  CHECK_OK(kiln_tmodule_parse(
+      "kernel @k_mm(%a: i8[20] readonly, %b: i8[30] readonly, %c: i32[24]) {\n"
+      " var $m: i64\n var $n: i64\n var $k: i64\n"
+      " for $m in 0..4 serial {\n  for $n in 0..6 serial {\n   for $k in 0..5 serial {\n"
+      "    %c[add(mul($m, 6), $n)] = mac(%c[add(mul($m, 6), $n)], %a[add(mul($m, 5), $k)],"
+      " %b[add(mul($k, 6), $n)])\n   }\n  }\n }\n}\n",
+      "k", &m));
+  if (m) {
+    kiln_tkernel *k = m->kernels.data[0];
+    CHECK_OK(kiln_sched_apply(&r, k));
+    kiln_strbuf out = {0};
+    kiln_tkernel_print(k, &out);
+    CHECK(strstr(out.data, "mma %c[0] += %a[0] * %b[0]") && !strstr(out.data, "for "));
+    kiln_strbuf_free(&out);
+    out = (kiln_strbuf){0};
+    kiln_sched_print(&r, k, &out);
+    CHECK(strstr(out.data, "k_mm par_min_elements=") && strstr(out.data, " tensorize=m  #"));
+    /* a second time: no loop 'm' is left */
+    kiln_status st = kiln_sched_apply(&r, k);
+    CHECK(st && strstr(kiln_status_message(st), "no loop 'm'"));
+    kiln_status_free(st);
+    kiln_strbuf_free(&out);
+    kiln_tmodule_free(m);
+  }
+  parse_fails("k0 tensorize=\n", "not FIELD=VALUE");
+  kiln_arena_free(a);
+  kiln_sched_set_free(s);
+}
+
+TEST_MAIN(T(test_parse), T(test_tensorize_directive), T(test_defaults_cpu),
+          T(test_set_changes_kernels_not_results), T(test_set_refused))
