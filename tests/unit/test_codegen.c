@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 #include "harness.h"
 #include "lower/gpu.h"
+#include "tile/tile_sched.h"
 
 /* ---- compiling and loading ---- */
 typedef void (*kernel_fn)(void *const *args);
@@ -823,5 +824,31 @@ static void bench_mma(void) {
   bench_one(4, 64);
 }
 
-TEST_MAIN(T(test_add1_parallel), T(test_ops), T(test_casts), T(test_loops_and_locals), T(test_mma),
-          T(test_mma_fma_contract), T(test_gpu_matmul), T(test_gpu_map), T(bench_mma))
+/* Matrix-product nests made MMAs by the tensorize schedule transform compile and give the
+ * interpreter's bits: i8 x u8 into i32, f16 mac into f32. */
+static void test_tensorized(void) {
+  static const char *const types[][3] = {{"i8", "u8", "i32"}, {"f16", "f16", "f32"}};
+  for (int t = 0; t < 2; t++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "kernel @tz%d(%%a: %s[20] readonly, %%b: %s[30] readonly, %%c: %s[24]) {\n"
+             " var $m: i64\n var $n: i64\n var $k: i64\n"
+             " for $m in 0..4 serial {\n  for $n in 0..6 serial {\n   for $k in 0..5 serial {\n"
+             "    %%c[add(mul($m, 6), $n)] = mac(%%c[add(mul($m, 6), $n)], %%a[add(mul($m, 5),"
+             " $k)], %%b[add(mul($k, 6), $n)])\n   }\n  }\n }\n}\n",
+             t, types[t][0], types[t][1], types[t][2]);
+    kiln_tmodule *m = NULL;
+    CHECK_OK(kiln_tmodule_parse(text, "tz", &m));
+    if (!m) continue;
+    kiln_tkernel *k = m->kernels.data[0];
+    CHECK_OK(kiln_tsched_tensorize(k, kiln_tsched_find(k, "m")));
+    CHECK(k->body.len == 1 && k->body.data[0]->kind == KILN_TS_MMA);
+    CHECK_OK(kiln_tkernel_verify(k));
+    check_kernel(k, 77 + (uint64_t)t);
+    kiln_tmodule_free(m);
+  }
+}
+
+TEST_MAIN(T(test_add1_parallel), T(test_tensorized), T(test_ops), T(test_casts),
+          T(test_loops_and_locals), T(test_mma), T(test_mma_fma_contract), T(test_gpu_matmul),
+          T(test_gpu_map), T(bench_mma))
