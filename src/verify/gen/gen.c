@@ -48,6 +48,25 @@ bool gen_chance(gen_rng *r, double p) {
   return gen_unif(r) < p;
 }
 
+int gen_attr_int(gen *G, int lo, int hi) {
+  if (hi <= lo) return lo;
+  if (gen_chance(&G->arng, 0.34)) { /* a boundary value inside the range */
+    int cand[5] = {lo, hi, 0, 1, -1}, n = 0;
+    for (int i = 0; i < 5; i++)
+      if (cand[i] >= lo && cand[i] <= hi) cand[n++] = cand[i];
+    return cand[gen_int(&G->arng, 0, n - 1)];
+  }
+  return gen_int(&G->arng, lo, hi);
+}
+
+bool gen_attr_chance(gen *G, double p) {
+  return gen_chance(&G->arng, p);
+}
+
+double gen_attr_unif(gen *G) {
+  return gen_unif(&G->arng);
+}
+
 uint64_t kiln_gen_seed(uint64_t s, uint64_t j) {
   uint64_t x = s ^ (j * 0xd1b54a32d192ed03ull);
   (void)splitmix64(&x);
@@ -81,7 +100,7 @@ kiln_dtype gen_pick_dt(gen *G, int dts) {
   for (int i = 0; i < N_ORDER; i++)
     total += w[i] = (dts & gen_dt_bit(order[i])) ? (i == 0 ? 10 : 2) : 0;
   if (total == 0) return KILN_F32;
-  int x = gen_int(&G->rng, 0, total - 1);
+  int x = gen_int(&G->drng, 0, total - 1);
   for (int i = 0; i < N_ORDER; i++)
     if ((x -= w[i]) < 0) return order[i];
   return KILN_F32;
@@ -117,10 +136,10 @@ kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims) {
 
 void gen_shape(gen *G, int r, int64_t max_elems, int64_t *dims) {
   int64_t n = 1;
-  bool wide = gen_chance(&G->rng, 0.3); /* a longer last dim: vector loops with tails */
+  bool wide = gen_chance(&G->srng, 0.3); /* a longer last dim: vector loops with tails */
   for (int d = 0; d < r; d++) {
     int64_t left = max_elems / n, cap = wide && d == r - 1 ? 24 : 7, hi = left < cap ? left : cap;
-    dims[d] = hi < 1 ? 1 : gen_int(&G->rng, wide && d == r - 1 && hi > 8 ? 8 : 1, (int)hi);
+    dims[d] = hi < 1 ? 1 : gen_int(&G->srng, wide && d == r - 1 && hi > 8 ? 8 : 1, (int)hi);
     n *= dims[d];
   }
 }
@@ -300,11 +319,13 @@ int gen_pick(gen *G, const gen_want *w) {
   kiln_dtype dt = gen_pick_dt(G, w->dts);
   int rmax = w->rank_max < 4 ? w->rank_max : 4, rmin = w->rank_min;
   if (rmin > rmax) return -1;
-  int r = gen_int(&G->rng, rmin, rmax);
+  /* ranks 5 and 6 now and then, where the request allows them */
+  int r = w->rank_max > 4 && gen_chance(&G->srng, 0.08) ? gen_int(&G->srng, 5, w->rank_max)
+                                                        : gen_int(&G->srng, rmin, rmax);
   int64_t dims[KILN_MAX_RANK];
   gen_shape(G, r, 512, dims);
   bool want_const = !w->no_const && gen_chance(&G->rng, 0.15);
-  if (!want_const && !w->static_shape && G->o->symbolic && r >= 1 && gen_chance(&G->rng, 0.3))
+  if (!want_const && !w->static_shape && G->o->symbolic && r >= 1 && gen_chance(&G->srng, 0.3))
     dims[0] = -1;
   kiln_type t = gen_tensor_type(dt, r, dims);
   return want_const ? gen_new_const(G, &t, w->dom) : gen_new_input(G, &t, w->dom);
@@ -460,29 +481,53 @@ static void truncate_to(gen *G, int vals, int inputs, int lines) {
   G->vals.len = vals, G->inputs.len = inputs, G->lines.len = lines;
 }
 
-static int draw_op(gen *G, const bool *allowed) {
-  int total = 0;
+/* An op row: table weight times the policy's (o->op_weights) over the allowed ops of the
+ * opset. */
+static int draw_op(gen *G, gen_rng *r, const bool *allowed) {
+  double total = 0;
   for (int i = 0; i < kiln_gen_n_ops; i++)
-    if (allowed[i] && kiln_gen_ops[i].since <= G->opset) total += kiln_gen_ops[i].weight;
-  if (total == 0) return -1;
-  int x = gen_int(&G->rng, 0, total - 1);
+    if (allowed[i] && kiln_gen_ops[i].since <= G->opset)
+      total += kiln_gen_ops[i].weight * (G->o->op_weights ? G->o->op_weights[i] : 1.0);
+  if (!(total > 0)) return -1;
+  double x = gen_unif(r) * total;
+  int last = -1;
   for (int i = 0; i < kiln_gen_n_ops; i++) {
     if (!allowed[i] || kiln_gen_ops[i].since > G->opset) continue;
-    if ((x -= kiln_gen_ops[i].weight) < 0) return i;
+    double w = kiln_gen_ops[i].weight * (G->o->op_weights ? G->o->op_weights[i] : 1.0);
+    if (w > 0) last = i;
+    if ((x -= w) < 0 && w > 0) return i;
   }
-  return -1;
+  return last;
 }
 
-/* One draw: an op and its builder; kept when inference accepts it. */
-static bool grow(gen *G, const bool *allowed, int *rejected) {
-  int op = draw_op(G, allowed);
-  if (op < 0) return false;
+/* Seeds the streams of one step (splitmix of the step seed and each salt). */
+static void seed_step(gen *G, const kiln_gen_step *s) {
+  gen_rng_seed(&G->rng, s->seed);
+  gen_rng_seed(&G->arng, s->seed ^ (0x9e3779b97f4a7c15ull * (s->attr + 1ull)));
+  gen_rng_seed(&G->drng, s->seed ^ (0xc2b2ae3d27d4eb4full * (s->dt + 1ull)));
+  gen_rng_seed(&G->srng, s->seed ^ (0x165667b19e3779f9ull * (s->shape + 1ull)));
+}
+
+/* One step: its builder; kept (and appended to the genome) when inference accepts it. */
+static bool grow(gen *G, const kiln_gen_step *s, int *rejected) {
+  if (s->op < 0 || s->op >= kiln_gen_n_ops || kiln_gen_ops[s->op].since > G->opset) return false;
   int nv = G->vals.len, ni = G->inputs.len, nl = G->lines.len;
   G->why[0] = 0;
-  if (kiln_gen_ops[op].build(G, op) && G->vals.len > nv && accept_from(G, nv, false)) return true;
+  seed_step(G, s);
+  if (kiln_gen_ops[s->op].build(G, s->op) && G->vals.len > nv && accept_from(G, nv, false)) {
+    if (G->genome->n < KILN_GEN_MAX_STEPS) G->genome->steps[G->genome->n++] = *s;
+    return true;
+  }
   truncate_to(G, nv, ni, nl);
   ++*rejected;
   return false;
+}
+
+static kiln_gen_step random_step(gen_rng *r, int op) {
+  kiln_gen_step s = {.op = op, .seed = gen_rng_next(r)};
+  s.attr = (uint32_t)gen_rng_next(r), s.dt = (uint32_t)gen_rng_next(r);
+  s.shape = (uint32_t)gen_rng_next(r);
+  return s;
 }
 
 /* Outputs: values no node reads (each dropped with some chance while others remain: dead
@@ -499,7 +544,8 @@ static int choose_outputs(gen *G, int *outs) {
     if (v->is_input || v->is_const || v->dead) continue;
     int id = kiln_graph_find(g, v->name);
     bool sink = id >= 0 && !read[id];
-    if (sink ? v->keep || !gen_chance(&G->rng, 0.2) : gen_chance(&G->rng, 0.08)) outs[n_out++] = i;
+    if (sink ? v->keep || !gen_chance(&G->frng, 0.2) : gen_chance(&G->frng, 0.08))
+      outs[n_out++] = i;
   }
   if (n_out == 0) outs[n_out++] = G->vals.len - 1;
   free(read);
@@ -528,30 +574,64 @@ static bool *allowed_ops(const kiln_gen_opts *o, kiln_status *st) {
 static const int opsets[] = {13, 17, 18, 18, 18, 21, 23, 26};
 
 /* The opset of the graph: one of `opsets`, at least the first version of some allowed op. */
-static void pick_opset(gen *G, const bool *allowed) {
+static void pick_opset(gen *G, gen_rng *r, const bool *allowed) {
   int lo = 1000, n = (int)(sizeof opsets / sizeof opsets[0]), cand[16], k = 0;
   for (int i = 0; i < kiln_gen_n_ops; i++)
     if (allowed[i] && kiln_gen_ops[i].since < lo) lo = kiln_gen_ops[i].since;
   for (int i = 0; i < n; i++)
     if (opsets[i] >= lo) cand[k++] = opsets[i];
-  G->opset = k ? cand[gen_int(&G->rng, 0, k - 1)] : lo;
+  G->opset = k ? cand[gen_int(r, 0, k - 1)] : lo;
 }
 
-/* Builds the graph of the case (no inputs yet). */
-static kiln_status build(gen *G, kiln_gen_case *out) {
+/* The graph-level choices of the genome seed: opset, symbol extent, node count; the finishing
+ * stream (outputs, input search). The count is returned. */
+static int graph_choices(gen *G, uint64_t seed, const bool *allowed) {
+  gen_rng r;
+  gen_rng_seed(&r, seed);
+  pick_opset(G, &r, allowed);
+  G->sym_n = gen_int(&r, 2, 4);
+  int target = gen_int(&r, 1, G->max_nodes);
+  gen_rng_seed(&G->frng, gen_rng_next(&r));
+  return target;
+}
+
+/* Fresh steps: ops drawn until `target` nodes are accepted (a rejected draw is redrawn). */
+static void grow_fresh(gen *G, uint64_t seed, const bool *allowed, int target, int *rejected) {
+  gen_rng r;
+  gen_rng_seed(&r, seed ^ 0x5851f42d4c957f2dull);
+  for (int a = 0; a < target * MAX_ATTEMPTS + 100 && (G->g ? G->g->nodes.len : 0) < target; a++) {
+    if (a >= target * MAX_ATTEMPTS && G->g) break; /* the extra draws only for a first node */
+    int op = draw_op(G, &r, allowed);
+    if (op < 0) break;
+    kiln_gen_step s = random_step(&r, op);
+    grow(G, &s, rejected);
+  }
+}
+
+/* Builds the graph of the case (no inputs yet): fresh steps, or those of `replay`. */
+static kiln_status build(gen *G, uint64_t seed, const kiln_gen_genome *replay, kiln_gen_case *out) {
   kiln_status st;
   bool *allowed = allowed_ops(G->o, &st);
   if (st) {
     free(allowed);
     return st;
   }
-  pick_opset(G, allowed);
-  int max = G->max_nodes;
-  int target = gen_int(&G->rng, 1, max);
-  for (int a = 0; a < target * MAX_ATTEMPTS + 100 && (G->g ? G->g->nodes.len : 0) < target; a++)
-    if (a >= target * MAX_ATTEMPTS && G->g) break; /* the extra draws only for a first node */
-    else grow(G, allowed, &out->rejected);
+  int target = graph_choices(G, seed, allowed);
+  out->genome.seed = seed;
+  G->genome = &out->genome;
+  if (!replay) grow_fresh(G, seed, allowed, target, &out->rejected);
+  else
+    for (int i = 0; i < replay->n && (G->g ? G->g->nodes.len : 0) < G->max_nodes; i++)
+      if (replay->steps[i].op >= 0 && replay->steps[i].op < kiln_gen_n_ops &&
+          allowed[replay->steps[i].op])
+        grow(G, &replay->steps[i], &out->rejected);
   free(allowed);
+  out->opset = G->opset;
+  if (!G->g && replay) { /* every step of a mutated genome was skipped: an empty case */
+    out->status = KILN_GEN_INVALID;
+    snprintf(out->note, sizeof out->note, "no step of the genome fits");
+    return KILN_OK;
+  }
   if (!G->g) return KILN_BUG("generator: no node accepted (%s)", G->why);
   int *outs = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1));
   int n_out = choose_outputs(G, outs);
@@ -568,16 +648,18 @@ void kiln_gen_opts_init(kiln_gen_opts *o) {
   o->check_inputs = true;
 }
 
-kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case *out) {
+static kiln_status make_case(const kiln_gen_opts *o, uint64_t seed, const kiln_gen_genome *replay,
+                             kiln_gen_case *out) {
   memset(out, 0, sizeof *out);
   gen G = {0};
   G.o = o;
-  gen_rng_seed(&G.rng, seed);
-  G.sym_n = gen_int(&G.rng, 2, 4);
   G.prefer = -1;
   G.max_nodes = o->max_nodes < 1 ? 1 : o->max_nodes > 30 ? 30 : o->max_nodes;
-  kiln_status st = build(&G, out);
-  if (!st) st = kiln_gen_inputs(&G, out);
+  kiln_status st = build(&G, seed, replay, out);
+  if (!st && out->g) {
+    G.rng = G.frng; /* the input search draws from the finishing stream */
+    st = kiln_gen_inputs(&G, out);
+  }
   truncate_to(&G, 0, 0, 0);
   kiln_vec_free(&G.vals);
   kiln_vec_free(&G.inputs);
@@ -585,6 +667,15 @@ kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case 
   kiln_graph_free(G.g);
   if (st) kiln_gen_case_free(out);
   return st;
+}
+
+kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case *out) {
+  return make_case(o, seed, NULL, out);
+}
+
+kiln_status kiln_gen_from_genome(const kiln_gen_opts *o, const kiln_gen_genome *gn,
+                                 kiln_gen_case *out) {
+  return make_case(o, gn->seed, gn, out);
 }
 
 void kiln_gen_case_free(kiln_gen_case *c) {

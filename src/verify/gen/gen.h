@@ -27,12 +27,15 @@
 #include "verify/verify.h"
 
 typedef struct kiln_gen_opts {
-  int max_nodes;     /* the node count is drawn in [1, max_nodes] (default 12, at most 30) */
-  const char *ops;   /* comma-separated op names to draw from, NULL: every op of the table */
-  bool symbolic;     /* some graph inputs get a symbolic dim "N" (default true) */
-  int input_tries;   /* input draws before the graph is dropped (default 8) */
-  bool check_inputs; /* search inputs with kiln_vref_compute (default true); false: one
-                        draw, no reference run (tests of the builder alone) */
+  int max_nodes;            /* the node count is drawn in [1, max_nodes] (default 12, at most 30) */
+  const double *op_weights; /* per row of the op table (kiln_gen_op_count), multiplied into
+                               the table's own weights when an op is drawn; NULL: the table's
+                               weights alone (a campaign's policy sets these) */
+  const char *ops;          /* comma-separated op names to draw from, NULL: every op of the table */
+  bool symbolic;            /* some graph inputs get a symbolic dim "N" (default true) */
+  int input_tries;          /* input draws before the graph is dropped (default 8) */
+  bool check_inputs;        /* search inputs with kiln_vref_compute (default true); false: one
+                               draw, no reference run (tests of the builder alone) */
 } kiln_gen_opts;
 void kiln_gen_opts_init(kiln_gen_opts *o);
 
@@ -43,6 +46,39 @@ typedef enum kiln_gen_status {
   KILN_GEN_STATUS_COUNT
 } kiln_gen_status;
 
+/* A graph as the list of choices that built it (its genome). Each accepted node draw is one
+ * step: the op-table row and the seeds of its builder's random streams. The builder draws its
+ * operands and structure from `seed`, its attribute values from `attr`, its dtypes from `dt`
+ * and the shapes of new values from `shape`, so a mutation that changes one of them changes
+ * that aspect of the node alone. Replaying a genome gives the same graph; a mutated genome
+ * (kiln_gen_mutate) gives a related graph whose steps that no longer fit are skipped. */
+enum { KILN_GEN_MAX_STEPS = 48 };
+typedef struct kiln_gen_step {
+  int op;        /* row of the op table */
+  uint64_t seed; /* operands and structure */
+  uint32_t attr, dt, shape;
+} kiln_gen_step;
+typedef struct kiln_gen_genome {
+  uint64_t seed; /* graph-level choices: opset, symbol extent, node count, outputs, input data */
+  int n;
+  kiln_gen_step steps[KILN_GEN_MAX_STEPS];
+} kiln_gen_genome;
+
+/* The mutations of kiln_gen_mutate (a campaign's feedback loop counts which ones pay). */
+typedef enum kiln_gen_mutation {
+  KILN_GEN_MUT_INSERT,  /* a new node draw at some position */
+  KILN_GEN_MUT_DELETE,  /* a step removed */
+  KILN_GEN_MUT_ATTR,    /* one node's attribute values redrawn */
+  KILN_GEN_MUT_TYPE,    /* one node's dtypes redrawn */
+  KILN_GEN_MUT_SHAPE,   /* the shapes of one node's new values redrawn */
+  KILN_GEN_MUT_OPERAND, /* one node's operands and structure redrawn */
+  KILN_GEN_MUT_OP,      /* one node's op replaced */
+  KILN_GEN_MUT_SPLICE,  /* steps of another genome inserted */
+  KILN_GEN_MUT_GRAPH,   /* the graph-level choices (opset, outputs, input data) redrawn */
+  KILN_GEN_MUT_COUNT
+} kiln_gen_mutation;
+extern const char *const kiln_gen_mutation_names[KILN_GEN_MUT_COUNT];
+
 typedef struct kiln_gen_case {
   kiln_gen_status status;
   kiln_graph *g; /* root graph, types inferred (owned) */
@@ -51,6 +87,8 @@ typedef struct kiln_gen_case {
   int rejected;      /* node draws that inference rejected */
   int input_draws;   /* input draws made */
   char note[256];    /* why the graph is INVALID or has NO_INPUTS */
+  int opset;
+  kiln_gen_genome genome; /* the steps that built the graph (kiln_gen_from_genome replays it) */
 } kiln_gen_case;
 
 /* Builds the case of `seed`. An error only for bad options (an unknown op name in o->ops)
@@ -58,6 +96,16 @@ typedef struct kiln_gen_case {
  * a status of the case. */
 KILN_MUST_USE kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case *out);
 void kiln_gen_case_free(kiln_gen_case *c);
+/* Builds the case of a genome (steps that no longer fit are skipped; out->genome holds the
+ * steps that were kept). */
+KILN_MUST_USE kiln_status kiln_gen_from_genome(const kiln_gen_opts *o, const kiln_gen_genome *gn,
+                                               kiln_gen_case *out);
+/* n_mut mutations of `in` drawn from `seed` (`other`, may be NULL, for splices); the kinds
+ * applied are added to kinds_out[KILN_GEN_MUT_COUNT] when given. New ops are drawn with
+ * o->op_weights. */
+void kiln_gen_mutate(const kiln_gen_opts *o, const kiln_gen_genome *in,
+                     const kiln_gen_genome *other, uint64_t seed, int n_mut, kiln_gen_genome *out,
+                     int *kinds_out);
 
 /* The seed of graph j of a campaign with seed s (a mix of both: neighbouring j give
  * unrelated graphs). Shard i of N runs the j with j % N == i. */

@@ -61,7 +61,11 @@ typedef struct gen_input {
 } gen_input;
 
 typedef struct gen {
-  gen_rng rng;
+  gen_rng rng;  /* the current step's operands and structure (gen_int(&G->rng, ...)) */
+  gen_rng arng; /* the current step's attribute values (gen_attr_int ...) */
+  gen_rng drng; /* the current step's dtypes (gen_pick_dt) */
+  gen_rng srng; /* the current step's new shapes (gen_shape) */
+  gen_rng frng; /* graph-level: outputs and the input search */
   const kiln_gen_opts *o;
   int opset;
   int64_t sym_n; /* the extent bound to symbol "N" */
@@ -71,10 +75,18 @@ typedef struct gen {
   kiln_graph *g;           /* the last accepted graph (parsed, inferred) */
   int n_nodes;
   int next_name;
-  int max_nodes; /* of the graph (options clamped to 1..30) */
-  int prefer;    /* gen_pick returns this value when it matches (chains), -1: none */
-  char why[160]; /* a builder's reason to give up (debugging) */
+  int max_nodes;           /* of the graph (options clamped to 1..30) */
+  int prefer;              /* gen_pick returns this value when it matches (chains), -1: none */
+  char why[160];           /* a builder's reason to give up (debugging) */
+  kiln_gen_genome *genome; /* the steps accepted so far */
 } gen;
+
+/* Attribute values drawn from the attribute stream of the step (a re-attribute mutation
+ * redraws these alone): uniform in [lo, hi], with the boundary values lo, hi, 0, 1 and -1
+ * (those inside the range) drawn a third of the time. */
+int gen_attr_int(gen *G, int lo, int hi);
+bool gen_attr_chance(gen *G, double p);
+double gen_attr_unif(gen *G);
 
 /* ---- operand requests ---- */
 typedef struct gen_want {
