@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/edges.h"
 #include "cli.h"
+#include "fuzz_feedback.h"
 #include "verify/gen/gen.h"
 #include "verify/oracle/ort.h"
 #include "verify/reduce/reduce.h"
@@ -15,7 +17,8 @@
 static const char *const fuzz_help =
     "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N] [--backend LIST|none]\n"
     "                 [--oracle kiln|onnxruntime] [--out DIR] [--max-nodes N] [--ops A,B]\n"
-    "                 [--threads N] [--cpu-every N] [--reduce] [-q] [--list-ops]\n\n"
+    "                 [--threads N] [--cpu-every N] [--policy uniform|bandit] [--reduce]\n"
+    "                 [--report] [-q] [--list-ops]\n\n"
     "Generates random valid models (1..max-nodes nodes over every op Kiln compiles, several\n"
     "dtypes, concrete and symbolic shapes) with inputs on which the reference is finite and\n"
     "stable, and verifies each one like 'kiln verify': the graph after every pass, the tile\n"
@@ -41,6 +44,12 @@ static const char *const fuzz_help =
     "                   graph: they take a tenth of the time of the C compiler, so a campaign\n"
     "                   checks the lowering on three times as many graphs\n"
     "  --ops A,B        draw only these ops (names as in --list-ops)\n"
+    "  --policy P       what to draw next. bandit (default): a multi-armed bandit over the\n"
+    "                   ops, rewarded by new coverage, and a corpus of the graphs that reached\n"
+    "                   something new, mutated (nodes inserted, deleted, re-attributed,\n"
+    "                   re-typed, re-shaped); uniform: every graph fresh from its own seed\n"
+    "                   with the op table's weights (graph j is the same whatever came before)\n"
+    "  --report         also list the cells of the coverage map never reached\n"
     "  --reduce         reduce each new failure (DIR/<hash>/reduced)\n"
     "  -q               no progress lines\n"
     "  --list-ops       print the generator's ops and exit\n\n"
@@ -54,7 +63,8 @@ typedef struct fuzz_args {
   double time;
   long shard, shards;
   bool targets[KILN_TARGET_COUNT]; /* --backend */
-  bool ort, reduce, quiet;
+  bool ort, reduce, quiet, report;
+  fuzz_policy policy;
   const char *out;
   long max_nodes;
   long threads;   /* 0: drawn per graph */
@@ -78,6 +88,7 @@ typedef struct campaign {
   int64_t n_ops, *op_seen;                  /* per generator op */
   bool pairs[KILN_OP_COUNT][KILN_OP_COUNT]; /* producer -> consumer */
   KILN_VEC(finding) found;
+  fuzz_feedback fb;
   KILN_VEC(char *) pass_names;
   KILN_VEC(int64_t) pass_fired;
   int64_t files;
@@ -126,6 +137,7 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
       return kiln_cli_put_help(fuzz_help), fputs(kiln_cli_memory_help, stdout), 0;
     if (!strcmp(argv[i], "--list-ops")) return list_ops(), 0;
     if (!strcmp(argv[i], "--reduce")) a->reduce = true;
+    else if (!strcmp(argv[i], "--report")) a->report = true;
     else if (!strcmp(argv[i], "-q")) a->quiet = true;
     else if (kiln_cli_opt(argc, argv, &i, "--seed", &v)) {
       int64_t seed;
@@ -155,6 +167,11 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
       if (kiln_cli_long("fuzz", "--threads", v, 1, KILN_CLI_MAX_THREADS, &a->threads)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--cpu-every", &v)) {
       if (kiln_cli_long("fuzz", "--cpu-every", v, 1, 1000000, &a->cpu_every)) return 2;
+    } else if (kiln_cli_opt(argc, argv, &i, "--policy", &v)) {
+      int p = 0;
+      while (p < FUZZ_POLICY_COUNT && (!v || strcmp(v, fuzz_policy_names[p]))) p++;
+      if (p == FUZZ_POLICY_COUNT) return kiln_cli_usage("fuzz", "--policy needs uniform or bandit");
+      a->policy = (fuzz_policy)p;
     } else if (kiln_cli_opt(argc, argv, &i, "--ops", &v)) {
       if (!v || !*v) return kiln_cli_usage("fuzz", "--ops needs op names");
       a->ops = v;
@@ -309,8 +326,9 @@ static kiln_status run_one(campaign *c, uint64_t j) {
     c->vo.targets[t] = c->a.targets[t] && (compile || !kiln_target_can_run(kiln_target_at(t)));
     any = any || c->vo.targets[t];
   }
-  KILN_TRY(kiln_gen_model(&c->go, seed, &gc));
+  KILN_TRY(fuzz_feedback_next(&c->fb, &c->go, seed, &gc));
   c->tried++;
+  kiln_edges_reset();
   if (gc.status == KILN_GEN_INVALID) {
     c->invalid++;
     if (!c->a.quiet)
@@ -327,6 +345,7 @@ static kiln_status run_one(campaign *c, uint64_t j) {
     } else {
       if (any) c->env_streak = 0, c->env_ok++;
       note_fired(c, res.fired);
+      fuzz_feedback_note(&c->fb, &gc, res.fired);
       c->compiled += c->vo.targets[KILN_TARGET_CPU];
       if (res.failed) st = record(c, j, &gc, &res);
       kiln_verify_result_free(&res);
@@ -401,6 +420,7 @@ static void summary(const campaign *c, double secs) {
     printf(" %s %lld", c->pass_names.data[k], (long long)c->pass_fired.data[k]);
   printf("%s\n", c->pass_names.len ? "" : " none");
   if (c->ort) printf("onnxruntime: %lld models refused\n", (long long)c->ort_refused);
+  fuzz_feedback_print_map(&c->fb, stdout, c->a.report);
   printf("failures: %d signatures\n", c->found.len);
   for (int i = 0; i < c->found.len; i++)
     printf("  %s  x%d  %s (first: graph %llu)\n", c->found.data[i].sig, c->found.data[i].count,
@@ -424,6 +444,7 @@ static kiln_status setup(campaign *c) {
   c->vo.compile.cache_dir = c->cache;
   c->n_ops = kiln_gen_op_count();
   c->op_seen = kiln_xcalloc((size_t)c->n_ops, sizeof *c->op_seen);
+  fuzz_feedback_init(&c->fb, c->a.policy);
   if (c->a.ort) {
     kiln_ort_opts oo;
     kiln_ort_opts_init(&oo);
@@ -436,6 +457,7 @@ static void teardown(campaign *c) {
   kiln_status_free(c->env_last);
   kiln_ort_close(c->ort);
   free(c->op_seen);
+  fuzz_feedback_free(&c->fb);
   for (int k = 0; k < c->pass_names.len; k++) free(c->pass_names.data[k]);
   kiln_vec_free(&c->pass_names);
   kiln_vec_free(&c->pass_fired);
@@ -449,7 +471,8 @@ int kiln_cmd_fuzz(int argc, char **argv) {
                      .targets = {[KILN_TARGET_CPU] = true},
                      .out = "fuzz-out",
                      .max_nodes = 12,
-                     .cpu_every = 3};
+                     .cpu_every = 3,
+                     .policy = FUZZ_POLICY_BANDIT};
   int rc = parse_args(argc, argv, &c->a);
   kiln_status st = rc < 0 ? setup(c) : KILN_OK;
   double t0 = kiln_clock_seconds(), last = t0;

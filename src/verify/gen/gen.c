@@ -273,7 +273,9 @@ int gen_emit(gen *G, const char *op, int n_in, const int *in, int n_out, const c
     kiln_strbuf_printf(&b, "%s%s%s", k ? ", " : "", in[k] < 0 ? "_" : "%",
                        in[k] < 0 ? "" : G->vals.data[in[k]].name);
   kiln_strbuf_printf(&b, ")");
-  if (attrs && attrs[0]) kiln_strbuf_printf(&b, " {%s}", attrs);
+  char *varied = gen_attrs_vary(G, op, attrs);
+  if (varied[0]) kiln_strbuf_printf(&b, " {%s}", varied);
+  free(varied);
   kiln_vec_push(&G->lines, b.data);
   return first;
 }

@@ -112,6 +112,16 @@ void kiln_gen_mutate(const kiln_gen_opts *o, const kiln_gen_genome *in,
 uint64_t kiln_gen_seed(uint64_t s, uint64_t j);
 bool kiln_gen_in_shard(uint64_t j, int i, int n);
 
+/* The coverage cells of a graph (gen_cells.c: "op:", "attr:OP.NAME=CLASS", "dtype:", "rank:",
+ * "bcast:" keys), each passed to cb (repeats included), and the universe of enumerated
+ * attribute values and absent attributes of the generator's ops (each key once or more: the
+ * caller deduplicates). kiln_gen_cell_excluded: why a universe cell is never generated (NULL:
+ * it should be). */
+void kiln_gen_cells(const kiln_graph *g, int64_t opset, void (*cb)(void *, const char *),
+                    void *user);
+void kiln_gen_cell_universe(void (*cb)(void *, const char *), void *user);
+const char *kiln_gen_cell_excluded(const char *cell);
+
 /* The ops of the table, in table order: the generator can emit exactly these. */
 int kiln_gen_op_count(void);
 const char *kiln_gen_op_name(int i);

@@ -122,6 +122,11 @@ kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims);
 int gen_emit(gen *G, const char *op, int n_in, const int *in, int n_out, const char *attrs,
              gen_dom dom, double mag);
 
+/* The attribute text of a node of op with the schema's defaults varied (gen_attrs.c): an
+ * attribute written with its default value left out now and then, one left out written with
+ * its default now and then; the meaning stays. A new string (owned by the caller). */
+char *gen_attrs_vary(gen *G, const char *op, const char *attrs);
+
 /* Types the values written since the last accepted draw (parse and inference of the text
  * so far), so that a pattern can build on them; false when inference rejects the text. */
 bool gen_settle(gen *G);

@@ -8,10 +8,10 @@
 #include "gen_internal.h"
 
 const char *const kiln_gen_mutation_names[KILN_GEN_MUT_COUNT] = {
-    [KILN_GEN_MUT_INSERT] = "insert",   [KILN_GEN_MUT_DELETE] = "delete",
-    [KILN_GEN_MUT_ATTR] = "attribute",  [KILN_GEN_MUT_TYPE] = "dtype",
-    [KILN_GEN_MUT_SHAPE] = "shape",     [KILN_GEN_MUT_OPERAND] = "operands",
-    [KILN_GEN_MUT_OP] = "op",           [KILN_GEN_MUT_SPLICE] = "splice",
+    [KILN_GEN_MUT_INSERT] = "insert",  [KILN_GEN_MUT_DELETE] = "delete",
+    [KILN_GEN_MUT_ATTR] = "attribute", [KILN_GEN_MUT_TYPE] = "dtype",
+    [KILN_GEN_MUT_SHAPE] = "shape",    [KILN_GEN_MUT_OPERAND] = "operands",
+    [KILN_GEN_MUT_OP] = "op",          [KILN_GEN_MUT_SPLICE] = "splice",
     [KILN_GEN_MUT_GRAPH] = "graph",
 };
 
@@ -43,7 +43,8 @@ static void insert_at(kiln_gen_genome *g, int at, const kiln_gen_step *s) {
 
 static void splice(kiln_gen_genome *g, const kiln_gen_genome *other, gen_rng *r) {
   if (!other || other->n == 0) return;
-  int from = gen_int(r, 0, other->n - 1), len = gen_int(r, 1, other->n - from < 4 ? other->n - from : 4);
+  int from = gen_int(r, 0, other->n - 1),
+      len = gen_int(r, 1, other->n - from < 4 ? other->n - from : 4);
   int at = gen_int(r, 0, g->n);
   for (int k = len - 1; k >= 0; k--) insert_at(g, at, &other->steps[from + k]);
 }

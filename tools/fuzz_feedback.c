@@ -1,0 +1,267 @@
+/* Feedback of a fuzz campaign: coverage points, corpus, policy (fuzz_feedback.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/edges.h"
+#include "cli.h"
+#include "fuzz_feedback.h"
+
+const char *const fuzz_policy_names[FUZZ_POLICY_COUNT] = {"uniform", "bandit"};
+
+enum {
+  CORPUS_MAX = 1024,
+  MUTATE_PERCENT = 60, /* of the bandit's graphs, once the corpus has entries */
+};
+
+void fuzz_feedback_init(fuzz_feedback *f, fuzz_policy p) {
+  memset(f, 0, sizeof *f);
+  f->policy = p;
+  f->n_ops = kiln_gen_op_count();
+  f->weights = kiln_xmalloc(sizeof(double) * (size_t)f->n_ops);
+  f->reward = kiln_xcalloc((size_t)f->n_ops, sizeof(double));
+  f->pulls = kiln_xcalloc((size_t)f->n_ops, sizeof(double));
+  for (int i = 0; i < f->n_ops; i++) f->weights[i] = 1;
+  if (kiln_edges_enabled()) f->edges = kiln_xcalloc(KILN_EDGE_MAP, 1);
+  f->last_entry = -1;
+}
+
+void fuzz_feedback_free(fuzz_feedback *f) {
+  kiln_strmap_free(&f->cells);
+  free(f->edges);
+  kiln_vec_free(&f->corpus);
+  free(f->weights), free(f->reward), free(f->pulls);
+}
+
+/* ---- policy: UCB1 over the op rows ----
+ * Arm i's value is the mean reward of the graphs that drew it plus an exploration bonus
+ * sqrt(2 ln N / n_i); the generator's weight of the row is the table's weight times
+ * 0.25 + value / mean value (never 0: every op stays in play). */
+static void update_weights(fuzz_feedback *f) {
+  double sum = 0, v[1024];
+  int n = f->n_ops < 1024 ? f->n_ops : 1024;
+  for (int i = 0; i < n; i++) {
+    double mean = f->pulls[i] > 0 ? f->reward[i] / f->pulls[i] : 1.0;
+    double bonus = f->pulls[i] > 0 ? sqrt(2 * log(f->total_pulls + 1) / f->pulls[i]) : 2.0;
+    v[i] = mean + 0.1 * bonus;
+    sum += v[i];
+  }
+  for (int i = 0; i < n; i++) f->weights[i] = 0.25 + (sum > 0 ? v[i] * n / sum : 1.0);
+}
+
+static void reward_ops(fuzz_feedback *f, const kiln_gen_genome *g, int64_t points) {
+  bool seen[1024] = {0};
+  double r = points > 0 ? 1.0 + log((double)points) : 0.0;
+  for (int s = 0; s < g->n; s++) {
+    int op = g->steps[s].op;
+    if (op < 0 || op >= f->n_ops || op >= 1024 || seen[op]) continue;
+    seen[op] = true;
+    f->pulls[op] += 1, f->reward[op] += r, f->total_pulls += 1;
+  }
+  update_weights(f);
+}
+
+/* ---- corpus ---- */
+/* An entry to mutate: among a few drawn, the one with the best find rate (new finds count,
+ * much-mutated entries fade). */
+static int pick_entry(const fuzz_feedback *f, uint64_t *rs) {
+  int best = -1;
+  double best_v = -1;
+  for (int t = 0; t < 4; t++) {
+    *rs = *rs * 6364136223846793005ull + 1442695040888963407ull;
+    int e = (int)((*rs >> 33) % (uint64_t)f->corpus.len);
+    const fuzz_entry *x = &f->corpus.data[e];
+    double v = (1.0 + x->found) / (1.0 + x->picked);
+    if (v > best_v) best_v = v, best = e;
+  }
+  return best;
+}
+
+static void keep(fuzz_feedback *f, const kiln_gen_genome *g, int64_t points) {
+  f->kept++;
+  fuzz_entry e = {.genome = *g, .found = (int)(points < 1000000 ? points : 1000000)};
+  if (f->corpus.len < CORPUS_MAX) {
+    kiln_vec_push(&f->corpus, e);
+    return;
+  }
+  int worst = 0; /* full: the entry with the worst find rate makes room */
+  for (int i = 1; i < f->corpus.len; i++) {
+    const fuzz_entry *a = &f->corpus.data[i], *b = &f->corpus.data[worst];
+    if ((1.0 + a->found) / (1.0 + a->picked) < (1.0 + b->found) / (1.0 + b->picked)) worst = i;
+  }
+  f->corpus.data[worst] = e;
+}
+
+kiln_status fuzz_feedback_next(fuzz_feedback *f, kiln_gen_opts *o, uint64_t seed,
+                               kiln_gen_case *out) {
+  f->last_entry = -1;
+  memset(f->last_kinds, 0, sizeof f->last_kinds);
+  if (f->policy == FUZZ_POLICY_UNIFORM) {
+    o->op_weights = NULL;
+    f->fresh++;
+    return kiln_gen_model(o, seed, out);
+  }
+  o->op_weights = f->weights;
+  uint64_t rs = seed ^ 0x2545f4914f6cdd1dull;
+  rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+  if (f->corpus.len == 0 || (int)((rs >> 33) % 100) >= MUTATE_PERCENT) {
+    f->fresh++;
+    return kiln_gen_model(o, seed, out);
+  }
+  int e = pick_entry(f, &rs), other = pick_entry(f, &rs);
+  f->corpus.data[e].picked++;
+  kiln_gen_genome g;
+  int n_mut = 1 + (int)((rs >> 40) % 3);
+  kiln_gen_mutate(o, &f->corpus.data[e].genome, &f->corpus.data[other].genome, seed, n_mut, &g,
+                  f->last_kinds);
+  f->last_entry = e;
+  f->mutated++;
+  for (int k = 0; k < KILN_GEN_MUT_COUNT; k++) f->mut_used[k] += f->last_kinds[k];
+  return kiln_gen_from_genome(o, &g, out);
+}
+
+/* ---- points ---- */
+typedef struct note_ctx {
+  fuzz_feedback *f;
+  int64_t fresh;
+} note_ctx;
+
+static void note_cell(void *user, const char *key) {
+  note_ctx *c = user;
+  int64_t n = 0;
+  if (!kiln_strmap_get(&c->f->cells, key, &n)) c->fresh++;
+  kiln_strmap_put(&c->f->cells, key, n + 1);
+}
+
+/* AFL's buckets of a hit count: 1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+. */
+static uint8_t bucket(uint8_t n) {
+  return n == 0 ? 0 : n == 1 ? 1 : n == 2 ? 2 : n == 3 ? 4 : n < 8 ? 8 : n < 16 ? 16 : n < 32 ? 32 : n < 128 ? 64 : 128;
+}
+
+static int64_t note_edges(fuzz_feedback *f) {
+  const uint8_t *m = kiln_edges_map();
+  if (!f->edges || !m) return 0;
+  int64_t fresh = 0;
+  for (int i = 0; i < KILN_EDGE_MAP; i++) {
+    if (!m[i]) continue;
+    uint8_t b = bucket(m[i]);
+    if (f->edges[i] & b) continue;
+    if (!f->edges[i]) f->n_edges++;
+    f->edges[i] |= b;
+    fresh++;
+  }
+  return fresh;
+}
+
+int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char *fired) {
+  note_ctx x = {f, 0};
+  if (c->g) kiln_gen_cells(c->g, c->opset, note_cell, &x);
+  char *list = kiln_xstrdup(fired ? fired : ""), *save = NULL;
+  for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+    char key[96];
+    snprintf(key, sizeof key, "pass:%s", w);
+    note_cell(&x, key);
+  }
+  free(list);
+  int64_t points = x.fresh + note_edges(f);
+  f->points += points;
+  if (f->policy != FUZZ_POLICY_BANDIT || !c->g) return points;
+  reward_ops(f, &c->genome, points);
+  if (points > 0) {
+    keep(f, &c->genome, points);
+    if (f->last_entry >= 0) f->corpus.data[f->last_entry].found += (int)(points < 1000 ? points : 1000);
+    for (int k = 0; k < KILN_GEN_MUT_COUNT; k++) f->mut_paid[k] += f->last_kinds[k] > 0;
+  }
+  return points;
+}
+
+/* ---- the map ---- */
+typedef struct uni_ctx {
+  const fuzz_feedback *f;
+  kiln_strmap seen; /* universe keys, deduplicated */
+  int reached, total;
+  KILN_VEC(char *) missing, excluded;
+} uni_ctx;
+
+static void note_universe(void *user, const char *key) {
+  uni_ctx *u = user;
+  int64_t n;
+  if (kiln_strmap_get(&u->seen, key, &n)) return;
+  kiln_strmap_put(&u->seen, key, 1);
+  if (kiln_gen_cell_excluded(key)) {
+    kiln_vec_push(&u->excluded, kiln_xstrdup(key));
+    return;
+  }
+  u->total++;
+  if (kiln_strmap_get(&u->f->cells, key, &n)) u->reached++;
+  else kiln_vec_push(&u->missing, kiln_xstrdup(key));
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void universe(const fuzz_feedback *f, uni_ctx *u) {
+  memset(u, 0, sizeof *u);
+  u->f = f;
+  kiln_gen_cell_universe(note_universe, u);
+  qsort(u->missing.data, (size_t)u->missing.len, sizeof(char *), cmp_str);
+}
+
+static void universe_free(uni_ctx *u) {
+  for (int i = 0; i < u->missing.len; i++) free(u->missing.data[i]);
+  for (int i = 0; i < u->excluded.len; i++) free(u->excluded.data[i]);
+  kiln_vec_free(&u->missing);
+  kiln_vec_free(&u->excluded);
+  kiln_strmap_free(&u->seen);
+}
+
+void fuzz_feedback_universe(const fuzz_feedback *f, int *reached, int *total) {
+  uni_ctx u;
+  universe(f, &u);
+  *reached = u.reached, *total = u.total;
+  universe_free(&u);
+}
+
+/* Cells reached per kind ("attr", "dtype", ...). */
+static void count_kinds(const fuzz_feedback *f, FILE *out) {
+  static const char *const kinds[] = {"op", "attr", "dtype", "rank", "bcast", "pass"};
+  fprintf(out, "cells reached:");
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    int n = 0;
+    size_t len = strlen(kinds[k]);
+    for (size_t i = 0; i < f->cells.cap; i++)
+      if (f->cells.keys[i] && !strncmp(f->cells.keys[i], kinds[k], len) &&
+          f->cells.keys[i][len] == ':')
+        n++;
+    fprintf(out, " %s %d", kinds[k], n);
+  }
+  fprintf(out, "\n");
+}
+
+void fuzz_feedback_print_map(const fuzz_feedback *f, FILE *out, bool report) {
+  uni_ctx u;
+  universe(f, &u);
+  count_kinds(f, out);
+  fprintf(out, "enumerated and absent attribute cells: %d of %d reached", u.reached, u.total);
+  if (u.excluded.len) fprintf(out, " (%d more not generated on purpose)", u.excluded.len);
+  fprintf(out, "\n");
+  if (f->edges) fprintf(out, "compiler edges reached: %lld\n", (long long)f->n_edges);
+  if (f->policy == FUZZ_POLICY_BANDIT) {
+    fprintf(out, "feedback: %lld fresh graphs, %lld mutated, %lld kept in the corpus (%d now);"
+                 " mutations used/paid:",
+            (long long)f->fresh, (long long)f->mutated, (long long)f->kept, f->corpus.len);
+    for (int k = 0; k < KILN_GEN_MUT_COUNT; k++)
+      fprintf(out, " %s %lld/%lld", kiln_gen_mutation_names[k], (long long)f->mut_used[k],
+              (long long)f->mut_paid[k]);
+    fprintf(out, "\n");
+  }
+  if (report) {
+    fprintf(out, "cells never reached (%d):\n", u.missing.len);
+    for (int i = 0; i < u.missing.len; i++) fprintf(out, "  %s\n", u.missing.data[i]);
+    for (int i = 0; i < u.excluded.len; i++)
+      fprintf(out, "  %s: not generated: %s\n", u.excluded.data[i],
+              kiln_gen_cell_excluded(u.excluded.data[i]));
+  }
+  universe_free(&u);
+}
