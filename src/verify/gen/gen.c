@@ -63,6 +63,10 @@ bool gen_attr_chance(gen *G, double p) {
   return gen_chance(&G->arng, p);
 }
 
+int gen_axis_form(gen *G, int axis, int rank) {
+  return gen_attr_chance(G, 0.35) ? axis - rank : axis;
+}
+
 double gen_attr_unif(gen *G) {
   return gen_unif(&G->arng);
 }

@@ -96,10 +96,10 @@ static void value_class(const kiln_node *nd, const kiln_attr *a, const kiln_attr
     break;
   case KILN_ATTR_FLOAT:
     snprintf(out, n, "%s",
-             a->f == 0                          ? "0"
-             : a->f < 0                         ? "neg"
+             a->f == 0                             ? "0"
+             : a->f < 0                            ? "neg"
              : d && d->has_default && d->f == a->f ? "default"
-                                                : "other");
+                                                   : "other");
     break;
   case KILN_ATTR_STRING: snprintf(out, n, "%s", e ? a->s : "set"); break;
   case KILN_ATTR_INTS: ints_class(a, out, n); break;
@@ -132,10 +132,11 @@ static const char *bcast_form(const kiln_graph *g, const kiln_node *nd) {
 }
 
 static bool is_elementwise(const kiln_node *nd) {
-  static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum",
-                                    "Mean", "Where", "Equal", "Less", "Greater", "And", "Or",
-                                    "Xor", "Mod", "PRelu", "BitShift", "LessOrEqual",
-                                    "GreaterOrEqual", "BitwiseAnd", "BitwiseOr", "BitwiseXor"};
+  static const char *const ops[] = {
+      "Add",        "Sub",       "Mul",       "Div",   "Pow",      "Max",         "Min",
+      "Sum",        "Mean",      "Where",     "Equal", "Less",     "Greater",     "And",
+      "Or",         "Xor",       "Mod",       "PRelu", "BitShift", "LessOrEqual", "GreaterOrEqual",
+      "BitwiseAnd", "BitwiseOr", "BitwiseXor"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (!strcmp(ops[i], nd->op_type)) return true;
   return false;
@@ -176,14 +177,16 @@ void kiln_gen_cells(const kiln_graph *g, int64_t opset, void (*cb)(void *, const
 
 /* The universe of one op: its enumerated values and absent attributes over the opsets the
  * generator uses (an attribute counts from the first of them that has it). */
-static void op_universe(kiln_op op, const char *name, void (*cb)(void *, const char *), void *user) {
+static void op_universe(kiln_op op, const char *name, void (*cb)(void *, const char *),
+                        void *user) {
   static const int opsets[] = {13, 17, 18, 21, 23, 26};
   char key[256];
   for (size_t v = 0; v < sizeof opsets / sizeof opsets[0]; v++) {
     const kiln_op_schema_version *sv = kiln_op_schema_at(op, opsets[v]);
     for (const kiln_attr_schema *s = sv ? sv->attrs : NULL; s && s->name; s++) {
       const enum_attr *e = find_enum(name, s->name);
-      if (!s->required) snprintf(key, sizeof key, "attr:%s.%s=absent", name, s->name), cb(user, key);
+      if (!s->required)
+        snprintf(key, sizeof key, "attr:%s.%s=absent", name, s->name), cb(user, key);
       for (int k = 0; e && k < 6 && e->values[k]; k++)
         snprintf(key, sizeof key, "attr:%s.%s=%s", name, s->name, e->values[k]), cb(user, key);
     }

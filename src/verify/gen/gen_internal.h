@@ -86,6 +86,8 @@ typedef struct gen {
  * (those inside the range) drawn a third of the time. */
 int gen_attr_int(gen *G, int lo, int hi);
 bool gen_attr_chance(gen *G, double p);
+/* An axis 0 <= axis < rank as written: itself or axis - rank (the negative form), drawn. */
+int gen_axis_form(gen *G, int axis, int rank);
 double gen_attr_unif(gen *G);
 
 /* ---- operand requests ---- */

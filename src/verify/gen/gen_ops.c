@@ -321,12 +321,23 @@ static bool b_reduce(gen *G, int op) {
   int r = gen_rank(G, x), n;
   int64_t axes[KILN_MAX_RANK];
   axes_list(G, r, axes, &n);
-  int keep = gen_int(&G->rng, 0, 1);
+  int keep = gen_attr_int(G, 0, 1);
   char a[160];
   int in[2] = {x, -1};
   bool as_input = G->opset >= 18 || !strcmp(name, "ReduceSum");
   int len = snprintf(a, sizeof a, "keepdims=%d", keep);
-  if (as_input && n > 0 && gen_chance(&G->rng, 0.9)) in[1] = gen_const_i64(G, n, axes, false);
+  /* no axes: every dim, or (noop_with_empty_axes=1, where the axes are an input) none */
+  bool all = gen_attr_chance(G, 0.15);
+  if (as_input && gen_attr_chance(G, 0.3)) {
+    int noop = gen_attr_int(G, 0, 1);
+    len += snprintf(a + len, sizeof a - (size_t)len, ", noop_with_empty_axes=%d", noop);
+    if (noop && all) n = 0; /* the identity */
+  }
+  if (all) {
+    if (n > 0) n = r;
+    for (int d = 0; d < n; d++) axes[d] = d;
+  } else if (as_input && n > 0 && gen_chance(&G->rng, 0.9))
+    in[1] = gen_const_i64(G, n, axes, false);
   else if (!as_input && gen_chance(&G->rng, 0.9)) {
     len += snprintf(a + len, sizeof a - (size_t)len, ", axes=[");
     for (int i = 0; i < n; i++)
@@ -352,8 +363,8 @@ static bool b_argmax(gen *G, int op) {
   int x = gen_pick(G, &w);
   int r = gen_rank(G, x);
   char a[96];
-  ATTR("axis=%d, keepdims=%d, select_last_index=%d", gen_int(&G->rng, -r, r - 1),
-       gen_int(&G->rng, 0, 1), gen_int(&G->rng, 0, 1));
+  ATTR("axis=%d, keepdims=%d, select_last_index=%d", gen_attr_int(G, -r, r - 1),
+       gen_attr_int(G, 0, 1), gen_attr_int(G, 0, 1));
   gen_emit(G, op_name(op), 1, &x, 1, a, DOM_NONNEG, 8);
   return true;
 }
@@ -364,7 +375,7 @@ static bool b_softmax(gen *G, int op) {
   int x = gen_pick(G, &w);
   int r = gen_rank(G, x);
   char a[32] = "";
-  if (gen_chance(&G->rng, 0.7)) ATTR("axis=%d", gen_int(&G->rng, -r, r - 1));
+  if (gen_attr_chance(G, 0.7)) ATTR("axis=%d", gen_attr_int(G, -r, r - 1));
   bool logsm = !strcmp(op_name(op), "LogSoftmax");
   gen_emit(G, op_name(op), 1, &x, 1, a, logsm ? DOM_ANY : DOM_NONNEG, logsm ? INFINITY : 1);
   return true;
@@ -376,10 +387,10 @@ static bool b_cumsum(gen *G, int op) {
   if (prod) w.max_mag = 2.5;
   int x = gen_pick(G, &w);
   int r = gen_rank(G, x);
-  int64_t ax = gen_int(&G->rng, -r, r - 1);
+  int64_t ax = gen_attr_int(G, -r, r - 1);
   int in[2] = {x, gen_const_i64(G, 1, &ax, true)};
   char a[64];
-  ATTR("exclusive=%d, reverse=%d", gen_int(&G->rng, 0, 1), gen_int(&G->rng, 0, 1));
+  ATTR("exclusive=%d, reverse=%d", gen_attr_int(G, 0, 1), gen_attr_int(G, 0, 1));
   double n = (double)gen_dim(G, x, (int)(ax < 0 ? ax + r : ax));
   gen_emit(G, op_name(op), 2, in, 1, a, DOM_ANY, prod ? pow(gen_mag(G, x), n) : gen_mag(G, x) * n);
   return true;

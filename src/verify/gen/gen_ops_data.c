@@ -107,7 +107,7 @@ bool gen_b_flatten(gen *G, int op) {
   if (x < 0) return false;
   int r = gen_rank(G, x);
   char a[32];
-  emit_like(G, "Flatten", 1, &x, ATTR("axis=%d", gen_int(&G->rng, -r, r)), x);
+  emit_like(G, "Flatten", 1, &x, ATTR("axis=%d", gen_attr_int(G, -r, r)), x);
   return true;
 }
 
@@ -171,14 +171,14 @@ bool gen_b_split(gen *G, int op) {
   char a[64];
   int in[2] = {x, -1};
   if (G->opset >= 18 && gen_chance(&G->rng, 0.4)) {
-    ATTR("axis=%d, num_outputs=%d", axis, k);
+    ATTR("axis=%d, num_outputs=%d", gen_axis_form(G, axis, r), k);
   } else {
     int64_t left = d;
     for (int i = 0; i < k - 1; i++)
       parts[i] = gen_int(&G->rng, 1, (int)(left - (k - 1 - i))), left -= parts[i];
     parts[k - 1] = left;
     in[1] = gen_const_i64(G, k, parts, false);
-    ATTR("axis=%d", axis);
+    ATTR("axis=%d", gen_axis_form(G, axis, r));
   }
   gen_emit(G, "Split", in[1] >= 0 ? 2 : 1, in, k, a, gen_v(G, x)->dom, gen_mag(G, x));
   return true;
@@ -217,20 +217,21 @@ bool gen_b_pad(gen *G, int op) {
   (void)op;
   int x = pick_any(G, 1, 4, true);
   if (x < 0 || gen_dtype(G, x) == KILN_BOOL) return false;
-  int r = gen_rank(G, x), mode = gen_int(&G->rng, 0, 2);
+  int r = gen_rank(G, x), mode = gen_attr_int(G, 0, G->opset >= 19 ? 3 : 2);
   int64_t p[2 * KILN_MAX_RANK];
   for (int d = 0; d < 2 * r; d++) {
-    int64_t dim = gen_dim(G, x, d % r), hi = mode == 1 ? dim - 1 : 2;
+    int64_t dim = gen_dim(G, x, d % r), hi = mode == 1 || mode == 3 ? dim - 1 : 2;
     p[d] = gen_int(&G->rng, 0, (int)(hi < 2 ? hi : 2));
   }
-  static const char *modes[] = {"constant", "reflect", "edge"};
+  static const char *modes[] = {"constant", "reflect", "edge", "wrap"};
   int in[3] = {x, gen_const_i64(G, 2 * r, p, false), -1};
   if (mode == 0 && gen_chance(&G->rng, 0.5)) {
     kiln_type t = kiln_type_tensor(gen_dtype(G, x), 0, NULL);
     in[2] = gen_new_const(G, &t, DOM_ANY);
   }
   char a[32];
-  gen_emit(G, "Pad", in[2] >= 0 ? 3 : 2, in, 1, ATTR("mode=\"%s\"", modes[mode]),
+  gen_emit(G, "Pad", in[2] >= 0 ? 3 : 2, in, 1,
+           mode == 0 && gen_attr_chance(G, 0.3) ? "" : ATTR("mode=\"%s\"", modes[mode]),
            mode ? gen_v(G, x)->dom : DOM_ANY, gen_mag(G, x) + 2);
   return true;
 }
@@ -298,7 +299,7 @@ bool gen_b_gather(gen *G, int op) {
   for (int64_t i = 0; i < n; i++) v[i] = gen_int(&G->rng, (int)-dim, (int)dim - 1);
   int in[2] = {x, ir == 0 ? gen_const_i64(G, 1, v, true) : const_idx(G, ir, id, v)};
   char a[32];
-  emit_like(G, "Gather", 2, in, ATTR("axis=%d", axis), x);
+  emit_like(G, "Gather", 2, in, ATTR("axis=%d", gen_axis_form(G, axis, r)), x);
   return true;
 }
 
@@ -316,7 +317,7 @@ bool gen_b_gather_el(gen *G, int op) {
   for (int64_t i = 0; i < n; i++) v[i] = gen_int(&G->rng, (int)-dim, (int)dim - 1);
   int in[2] = {x, const_idx(G, r, d, v)};
   char a[32];
-  emit_like(G, "GatherElements", 2, in, ATTR("axis=%d", axis), x);
+  emit_like(G, "GatherElements", 2, in, ATTR("axis=%d", gen_axis_form(G, axis, r)), x);
   return true;
 }
 
@@ -331,6 +332,25 @@ bool gen_b_gather_nd(gen *G, int op) {
   int in[2] = {x, const_idx(G, 2, d, v)};
   emit_like(G, "GatherND", 2, in, "", x);
   return true;
+}
+
+/* The reduction attribute of a scatter (distinct targets: every kind is order-independent):
+ * absent, or one of the values of the opset (mul from 16, max and min from 18). */
+static const char *scatter_reduction(gen *G, kiln_dtype dt) {
+  static const char *const kinds[] = {"",
+                                      ", reduction=\"none\"",
+                                      ", reduction=\"add\"",
+                                      ", reduction=\"mul\"",
+                                      ", reduction=\"max\"",
+                                      ", reduction=\"min\""};
+  int top = G->opset >= 18 ? 5 : G->opset >= 16 ? 3 : 2;
+  if (dt == KILN_BOOL) top = 1;
+  return kinds[gen_attr_int(G, 0, top)];
+}
+
+static double scatter_mag(gen *G, int x, int u, const char *red) {
+  double a = gen_mag(G, x), b = gen_mag(G, u);
+  return strstr(red, "mul") ? a * b : a + b;
 }
 
 /* ScatterElements: along the axis, distinct targets per line (a prefix of a permutation). */
@@ -355,11 +375,9 @@ bool gen_b_scatter_el(gen *G, int op) {
   kiln_type ut = gen_tensor_type(gen_dtype(G, x), r, d);
   int in[3] = {x, const_idx(G, r, d, v), gen_pick_type(G, &ut, DOM_ANY)};
   char a[64];
-  const char *red = gen_dtype(G, x) != KILN_BOOL && G->opset >= 18 && gen_chance(&G->rng, 0.3)
-                        ? (gen_chance(&G->rng, 0.5) ? ", reduction=\"max\"" : ", reduction=\"add\"")
-                        : "";
-  gen_emit(G, "ScatterElements", 3, in, 1, ATTR("axis=%d%s", axis, red), DOM_ANY,
-           2 * (gen_mag(G, x) + gen_mag(G, in[2])));
+  const char *red = scatter_reduction(G, gen_dtype(G, x));
+  gen_emit(G, "ScatterElements", 3, in, 1, ATTR("axis=%d%s", gen_axis_form(G, axis, r), red),
+           DOM_ANY, scatter_mag(G, x, in[2], red));
   return true;
 }
 
@@ -376,7 +394,8 @@ bool gen_b_scatter_nd(gen *G, int op) {
   for (int k = 1; k < r; k++) ud[k] = gen_dim(G, x, k);
   kiln_type ut = gen_tensor_type(gen_dtype(G, x), r, ud);
   int in[3] = {x, const_idx(G, 2, d, v), gen_pick_type(G, &ut, DOM_ANY)};
-  gen_emit(G, "ScatterND", 3, in, 1, "", DOM_ANY, gen_mag(G, x) + gen_mag(G, in[2]));
+  const char *red = scatter_reduction(G, gen_dtype(G, x));
+  gen_emit(G, "ScatterND", 3, in, 1, red[0] ? red + 2 : "", DOM_ANY, scatter_mag(G, x, in[2], red));
   return true;
 }
 
@@ -407,7 +426,7 @@ bool gen_b_onehot(gen *G, int op) {
   int in[3] = {const_idx(G, ir, d, v), gen_const_i64(G, 1, &depth, true),
                gen_new_const(G, &vt, DOM_ANY)};
   char a[16];
-  gen_emit(G, "OneHot", 3, in, 1, ATTR("axis=%d", gen_int(&G->rng, -ir - 1, ir)), DOM_ANY, 6);
+  gen_emit(G, "OneHot", 3, in, 1, ATTR("axis=%d", gen_attr_int(G, -ir - 1, ir)), DOM_ANY, 6);
   return true;
 }
 
@@ -430,7 +449,7 @@ bool gen_b_shape(gen *G, int op) {
   char a[32] = "";
   int r = gen_rank(G, x);
   if (!strcmp(op_name(op), "Shape") && G->opset >= 15 && r > 0 && gen_chance(&G->rng, 0.3))
-    ATTR("start=%d", gen_int(&G->rng, -r, r - 1));
+    ATTR("start=%d", gen_attr_int(G, -r, r - 1));
   gen_emit(G, op_name(op), 1, &x, 1, a, DOM_NONNEG, (double)numel(G, x));
   return true;
 }
@@ -443,9 +462,12 @@ bool gen_b_cos(gen *G, int op) {
   int in[1] = {gen_const_i64(G, r, s, false)};
   kiln_dtype dt = gen_pick_dt(G, DT_NUM);
   char a[64];
-  int v = gen_int(&G->rng, -3, 3);
-  gen_emit(G, "ConstantOfShape", 1, in, 1, ATTR("value=%s[1] [%d]", kiln_dtype_name(dt), v),
-           DOM_ANY, 3);
+  int v = gen_attr_int(G, -3, 3);
+  if (gen_attr_chance(G, 0.25)) /* absent: a float32 zero */
+    gen_emit(G, "ConstantOfShape", 1, in, 1, "", DOM_ANY, 1);
+  else
+    gen_emit(G, "ConstantOfShape", 1, in, 1, ATTR("value=%s[1] [%d]", kiln_dtype_name(dt), v),
+             DOM_ANY, 3);
   return true;
 }
 

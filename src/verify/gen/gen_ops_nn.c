@@ -32,6 +32,35 @@ static const char *ints_text(char *buf, size_t n, int k, const int64_t *v) {
   return buf;
 }
 
+/* The auto_pad choice of a window op: 0 explicit pads, then SAME_UPPER, SAME_LOWER, VALID and
+ * NOTSET written out without pads. */
+static const char *const auto_pads[] = {NULL, "SAME_UPPER", "SAME_LOWER", "VALID", "NOTSET"};
+
+/* The window attributes kernel_shape (unless omit_kernel), strides, pads or auto_pad, and
+ * dilations (when dl), each list left out now and then where it holds its default. */
+static void window_attrs(gen *G, char *a, size_t n, int sd, const int64_t *k, const int64_t *s,
+                         const int64_t *pads, const int64_t *dl, int ap, bool omit_kernel) {
+  char b[64];
+  int len = 0;
+  bool ones_s = true, ones_d = true, zero_p = true;
+  for (int d = 0; d < sd; d++) ones_s = ones_s && s[d] == 1, ones_d = ones_d && (!dl || dl[d] == 1);
+  for (int d = 0; d < 2 * sd; d++) zero_p = zero_p && pads[d] == 0;
+  a[0] = 0;
+  if (!omit_kernel)
+    len += snprintf(a + len, n - (size_t)len, "kernel_shape=%s", ints_text(b, sizeof b, sd, k));
+  if (!ones_s || !gen_attr_chance(G, 0.4))
+    len += snprintf(a + len, n - (size_t)len, "%sstrides=%s", len ? ", " : "",
+                    ints_text(b, sizeof b, sd, s));
+  if (ap > 0)
+    len += snprintf(a + len, n - (size_t)len, "%sauto_pad=\"%s\"", len ? ", " : "", auto_pads[ap]);
+  else if (!zero_p || !gen_attr_chance(G, 0.4))
+    len += snprintf(a + len, n - (size_t)len, "%spads=%s", len ? ", " : "",
+                    ints_text(b, sizeof b, 2 * sd, pads));
+  if (dl && (!ones_d || !gen_attr_chance(G, 0.4)))
+    snprintf(a + len, n - (size_t)len, "%sdilations=%s", len ? ", " : "",
+             ints_text(b, sizeof b, sd, dl));
+}
+
 /* MatMul: sometimes a long contraction (K up to 512), sometimes followed by a bias Add
  * (simplify makes a Gemm of it). */
 bool gen_b_matmul(gen *G, int op) {
@@ -133,12 +162,13 @@ bool gen_b_conv(gen *G, int op) {
     if (nd > 0) group = divs[gen_int(&G->rng, 0, nd - 1)], m = group * gen_int(&G->rng, 1, 3);
   }
   int64_t k[3], s[3], dl[3], pads[6], wd[5] = {m, c / group};
+  int ap = gen_attr_int(G, 0, 4);
   for (int d = 0; d < sd; d++) {
     int64_t in = gen_dim(G, x, 2 + d);
-    pads[d] = gen_int(&G->rng, 0, 1), pads[sd + d] = gen_int(&G->rng, 0, 1);
-    dl[d] = gen_chance(&G->rng, 0.2) ? 2 : 1, s[d] = gen_int(&G->rng, 1, 2);
-    int64_t room = in + pads[d] + pads[sd + d];
-    k[d] = gen_int(&G->rng, 1, 3);
+    pads[d] = ap ? 0 : gen_attr_int(G, 0, 1), pads[sd + d] = ap ? 0 : gen_attr_int(G, 0, 1);
+    dl[d] = gen_attr_chance(G, 0.2) ? 2 : 1, s[d] = gen_attr_int(G, 1, 2);
+    int64_t room = ap == 1 || ap == 2 ? in + 2 : in + pads[d] + pads[sd + d]; /* SAME pads */
+    k[d] = gen_attr_int(G, 1, 4);
     while (k[d] > 1 && (k[d] - 1) * dl[d] + 1 > room) k[d]--;
     if ((k[d] - 1) * dl[d] + 1 > room) dl[d] = 1;
     wd[2 + d] = k[d];
@@ -146,14 +176,9 @@ bool gen_b_conv(gen *G, int op) {
   int in[3] = {x, new_value(G, dt, 2 + sd, wd, DOM_ANY, 0.85), -1};
   int64_t md[1] = {m};
   if (gen_chance(&G->rng, 0.5)) in[2] = new_value(G, dt, 1, md, DOM_ANY, 0.9);
-  char a[256], b1[48], b2[48], b3[64], b4[48];
-  int len = snprintf(a, sizeof a, "group=%lld, kernel_shape=%s, strides=%s", (long long)group,
-                     ints_text(b1, sizeof b1, sd, k), ints_text(b2, sizeof b2, sd, s));
-  if (gen_chance(&G->rng, 0.15))
-    snprintf(a + len, sizeof a - (size_t)len, ", auto_pad=\"SAME_UPPER\"");
-  else
-    snprintf(a + len, sizeof a - (size_t)len, ", pads=%s, dilations=%s",
-             ints_text(b3, sizeof b3, 2 * sd, pads), ints_text(b4, sizeof b4, sd, dl));
+  char a[256], wa[224];
+  window_attrs(G, wa, sizeof wa, sd, k, s, pads, dl, ap, gen_attr_chance(G, 0.25));
+  snprintf(a, sizeof a, "group=%lld%s%s", (long long)group, wa[0] ? ", " : "", wa);
   double kk = (double)(c / group);
   for (int d = 0; d < sd; d++) kk *= (double)k[d];
   int y = gen_emit(G, "Conv", in[2] >= 0 ? 3 : 2, in, 1, a, DOM_ANY, gen_mag(G, x) * 2 * kk + 2);
@@ -167,30 +192,31 @@ bool gen_b_pool(gen *G, int op) {
   if (x < 0) return false;
   int sd = gen_rank(G, x) - 2;
   int64_t k[3], s[3], pads[6], dl[3];
+  int ap = gen_attr_int(G, 0, 4);
   for (int d = 0; d < sd; d++) {
     int64_t in = gen_dim(G, x, 2 + d);
-    k[d] = gen_int(&G->rng, 1, 3);
-    pads[d] = gen_int(&G->rng, 0, 1), pads[sd + d] = gen_int(&G->rng, 0, 1);
-    dl[d] = max && gen_chance(&G->rng, 0.2) ? 2 : 1;
+    k[d] = gen_attr_int(G, 1, 4);
+    pads[d] = ap ? 0 : gen_attr_int(G, 0, 1), pads[sd + d] = ap ? 0 : gen_attr_int(G, 0, 1);
+    dl[d] = max && gen_attr_chance(G, 0.2) ? 2 : 1;
     while (k[d] > 1 && (k[d] - 1) * dl[d] + 1 > in + pads[d] + pads[sd + d]) k[d]--;
     if ((k[d] - 1) * dl[d] + 1 > in + pads[d] + pads[sd + d]) dl[d] = 1;
     if (pads[d] >= k[d]) pads[d] = k[d] - 1;
     if (pads[sd + d] >= k[d]) pads[sd + d] = k[d] - 1;
-    s[d] = gen_int(&G->rng, 1, 2);
+    s[d] = gen_attr_int(G, 1, 2);
+    if (ap == 1 || ap == 2) /* SAME: a window of at most the input + 1 on each side */
+      while (k[d] > 1 && (k[d] - 1) * dl[d] >= in + 1) k[d]--;
   }
-  int ceil_mode = gen_chance(&G->rng, 0.2);
+  int ceil_mode = ap ? 0 : gen_attr_chance(G, 0.2);
   for (int d = 0; d < sd && ceil_mode; d++) { /* a last window that starts in the end padding: */
     int64_t in = gen_dim(G, x, 2 + d),
             span = in + pads[d] + pads[sd + d] - ((k[d] - 1) * dl[d] + 1);
     if ((span + s[d] - 1) / s[d] * s[d] >= in + pads[d]) ceil_mode = 0; /* ONNX and ORT disagree */
   }
-  char a[256], b1[48], b2[48], b3[64], b4[48];
-  int len = snprintf(a, sizeof a, "kernel_shape=%s, strides=%s, pads=%s, ceil_mode=%d",
-                     ints_text(b1, sizeof b1, sd, k), ints_text(b2, sizeof b2, sd, s),
-                     ints_text(b3, sizeof b3, 2 * sd, pads), ceil_mode);
-  if (max)
-    snprintf(a + len, sizeof a - (size_t)len, ", dilations=%s", ints_text(b4, sizeof b4, sd, dl));
-  else snprintf(a + len, sizeof a - (size_t)len, ", count_include_pad=%d", gen_int(&G->rng, 0, 1));
+  char a[256], w[224];
+  window_attrs(G, w, sizeof w, sd, k, s, pads, max ? dl : NULL, ap, false);
+  int len = snprintf(a, sizeof a, "%s, ceil_mode=%d", w, ceil_mode);
+  if (!max)
+    snprintf(a + len, sizeof a - (size_t)len, ", count_include_pad=%d", gen_attr_int(G, 0, 1));
   gen_emit(G, op_name(op), 1, &x, 1, a, max ? gen_v(G, x)->dom : DOM_ANY, gen_mag(G, x));
   return true;
 }
@@ -236,7 +262,7 @@ bool gen_b_norm(gen *G, int op) {
     ATTR("size=%d, alpha=%.3g, beta=0.75, bias=%.3g", 2 * gen_int(&G->rng, 0, 2) + 1,
          1e-4 + gen_unif(&G->rng) * 0.1, 1.0 + gen_unif(&G->rng));
   } else if (!strcmp(name, "LpNormalization")) {
-    ATTR("axis=%d, p=%d", gen_int(&G->rng, -r, r - 1), gen_int(&G->rng, 1, 2));
+    ATTR("axis=%d, p=%d", gen_attr_int(G, -r, r - 1), gen_attr_int(G, 1, 2));
   } else { /* LayerNormalization, RMSNormalization: scale over dims [axis, r) */
     int axis = gen_int(&G->rng, 0, r - 1);
     int64_t pd[KILN_MAX_RANK];
@@ -263,7 +289,7 @@ bool gen_b_topk(gen *G, int op) {
   int64_t k = gen_int(&G->rng, 1, (int)gen_dim(G, x, axis));
   int in[2] = {x, gen_const_i64(G, 1, &k, false)};
   char a[64];
-  ATTR("axis=%d, largest=%d, sorted=1", axis, gen_int(&G->rng, 0, 1));
+  ATTR("axis=%d, largest=%d, sorted=1", gen_axis_form(G, axis, r), gen_attr_int(G, 0, 1));
   int y = gen_emit(G, "TopK", 2, in, 2, a, gen_v(G, x)->dom, gen_mag(G, x) + 8);
   if (y >= 0) G->vals.data[y + 1].dom = DOM_NONNEG; /* indices: 0 is one (never a divisor) */
   return true;
