@@ -64,6 +64,11 @@ static const enum_attr *find_enum(const char *op, const char *name) {
   return NULL;
 }
 
+const char *const *gen_enum_values(const char *op, const char *name) {
+  const enum_attr *e = find_enum(op, name);
+  return e ? e->values : NULL;
+}
+
 const char *kiln_gen_cell_excluded(const char *cell) {
   for (size_t i = 0; i < sizeof excluded / sizeof excluded[0]; i++)
     if (!strcmp(excluded[i].cell, cell)) return excluded[i].why;

@@ -129,6 +129,10 @@ int gen_emit(gen *G, const char *op, int n_in, const int *in, int n_out, const c
  * its default now and then; the meaning stays. A new string (owned by the caller). */
 char *gen_attrs_vary(gen *G, const char *op, const char *attrs);
 
+/* The values of an enumerated attribute (NULL-terminated, at most 6), NULL when the attribute
+ * is not enumerated (gen_cells.c). */
+const char *const *gen_enum_values(const char *op, const char *name);
+
 /* Types the values written since the last accepted draw (parse and inference of the text
  * so far), so that a pattern can build on them; false when inference rejects the text. */
 bool gen_settle(gen *G);
@@ -222,5 +226,7 @@ bool gen_b_chain(gen *G, int op);
 bool gen_b_pattern(gen *G, int op);
 int gen_op_index(const char *name); /* the table entry of an op name, -1 when none */
 bool gen_b_diamond(gen *G, int op);
+/* gen_dup.c: a copy or near-copy of an earlier node (cse) */
+bool gen_b_duplicate(gen *G, int op);
 
 #endif

@@ -397,45 +397,6 @@ static bool b_cumsum(gen *G, int op) {
 }
 
 /* ---- pass patterns ---- */
-/* A copy of an earlier node with the same operands (cse). */
-static bool b_duplicate(gen *G, int op) {
-  (void)op;
-  int n = 0, idx[64];
-  for (int i = 0; i < G->lines.len && n < 64; i++)
-    if (!strstr(G->lines.data[i], "= const ")) idx[n++] = i;
-  if (n == 0) return false;
-  const char *line = G->lines.data[idx[gen_int(&G->rng, 0, n - 1)]];
-  for (int t = 0; t < 4 && !strstr(line, "alpha=") && gen_chance(&G->rng, 0.5); t++)
-    line = G->lines.data[idx[gen_int(&G->rng, 0, n - 1)]]; /* favour nodes with a float attribute */
-  const char *eq = strstr(line, " = ");
-  int n_out = 1;
-  for (const char *p = line; p < eq; p++) n_out += *p == ',';
-  gen_val src = G->vals.data[0];
-  for (int i = 0; i < G->vals.len; i++) /* the domain of the copied node's first output */
-    if (!strncmp(line + 1, G->vals.data[i].name, strlen(G->vals.data[i].name)) &&
-        (line[1 + strlen(G->vals.data[i].name)] == ' ' ||
-         line[1 + strlen(G->vals.data[i].name)] == ','))
-      src = G->vals.data[i];
-  kiln_strbuf b = {0};
-  int first = G->vals.len;
-  for (int k = 0; k < n_out; k++) {
-    gen_val v = src;
-    snprintf(v.name, sizeof v.name, "v%d", G->next_name++);
-    v.is_input = v.is_const = false;
-    kiln_vec_push(&G->vals, v);
-    kiln_strbuf_printf(&b, "%s%%%s", k ? ", " : "", v.name);
-  }
-  (void)first;
-  const char *alpha = strstr(eq, "alpha=");
-  if (alpha && gen_chance(&G->rng, 0.5)) { /* a near-duplicate: another alpha (not for cse) */
-    const char *end = alpha + 6 + strspn(alpha + 6, "0123456789.e+-");
-    kiln_strbuf_printf(&b, "%.*salpha=%.3g%s", (int)(alpha - eq), eq, 0.05 + gen_unif(&G->rng),
-                       end);
-  } else kiln_strbuf_printf(&b, "%s", eq);
-  kiln_vec_push(&G->lines, b.data);
-  return true;
-}
-
 /* The op of table entry `name`. */
 static int op_index(const char *name) {
   for (int i = 0; i < kiln_gen_n_ops; i++)
@@ -583,7 +544,7 @@ const gen_op kiln_gen_ops[] = {
     OP(Hardmax, .since = 13, .weight = 1, .build = b_softmax),
     OP(CumSum, .since = 14, .weight = 1, .build = b_cumsum),
     OP(CumProd, .since = 26, .weight = 1, .build = b_cumsum),
-    {.name = "(duplicate)", .since = 13, .weight = 3, .build = b_duplicate},
+    {.name = "(duplicate)", .since = 13, .weight = 3, .build = gen_b_duplicate},
     {.name = "(chain)", .since = 13, .weight = 4, .build = gen_b_chain},
     {.name = "(diamond)", .since = 13, .weight = 2, .build = gen_b_diamond},
     {.name = "(pattern)", .since = 13, .weight = 36, .build = gen_b_pattern},

@@ -1,0 +1,189 @@
+/* Duplicates and near-duplicates of an earlier node, for the passes that merge nodes (cse):
+ * an exact copy (must be merged), the copy with its attributes written differently but meaning
+ * the same (a default written out or left out: may be merged), or a near-copy that must stay
+ * apart: one attribute of any kind changed (an int moved, a float, another value of an
+ * enumerated attribute, one element of a list), or two operands swapped. Inference decides
+ * whether the variant is valid; a rejected draw is redrawn. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_internal.h"
+
+/* The attribute text of line ("... {a=1, b=2}") split around item k of n: the bounds of the
+ * braces' content and of each top-level item. */
+typedef struct attr_items {
+  const char *open, *close; /* '{' and '}' of the line, NULL when it has none */
+  int n;
+  const char *start[16], *end[16];
+} attr_items;
+
+static void find_items(const char *line, attr_items *it) {
+  memset(it, 0, sizeof *it);
+  it->open = strstr(line, ") {");
+  if (!it->open) return;
+  it->open += 2, it->close = strrchr(line, '}');
+  const char *s = it->open + 1;
+  int depth = 0;
+  bool quote = false;
+  for (const char *p = s; p <= it->close; p++) {
+    if (*p == '"') quote = !quote;
+    else if (!quote && *p == '[') depth++;
+    else if (!quote && *p == ']') depth--;
+    if ((p == it->close || (!quote && !depth && *p == ',')) && it->n < 16) {
+      while (*s == ' ') s++;
+      if (p > s) it->start[it->n] = s, it->end[it->n++] = p;
+      s = p + 1;
+    }
+  }
+}
+
+/* Writes item's name=value with the value changed (a new string in b); false when the item
+ * has no change the generator knows. */
+static bool change_value(gen *G, const char *op, const char *s, const char *e, kiln_strbuf *b) {
+  const char *eq = memchr(s, '=', (size_t)(e - s));
+  if (!eq) return false;
+  char name[64], val[160];
+  snprintf(name, sizeof name, "%.*s", (int)(eq - s), s);
+  snprintf(val, sizeof val, "%.*s", (int)(e - eq - 1), eq + 1);
+  const char *const *ev = gen_enum_values(op, name);
+  if (ev) { /* another value of the enumeration, written as the original was */
+    int n = 0;
+    while (n < 6 && ev[n]) n++;
+    const char *to = ev[gen_attr_int(G, 0, n - 1)];
+    bool quoted = val[0] == '"';
+    if (quoted ? !strncmp(val + 1, to, strlen(to)) && val[1 + strlen(to)] == '"' : !strcmp(val, to))
+      return false;
+    kiln_strbuf_printf(b, quoted ? "%s=\"%s\"" : "%s=%s", name, to);
+    return true;
+  }
+  char *endp;
+  if (val[0] == '[') { /* a list: one element moved by one */
+    int n = 1;
+    for (char *p = val; *p; p++) n += *p == ',';
+    int pick = gen_attr_int(G, 0, n - 1), i = 0;
+    kiln_strbuf_printf(b, "%s=[", name);
+    for (char *p = val + 1; *p && *p != ']'; i++) {
+      long long x = strtoll(p, &endp, 10);
+      if (endp == p) return false;
+      kiln_strbuf_printf(b, "%s%lld", i ? "," : "", i == pick ? x + (gen_attr_chance(G, 0.5) ? 1 : -1) : x);
+      p = endp + (*endp == ',');
+    }
+    kiln_strbuf_printf(b, "]");
+    return true;
+  }
+  long long xi = strtoll(val, &endp, 10);
+  if (*endp == 0) {
+    long long to = gen_attr_chance(G, 0.3) ? -xi - 1 : xi + (gen_attr_chance(G, 0.5) ? 1 : -1);
+    kiln_strbuf_printf(b, "%s=%lld", name, to);
+    return true;
+  }
+  double xf = strtod(val, &endp);
+  if (*endp == 0) {
+    kiln_strbuf_printf(b, "%s=%.4g", name, xf * (0.5 + gen_attr_unif(G)) + 0.01);
+    return true;
+  }
+  return false;
+}
+
+/* The line with attribute item k changed; NULL when it cannot be. */
+static char *with_changed_attr(gen *G, const char *line, const char *op) {
+  attr_items it;
+  find_items(line, &it);
+  if (it.n == 0) return NULL;
+  int k = gen_attr_int(G, 0, it.n - 1);
+  kiln_strbuf v = {0};
+  if (!change_value(G, op, it.start[k], it.end[k], &v)) {
+    kiln_strbuf_free(&v);
+    return NULL;
+  }
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "%.*s%s%s", (int)(it.start[k] - line), line, v.data, it.end[k]);
+  kiln_strbuf_free(&v);
+  return b.data;
+}
+
+/* The line with its attribute text varied through the schema defaults (same meaning). */
+static char *with_defaults_varied(gen *G, const char *line, const char *op) {
+  attr_items it;
+  find_items(line, &it);
+  char *inner = NULL;
+  if (it.open) {
+    size_t n = (size_t)(it.close - it.open - 1);
+    inner = kiln_xmalloc(n + 1);
+    memcpy(inner, it.open + 1, n), inner[n] = 0;
+  }
+  char *varied = gen_attrs_vary(G, op, inner ? inner : "");
+  free(inner);
+  kiln_strbuf b = {0};
+  int head = it.open ? (int)(it.open - 1 - line) : (int)strlen(line);
+  kiln_strbuf_printf(&b, "%.*s%s%s%s", head, line, varied[0] ? " {" : "", varied, varied[0] ? "}" : "");
+  free(varied);
+  return b.data;
+}
+
+/* The line with operands i and j swapped (of "= Op(%a, %b, ...)"); NULL with fewer than two. */
+static char *with_swapped_operands(gen *G, const char *line) {
+  const char *lp = strchr(strstr(line, " = "), '('), *rp = lp ? strchr(lp, ')') : NULL;
+  if (!rp) return NULL;
+  const char *s[8], *e[8];
+  int n = 0;
+  for (const char *p = lp + 1; p < rp && n < 8;) {
+    while (*p == ' ') p++;
+    const char *q = p;
+    while (q < rp && *q != ',') q++;
+    s[n] = p, e[n++] = q;
+    p = q + 1;
+  }
+  if (n < 2) return NULL;
+  int i = gen_int(&G->rng, 0, n - 1), j = gen_int(&G->rng, 0, n - 2);
+  if (j >= i) j++;
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "%.*s", (int)(lp + 1 - line), line);
+  for (int k = 0; k < n; k++) {
+    int from = k == i ? j : k == j ? i : k;
+    kiln_strbuf_printf(&b, "%s%.*s", k ? ", " : "", (int)(e[from] - s[from]), s[from]);
+  }
+  kiln_strbuf_printf(&b, "%s", rp);
+  return b.data;
+}
+
+bool gen_b_duplicate(gen *G, int op) {
+  (void)op;
+  int n = 0, idx[64];
+  for (int i = 0; i < G->lines.len && n < 64; i++)
+    if (!strstr(G->lines.data[i], "= const ")) idx[n++] = i;
+  if (n == 0) return false;
+  const char *line = G->lines.data[idx[gen_int(&G->rng, 0, n - 1)]];
+  const char *eq = strstr(line, " = ");
+  char opname[64];
+  snprintf(opname, sizeof opname, "%.*s", (int)strcspn(eq + 3, "("), eq + 3);
+  int n_out = 1;
+  for (const char *p = line; p < eq; p++) n_out += *p == ',';
+  int kind = gen_attr_int(G, 0, 3); /* 0 exact, 1 same meaning, 2 an attribute, 3 operands */
+  char *body = kind == 2 ? with_changed_attr(G, line, opname)
+               : kind == 3 ? with_swapped_operands(G, line)
+               : kind == 1 ? with_defaults_varied(G, line, opname)
+                           : NULL;
+  if (kind >= 2 && !body) return false;
+  gen_val src = G->vals.data[0];
+  for (int i = 0; i < G->vals.len; i++) /* the domain of the copied node's first output */
+    if (!strncmp(line + 1, G->vals.data[i].name, strlen(G->vals.data[i].name)) &&
+        (line[1 + strlen(G->vals.data[i].name)] == ' ' ||
+         line[1 + strlen(G->vals.data[i].name)] == ','))
+      src = G->vals.data[i];
+  if (kind >= 2) src.dom = DOM_ANY, src.mag = src.mag * 4 + 4; /* another value: what is known */
+  kiln_strbuf b = {0};
+  for (int k = 0; k < n_out; k++) {
+    gen_val v = src;
+    snprintf(v.name, sizeof v.name, "v%d", G->next_name++);
+    v.is_input = v.is_const = false;
+    kiln_vec_push(&G->vals, v);
+    kiln_strbuf_printf(&b, "%s%%%s", k ? ", " : "", v.name);
+  }
+  const char *from = body ? body : line;
+  kiln_strbuf_printf(&b, "%s", strstr(from, " = "));
+  free(body);
+  kiln_vec_push(&G->lines, b.data);
+  return true;
+}
