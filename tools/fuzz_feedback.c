@@ -135,7 +135,15 @@ static void note_cell(void *user, const char *key) {
 
 /* AFL's buckets of a hit count: 1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+. */
 static uint8_t bucket(uint8_t n) {
-  return n == 0 ? 0 : n == 1 ? 1 : n == 2 ? 2 : n == 3 ? 4 : n < 8 ? 8 : n < 16 ? 16 : n < 32 ? 32 : n < 128 ? 64 : 128;
+  return n == 0    ? 0
+         : n == 1  ? 1
+         : n == 2  ? 2
+         : n == 3  ? 4
+         : n < 8   ? 8
+         : n < 16  ? 16
+         : n < 32  ? 32
+         : n < 128 ? 64
+                   : 128;
 }
 
 static int64_t note_edges(fuzz_feedback *f) {
@@ -169,7 +177,8 @@ int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char 
   reward_ops(f, &c->genome, points);
   if (points > 0) {
     keep(f, &c->genome, points);
-    if (f->last_entry >= 0) f->corpus.data[f->last_entry].found += (int)(points < 1000 ? points : 1000);
+    if (f->last_entry >= 0)
+      f->corpus.data[f->last_entry].found += (int)(points < 1000 ? points : 1000);
     for (int k = 0; k < KILN_GEN_MUT_COUNT; k++) f->mut_paid[k] += f->last_kinds[k] > 0;
   }
   return points;
@@ -248,8 +257,9 @@ void fuzz_feedback_print_map(const fuzz_feedback *f, FILE *out, bool report) {
   fprintf(out, "\n");
   if (f->edges) fprintf(out, "compiler edges reached: %lld\n", (long long)f->n_edges);
   if (f->policy == FUZZ_POLICY_BANDIT) {
-    fprintf(out, "feedback: %lld fresh graphs, %lld mutated, %lld kept in the corpus (%d now);"
-                 " mutations used/paid:",
+    fprintf(out,
+            "feedback: %lld fresh graphs, %lld mutated, %lld kept in the corpus (%d now);"
+            " mutations used/paid:",
             (long long)f->fresh, (long long)f->mutated, (long long)f->kept, f->corpus.len);
     for (int k = 0; k < KILN_GEN_MUT_COUNT; k++)
       fprintf(out, " %s %lld/%lld", kiln_gen_mutation_names[k], (long long)f->mut_used[k],

@@ -164,6 +164,28 @@ static kiln_status check_gather_nd(const check_ctx *c) {
   return KILN_OK;
 }
 
+/* ScatterND: updates of shape indices.shape[:-1] + data.shape[m:] (m the index depth), each
+ * extent compared where both are known. */
+static kiln_status check_scatter_nd(const check_ctx *c) {
+  const kiln_type *x = in_type(c, 0), *idx = in_type(c, 1), *u = in_type(c, 2);
+  if (!x || !idx || !u || idx->rank < 1) return KILN_OK;
+  int64_t m = extent(idx, idx->rank - 1);
+  if (m < 0) return KILN_OK;
+  if (m > x->rank)
+    return bad(c, "index depth %lld exceeds the data rank %d", (long long)m, x->rank);
+  int want = idx->rank - 1 + x->rank - (int)m;
+  if (u->rank != want)
+    return bad(c, "updates have rank %d, indices and data need %d", u->rank, want);
+  for (int d = 0; d < want; d++) {
+    int64_t e = d < idx->rank - 1 ? extent(idx, d) : extent(x, (int)m + d - (idx->rank - 1));
+    int64_t have = extent(u, d);
+    if (e >= 0 && have >= 0 && e != have)
+      return bad(c, "updates dim %d is %lld, indices and data need %lld", d, (long long)have,
+                 (long long)e);
+  }
+  return KILN_OK;
+}
+
 /* ReverseSequence: rank >= 2, batch_axis and time_axis 0 and 1 in either order. */
 static kiln_status check_reverse_sequence(const check_ctx *c) {
   int64_t ba, ta;
@@ -236,6 +258,7 @@ static const check_fn checks[KILN_OP_COUNT] = {
     [KILN_OP_LRN] = check_lrn,
     [KILN_OP_GroupNormalization] = check_group_norm,
     [KILN_OP_GatherND] = check_gather_nd,
+    [KILN_OP_ScatterND] = check_scatter_nd,
     [KILN_OP_ReverseSequence] = check_reverse_sequence,
     [KILN_OP_Tile] = check_tile,
     [KILN_OP_Conv] = check_conv,

@@ -145,6 +145,12 @@ static void test_invalid_attributes_rejected(void) {
   check_rejected("f32[1,4,2,2]", "", "LRN(%x) {size=0}");
   check_rejected("f32[2,4]", "  %i = const i64[2,1] [0, 1]\n", "GatherND(%x, %i) {batch_dims=5}");
   check_rejected("f32[2,4]", "  %r = const i64[2] [-1, 1]\n", "Tile(%x, %r)");
+  /* updates of shape [3,4] where indices [1,1] and data [1,4] need [1,4]; of rank 1 */
+  check_rejected("f32[1,4]",
+                 "  %i = const i64[1,1] [0]\n  %u = const f32[3,4] [0,0,0,0,0,0,0,0,0,0,0,0]\n",
+                 "ScatterND(%x, %i, %u)");
+  check_rejected("f32[1,4]", "  %i = const i64[1,1] [0]\n  %u = const f32[4] [0,0,0,0]\n",
+                 "ScatterND(%x, %i, %u)");
   check_rejected("f32[1,4,4,4]", "  %w = const f32[2,4,1,1] [1, 1, 1, 1, 1, 1, 1, 1]\n",
                  "Conv(%x, %w) {group=3}");
 }

@@ -174,6 +174,30 @@ static double rounded_err(kiln_dtype from, kiln_dtype to, double xv, double ev, 
   return err;
 }
 
+/* A float cast to an integer type is undefined (ONNX, and C) where the truncated value is not
+ * in the target's range: such elements are unstable, the reference cannot say what a correct
+ * kernel gives. */
+void kiln_bnd_cast_undefined(bnd_node *b) {
+  int oid = b->n->outputs[0];
+  kiln_dtype to = oid >= 0 ? b->g->values.data[oid].type.dtype : KILN_UNDEFINED;
+  if (b->n->op == KILN_OP_CastLike && b->n->n_inputs > 1 && b->n->inputs[1] >= 0)
+    to = b->g->values.data[b->n->inputs[1]].type.dtype;
+  const kiln_tensor *x = b->in[0] && b->in[0]->t ? b->in[0]->t : NULL;
+  kiln_dtype_class cl = kiln_dtype_class_of(to);
+  if (!x || !kiln_dtype_is_float(x->dtype) || to == KILN_BOOL ||
+      (cl != KILN_CLASS_SINT && cl != KILN_CLASS_UINT))
+    return;
+  double bits = 8.0 * (double)kiln_dtype_size(to);
+  double lo = cl == KILN_CLASS_UINT ? 0 : -ldexp(1, (int)bits - 1);
+  double hi = cl == KILN_CLASS_UINT ? ldexp(1, (int)bits) : ldexp(1, (int)bits - 1); /* excl. */
+  int64_t bad = 0;
+  for (int64_t i = 0; i < x->numel; i++) {
+    double t = trunc(kiln_load_f64(x->dtype, x->data, (size_t)i));
+    bad += !(t >= lo && t < hi);
+  }
+  kiln_bnd_unstable(b, bad, "a float cast to an integer type out of its range is undefined");
+}
+
 kiln_status kiln_bnd_cast(bnd_node *b) {
   int oid = b->n->outputs[0];
   kiln_dtype to = oid >= 0 ? b->g->values.data[oid].type.dtype : KILN_UNDEFINED;

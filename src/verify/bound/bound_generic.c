@@ -307,6 +307,7 @@ kiln_status kiln_bnd_apply(bnd_node *b) {
 static kiln_status apply_rule(bnd_node *b) {
   const bnd_opinfo *info = kiln_bnd_info(b->n->op);
   KILN_TRY(kiln_bnd_eval(b, KILN_OP_UNKNOWN, b->in, b->out));
+  if (info->rule == BND_CAST) kiln_bnd_cast_undefined(b); /* before the exact shortcut */
   bool float_out = false;
   for (int k = 0; k < b->n->n_outputs; k++) float_out |= kiln_bnd_is_float_val(b->out[k]);
   if (!float_out && !kiln_bnd_any_err(b) && info->ulps == 0) return KILN_OK; /* exact */

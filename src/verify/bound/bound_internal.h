@@ -147,6 +147,9 @@ KILN_MUST_USE kiln_status kiln_bnd_corner(bnd_node *b, const bnd_opinfo *info);
 KILN_MUST_USE kiln_status kiln_bnd_lipschitz(bnd_node *b, const bnd_opinfo *info);
 KILN_MUST_USE kiln_status kiln_bnd_reduce_mono(bnd_node *b, const bnd_opinfo *info);
 KILN_MUST_USE kiln_status kiln_bnd_perturb(bnd_node *b, double ulps);
+/* Counts as unstable the elements of a float -> integer Cast whose truncated value is out of
+ * the target's range (undefined). */
+void kiln_bnd_cast_undefined(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_cast(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_argminmax(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_topk(bnd_node *b);

@@ -91,18 +91,25 @@ int gen_dt_bit(kiln_dtype t) {
   case KILN_I64: return DT_I64;
   case KILN_BOOL: return DT_BOOL;
   case KILN_U8: return DT_U8;
+  case KILN_I8: return DT_I8;
+  case KILN_I16: return DT_I16;
+  case KILN_U16: return DT_U16;
+  case KILN_U32: return DT_U32;
+  case KILN_U64: return DT_U64;
+  case KILN_BF16: return DT_BF16;
   default: return 0;
   }
 }
 
 kiln_dtype gen_pick_dt(gen *G, int dts) {
-  /* f32 five times as likely as each other dtype of the set */
-  static const kiln_dtype order[] = {KILN_F32, KILN_F16,  KILN_F64, KILN_I32,
-                                     KILN_I64, KILN_BOOL, KILN_U8};
+  /* f32 most often; the narrow and unsigned integers and bf16 least */
+  static const kiln_dtype order[] = {KILN_F32,  KILN_F16, KILN_F64, KILN_I32, KILN_I64,
+                                     KILN_BOOL, KILN_U8,  KILN_I8,  KILN_I16, KILN_U16,
+                                     KILN_U32,  KILN_U64, KILN_BF16};
+  static const int weight[] = {20, 4, 4, 4, 4, 4, 3, 2, 1, 1, 2, 1, 2};
   enum { N_ORDER = sizeof order / sizeof order[0] };
   int w[N_ORDER], total = 0;
-  for (int i = 0; i < N_ORDER; i++)
-    total += w[i] = (dts & gen_dt_bit(order[i])) ? (i == 0 ? 10 : 2) : 0;
+  for (int i = 0; i < N_ORDER; i++) total += w[i] = (dts & gen_dt_bit(order[i])) ? weight[i] : 0;
   if (total == 0) return KILN_F32;
   int x = gen_int(&G->drng, 0, total - 1);
   for (int i = 0; i < N_ORDER; i++)
@@ -198,6 +205,7 @@ double kiln_gen_draw(gen_rng *r, kiln_dtype dt, gen_dom dom, double s) {
   default: x = (-2 + 4 * u) * s; break;
   }
   if (dt == KILN_F16) x = nearbyint(x * 256) / 256; /* exact in f16 */
+  if (dt == KILN_BF16) x = nearbyint(x * 32) / 32;  /* exact in bf16 (8 significant bits) */
   return x;
 }
 

@@ -66,7 +66,8 @@ static bool change_value(gen *G, const char *op, const char *s, const char *e, k
     for (char *p = val + 1; *p && *p != ']'; i++) {
       long long x = strtoll(p, &endp, 10);
       if (endp == p) return false;
-      kiln_strbuf_printf(b, "%s%lld", i ? "," : "", i == pick ? x + (gen_attr_chance(G, 0.5) ? 1 : -1) : x);
+      kiln_strbuf_printf(b, "%s%lld", i ? "," : "",
+                         i == pick ? x + (gen_attr_chance(G, 0.5) ? 1 : -1) : x);
       p = endp + (*endp == ',');
     }
     kiln_strbuf_printf(b, "]");
@@ -117,7 +118,8 @@ static char *with_defaults_varied(gen *G, const char *line, const char *op) {
   free(inner);
   kiln_strbuf b = {0};
   int head = it.open ? (int)(it.open - 1 - line) : (int)strlen(line);
-  kiln_strbuf_printf(&b, "%.*s%s%s%s", head, line, varied[0] ? " {" : "", varied, varied[0] ? "}" : "");
+  kiln_strbuf_printf(&b, "%.*s%s%s%s", head, line, varied[0] ? " {" : "", varied,
+                     varied[0] ? "}" : "");
   free(varied);
   return b.data;
 }
@@ -161,7 +163,7 @@ bool gen_b_duplicate(gen *G, int op) {
   int n_out = 1;
   for (const char *p = line; p < eq; p++) n_out += *p == ',';
   int kind = gen_attr_int(G, 0, 3); /* 0 exact, 1 same meaning, 2 an attribute, 3 operands */
-  char *body = kind == 2 ? with_changed_attr(G, line, opname)
+  char *body = kind == 2   ? with_changed_attr(G, line, opname)
                : kind == 3 ? with_swapped_operands(G, line)
                : kind == 1 ? with_defaults_varied(G, line, opname)
                            : NULL;

@@ -72,7 +72,7 @@ static const un_spec unary[KILN_OP_COUNT] = {
     UN(IsNaN, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ONE),
     UN(IsInf, .dts = DT_FLOAT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ONE),
     UN(Not, .dts = DT_BOOL, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_ONE),
-    UN(BitwiseNot, .dts = DT_INT | DT_U8, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_UNK),
+    UN(BitwiseNot, .dts = DT_INT | DT_UINT, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_UNK),
     UN(Identity, .dts = DT_ALL, .in = DOM_ANY, .out = DOM_ANY, .mag = MG_SAME),
 };
 #undef UN
@@ -180,10 +180,10 @@ static const bin_spec binary[KILN_OP_COUNT] = {
     BIN(And, .dts = DT_BOOL, .a = DOM_ANY, .b = DOM_ANY, .out_bool = 1, .mag = 'b'),
     BIN(Or, .dts = DT_BOOL, .a = DOM_ANY, .b = DOM_ANY, .out_bool = 1, .mag = 'b'),
     BIN(Xor, .dts = DT_BOOL, .a = DOM_ANY, .b = DOM_ANY, .out_bool = 1, .mag = 'b'),
-    BIN(BitwiseAnd, .dts = DT_INT | DT_U8, .a = DOM_ANY, .b = DOM_ANY, .mag = 'm'),
-    BIN(BitwiseOr, .dts = DT_INT | DT_U8, .a = DOM_ANY, .b = DOM_ANY, .mag = 'o'),
-    BIN(BitwiseXor, .dts = DT_INT | DT_U8, .a = DOM_ANY, .b = DOM_ANY, .mag = 'o'),
-    BIN(BitShift, .dts = DT_U8, .a = DOM_ANY, .b = DOM_ANY, .mag = 's'),
+    BIN(BitwiseAnd, .dts = DT_INT | DT_UINT, .a = DOM_ANY, .b = DOM_ANY, .mag = 'm'),
+    BIN(BitwiseOr, .dts = DT_INT | DT_UINT, .a = DOM_ANY, .b = DOM_ANY, .mag = 'o'),
+    BIN(BitwiseXor, .dts = DT_INT | DT_UINT, .a = DOM_ANY, .b = DOM_ANY, .mag = 'o'),
+    BIN(BitShift, .dts = DT_UINT, .a = DOM_ANY, .b = DOM_ANY, .mag = 's'),
 };
 #undef BIN
 
@@ -286,6 +286,15 @@ static bool b_cast(gen *G, int op) {
   int x = gen_pick(G, &w);
   kiln_dtype to = gen_pick_dt(G, DT_ALL);
   char a[64];
+  /* a float to an integer type is defined only within the target's range */
+  gen_dom d = gen_v(G, x)->dom;
+  bool nonneg = d == DOM_POS || d == DOM_GE1 || d == DOM_NONNEG;
+  if (kiln_dtype_is_float(gen_dtype(G, x)) && kiln_dtype_class_of(to) == KILN_CLASS_UINT &&
+      to != KILN_BOOL && !nonneg)
+    to = KILN_I32;
+  if (kiln_dtype_is_float(gen_dtype(G, x)) && (to == KILN_I8 || to == KILN_U8) &&
+      !(gen_mag(G, x) < 127))
+    to = KILN_I32;
   if (!strcmp(op_name(op), "CastLike")) {
     int64_t d1[1] = {1};
     kiln_type t = kiln_type_tensor(to, 1, d1);
