@@ -238,6 +238,10 @@ static kiln_status infer_matmul(kiln_infer_ctx *ctx) {
   const kiln_type *a = kiln_nn_infer_in(ctx, 0), *b = kiln_nn_infer_in(ctx, 1);
   if (!a || !b || a->rank < 1 || b->rank < 1) return KILN_OK;
   kiln_dtype dt = ctx->node->op == KILN_OP_MatMulInteger ? KILN_I32 : a->dtype;
+  kiln_dim ka = a->dims[a->rank - 1], kb = b->dims[b->rank >= 2 ? b->rank - 2 : 0];
+  if (ka.value >= 0 && kb.value >= 0 && ka.value != kb.value)
+    return kiln_nn_infer_error(ctx, "inner dims differ: %lld vs %lld", (long long)ka.value,
+                               (long long)kb.value);
   int ba = a->rank > 2 ? a->rank - 2 : 0, bb = b->rank > 2 ? b->rank - 2 : 0;
   int nb = ba > bb ? ba : bb;
   kiln_type t = kiln_type_tensor(dt, 0, NULL);

@@ -151,6 +151,8 @@ static void test_invalid_attributes_rejected(void) {
                  "ScatterND(%x, %i, %u)");
   check_rejected("f32[1,4]", "  %i = const i64[1,1] [0]\n  %u = const f32[4] [0,0,0,0]\n",
                  "ScatterND(%x, %i, %u)");
+  /* MatMul whose inner dims differ ([2,4] x [3,2]: the operands swapped) */
+  check_rejected("f32[2,4]", "  %w = const f32[3,2] [0,0,0,0,0,0]\n", "MatMul(%x, %w)");
   check_rejected("f32[1,4,4,4]", "  %w = const f32[2,4,1,1] [1, 1, 1, 1, 1, 1, 1, 1]\n",
                  "Conv(%x, %w) {group=3}");
 }
