@@ -525,7 +525,7 @@ static void seed_step(gen *G, const kiln_gen_step *s) {
 /* One step: its builder; kept (and appended to the genome) when inference accepts it. */
 static bool grow(gen *G, const kiln_gen_step *s, int *rejected) {
   if (s->op < 0 || s->op >= kiln_gen_n_ops || kiln_gen_ops[s->op].since > G->opset) return false;
-  int nv = G->vals.len, ni = G->inputs.len, nl = G->lines.len;
+  int nv = G->vals.len, ni = G->inputs.len, nl = G->lines.len, names = G->next_name;
   G->why[0] = 0;
   seed_step(G, s);
   if (kiln_gen_ops[s->op].build(G, s->op) && G->vals.len > nv && accept_from(G, nv, false)) {
@@ -533,6 +533,7 @@ static bool grow(gen *G, const kiln_gen_step *s, int *rejected) {
     return true;
   }
   truncate_to(G, nv, ni, nl);
+  G->next_name = names; /* names do not depend on rejected draws: a replay gives the same */
   ++*rejected;
   return false;
 }

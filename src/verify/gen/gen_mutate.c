@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gen_internal.h"
+#include "ops/op_attrs.h"
 
 const char *const kiln_gen_mutation_names[KILN_GEN_MUT_COUNT] = {
     [KILN_GEN_MUT_INSERT] = "insert",  [KILN_GEN_MUT_DELETE] = "delete",
@@ -49,10 +50,27 @@ static void splice(kiln_gen_genome *g, const kiln_gen_genome *other, gen_rng *r)
   for (int k = len - 1; k >= 0; k--) insert_at(g, at, &other->steps[from + k]);
 }
 
+/* True when the op of row i has attributes (or is a pattern of several ops). */
+static bool has_attrs(int i) {
+  kiln_op op = kiln_gen_ops[i].op;
+  if (op == KILN_OP_UNKNOWN) return true;
+  const kiln_op_schema_version *sv = kiln_op_schema_at(op, 0);
+  return sv && sv->attrs && sv->attrs[0].name;
+}
+
+/* The step a mutation of kind k changes: any, or for a re-attribute one whose op has
+ * attributes (a few draws; the last one when none has). */
+static int pick_step(const kiln_gen_genome *g, gen_rng *r, kiln_gen_mutation k) {
+  int at = g->n > 0 ? gen_int(r, 0, g->n - 1) : 0;
+  for (int t = 0; k == KILN_GEN_MUT_ATTR && t < 8 && g->n > 0 && !has_attrs(g->steps[at].op); t++)
+    at = gen_int(r, 0, g->n - 1);
+  return at;
+}
+
 /* One mutation of kind k. */
 static void mutate_one(const kiln_gen_opts *o, kiln_gen_genome *g, const kiln_gen_genome *other,
                        gen_rng *r, kiln_gen_mutation k) {
-  int at = g->n > 0 ? gen_int(r, 0, g->n - 1) : 0;
+  int at = pick_step(g, r, k);
   kiln_gen_step *s = g->n > 0 ? &g->steps[at] : NULL;
   switch (k) {
   case KILN_GEN_MUT_INSERT: {

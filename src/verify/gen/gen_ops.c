@@ -94,19 +94,19 @@ static double out_mag(mag_kind k, double m, kiln_dtype dt) {
 
 /* The attributes of the unary ops that have some: random legal values. */
 static const char *unary_attrs(gen *G, const char *op, char *a, size_t n) {
-  double x = 0.05 + gen_unif(&G->rng) * 1.5;
+  double x = 0.05 + gen_attr_unif(G) * 1.5;
   a[0] = 0;
   if (!strcmp(op, "Elu") || !strcmp(op, "Celu") || !strcmp(op, "LeakyRelu") ||
       !strcmp(op, "ThresholdedRelu") || !strcmp(op, "Swish")) {
-    if (gen_chance(&G->rng, 0.6)) snprintf(a, n, "alpha=%.3g", x);
+    if (gen_attr_chance(G, 0.6)) snprintf(a, n, "alpha=%.3g", x);
   } else if (!strcmp(op, "Selu")) {
-    if (gen_chance(&G->rng, 0.5)) snprintf(a, n, "alpha=%.3g, gamma=%.3g", x + 0.5, x + 0.2);
+    if (gen_attr_chance(G, 0.5)) snprintf(a, n, "alpha=%.3g, gamma=%.3g", x + 0.5, x + 0.2);
   } else if (!strcmp(op, "HardSigmoid")) {
-    if (gen_chance(&G->rng, 0.6)) snprintf(a, n, "alpha=%.3g, beta=%.3g", x * 0.3, 0.5);
+    if (gen_attr_chance(G, 0.6)) snprintf(a, n, "alpha=%.3g, beta=%.3g", x * 0.3, 0.5);
   } else if (!strcmp(op, "Shrink")) {
     snprintf(a, n, "bias=%.3g, lambd=%.3g", x * 0.5, x);
   } else if (!strcmp(op, "Gelu")) {
-    if (gen_chance(&G->rng, 0.5)) snprintf(a, n, "approximate=\"tanh\"");
+    if (gen_attr_chance(G, 0.5)) snprintf(a, n, "approximate=\"tanh\"");
   }
   return a;
 }
@@ -246,7 +246,7 @@ static bool b_binary(gen *G, int op) {
     in[0] = b, in[1] = a; /* the broadcast operand first */
   char attr[32] = "";
   if (s->mag == 's')
-    snprintf(attr, sizeof attr, "direction=\"%s\"", gen_chance(&G->rng, 0.5) ? "LEFT" : "RIGHT");
+    snprintf(attr, sizeof attr, "direction=\"%s\"", gen_attr_chance(G, 0.5) ? "LEFT" : "RIGHT");
   if (!strcmp(s->name, "Mod") && gen_chance(&G->rng, 0.3)) return false;
   double mag = bin_mag(s->mag, gen_mag(G, a), gen_mag(G, b));
   bool minmax = !strcmp(s->name, "Max") || !strcmp(s->name, "Min"); /* keep a common domain */

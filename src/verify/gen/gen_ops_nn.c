@@ -115,8 +115,8 @@ bool gen_b_gemm(gen *G, int op) {
   else if (c == 3) in[2] = new_value(G, dt, 0, cd, DOM_ANY, 0.9);
   char a[96];
   ATTR("alpha=%.3g, beta=%.3g, transA=%d, transB=%d",
-       gen_chance(&G->rng, 0.5) ? 1.0 : 0.5 + gen_unif(&G->rng),
-       gen_chance(&G->rng, 0.5) ? 1.0 : gen_unif(&G->rng), ta, tb);
+       gen_attr_chance(G, 0.5) ? 1.0 : 0.5 + gen_attr_unif(G),
+       gen_attr_chance(G, 0.5) ? 1.0 : gen_attr_unif(G), ta, tb);
   gen_emit(G, "Gemm", in[2] >= 0 ? 3 : 2, in, 1, a, DOM_ANY, gen_mag(G, x) * 6 * (double)k + 6);
   return true;
 }
@@ -250,17 +250,20 @@ bool gen_b_norm(gen *G, int op) {
   if (!strcmp(name, "BatchNormalization")) {
     in[1] = param(G, dt, 1, &c, DOM_POS), in[2] = param(G, dt, 1, &c, DOM_ANY);
     in[3] = param(G, dt, 1, &c, DOM_ANY), in[4] = param(G, dt, 1, &c, DOM_POS), n_in = 5;
-    ATTR("epsilon=%.3g", gen_chance(&G->rng, 0.5) ? 1e-5 : 0.01);
+    ATTR("epsilon=%.3g", gen_attr_chance(G, 0.5) ? 1e-5 : 0.01);
   } else if (!strcmp(name, "InstanceNormalization")) {
     in[1] = param(G, dt, 1, &c, DOM_ANY), in[2] = param(G, dt, 1, &c, DOM_ANY), n_in = 3;
   } else if (!strcmp(name, "GroupNormalization")) {
     int64_t g = c;
     while (g > 1 && (c % g || gen_chance(&G->rng, 0.4))) g--;
     in[1] = param(G, dt, 1, &c, DOM_ANY), in[2] = param(G, dt, 1, &c, DOM_ANY), n_in = 3;
-    ATTR("num_groups=%lld, epsilon=0.001", (long long)g);
+    ATTR("num_groups=%lld, epsilon=%s", (long long)g, gen_attr_chance(G, 0.4) ? "1e-05" : "0.001");
   } else if (!strcmp(name, "LRN")) {
-    ATTR("size=%d, alpha=%.3g, beta=0.75, bias=%.3g", 2 * gen_int(&G->rng, 0, 2) + 1,
-         1e-4 + gen_unif(&G->rng) * 0.1, 1.0 + gen_unif(&G->rng));
+    /* alpha and bias at their defaults (1e-4, 1) now and then: left out by the emit layer */
+    ATTR("size=%d, alpha=%.3g, beta=%.3g, bias=%.3g", 2 * gen_attr_int(G, 0, 2) + 1,
+         gen_attr_chance(G, 0.3) ? 1e-4 : 1e-4 + gen_attr_unif(G) * 0.1,
+         gen_attr_chance(G, 0.5) ? 0.75 : 0.5,
+         gen_attr_chance(G, 0.3) ? 1.0 : 1.0 + gen_attr_unif(G));
   } else if (!strcmp(name, "LpNormalization")) {
     ATTR("axis=%d, p=%d", gen_attr_int(G, -r, r - 1), gen_attr_int(G, 1, 2));
   } else { /* LayerNormalization, RMSNormalization: scale over dims [axis, r) */
@@ -274,8 +277,7 @@ bool gen_b_norm(gen *G, int op) {
     in[1] = param(G, dt, pr, pd, DOM_ANY), n_in = 2;
     if (!strcmp(name, "LayerNormalization") && gen_chance(&G->rng, 0.6))
       in[2] = param(G, dt, pr, pd, DOM_ANY), n_in = 3;
-    ATTR("axis=%d, epsilon=%.3g", gen_chance(&G->rng, 0.5) ? axis : axis - r,
-         gen_chance(&G->rng, 0.5) ? 1e-5 : 1e-3);
+    ATTR("axis=%d, epsilon=%.3g", gen_axis_form(G, axis, r), gen_attr_chance(G, 0.5) ? 1e-5 : 1e-3);
   }
   gen_emit(G, name, n_in, in, 1, a, DOM_ANY, INFINITY);
   return true;
