@@ -25,9 +25,13 @@
 static uint8_t edge_map[KILN_EDGE_MAP];
 static _Thread_local uint32_t prev_block;
 
-bool kiln_edges_enabled(void) { return true; }
+bool kiln_edges_enabled(void) {
+  return true;
+}
 
-const uint8_t *kiln_edges_map(void) { return edge_map; }
+const uint8_t *kiln_edges_map(void) {
+  return edge_map;
+}
 
 void kiln_edges_reset(void) {
   memset(edge_map, 0, sizeof edge_map);
@@ -54,9 +58,13 @@ void __sanitizer_cov_trace_pc(void) {
 
 #else
 
-bool kiln_edges_enabled(void) { return false; }
+bool kiln_edges_enabled(void) {
+  return false;
+}
 
-const uint8_t *kiln_edges_map(void) { return NULL; }
+const uint8_t *kiln_edges_map(void) {
+  return NULL;
+}
 
 void kiln_edges_reset(void) {}
 
