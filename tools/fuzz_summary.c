@@ -11,6 +11,11 @@
 /* ---- building ---- */
 void kiln_fuzz_summary_add_cell(kiln_fuzz_summary *s, const char *key, int64_t count) {
   int64_t k;
+  if (s->cell_index_.len != (size_t)s->cells.len) { /* cells pushed directly: index them */
+    kiln_strmap_free(&s->cell_index_);
+    for (int i = 0; i < s->cells.len; i++)
+      kiln_strmap_put(&s->cell_index_, s->cells.data[i].key, i);
+  }
   if (kiln_strmap_get(&s->cell_index_, key, &k)) {
     s->cells.data[k].count += count;
     return;
@@ -108,8 +113,7 @@ kiln_status kiln_fuzz_summary_write(const char *path, const kiln_fuzz_summary *s
                      "\"invalid\": %lld, \"no_inputs\": %lld, \"runner_errors\": %lld, "
                      "\"compiled\": %lld},\n",
                      s->seconds, (long long)s->tried, (long long)s->valid, (long long)s->invalid,
-                     (long long)s->no_inputs, (long long)s->runner_errors,
-                     (long long)s->compiled);
+                     (long long)s->no_inputs, (long long)s->runner_errors, (long long)s->compiled);
   put_failures(&b, s);
   put_cells(&b, s);
   kiln_strbuf_printf(&b, "  \"edges\": ");
@@ -132,8 +136,7 @@ static kiln_status jerr(const jreader *r, const char *what) {
 }
 
 static void jws(jreader *r) {
-  while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\t' || *r->p == '\r'))
-    r->p++;
+  while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\t' || *r->p == '\r')) r->p++;
 }
 
 /* True (and consumed) when the next character is c. */
@@ -334,13 +337,20 @@ typedef struct read_ctx {
   kiln_fuzz_failure f;
 } read_ctx;
 
-enum { SEEN_FORMAT = 1, SEEN_VERSION = 2, SEEN_SEED = 4, SEEN_SHARD = 8, SEEN_SHARDS = 16,
-       SEEN_GRAPHS = 32, SEEN_ALL = 63 };
+enum {
+  SEEN_FORMAT = 1,
+  SEEN_VERSION = 2,
+  SEEN_SEED = 4,
+  SEEN_SHARD = 8,
+  SEEN_SHARDS = 16,
+  SEEN_GRAPHS = 32,
+  SEEN_ALL = 63
+};
 
 static kiln_status graphs_field(jreader *r, const char *key, void *ctx) {
   kiln_fuzz_summary *s = ((read_ctx *)ctx)->s;
-  static const char *const names[] = {"tried",         "valid",   "invalid", "no_inputs",
-                                      "runner_errors", "compiled"};
+  static const char *const names[] = {"tried",     "valid",         "invalid",
+                                      "no_inputs", "runner_errors", "compiled"};
   int64_t *slots[] = {&s->tried,     &s->valid,         &s->invalid,
                       &s->no_inputs, &s->runner_errors, &s->compiled};
   for (int i = 0; i < 6; i++)
@@ -368,8 +378,7 @@ static kiln_status failure_field(jreader *r, const char *key, void *ctx) {
     return KILN_OK;
   }
   if (!strcmp(key, "count")) return jint(r, 1, INT64_MAX / 4, "count", &f->count);
-  if (!strcmp(key, "first_graph"))
-    return jint(r, 0, INT64_MAX / 4, "first_graph", &f->first_graph);
+  if (!strcmp(key, "first_graph")) return jint(r, 0, INT64_MAX / 4, "first_graph", &f->first_graph);
   return jskip(r, 1);
 }
 
@@ -382,8 +391,8 @@ static kiln_status read_failures(jreader *r, read_ctx *c) {
     if (!st && (!c->f.signature || !c->f.dir || !c->f.count || c->f.first_graph < 0))
       st = jerr(r, "a failure lacks signature, count, dir or first_graph");
     if (!st)
-      kiln_fuzz_summary_add_failure(c->s, c->f.signature, c->f.count, c->f.dir,
-                                    c->f.first_graph, c->origin);
+      kiln_fuzz_summary_add_failure(c->s, c->f.signature, c->f.count, c->f.dir, c->f.first_graph,
+                                    c->origin);
     free(c->f.signature), free(c->f.dir);
     KILN_TRY(st);
   } while (jeat(r, ','));
@@ -548,8 +557,7 @@ kiln_status kiln_fuzz_summary_merge(kiln_fuzz_summary *dst, const kiln_fuzz_summ
   KILN_TRY(add_count(&dst->compiled, src->compiled, "compiled"));
   for (int i = 0; i < src->failures.len; i++) {
     const kiln_fuzz_failure *f = &src->failures.data[i];
-    kiln_fuzz_summary_add_failure(dst, f->signature, f->count, f->dir, f->first_graph,
-                                  f->origin);
+    kiln_fuzz_summary_add_failure(dst, f->signature, f->count, f->dir, f->first_graph, f->origin);
   }
   for (int i = 0; i < src->cells.len; i++)
     kiln_fuzz_summary_add_cell(dst, src->cells.data[i].key, src->cells.data[i].count);

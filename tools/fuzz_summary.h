@@ -41,14 +41,14 @@ typedef struct kiln_fuzz_cell {
 
 typedef struct kiln_fuzz_summary {
   uint64_t seed;
-  int64_t shard, shards; /* this run is shard i of N (0 of 1 unsharded; -1 of N merged) */
+  int64_t shard, shards;   /* this run is shard i of N (0 of 1 unsharded; -1 of N merged) */
   KILN_VEC(int64_t) parts; /* the shard indices summed in, increasing */
   double seconds;          /* campaign time, summed over the parts */
   int64_t tried, valid, invalid, no_inputs, runner_errors, compiled;
   KILN_VEC(kiln_fuzz_failure) failures;
   KILN_VEC(kiln_fuzz_cell) cells;
-  uint8_t *edges; /* NULL or KILN_EDGE_MAP counters (malloc'd) */
-  kiln_strmap cell_index_; /* key -> index in cells (kept by _add_cell and _merge) */
+  uint8_t *edges;          /* NULL or KILN_EDGE_MAP counters (malloc'd) */
+  kiln_strmap cell_index_; /* key -> index in cells (add cells with _add_cell) */
 } kiln_fuzz_summary;
 
 /* Adds count to the cell key (a new cell when it is not there yet). */
