@@ -102,20 +102,26 @@ typedef struct merge_args {
 static int parse_merge_args(int argc, char **argv, merge_args *a) {
   for (int i = 1; i < argc; i++) {
     const char *v;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-      return fputs(merge_help, stdout), 0;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return fputs(merge_help, stdout), 0;
     if (!strcmp(argv[i], "--merge")) continue;
     if (!strcmp(argv[i], "-q")) a->quiet = true;
     else if (kiln_cli_opt(argc, argv, &i, "--out", &v)) {
       if (!v || !*v) return kiln_cli_usage("fuzz", "--out needs a folder");
       a->out = v;
     } else if (argv[i][0] == '-')
-      return kiln_cli_usage("fuzz", "--merge: unexpected option '%s' (see kiln fuzz --merge "
-                                    "--help)",
+      return kiln_cli_usage("fuzz",
+                            "--merge: unexpected option '%s' (see kiln fuzz --merge "
+                            "--help)",
                             argv[i]);
     else kiln_vec_push(&a->dirs, argv[i]);
   }
   if (!a->dirs.len) return kiln_cli_usage("fuzz", "--merge needs one or more campaign folders");
+  for (int i = 0; a->out && i < a->dirs.len; i++) /* its fuzz.json would replace a shard's */
+    if (kiln_same_file(a->out, a->dirs.data[i]))
+      return kiln_cli_usage("fuzz",
+                            "--merge: --out '%s' is one of the folders merged; merge into "
+                            "a folder of its own",
+                            a->out);
   return -1;
 }
 
@@ -191,8 +197,9 @@ static int slurm_shard(long *i, long *n) {
   if (getenv("SLURM_ARRAY_TASK_STEP") && env_long("SLURM_ARRAY_TASK_STEP", 1, 100000000, &step))
     return 2;
   if (step != 1)
-    return kiln_cli_usage("fuzz", "--shard env: the Slurm array has step %ld; use an array of "
-                                  "step 1 (--array=0-%ld)",
+    return kiln_cli_usage("fuzz",
+                          "--shard env: the Slurm array has step %ld; use an array of "
+                          "step 1 (--array=0-%ld)",
                           step, *n - 1);
   *i = id - min;
   return 0;
@@ -202,8 +209,17 @@ int kiln_fuzz_shard_from_env(char *buf, size_t n) {
   long i, count;
   const char *k = getenv("KILN_SHARD");
   if (k) {
-    snprintf(buf, n, "%s", k); /* parsed and checked like --shard i/N */
-    return 0;
+    const char *slash = strchr(k, '/');
+    char num[32];
+    snprintf(num, sizeof num, "%.*s", slash ? (int)(slash - k < 31 ? slash - k : 31) : 0, k);
+    int64_t i64, n64;
+    kiln_status st = slash ? kiln_parse_i64(slash + 1, 1, 1000000, "KILN_SHARD's N", &n64)
+                           : kiln_invalid("KILN_SHARD is '%s', not i/N", k);
+    if (!st) st = kiln_parse_i64(num, 0, n64 - 1, "KILN_SHARD's i", &i64);
+    if (!st) return snprintf(buf, n, "%lld/%lld", (long long)i64, (long long)n64), 0;
+    kiln_cli_usage("fuzz", "--shard env: %s", kiln_status_message(st));
+    kiln_status_free(st);
+    return 2;
   }
   const char *from = "SLURM_ARRAY_TASK_ID, _MIN and _COUNT";
   if (getenv("SLURM_ARRAY_TASK_ID")) {
@@ -215,8 +231,8 @@ int kiln_fuzz_shard_from_env(char *buf, size_t n) {
       return 2;
   } else return kiln_cli_usage("fuzz", "--shard env: none of %s is set", shard_vars);
   if (i < 0 || i >= count)
-    return kiln_cli_usage("fuzz", "--shard env: shard %ld is not in 0..%ld (from %s)", i,
-                          count - 1, from);
+    return kiln_cli_usage("fuzz", "--shard env: shard %ld is not in 0..%ld (from %s)", i, count - 1,
+                          from);
   snprintf(buf, n, "%ld/%ld", i, count);
   return 0;
 }

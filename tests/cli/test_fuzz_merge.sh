@@ -36,6 +36,9 @@ assert abs(m["seconds"] - a["seconds"] - b["seconds"]) < 0.01
 PY
 "$kiln" fuzz --merge "$tmp/s0" "$tmp/s0" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "appears twice" "$tmp/err" && ok || bad "a shard merged twice is not refused"
+"$kiln" fuzz --merge "$tmp/s0" "$tmp/s1" --out "$tmp/s1/" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "one of the folders merged" "$tmp/err" && [ "$(json "$tmp/s1/fuzz.json" "d['shard']")" = 1 ] &&
+  ok || bad "--out into a merged folder is not refused"
 "$kiln" fuzz --seed 6 --backend none -q --count 2 --shard 1/2 --out "$tmp/other" >/dev/null
 "$kiln" fuzz --merge "$tmp/s0" "$tmp/other" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "another campaign" "$tmp/err" && ok || bad "another seed is not refused"

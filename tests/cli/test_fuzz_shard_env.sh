@@ -48,7 +48,8 @@ refused k8s_out "not in 0..2" JOB_COMPLETION_INDEX=3 KILN_SHARDS=3
 refused slurm_no_count SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=0
 refused slurm_step "step 2" SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_STEP=2
 refused slurm_below "not in 0..2" SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=4 SLURM_ARRAY_TASK_COUNT=3
-refused kiln_bad "shard" KILN_SHARD=3/3
+refused kiln_bad "KILN_SHARD's i" KILN_SHARD=3/3
+refused kiln_form "KILN_SHARD is '2'" KILN_SHARD=2
 refused kiln_text "JOB_COMPLETION_INDEX" JOB_COMPLETION_INDEX=x KILN_SHARDS=3
 
 echo "$passed passed, $failed failed"
