@@ -540,6 +540,13 @@ static kiln_status merge_parts(kiln_fuzz_summary *dst, const kiln_fuzz_summary *
   return KILN_OK;
 }
 
+/* Failures in the order the campaign met them (first graph), whatever the order of the shards. */
+static int cmp_first_graph(const void *a, const void *b) {
+  int64_t x = ((const kiln_fuzz_failure *)a)->first_graph;
+  int64_t y = ((const kiln_fuzz_failure *)b)->first_graph;
+  return (x > y) - (x < y);
+}
+
 kiln_status kiln_fuzz_summary_merge(kiln_fuzz_summary *dst, const kiln_fuzz_summary *src) {
   if (dst->shards == 0) dst->seed = src->seed, dst->shards = src->shards;
   else if (dst->seed != src->seed || dst->shards != src->shards)
@@ -559,6 +566,9 @@ kiln_status kiln_fuzz_summary_merge(kiln_fuzz_summary *dst, const kiln_fuzz_summ
     const kiln_fuzz_failure *f = &src->failures.data[i];
     kiln_fuzz_summary_add_failure(dst, f->signature, f->count, f->dir, f->first_graph, f->origin);
   }
+  if (dst->failures.len > 1)
+    qsort(dst->failures.data, (size_t)dst->failures.len, sizeof *dst->failures.data,
+          cmp_first_graph);
   for (int i = 0; i < src->cells.len; i++)
     kiln_fuzz_summary_add_cell(dst, src->cells.data[i].key, src->cells.data[i].count);
   if (src->edges) {

@@ -55,14 +55,15 @@ JSON
 summary "$tmp/f0" 0 '{"signature": "cpu|Relu|mismatch", "count": 2, "dir": "aaa", "first_graph": 4},
   {"signature": "tile|Add|\u00e9", "count": 1, "dir": "bbb", "first_graph": 6}' \
   '"op:Relu|f32": 3, "op:Add|i8": 1' '"000102ffff05"'
-summary "$tmp/f1" 1 '{"signature": "cpu|Relu|mismatch", "count": 3, "dir": "aaa", "first_graph": 1}' \
+summary "$tmp/f1" 1 '{"signature": "cpu|Relu|mismatch", "count": 3, "dir": "aaa", "first_graph": 1},
+  {"signature": "cpu|Conv|x", "count": 1, "dir": "ccc", "first_graph": 3}' \
   '"op:Relu|f32": 4, "op:Conv|auto_pad=SAME_UPPER|f32": 2' '"000107001001"'
-mkdir -p "$tmp/f0/aaa" "$tmp/f0/bbb" "$tmp/f1/aaa/reduced"
+mkdir -p "$tmp/f0/aaa" "$tmp/f0/bbb" "$tmp/f1/aaa/reduced" "$tmp/f1/ccc"
 echo shard0 >"$tmp/f0/aaa/case.txt"; echo b >"$tmp/f0/bbb/case.txt"
 echo shard1 >"$tmp/f1/aaa/case.txt"; echo r >"$tmp/f1/aaa/reduced/case.txt"
 "$kiln" fuzz --merge "$tmp/f0" "$tmp/f1" --out "$tmp/fm" >"$tmp/out" 2>"$tmp/err"
 [ $? = 1 ] && ok || { bad "merge with failures: exit not 1"; cat "$tmp/err"; }
-grep -q "^failures: 2 signatures" "$tmp/out" && grep -q "cpu|Relu|mismatch  x5  .*fm/aaa (first: graph 1)" "$tmp/out" &&
+grep -q "^failures: 3 signatures" "$tmp/out" && grep -q "cpu|Relu|mismatch  x5  .*fm/aaa (first: graph 1)" "$tmp/out" &&
   grep -q "^compiler edges reached: 3 of 65536" "$tmp/out" && ok || { bad "merged failures printed"; cat "$tmp/out"; }
 python3 - "$tmp/fm/fuzz.json" <<'PY' && ok || bad "merged failures, cells or edges"
 import json, sys
@@ -73,6 +74,7 @@ assert f["tile|Add|\u00e9"]["count"] == 1 and f["tile|Add|\u00e9"]["dir"] == "bb
 assert m["cells"] == {"op:Relu|f32": 7, "op:Add|i8": 1, "op:Conv|auto_pad=SAME_UPPER|f32": 2}, m["cells"]
 assert m["edges"] == "000107001001ffff05", m["edges"]
 assert m["graphs"]["tried"] == 20 and m["graphs"]["compiled"] == 6
+assert [x["first_graph"] for x in m["failures"]] == [1, 3, 6], "not in the order of first graphs"
 PY
 [ "$(cat "$tmp/fm/aaa/case.txt")" = shard1 ] && [ -f "$tmp/fm/aaa/reduced/case.txt" ] &&
   [ "$(cat "$tmp/fm/bbb/case.txt")" = b ] && ok || bad "case folders not copied from the earliest graph's shard"
