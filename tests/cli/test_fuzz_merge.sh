@@ -33,6 +33,15 @@ for k in a["graphs"]:
     assert m["graphs"][k] == a["graphs"][k] + b["graphs"][k], k
 assert m["parts"] == [0, 1] and m["shard"] == -1 and m["shards"] == 2 and m["seed"] == 5
 assert abs(m["seconds"] - a["seconds"] - b["seconds"]) < 0.01
+# a coverage build records the compiler's edges: the merged map is the maximum of the shards'
+def edges(d):
+    e = d["edges"] or ""
+    return {int(e[k:k + 4], 16): int(e[k + 4:k + 6], 16) for k in range(0, len(e), 6)}
+assert (m["edges"] is None) == (a["edges"] is None)
+if a["edges"] is not None:
+    ea, eb = edges(a), edges(b)
+    assert edges(m) == {k: max(ea.get(k, 0), eb.get(k, 0)) for k in set(ea) | set(eb)}
+    assert len(edges(m)) > 100
 PY
 "$kiln" fuzz --merge "$tmp/s0" "$tmp/s0" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "appears twice" "$tmp/err" && ok || bad "a shard merged twice is not refused"
@@ -98,9 +107,33 @@ expect_bad "another format" '{"format": "x", "version": 1}'
 expect_bad "missing keys" '{"format": "kiln-fuzz-summary", "version": 1}'
 expect_bad "a negative count" "${full/\"tried\": 8/\"tried\": -8}"
 expect_bad "a dir with a slash" '{"format": "kiln-fuzz-summary", "version": 1, "seed": 5, "shard": 1, "shards": 2, "graphs": {}, "failures": [{"signature": "s", "count": 1, "dir": "../x", "first_graph": 0}]}'
-expect_bad "bad edges" "${full/\"edges\": null/\"edges\": \"00zz01\"}"
+expect_bad "bad edges" "${full%\"edges\"*}\"edges\": \"00zz01\"}"
+expect_bad "edges out of order" "${full%\"edges\"*}\"edges\": \"000201000101\"}"
 expect_bad "deep nesting" "{\"format\": \"kiln-fuzz-summary\", \"x\": $(printf '[%.0s' {1..5000})"
 grep -q "nested too deep" "$tmp/err" && ok || bad "deep nesting message"
+# every truncation of a summary with failures, cells and edges, and random byte changes:
+# exit 2 naming the file for a truncation, and never a crash (a signal) for any change
+python3 - "$kiln" "$tmp/f0/fuzz.json" "$tmp" <<'PY' && ok || bad "truncated or changed summaries"
+import os, random, subprocess, sys
+kiln, good, tmp = sys.argv[1:]
+data = open(good, "rb").read()
+d = os.path.join(tmp, "cut")
+os.makedirs(d, exist_ok=True)
+def run(b):
+    with open(os.path.join(d, "fuzz.json"), "wb") as f:
+        f.write(b)
+    return subprocess.run([kiln, "fuzz", "--merge", d], capture_output=True, text=True)
+for n in range(data.rindex(b"}")):
+    r = run(data[:n])
+    assert r.returncode == 2 and "cut/fuzz.json" in r.stderr, (n, r.returncode, r.stderr)
+rng = random.Random(12)
+for _ in range(300):
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        b[rng.randrange(len(b))] = rng.choice(b'{}[]",:\\0123456789-eu\x00\xff ')
+    r = run(bytes(b))
+    assert r.returncode in (0, 1, 2), (bytes(b), r.returncode, r.stderr)
+PY
 rm -rf "$tmp/bad"; mkdir "$tmp/bad"
 "$kiln" fuzz --merge "$tmp/bad" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "bad/fuzz.json" "$tmp/err" && ok || bad "a missing fuzz.json"
