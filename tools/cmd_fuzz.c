@@ -10,25 +10,31 @@
 #include "base/edges.h"
 #include "cli.h"
 #include "fuzz_feedback.h"
+#include "fuzz_summary.h"
 #include "verify/gen/gen.h"
 #include "verify/oracle/ort.h"
 #include "verify/reduce/reduce.h"
 
 static const char *const fuzz_help =
-    "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N] [--backend LIST|none]\n"
+    "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N|env] [--backend LIST|none]\n"
     "                 [--oracle kiln|onnxruntime] [--out DIR] [--max-nodes N] [--ops A,B]\n"
     "                 [--threads N] [--cpu-every N] [--policy uniform|bandit] [--reduce]\n"
-    "                 [--report] [-q] [--list-ops]\n\n"
+    "                 [--report] [-q] [--list-ops]\n"
+    "       kiln fuzz --merge DIR... [--out MERGED] [-q]   (see kiln fuzz --merge --help)\n\n"
     "Generates random valid models (1..max-nodes nodes over every op Kiln compiles, several\n"
     "dtypes, concrete and symbolic shapes) with inputs on which the reference is finite and\n"
     "stable, and verifies each one like 'kiln verify': the graph after every pass, the tile\n"
     "program and the compiled code against the double-precision reference and its error\n"
     "bounds. The first case of each new failure signature is written to DIR/<hash>/ (replay it\n"
-    "with 'kiln verify DIR/<hash>').\n\n"
+    "with 'kiln verify DIR/<hash>'). At the end the summary is also written to DIR/fuzz.json;\n"
+    "'kiln fuzz --merge' unites those of the shards of one campaign.\n\n"
     "  --seed S         campaign seed (default 1); graph j uses a seed mixed from S and j\n"
     "  --count N        graphs to try (default 100 when --time is not given)\n"
     "  --time T         stop starting graphs after T seconds\n"
     "  --shard i/N      run only the graphs j with j %% N == i (N shards cover one campaign)\n"
+    "  --shard env      i/N from KILN_SHARD, else a Slurm job array (SLURM_ARRAY_TASK_ID -\n"
+    "                   SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT), else a Kubernetes\n"
+    "                   Indexed Job (JOB_COMPLETION_INDEX of KILN_SHARDS)\n"
     "  --backend LIST   the targets whose layers run ({TARGETS}, comma-separated; default\n"
     "                   cpu), or none (graph and tile layers only)\n"
     "  --oracle O       kiln (default): verify Kiln's layers; onnxruntime: also run each model\n"
@@ -107,6 +113,11 @@ typedef struct campaign {
 /* ---- arguments ---- */
 /* i/N with 0 <= i < N <= 1000000; 0 or the exit status of a usage error. */
 static int parse_shard(const char *v, fuzz_args *a) {
+  char env[64];
+  if (v && !strcmp(v, "env")) {
+    if (kiln_fuzz_shard_from_env(env, sizeof env)) return 2;
+    v = env;
+  }
   const char *slash = v ? strchr(v, '/') : NULL;
   if (!slash) return kiln_cli_usage("fuzz", "--shard needs i/N with 0 <= i < N");
   char i_text[32];
@@ -429,6 +440,50 @@ static void summary(const campaign *c, double secs) {
          c->files ? c->a.out : "");
 }
 
+/* ---- fuzz.json (fuzz_summary.h) ---- */
+/* The campaign's summary as data: counts and failures. */
+static void fill_summary(const campaign *c, double secs, kiln_fuzz_summary *s) {
+  s->seed = c->a.seed, s->shard = c->a.shard, s->shards = c->a.shards, s->seconds = secs;
+  kiln_vec_push(&s->parts, c->a.shard);
+  s->tried = c->tried, s->valid = c->valid, s->invalid = c->invalid;
+  s->no_inputs = c->no_inputs, s->runner_errors = c->verify_errors, s->compiled = c->compiled;
+  for (int i = 0; i < c->found.len; i++) {
+    const finding *f = &c->found.data[i];
+    const char *slash = strrchr(f->dir, '/');
+    kiln_fuzz_summary_add_failure(s, f->sig, f->count, slash ? slash + 1 : f->dir,
+                                  (int64_t)f->first_j, NULL);
+  }
+}
+
+/* The campaign's coverage: every cell its graphs reached with the number of graphs, and in a
+ * coverage build the compiler edges as the highest hit-count bucket any graph reached (1, 2,
+ * 4, ... 128: AFL's buckets; the map is reset per graph, the feedback keeps the union). */
+static void fill_coverage(const campaign *c, kiln_fuzz_summary *s) {
+  const kiln_strmap *m = &c->fb.cells;
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->keys[i]) kiln_fuzz_summary_add_cell(s, m->keys[i], m->vals[i]);
+  if (!c->fb.edges) return;
+  s->edges = kiln_xcalloc(KILN_EDGE_MAP, 1);
+  for (int i = 0; i < KILN_EDGE_MAP; i++)
+    for (int bit = 7; bit >= 0 && c->fb.edges[i]; bit--)
+      if (c->fb.edges[i] & (1 << bit)) {
+        s->edges[i] = (uint8_t)(1 << bit);
+        break;
+      }
+}
+
+static kiln_status write_summary(const campaign *c, double secs) {
+  kiln_fuzz_summary s = {0};
+  fill_summary(c, secs, &s);
+  fill_coverage(c, &s);
+  kiln_strbuf path = {0};
+  kiln_strbuf_printf(&path, "%s/fuzz.json", c->a.out);
+  kiln_status st = as_system(kiln_fuzz_summary_write(path.data, &s));
+  kiln_strbuf_free(&path);
+  kiln_fuzz_summary_free(&s);
+  return st;
+}
+
 static kiln_status setup(campaign *c) {
   kiln_gen_opts_init(&c->go);
   c->go.max_nodes = (int)c->a.max_nodes;
@@ -465,6 +520,8 @@ static void teardown(campaign *c) {
 }
 
 int kiln_cmd_fuzz(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--merge")) return kiln_fuzz_merge_main(argc, argv);
   campaign *c = kiln_xcalloc(1, sizeof *c);
   c->a = (fuzz_args){.seed = 1,
                      .shards = 1,
@@ -490,11 +547,13 @@ int kiln_cmd_fuzz(int argc, char **argv) {
     }
   }
   if (!st && rc < 0 && c->env_errors && !c->env_ok) st = env_failed(c);
-  if (st && c->env_stop) summary(c, kiln_clock_seconds() - t0);
-  if (st) rc = kiln_cli_fail("fuzz", st);
+  double secs = kiln_clock_seconds() - t0;
+  kiln_status ws = rc < 0 && (!st || c->env_stop) ? write_summary(c, secs) : KILN_OK;
+  if (st && c->env_stop) summary(c, secs);
+  if (st) rc = kiln_cli_fail("fuzz", st), kiln_status_free(ws);
   else if (rc < 0) {
-    summary(c, kiln_clock_seconds() - t0);
-    rc = c->found.len ? 1 : 0;
+    summary(c, secs);
+    rc = ws ? kiln_cli_fail("fuzz", ws) : c->found.len ? 1 : 0;
   }
   teardown(c);
   free(c);

@@ -114,10 +114,16 @@ kiln_status fuzz_feedback_next(fuzz_feedback *f, kiln_gen_opts *o, uint64_t seed
   int n_mut = 1 + (int)((rs >> 40) % 3);
   kiln_gen_mutate(o, &f->corpus.data[e].genome, &f->corpus.data[other].genome, seed, n_mut, &g,
                   f->last_kinds);
+  KILN_TRY(kiln_gen_from_genome(o, &g, out));
+  if (!out->g) { /* no step of the mutant fits: a fresh graph instead */
+    kiln_gen_case_free(out);
+    f->fresh++;
+    return kiln_gen_model(o, seed, out);
+  }
   f->last_entry = e;
   f->mutated++;
   for (int k = 0; k < KILN_GEN_MUT_COUNT; k++) f->mut_used[k] += f->last_kinds[k];
-  return kiln_gen_from_genome(o, &g, out);
+  return KILN_OK;
 }
 
 /* ---- points ---- */
@@ -186,7 +192,7 @@ int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char 
 
 /* ---- the map ---- */
 typedef struct uni_ctx {
-  const fuzz_feedback *f;
+  const kiln_strmap *cells;
   kiln_strmap seen; /* universe keys, deduplicated */
   int reached, total;
   KILN_VEC(char *) missing, excluded;
@@ -202,7 +208,7 @@ static void note_universe(void *user, const char *key) {
     return;
   }
   u->total++;
-  if (kiln_strmap_get(&u->f->cells, key, &n)) u->reached++;
+  if (kiln_strmap_get(u->cells, key, &n)) u->reached++;
   else kiln_vec_push(&u->missing, kiln_xstrdup(key));
 }
 
@@ -210,9 +216,9 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void universe(const fuzz_feedback *f, uni_ctx *u) {
+static void universe(const kiln_strmap *cells, uni_ctx *u) {
   memset(u, 0, sizeof *u);
-  u->f = f;
+  u->cells = cells;
   kiln_gen_cell_universe(note_universe, u);
   qsort(u->missing.data, (size_t)u->missing.len, sizeof(char *), cmp_str);
 }
@@ -227,34 +233,45 @@ static void universe_free(uni_ctx *u) {
 
 void fuzz_feedback_universe(const fuzz_feedback *f, int *reached, int *total) {
   uni_ctx u;
-  universe(f, &u);
+  universe(&f->cells, &u);
   *reached = u.reached, *total = u.total;
   universe_free(&u);
 }
 
 /* Cells reached per kind ("attr", "dtype", ...). */
-static void count_kinds(const fuzz_feedback *f, FILE *out) {
+static void count_kinds(const kiln_strmap *cells, FILE *out) {
   static const char *const kinds[] = {"op", "attr", "dtype", "rank", "bcast", "pass"};
   fprintf(out, "cells reached:");
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
     int n = 0;
     size_t len = strlen(kinds[k]);
-    for (size_t i = 0; i < f->cells.cap; i++)
-      if (f->cells.keys[i] && !strncmp(f->cells.keys[i], kinds[k], len) &&
-          f->cells.keys[i][len] == ':')
+    for (size_t i = 0; i < cells->cap; i++)
+      if (cells->keys[i] && !strncmp(cells->keys[i], kinds[k], len) && cells->keys[i][len] == ':')
         n++;
     fprintf(out, " %s %d", kinds[k], n);
   }
   fprintf(out, "\n");
 }
 
-void fuzz_feedback_print_map(const fuzz_feedback *f, FILE *out, bool report) {
+void fuzz_cells_print(const kiln_strmap *cells, FILE *out, bool report) {
   uni_ctx u;
-  universe(f, &u);
-  count_kinds(f, out);
+  universe(cells, &u);
+  count_kinds(cells, out);
   fprintf(out, "enumerated and absent attribute cells: %d of %d reached", u.reached, u.total);
   if (u.excluded.len) fprintf(out, " (%d more not generated on purpose)", u.excluded.len);
   fprintf(out, "\n");
+  if (report) {
+    fprintf(out, "cells never reached (%d):\n", u.missing.len);
+    for (int i = 0; i < u.missing.len; i++) fprintf(out, "  %s\n", u.missing.data[i]);
+    for (int i = 0; i < u.excluded.len; i++)
+      fprintf(out, "  %s: not generated: %s\n", u.excluded.data[i],
+              kiln_gen_cell_excluded(u.excluded.data[i]));
+  }
+  universe_free(&u);
+}
+
+void fuzz_feedback_print_map(const fuzz_feedback *f, FILE *out, bool report) {
+  fuzz_cells_print(&f->cells, out, report);
   if (f->edges) fprintf(out, "compiler edges reached: %lld\n", (long long)f->n_edges);
   if (f->policy == FUZZ_POLICY_BANDIT) {
     fprintf(out,
@@ -266,12 +283,4 @@ void fuzz_feedback_print_map(const fuzz_feedback *f, FILE *out, bool report) {
               (long long)f->mut_paid[k]);
     fprintf(out, "\n");
   }
-  if (report) {
-    fprintf(out, "cells never reached (%d):\n", u.missing.len);
-    for (int i = 0; i < u.missing.len; i++) fprintf(out, "  %s\n", u.missing.data[i]);
-    for (int i = 0; i < u.excluded.len; i++)
-      fprintf(out, "  %s: not generated: %s\n", u.excluded.data[i],
-              kiln_gen_cell_excluded(u.excluded.data[i]));
-  }
-  universe_free(&u);
 }

@@ -53,7 +53,10 @@ KILN_MUST_USE kiln_status fuzz_feedback_next(fuzz_feedback *f, kiln_gen_opts *o,
  * when the build has them) and returns the new points; rewards the policy and keeps the genome
  * when there are any. Call kiln_edges_reset() before the case runs. */
 int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char *fired);
-/* Cells of the universe never reached (key order), and those excluded with their reason. */
+/* The coverage map: cells reached per kind, the enumerated and absent attribute cells of the
+ * universe reached; with report, those never reached (key order) and those excluded with
+ * their reason. _print_map adds the edges and the feedback's counts. */
+void fuzz_cells_print(const kiln_strmap *cells, FILE *out, bool report);
 void fuzz_feedback_print_map(const fuzz_feedback *f, FILE *out, bool report);
 /* Cells reached / in the universe. */
 void fuzz_feedback_universe(const fuzz_feedback *f, int *reached, int *total);

@@ -34,9 +34,9 @@ static void test_replay(void) {
     CHECK(tb && !strcmp(ta, tb));
     CHECK(a.n_in == b.n_in);
     for (int i = 0; i < a.n_in && i < b.n_in; i++)
-      CHECK(kiln_tensor_nbytes(a.inputs[i]->t) == kiln_tensor_nbytes(b.inputs[i]->t) &&
-            !memcmp(a.inputs[i]->t->data, b.inputs[i]->t->data,
-                    kiln_tensor_nbytes(a.inputs[i]->t)));
+      CHECK(
+          kiln_tensor_nbytes(a.inputs[i]->t) == kiln_tensor_nbytes(b.inputs[i]->t) &&
+          !memcmp(a.inputs[i]->t->data, b.inputs[i]->t->data, kiln_tensor_nbytes(a.inputs[i]->t)));
     free(ta), free(tb);
     kiln_gen_case_free(&a), kiln_gen_case_free(&b);
   }
@@ -81,7 +81,8 @@ static void test_mutations(void) {
     CHECK(tried >= 30 && valid * 100 >= tried * 95);
     /* most change the graph; a redraw of one aspect of a node (its attributes, dtypes or new
      * shapes) may give the same node, or touch a node without that aspect */
-    bool aspect = kind == KILN_GEN_MUT_ATTR || kind == KILN_GEN_MUT_TYPE || kind == KILN_GEN_MUT_SHAPE;
+    bool aspect =
+        kind == KILN_GEN_MUT_ATTR || kind == KILN_GEN_MUT_TYPE || kind == KILN_GEN_MUT_SHAPE;
     CHECK(aspect ? differ * 4 >= tried : differ * 3 >= tried * 2);
   }
 }
@@ -111,12 +112,13 @@ static void cells_free(cells *c) {
 /* The cells of a written graph: op, attribute classes (enumerated value, absent, negative
  * axis), dtype, rank, broadcast form. */
 static void test_cells(void) {
-  const char *text = "graph @g(%x: f16[1,2,5,5], %w: f16[3,2,2,2], %b: f16[5]) -> (%y: ?, %z: ?) {\n"
-                     "  opset \"\" 18\n"
-                     "  %y = Conv(%x, %w) {auto_pad=\"SAME_LOWER\", group=1}\n"
-                     "  %z = Add(%x, %b)\n"
-                     "  %s = Softmax(%x) {axis=-1}\n"
-                     "  return %y, %z\n}\n";
+  const char *text =
+      "graph @g(%x: f16[1,2,5,5], %w: f16[3,2,2,2], %b: f16[5]) -> (%y: ?, %z: ?) {\n"
+      "  opset \"\" 18\n"
+      "  %y = Conv(%x, %w) {auto_pad=\"SAME_LOWER\", group=1}\n"
+      "  %z = Add(%x, %b)\n"
+      "  %s = Softmax(%x) {axis=-1}\n"
+      "  return %y, %z\n}\n";
   kiln_graph *g = NULL;
   CHECK_OK(kiln_graph_parse(text, "t", &g));
   CHECK_OK(kiln_ops_infer_graph(g));
@@ -163,11 +165,16 @@ static void test_universe_reached(void) {
   fprintf(stderr, "universe: %d of %d cells reached in 3000 graphs\n", reached, total);
   CHECK(reached * 100 >= total * 90);
   static const char *const must[] = {
-      "attr:Conv.auto_pad=SAME_LOWER", "attr:Conv.auto_pad=VALID",
-      "attr:MaxPool.auto_pad=SAME_UPPER", "attr:AveragePool.auto_pad=NOTSET",
-      "attr:Pad.mode=reflect", "attr:Pad.mode=edge",
-      "attr:ScatterElements.reduction=mul", "attr:ScatterND.reduction=min",
-      "attr:ReduceSum.keepdims=absent", "attr:Gelu.approximate=tanh",
+      "attr:Conv.auto_pad=SAME_LOWER",
+      "attr:Conv.auto_pad=VALID",
+      "attr:MaxPool.auto_pad=SAME_UPPER",
+      "attr:AveragePool.auto_pad=NOTSET",
+      "attr:Pad.mode=reflect",
+      "attr:Pad.mode=edge",
+      "attr:ScatterElements.reduction=mul",
+      "attr:ScatterND.reduction=min",
+      "attr:ReduceSum.keepdims=absent",
+      "attr:Gelu.approximate=tanh",
   };
   for (size_t i = 0; i < sizeof must / sizeof must[0]; i++) {
     if (!has(&got, must[i])) fprintf(stderr, "missing: %s\n", must[i]);
