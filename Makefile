@@ -9,7 +9,7 @@ MODELS     := $(BUILD)/models
 FUZZ_SECONDS ?= 60
 ASAN_BUILD ?= build-asan
 
-.PHONY: all kiln demo check quick test asan fuzz deps venv models bench bench-compile clean format help coverage
+.PHONY: all kiln demo check quick test asan fuzz deps venv models bench bench-compile clean format help coverage fuzz-policy
 
 all: kiln
 
@@ -22,6 +22,7 @@ help:
 	@echo "make bench      Kiln (compiled for the CPU) against ONNX Runtime on the exported models"
 	@echo "make bench-compile  compile time and peak memory on generated 2k..20k-node graphs"
 	@echo "make mutation   seeded bugs (docs/MUTANTS.md) against kiln fuzz: MUTANTS=\"1 5\" MUTATION_SECONDS=60"
+	@echo "make fuzz-policy  the bandit policy against uniform drawing: edges and cells reached in the same time"
 	@echo "make coverage   line/branch coverage of src/ after a kiln fuzz campaign in a coverage build:"
 	@echo "                COVERAGE_SECONDS=600 COVERAGE_SEED=7 (the issue's figure: COVERAGE_SECONDS=1800)"
 
@@ -97,3 +98,8 @@ COVERAGE_SEED ?= 7
 coverage:
 	@COVERAGE_SECONDS=$(COVERAGE_SECONDS) COVERAGE_SEED=$(COVERAGE_SEED) PYTHON=$(SYSPY) \
 	  bash scripts/coverage.sh
+
+# The learned policy of kiln fuzz against uniform drawing, same seeds and time, in the coverage
+# build (scripts/policy_compare.sh; POLICY_SECONDS, POLICY_SEEDS). A table, no pass/fail.
+fuzz-policy:
+	@bash scripts/policy_compare.sh

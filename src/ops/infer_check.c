@@ -222,6 +222,18 @@ static kiln_status check_conv(const check_ctx *c) {
   if ((C >= 0 && C % G) || (M >= 0 && M % G) || (C >= 0 && Cg >= 0 && Cg * G != C))
     return bad(c, "channels do not match: X has %lld, W %lld per group, group=%lld", (long long)C,
                (long long)Cg, (long long)G);
+  const kiln_attr *ks = kiln_node_attr(c->n, "kernel_shape");
+  if (ks && ks->kind == KILN_ATTR_INTS) { /* the kernel's spatial extents, as W has them */
+    if (ks->n != w->rank - 2)
+      return bad(c, "kernel_shape has %d dims, W has %d spatial dims", ks->n, w->rank - 2);
+    for (int d = 0; d < ks->n; d++)
+      if (extent(w, 2 + d) >= 0 && ks->ints[d] != extent(w, 2 + d))
+        return bad(c, "kernel_shape[%d] is %lld, W has %lld", d, (long long)ks->ints[d],
+                   (long long)extent(w, 2 + d));
+  }
+  const kiln_type *b = in_type(c, 2); /* the bias: one value per output channel */
+  if (b && (b->rank != 1 || (M >= 0 && extent(b, 0) >= 0 && extent(b, 0) != M)))
+    return bad(c, "B must have shape [%lld]", (long long)M);
   return KILN_OK;
 }
 

@@ -153,6 +153,12 @@ static void test_invalid_attributes_rejected(void) {
                  "ScatterND(%x, %i, %u)");
   /* MatMul whose inner dims differ ([2,4] x [3,2]: the operands swapped) */
   check_rejected("f32[2,4]", "  %w = const f32[3,2] [0,0,0,0,0,0]\n", "MatMul(%x, %w)");
+  /* Conv: a kernel_shape other than W's, a bias of another length */
+  check_rejected("f32[1,1,4,4]", "  %w = const f32[1,1,2,2] [1, 1, 1, 1]\n",
+                 "Conv(%x, %w) {kernel_shape=[3,2]}");
+  check_rejected("f32[1,1,4,4]",
+                 "  %w = const f32[1,1,2,2] [1, 1, 1, 1]\n  %b = const f32[2] [0, 0]\n",
+                 "Conv(%x, %w, %b)");
   check_rejected("f32[1,4,4,4]", "  %w = const f32[2,4,1,1] [1, 1, 1, 1, 1, 1, 1, 1]\n",
                  "Conv(%x, %w) {group=3}");
 }
