@@ -106,11 +106,11 @@ static void prepare_heap_frees(kiln_compiled *c) {
     if (st->kind == KILN_STEP_FALLBACK) fallback_reads(c, last, &c->g->nodes.data[st->node], s);
     if (st->kind == KILN_STEP_ALIAS) read_at(c, last, st->src, s), read_at(c, last, st->dst, s);
   }
-  for (int i = 0; i < c->g->outputs.len; i++) read_at(c, last, c->g->outputs.data[i], ns);
+  for (int i = 0; i < c->g->outputs.len && !KILN_MUTANT(85); i++) /* mutant 85: not kept */
+    read_at(c, last, c->g->outputs.data[i], ns);
   for (int s = ns - 1; s >= 0; s--) { /* a view keeps its source */
     const kiln_step *st = &p->steps.data[s];
-    if (st->kind == KILN_STEP_ALIAS && last[st->dst] > last[st->src] &&
-        !KILN_MUTANT(85)) /* mutant 85: a heap view does not keep its source */
+    if (st->kind == KILN_STEP_ALIAS && last[st->dst] > last[st->src])
       read_at(c, last, st->src, last[st->dst]);
   }
   c->free_start = kiln_xcalloc((size_t)ns + 2, sizeof *c->free_start);
