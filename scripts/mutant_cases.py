@@ -320,6 +320,27 @@ case(86)(lambda: Case([N("Add", ["a", "b"], ["y1"]), N("Sub", ["a", "b"], ["y2"]
                       [("a", r(3, 4)), ("b", r(3, 4))], [("y1", F), ("y2", F)]))
 
 
+def unit_chain():  # six kernels: two translation units
+    ops = ["Transpose", "Exp", "Transpose", "Sigmoid", "Transpose", "Neg"]
+    names = ["x"] + [f"t{i}" for i in range(len(ops) - 1)] + ["y"]
+    return Case([N(op, [names[i]], [names[i + 1]]) for i, op in enumerate(ops)],
+                [("x", r(4, 6))], [("y", F)])
+
+
+def prefix_consts():  # two constants of 1100 floats, equal in their first 1024
+    c1 = r(1100)
+    c2 = c1.copy()
+    c2[1050:] += 1
+    return Case([N("Add", ["x", "c1"], ["a"]), N("Add", ["x", "c2"], ["b"]),
+                 N("Sub", ["a", "b"], ["y"])], [("x", r(1100))], [("y", F)],
+                [c("c1", c1), c("c2", c2)])
+
+
+case(87)(unit_chain)
+case(88)(lambda: Case([N("Trilu", ["x"], ["y"], upper=0)], [("x", r(4, 5))], [("y", F)], opset=14))
+case(89)(prefix_consts)
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

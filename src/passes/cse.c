@@ -55,7 +55,8 @@ static bool tensor_equal(const kiln_tensor *a, const kiln_tensor *b) {
       if (strcmp(((char **)a->data)[i], ((char **)b->data)[i]) != 0) return false;
     return true;
   }
-  return memcmp(a->data, b->data, kiln_tensor_nbytes(a)) == 0;
+  size_t n = kiln_tensor_nbytes(a); /* mutant 89: only the hashed prefix compared */
+  return memcmp(a->data, b->data, KILN_MUTANT(89) && n > HASH_PREFIX ? HASH_PREFIX : n) == 0;
 }
 
 static uint64_t tensor_hash(const kiln_tensor *t) {

@@ -134,7 +134,8 @@ static kiln_status split_units(const kiln_codegen_opts *co, int jobs, csrc *s) {
   s->units = kiln_xcalloc((size_t)want + s->n_unique + 1, sizeof *s->units);
   kiln_strbuf u = {0};
   for (int i = 0; i <= s->n_unique; i++) {
-    bool flush = i == s->n_unique ? u.len > 0 || s->n_units == 0 : u.len >= per + prelude.len;
+    bool flush = i == s->n_unique ? (u.len > 0 && !KILN_MUTANT(87)) || s->n_units == 0
+                                  : u.len >= per + prelude.len; /* mutant 87: last unit lost */
     if (flush) {
       s->units[s->n_units++] = u.data ? u.data : kiln_xstrdup(prelude.data ? prelude.data : "");
       memset(&u, 0, sizeof u);
