@@ -78,11 +78,6 @@ void kiln_lower_nest(kiln_tkernel *k, kiln_tblock *parent, int rank, const int64
 
 kiln_texpr *kiln_lower_bcast_index(kiln_tkernel *k, const kiln_nest *n, const kiln_type *t) {
   kiln_texpr *idx = kiln_tint(k, 0);
-  if (KILN_MUTANT(69) && t->rank == n->rank) { /* mutant 69: same rank taken as same shape */
-    kiln_texpr *iv[KILN_MAX_RANK];
-    for (int d = 0; d < n->rank; d++) iv[d] = kiln_tv(k, n->vars[d]);
-    return kiln_lower_index(k, n->rank, n->dims, iv);
-  }
   int64_t stride = 1;
   for (int d = t->rank - 1; d >= 0; d--) {
     int od = KILN_MUTANT(20) ? d : n->rank - t->rank + d; /* mutant 20: left-aligned broadcast */
