@@ -88,6 +88,7 @@ static kiln_texpr *softplus(kiln_tkernel *k, kiln_texpr *a) {
   kiln_dtype t = a->type;
   kiln_texpr *pos = bin(k, KILN_TOP_ADD, a, log1p_(k, un(k, KILN_TOP_EXP, un(k, KILN_TOP_NEG, a))));
   kiln_texpr *neg = log1p_(k, un(k, KILN_TOP_EXP, a));
+  if (KILN_MUTANT(90)) return neg; /* mutant 90: log1p(exp(a)) for every a (overflows) */
   return sel(k, bin(k, KILN_TOP_GT, a, num(k, t, 0)), pos, neg);
 }
 
