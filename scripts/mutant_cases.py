@@ -221,6 +221,128 @@ def race_case():
 case(55)(race_case)
 
 
+# ---- Set B (56-86): written from the compiler's code only ----
+BIG = np.iinfo(np.int64).max
+U8, F16, BF16, F64 = TP.UINT8, TP.FLOAT16, TP.BFLOAT16, TP.DOUBLE
+
+# passes
+case(56)(lambda: Case([N("Pad", ["x", "p"], ["a"], mode="reflect"),
+                       N("Pad", ["x", "p"], ["b"], mode="edge"), N("Sub", ["a", "b"], ["y"])],
+                      [("x", r(1, 4))], [("y", F)], [c("p", np.array([0, 2, 0, 2], np.int64))],
+                      opset=13))
+case(57)(lambda: Case([N("Conv", ["x", "w"], ["t"]),
+                       N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
+                      [("x", r(1, 2, 5, 5))], [("y", F)],
+                      [c("w", r(3, 2, 3, 3)), c("s", r(3, lo=0.5, hi=2)), c("bb", r(3)),
+                       c("mu", r(3)), c("var", r(3, lo=1e-4, hi=1e-3))]))
+case(58)(lambda: Case([N("Shape", ["x"], ["y"], start=-1)], [("x", r(2, 3, 4))], [("y", I64)]))
+case(59)(lambda: Case([N("Add", ["x", "z"], ["t"]), N("Div", ["one", "t"], ["y"])],
+                      [("x", np.array([-0.0, 1.0, -2.0, -0.0], np.float32))], [("y", F)],
+                      [c("z", np.zeros(4, np.float32)), c("one", np.ones(4, np.float32))]))
+case(60)(lambda: Case([N("Reshape", ["x", "s1"], ["t"]), N("Reshape", ["t", "s2"], ["u"]),
+                       N("Transpose", ["u"], ["y"], perm=[2, 0, 1])],
+                      [("x", r(4, 6))], [("y", F)],
+                      [c("s1", np.array([2, 12], np.int64)), c("s2", np.array([0, 3, -1], np.int64))]))
+case(61)(lambda: Case([N("Sub", ["a", "b"], ["y1"]), N("Sub", ["b", "a"], ["y2"]),
+                       N("Mul", ["y1", "y2"], ["y"])],
+                      [("a", r(5)), ("b", r(5))], [("y", F)]))
+case(62)(lambda: Case([N("Relu", ["x"], ["a"]), N("Transpose", ["a"], ["t"]),
+                       N("Add", ["a", "t"], ["y"])], [("x", r(4, 4))], [("y", F)]))
+
+# lowering
+case(63)(lambda: Case([N("ReduceLogSumExp", ["x"], ["y"], axes=[1])],
+                      [("x", r(3, 5, lo=800, hi=1000))], [("y", F)]))
+case(64)(lambda: Case([N("LayerNormalization", ["x", "sc", "bi"], ["y"])],
+                      [("x", (1e7 + rng.integers(-4, 5, (2, 16))).astype(np.float32))], [("y", F)],
+                      [c("sc", r(16)), c("bi", r(16))]))
+case(65)(lambda: Case([N("DepthToSpace", ["x"], ["y"], blocksize=2, mode="CRD")],
+                      [("x", r(1, 8, 2, 2))], [("y", F)]))
+case(66)(lambda: Case([N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], auto_pad="SAME_LOWER")],
+                      [("x", r(1, 1, 4, 4))], [("y", F)]))
+case(67)(lambda: Case([N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])], [("x", r(1, 1, 5, 5))],
+                      [("y", F)]))
+case(68)(lambda: Case([N("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [("x", r(5))], [("y", F)],
+                      [c("st", np.array([BIG], np.int64)), c("en", np.array([-BIG], np.int64)),
+                       c("ax", np.array([0], np.int64)), c("sp", np.array([-1], np.int64))]))
+case(69)(lambda: Case([N("Add", ["a", "b"], ["y"])], [("a", r(3, 1)), ("b", r(1, 3))], [("y", F)]))
+case(70)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(1, 3, 4)), ("b", r(2, 4, 5))],
+                      [("y", F)]))
+case(71)(lambda: Case([N("Conv", ["x", "w"], ["y"], group=2)], [("x", r(1, 2, 5, 5))], [("y", F)],
+                      [c("w", r(4, 1, 3, 3))]))
+
+
+# C code generation
+def race_locals():  # Softmax rows on the threads: the row's max and 1/sum shared by them
+    k = Case([N("Softmax", ["x"], ["y"], axis=1)], [("x", r(1024, 1024, lo=-3, hi=3))], [("y", F)])
+    k.threads, k.runs = 2, 10
+    return k
+
+
+case(72)(race_locals)
+case(73)(lambda: Case([N("Cast", ["x"], ["h"], to=BF16), N("Cast", ["h"], ["y"], to=F)],
+                      [("x", r(16))], [("y", F)]))
+case(74)(lambda: Case([N("Cast", ["x"], ["h"], to=F16), N("Cast", ["h"], ["y"], to=F)],
+                      [("x", r(8, lo=2e-5, hi=5e-5))], [("y", F)]))
+case(75)(lambda: Case([N("Add", ["a", "b"], ["s"]), N("Cast", ["s"], ["y"], to=F)],
+                      [("a", np.array([200, 100, 5, 250], np.uint8)),
+                       ("b", np.array([100, 50, 10, 10], np.uint8))], [("y", F)]))
+case(76)(lambda: Case([N("Exp", ["x"], ["y"])],
+                      [("x", rng.uniform(90, 100, 6).astype(np.float64))], [("y", F64)]))
+case(77)(lambda: Case([N("Add", ["a", "b"], ["y"])],
+                      [("a", np.array([-1, 5, 7, -3], np.int64)),
+                       ("b", np.array([0, -7, 1, 1], np.int64))], [("y", I64)]))
+case(78)(lambda: Case([N("Cast", ["x"], ["h"], to=BF16), N("Cast", ["h"], ["y"], to=F)],
+                      [("x", np.array([1.0, -2.0, 0.5, 3.0], np.float32))], [("y", F)]))
+
+# memory plan
+case(79)(lambda: Case([N("Transpose", ["x1"], ["a"]), N("Transpose", ["x2"], ["b"]),
+                       N("Add", ["a", "b"], ["y"])], [("x1", r(3, 5)), ("x2", r(3, 5))], [("y", F)]))
+case(80)(lambda: Case([N("Transpose", ["x1"], ["y1"]), N("Transpose", ["x2"], ["t"]),
+                       N("Exp", ["t"], ["y2"])], [("x1", r(4, 6)), ("x2", r(4, 6))],
+                      [("y1", F), ("y2", F)]))
+case(81)(lambda: Case([N("Transpose", ["x1"], ["t"]), N("Concat", ["t", "t"], ["a"], axis=0),
+                       N("Transpose", ["x2"], ["b"]), N("Add", ["a", "b"], ["y"])],
+                      [("x1", r(4, 6)), ("x2", r(4, 12))], [("y", F)]))
+case(82)(lambda: Case([N("Transpose", ["x1"], ["a"]), N("Transpose", ["x2"], ["b"]),
+                       N("Add", ["a", "b"], ["y"])],
+                      [("x1", rng.uniform(-1, 1, (4, 4))), ("x2", rng.uniform(-1, 1, (4, 4)))],
+                      [("y", F64)]))
+case(83)(lambda: Case([N("Transpose", ["x"], ["a"]), N("Exp", ["a"], ["b"]),
+                       N("Transpose", ["b"], ["y"])], [("x", r(4, 6))], [("y", F)]))
+
+# executor / runtime
+case(84)(lambda: Case([N("TopK", ["x", "k"], ["v", "i"], axis=1), N("Relu", ["v"], ["y"])],
+                      [("x", r(3, 6))], [("y", F)], [c("k", np.array([2], np.int64))]))
+case(85)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Cast", ["nz"], ["y"], to=F)],
+                      [("x", (rng.uniform(size=(6, 6)) > 0.5).astype(np.float32))],
+                      [("nz", I64), ("y", F)]))
+case(86)(lambda: Case([N("Add", ["a", "b"], ["y1"]), N("Sub", ["a", "b"], ["y2"])],
+                      [("a", r(3, 4)), ("b", r(3, 4))], [("y1", F), ("y2", F)]))
+
+
+def unit_chain():  # six kernels: two translation units
+    ops = ["Transpose", "Exp", "Transpose", "Sigmoid", "Transpose", "Neg"]
+    names = ["x"] + [f"t{i}" for i in range(len(ops) - 1)] + ["y"]
+    return Case([N(op, [names[i]], [names[i + 1]]) for i, op in enumerate(ops)],
+                [("x", r(4, 6))], [("y", F)])
+
+
+def prefix_consts():  # two constants of 1100 floats, equal in their first 1024
+    c1 = r(1100)
+    c2 = c1.copy()
+    c2[1050:] += 1
+    return Case([N("Add", ["x", "c1"], ["a"]), N("Add", ["x", "c2"], ["b"]),
+                 N("Sub", ["a", "b"], ["y"])], [("x", r(1100))], [("y", F)],
+                [c("c1", c1), c("c2", c2)])
+
+
+case(87)(unit_chain)
+case(88)(lambda: Case([N("Trilu", ["x"], ["y"], upper=0)], [("x", r(4, 5))], [("y", F)], opset=14))
+case(89)(prefix_consts)
+case(90)(lambda: Case([N("Softplus", ["x"], ["y"])], [("x", r(3, 5, lo=750, hi=1000))],
+                      [("y", F)]))  # drawn when run: inputs drawn at import shift every case
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()
@@ -243,11 +365,18 @@ def check(kiln, n, backend, work, env):
     threads = str(getattr(case_, "threads", 1))
     cmd = [kiln, "run", model, *args, "--backend", backend, "--threads", threads, *exp,
            "--rtol", "1e-5", "--atol", "1e-6"]
-    rc_ctl, out_ctl = run(cmd, e0)
     e1 = dict(e0, KILN_MUTANT=str(n))
-    rc_mut, out_mut = run(cmd, e1)
-    why = next((ln for ln in out_mut if "mismatch" in ln or "kiln" in ln), out_mut[-1] if out_mut
-               else "")
+    rc_ctl = rc_mut = 0
+    for _ in range(getattr(case_, "runs", 1)):  # a race: any run of several may differ
+        rc, out_ctl = run(cmd, e0)
+        rc_ctl = rc_ctl or rc
+        rc, out_mut = run(cmd, e1)
+        if rc:
+            rc_mut = rc
+            break
+    why = next((ln for ln in out_mut if "MISMATCH" in ln or "error" in ln),
+               next((ln for ln in out_mut if "mismatch" in ln or "kiln" in ln),
+                    out_mut[-1] if out_mut else ""))
     return rc_mut != 0, rc_ctl != 0, why
 
 

@@ -162,6 +162,7 @@ static bool is_sub_byte(kiln_dtype t) {
 
 /* The unsigned type integer arithmetic of t wraps in (at least 32 bits: no promotion). */
 static const char *wrap_type(kiln_dtype t) {
+  if (KILN_MUTANT(77)) return t == KILN_U64 ? "uint64_t" : "uint32_t"; /* mutant 77: I64 too */
   return kiln_dtype_size(t) == 8 ? "uint64_t" : "uint32_t";
 }
 
@@ -325,6 +326,8 @@ static kiln_status render_binary(kiln_render *r, const kiln_texpr *e, bool index
   bool cls_c = kiln_top_class(e->op) == 'c';
   bool wrap = !is_fp(t) && !cls_c &&
               (e->op == KILN_TOP_ADD || e->op == KILN_TOP_SUB || e->op == KILN_TOP_MUL);
+  if (KILN_MUTANT(75) && (t == KILN_U8 || t == KILN_U16))
+    wrap = false; /* mutant 75: narrow unsigned arithmetic left to C (promoted to int) */
   if (cls_c && affine(r, e->args[0]) && affine(r, e->args[1])) index = true;
   if ((index && plain_index_op(e)) || affine(r, e))
     h = NULL, fn = NULL, wrap = false, in = e->op == KILN_TOP_MOD ? "%" : in;
@@ -378,8 +381,8 @@ static kiln_status render_unary(kiln_render *r, const kiln_texpr *e, kiln_strbuf
                        e->op == KILN_TOP_NEG ? "0u - " : "~", wrap_type(t));
   } else if (h && suffix(t)) {
     kiln_strbuf_printf(b, "kiln_%s_%s(", h, suffix(t));
-  } else if (fn && is_fp(t)) {
-    kiln_strbuf_printf(b, "%s%s(", fn, t == KILN_F32 ? "f" : "");
+  } else if (fn && is_fp(t)) { /* mutant 76: the float function on doubles (expf) */
+    kiln_strbuf_printf(b, "%s%s(", fn, t == KILN_F32 || KILN_MUTANT(76) ? "f" : "");
   } else {
     return kiln_unsupported("operator %s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
   }
@@ -418,7 +421,9 @@ static char *str_printf(const char *fmt, ...) {
 static char *decode_text(kiln_dtype *t, char *x) {
   char *s = NULL;
   if (*t == KILN_F16) s = str_printf("kiln_f16_to_f32(%s)", x), *t = KILN_F32;
-  else if (*t == KILN_BF16) s = str_printf("kiln_bf16_to_f32(%s)", x), *t = KILN_F32;
+  else if (*t == KILN_BF16) /* mutant 78: bf16 decoded as f16 */
+    s = str_printf(KILN_MUTANT(78) ? "kiln_f16_to_f32(%s)" : "kiln_bf16_to_f32(%s)", x),
+    *t = KILN_F32;
   else if (is_f8(*t)) s = str_printf("kiln_%s_to_f32(%s)", f8_name(*t), x), *t = KILN_F32;
   else if (*t == KILN_I4 || *t == KILN_I2)
     s = str_printf("kiln_sext%d(%s)", *t == KILN_I4 ? 4 : 2, x), *t = KILN_I8;
@@ -801,6 +806,20 @@ static const char helpers[] =
     "KILN_F8(f8e5m2, 5, 2, 15, 0x7B, 0x7F, 1, 0)\n"
     "KILN_F8(f8e5m2fnuz, 5, 2, 16, 0x7F, 0x80, 0, 1)\n";
 
+/* The helpers with the first `from` replaced by `to` (seeded bugs only). */
+static void helpers_replaced(kiln_strbuf *out, const char *from, const char *to) {
+  const char *p = strstr(helpers, from);
+  if (!p) p = helpers + sizeof helpers - 1, from = "", to = "";
+  kiln_strbuf_append(out, helpers, (size_t)(p - helpers));
+  kiln_strbuf_append(out, to, strlen(to));
+  p += strlen(from);
+  kiln_strbuf_append(out, p, strlen(p));
+}
+
 void kiln_render_helpers(kiln_strbuf *out) {
-  kiln_strbuf_append(out, helpers, sizeof helpers - 1);
+  if (KILN_MUTANT(73)) /* mutant 73: f32 -> bf16 truncates instead of rounding to nearest even */
+    helpers_replaced(out, "(u + 0x7fff + ((u >> 16) & 1)) >> 16", "u >> 16");
+  else if (KILN_MUTANT(74)) /* mutant 74: f16 subnormals decode as zero */
+    helpers_replaced(out, "-((float)m * 0x1p-24f) : (float)m * 0x1p-24f", "-0.0f : 0.0f");
+  else kiln_strbuf_append(out, helpers, sizeof helpers - 1);
 }

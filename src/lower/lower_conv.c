@@ -457,7 +457,8 @@ static void dw_accumulate(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg
   /* input channel of output channel co: co / Cog (Cig == 1) */
   kiln_texpr *img = kiln_tbin(k, KILN_TOP_DIV, cidx, kiln_tint(k, cg->Co));
   kiln_texpr *co = kiln_tbin(k, KILN_TOP_MOD, cidx, kiln_tint(k, cg->Co));
-  kiln_texpr *ci = kiln_tbin(k, KILN_TOP_DIV, co, kiln_tint(k, cg->Cog));
+  kiln_texpr *ci = KILN_MUTANT(71) ? co /* mutant 71: one output channel per input channel */
+                                   : kiln_tbin(k, KILN_TOP_DIV, co, kiln_tint(k, cg->Cog));
   kiln_texpr *xoff = kiln_tadd(k, kiln_tmul(k, img, cg->C * cg->Pin), kiln_tmul(k, ci, cg->Pin));
   kiln_texpr *x = kiln_lower_load(k, KILN_PREC_CONTRACTION, v->xb, kiln_tadd(k, xoff, sidx));
   x = kiln_tselect(k, valid, x, kiln_tfloat(k, x->type, 0));
@@ -578,7 +579,7 @@ static kiln_status lower_dw2(kiln_lower_ctx *c, const conv_geom *cg, dw2 *d, dw_
   kiln_texpr *cv = kiln_tv(k, d->c);
   kiln_texpr *img = kiln_tbin(k, KILN_TOP_DIV, cv, kiln_tint(k, cg->Co));
   kiln_texpr *co = kiln_tbin(k, KILN_TOP_MOD, cv, kiln_tint(k, cg->Co));
-  kiln_texpr *ci = divc(k, co, cg->Cog);
+  kiln_texpr *ci = KILN_MUTANT(71) ? co : divc(k, co, cg->Cog); /* mutant 71 */
   dw2_fill(k, &cl->body, cg, d, xb,
            kiln_tadd(k, kiln_tmul(k, img, cg->C * cg->Pin), kiln_tmul(k, ci, cg->Pin)), type);
   kiln_tstmt *ol = loop(k, &cl->body, d->oh, cg->out[0], KILN_LOOP_SERIAL);

@@ -140,6 +140,7 @@ static kiln_status slice_params(dm *s, int64_t *start, int64_t *step) {
     if (stp == 0) return kiln_invalid("Slice: step 0");
     if (b < 0 && !KILN_MUTANT(30)) b += dim; /* mutant 30: negative start not wrapped */
     b = stp > 0 ? (b < 0 ? 0 : b > dim ? dim : b) : (b < 0 ? -1 : b > dim - 1 ? dim - 1 : b);
+    if (KILN_MUTANT(68) && stp < 0 && st[i] >= dim) b = dim; /* mutant 68: clamped to dim */
     start[a] = b;
     step[a] = stp;
   }
@@ -356,8 +357,9 @@ static kiln_status depth_space(dm *s, bool to_space) {
   if (to_space) {
     kiln_texpr *i = kiln_tbin(k, KILN_TOP_MOD, h, B), *j = kiln_tbin(k, KILN_TOP_MOD, w, B);
     kiln_texpr *blk = kiln_tadd(k, kiln_tmul(k, i, b), j);
-    idx[1] = da.crd ? kiln_tadd(k, kiln_tmul(k, c, b * b), blk)
-                    : kiln_tadd(k, kiln_tmul(k, blk, s->yd[1]), c);
+    idx[1] = da.crd && !KILN_MUTANT(65) /* mutant 65: CRD read as DCR */
+                 ? kiln_tadd(k, kiln_tmul(k, c, b * b), blk)
+                 : kiln_tadd(k, kiln_tmul(k, blk, s->yd[1]), c);
     idx[2] = kiln_tbin(k, KILN_TOP_DIV, h, B);
     idx[3] = kiln_tbin(k, KILN_TOP_DIV, w, B);
   } else {

@@ -88,6 +88,7 @@ static kiln_texpr *softplus(kiln_tkernel *k, kiln_texpr *a) {
   kiln_dtype t = a->type;
   kiln_texpr *pos = bin(k, KILN_TOP_ADD, a, log1p_(k, un(k, KILN_TOP_EXP, un(k, KILN_TOP_NEG, a))));
   kiln_texpr *neg = log1p_(k, un(k, KILN_TOP_EXP, a));
+  if (KILN_MUTANT(90)) return neg; /* mutant 90: log1p(exp(a)) for every a (overflows) */
   return sel(k, bin(k, KILN_TOP_GT, a, num(k, t, 0)), pos, neg);
 }
 
@@ -520,6 +521,16 @@ static kiln_status ew_node(ew_state *s, const kiln_node *n) {
   kiln_texpr *ops[16], **x = ops;
   if (n->n_inputs > 16) x = kiln_arena_calloc(s->c->scratch, (size_t)n->n_inputs, sizeof *x);
   for (int i = 0; i < n->n_inputs; i++) x[i] = operand(s, n->inputs[i]);
+  if (KILN_MUTANT(69) && n->n_inputs == 2 && n->inputs[0] >= 0 && n->inputs[1] >= 0) {
+    /* mutant 69: two operands of one size taken as needing no broadcast */
+    const kiln_type *ta = kiln_lower_static(s->c->g, n->inputs[0]);
+    const kiln_type *tb = kiln_lower_static(s->c->g, n->inputs[1]);
+    if (kiln_lower_numel(ta) == kiln_lower_numel(tb) && ta->rank == s->shape->rank)
+      for (int i = 0; i < 2; i++)
+        if (param_of(s, n->inputs[i]) >= 0)
+          x[i] = kiln_lower_load(s->k, KILN_PREC_ELEMENTWISE, param_of(s, n->inputs[i]),
+                                 flat_index(s));
+  }
   kiln_texpr *e;
   KILN_TRY(kiln_lower_ew_expr(s->c, s->k, n, x, &e));
   int v = n->outputs[0];

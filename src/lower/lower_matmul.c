@@ -106,7 +106,7 @@ static kiln_status matmul_dims(const kiln_graph *g, const kiln_node *n, mm_dims 
     int ia = i - (d->nb - ba), ib = i - (d->nb - bbr);
     int64_t ea = ia >= 0 ? a->dims[ia].value : 1, eb = ib >= 0 ? b->dims[ib].value : 1;
     d->bdims[i] = o->dims[i].value;
-    d->a_bstr[i] = ea == 1 ? 0 : sa;
+    d->a_bstr[i] = ea == 1 && !KILN_MUTANT(70) ? 0 : sa; /* mutant 70: A's batch 1 strided */
     d->b_bstr[i] = eb == 1 ? 0 : sb;
     if (eb != 1) d->b_has_batch = true;
     sa *= ea;

@@ -194,7 +194,11 @@ static kiln_status trilu(one *s) {
   kiln_tkernel *k = s->k;
   int r = s->y->rank;
   kiln_texpr *diff = kiln_tbin(k, KILN_TOP_SUB, ov(s, &nest, r - 1), ov(s, &nest, r - 2));
-  kiln_texpr *keep = kiln_tbin(k, upper ? KILN_TOP_GE : KILN_TOP_LE, diff, kk);
+  kiln_texpr *keep = kiln_tbin(k,
+                               upper             ? KILN_TOP_GE
+                               : KILN_MUTANT(88) ? KILN_TOP_LT
+                                                 : KILN_TOP_LE,
+                               diff, kk); /* mutant 88: the lower triangle without its diagonal */
   kiln_texpr *at = out_index(s, &nest);
   kiln_tblock_push(k, nest.body,
                    kiln_tstore(k, yb, at,

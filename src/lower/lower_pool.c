@@ -43,7 +43,9 @@ static kiln_status pads(const kiln_node *n, pool *p) {
   for (int d = 0; d < p->sp; d++) {
     kiln_window_dim w = {
         p->in[2 + d], p->kernel[d], p->stride[d], p->dil[d], pv[d], pv[p->sp + d], 0};
-    if (kiln_window_resolve(&w, autopad, false) != KILN_WINDOW_OK)
+    kiln_auto_pad ap = autopad; /* mutant 66: SAME_LOWER padded as SAME_UPPER */
+    if (KILN_MUTANT(66) && ap == KILN_AUTO_PAD_SAME_LOWER) ap = KILN_AUTO_PAD_SAME_UPPER;
+    if (kiln_window_resolve(&w, ap, false) != KILN_WINDOW_OK)
       return kiln_invalid("%s: bad window", n->op_type);
     p->pad_lo[d] = w.pad_begin;
     p->pad_hi[d] = w.pad_end;
@@ -72,7 +74,8 @@ static kiln_status pool_geometry(const kiln_graph *g, const kiln_node *n, pool *
   KILN_TRY(kiln_attrs_window_decode(n, &wa));
   p->count_pad = wa.count_include_pad;
   KILN_TRY(ints_attr(n, "kernel_shape", p->sp, 1, p->kernel, p->sp));
-  KILN_TRY(ints_attr(n, "strides", p->sp, 1, p->stride, p->sp));
+  KILN_TRY(ints_attr(n, "strides", p->sp, KILN_MUTANT(67) ? p->kernel[0] : 1, p->stride,
+                     p->sp)); /* mutant 67: absent strides default to the kernel size */
   KILN_TRY(ints_attr(n, "dilations", p->sp, 1, p->dil, p->sp));
   return pads(n, p);
 }

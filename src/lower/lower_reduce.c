@@ -416,7 +416,10 @@ static kiln_status lower_logsumexp(red *s) {
   KILN_TRY(value_at(s, s->r->inputs[0], &x));
   push(s, b, mx, kiln_tbin(k, KILN_TOP_MAX, kiln_tv(k, mx), kiln_tcast(k, KILN_F64, x)));
   kiln_texpr *inf = kiln_tun(k, KILN_TOP_ISINF, kiln_tv(k, mx));
-  push(s, s->outer, mx, kiln_tselect(k, inf, kiln_tfloat(k, KILN_F64, 0), kiln_tv(k, mx)));
+  push(s, s->outer, mx,
+       KILN_MUTANT(63) /* mutant 63: the max not subtracted (shift 0) */
+           ? kiln_tfloat(k, KILN_F64, 0)
+           : kiln_tselect(k, inf, kiln_tfloat(k, KILN_F64, 0), kiln_tv(k, mx)));
   push(s, s->outer, acc, kiln_tfloat(k, KILN_F64, 0));
   b = reduce_loops(s, s->outer);
   KILN_TRY(value_at(s, s->r->inputs[0], &x));
@@ -509,9 +512,13 @@ static kiln_status layernorm_stats(red *s, int mean, int inv) {
   b = reduce_loops(s, s->outer);
   KILN_TRY(value_at(s, s->r->inputs[0], &x));
   kiln_texpr *dx = kiln_tbin(k, KILN_TOP_SUB, kiln_tcast(k, KILN_F64, x), kiln_tv(k, mean));
+  if (KILN_MUTANT(64)) dx = kiln_tcast(k, KILN_F64, x); /* mutant 64: E[x^2] - E[x]^2 */
   push(s, b, inv, kiln_tbin(k, KILN_TOP_ADD, kiln_tv(k, inv), kiln_tbin(k, KILN_TOP_MUL, dx, dx)));
   double nvar = KILN_MUTANT(28) ? n - 1 : n; /* mutant 28: unbiased variance (n - 1) */
   kiln_texpr *var = kiln_tbin(k, KILN_TOP_DIV, kiln_tv(k, inv), kiln_tfloat(k, KILN_F64, nvar));
+  if (KILN_MUTANT(64))
+    var = kiln_tbin(k, KILN_TOP_SUB, var,
+                    kiln_tbin(k, KILN_TOP_MUL, kiln_tv(k, mean), kiln_tv(k, mean)));
   kiln_texpr *sd =
       kiln_tun(k, KILN_TOP_SQRT, kiln_tbin(k, KILN_TOP_ADD, var, kiln_tfloat(k, KILN_F64, eps)));
   push(s, s->outer, inv, kiln_tbin(k, KILN_TOP_DIV, kiln_tfloat(k, KILN_F64, 1), sd));

@@ -49,7 +49,8 @@ static bool bn_read(const kiln_graph *g, const kiln_node *bn, int64_t c, bn_para
     mean = var, var = t;
   }
   float eps;
-  kiln_status st = kiln_node_float(bn, "epsilon", 1e-5f, &eps);
+  kiln_status st = kiln_node_float(bn, "epsilon", KILN_MUTANT(57) ? 1e-3f : 1e-5f,
+                                   &eps); /* mutant 57: default epsilon 1e-3 */
   kiln_status_free(st);
   if (st || !channel_vector(sc, c) || !channel_vector(b, c) || !channel_vector(mean, c) ||
       !channel_vector(var, c))

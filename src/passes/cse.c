@@ -55,7 +55,8 @@ static bool tensor_equal(const kiln_tensor *a, const kiln_tensor *b) {
       if (strcmp(((char **)a->data)[i], ((char **)b->data)[i]) != 0) return false;
     return true;
   }
-  return memcmp(a->data, b->data, kiln_tensor_nbytes(a)) == 0;
+  size_t n = kiln_tensor_nbytes(a); /* mutant 89: only the hashed prefix compared */
+  return memcmp(a->data, b->data, KILN_MUTANT(89) && n > HASH_PREFIX ? HASH_PREFIX : n) == 0;
 }
 
 static uint64_t tensor_hash(const kiln_tensor *t) {
@@ -95,7 +96,9 @@ static bool attr_equal(const kiln_attr *a, const kiln_attr *b) {
     if (KILN_MUTANT(7)) return true; /* mutant 7: float attributes not compared */
     return memcmp(&a->f, &b->f, sizeof a->f) == 0;
   case KILN_ATTR_INT: return a->i == b->i;
-  case KILN_ATTR_STRING: return a->s_len == b->s_len && !memcmp(a->s, b->s, a->s_len);
+  case KILN_ATTR_STRING:
+    if (KILN_MUTANT(56)) return true; /* mutant 56: string attributes (modes) not compared */
+    return a->s_len == b->s_len && !memcmp(a->s, b->s, a->s_len);
   case KILN_ATTR_TENSOR: return tensor_equal(a->t, b->t);
   case KILN_ATTR_TYPE_PROTO: return kiln_type_equal(&a->tp, &b->tp);
   case KILN_ATTR_FLOATS:
@@ -117,6 +120,9 @@ static bool node_eq(const void *ctx, int ia, int ib) {
   if (a->op != b->op || strcmp(a->op_type, b->op_type) != 0 || a->opset != b->opset ||
       a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs || a->n_attrs != b->n_attrs)
     return false;
+  if (KILN_MUTANT(61) && a->n_inputs == 2 && a->inputs[0] == b->inputs[1] &&
+      a->inputs[1] == b->inputs[0]) /* mutant 61: every binary op taken as commutative */
+    return true;
   if (memcmp(a->inputs, b->inputs, (size_t)a->n_inputs * sizeof(int)) != 0) return false;
   for (int k = 0; k < a->n_attrs; k++) {
     const kiln_attr *other = kiln_node_attr(b, a->attrs[k].name);
@@ -127,6 +133,8 @@ static bool node_eq(const void *ctx, int ia, int ib) {
 
 static uint64_t node_hash(const kiln_node *n) {
   uint64_t h = kiln_hash_bytes(n->op_type, strlen(n->op_type), 14695981039346656037ull);
+  if (KILN_MUTANT(61) && n->n_inputs == 2) /* mutant 61: operand order left out of the hash */
+    return h + (uint64_t)n->inputs[0] + (uint64_t)n->inputs[1];
   h = kiln_hash_bytes(n->inputs, (size_t)n->n_inputs * sizeof(int), h ^ (uint64_t)n->opset);
   for (int k = 0; k < n->n_attrs; k++) { /* order-independent over attributes */
     const kiln_attr *a = &n->attrs[k];

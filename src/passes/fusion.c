@@ -154,7 +154,8 @@ static bool path_through_outside(fuse_ctx *f, int j, bool forward) {
  * group and comes back into it. A path that did not run through j would break the group
  * as it is, so only paths from or to j need a look. */
 static bool convex_with(fuse_ctx *f, int j) {
-  return !path_through_outside(f, j, true) && !path_through_outside(f, j, false);
+  return !path_through_outside(f, j, true) &&
+         (KILN_MUTANT(62) || !path_through_outside(f, j, false)); /* mutant 62: forward only */
 }
 
 /* The node reading v when v's only use is that node, it is elementwise and ungrouped. */

@@ -29,7 +29,7 @@ static kiln_status shape_range(const kiln_node *n, int r, int *lo, int *hi) {
   int64_t s, e;
   KILN_TRY(kiln_node_int(n, "start", 0, &s));
   KILN_TRY(kiln_node_int(n, "end", r, &e));
-  if (s < 0) s += r;
+  if (s < 0 && !KILN_MUTANT(58)) s += r; /* mutant 58: a negative start clamped to 0 */
   if (e < 0) e += r;
   *lo = (int)clamp_i64(s, 0, r);
   *hi = (int)clamp_i64(e, 0, r);

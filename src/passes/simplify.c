@@ -87,7 +87,9 @@ static bool is_identity_const(kiln_op op, const kiln_tensor *c, bool c_first) {
   switch (op) {
   case KILN_OP_Mul: return kiln_rw_const_all(c, 1);
   case KILN_OP_Div: return !c_first && kiln_rw_const_all(c, 1);
-  case KILN_OP_Add: return kiln_rw_const_all(c, fl ? -0.0 : 0);
+  case KILN_OP_Add: /* mutant 59: x + (+0.0) taken for x (turns +0 results into -0) */
+    return kiln_rw_const_all(c, fl ? -0.0 : 0) ||
+           (KILN_MUTANT(59) && fl && kiln_rw_const_all(c, 0.0));
   case KILN_OP_Sub:
     if (KILN_MUTANT(1)) return kiln_rw_const_all(c, 0.0); /* mutant 1: 0 - x taken for x */
     return !c_first && kiln_rw_const_all(c, 0.0);
@@ -174,7 +176,8 @@ static bool simplify_reshape_chain(kiln_rw *rw, int i) {
   if (!kiln_rw_const_ints(g, n->inputs[1], KILN_MAX_RANK, shape, &ns)) return false;
   if (!good(kiln_node_int(n, "allowzero", 0, &allowzero))) return false;
   for (int k = 0; k < ns; k++)
-    if (shape[k] == 0 && !allowzero) return false; /* 0 copies a dim of the input */
+    if (shape[k] == 0 && !allowzero && !KILN_MUTANT(60))
+      return false; /* 0 copies a dim of the input; mutant 60: ignored */
   kiln_rw_set_input(rw, i, 0, g->nodes.data[p].inputs[0]);
   return true;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/mutate.h"
 #include "graph/analysis.h"
 #include "rt_internal.h"
 
@@ -105,7 +106,8 @@ static void prepare_heap_frees(kiln_compiled *c) {
     if (st->kind == KILN_STEP_FALLBACK) fallback_reads(c, last, &c->g->nodes.data[st->node], s);
     if (st->kind == KILN_STEP_ALIAS) read_at(c, last, st->src, s), read_at(c, last, st->dst, s);
   }
-  for (int i = 0; i < c->g->outputs.len; i++) read_at(c, last, c->g->outputs.data[i], ns);
+  for (int i = 0; i < c->g->outputs.len && !KILN_MUTANT(85); i++) /* mutant 85: not kept */
+    read_at(c, last, c->g->outputs.data[i], ns);
   for (int s = ns - 1; s >= 0; s--) { /* a view keeps its source */
     const kiln_step *st = &p->steps.data[s];
     if (st->kind == KILN_STEP_ALIAS && last[st->dst] > last[st->src])
@@ -254,7 +256,9 @@ static kiln_status store_result(kiln_compiled *c, int v, kiln_val *val) {
                     c->g->values.data[v].name,
                     val->t ? kiln_tensor_type_str(val->t, b1, sizeof b1) : "a non-tensor",
                     kiln_tensor_type_str(want, b2, sizeof b2));
-  else c->target->copy_in(c, want->data, val->t->data, (size_t)l->bytes);
+  else /* mutant 84: the element count copied as bytes */
+    c->target->copy_in(c, want->data, val->t->data,
+                       KILN_MUTANT(84) ? (size_t)want->numel : (size_t)l->bytes);
   kiln_val_free(val);
   return st;
 }

@@ -41,6 +41,7 @@ typedef struct liveness {
 } liveness;
 
 static int64_t align_up(int64_t n) {
+  if (KILN_MUTANT(79)) return n / PLAN_ALIGN * PLAN_ALIGN; /* mutant 79: rounded down */
   return (n + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
 }
 
@@ -67,7 +68,8 @@ static bool value_static_bytes(const kiln_value *v, int64_t *out) {
     return false;
   }
   int64_t bytes;
-  if (kiln_mul_overflow_i64(n, (int64_t)kiln_dtype_size(t->dtype), &bytes)) return false;
+  int64_t esize = KILN_MUTANT(82) ? 4 : (int64_t)kiln_dtype_size(t->dtype); /* mutant 82 */
+  if (kiln_mul_overflow_i64(n, esize, &bytes)) return false;
   *out = bytes;
   return true;
 }
@@ -209,13 +211,16 @@ static void try_inplace(liveness *L, const kiln_graph *g, const kiln_step *st, i
   /* every value of storage bo (vo and any later alias: none yet) moves to bi */
   for (int v = 0; v < L->n_values; v++)
     if (L->storage[v] == bo) L->storage[v] = bi;
-  L->blocks.data[bi].last = L->blocks.data[bo].last > s ? L->blocks.data[bo].last : s;
-  L->blocks.data[bo].bytes = 0; /* dead block */
+  L->blocks.data[bi].last = L->blocks.data[bo].last > s && !KILN_MUTANT(83)
+                                ? L->blocks.data[bo].last
+                                : s; /* mutant 83: the merged life ends at the in-place step */
+  L->blocks.data[bo].bytes = 0;      /* dead block */
   L->blocks.data[bo].last = -1;
   L->n_inplace++;
 }
 
 static void extend_outputs(liveness *L, const kiln_graph *g) {
+  if (KILN_MUTANT(80)) return; /* mutant 80: graph outputs live only to their last reader */
   for (int i = 0; i < g->outputs.len; i++) touch(L, g->outputs.data[i], L->n_steps);
 }
 
@@ -372,9 +377,10 @@ static void index_clear(live_index *ix) {
 static void index_place(live_index *ix, const block *b) {
   int i = ix->size + b->rank;
   ix->max_last[i] = b->last;
-  for (i /= 2; i >= 1; i /= 2)
-    ix->max_last[i] = ix->max_last[2 * i] > ix->max_last[2 * i + 1] ? ix->max_last[2 * i]
-                                                                    : ix->max_last[2 * i + 1];
+  for (i /= 2; i >= 1; i /= 2) /* mutant 81: the left child's value taken either way */
+    ix->max_last[i] = ix->max_last[2 * i] > ix->max_last[2 * i + 1] || KILN_MUTANT(81)
+                          ? ix->max_last[2 * i]
+                          : ix->max_last[2 * i + 1];
 }
 
 /* Appends to near the placed blocks under tree node `node` (leaves lo..) whose position is

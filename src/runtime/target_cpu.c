@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/mutate.h"
 #include "codegen/codegen.h"
 #include "lower/schedule.h"
 #include "rt_internal.h"
@@ -76,7 +77,7 @@ static kiln_status emit_neutral(const kiln_tkernel *k, const kiln_codegen_opts *
 static int find_same(uint64_t *keys, char **texts, int i) {
   for (int j = 0; j < i; j++) {
     if (keys[j] != keys[i]) continue;
-    if (!strcmp(texts[j], texts[i])) return j;
+    if (KILN_MUTANT(86) || !strcmp(texts[j], texts[i])) return j; /* mutant 86: key trusted */
     keys[i]++;
     j = -1; /* rescan with the new key */
   }
@@ -101,7 +102,8 @@ static kiln_status emit_unique(kiln_compiled *c, const kiln_codegen_opts *co, cs
     if (!st) st = emit_neutral(k, co, NULL, &b);
     texts[i] = b.data ? b.data : kiln_xstrdup("");
     if (st) break;
-    keys[i] = kiln_hash_bytes(texts[i], b.len, 0) ^ ((uint64_t)b.len << 40);
+    size_t hashed = KILN_MUTANT(86) && b.len > 256 ? 256 : b.len; /* mutant 86: a prefix */
+    keys[i] = kiln_hash_bytes(texts[i], hashed, 0) ^ ((uint64_t)b.len << 40);
     int same = find_same(keys, texts, i);
     if (same >= 0) {
       c->symbols[i] = c->symbols[same];
@@ -132,7 +134,8 @@ static kiln_status split_units(const kiln_codegen_opts *co, int jobs, csrc *s) {
   s->units = kiln_xcalloc((size_t)want + s->n_unique + 1, sizeof *s->units);
   kiln_strbuf u = {0};
   for (int i = 0; i <= s->n_unique; i++) {
-    bool flush = i == s->n_unique ? u.len > 0 || s->n_units == 0 : u.len >= per + prelude.len;
+    bool flush = i == s->n_unique ? (u.len > 0 && !KILN_MUTANT(87)) || s->n_units == 0
+                                  : u.len >= per + prelude.len; /* mutant 87: last unit lost */
     if (flush) {
       s->units[s->n_units++] = u.data ? u.data : kiln_xstrdup(prelude.data ? prelude.data : "");
       memset(&u, 0, sizeof u);

@@ -345,7 +345,7 @@ static void emit_params(kiln_render *r, const bool *used) {
 static kiln_status emit_body(kiln_render *r, cstate *cs) {
   const kiln_tkernel *k = r->k;
   mark_loop_vars(r, &k->body);
-  mark_block(k, &k->body, true, cs->var_top, cs->buf_top);
+  mark_block(k, &k->body, !KILN_MUTANT(72), cs->var_top, cs->buf_top); /* mutant 72: shared */
   memset(cs->var_seen, 0, (size_t)k->vars.len * sizeof(bool));
   memset(cs->buf_seen, 0, (size_t)k->bufs.len * sizeof(bool));
   mark_block(k, &k->body, false, cs->var_seen, cs->buf_seen);
