@@ -87,7 +87,8 @@ for id in $IDS; do
       [ "$secs" -lt 0 ] && secs=0
       case "$exp" in
       "pass "*) [ "${layer%% *}" = pass ] && [ "pass ${pass%% *}" = "$exp" ] && ok=yes || ok=no ;;
-      *) [ "$layer" = "$exp" ] && ok=yes || ok=no ;;
+      # the layer's first word: "cpu (2 threads)" is the cpu layer run at two threads
+      *) [ "${layer%% *}" = "$exp" ] && ok=yes || ok=no ;;
       esac
       [ "$ok" = yes ] && matched=$((matched + 1))
     fi
