@@ -19,6 +19,10 @@ build=${COVERAGE_BUILD:-$root/build-coverage}
 seconds=${COVERAGE_SECONDS:-600}
 seed=${COVERAGE_SEED:-7}
 jobs=${COVERAGE_JOBS:-$(nproc 2>/dev/null || echo 2)}
+# cpu and cuda: the cuda layer (lowering for the GPU, CUDA C emission, NVRTC's verdict) runs
+# without a GPU, and src/codegen and src/lower hold the GPU path too; without NVRTC that layer
+# reports itself skipped and the figures count the cpu path alone.
+backend=${COVERAGE_BACKEND:-cpu,cuda}
 py=${PYTHON:-python3}
 out=$build/campaign
 
@@ -36,10 +40,10 @@ cmake --build "$build" -j "$jobs" --target kiln_cli
 find "$build" -name '*.gcda' -delete
 rm -rf "$out"
 mkdir -p "$out"
-echo "coverage: kiln fuzz --time $seconds --seed $seed as $jobs shards (logs in $out)"
+echo "coverage: kiln fuzz --time $seconds --seed $seed --backend $backend as $jobs shards (logs in $out)"
 pids=()
 for ((i = 0; i < jobs; i++)); do
-  "$build/kiln" fuzz --time "$seconds" --seed "$seed" --shard "$i/$jobs" -q \
+  "$build/kiln" fuzz --time "$seconds" --seed "$seed" --shard "$i/$jobs" --backend "$backend" -q \
     --out "$out/shard-$i" >"$out/shard-$i.log" 2>&1 &
   pids+=($!)
 done

@@ -9,10 +9,16 @@
 
 const char *const fuzz_policy_names[FUZZ_POLICY_COUNT] = {"uniform", "bandit"};
 
-enum {
-  CORPUS_MAX = 1024,
-  MUTATE_PERCENT = 60, /* of the bandit's graphs, once the corpus has entries */
-};
+enum { CORPUS_MAX = 1024 };
+
+/* The bandit forgets: every graph scales the old rewards and pulls by DECAY, so a row whose
+ * cells are all found loses its lead (coverage is not a stationary reward). */
+#define DECAY 0.997
+/* Points per graph of fresh and of mutated graphs, as moving averages (weight EMA_W): the share
+ * of mutants follows what they pay, between MUT_MIN and MUT_MAX. */
+#define EMA_W 0.03
+#define MUT_MIN 0.05
+#define MUT_MAX 0.6
 
 void fuzz_feedback_init(fuzz_feedback *f, fuzz_policy p) {
   memset(f, 0, sizeof *f);
@@ -24,6 +30,7 @@ void fuzz_feedback_init(fuzz_feedback *f, fuzz_policy p) {
   for (int i = 0; i < f->n_ops; i++) f->weights[i] = 1;
   if (kiln_edges_enabled()) f->edges = kiln_xcalloc(KILN_EDGE_MAP, 1);
   f->last_entry = -1;
+  f->ema_fresh = f->ema_mut = 1; /* even odds until the graphs say otherwise */
 }
 
 void fuzz_feedback_free(fuzz_feedback *f) {
@@ -52,6 +59,8 @@ static void update_weights(fuzz_feedback *f) {
 static void reward_ops(fuzz_feedback *f, const kiln_gen_genome *g, int64_t points) {
   bool seen[1024] = {0};
   double r = points > 0 ? 1.0 + log((double)points) : 0.0;
+  for (int i = 0; i < f->n_ops; i++) f->reward[i] *= DECAY, f->pulls[i] *= DECAY;
+  f->total_pulls *= DECAY;
   for (int s = 0; s < g->n; s++) {
     int op = g->steps[s].op;
     if (op < 0 || op >= f->n_ops || op >= 1024 || seen[op]) continue;
@@ -104,7 +113,9 @@ kiln_status fuzz_feedback_next(fuzz_feedback *f, kiln_gen_opts *o, uint64_t seed
   o->op_weights = f->weights;
   uint64_t rs = seed ^ 0x2545f4914f6cdd1dull;
   rs = rs * 6364136223846793005ull + 1442695040888963407ull;
-  if (f->corpus.len == 0 || (int)((rs >> 33) % 100) >= MUTATE_PERCENT) {
+  double p_mut = f->ema_mut / (f->ema_mut + f->ema_fresh + 1e-9);
+  p_mut = p_mut < MUT_MIN ? MUT_MIN : p_mut > MUT_MAX ? MUT_MAX : p_mut;
+  if (f->corpus.len == 0 || (double)((rs >> 33) % 10000) >= p_mut * 10000) {
     f->fresh++;
     return kiln_gen_model(o, seed, out);
   }
@@ -180,6 +191,8 @@ int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char 
   int64_t points = x.fresh + note_edges(f);
   f->points += points;
   if (f->policy != FUZZ_POLICY_BANDIT || !c->g) return points;
+  double *ema = f->last_entry >= 0 ? &f->ema_mut : &f->ema_fresh;
+  *ema = (1 - EMA_W) * *ema + EMA_W * log1p((double)points);
   reward_ops(f, &c->genome, points);
   if (points > 0) {
     keep(f, &c->genome, points);

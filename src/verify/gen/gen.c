@@ -312,6 +312,9 @@ static bool val_matches(const gen *G, int i, const gen_want *w) {
   if (w->static_shape && !gen_is_static(G, i)) return false;
   if (w->no_const && v->is_const) return false;
   if (w->max_mag > 0 && !(v->mag <= w->max_mag)) return false;
+  if (!w->empty_ok)
+    for (int d = 0; d < v->type.rank; d++)
+      if (v->type.dims[d].value == 0) return false;
   return true;
 }
 
@@ -338,6 +341,7 @@ int gen_pick(gen *G, const gen_want *w) {
                                                         : gen_int(&G->srng, rmin, rmax);
   int64_t dims[KILN_MAX_RANK];
   gen_shape(G, r, 512, dims);
+  if (w->empty_ok && r >= 1 && gen_chance(&G->srng, 0.04)) dims[gen_int(&G->srng, 0, r - 1)] = 0;
   bool want_const = !w->no_const && gen_chance(&G->rng, 0.15);
   if (!want_const && !w->static_shape && G->o->symbolic && r >= 1 && gen_chance(&G->srng, 0.3))
     dims[0] = -1;
@@ -419,7 +423,6 @@ static bool type_usable(const gen *G, const kiln_type *t) {
   for (int d = 0; d < t->rank; d++) {
     const kiln_dim *x = &t->dims[d];
     if (x->value < 0 && !(x->sym && !strcmp(x->sym, "N"))) return false;
-    if (x->value == 0) return false; /* empty tensors: not generated */
     n *= x->value >= 0 ? x->value : G->sym_n;
   }
   return n <= MAX_ELEMS;

@@ -124,6 +124,16 @@ static char *with_defaults_varied(gen *G, const char *line, const char *op) {
   return b.data;
 }
 
+/* The value an operand text "%name" names, -1 for "_" or an unknown name. */
+static int operand_val(const gen *G, const char *s, const char *e) {
+  if (*s != '%') return -1;
+  for (int v = 0; v < G->vals.len; v++)
+    if ((size_t)(e - s - 1) == strlen(G->vals.data[v].name) &&
+        !strncmp(s + 1, G->vals.data[v].name, (size_t)(e - s - 1)))
+      return v;
+  return -1;
+}
+
 /* The line with operands i and j swapped (of "= Op(%a, %b, ...)"); NULL with fewer than two. */
 static char *with_swapped_operands(gen *G, const char *line) {
   const char *lp = strchr(strstr(line, " = "), '('), *rp = lp ? strchr(lp, ')') : NULL;
@@ -140,6 +150,13 @@ static char *with_swapped_operands(gen *G, const char *line) {
   if (n < 2) return NULL;
   int i = gen_int(&G->rng, 0, n - 1), j = gen_int(&G->rng, 0, n - 2);
   if (j >= i) j++;
+  /* only operands of one type and domain trade places: the node stays valid (a divisor stays
+   * nonzero, a Clip bound a scalar) and the variant differs by the order alone */
+  int vi = operand_val(G, s[i], e[i]), vj = operand_val(G, s[j], e[j]);
+  if (vi < 0 || vj < 0 || vi == vj ||
+      !kiln_type_equal(&G->vals.data[vi].type, &G->vals.data[vj].type) ||
+      G->vals.data[vi].dom != G->vals.data[vj].dom)
+    return NULL;
   kiln_strbuf b = {0};
   kiln_strbuf_printf(&b, "%.*s", (int)(lp + 1 - line), line);
   for (int k = 0; k < n; k++) {

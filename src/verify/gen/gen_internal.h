@@ -105,6 +105,8 @@ typedef struct gen_want {
   bool static_shape; /* no symbolic dims */
   bool no_const;     /* not a constant (inputs whose data the search controls are fine) */
   double max_mag;    /* 0: any */
+  bool empty_ok;     /* the op takes empty tensors (a zero extent): elementwise ops; values
+                        with no element match only requests that allow them */
 } gen_want;
 
 /* A value matching w: an existing one (recent ones favoured) or a new graph input or

@@ -14,7 +14,7 @@ static const char *op_name(int op) {
 }
 
 static gen_want want(int dts, int rmin, int rmax, gen_dom dom) {
-  gen_want w = {dts, rmin, rmax, dom, false, false, 0};
+  gen_want w = {dts, rmin, rmax, dom, false, false, 0, false};
   return w;
 }
 
@@ -113,7 +113,8 @@ static const char *unary_attrs(gen *G, const char *op, char *a, size_t n) {
 
 static bool b_unary(gen *G, int op) {
   const un_spec *s = find_unary(kiln_gen_ops[op].op);
-  gen_want w = want(s->dts, 0, 4, s->in);
+  gen_want w = want(s->dts, 0, 6, s->in);
+  w.empty_ok = true;
   int x = gen_pick(G, &w);
   if (x < 0) return false;
   char a[96];
@@ -224,7 +225,8 @@ static int identity_operand(gen *G, const char *op, kiln_dtype dt) {
 
 static bool b_binary(gen *G, int op) {
   const bin_spec *s = find_binary(kiln_gen_ops[op].op);
-  gen_want w = want(s->dts, 0, 4, s->a);
+  gen_want w = want(s->dts, 0, 6, s->a);
+  w.empty_ok = true;
   int a = gen_pick(G, &w);
   if (a < 0) return false;
   kiln_dtype dt = gen_dtype(G, a);
