@@ -186,6 +186,19 @@ static kiln_status check_scatter_nd(const check_ctx *c) {
   return KILN_OK;
 }
 
+/* TopK: a constant k in [0, extent of the axis]. */
+static kiln_status check_topk(const check_ctx *c) {
+  const kiln_type *x = in_type(c, 0);
+  int64_t k, axis;
+  if (!x || !const_scalar(c, 1, &k)) return KILN_OK;
+  KILN_TRY(kiln_node_int(c->n, "axis", -1, &axis));
+  KILN_TRY(axis_in(c, "axis", axis, x->rank));
+  int64_t n = extent(x, (int)(axis < 0 ? axis + x->rank : axis));
+  if (k < 0 || (n >= 0 && k > n))
+    return bad(c, "k=%lld out of range [0, %lld]", (long long)k, (long long)n);
+  return KILN_OK;
+}
+
 /* ReverseSequence: rank >= 2, batch_axis and time_axis 0 and 1 in either order. */
 static kiln_status check_reverse_sequence(const check_ctx *c) {
   int64_t ba, ta;
@@ -271,6 +284,7 @@ static const check_fn checks[KILN_OP_COUNT] = {
     [KILN_OP_GroupNormalization] = check_group_norm,
     [KILN_OP_GatherND] = check_gather_nd,
     [KILN_OP_ScatterND] = check_scatter_nd,
+    [KILN_OP_TopK] = check_topk,
     [KILN_OP_ReverseSequence] = check_reverse_sequence,
     [KILN_OP_Tile] = check_tile,
     [KILN_OP_Conv] = check_conv,

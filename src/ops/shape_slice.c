@@ -93,8 +93,12 @@ static kiln_status infer_concat(kiln_infer_ctx *ctx) {
       continue;
     }
     if (x->rank != rank) return kiln_shape_err(ctx->node, "inputs have different ranks");
-    for (int i = 0; i < rank; i++)
+    for (int i = 0; i < rank; i++) {
+      if (i != axis && d[i].value >= 0 && x->dims[i].value >= 0 && d[i].value != x->dims[i].value)
+        return kiln_shape_err(ctx->node, "input %d has extent %lld on axis %d, an earlier one %lld",
+                              k, (long long)x->dims[i].value, i, (long long)d[i].value);
       if (i != axis && d[i].value < 0 && !d[i].sym) d[i] = x->dims[i];
+    }
     int64_t e = x->dims[axis].value;
     if (d[axis].value >= 0 && (e < 0 || kiln_add_overflow_i64(d[axis].value, e, &d[axis].value)))
       d[axis].value = -1;

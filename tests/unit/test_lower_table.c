@@ -130,7 +130,20 @@ static void check_rejected(const char *xt, const char *consts, const char *node)
   kiln_graph_free(g);
 }
 
+/* TopK with a constant k beyond the axis' extent (two outputs: its own text). */
+static void check_topk_rejected(void) {
+  const char *text = "graph @g(%x: f32[2,4]) -> (%y: ?) {\n  opset \"\" 21\n"
+                     "  %k = const i64[1] [5]\n  %y, %i = TopK(%x, %k) @bad\n  return %y\n}\n";
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(text, "test", &g));
+  kiln_status st = kiln_ops_infer_graph(g);
+  CHECK(st && strstr(kiln_status_message(st), "'bad'") && strstr(kiln_status_message(st), "k=5"));
+  kiln_status_free(st);
+  kiln_graph_free(g);
+}
+
 static void test_invalid_attributes_rejected(void) {
+  check_topk_rejected();
   check_rejected("f32[2,4]", "", "Softmax(%x) {axis=9}");
   check_rejected("f32[2,4]", "", "LogSoftmax(%x) {axis=-3}");
   check_rejected("f32[2,4]", "", "Hardmax(%x) {axis=2}");
@@ -153,6 +166,9 @@ static void test_invalid_attributes_rejected(void) {
                  "ScatterND(%x, %i, %u)");
   /* MatMul whose inner dims differ ([2,4] x [3,2]: the operands swapped) */
   check_rejected("f32[2,4]", "  %w = const f32[3,2] [0,0,0,0,0,0]\n", "MatMul(%x, %w)");
+  /* Concat of inputs that differ off the axis */
+  check_rejected("f32[2,4]", "  %c = const f32[3,3] [0,0,0,0,0,0,0,0,0]\n",
+                 "Concat(%x, %c) {axis=0}");
   /* Conv: a kernel_shape other than W's, a bias of another length */
   check_rejected("f32[1,1,4,4]", "  %w = const f32[1,1,2,2] [1, 1, 1, 1]\n",
                  "Conv(%x, %w) {kernel_shape=[3,2]}");
