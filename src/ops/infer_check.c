@@ -186,6 +186,27 @@ static kiln_status check_scatter_nd(const check_ctx *c) {
   return KILN_OK;
 }
 
+/* LayerNormalization: Scale and B broadcast to the normalized dims X.shape[axis:]. */
+static kiln_status check_layer_norm(const check_ctx *c) {
+  const kiln_type *x = in_type(c, 0);
+  if (!x) return KILN_OK;
+  int64_t axis;
+  KILN_TRY(kiln_node_int(c->n, "axis", -1, &axis));
+  KILN_TRY(axis_in(c, "axis", axis, x->rank));
+  int a = (int)(axis < 0 ? axis + x->rank : axis), n = x->rank - a;
+  for (int i = 1; i <= 2; i++) {
+    const kiln_type *p = in_type(c, i);
+    if (!p) continue;
+    if (p->rank > n) return bad(c, "input %d has rank %d, the normalized dims %d", i, p->rank, n);
+    for (int d = 0; d < p->rank; d++) {
+      int64_t e = extent(p, d), want = extent(x, x->rank - p->rank + d);
+      if (e >= 0 && e != 1 && want >= 0 && e != want)
+        return bad(c, "input %d does not broadcast to the normalized dims", i);
+    }
+  }
+  return KILN_OK;
+}
+
 /* TopK: a constant k in [0, extent of the axis]. */
 static kiln_status check_topk(const check_ctx *c) {
   const kiln_type *x = in_type(c, 0);
@@ -285,6 +306,7 @@ static const check_fn checks[KILN_OP_COUNT] = {
     [KILN_OP_GatherND] = check_gather_nd,
     [KILN_OP_ScatterND] = check_scatter_nd,
     [KILN_OP_TopK] = check_topk,
+    [KILN_OP_LayerNormalization] = check_layer_norm,
     [KILN_OP_ReverseSequence] = check_reverse_sequence,
     [KILN_OP_Tile] = check_tile,
     [KILN_OP_Conv] = check_conv,

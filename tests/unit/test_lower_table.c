@@ -166,6 +166,8 @@ static void test_invalid_attributes_rejected(void) {
                  "ScatterND(%x, %i, %u)");
   /* MatMul whose inner dims differ ([2,4] x [3,2]: the operands swapped) */
   check_rejected("f32[2,4]", "  %w = const f32[3,2] [0,0,0,0,0,0]\n", "MatMul(%x, %w)");
+  check_rejected("f32[2,3,4]", "  %s = const f32[3,4] [1,1,1,1,1,1,1,1,1,1,1,1]\n",
+                 "LayerNormalization(%x, %s) {axis=-1}");
   /* Concat of inputs that differ off the axis */
   check_rejected("f32[2,4]", "  %c = const f32[3,3] [0,0,0,0,0,0,0,0,0]\n",
                  "Concat(%x, %c) {axis=0}");
