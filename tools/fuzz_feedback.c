@@ -30,7 +30,7 @@ void fuzz_feedback_init(fuzz_feedback *f, fuzz_policy p) {
   for (int i = 0; i < f->n_ops; i++) f->weights[i] = 1;
   if (kiln_edges_enabled()) f->edges = kiln_xcalloc(KILN_EDGE_MAP, 1);
   f->last_entry = -1;
-  f->ema_fresh = f->ema_mut = 1; /* even odds until the graphs say otherwise */
+  f->ema_fresh = f->ema_mut = 0.5; /* even odds until the graphs say otherwise */
 }
 
 void fuzz_feedback_free(fuzz_feedback *f) {
@@ -50,7 +50,7 @@ static void update_weights(fuzz_feedback *f) {
   for (int i = 0; i < n; i++) {
     double mean = f->pulls[i] > 0 ? f->reward[i] / f->pulls[i] : 1.0;
     double bonus = f->pulls[i] > 0 ? sqrt(2 * log(f->total_pulls + 1) / f->pulls[i]) : 2.0;
-    v[i] = mean + 0.1 * bonus;
+    v[i] = mean + 0.5 * bonus;
     sum += v[i];
   }
   for (int i = 0; i < n; i++) f->weights[i] = 0.25 + (sum > 0 ? v[i] * n / sum : 1.0);
@@ -58,7 +58,7 @@ static void update_weights(fuzz_feedback *f) {
 
 static void reward_ops(fuzz_feedback *f, const kiln_gen_genome *g, int64_t points) {
   bool seen[1024] = {0};
-  double r = points > 0 ? 1.0 + log((double)points) : 0.0;
+  double r = points > 0 ? 1.0 : 0.0; /* a graph found something or not: rewards in [0, 1] */
   for (int i = 0; i < f->n_ops; i++) f->reward[i] *= DECAY, f->pulls[i] *= DECAY;
   f->total_pulls *= DECAY;
   for (int s = 0; s < g->n; s++) {
@@ -163,17 +163,17 @@ static uint8_t bucket(uint8_t n) {
                    : 128;
 }
 
+/* New edges of the map (an edge first taken counts; a new hit-count bucket of a known edge is
+ * recorded for the summary but is no point: nearly every graph reaches some new bucket, and a
+ * reward that every graph earns teaches the policy nothing). */
 static int64_t note_edges(fuzz_feedback *f) {
   const uint8_t *m = kiln_edges_map();
   if (!f->edges || !m) return 0;
   int64_t fresh = 0;
   for (int i = 0; i < KILN_EDGE_MAP; i++) {
     if (!m[i]) continue;
-    uint8_t b = bucket(m[i]);
-    if (f->edges[i] & b) continue;
-    if (!f->edges[i]) f->n_edges++;
-    f->edges[i] |= b;
-    fresh++;
+    if (!f->edges[i]) f->n_edges++, fresh++;
+    f->edges[i] |= bucket(m[i]);
   }
   return fresh;
 }
@@ -192,7 +192,7 @@ int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char 
   f->points += points;
   if (f->policy != FUZZ_POLICY_BANDIT || !c->g) return points;
   double *ema = f->last_entry >= 0 ? &f->ema_mut : &f->ema_fresh;
-  *ema = (1 - EMA_W) * *ema + EMA_W * log1p((double)points);
+  *ema = (1 - EMA_W) * *ema + EMA_W * (points > 0);
   reward_ops(f, &c->genome, points);
   if (points > 0) {
     keep(f, &c->genome, points);

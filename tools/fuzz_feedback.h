@@ -39,7 +39,7 @@ typedef struct fuzz_feedback {
   double *reward, *pulls;
   double total_pulls;
   int64_t fresh, mutated, kept;
-  double ema_fresh, ema_mut; /* log(1 + points) per graph, moving averages (mutation share) */
+  double ema_fresh, ema_mut; /* share of graphs with new points, moving averages (mutants) */
   int64_t mut_used[KILN_GEN_MUT_COUNT], mut_paid[KILN_GEN_MUT_COUNT];
   int last_entry; /* corpus entry the current case was mutated from, -1: fresh */
   int last_kinds[KILN_GEN_MUT_COUNT];

@@ -178,6 +178,38 @@ static bool is_graph_output(const kiln_graph *g, int v) {
 
 /* Pass patterns sit where passes rewrite them: Transpose of an inner Transpose (rank >= 3),
  * MatMul + constant bias, two nodes of one op on one input with other attributes. */
+/* Two attributes alike (kind and value). */
+static bool attr_same(const kiln_attr *a, const kiln_attr *b) {
+  if (strcmp(a->name, b->name) || a->kind != b->kind) return false;
+  switch (a->kind) {
+  case KILN_ATTR_INT: return a->i == b->i;
+  case KILN_ATTR_FLOAT: return a->f == b->f;
+  case KILN_ATTR_STRING: return !strcmp(a->s, b->s);
+  case KILN_ATTR_INTS:
+    return a->n == b->n && !memcmp(a->ints, b->ints, sizeof(int64_t) * (size_t)a->n);
+  default: return true;
+  }
+}
+
+/* A near-copy for cse: one op, the same operands in another order or the same order with
+ * attributes that differ (in any attribute of any kind, or one left out). */
+static bool near_copy(const kiln_node *e, const kiln_node *n) {
+  if (e->op != n->op || e->n_inputs != n->n_inputs || e->n_inputs == 0) return false;
+  bool same_order = true, same_set = true;
+  for (int k = 0; k < n->n_inputs; k++) {
+    same_order = same_order && e->inputs[k] == n->inputs[k];
+    bool found = false;
+    for (int m = 0; m < n->n_inputs; m++) found = found || e->inputs[m] == n->inputs[k];
+    same_set = same_set && found;
+  }
+  if (!same_set) return false;
+  if (!same_order) return true;
+  if (e->n_attrs != n->n_attrs) return true;
+  for (int k = 0; k < e->n_attrs; k++)
+    if (!attr_same(&e->attrs[k], &n->attrs[k])) return true;
+  return false;
+}
+
 static void test_patterns(void) {
   kiln_gen_opts o;
   builder_opts(&o);
@@ -198,12 +230,7 @@ static void test_patterns(void) {
           if (made_by(g, nd->inputs[k], KILN_OP_MatMul) &&
               g->values.data[nd->inputs[1 - k]].kind == KILN_VALUE_CONST)
             has_mm = true;
-      for (int j = 0; j < i; j++) {
-        const kiln_node *e = &g->nodes.data[j];
-        if (e->op == nd->op && e->n_inputs == 1 && nd->n_inputs == 1 && e->inputs[0] == x &&
-            e->n_attrs == 1 && nd->n_attrs == 1 && e->attrs[0].f != nd->attrs[0].f)
-          has_near = true;
-      }
+      for (int j = 0; j < i; j++) has_near = has_near || near_copy(&g->nodes.data[j], nd);
     }
     tt += has_tt, mm_bias += has_mm, near += has_near;
     kiln_gen_case_free(&c);

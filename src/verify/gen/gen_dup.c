@@ -167,24 +167,19 @@ static char *with_swapped_operands(gen *G, const char *line) {
   return b.data;
 }
 
-bool gen_b_duplicate(gen *G, int op) {
-  (void)op;
-  int n = 0, idx[64];
-  for (int i = 0; i < G->lines.len && n < 64; i++)
-    if (!strstr(G->lines.data[i], "= const ")) idx[n++] = i;
-  if (n == 0) return false;
-  const char *line = G->lines.data[idx[gen_int(&G->rng, 0, n - 1)]];
+/* A copy of node line `line` of kind 0 exact, 1 same meaning, 2 an attribute changed, 3 two
+ * operands swapped; the index of its first output, -1 when that variant does not exist. */
+static int copy_line(gen *G, const char *line, int kind) {
   const char *eq = strstr(line, " = ");
   char opname[64];
   snprintf(opname, sizeof opname, "%.*s", (int)strcspn(eq + 3, "("), eq + 3);
   int n_out = 1;
   for (const char *p = line; p < eq; p++) n_out += *p == ',';
-  int kind = gen_attr_int(G, 0, 3); /* 0 exact, 1 same meaning, 2 an attribute, 3 operands */
   char *body = kind == 2   ? with_changed_attr(G, line, opname)
                : kind == 3 ? with_swapped_operands(G, line)
                : kind == 1 ? with_defaults_varied(G, line, opname)
                            : NULL;
-  if (kind >= 2 && !body) return false;
+  if (kind >= 2 && !body) return -1;
   gen_val src = G->vals.data[0];
   for (int i = 0; i < G->vals.len; i++) /* the domain of the copied node's first output */
     if (!strncmp(line + 1, G->vals.data[i].name, strlen(G->vals.data[i].name)) &&
@@ -193,6 +188,7 @@ bool gen_b_duplicate(gen *G, int op) {
       src = G->vals.data[i];
   if (kind >= 2) src.dom = DOM_ANY, src.mag = src.mag * 4 + 4; /* another value: what is known */
   kiln_strbuf b = {0};
+  int first = G->vals.len;
   for (int k = 0; k < n_out; k++) {
     gen_val v = src;
     snprintf(v.name, sizeof v.name, "v%d", G->next_name++);
@@ -204,5 +200,21 @@ bool gen_b_duplicate(gen *G, int op) {
   kiln_strbuf_printf(&b, "%s", strstr(from, " = "));
   free(body);
   kiln_vec_push(&G->lines, b.data);
-  return true;
+  return first;
+}
+
+bool gen_b_duplicate(gen *G, int op) {
+  (void)op;
+  int n = 0, idx[64];
+  for (int i = 0; i < G->lines.len && n < 64; i++)
+    if (!strstr(G->lines.data[i], "= const ")) idx[n++] = i;
+  if (n == 0) return false;
+  const char *line = G->lines.data[idx[gen_int(&G->rng, 0, n - 1)]];
+  return copy_line(G, line, gen_attr_int(G, 0, 3)) >= 0;
+}
+
+int gen_copy_last_node(gen *G, int kind) {
+  for (int i = G->lines.len - 1; i >= 0; i--)
+    if (!strstr(G->lines.data[i], "= const ")) return copy_line(G, G->lines.data[i], kind);
+  return -1;
 }

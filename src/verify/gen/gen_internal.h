@@ -235,7 +235,10 @@ bool gen_b_chain(gen *G, int op);
 bool gen_b_pattern(gen *G, int op);
 int gen_op_index(const char *name); /* the table entry of an op name, -1 when none */
 bool gen_b_diamond(gen *G, int op);
-/* gen_dup.c: a copy or near-copy of an earlier node (cse) */
+/* gen_dup.c: a copy or near-copy of an earlier node (cse); gen_copy_last_node copies the last
+ * node written (kind 0 exact, 1 same meaning, 2 one attribute changed, 3 two operands of one
+ * type swapped): the copy's first output, -1 when that variant does not exist. */
 bool gen_b_duplicate(gen *G, int op);
+int gen_copy_last_node(gen *G, int kind);
 
 #endif

@@ -227,30 +227,35 @@ static int p_gemm_bn(gen *G) {
   return gen_emit(G, "BatchNormalization", 5, bn, 1, "epsilon=0.001", DOM_ANY, INFINITY);
 }
 
-/* op(x) twice, alike but for one float attribute, or exactly alike; both read by a Sub. */
+/* cse: a node on an inner value and its copy (exact, written differently, one attribute of any
+ * kind changed, or two operands swapped), combined by a Sub or an Add so that a wrong merge or
+ * a missed one changes the result. The node is one of a list of ops with attributes. */
 static int p_near_duplicates(gen *G) {
-  static const char *const forms[] = {
-      "LeakyRelu {alpha=%.3g}",   "Elu {alpha=%.3g}",  "ThresholdedRelu {alpha=%.3g}",
-      "HardSigmoid {alpha=%.3g}", "Selu {gamma=%.3g}", "Shrink {lambd=%.3g}",
-      "Celu {alpha=%.3g}"};
-  int f = gen_int(&G->rng, 0, 6);
-  int x = source(G, f == 6 ? DT_F32 : DT_FLOAT, 0, 4);
+  static const char *const ops[] = {"LeakyRelu",    "Elu",
+                                    "HardSigmoid",  "Softmax",
+                                    "ReduceSum",    "Transpose",
+                                    "Gather",       "Cast",
+                                    "Clip",         "Conv",
+                                    "MaxPool",      "Pad",
+                                    "CumSum",       "ArgMax",
+                                    "Concat",       "Flatten",
+                                    "Gemm",         "Trilu",
+                                    "Shrink",       "Celu",
+                                    "Selu",         "LpNormalization",
+                                    "DepthToSpace", "Sub"};
+  int x = source(G, DT_FLOAT, 0, 4);
   if (x < 0) return -1;
-  char op[24], attr[2][32];
-  const char *br = strchr(forms[f], '{');
-  snprintf(op, sizeof op, "%.*s", (int)(br - forms[f] - 1), forms[f]);
-  double v1 = 0.1 + 0.1 * gen_int(&G->rng, 1, 9), v2 = gen_chance(&G->rng, 0.2) ? v1 : v1 + 0.25;
-  snprintf(attr[0], sizeof attr[0], br + 1, v1);
-  snprintf(attr[1], sizeof attr[1], br + 1, v2);
-  attr[0][strlen(attr[0]) - 1] = attr[1][strlen(attr[1]) - 1] = 0; /* the closing brace */
-  double m = gen_mag(G, x) * 2 + 2;
-  int y[2];
-  for (int i = 0; i < 2; i++) y[i] = gen_emit(G, op, 1, &x, 1, attr[i], DOM_ANY, m);
-  if (gen_chance(&G->rng, 0.3)) {
-    G->vals.data[y[0]].keep = G->vals.data[y[1]].keep = true;
+  int y0 = build_on(G, ops[gen_int(&G->rng, 0, (int)(sizeof ops / sizeof ops[0]) - 1)], x);
+  if (y0 < 0 || !gen_settle(G)) return -1;
+  int y1 = gen_copy_last_node(G, gen_attr_int(G, 0, 3));
+  if (y1 < 0 || !gen_settle(G)) return -1;
+  if (!kiln_type_equal(&gen_v(G, y0)->type, &gen_v(G, y1)->type) || gen_chance(&G->rng, 0.3)) {
+    G->vals.data[y0].keep = G->vals.data[y1].keep = true;
     return -1;
   }
-  return gen_emit(G, gen_chance(&G->rng, 0.7) ? "Sub" : "Add", 2, y, 1, "", DOM_ANY, 2 * m);
+  int y[2] = {y0, y1};
+  double m = gen_mag(G, y0) + gen_mag(G, y1);
+  return gen_emit(G, gen_chance(&G->rng, 0.7) ? "Sub" : "Add", 2, y, 1, "", DOM_ANY, m);
 }
 
 /* Sub(a, b) and Sub(b, a), or Softmax over two axes, or ReduceSum with two keepdims: nodes
