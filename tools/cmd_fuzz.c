@@ -356,7 +356,7 @@ static kiln_status run_one(campaign *c, uint64_t j) {
     } else {
       if (any) c->env_streak = 0, c->env_ok++;
       note_fired(c, res.fired);
-      fuzz_feedback_note(&c->fb, &gc, res.fired);
+      fuzz_feedback_note(&c->fb, &gc, res.fired, res.paths);
       c->compiled += c->vo.targets[KILN_TARGET_CPU];
       if (res.failed) st = record(c, j, &gc, &res);
       kiln_verify_result_free(&res);

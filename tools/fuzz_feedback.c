@@ -178,16 +178,23 @@ static int64_t note_edges(fuzz_feedback *f) {
   return fresh;
 }
 
-int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char *fired) {
-  note_ctx x = {f, 0};
-  if (c->g) kiln_gen_cells(c->g, c->opset, note_cell, &x);
-  char *list = kiln_xstrdup(fired ? fired : ""), *save = NULL;
+/* A cell per item of a comma-separated list, prefix before each ("pass:" + "cse"). */
+static void note_list(note_ctx *x, const char *prefix, const char *items) {
+  char *list = kiln_xstrdup(items ? items : ""), *save = NULL;
   for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-    char key[96];
-    snprintf(key, sizeof key, "pass:%s", w);
-    note_cell(&x, key);
+    char key[160];
+    snprintf(key, sizeof key, "%s%s", prefix, w);
+    note_cell(x, key);
   }
   free(list);
+}
+
+int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char *fired,
+                           const char *paths) {
+  note_ctx x = {f, 0};
+  if (c->g) kiln_gen_cells(c->g, c->opset, note_cell, &x);
+  note_list(&x, "pass:", fired);
+  note_list(&x, "lower:", paths);
   int64_t points = x.fresh + note_edges(f);
   f->points += points;
   if (f->policy != FUZZ_POLICY_BANDIT || !c->g) return points;
@@ -253,7 +260,7 @@ void fuzz_feedback_universe(const fuzz_feedback *f, int *reached, int *total) {
 
 /* Cells reached per kind ("attr", "dtype", ...). */
 static void count_kinds(const kiln_strmap *cells, FILE *out) {
-  static const char *const kinds[] = {"op", "attr", "dtype", "rank", "bcast", "pass"};
+  static const char *const kinds[] = {"op", "attr", "dtype", "rank", "bcast", "pass", "lower"};
   fprintf(out, "cells reached:");
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
     int n = 0;

@@ -51,10 +51,12 @@ void fuzz_feedback_free(fuzz_feedback *f);
  * seed. Sets o->op_weights to the policy's weights. */
 KILN_MUST_USE kiln_status fuzz_feedback_next(fuzz_feedback *f, kiln_gen_opts *o, uint64_t seed,
                                              kiln_gen_case *out);
-/* Counts what the case reached (cells of its graph, the passes in `fired`, edges of the map
- * when the build has them) and returns the new points; rewards the policy and keeps the genome
- * when there are any. Call kiln_edges_reset() before the case runs. */
-int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char *fired);
+/* Counts what the case reached (cells of its graph, the passes in `fired`, the lowering
+ * paths in `paths` (kiln_verify_result), edges of the map when the build has them) and returns
+ * the new points; rewards the policy and keeps the genome when there are any. Call
+ * kiln_edges_reset() before the case runs. */
+int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char *fired,
+                           const char *paths);
 /* The coverage map: cells reached per kind, the enumerated and absent attribute cells of the
  * universe reached; with report, those never reached (key order) and those excluded with
  * their reason. _print_map adds the edges and the feedback's counts. */

@@ -216,6 +216,10 @@ typedef struct kiln_verify_result {
   char unstable_note[256]; /* the first unstable node (kiln_vref.note) */
   int threads;             /* the kernel threads to replay with (the larger of opts.threads
                               and opts.par_threads) */
+  char paths[512];         /* the lowering paths the tile layer took, comma-separated, each
+                              once: "sched:KIND/MICRO/PAR" per kernel schedule and
+                              "fallback:OP" per node left to its reference kernel (for the
+                              fuzzer's coverage cells) */
 } kiln_verify_result;
 
 /* Verifies g on inputs (both borrowed; g is not modified: the runner works on copies).

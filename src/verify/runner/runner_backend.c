@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lower/schedule.h"
 #include "runner_internal.h"
 
 static int layer_threads(const kiln_vrun *r) {
@@ -227,6 +228,31 @@ static kiln_status verify_kernels(const kiln_program *p) {
   return KILN_OK;
 }
 
+/* Adds the path name to res->paths unless it is there or the list is full. */
+static void add_path(kiln_verify_result *res, const char *name) {
+  size_t n = strlen(name), len = strlen(res->paths);
+  for (const char *p = res->paths; (p = strstr(p, name)); p += n)
+    if ((p == res->paths || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return;
+  if (len + n + 2 > sizeof res->paths) return;
+  snprintf(res->paths + len, sizeof res->paths - len, "%s%s", len ? "," : "", name);
+}
+
+/* The schedules and fallbacks of the lowered program, for the coverage cells of kiln fuzz. */
+static void note_paths(kiln_verify_result *res, const kiln_program *p) {
+  char name[96];
+  for (int i = 0; i < p->steps.len; i++) {
+    const kiln_step *s = &p->steps.data[i];
+    if (s->kind == KILN_STEP_FALLBACK)
+      snprintf(name, sizeof name, "fallback:%s", p->graph->nodes.data[s->node].op_type);
+    else if (s->kind == KILN_STEP_KERNEL && s->kernel >= 0 && s->kernel < p->scheds.len) {
+      const kiln_sched *k = &p->scheds.data[s->kernel];
+      snprintf(name, sizeof name, "sched:%s/%s/%s", kiln_sched_kind_name(k->kind),
+               kiln_sched_micro_name(k->micro), kiln_sched_par_name(k->par));
+    } else continue;
+    add_path(res, name);
+  }
+}
+
 void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
   kiln_layer_result *l = kiln_vrun_layer(r, KILN_LAYER_TILE, "tile");
   if (!r->all_tensors) {
@@ -246,6 +272,7 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
     if (kiln_vrun_done(r, l)) set_where_error(r, "lowering", l);
     return;
   }
+  note_paths(r->res, p);
   st = verify_kernels(p);
   kiln_vlocal *lc = st ? NULL : local_new(r, p, KILN_LAYER_TILE);
   if (st) kiln_vrun_errored(r, l, st);
