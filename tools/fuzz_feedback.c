@@ -27,7 +27,10 @@ void fuzz_feedback_init(fuzz_feedback *f, fuzz_policy p) {
   f->weights = kiln_xmalloc(sizeof(double) * (size_t)f->n_ops);
   f->reward = kiln_xcalloc((size_t)f->n_ops, sizeof(double));
   f->pulls = kiln_xcalloc((size_t)f->n_ops, sizeof(double));
-  for (int i = 0; i < f->n_ops; i++) f->weights[i] = 1;
+  for (int i = 0; i < f->n_ops; i++) {
+    f->weights[i] = 1;
+    kiln_strmap_put(&f->rows, kiln_gen_op_name(i), i);
+  }
   if (kiln_edges_enabled()) f->edges = kiln_xcalloc(KILN_EDGE_MAP, 1);
   f->last_entry = -1;
   f->ema_fresh = f->ema_mut = 0.5; /* even odds until the graphs say otherwise */
@@ -35,6 +38,7 @@ void fuzz_feedback_init(fuzz_feedback *f, fuzz_policy p) {
 
 void fuzz_feedback_free(fuzz_feedback *f) {
   kiln_strmap_free(&f->cells);
+  kiln_strmap_free(&f->rows);
   free(f->edges);
   kiln_vec_free(&f->corpus);
   free(f->weights), free(f->reward), free(f->pulls);
@@ -56,15 +60,20 @@ static void update_weights(fuzz_feedback *f) {
   for (int i = 0; i < n; i++) f->weights[i] = 0.25 + (sum > 0 ? v[i] * n / sum : 1.0);
 }
 
-static void reward_ops(fuzz_feedback *f, const kiln_gen_genome *g, int64_t points) {
+/* Credits each op row of the graph: 1 when a new cell names its op (the cells of a node carry
+ * the op's name, so the credit is exact), else 1 when the graph found something that no op owns
+ * (a new edge, pass or lowering path) and the row is a pattern of several ops, else 0. */
+static void reward_ops(fuzz_feedback *f, const kiln_gen_genome *g, const bool *row_new,
+                       bool graph_new) {
   bool seen[1024] = {0};
-  double r = points > 0 ? 1.0 : 0.0; /* a graph found something or not: rewards in [0, 1] */
   for (int i = 0; i < f->n_ops; i++) f->reward[i] *= DECAY, f->pulls[i] *= DECAY;
   f->total_pulls *= DECAY;
   for (int s = 0; s < g->n; s++) {
     int op = g->steps[s].op;
     if (op < 0 || op >= f->n_ops || op >= 1024 || seen[op]) continue;
     seen[op] = true;
+    bool pattern = kiln_gen_op_name(op)[0] == '(';
+    double r = row_new[op] ? 1.0 : pattern && graph_new ? 1.0 : 0.0;
     f->pulls[op] += 1, f->reward[op] += r, f->total_pulls += 1;
   }
   update_weights(f);
@@ -140,13 +149,30 @@ kiln_status fuzz_feedback_next(fuzz_feedback *f, kiln_gen_opts *o, uint64_t seed
 /* ---- points ---- */
 typedef struct note_ctx {
   fuzz_feedback *f;
-  int64_t fresh;
+  int64_t fresh, owned; /* new cells, and of those the ones that name an op row */
+  bool *row_new;        /* per op row: a new cell names its op */
 } note_ctx;
+
+/* The op row a cell names ("attr:Conv.group=1" -> Conv), -1 for none. */
+static int cell_row(const fuzz_feedback *f, const char *key) {
+  const char *c = strchr(key, ':');
+  if (!c || strncmp(key, "pass:", 5) == 0 || strncmp(key, "lower:", 6) == 0) return -1;
+  size_t n = strcspn(c + 1, ".=");
+  char name[64];
+  if (n >= sizeof name) return -1;
+  memcpy(name, c + 1, n), name[n] = 0;
+  int64_t row;
+  return kiln_strmap_get(&f->rows, name, &row) ? (int)row : -1;
+}
 
 static void note_cell(void *user, const char *key) {
   note_ctx *c = user;
   int64_t n = 0;
-  if (!kiln_strmap_get(&c->f->cells, key, &n)) c->fresh++;
+  if (!kiln_strmap_get(&c->f->cells, key, &n)) {
+    c->fresh++;
+    int row = cell_row(c->f, key);
+    if (row >= 0 && c->row_new) c->row_new[row] = true, c->owned++;
+  }
   kiln_strmap_put(&c->f->cells, key, n + 1);
 }
 
@@ -191,16 +217,21 @@ static void note_list(note_ctx *x, const char *prefix, const char *items) {
 
 int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char *fired,
                            const char *paths) {
-  note_ctx x = {f, 0};
+  bool *row_new = kiln_xcalloc((size_t)f->n_ops + 1, 1);
+  note_ctx x = {f, 0, 0, row_new};
   if (c->g) kiln_gen_cells(c->g, c->opset, note_cell, &x);
   note_list(&x, "pass:", fired);
   note_list(&x, "lower:", paths);
   int64_t points = x.fresh + note_edges(f);
   f->points += points;
-  if (f->policy != FUZZ_POLICY_BANDIT || !c->g) return points;
+  if (f->policy != FUZZ_POLICY_BANDIT || !c->g) {
+    free(row_new);
+    return points;
+  }
+  reward_ops(f, &c->genome, row_new, points > x.owned);
+  free(row_new);
   double *ema = f->last_entry >= 0 ? &f->ema_mut : &f->ema_fresh;
   *ema = (1 - EMA_W) * *ema + EMA_W * (points > 0);
-  reward_ops(f, &c->genome, points);
   if (points > 0) {
     keep(f, &c->genome, points);
     if (f->last_entry >= 0)

@@ -30,6 +30,7 @@ typedef struct fuzz_entry {
 typedef struct fuzz_feedback {
   fuzz_policy policy;
   kiln_strmap cells; /* cell key -> graphs that reached it */
+  kiln_strmap rows;  /* op name -> row of the op table (the arm a cell credits) */
   uint8_t *edges;    /* coverage build: per edge, the hit-count buckets seen (AFL style) */
   int64_t n_edges;   /* edges seen at least once */
   int64_t points;    /* new points found so far (cells + edge buckets) */
