@@ -137,6 +137,7 @@ kiln_status fuzz_feedback_next(fuzz_feedback *f, kiln_gen_opts *o, uint64_t seed
   KILN_TRY(kiln_gen_from_genome(o, &g, out));
   if (!out->g) { /* no step of the mutant fits: a fresh graph instead */
     kiln_gen_case_free(out);
+    memset(f->last_kinds, 0, sizeof f->last_kinds);
     f->fresh++;
     return kiln_gen_model(o, seed, out);
   }
