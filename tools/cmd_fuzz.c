@@ -20,7 +20,8 @@ static const char *const fuzz_help =
     "                 [--oracle kiln|onnxruntime] [--out DIR] [--max-nodes N] [--ops A,B]\n"
     "                 [--threads N] [--cpu-every N] [--policy uniform|bandit] [--reduce]\n"
     "                 [--report] [-q] [--list-ops]\n"
-    "       kiln fuzz --merge DIR... [--out MERGED] [--report] [-q]   (kiln fuzz --merge --help)\n\n"
+    "       kiln fuzz --merge DIR... [--out MERGED] [--report] [-q]   (kiln fuzz --merge "
+    "--help)\n\n"
     "Generates random valid models (1..max-nodes nodes over every op Kiln compiles, several\n"
     "dtypes, concrete and symbolic shapes) with inputs on which the reference is finite and\n"
     "stable, and verifies each one like 'kiln verify': the graph after every pass, the tile\n"
@@ -335,6 +336,8 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   kiln_gen_case gc;
   uint64_t seed = kiln_gen_seed(c->a.seed, j);
   c->vo.threads = graph_threads(c, seed);
+  /* half the graphs are also lowered under a drawn schedule set (runner_sched.c) */
+  c->vo.sched_seed = (seed >> 20) & 1 ? (seed * 0x9e3779b97f4a7c15ull) | 1 : 0;
   bool compile = (seed >> 32) % (uint64_t)c->a.cpu_every == 0; /* code that runs: costly */
   bool any = false;
   for (int t = 0; t < KILN_TARGET_COUNT; t++) {

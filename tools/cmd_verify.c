@@ -45,6 +45,10 @@ static const char *const verify_help =
     "                      the pass limit when it fails (faster on large models)\n"
     "  --threads N         kernel threads of the second cpu layer (default: all cores; 1:\n"
     "                      only the one-thread layer); the tile layer lowers for N too\n"
+    "  --sched-seed S      also lower under a schedule set drawn from S (other microkernels,\n"
+    "                      register tiles, parallel forms, loop splits) and interpret it: the\n"
+    "                      layer 'tile (drawn schedule)' (kiln fuzz draws these; its cases\n"
+    "                      replay with the seed)\n"
     "  --no-local          no kernel-by-kernel checks (end-to-end comparisons only)\n"
     "  --repro DIR         on a failure, write the case to DIR\n"
     "  -q                  no progress lines on stderr\n\n"
@@ -105,6 +109,10 @@ static int parse_args(int argc, char **argv, verify_args *a) {
       if (parse_backend(v, &a->o)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
       if (kiln_cli_threads("verify", v, &a->o.par_threads)) return 2;
+    } else if (kiln_cli_opt(argc, argv, &i, "--sched-seed", &v)) {
+      int64_t seed;
+      if (kiln_cli_i64("verify", "--sched-seed", v, 1, INT64_MAX, &seed)) return 2;
+      a->o.sched_seed = (uint64_t)seed;
     } else if (kiln_cli_opt(argc, argv, &i, "--repro", &v)) {
       if (!v || !*v) return kiln_cli_usage("verify", "--repro needs a folder");
       a->o.repro_dir = v;

@@ -40,8 +40,13 @@ static void backend_flag(const kiln_verify_result *res, kiln_strbuf *out) {
 
 const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result *res, char *buf,
                                        size_t len) {
-  char threads[32] = "";
-  if (res && res->threads > 1) snprintf(threads, sizeof threads, " --threads %d", res->threads);
+  char threads[64] = "";
+  int at = 0;
+  if (res && res->threads > 1)
+    at = snprintf(threads, sizeof threads, " --threads %d", res->threads);
+  if (res && res->sched_seed)
+    snprintf(threads + at, sizeof threads - (size_t)at, " --sched-seed %llu",
+             (unsigned long long)res->sched_seed);
   kiln_strbuf flag = {0};
   backend_flag(res, &flag);
   snprintf(buf, len, "kiln verify %s%s%s", dir, flag.data ? flag.data : "", threads);

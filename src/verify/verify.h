@@ -157,6 +157,12 @@ typedef struct kiln_verify_opts {
   kiln_step_trace_fn inject;
   void *inject_user;
   unsigned inject_layers; /* bit 1 << kind for each layer kind it runs in; 0: every one */
+  /* Nonzero: after the tile layer, the graph is lowered again under a schedule set drawn
+   * from this seed (other microkernels, register tiles, parallel forms, loop splits,
+   * vectorized and unrolled loops: runner_sched.c) and interpreted, a second tile layer
+   * "tile (drawn schedule)". A set the lowering refuses is redrawn, never a finding. 0
+   * (default): none. */
+  uint64_t sched_seed;
 } kiln_verify_opts;
 void kiln_verify_opts_init(kiln_verify_opts *o);
 /* A list of registered target names ("cpu,cuda"), or "none": sets targets (every entry).
@@ -216,6 +222,7 @@ typedef struct kiln_verify_result {
   char unstable_note[256]; /* the first unstable node (kiln_vref.note) */
   int threads;             /* the kernel threads to replay with (the larger of opts.threads
                               and opts.par_threads) */
+  uint64_t sched_seed;     /* the drawn schedule's seed when that layer ran (replay flag) */
   char paths[512];         /* the lowering paths the tile layer took, comma-separated, each
                               once: "sched:KIND/MICRO/PAR" per kernel schedule and
                               "fallback:OP" per node left to its reference kernel (for the

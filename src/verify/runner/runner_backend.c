@@ -21,7 +21,7 @@ static int layer_threads(const kiln_vrun *r) {
 }
 
 /* The tile layer lowers for the most threads any cpu layer uses (the parallel schedule). */
-static int tile_threads(const kiln_vrun *r) {
+int kiln_vrun_tile_threads(const kiln_vrun *r) {
   int t = layer_threads(r);
   return r->o->par_threads > t ? r->o->par_threads : t;
 }
@@ -209,6 +209,10 @@ static void interp_program(kiln_vrun *r, const kiln_program *p, kiln_layer_resul
   free(outs);
 }
 
+void kiln_vrun_interp_program(kiln_vrun *r, const kiln_program *p, kiln_layer_result *l) {
+  interp_program(r, p, l, NULL);
+}
+
 static void set_where_error(kiln_vrun *r, const char *stage, const kiln_layer_result *l) {
   char where[160];
   snprintf(where, sizeof where, "%s: %s", stage, l->msg);
@@ -261,7 +265,7 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
     return;
   }
   kiln_lower_opts lo = {.target = KILN_TARGET_CPU,
-                        .threads = tile_threads(r),
+                        .threads = kiln_vrun_tile_threads(r),
                         .force_fallback = r->o->compile.force_fallback,
                         .precision = &r->o->compile.precision};
   kiln_program *p = NULL;
@@ -277,8 +281,10 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
   kiln_vlocal *lc = st ? NULL : local_new(r, p, KILN_LAYER_TILE);
   if (st) kiln_vrun_errored(r, l, st);
   else interp_program(r, p, l, lc);
+  bool ok = l->ran && l->ok;
   if (kiln_vrun_done(r, l)) localize_layer(r, p, trace_interp, (void *)p, l, lc);
   kiln_vlocal_free(lc);
+  if (ok && r->o->sched_seed) kiln_vrun_tile_drawn(r, fused, p);
   kiln_program_free(p);
 }
 

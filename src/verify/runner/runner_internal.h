@@ -50,6 +50,13 @@ KILN_MUST_USE kiln_status kiln_vrun_passes(kiln_vrun *r, kiln_graph **final);
 /* runner_backend.c: the backend layers: the tile layer, and the layers of target t (its
  * compiled code when it runs, else its program in the tile interpreter). */
 void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused);
+/* The threads the tile layers lower for (the larger of the layer's and opts par_threads). */
+int kiln_vrun_tile_threads(const kiln_vrun *r);
+/* Interprets program p on the run's inputs into layer l (compared with the reference). */
+void kiln_vrun_interp_program(kiln_vrun *r, const kiln_program *p, kiln_layer_result *l);
+/* The tile layer under a drawn schedule set (opts sched_seed; runner_sched.c): p is the
+ * program of the default schedules (its kernels, kinds and loops are what is drawn for). */
+void kiln_vrun_tile_drawn(kiln_vrun *r, kiln_graph *fused, const kiln_program *p);
 void kiln_vrun_target(kiln_vrun *r, const kiln_target *t);
 
 /* runner_det.c: the determinism check of a cpu layer compiled for several threads. Pass
