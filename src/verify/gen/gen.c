@@ -566,6 +566,7 @@ void kiln_gen_opts_init(kiln_gen_opts *o) {
   o->symbolic = true;
   o->input_tries = 8;
   o->check_inputs = true;
+  o->edge_share = 0.3;
 }
 
 kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case *out) {

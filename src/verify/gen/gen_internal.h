@@ -204,4 +204,13 @@ bool gen_b_pattern(gen *G, int op);
 int gen_op_index(const char *name); /* the table entry of an op name, -1 when none */
 bool gen_b_diamond(gen *G, int op);
 
+/* ---- inputs at the edges of their domain (gen_values.c) ---- */
+/* The edge kinds (bits 1 << KILN_GEN_EDGE_*) an input of dtype dt and domain dom can take. */
+unsigned gen_edge_kinds(kiln_dtype dt, gen_dom dom);
+/* Stores element i of t (F16/F32/F64/I32/I64/U8): a value of edge kind `kind` (one of
+ * gen_edge_kinds(t->dtype, dom)) inside dom. */
+void gen_edge_store(gen_rng *r, kiln_tensor *t, int64_t i, gen_dom dom, int kind);
+/* Whether element i of t lies in dom (finite for floats; -0.0 counts as 0). */
+bool gen_edge_in_dom(const kiln_tensor *t, int64_t i, gen_dom dom);
+
 #endif
