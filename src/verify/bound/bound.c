@@ -238,6 +238,7 @@ static kiln_tensor *subst_tensor(const kiln_tensor *x, const kiln_tensor *e, bnd
     case BND_ONES: d[i] = 1; break;
     case BND_NEG_ABS: d[i] = -fabs(xv); break;
     case BND_NEAR0: d[i] = fabs(xv) <= ev ? 0 : xv; break;
+    case BND_ABS_MAX1: d[i] = fmax(fabs(xv) + ev, 1); break;
     case BND_ZEROS:
     case BND_SAME:
     case BND_OMIT: d[i] = how == BND_SAME ? xv : 0; break;
@@ -354,15 +355,26 @@ static bool tensor_all_finite(const kiln_tensor *t) {
   return true;
 }
 
-/* The magnitude from which a value rounds to Inf in dtype t (round to nearest), 0 when not
- * tracked. */
-static double overflow_at(kiln_dtype t) {
+double kiln_bnd_overflow_at(kiln_dtype t) {
   switch (t) {
   case KILN_F32: return 0x1.ffffffp127;
   case KILN_F16: return 65520.0;
   case KILN_BF16: return 0x1.ff8p127;
   default: return 0;
   }
+}
+
+/* The limit of the type output k is computed in: its dtype's, or f16's when the precision
+ * policy computes it in f16 (bf16 has f32's range). The intermediate bound carries the
+ * relative rounding of the intermediates themselves (a partial sum of K terms is within
+ * gamma_K of the exact one; 2^-8 covers every length the generator makes in bf16 or wider). */
+double kiln_bnd_inter_err(const bnd_node *b, int k, double inter, double err) {
+  int id = b->n->outputs[k];
+  if (id < 0 || !isfinite(inter)) return err;
+  kiln_dtype t = kiln_bnd_out_dtype(b->r, b->n, k);
+  double lim = kiln_bnd_overflow_at(t);
+  if (kiln_bnd_policy_u(b, t) == 0x1p-11) lim = kiln_bnd_overflow_at(KILN_F16);
+  return lim > 0 && fabs(inter) * (1 + 0x1p-8) >= lim ? fmax(err, lim) : err;
 }
 
 /* NaN or Inf from finite inputs; a result beyond the dtype's range becomes +-Inf (what the
@@ -373,7 +385,7 @@ static void count_nonfinite(bnd_node *b) {
   for (int k = 0; k < b->n->n_outputs; k++) {
     if (!kiln_bnd_is_float_val(b->out[k]) || b->out[k]->t->dtype != KILN_F64) continue;
     int id = b->n->outputs[k];
-    double lim = overflow_at(b->g->values.data[id].type.dtype);
+    double lim = kiln_bnd_overflow_at(b->g->values.data[id].type.dtype);
     double *d = b->out[k]->t->data, *e = b->eout[k] ? b->eout[k]->data : NULL;
     int64_t c = 0, by_bound = 0;
     for (int64_t i = 0; i < b->out[k]->t->numel; i++) {

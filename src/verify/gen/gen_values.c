@@ -120,7 +120,8 @@ static int64_t int_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
 }
 
 void gen_edge_store(gen_rng *r, kiln_tensor *t, int64_t i, gen_dom dom, int kind) {
-  if (is_gen_float(t->dtype)) kiln_store_f64(t->dtype, t->data, (size_t)i, float_edge(r, t->dtype, dom, kind));
+  if (is_gen_float(t->dtype))
+    kiln_store_f64(t->dtype, t->data, (size_t)i, float_edge(r, t->dtype, dom, kind));
   else kiln_store_i64(t->dtype, t->data, (size_t)i, int_edge(r, t->dtype, dom, kind));
 }
 
@@ -128,7 +129,10 @@ bool gen_edge_in_dom(const kiln_tensor *t, int64_t i, gen_dom dom) {
   if (t->dtype == KILN_BOOL) return true;
   if (!is_gen_float(t->dtype)) {
     int64_t x = kiln_load_i64(t->dtype, t->data, (size_t)i);
-    return dom == DOM_POS ? x >= 1 : dom == DOM_NONZERO ? x != 0 : dom == DOM_NONNEG ? x >= 0 : true;
+    return dom == DOM_POS       ? x >= 1
+           : dom == DOM_NONZERO ? x != 0
+           : dom == DOM_NONNEG  ? x >= 0
+                                : true;
   }
   double x = kiln_load_f64(t->dtype, t->data, (size_t)i);
   switch (dom) {
