@@ -1,0 +1,90 @@
+/* The error bounds on inputs at the edges of the domain (src/verify/bound/): regressions of
+ * the false alarms that edge draws found. Each input below was once judged finite and stable
+ * by the reference, kept by the input search, and then failed a correct layer:
+ * - a float Cast to an integer type out of the target's range (undefined in ONNX and C; the
+ *   tile interpreter refused it, the reference wrapped): now unstable;
+ * - Mean / ReduceMean / ReduceL2 / Gemm / ReduceProd whose result fits f32 but whose
+ *   intermediate (the sum before the division, the sum of squares, A B before alpha, a
+ *   partial product) does not: a correct f32 kernel returned Inf. Now non-finite by bound.
+ * The same ops on values whose intermediates fit stay usable. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness.h"
+#include "verify/verify.h"
+
+/* The reference of `op` (text of one node reading %a [and %b]) on a: f32[n], b: f32[m]. */
+static kiln_vref *run(const char *node, const char *a_type, const double *a, int na,
+                      const char *b_type, const double *b, int nb) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "graph @t(%%a: %s%s%s) -> (%%y: ?) {\n  opset \"\" 18\n  %%y = %s\n  return %%y\n}\n",
+           a_type, b_type ? ", %b: " : "", b_type ? b_type : "", node);
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(text, "t.kiln", &g));
+  if (!g) return NULL;
+  CHECK_OK(kiln_ops_infer_graph(g));
+  kiln_val *in[2] = {NULL, NULL};
+  const double *src[2] = {a, b};
+  int n[2] = {na, nb};
+  for (int i = 0; i < g->inputs.len && i < 2; i++) {
+    const kiln_type *t = &g->values.data[g->inputs.data[i]].type;
+    int64_t dims[KILN_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) dims[d] = t->dims[d].value;
+    kiln_tensor *x = NULL;
+    CHECK_OK(kiln_tensor_new(t->dtype, t->rank, dims, &x));
+    CHECK(x && x->numel == n[i]);
+    for (int64_t k = 0; x && k < x->numel && k < n[i]; k++)
+      kiln_store_f64(t->dtype, x->data, (size_t)k, src[i][k]);
+    in[i] = kiln_val_tensor(x);
+  }
+  kiln_vref *r = NULL;
+  CHECK_OK(kiln_vref_compute(g, g->inputs.len, in, &r));
+  for (int i = 0; i < 2; i++) kiln_val_free(in[i]);
+  return r;
+}
+
+static bool usable(kiln_vref *r) {
+  bool ok = r && r->n_nonfinite == 0 && r->n_unstable == 0;
+  if (r && !ok) printf("    %s\n", r->note);
+  if (r) kiln_graph_free((kiln_graph *)r->g);
+  kiln_vref_free(r);
+  return ok;
+}
+
+static void test_cast_range(void) {
+  double big[1] = {3e9}, fits[1] = {2e9}, neg[1] = {-1.5}, negfrac[1] = {-0.75};
+  double huge[1] = {-2.6e38};
+  CHECK(!usable(run("Cast(%a) {to=6}", "f32[1]", big, 1, NULL, NULL, 0)));   /* i32 */
+  CHECK(usable(run("Cast(%a) {to=6}", "f32[1]", fits, 1, NULL, NULL, 0)));
+  CHECK(!usable(run("Cast(%a) {to=7}", "f32[1]", huge, 1, NULL, NULL, 0)));  /* i64 */
+  CHECK(!usable(run("Cast(%a) {to=2}", "f32[1]", neg, 1, NULL, NULL, 0)));   /* u8 */
+  CHECK(usable(run("Cast(%a) {to=2}", "f32[1]", negfrac, 1, NULL, NULL, 0))); /* -0.75 -> 0 */
+  CHECK(!usable(run("CastLike(%a, %b)", "f32[1]", big, 1, "i32[1]", (double[]){1}, 1)));
+  /* float -> float and int -> int casts are unchanged */
+  CHECK(usable(run("Cast(%a) {to=1}", "f64[1]", huge, 1, NULL, NULL, 0)));
+}
+
+static void test_intermediate_overflow(void) {
+  double a[2] = {2.5e38, 2.5e38}, small[2] = {1e38, 1e38};
+  CHECK(!usable(run("Mean(%a, %b)", "f32[1]", a, 1, "f32[1]", a + 1, 1)));
+  CHECK(usable(run("Mean(%a, %b)", "f32[1]", small, 1, "f32[1]", small + 1, 1)));
+  CHECK(!usable(run("ReduceMean(%a) {keepdims=0}", "f32[2]", a, 2, NULL, NULL, 0)));
+  CHECK(usable(run("ReduceMean(%a) {keepdims=0}", "f32[2]", small, 2, NULL, NULL, 0)));
+  double l2[2] = {2e19, 2e19}, l2ok[2] = {1e18, 1e18};
+  CHECK(!usable(run("ReduceL2(%a) {keepdims=0}", "f32[2]", l2, 2, NULL, NULL, 0)));
+  CHECK(usable(run("ReduceL2(%a) {keepdims=0}", "f32[2]", l2ok, 2, NULL, NULL, 0)));
+  double p[3] = {1e30, 1e30, 1e-30}, pok[3] = {1e15, 1e15, 1e-30};
+  CHECK(!usable(run("ReduceProd(%a) {keepdims=0}", "f32[3]", p, 3, NULL, NULL, 0)));
+  CHECK(usable(run("ReduceProd(%a) {keepdims=0}", "f32[3]", pok, 3, NULL, NULL, 0)));
+  double g[1] = {2e19}, gok[1] = {1e19};
+  CHECK(!usable(run("Gemm(%a, %b) {alpha=0.5}", "f32[1,1]", g, 1, "f32[1,1]", g, 1)));
+  CHECK(usable(run("Gemm(%a, %b) {alpha=0.5}", "f32[1,1]", gok, 1, "f32[1,1]", gok, 1)));
+  /* a plain sum whose result fits has no larger intermediate */
+  CHECK(usable(run("ReduceSum(%a) {keepdims=0}", "f32[2]", small, 2, NULL, NULL, 0)));
+  /* f64 is not tracked (its reference is the same double) */
+  CHECK(usable(run("Mean(%a, %b)", "f64[1]", a, 1, "f64[1]", a + 1, 1)));
+}
+
+TEST_MAIN(T(test_cast_range), T(test_intermediate_overflow))
