@@ -84,6 +84,8 @@ typedef enum kiln_gen_edge {
   KILN_GEN_EDGE_NEGZERO,     /* -0.0 */
   KILN_GEN_EDGE_INT_EXTREME, /* INT32/INT64 MIN, MIN + 1, MAX - 1, MAX (signed ints wrap) */
   KILN_GEN_EDGE_UINT_WRAP,   /* uint8 0, 1, 128, 254, 255: sums and differences wrap */
+  KILN_GEN_EDGE_TIE,         /* exact ties: elements copy an earlier element of the same input
+                                (ArgMax, TopK, Max and Hardmax break them by the ONNX rule) */
   KILN_GEN_EDGE_COUNT
 } kiln_gen_edge;
 /* "large", "exp_over", ...: the coverage cell "value:<name>". */

@@ -1,17 +1,18 @@
 /* Input values at the edges of a domain: large magnitudes, values where exp overflows,
  * values near a dtype's largest finite value (or the domain's own edge), subnormals, -0.0,
- * integer extremes and unsigned values that wrap. Every value stays inside the input's
- * domain (gen_dom): POS stays > 0, UNIT in (-1, 1), NONZERO away from 0, NONNEG >= 0 (-0.0
- * included: it compares equal to 0), GE1 >= 1. Whether the graph's result stays defined on
- * them is not decided here but by the reference (gen_inputs.c drops draws it finds
+ * integer extremes, unsigned values that wrap, and exact ties (copies of another element). Every
+ * value stays inside the input's domain (gen_dom): POS stays > 0, UNIT in (-1, 1), NONZERO away
+ * from 0, NONNEG >= 0 (-0.0 included: it compares equal to 0), GE1 >= 1. Whether the graph's result
+ * stays defined on them is not decided here but by the reference (gen_inputs.c drops draws it finds
  * non-finite or unstable). */
 #include <float.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gen_internal.h"
 
 static const char *const edge_names[KILN_GEN_EDGE_COUNT] = {
-    "large", "exp_over", "limit", "denormal", "negzero", "int_extreme", "uint_wrap",
+    "large", "exp_over", "limit", "denormal", "negzero", "int_extreme", "uint_wrap", "tie",
 };
 
 const char *kiln_gen_edge_name(int kind) {
@@ -40,9 +41,9 @@ static unsigned float_kinds(gen_dom dom) {
 }
 
 unsigned gen_edge_kinds(kiln_dtype dt, gen_dom dom) {
-  if (is_gen_float(dt)) return float_kinds(dom);
-  if (dt == KILN_I32 || dt == KILN_I64) return EB(LARGE) | EB(INT_EXTREME);
-  if (dt == KILN_U8) return EB(UINT_WRAP);
+  if (is_gen_float(dt)) return float_kinds(dom) | EB(TIE);
+  if (dt == KILN_I32 || dt == KILN_I64) return EB(LARGE) | EB(INT_EXTREME) | EB(TIE);
+  if (dt == KILN_U8) return EB(UINT_WRAP) | EB(TIE);
   return 0; /* bool, and dtypes the generator does not make */
 }
 
@@ -119,8 +120,18 @@ static int64_t int_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
   return neg ? -m : m;
 }
 
+/* A tie: element i becomes a copy of an earlier element (in the domain as that one is);
+ * element 0 keeps its ordinary value. */
+static void tie(gen_rng *r, kiln_tensor *t, int64_t i) {
+  if (i == 0) return;
+  int64_t j = gen_int(r, 0, (int)(i - 1 < 1 << 20 ? i - 1 : 1 << 20));
+  size_t sz = kiln_dtype_size(t->dtype);
+  memcpy((char *)t->data + (size_t)i * sz, (char *)t->data + (size_t)j * sz, sz);
+}
+
 void gen_edge_store(gen_rng *r, kiln_tensor *t, int64_t i, gen_dom dom, int kind) {
-  if (is_gen_float(t->dtype))
+  if (kind == KILN_GEN_EDGE_TIE) tie(r, t, i);
+  else if (is_gen_float(t->dtype))
     kiln_store_f64(t->dtype, t->data, (size_t)i, float_edge(r, t->dtype, dom, kind));
   else kiln_store_i64(t->dtype, t->data, (size_t)i, int_edge(r, t->dtype, dom, kind));
 }
