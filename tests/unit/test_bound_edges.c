@@ -56,10 +56,10 @@ static bool usable(kiln_vref *r) {
 static void test_cast_range(void) {
   double big[1] = {3e9}, fits[1] = {2e9}, neg[1] = {-1.5}, negfrac[1] = {-0.75};
   double huge[1] = {-2.6e38};
-  CHECK(!usable(run("Cast(%a) {to=6}", "f32[1]", big, 1, NULL, NULL, 0)));   /* i32 */
+  CHECK(!usable(run("Cast(%a) {to=6}", "f32[1]", big, 1, NULL, NULL, 0))); /* i32 */
   CHECK(usable(run("Cast(%a) {to=6}", "f32[1]", fits, 1, NULL, NULL, 0)));
-  CHECK(!usable(run("Cast(%a) {to=7}", "f32[1]", huge, 1, NULL, NULL, 0)));  /* i64 */
-  CHECK(!usable(run("Cast(%a) {to=2}", "f32[1]", neg, 1, NULL, NULL, 0)));   /* u8 */
+  CHECK(!usable(run("Cast(%a) {to=7}", "f32[1]", huge, 1, NULL, NULL, 0)));   /* i64 */
+  CHECK(!usable(run("Cast(%a) {to=2}", "f32[1]", neg, 1, NULL, NULL, 0)));    /* u8 */
   CHECK(usable(run("Cast(%a) {to=2}", "f32[1]", negfrac, 1, NULL, NULL, 0))); /* -0.75 -> 0 */
   CHECK(!usable(run("CastLike(%a, %b)", "f32[1]", big, 1, "i32[1]", (double[]){1}, 1)));
   /* float -> float and int -> int casts are unchanged */
