@@ -10,7 +10,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "api/api.h"
 #include "harness.h"
 #include "verify/verify.h"
 
@@ -87,4 +89,66 @@ static void test_intermediate_overflow(void) {
   CHECK(usable(run("Mean(%a, %b)", "f64[1]", a, 1, "f64[1]", a + 1, 1)));
 }
 
-TEST_MAIN(T(test_cast_range), T(test_intermediate_overflow))
+/* Subnormals survive compiled code: no flush to zero (FTZ/DAZ, -ffast-math) in the C target
+ * or its runtime. Checked bit for bit against the interpreter, since the comparison's dtype
+ * floor (atol 1e-5) cannot see a flushed subnormal: a campaign would miss it. (Compiling the
+ * kernels with a constructor that sets MXCSR's FTZ and DAZ bits makes this test fail.) */
+static void test_subnormals_kept(void) {
+  static const char text[] =
+      "graph @d(%a: f32[4], %b: f32[4], %h: f16[4], %k: f16[4], %p: f64[2], %q: f64[2]) -> "
+      "(%s: ?, %m: ?, %t: ?, %u: ?) {\n  opset \"\" 18\n"
+      "  %s = Add(%a, %b)\n  %m = Mul(%a, %b)\n  %t = Sub(%h, %k)\n  %u = Add(%p, %q)\n"
+      "  return %s, %m, %t, %u\n}\n";
+  double a[4] = {0x1p-140, -0x1p-130, 0x1p-149, 0x3p-128}, b[4] = {0x1p-141, 0x1p-131, 1, -1};
+  double h[4] = {0x3p-24, 0x1p-15, -0x1p-24, 0x1p-14}, k[4] = {0x1p-24, 0x1p-24, 0x1p-24, 0x1p-24};
+  double p[2] = {0x1p-1070, 0x1p-1060}, q[2] = {0x1p-1071, -0x1p-1061};
+  const double *src[6] = {a, b, h, k, p, q};
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(text, "d.kiln", &g));
+  if (!g) return;
+  CHECK_OK(kiln_ops_infer_graph(g));
+  kiln_val *in[6];
+  for (int i = 0; i < 6; i++) {
+    const kiln_type *t = &g->values.data[g->inputs.data[i]].type;
+    int64_t dims[1] = {t->dims[0].value};
+    kiln_tensor *x = NULL;
+    CHECK_OK(kiln_tensor_new(t->dtype, 1, dims, &x));
+    for (int64_t e = 0; e < dims[0]; e++) kiln_store_f64(t->dtype, x->data, (size_t)e, src[i][e]);
+    in[i] = kiln_val_tensor(x);
+  }
+  kiln_val *want[4] = {0}, *got[4] = {0};
+  CHECK_OK(kiln_interp_run(g, NULL, 6, in, want));
+  char cache[1024];
+  kiln_test_make_tmp(cache, sizeof cache, "kiln_subnormal");
+  kiln_compile_opts o;
+  kiln_compile_opts_init(&o);
+  o.cache_dir = cache;
+  o.threads = 1;
+  kiln_compiled *c = NULL;
+  CHECK_OK(kiln_compile(g, NULL, &o, &c));
+  if (c) CHECK_OK(kiln_compiled_run_vals(c, 6, in, got));
+  int subnormal = 0;
+  for (int i = 0; i < 4; i++) {
+    if (!want[i] || !got[i]) {
+      CHECK(false);
+      continue;
+    }
+    const kiln_tensor *w = want[i]->t, *y = got[i]->t;
+    CHECK(w->dtype == y->dtype && w->numel == y->numel);
+    CHECK(!memcmp(w->data, y->data, kiln_tensor_nbytes(w)));
+    for (int64_t e = 0; e < w->numel; e++) {
+      double v = fabs(kiln_load_f64(w->dtype, w->data, (size_t)e));
+      subnormal += v > 0 && v < (w->dtype == KILN_F16   ? 0x1p-14
+                                 : w->dtype == KILN_F32 ? 0x1p-126
+                                                        : 0x1p-1022);
+    }
+  }
+  CHECK(subnormal >= 8); /* the expected results are subnormal themselves */
+  for (int i = 0; i < 4; i++) kiln_val_free(want[i]), kiln_val_free(got[i]);
+  for (int i = 0; i < 6; i++) kiln_val_free(in[i]);
+  kiln_compiled_free(c);
+  kiln_graph_free(g);
+  kiln_test_remove_dir(cache);
+}
+
+TEST_MAIN(T(test_cast_range), T(test_intermediate_overflow), T(test_subnormals_kept))
