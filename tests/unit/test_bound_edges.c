@@ -84,6 +84,12 @@ static void test_intermediate_overflow(void) {
   double g[1] = {2e19}, gok[1] = {1e19};
   CHECK(!usable(run("Gemm(%a, %b) {alpha=0.5}", "f32[1,1]", g, 1, "f32[1,1]", g, 1)));
   CHECK(usable(run("Gemm(%a, %b) {alpha=0.5}", "f32[1,1]", gok, 1, "f32[1,1]", gok, 1)));
+  /* one addition has no intermediate: 2e38 - 1.9e38 is exact in any order */
+  double d[2] = {2e38, -1.9e38};
+  CHECK(usable(run("Add(%a, %b)", "f32[1]", d, 1, "f32[1]", d + 1, 1)));
+  CHECK(usable(run("Sub(%a, %b)", "f32[1]", d, 1, "f32[1]", (double[]){1.9e38}, 1)));
+  double three[3] = {2e38, 2e38, -1.9e38};
+  CHECK(!usable(run("Sum(%a, %a, %b)", "f32[1]", three, 1, "f32[1]", three + 2, 1)));
   /* a plain sum whose result fits has no larger intermediate */
   CHECK(usable(run("ReduceSum(%a) {keepdims=0}", "f32[2]", small, 2, NULL, NULL, 0)));
   /* f64 is not tracked (its reference is the same double) */

@@ -145,10 +145,16 @@ static double sum_len(const bnd_node *b) {
 /* The largest intermediate of a SUM op whose result on |x| (+ e) is m: partial sums are at
  * most the sum of the |terms|, which is m itself for a plain sum, count * m for a mean (the
  * sum before the division: Mean of n inputs, ReduceMean and the average pools over at most
- * ratio or kernel_size terms), and the sum of the p-th powers, m^p, for the p-norms. */
+ * ratio or kernel_size terms), and the sum of the p-th powers, m^p, for the p-norms. One
+ * addition or subtraction has none (its result is checked as a value). */
 static double sum_inter(const bnd_node *b, double m) {
   int64_t p = 2;
   switch (b->n->op) {
+  case KILN_OP_Add:
+  case KILN_OP_Sub: return 0; /* one correctly rounded operation: no intermediate */
+  case KILN_OP_Sum:
+    if (b->n->n_inputs <= 2) return 0;
+    return m;
   case KILN_OP_Mean: return m * b->n->n_inputs;
   case KILN_OP_ReduceMean:
   case KILN_OP_GlobalAveragePool: return m * kiln_bnd_ratio(b);
