@@ -109,6 +109,7 @@ typedef struct campaign {
   int64_t env_ok;       /* runs that needed the environment (the compiled layers) and got it */
   kiln_status env_last; /* the last of those errors */
   bool env_stop;        /* the campaign stopped: the environment failed on every graph */
+  int64_t edge_graphs, edge_seen[KILN_GEN_EDGE_COUNT]; /* valid graphs with edge inputs */
 } campaign;
 
 /* The environment fails for every graph (no C compiler, a full disk): after this many runner
@@ -356,6 +357,8 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   if (gc.status == KILN_GEN_OK) {
     c->valid++;
     note_graph(c, gc.g);
+    c->edge_graphs += gc.edges != 0;
+    for (int k = 0; k < KILN_GEN_EDGE_COUNT; k++) c->edge_seen[k] += (gc.edges >> k) & 1;
     kiln_verify_result res;
     st = kiln_verify_run(gc.g, gc.n_in, gc.inputs, &c->vo, &res);
     if (st) {
@@ -433,6 +436,10 @@ static void summary(const campaign *c, double secs) {
   for (int p = 0; p < KILN_OP_COUNT; p++)
     for (int q = 0; q < KILN_OP_COUNT; q++) pairs += c->pairs[p][q];
   printf("op pairs covered (producer -> consumer): %d\n", pairs);
+  printf("edge inputs (graphs): %lld;", (long long)c->edge_graphs);
+  for (int k = 0; k < KILN_GEN_EDGE_COUNT; k++)
+    printf(" value:%s %lld", kiln_gen_edge_name(k), (long long)c->edge_seen[k]);
+  printf("\n");
   printf("passes fired (graphs):");
   for (int k = 0; k < c->pass_names.len; k++)
     printf(" %s %lld", c->pass_names.data[k], (long long)c->pass_fired.data[k]);

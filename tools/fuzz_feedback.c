@@ -221,6 +221,12 @@ int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char 
   bool *row_new = kiln_xcalloc((size_t)f->n_ops + 1, 1);
   note_ctx x = {f, 0, 0, row_new};
   if (c->g) kiln_gen_cells(c->g, c->opset, note_cell, &x);
+  for (int k = 0; k < KILN_GEN_EDGE_COUNT; k++) /* inputs at the edges of their domains */
+    if ((c->edges >> k) & 1) {
+      char key[64];
+      snprintf(key, sizeof key, "value:%s", kiln_gen_edge_name(k));
+      note_cell(&x, key);
+    }
   note_list(&x, "pass:", fired);
   note_list(&x, "lower:", paths);
   int64_t points = x.fresh + note_edges(f);
@@ -292,7 +298,8 @@ void fuzz_feedback_universe(const fuzz_feedback *f, int *reached, int *total) {
 
 /* Cells reached per kind ("attr", "dtype", ...). */
 static void count_kinds(const kiln_strmap *cells, FILE *out) {
-  static const char *const kinds[] = {"op", "attr", "dtype", "rank", "bcast", "pass", "lower"};
+  static const char *const kinds[] = {"op",    "attr", "dtype", "rank",
+                                      "bcast", "pass", "lower", "value"};
   fprintf(out, "cells reached:");
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
     int n = 0;

@@ -617,8 +617,8 @@ static void test_infer_matmul_reduce_norm(void) {
   check_type(infer_one(g, "Gemm", 2, (int[]){m, b}, 1, ATTRS(AI("transA", 1))), KILN_F32, 2,
              D(2, 5));
   check_type(infer_one(g, "Softmax", 1, &a, 0, NULL), KILN_F32, 3, D(4, 2, 3));
-  int y[3];
-  CHECK_OK(kiln_graph_add_node(g, "LayerNormalization", "", "", 2, (int[]){a, b}, 3,
+  int y[3], sc = kiln_graph_add_input(g, "sc", kiln_type_tensor(KILN_F32, 1, D(3)));
+  CHECK_OK(kiln_graph_add_node(g, "LayerNormalization", "", "", 2, (int[]){a, sc}, 3,
                                (const char *[]){"ln", "mean", "isd"}, y));
   CHECK_OK(kiln_ops_infer_graph(g));
   check_type(&g->values.data[y[1]].type, KILN_F32, 3, D(4, 2, 1));

@@ -5,6 +5,7 @@
  * double and return F64), integers, bools and strings in their own dtype. Per value we keep
  * the reference (r->val) and an absolute error bound (r->err); the rule of each op
  * (bound_rules.c, bound_norm.c) derives its outputs' bounds from its inputs'. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,7 @@ static kiln_tensor *subst_tensor(const kiln_tensor *x, const kiln_tensor *e, bnd
     case BND_ONES: d[i] = 1; break;
     case BND_NEG_ABS: d[i] = -fabs(xv); break;
     case BND_NEAR0: d[i] = fabs(xv) <= ev ? 0 : xv; break;
+    case BND_ABS_MAX1: d[i] = fmax(fabs(xv) + ev, 1); break;
     case BND_ZEROS:
     case BND_SAME:
     case BND_OMIT: d[i] = how == BND_SAME ? xv : 0; break;
@@ -354,15 +356,93 @@ static bool tensor_all_finite(const kiln_tensor *t) {
   return true;
 }
 
-/* The magnitude from which a value rounds to Inf in dtype t (round to nearest), 0 when not
- * tracked. */
-static double overflow_at(kiln_dtype t) {
+double kiln_bnd_overflow_at(kiln_dtype t) {
   switch (t) {
   case KILN_F32: return 0x1.ffffffp127;
   case KILN_F16: return 65520.0;
   case KILN_BF16: return 0x1.ff8p127;
+  case KILN_F64: return DBL_MAX; /* the reference is double itself: at DBL_MAX it is blind */
   default: return 0;
   }
+}
+
+/* Ops whose every intermediate the rules bound (sums, products and Gemm: kiln_bnd_inter_err),
+ * that move or compare values without arithmetic, or that are one correctly rounded operation
+ * or one call of a math library function on the inputs (no intermediate larger than the
+ * inputs or the result). */
+static bool intermediates_known(kiln_op op) {
+  static const kiln_op single[] = {
+      KILN_OP_Abs,  KILN_OP_Neg,     KILN_OP_Relu,     KILN_OP_Sqrt,       KILN_OP_Log,
+      KILN_OP_Exp,  KILN_OP_Div,     KILN_OP_Pow,      KILN_OP_Reciprocal, KILN_OP_Sin,
+      KILN_OP_Cos,  KILN_OP_Atan,    KILN_OP_Tanh,     KILN_OP_Erf,        KILN_OP_Floor,
+      KILN_OP_Ceil, KILN_OP_Round,   KILN_OP_Sign,     KILN_OP_Max,        KILN_OP_Min,
+      KILN_OP_Clip, KILN_OP_Sigmoid, KILN_OP_LeakyRelu};
+  for (size_t i = 0; i < sizeof single / sizeof single[0]; i++)
+    if (op == single[i]) return true;
+  switch (kiln_bnd_info(op)->rule) {
+  case BND_EXACT:
+  case BND_DISCRETE:
+  case BND_MOVE:
+  case BND_SUM:
+  case BND_SUB:
+  case BND_MULTILIN:
+  case BND_GEMM:
+  case BND_CAST:
+  case BND_ARGMINMAX:
+  case BND_TOPK:
+  case BND_HARDMAX:
+  case BND_REDUCE_MONO: return true;
+  default: return false;
+  }
+}
+
+/* The headroom below the overflow threshold inside which an op of unknown intermediates may
+ * overflow: its internal steps can scale a value by any factor before a later step scales it
+ * back (BatchNormalization: (x - mean) / sqrt(var + eps) before * scale; Gelu: x (1 + erf)),
+ * so no finite factor is sound for every op; 2^32 (f16: 2^3) keeps every value the ordinary and
+ * large draws make (|x| <= 1e4, f16 4096) out of it and every value near the limit in it. */
+static double headroom(kiln_dtype t) {
+  return t == KILN_F16 ? 0x1p-3 : 0x1p-32;
+}
+
+/* An op whose intermediates the rules do not bound, with a float input (within its error)
+ * or result inside the headroom of the smallest overflow threshold among its float values:
+ * a correct implementation may overflow on the way, so every float output element counts as
+ * non-finite by its bound (the input search drops the draw). */
+static void count_near_limit(bnd_node *b) {
+  if (intermediates_known(b->n->op)) return;
+  double lim = INFINITY;
+  bool near = false;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < b->n->n_inputs + b->n->n_outputs; i++) {
+      bool in = i < b->n->n_inputs;
+      int id = in ? b->n->inputs[i] : b->n->outputs[i - b->n->n_inputs];
+      kiln_val *v = in ? b->in[i] : b->out[i - b->n->n_inputs];
+      kiln_tensor *e = in ? b->ein[i] : b->eout[i - b->n->n_inputs];
+      if (id < 0 || !kiln_bnd_is_float_val(v) || v->t->dtype != KILN_F64) continue;
+      kiln_dtype t = b->r->dtype[id] ? b->r->dtype[id] : b->g->values.data[id].type.dtype;
+      double l = kiln_bnd_overflow_at(t) * headroom(t);
+      if (pass == 0 && l > 0) lim = fmin(lim, l);
+      const double *d = v->t->data, *ed = e && e->numel == v->t->numel ? e->data : NULL;
+      for (int64_t j = 0; pass == 1 && !near && j < v->t->numel; j++)
+        near = isfinite(d[j]) && fabs(d[j]) + (ed ? ed[j] : 0) >= lim;
+    }
+  for (int k = 0; near && k < b->n->n_outputs; k++)
+    if (kiln_bnd_is_float_val(b->out[k]) && b->out[k]->t->numel > 0)
+      kiln_bnd_nonfinite(b, b->out[k]->t->numel, b->out[k]->t->numel);
+}
+
+/* The limit of the type output k is computed in: its dtype's, or f16's when the precision
+ * policy computes it in f16 (bf16 has f32's range). The intermediate bound carries the
+ * relative rounding of the intermediates themselves (a partial sum of K terms is within
+ * gamma_K of the exact one; 2^-8 covers every length the generator makes in bf16 or wider). */
+double kiln_bnd_inter_err(const bnd_node *b, int k, double inter, double err) {
+  int id = b->n->outputs[k];
+  if (id < 0 || !isfinite(inter)) return err;
+  kiln_dtype t = kiln_bnd_out_dtype(b->r, b->n, k);
+  double lim = kiln_bnd_overflow_at(t);
+  if (kiln_bnd_policy_u(b, t) == 0x1p-11) lim = kiln_bnd_overflow_at(KILN_F16);
+  return lim > 0 && fabs(inter) * (1 + 0x1p-8) >= lim ? fmax(err, lim) : err;
 }
 
 /* NaN or Inf from finite inputs; a result beyond the dtype's range becomes +-Inf (what the
@@ -373,7 +453,7 @@ static void count_nonfinite(bnd_node *b) {
   for (int k = 0; k < b->n->n_outputs; k++) {
     if (!kiln_bnd_is_float_val(b->out[k]) || b->out[k]->t->dtype != KILN_F64) continue;
     int id = b->n->outputs[k];
-    double lim = overflow_at(b->g->values.data[id].type.dtype);
+    double lim = kiln_bnd_overflow_at(b->g->values.data[id].type.dtype);
     double *d = b->out[k]->t->data, *e = b->eout[k] ? b->eout[k]->data : NULL;
     int64_t c = 0, by_bound = 0;
     for (int64_t i = 0; i < b->out[k]->t->numel; i++) {
@@ -499,6 +579,7 @@ static kiln_status bound_node(kiln_vref *r, const ext_source *ext, int ni) {
   if (!st) st = kiln_node_has_subgraph(n) ? bound_sub_node(&b) : kiln_bnd_apply(&b);
   if (!st) kiln_bnd_note_dtypes(r, n, b.out);
   if (!st) count_nonfinite(&b);
+  if (!st) count_near_limit(&b);
   for (int k = 0; !st && k < nout; k++) drop_if_zero(&b.eout[k]);
   for (int k = 0; k < nout; k++) {
     int id = n->outputs[k];

@@ -174,28 +174,42 @@ static double rounded_err(kiln_dtype from, kiln_dtype to, double xv, double ev, 
   return err;
 }
 
-/* A float cast to an integer type is undefined (ONNX, and C) where the truncated value is not
- * in the target's range: such elements are unstable, the reference cannot say what a correct
- * kernel gives. */
-void kiln_bnd_cast_undefined(bnd_node *b) {
+/* [lo, hi] of an integer dtype as doubles (false for other types). */
+static bool int_range(kiln_dtype t, double *lo, double *hi) {
+  switch (t) {
+  case KILN_I8: *lo = -0x1p7, *hi = 0x1p7 - 1; return true;
+  case KILN_I16: *lo = -0x1p15, *hi = 0x1p15 - 1; return true;
+  case KILN_I32: *lo = -0x1p31, *hi = 0x1p31 - 1; return true;
+  case KILN_I64: *lo = -0x1p63, *hi = 0x1p63; return true; /* hi: 2^63 - 1 rounds up */
+  case KILN_U8: *lo = 0, *hi = 0x1p8 - 1; return true;
+  case KILN_U16: *lo = 0, *hi = 0x1p16 - 1; return true;
+  case KILN_U32: *lo = 0, *hi = 0x1p32 - 1; return true;
+  case KILN_U64: *lo = 0, *hi = 0x1p64; return true;
+  default: return false;
+  }
+}
+
+/* A float cast to an integer type is undefined in ONNX (and in C) where the value, truncated,
+ * leaves the target's range: the reference's wrap is one choice among many, so an element
+ * whose interval [x - e, x + e] reaches past the range (or is NaN / Inf) is unstable. Its
+ * interval truncates to values in [lo, hi] exactly when lo - 1 < x - e and x + e < hi + 1
+ * (for 64-bit targets lo - 1 and hi + 1 round to the range's own ends: stricter, never
+ * looser). */
+void kiln_bnd_cast_range(bnd_node *b) {
   int oid = b->n->outputs[0];
   kiln_dtype to = oid >= 0 ? b->g->values.data[oid].type.dtype : KILN_UNDEFINED;
   if (b->n->op == KILN_OP_CastLike && b->n->n_inputs > 1 && b->n->inputs[1] >= 0)
     to = b->g->values.data[b->n->inputs[1]].type.dtype;
   const kiln_tensor *x = b->in[0] && b->in[0]->t ? b->in[0]->t : NULL;
-  kiln_dtype_class cl = kiln_dtype_class_of(to);
-  if (!x || !kiln_dtype_is_float(x->dtype) || to == KILN_BOOL ||
-      (cl != KILN_CLASS_SINT && cl != KILN_CLASS_UINT))
-    return;
-  double bits = 8.0 * (double)kiln_dtype_size(to);
-  double lo = cl == KILN_CLASS_UINT ? 0 : -ldexp(1, (int)bits - 1);
-  double hi = cl == KILN_CLASS_UINT ? ldexp(1, (int)bits) : ldexp(1, (int)bits - 1); /* excl. */
+  double lo, hi;
+  if (!x || !kiln_dtype_is_float(x->dtype) || !int_range(to, &lo, &hi)) return;
+  const double *ex = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;
   int64_t bad = 0;
   for (int64_t i = 0; i < x->numel; i++) {
-    double t = trunc(kiln_load_f64(x->dtype, x->data, (size_t)i));
-    bad += !(t >= lo && t < hi);
+    double xv = kiln_load_f64(x->dtype, x->data, (size_t)i), ev = ex ? ex[i] : 0;
+    bad += !(xv - ev > lo - 1 && xv + ev < hi + 1);
   }
-  kiln_bnd_unstable(b, bad, "a float cast to an integer type out of its range is undefined");
+  if (bad) kiln_bnd_unstable(b, bad, "a cast to an integer type leaves its range (undefined)");
 }
 
 kiln_status kiln_bnd_cast(bnd_node *b) {

@@ -142,6 +142,32 @@ static double sum_len(const bnd_node *b) {
   }
 }
 
+/* The largest intermediate of a SUM op whose result on |x| (+ e) is m: partial sums are at
+ * most the sum of the |terms|, which is m itself for a plain sum, count * m for a mean (the
+ * sum before the division: Mean of n inputs, ReduceMean and the average pools over at most
+ * ratio or kernel_size terms), and the sum of the p-th powers, m^p, for the p-norms. One
+ * addition or subtraction has none (its result is checked as a value). */
+static double sum_inter(const bnd_node *b, double m) {
+  int64_t p = 2;
+  switch (b->n->op) {
+  case KILN_OP_Add:
+  case KILN_OP_Sub: return 0; /* one correctly rounded operation: no intermediate */
+  case KILN_OP_Sum:
+    if (b->n->n_inputs <= 2) return 0;
+    return m;
+  case KILN_OP_Mean: return m * b->n->n_inputs;
+  case KILN_OP_ReduceMean:
+  case KILN_OP_GlobalAveragePool: return m * kiln_bnd_ratio(b);
+  case KILN_OP_AveragePool: return m * kernel_size(b);
+  case KILN_OP_ReduceL2: return m * m;
+  case KILN_OP_LpPool:
+  case KILN_OP_GlobalLpPool:
+    kiln_status_free(kiln_node_int(b->n, "p", 2, &p));
+    return pow(m, (double)(p > 0 ? p : 2));
+  default: return m;
+  }
+}
+
 /* ---- SUM / SUB: err = op(err) + gamma_K op(|x|) + u |y| ---- */
 static kiln_status rule_sum(bnd_node *b, const bnd_opinfo *info, kiln_op op, double K) {
   kiln_val **e = NULL, **m = NULL;
@@ -157,13 +183,30 @@ static kiln_status rule_sum(bnd_node *b, const bnd_opinfo *info, kiln_op op, dou
     double g = kiln_bnd_gamma(K, b->u_out[k]);
     double *ed = et->data;
     const double *md = mt->data, *yd = y->data;
-    for (int64_t i = 0; i < et->numel; i++)
+    for (int64_t i = 0; i < et->numel; i++) {
       ed[i] += g * fabs(md[i]) + b->u_out[k] * fabs(yd[i]) + (K + 1) * b->tiny_out[k];
+      ed[i] = kiln_bnd_inter_err(b, k, sum_inter(b, fabs(md[i]) + ed[i]), ed[i]);
+    }
     b->eout[k] = et;
   }
   kiln_bnd_free_outs(b, e);
   kiln_bnd_free_outs(b, m);
   return st;
+}
+
+/* Products of a varying number of factors (ReduceProd, CumProd): a partial product can
+ * exceed the result (1e30 * 1e30 * 1e-30); every partial product is at most the product of
+ * max(|x| + e, 1) over all factors, the op on those. */
+static bool partial_products(const bnd_node *b) {
+  return b->n->op == KILN_OP_ReduceProd || b->n->op == KILN_OP_CumProd;
+}
+
+/* The largest intermediate of a MULTILIN op: for a contraction (MatMul, Conv, Einsum,
+ * ReduceSumSquare, Mul) each product and partial sum is at most the op on |x| + e, m; for
+ * a product of many factors the op on max(|x| + e, 1) (pp). */
+static double multilin_inter(const bnd_node *b, kiln_val **pp, int k, int64_t i, double m) {
+  kiln_tensor *t = pp ? kiln_bnd_out_t(b, pp, k) : NULL;
+  return t && i < t->numel ? fmax(m, fabs(((double *)t->data)[i])) : m;
 }
 
 /* ---- MULTILIN: op(|x| + e) - op(|x|) + gamma_K op(|x|) + u |y| ----
@@ -181,13 +224,15 @@ static kiln_status rule_multilin(bnd_node *b, const bnd_opinfo *info) {
                 : op == KILN_OP_CumProd         ? max_dim(b)
                 : op == KILN_OP_ReduceSumSquare ? kiln_bnd_ratio(b) + 1
                                                 : 1;
-  kiln_val **p = NULL, **m = NULL, **ones = NULL;
+  kiln_val **p = NULL, **m = NULL, **ones = NULL, **pp = NULL;
   bnd_subst *how = how_data(b, info, BND_ABS_PLUS, BND_SAME);
   kiln_status st = any_data_err(b, info) ? kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &p) : KILN_OK;
   for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? BND_ABS : BND_SAME;
   if (!st) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &m);
   for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? BND_ONES : BND_SAME;
   if (!st && count) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &ones);
+  for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? BND_ABS_MAX1 : BND_SAME;
+  if (!st && partial_products(b)) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &pp);
   free(how);
   for (int k = 0; !st && k < b->n->n_outputs; k++) {
     kiln_tensor *mt = kiln_bnd_out_t(b, m, k), *y = kiln_bnd_out_t(b, b->out, k);
@@ -201,12 +246,14 @@ static kiln_status rule_multilin(bnd_node *b, const bnd_opinfo *info) {
       double prop = pt ? fabs(((double *)pt->data)[i] - md[i]) + 0x1p-50 * fabs(md[i]) : 0;
       ed[i] =
           prop + kiln_bnd_gamma(K, u) * fabs(md[i]) + u * fabs(yd[i]) + (K + 1) * b->tiny_out[k];
+      ed[i] = kiln_bnd_inter_err(b, k, multilin_inter(b, pp, k, i, fabs(md[i]) + prop), ed[i]);
     }
     b->eout[k] = et;
   }
   kiln_bnd_free_outs(b, p);
   kiln_bnd_free_outs(b, m);
   kiln_bnd_free_outs(b, ones);
+  kiln_bnd_free_outs(b, pp);
   return st;
 }
 
@@ -240,6 +287,11 @@ static kiln_status rule_gemm(bnd_node *b) {
       if (cmt) mm += fabs(((double *)cmt->data)[i]);
       ed[i] = prop + kiln_bnd_gamma(K, u) * mm + u * fabs(((double *)y->data)[i]) +
               (K + 1) * b->tiny_out[0];
+      /* intermediates: A B before the scaling by alpha (|alpha| < 1 makes it larger), then
+       * the sum with beta C; each at most mm + prop (scaled back by 1 / |alpha|) */
+      double ab = fabs(((double *)mt->data)[i]);
+      double inter = mm + prop + (a > 0 && a < 1 ? (ab + prop) / a : 0);
+      ed[i] = kiln_bnd_inter_err(b, 0, inter, ed[i]);
     }
   }
   kiln_bnd_free_outs(b, p), kiln_bnd_free_outs(b, m), kiln_bnd_free_outs(b, o);
@@ -307,9 +359,9 @@ kiln_status kiln_bnd_apply(bnd_node *b) {
 static kiln_status apply_rule(bnd_node *b) {
   const bnd_opinfo *info = kiln_bnd_info(b->n->op);
   KILN_TRY(kiln_bnd_eval(b, KILN_OP_UNKNOWN, b->in, b->out));
-  if (info->rule == BND_CAST) kiln_bnd_cast_undefined(b); /* before the exact shortcut */
   bool float_out = false;
   for (int k = 0; k < b->n->n_outputs; k++) float_out |= kiln_bnd_is_float_val(b->out[k]);
+  if (info->rule == BND_CAST) kiln_bnd_cast_range(b);
   if (!float_out && !kiln_bnd_any_err(b) && info->ulps == 0) return KILN_OK; /* exact */
   switch (refine_rule(b, info->rule)) {
   case BND_EXACT: return kiln_bnd_exact(b, info);

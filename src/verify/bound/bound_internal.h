@@ -87,6 +87,7 @@ typedef enum bnd_subst {
   BND_ZEROS,    /* 0 */
   BND_NEG_ABS,  /* -|x| */
   BND_NEAR0,    /* 0 where the interval [x - e, x + e] holds 0, else x */
+  BND_ABS_MAX1, /* max(|x| + e, 1): products of any subset of these bound partial products */
   BND_SAME,     /* x itself (borrowed) */
   BND_OMIT,     /* the input left out (NULL), e.g. Gemm's C */
 } bnd_subst;
@@ -107,6 +108,16 @@ void kiln_bnd_note_dtypes(kiln_vref *r, const kiln_node *n, kiln_val *const *out
  * the dtype (unstable bounds, not NaN/Inf values: the note says which). */
 void kiln_bnd_unstable(bnd_node *b, int64_t count, const char *why);
 void kiln_bnd_nonfinite(bnd_node *b, int64_t count, int64_t by_bound);
+/* The magnitude from which a value rounds to Inf in dtype t (round to nearest), 0 when not
+ * tracked (f64, non-float). */
+double kiln_bnd_overflow_at(kiln_dtype t);
+/* Intermediate overflow: where an intermediate result of output k that a correct
+ * implementation may form (a partial sum, the sum of a mean before the division, a partial
+ * product) can reach |inter| >= the overflow limit of the type output k is computed in, the
+ * output may be Inf: its error becomes at least that limit, so count_nonfinite (bound.c)
+ * counts the element as non-finite by its bound and the input search drops the draw. Returns
+ * err, raised where needed. */
+double kiln_bnd_inter_err(const bnd_node *b, int k, double inter, double err);
 /* A new F64 tensor of the shape of t, zero. */
 kiln_tensor *kiln_bnd_zeros_like(const kiln_tensor *t);
 /* Adds own rounding c * u * |y| to e (e has y's shape), and returns e. */
@@ -147,10 +158,11 @@ KILN_MUST_USE kiln_status kiln_bnd_corner(bnd_node *b, const bnd_opinfo *info);
 KILN_MUST_USE kiln_status kiln_bnd_lipschitz(bnd_node *b, const bnd_opinfo *info);
 KILN_MUST_USE kiln_status kiln_bnd_reduce_mono(bnd_node *b, const bnd_opinfo *info);
 KILN_MUST_USE kiln_status kiln_bnd_perturb(bnd_node *b, double ulps);
-/* Counts as unstable the elements of a float -> integer Cast whose truncated value is out of
- * the target's range (undefined). */
-void kiln_bnd_cast_undefined(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_cast(bnd_node *b);
+/* Cast/CastLike from a float type to an integer type: elements whose value (within its
+ * error) truncates outside the target's range are unstable (undefined in ONNX). Runs on
+ * exact inputs too. */
+void kiln_bnd_cast_range(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_argminmax(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_topk(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_hardmax(bnd_node *b);

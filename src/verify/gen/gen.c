@@ -664,6 +664,7 @@ void kiln_gen_opts_init(kiln_gen_opts *o) {
   o->symbolic = true;
   o->input_tries = 8;
   o->check_inputs = true;
+  o->edge_share = 0.3;
 }
 
 static kiln_status make_case(const kiln_gen_opts *o, uint64_t seed, const kiln_gen_genome *replay,

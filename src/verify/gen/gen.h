@@ -36,6 +36,8 @@ typedef struct kiln_gen_opts {
   int input_tries;          /* input draws before the graph is dropped (default 8) */
   bool check_inputs;        /* search inputs with kiln_vref_compute (default true); false: one
                                draw, no reference run (tests of the builder alone) */
+  double edge_share;        /* share of the graphs whose input search first tries draws at the
+                               edges of the inputs' domains (gen_values.c; default 0.3, 0: never) */
 } kiln_gen_opts;
 void kiln_gen_opts_init(kiln_gen_opts *o);
 
@@ -89,6 +91,7 @@ typedef struct kiln_gen_case {
   char note[256];    /* why the graph is INVALID or has NO_INPUTS */
   int opset;
   kiln_gen_genome genome; /* the steps that built the graph (kiln_gen_from_genome replays it) */
+  unsigned edges;         /* bit 1 << KILN_GEN_EDGE_* for each edge kind in the kept inputs */
 } kiln_gen_case;
 
 /* Builds the case of `seed`. An error only for bad options (an unknown op name in o->ops)
@@ -125,5 +128,25 @@ const char *kiln_gen_cell_excluded(const char *cell);
 /* The ops of the table, in table order: the generator can emit exactly these. */
 int kiln_gen_op_count(void);
 const char *kiln_gen_op_name(int i);
+
+/* Edge kinds of input values (gen_values.c): a share of the graphs draws some inputs, or some
+ * elements, from these, inside the input's domain; the draw is kept only when the reference
+ * is finite and stable on it (else the ordinary search runs). */
+typedef enum kiln_gen_edge {
+  KILN_GEN_EDGE_LARGE,       /* floats +-[10, 1e4], ints +-[100, 1e6] */
+  KILN_GEN_EDGE_EXP_OVER,    /* floats where exp overflows the dtype (f16 > 11.1, f32 > 88.7,
+                                f64 > 709.8): Softmax must subtract the max */
+  KILN_GEN_EDGE_LIMIT,       /* floats near the dtype's largest finite value; UNIT near +-1,
+                                GE1 at 1 (the domain's own edge) */
+  KILN_GEN_EDGE_DENORMAL,    /* subnormals of the dtype (f16, f32, f64) */
+  KILN_GEN_EDGE_NEGZERO,     /* -0.0 */
+  KILN_GEN_EDGE_INT_EXTREME, /* INT32/INT64 MIN, MIN + 1, MAX - 1, MAX (signed ints wrap) */
+  KILN_GEN_EDGE_UINT_WRAP,   /* uint8 0, 1, 128, 254, 255: sums and differences wrap */
+  KILN_GEN_EDGE_TIE,         /* exact ties: elements copy an earlier element of the same input
+                                (ArgMax, TopK, Max and Hardmax break them by the ONNX rule) */
+  KILN_GEN_EDGE_COUNT
+} kiln_gen_edge;
+/* "large", "exp_over", ...: the coverage cell "value:<name>". */
+const char *kiln_gen_edge_name(int kind);
 
 #endif

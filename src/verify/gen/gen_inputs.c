@@ -1,7 +1,14 @@
 /* The input search of the generator: draws every graph input from its domain and keeps the
  * first draw on which the reference is finite and stable (kiln_vref_compute reports no
  * non-finite and no unstable element). Each retry halves the range of the inputs whose
- * domain allows it (exp, pow and products overflow less; near-ties move). */
+ * domain allows it (exp, pow and products overflow less; near-ties move).
+ *
+ * Edge draws: for a share of the graphs (kiln_gen_opts.edge_share) the search first tries a
+ * few draws where some inputs, whole or some of their elements, take values at the edge of
+ * their domain (gen_values.c). Such a draw is kept on the same terms; one that the reference
+ * cannot run, or finds non-finite or unstable, is dropped, and the ordinary search follows.
+ * The edge draws use their own generator, seeded from the graph's without advancing it, so
+ * a graph whose edge draws are all dropped gets the inputs it gets without them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +21,37 @@ static const gen_val *find_val(const gen *G, const char *name) {
   return NULL;
 }
 
-static kiln_status draw_input(gen *G, const kiln_value *in, double scale, kiln_val **out) {
+/* How one draw picks edge values: none (ordinary draws from G->rng), or, from er, each
+ * input with chance p_input gets one edge kind, on every element or on some. */
+typedef struct edge_plan {
+  gen_rng *er;     /* NULL: an ordinary draw */
+  double p_input;  /* chance that an input takes edge values */
+  unsigned *drawn; /* bits of the kinds written */
+} edge_plan;
+
+/* A random kind among the bits of kinds (not 0). */
+static int pick_kind(gen_rng *r, unsigned kinds) {
+  int n = 0, k[KILN_GEN_EDGE_COUNT];
+  for (int i = 0; i < KILN_GEN_EDGE_COUNT; i++)
+    if (kinds & (1u << i)) k[n++] = i;
+  return k[gen_int(r, 0, n - 1)];
+}
+
+/* Writes edge values of one kind into t: every element (a third of the time: a row of
+ * values near 100 for a Softmax) or each with chance 1/4, at least one. */
+static void edge_fill(edge_plan *e, kiln_tensor *t, gen_dom dom) {
+  unsigned kinds = gen_edge_kinds(t->dtype, dom);
+  if (!kinds || t->numel == 0 || !gen_chance(e->er, e->p_input)) return;
+  int kind = pick_kind(e->er, kinds);
+  bool all = gen_chance(e->er, 1.0 / 3);
+  int64_t one = gen_int(e->er, 0, (int)(t->numel - 1 < 1 << 20 ? t->numel - 1 : 1 << 20));
+  for (int64_t i = 0; i < t->numel; i++)
+    if (all || i == one || gen_chance(e->er, 0.25)) gen_edge_store(e->er, t, i, dom, kind);
+  *e->drawn |= 1u << kind;
+}
+
+static kiln_status draw_input(gen *G, const kiln_value *in, double scale, edge_plan *e,
+                              kiln_val **out) {
   const gen_val *gv = find_val(G, in->name);
   gen_dom dom = gv ? gv->dom : DOM_ANY;
   int64_t dims[KILN_MAX_RANK];
@@ -22,8 +59,10 @@ static kiln_status draw_input(gen *G, const kiln_value *in, double scale, kiln_v
     dims[d] = in->type.dims[d].value >= 0 ? in->type.dims[d].value : G->sym_n;
   kiln_tensor *t;
   KILN_TRY(kiln_tensor_new(in->type.dtype, in->type.rank, dims, &t));
+  gen_rng *r = e->er ? e->er : &G->rng;
   for (int64_t i = 0; i < t->numel; i++)
-    kiln_store_f64(t->dtype, t->data, (size_t)i, kiln_gen_draw(&G->rng, t->dtype, dom, scale));
+    kiln_store_f64(t->dtype, t->data, (size_t)i, kiln_gen_draw(r, t->dtype, dom, scale));
+  if (e->er) edge_fill(e, t, dom);
   *out = kiln_val_tensor(t);
   return KILN_OK;
 }
@@ -35,12 +74,12 @@ static void free_inputs(kiln_gen_case *c) {
   c->inputs = NULL;
 }
 
-static kiln_status draw_all(gen *G, kiln_gen_case *c, double scale) {
+static kiln_status draw_all(gen *G, kiln_gen_case *c, double scale, edge_plan *e) {
   const kiln_graph *g = c->g;
   c->n_in = g->inputs.len;
   c->inputs = kiln_xcalloc((size_t)c->n_in + 1, sizeof *c->inputs);
   for (int i = 0; i < c->n_in; i++) {
-    kiln_status st = draw_input(G, &g->values.data[g->inputs.data[i]], scale, &c->inputs[i]);
+    kiln_status st = draw_input(G, &g->values.data[g->inputs.data[i]], scale, e, &c->inputs[i]);
     if (st) {
       free_inputs(c);
       return st;
@@ -49,11 +88,44 @@ static kiln_status draw_all(gen *G, kiln_gen_case *c, double scale) {
   return KILN_OK;
 }
 
+/* Edge draws: EDGE_TRIES draws, each with fewer inputs at their edges; the first usable one
+ * is kept (c->status OK, c->edges its kinds), else c is left without inputs. */
+enum { EDGE_TRIES = 3 };
+static kiln_status edge_search(gen *G, kiln_gen_case *c) {
+  gen_rng er;
+  gen_rng_seed(&er, G->rng.s[0] ^ (G->rng.s[3] << 1) ^ 0x6564676573ull); /* "edges" */
+  if (!gen_chance(&er, G->o->edge_share)) return KILN_OK;
+  double p = 0.7;
+  for (int t = 0; t < EDGE_TRIES; t++, p *= 0.5) {
+    unsigned drawn = 0;
+    edge_plan e = {&er, p, &drawn};
+    KILN_TRY(draw_all(G, c, 1, &e));
+    c->input_draws++;
+    kiln_vref *r = NULL;
+    kiln_status st = kiln_vref_compute(c->g, c->n_in, c->inputs, &r);
+    bool usable = !st && r->n_nonfinite == 0 && r->n_unstable == 0;
+    kiln_status_free(st);
+    kiln_vref_free(r);
+    if (usable && drawn) {
+      c->status = KILN_GEN_OK;
+      c->edges = drawn;
+      return KILN_OK;
+    }
+    free_inputs(c);
+  }
+  return KILN_OK;
+}
+
 kiln_status kiln_gen_inputs(gen *G, kiln_gen_case *c) {
   int tries = G->o->input_tries < 1 ? 1 : G->o->input_tries;
   double scale = 1;
+  if (G->o->check_inputs && G->o->edge_share > 0) {
+    KILN_TRY(edge_search(G, c));
+    if (c->inputs) return KILN_OK; /* an edge draw was kept */
+  }
+  edge_plan none = {NULL, 0, NULL};
   for (int t = 0; t < tries; t++, scale *= t % 2 ? 1 : 0.5) {
-    KILN_TRY(draw_all(G, c, scale));
+    KILN_TRY(draw_all(G, c, scale, &none));
     c->input_draws++;
     if (!G->o->check_inputs) {
       c->status = KILN_GEN_OK;

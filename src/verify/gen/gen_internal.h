@@ -241,4 +241,14 @@ bool gen_b_diamond(gen *G, int op);
 bool gen_b_duplicate(gen *G, int op);
 int gen_copy_last_node(gen *G, int kind);
 
+/* ---- inputs at the edges of their domain (gen_values.c) ---- */
+/* The edge kinds (bits 1 << KILN_GEN_EDGE_*) an input of dtype dt and domain dom can take. */
+unsigned gen_edge_kinds(kiln_dtype dt, gen_dom dom);
+/* Stores element i of t (F16/F32/F64/I32/I64/U8): a value of edge kind `kind` (one of
+ * gen_edge_kinds(t->dtype, dom)) inside dom; a tie copies an earlier element of t (elements
+ * before i must already hold values of dom). */
+void gen_edge_store(gen_rng *r, kiln_tensor *t, int64_t i, gen_dom dom, int kind);
+/* Whether element i of t lies in dom (finite for floats; -0.0 counts as 0). */
+bool gen_edge_in_dom(const kiln_tensor *t, int64_t i, gen_dom dom);
+
 #endif

@@ -76,7 +76,8 @@ static void draw_set(const kiln_program *p, uint64_t *s, kiln_strbuf *b) {
   int n = p->module->kernels.len < p->scheds.len ? p->module->kernels.len : p->scheds.len;
   bool chosen[MAX_KERNELS] = {0};
   int lines = 1 + pick(s, MAX_LINES);
-  for (int t = 0; t < lines && n > 0; t++) chosen[pick(s, n < MAX_KERNELS ? n : MAX_KERNELS)] = true;
+  for (int t = 0; t < lines && n > 0; t++)
+    chosen[pick(s, n < MAX_KERNELS ? n : MAX_KERNELS)] = true;
   for (int i = 0; i < n && i < MAX_KERNELS; i++) {
     const kiln_tkernel *k = p->module->kernels.data[i];
     const kiln_sched *d = &p->scheds.data[i];

@@ -1,0 +1,157 @@
+/* Input values at the edges of a domain: large magnitudes, values where exp overflows,
+ * values near a dtype's largest finite value (or the domain's own edge), subnormals, -0.0,
+ * integer extremes, unsigned values that wrap, and exact ties (copies of another element). Every
+ * value stays inside the input's domain (gen_dom): POS stays > 0, UNIT in (-1, 1), NONZERO away
+ * from 0, NONNEG >= 0 (-0.0 included: it compares equal to 0), GE1 >= 1. Whether the graph's result
+ * stays defined on them is not decided here but by the reference (gen_inputs.c drops draws it finds
+ * non-finite or unstable). */
+#include <float.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gen_internal.h"
+
+static const char *const edge_names[KILN_GEN_EDGE_COUNT] = {
+    "large", "exp_over", "limit", "denormal", "negzero", "int_extreme", "uint_wrap", "tie",
+};
+
+const char *kiln_gen_edge_name(int kind) {
+  return kind >= 0 && kind < KILN_GEN_EDGE_COUNT ? edge_names[kind] : "?";
+}
+
+#define EB(k) (1u << KILN_GEN_EDGE_##k)
+
+static bool is_gen_float(kiln_dtype dt) {
+  return dt == KILN_F16 || dt == KILN_F32 || dt == KILN_F64;
+}
+
+/* Floats: which kinds each domain admits. UNIT has no large values (its edge is +-1, drawn as
+ * LIMIT); NONZERO and POS have no zero; GE1's edge is 1 itself. */
+static unsigned float_kinds(gen_dom dom) {
+  switch (dom) {
+  case DOM_ANY:
+  case DOM_NONNEG: return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT) | EB(DENORMAL) | EB(NEGZERO);
+  case DOM_POS:
+  case DOM_NONZERO: return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT) | EB(DENORMAL);
+  case DOM_UNIT: return EB(LIMIT) | EB(DENORMAL) | EB(NEGZERO);
+  case DOM_GE1: return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT);
+  case DOM_COUNT: break;
+  }
+  return 0;
+}
+
+unsigned gen_edge_kinds(kiln_dtype dt, gen_dom dom) {
+  if (is_gen_float(dt)) return float_kinds(dom) | EB(TIE);
+  if (dt == KILN_I32 || dt == KILN_I64) return EB(LARGE) | EB(INT_EXTREME) | EB(TIE);
+  if (dt == KILN_U8) return EB(UINT_WRAP) | EB(TIE);
+  return 0; /* bool, and dtypes the generator does not make */
+}
+
+/* log-uniform in [lo, hi] (0 < lo <= hi) */
+static double log_unif(gen_rng *r, double lo, double hi) {
+  return lo * pow(hi / lo, gen_unif(r));
+}
+
+/* The smallest positive subnormal and the smallest normal of dt. */
+static void subnormal_range(kiln_dtype dt, double *lo, double *hi) {
+  if (dt == KILN_F16) *lo = 0x1p-24, *hi = 0x1p-14;
+  else if (dt == KILN_F32) *lo = 0x1p-149, *hi = 0x1p-126;
+  else *lo = 0x1p-1074, *hi = 0x1p-1022;
+}
+
+/* A subnormal of dt: a random multiple of the smallest one (exact in dt). */
+static double subnormal(gen_rng *r, kiln_dtype dt) {
+  double lo, hi;
+  subnormal_range(dt, &lo, &hi);
+  double k = floor(log_unif(r, 1, hi / lo - 1));
+  return k * lo;
+}
+
+static double largest(kiln_dtype dt) {
+  return dt == KILN_F16 ? 65504.0 : dt == KILN_F32 ? (double)FLT_MAX : DBL_MAX;
+}
+
+/* A magnitude above where exp overflows dt, and well inside dt's range. */
+static double exp_over(gen_rng *r, kiln_dtype dt) {
+  if (dt == KILN_F16) return 11.25 + 50 * gen_unif(r);
+  if (dt == KILN_F32) return 89 + 200 * gen_unif(r);
+  return 710 + 1000 * gen_unif(r);
+}
+
+/* The unit roundoff of dt (half an ulp of 1). */
+static double unit(kiln_dtype dt) {
+  return dt == KILN_F16 ? 0x1p-11 : dt == KILN_F32 ? 0x1p-24 : 0x1p-53;
+}
+
+/* A float edge value of kind k in dom, before the rounding to dt (magnitudes only where the
+ * domain fixes the sign). */
+static double float_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
+  bool neg = (dom == DOM_ANY || dom == DOM_NONZERO || dom == DOM_UNIT) && gen_chance(r, 0.5);
+  double m;
+  switch (k) {
+  case KILN_GEN_EDGE_LARGE: m = log_unif(r, 10, dt == KILN_F16 ? 4096 : 1e4); break;
+  case KILN_GEN_EDGE_EXP_OVER: m = exp_over(r, dt); break;
+  case KILN_GEN_EDGE_LIMIT:
+    if (dom == DOM_UNIT) m = 1 - 2 * unit(dt) * gen_int(r, 1, 4); /* the largest below 1 */
+    else if (dom == DOM_GE1) m = 1 + 2 * unit(dt) * gen_int(r, 0, 3);
+    else m = largest(dt) * (1 - gen_unif(r) * 0.5);
+    break;
+  case KILN_GEN_EDGE_DENORMAL: m = subnormal(r, dt); break;
+  default: return -0.0; /* NEGZERO */
+  }
+  return neg ? -m : m;
+}
+
+static int64_t int_extreme(gen_rng *r, kiln_dtype dt, gen_dom dom) {
+  int64_t lo = dt == KILN_I32 ? INT32_MIN : INT64_MIN, hi = dt == KILN_I32 ? INT32_MAX : INT64_MAX;
+  int64_t v[4] = {lo, lo + 1, hi - 1, hi};
+  bool pos_only = dom == DOM_POS || dom == DOM_NONNEG;
+  return v[pos_only ? gen_int(r, 2, 3) : gen_int(r, 0, 3)];
+}
+
+static int64_t int_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
+  if (k == KILN_GEN_EDGE_UINT_WRAP) {
+    static const int64_t u8[5] = {0, 1, 128, 254, 255};
+    return u8[gen_int(r, dom == DOM_POS || dom == DOM_NONZERO ? 1 : 0, 4)];
+  }
+  if (k == KILN_GEN_EDGE_INT_EXTREME) return int_extreme(r, dt, dom);
+  int64_t m = (int64_t)log_unif(r, 100, 1e6);
+  bool neg = (dom == DOM_ANY || dom == DOM_NONZERO || dom == DOM_UNIT) && gen_chance(r, 0.5);
+  return neg ? -m : m;
+}
+
+/* A tie: element i becomes a copy of an earlier element (in the domain as that one is);
+ * element 0 keeps its ordinary value. */
+static void tie(gen_rng *r, kiln_tensor *t, int64_t i) {
+  if (i == 0) return;
+  int64_t j = gen_int(r, 0, (int)(i - 1 < 1 << 20 ? i - 1 : 1 << 20));
+  size_t sz = kiln_dtype_size(t->dtype);
+  memcpy((char *)t->data + (size_t)i * sz, (char *)t->data + (size_t)j * sz, sz);
+}
+
+void gen_edge_store(gen_rng *r, kiln_tensor *t, int64_t i, gen_dom dom, int kind) {
+  if (kind == KILN_GEN_EDGE_TIE) tie(r, t, i);
+  else if (is_gen_float(t->dtype))
+    kiln_store_f64(t->dtype, t->data, (size_t)i, float_edge(r, t->dtype, dom, kind));
+  else kiln_store_i64(t->dtype, t->data, (size_t)i, int_edge(r, t->dtype, dom, kind));
+}
+
+bool gen_edge_in_dom(const kiln_tensor *t, int64_t i, gen_dom dom) {
+  if (t->dtype == KILN_BOOL) return true;
+  if (!is_gen_float(t->dtype)) {
+    int64_t x = kiln_load_i64(t->dtype, t->data, (size_t)i);
+    return dom == DOM_POS       ? x >= 1
+           : dom == DOM_NONZERO ? x != 0
+           : dom == DOM_NONNEG  ? x >= 0
+                                : true;
+  }
+  double x = kiln_load_f64(t->dtype, t->data, (size_t)i);
+  switch (dom) {
+  case DOM_POS: return x > 0 && isfinite(x);
+  case DOM_UNIT: return x > -1 && x < 1;
+  case DOM_GE1: return x >= 1 && isfinite(x);
+  case DOM_NONZERO: return x != 0 && isfinite(x);
+  case DOM_NONNEG: return x >= 0 && isfinite(x);
+  default: return isfinite(x);
+  }
+}
