@@ -9,6 +9,7 @@
 
 #include "base/edges.h"
 #include "cli.h"
+#include "fuzz_child.h"
 #include "fuzz_feedback.h"
 #include "fuzz_summary.h"
 #include "verify/gen/gen.h"
@@ -19,7 +20,7 @@ static const char *const fuzz_help =
     "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N|env] [--backend LIST|none]\n"
     "                 [--oracle kiln|onnxruntime] [--out DIR] [--max-nodes N] [--ops A,B]\n"
     "                 [--threads N] [--cpu-every N] [--policy uniform|bandit] [--reduce]\n"
-    "                 [--report] [-q] [--list-ops]\n"
+    "                 [--report] [--no-isolate] [--graph-timeout S] [-q] [--list-ops]\n"
     "       kiln fuzz --merge DIR... [--out MERGED] [--report] [-q]   (kiln fuzz --merge "
     "--help)\n\n"
     "Generates random valid models (1..max-nodes nodes over every op Kiln compiles, several\n"
@@ -61,6 +62,13 @@ static const char *const fuzz_help =
     "                   re-typed, re-shaped); uniform: every graph fresh from its own seed\n"
     "                   with the op table's weights (graph j is the same whatever came before)\n"
     "  --report         also list the cells of the coverage map never reached\n"
+    "  --no-isolate     verify each graph in this process (default: in a child process, so\n"
+    "                   that compiled code that crashes or a verification that hangs is a\n"
+    "                   finding, 'crash|-|SIGSEGV' or 'hang|-|-', not the end of the campaign;\n"
+    "                   a KILN_COVERAGE build runs in-process: its counters live there)\n"
+    "  --isolate        the child process even in a coverage build\n"
+    "  --graph-timeout S  seconds one graph's verification may take when isolated (default\n"
+    "                   120); past it the graph is a 'hang' finding\n"
     "  --reduce         reduce each new failure (DIR/<hash>/reduced)\n"
     "  -q               no progress lines\n"
     "  --list-ops       print the generator's ops and exit\n\n"
@@ -75,6 +83,8 @@ typedef struct fuzz_args {
   long shard, shards;
   bool targets[KILN_TARGET_COUNT]; /* --backend */
   bool ort, reduce, quiet, report;
+  bool isolate; /* each graph verified in a child process (default, not in a coverage build) */
+  long graph_timeout; /* seconds a graph's verification may take when isolated */
   fuzz_policy policy;
   const char *out;
   long max_nodes;
@@ -155,7 +165,11 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
     if (!strcmp(argv[i], "--list-ops")) return list_ops(), 0;
     if (!strcmp(argv[i], "--reduce")) a->reduce = true;
     else if (!strcmp(argv[i], "--report")) a->report = true;
-    else if (!strcmp(argv[i], "-q")) a->quiet = true;
+    else if (!strcmp(argv[i], "--isolate")) a->isolate = true;
+    else if (!strcmp(argv[i], "--no-isolate")) a->isolate = false;
+    else if (kiln_cli_opt(argc, argv, &i, "--graph-timeout", &v)) {
+      if (kiln_cli_long("fuzz", "--graph-timeout", v, 1, 86400, &a->graph_timeout)) return 2;
+    } else if (!strcmp(argv[i], "-q")) a->quiet = true;
     else if (kiln_cli_opt(argc, argv, &i, "--seed", &v)) {
       int64_t seed;
       if (kiln_cli_i64("fuzz", "--seed", v, 0, INT64_MAX, &seed)) return 2;
@@ -333,6 +347,118 @@ static int graph_threads(const campaign *c, uint64_t seed) {
   return pick[(seed >> 61) & 7];
 }
 
+/* ---- the verification of one case, in a child process ---- */
+typedef struct verify_report {
+  int runner_error, err_code; /* kiln_verify_run failed (the environment, or the runner) */
+  int failed, wrote;          /* a layer failed; its case folder was written (a new signature) */
+  int64_t files;              /* case folders written (with --reduce, the reduced one too) */
+  char err_msg[512], signature[256], fired[256], paths[512];
+} verify_report;
+
+typedef struct verify_job {
+  campaign *c;
+  uint64_t j;
+  const kiln_gen_case *gc;
+} verify_job;
+
+/* Verifies the case and records a failure (writing its folder when the signature is new). In
+ * a child, the campaign is the child's copy: the parent mirrors the report (mirror_report). */
+static void verify_work(void *user, void *report) {
+  verify_job *v = user;
+  verify_report *r = report;
+  memset(r, 0, sizeof *r);
+  kiln_verify_result res;
+  kiln_status st = kiln_verify_run(v->gc->g, v->gc->n_in, v->gc->inputs, &v->c->vo, &res);
+  if (!st) {
+    snprintf(r->fired, sizeof r->fired, "%s", res.fired);
+    snprintf(r->paths, sizeof r->paths, "%s", res.paths);
+    snprintf(r->signature, sizeof r->signature, "%s", res.signature);
+    r->failed = res.failed;
+    int known = v->c->found.len;
+    int64_t files = v->c->files;
+    if (res.failed) st = record(v->c, v->j, v->gc, &res);
+    r->wrote = v->c->found.len > known, r->files = v->c->files - files;
+    kiln_verify_result_free(&res);
+  }
+  if (st) {
+    r->runner_error = 1, r->err_code = (int)kiln_status_code(st);
+    snprintf(r->err_msg, sizeof r->err_msg, "%s", kiln_status_message(st));
+    kiln_status_free(st);
+  }
+}
+
+/* The parent's record of a failure the child recorded (same list, same folder name). */
+static void mirror_failure(campaign *c, uint64_t j, const char *sig, int64_t files) {
+  c->files += files;
+  for (int i = 0; i < c->found.len; i++)
+    if (!strcmp(c->found.data[i].sig, sig)) {
+      c->found.data[i].count++;
+      return;
+    }
+  finding f = {.count = 1, .first_j = j};
+  snprintf(f.sig, sizeof f.sig, "%s", sig);
+  uint64_t h = kiln_hash_bytes(f.sig, strlen(f.sig), 0);
+  snprintf(f.dir, sizeof f.dir, "%s/%012llx", c->a.out, (unsigned long long)(h >> 16));
+  kiln_vec_push(&c->found, f);
+}
+
+/* The child died (a signal: compiled code that faulted, a compiler bug that aborted) or ran
+ * past --graph-timeout: a failure of its own, "crash|-|SIGSEGV" or "hang|-|-", whose case folder
+ * the parent writes (the graph, its inputs, and a layer "crash"/"hang" naming what happened).
+ * Replaying it runs the same layers again. */
+static kiln_status record_death(campaign *c, uint64_t j, const kiln_gen_case *gc,
+                                const fuzz_child *ch) {
+  char sname[32], msg[256];
+  const char *sig = fuzz_child_signal_name(ch->signal, sname, sizeof sname);
+  bool hang = ch->how == FUZZ_CHILD_TIMEOUT;
+  if (hang)
+    snprintf(msg, sizeof msg, "the verification ran past %lld s", (long long)c->a.graph_timeout);
+  else if (ch->signal) snprintf(msg, sizeof msg, "the verification died: %s", sig);
+  else snprintf(msg, sizeof msg, "the verification exited with status %d", ch->status);
+  kiln_verify_result res = {
+      .failed = true, .threads = c->vo.threads, .sched_seed = c->vo.sched_seed};
+  for (int t = 0; t < KILN_TARGET_COUNT; t++) /* the layers it ran: the replay's --backend */
+    if (c->vo.targets[t]) {
+      kiln_layer_result l = {.kind = kiln_layer_of_target((kiln_target_id)t), .ran = false};
+      snprintf(l.name, sizeof l.name, "%s", kiln_layer_kind_name(l.kind));
+      kiln_vec_push(&res.layers, l);
+    }
+  kiln_layer_result d = {.kind = KILN_LAYER_REFERENCE, .ran = true, .ok = false};
+  snprintf(d.name, sizeof d.name, "%s", hang ? "hang" : "crash");
+  snprintf(d.msg, sizeof d.msg, "%s", msg);
+  kiln_vec_push(&res.layers, d);
+  res.first_failing = res.layers.len - 1;
+  snprintf(res.signature, sizeof res.signature, "%s|-|%s", hang ? "hang" : "crash",
+           hang         ? "-"
+           : ch->signal ? sig
+                        : "exit");
+  snprintf(res.where, sizeof res.where, "%s", msg);
+  kiln_status st = record(c, j, gc, &res);
+  kiln_vec_free(&res.layers);
+  return st;
+}
+
+/* Verifies gc (isolated in a child unless --no-isolate) and counts what it found. */
+static kiln_status verify_case(campaign *c, uint64_t j, const kiln_gen_case *gc, bool any) {
+  verify_job job = {c, j, gc};
+  verify_report r;
+  if (c->a.isolate) {
+    fuzz_child ch;
+    KILN_TRY(fuzz_child_run(verify_work, &job, &r, sizeof r, (int)c->a.graph_timeout, &ch));
+    if (ch.how != FUZZ_CHILD_DONE) {
+      if (any) c->env_streak = 0, c->env_ok++;
+      return record_death(c, j, gc, &ch);
+    }
+    if (!r.runner_error && r.failed) mirror_failure(c, j, r.signature, r.files);
+  } else verify_work(&job, &r);
+  if (r.runner_error) return runner_error(c, j, kiln_error((kiln_code)r.err_code, "%s", r.err_msg));
+  if (any) c->env_streak = 0, c->env_ok++;
+  note_fired(c, r.fired);
+  fuzz_feedback_note(&c->fb, gc, r.fired, r.paths);
+  c->compiled += c->vo.targets[KILN_TARGET_CPU];
+  return KILN_OK;
+}
+
 static kiln_status run_one(campaign *c, uint64_t j) {
   kiln_gen_case gc;
   uint64_t seed = kiln_gen_seed(c->a.seed, j);
@@ -359,18 +485,7 @@ static kiln_status run_one(campaign *c, uint64_t j) {
     note_graph(c, gc.g);
     c->edge_graphs += gc.edges != 0;
     for (int k = 0; k < KILN_GEN_EDGE_COUNT; k++) c->edge_seen[k] += (gc.edges >> k) & 1;
-    kiln_verify_result res;
-    st = kiln_verify_run(gc.g, gc.n_in, gc.inputs, &c->vo, &res);
-    if (st) {
-      st = runner_error(c, j, st);
-    } else {
-      if (any) c->env_streak = 0, c->env_ok++;
-      note_fired(c, res.fired);
-      fuzz_feedback_note(&c->fb, &gc, res.fired, res.paths);
-      c->compiled += c->vo.targets[KILN_TARGET_CPU];
-      if (res.failed) st = record(c, j, &gc, &res);
-      kiln_verify_result_free(&res);
-    }
+    st = verify_case(c, j, &gc, any);
     if (!st && c->ort) st = check_ort(c, j, &gc);
   }
   kiln_gen_case_free(&gc);
@@ -543,7 +658,9 @@ int kiln_cmd_fuzz(int argc, char **argv) {
                      .out = "fuzz-out",
                      .max_nodes = 12,
                      .cpu_every = 3,
-                     .policy = FUZZ_POLICY_BANDIT};
+                     .policy = FUZZ_POLICY_BANDIT,
+                     .isolate = !kiln_edges_enabled(),
+                     .graph_timeout = 120};
   int rc = parse_args(argc, argv, &c->a);
   kiln_status st = rc < 0 ? setup(c) : KILN_OK;
   double t0 = kiln_clock_seconds(), last = t0;
