@@ -104,7 +104,9 @@ static const char *unary_attrs(gen *G, const char *op, char *a, size_t n) {
   } else if (!strcmp(op, "HardSigmoid")) {
     if (gen_attr_chance(G, 0.6)) snprintf(a, n, "alpha=%.3g, beta=%.3g", x * 0.3, 0.5);
   } else if (!strcmp(op, "Shrink")) {
-    snprintf(a, n, "bias=%.3g, lambd=%.3g", x * 0.5, x);
+    /* the defaults (bias 0, lambd 0.5) now and then: the emit layer may leave them out */
+    snprintf(a, n, "bias=%.3g, lambd=%.3g", gen_attr_chance(G, 0.3) ? 0.0 : x * 0.5,
+             gen_attr_chance(G, 0.3) ? 0.5 : x);
   } else if (!strcmp(op, "Gelu")) {
     if (gen_attr_chance(G, 0.5)) snprintf(a, n, "approximate=\"tanh\"");
   }
