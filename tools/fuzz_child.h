@@ -31,8 +31,7 @@ typedef struct fuzz_child {
 
 /* A failure to fork or make the pipe is KILN_ERR_SYSTEM (the environment). */
 KILN_MUST_USE kiln_status fuzz_child_run(void (*work)(void *user, void *report), void *user,
-                                         void *report, size_t size, int timeout_s,
-                                         fuzz_child *out);
+                                         void *report, size_t size, int timeout_s, fuzz_child *out);
 /* "SIGSEGV", "SIGABRT", ... ("signal N" for others). */
 const char *fuzz_child_signal_name(int sig, char *buf, size_t n);
 
