@@ -278,7 +278,7 @@ static void universe(const kiln_strmap *cells, uni_ctx *u) {
   memset(u, 0, sizeof *u);
   u->cells = cells;
   kiln_gen_cell_universe(note_universe, u);
-  qsort(u->missing.data, (size_t)u->missing.len, sizeof(char *), cmp_str);
+  if (u->missing.len > 1) qsort(u->missing.data, (size_t)u->missing.len, sizeof(char *), cmp_str);
 }
 
 static void universe_free(uni_ctx *u) {
