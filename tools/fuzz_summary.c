@@ -431,10 +431,11 @@ static kiln_status read_edges(jreader *r, kiln_fuzz_summary *s) {
   long last = -1;
   for (size_t k = 0; !st && k < n; k += 6) {
     long v[6];
-    for (int d = 0; d < 6; d++) v[d] = hexval(text[k + d]);
-    long idx = v[0] << 12 | v[1] << 8 | v[2] << 4 | v[3], cnt = v[4] << 4 | v[5];
-    if (v[0] < 0 || v[1] < 0 || v[2] < 0 || v[3] < 0 || v[4] < 0 || v[5] < 0 || idx <= last ||
-        cnt == 0)
+    bool digits = true;
+    for (int d = 0; d < 6; d++) v[d] = hexval(text[k + d]), digits = digits && v[d] >= 0;
+    long idx = digits ? v[0] << 12 | v[1] << 8 | v[2] << 4 | v[3] : -1; /* no shift of -1 */
+    long cnt = digits ? v[4] << 4 | v[5] : 0;
+    if (!digits || idx <= last || cnt == 0)
       r->p = at, st = jerr(r, "edges: bad entry (hex digits, increasing index, count > 0)");
     else s->edges[idx] = (uint8_t)cnt, last = idx;
   }

@@ -25,6 +25,11 @@ static void segv(void *user, void *report) {
   raise(SIGSEGV);
 }
 
+static void killed(void *user, void *report) {
+  (void)user, (void)report;
+  raise(SIGKILL);
+}
+
 static void quit(void *user, void *report) {
   (void)user, (void)report;
   _exit(3);
@@ -41,10 +46,15 @@ static void test_outcomes(void) {
   fuzz_child ch;
   CHECK_OK(fuzz_child_run(finish, &in, &r, sizeof r, 10, &ch));
   CHECK(ch.how == FUZZ_CHILD_DONE && r.value == 42 && !strcmp(r.text, "done"));
+  /* a fault: killed by SIGSEGV, or (a sanitizer build, whose handler reports the fault) an
+   * exit with a nonzero status; either way a crash */
   CHECK_OK(fuzz_child_run(segv, &in, &r, sizeof r, 10, &ch));
-  CHECK(ch.how == FUZZ_CHILD_CRASHED && ch.signal == SIGSEGV);
+  CHECK(ch.how == FUZZ_CHILD_CRASHED && (ch.signal == SIGSEGV || ch.status != 0));
+  CHECK_OK(fuzz_child_run(killed, &in, &r, sizeof r, 10, &ch));
+  CHECK(ch.how == FUZZ_CHILD_CRASHED && ch.signal == SIGKILL);
   char b[32];
-  CHECK(!strcmp(fuzz_child_signal_name(ch.signal, b, sizeof b), "SIGSEGV"));
+  CHECK(!strcmp(fuzz_child_signal_name(SIGSEGV, b, sizeof b), "SIGSEGV"));
+  CHECK(!strcmp(fuzz_child_signal_name(SIGUSR1, b, sizeof b), b) && strstr(b, "signal"));
   CHECK_OK(fuzz_child_run(quit, &in, &r, sizeof r, 10, &ch));
   CHECK(ch.how == FUZZ_CHILD_CRASHED && ch.signal == 0 && ch.status == 3);
   CHECK_OK(fuzz_child_run(spin, &in, &r, sizeof r, 1, &ch));
