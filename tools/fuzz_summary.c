@@ -186,7 +186,8 @@ static void put_utf8(kiln_strbuf *b, unsigned cp) {
   kiln_strbuf_append(b, u, n);
 }
 
-/* \uXXXX (and its low surrogate when XXXX is a high one) as UTF-8; \u0000 is refused. */
+/* A \u escape of four hex digits (followed by its low surrogate when the first is a high
+ * surrogate) written as UTF-8; the code point 0 is refused (it would cut the C string). */
 static kiln_status junicode(jreader *r, kiln_strbuf *b) {
   unsigned cp, lo;
   if (!jhex4(r, &cp)) return jerr(r, "bad \\u escape");
