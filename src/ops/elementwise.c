@@ -43,6 +43,26 @@ static kiln_status infer_same(kiln_infer_ctx *ctx) {
   return tensor_in(ctx, 0) ? infer_like0(ctx, ctx->in[0]->dtype) : KILN_OK;
 }
 
+/* PRelu: X's type; the slope must broadcast to X one way (a rank above X's, or a known dim
+ * that is neither 1 nor X's, is invalid). PRelu-1/6 also take one slope per channel. */
+static kiln_status infer_prelu(kiln_infer_ctx *ctx) {
+  if (!tensor_in(ctx, 0) || !tensor_in(ctx, 1) || ctx->in[0]->rank < 0 || ctx->in[1]->rank < 0)
+    return infer_same(ctx);
+  const kiln_type *x = ctx->in[0], *s = ctx->in[1];
+  bool channel = ctx->node->opset < 7 && s->rank == 1 && x->rank >= 2;
+  bool ok = channel || s->rank <= x->rank;
+  for (int d = 0; ok && !channel && d < s->rank; d++) {
+    const kiln_dim *sd = &s->dims[s->rank - 1 - d], *xd = &x->dims[x->rank - 1 - d];
+    ok = sd->value < 0 || sd->value == 1 || xd->value < 0 || sd->value == xd->value;
+  }
+  if (!ok) {
+    char lb[200];
+    return kiln_invalid("%s: the slope does not broadcast to X (unidirectional broadcasting)",
+                        kiln_node_label(ctx->node, lb, sizeof lb));
+  }
+  return infer_same(ctx);
+}
+
 static kiln_status infer_bool(kiln_infer_ctx *ctx) {
   return infer_like0(ctx, KILN_BOOL);
 }
@@ -102,7 +122,7 @@ void kiln_ops_register_elementwise(kiln_op_impl *table) {
   set(table, KILN_OP_IsNaN, kiln_ew_eval_map, infer_bool, 1, 1);
   set(table, KILN_OP_IsInf, kiln_ew_eval_map, infer_bool, 1, 1);
   set(table, KILN_OP_Clip, kiln_ew_eval_map, infer_same, 1, 3);
-  set(table, KILN_OP_PRelu, kiln_ew_eval_map, infer_same, 2, 2); /* slope broadcasts to X */
+  set(table, KILN_OP_PRelu, kiln_ew_eval_map, infer_prelu, 2, 2); /* slope broadcasts to X */
   set(table, KILN_OP_Where, kiln_ew_eval_where, infer_where, 3, 3);
   set(table, KILN_OP_Cast, kiln_ew_eval_cast, infer_cast, 1, 1);
   set(table, KILN_OP_CastLike, kiln_ew_eval_castlike, infer_castlike, 2, 2);

@@ -179,6 +179,10 @@ static void test_invalid_attributes_rejected(void) {
                  "Conv(%x, %w, %b)");
   check_rejected("f32[1,4,4,4]", "  %w = const f32[2,4,1,1] [1, 1, 1, 1, 1, 1, 1, 1]\n",
                  "Conv(%x, %w) {group=3}");
+  /* PRelu's slope broadcasts to X one way only: [2,1] against X [1,3] is invalid, although
+     the two broadcast to [2,3] both ways */
+  check_rejected("f32[1,3]", "  %s = const f32[2,1] [0.5, 0.5]\n", "PRelu(%x, %s)");
+  check_rejected("f32[3]", "  %s = const f32[2,3] [1, 1, 1, 1, 1, 1]\n", "PRelu(%x, %s)");
 }
 
 /* Valid attributes at the edges of their ranges pass inference. */
@@ -192,6 +196,8 @@ static void test_valid_attributes_pass(void) {
       "  %y = DepthToSpace(%x) {blocksize=2}\n  return %y\n}\n",
       "graph @g(%x: f32[n,4]) -> (%y: ?) {\n  opset \"\" 17\n  %y = Hardmax(%x) {axis=1}\n"
       "  return %y\n}\n",
+      "graph @g(%x: f32[2,3], %s: f32[1,3]) -> (%y: ?) {\n  opset \"\" 17\n"
+      "  %y = PRelu(%x, %s)\n  return %y\n}\n",
   };
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
     kiln_status inf = NULL;

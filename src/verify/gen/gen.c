@@ -102,6 +102,7 @@ int gen_dt_bit(kiln_dtype t) {
 }
 
 kiln_dtype gen_pick_dt(gen *G, int dts) {
+  if (G->theme && (dts & gen_dt_bit(G->theme)) && gen_chance(&G->drng, 0.75)) return G->theme;
   /* f32 most often; the narrow and unsigned integers and bf16 least */
   static const kiln_dtype order[] = {KILN_F32,  KILN_F16, KILN_F64, KILN_I32, KILN_I64,
                                      KILN_BOOL, KILN_U8,  KILN_I8,  KILN_I16, KILN_U16,
@@ -149,7 +150,8 @@ void gen_shape(gen *G, int r, int64_t max_elems, int64_t *dims) {
   int64_t n = 1;
   bool wide = gen_chance(&G->srng, 0.3); /* a longer last dim: vector loops with tails */
   for (int d = 0; d < r; d++) {
-    int64_t left = max_elems / n, cap = wide && d == r - 1 ? 24 : 7, hi = left < cap ? left : cap;
+    int64_t left = max_elems / n, cap = (wide && d == r - 1 ? 24 : 7) * (G->scale > 1 ? 6 : 1),
+            hi = left < cap ? left : cap;
     dims[d] = hi < 1 ? 1 : gen_int(&G->srng, wide && d == r - 1 && hi > 8 ? 8 : 1, (int)hi);
     n *= dims[d];
   }
@@ -209,12 +211,40 @@ double kiln_gen_draw(gen_rng *r, kiln_dtype dt, gen_dom dom, double s) {
   return x;
 }
 
+/* A special element of dom for dtype dt: the values an implementation treats apart (0 and -0,
+ * +-1, 2, 0.5, a subnormal of dt; 0, +-1 and 6 for integers), inside the domain. */
+static double special_value(gen_rng *r, kiln_dtype dt, gen_dom dom) {
+  if (kiln_dtype_is_int(dt) || kiln_dtype_class_of(dt) == KILN_CLASS_UINT) {
+    bool u = kiln_dtype_class_of(dt) == KILN_CLASS_UINT;
+    static const double any[] = {0, 1, -1, 6, -6}, pos[] = {1, 6}, nz[] = {1, -1};
+    if (dom == DOM_POS || dom == DOM_GE1 || (u && dom == DOM_NONZERO)) return pos[gen_int(r, 0, 1)];
+    if (dom == DOM_NONZERO) return nz[gen_int(r, 0, 1)];
+    return u || dom == DOM_NONNEG ? any[gen_int(r, 0, 1)] : any[gen_int(r, 0, 4)];
+  }
+  double sub = dt == KILN_F16 ? 0x1p-20 : dt == KILN_F64 ? 0x1p-1030 : 0x1p-130;
+  double any[] = {0, -0.0, 1, -1, 2, 0.5, sub, -sub}, unit[] = {0, -0.0, 0.5, -0.5, sub, -sub},
+         nonneg[] = {0, 1, 2, 0.5, sub}, pos[] = {1, 2, 0.5}, nz[] = {1, -1, 2, -2, 0.5, -0.5},
+         ge1[] = {1.5, 2};
+  switch (dom) {
+  case DOM_UNIT: return unit[gen_int(r, 0, 5)];
+  case DOM_NONNEG: return nonneg[gen_int(r, 0, 4)];
+  case DOM_POS: return pos[gen_int(r, 0, 2)];
+  case DOM_NONZERO: return nz[gen_int(r, 0, 5)];
+  case DOM_GE1: return ge1[gen_int(r, 0, 1)];
+  default: return any[gen_int(r, 0, 7)];
+  }
+}
+
+/* The data of a constant: ordinary draws of its domain, or for one constant in ten about half
+ * of its elements special values (special_value). */
 static void const_text(gen *G, const kiln_type *t, gen_dom dom, kiln_strbuf *b) {
   int64_t n = 1;
   for (int d = 0; d < t->rank; d++) n *= t->dims[d].value;
   kiln_strbuf_printf(b, " [");
+  bool special = t->dtype != KILN_BOOL && gen_chance(&G->rng, 0.1);
   for (int64_t i = 0; i < n; i++) {
-    double x = kiln_gen_draw(&G->rng, t->dtype, dom, 1);
+    double x = special && gen_chance(&G->rng, 0.5) ? special_value(&G->rng, t->dtype, dom)
+                                                   : kiln_gen_draw(&G->rng, t->dtype, dom, 1);
     const char *sep = i ? ", " : "";
     if (t->dtype == KILN_BOOL) kiln_strbuf_printf(b, "%s%s", sep, x != 0 ? "true" : "false");
     else if (kiln_dtype_is_int(t->dtype)) kiln_strbuf_printf(b, "%s%lld", sep, (long long)x);
@@ -340,7 +370,7 @@ int gen_pick(gen *G, const gen_want *w) {
   int r = w->rank_max > 4 && gen_chance(&G->srng, 0.08) ? gen_int(&G->srng, 5, w->rank_max)
                                                         : gen_int(&G->srng, rmin, rmax);
   int64_t dims[KILN_MAX_RANK];
-  gen_shape(G, r, 512, dims);
+  gen_shape(G, r, 512 * G->scale, dims);
   if (w->empty_ok && r >= 1 && gen_chance(&G->srng, 0.04)) dims[gen_int(&G->srng, 0, r - 1)] = 0;
   bool want_const = !w->no_const && gen_chance(&G->rng, 0.15);
   if (!want_const && !w->static_shape && G->o->symbolic && r >= 1 && gen_chance(&G->srng, 0.3))
@@ -387,6 +417,29 @@ int gen_pick_bcast(gen *G, int like, gen_dom dom, kiln_dtype dt) {
   return as_const ? gen_new_const(G, &t, dom) : gen_new_input(G, &t, dom);
 }
 
+int gen_pick_mutual(gen *G, int like, gen_dom dom, kiln_dtype dt) {
+  const kiln_type *lt = &G->vals.data[like].type;
+  int64_t dims[KILN_MAX_RANK], out = 1;
+  int lead = lt->rank < 4 && gen_chance(&G->rng, 0.3) ? 1 : 0, r = lt->rank + lead;
+  if (lead) dims[0] = gen_int(&G->rng, 2, 3), out *= dims[0];
+  for (int d = 0; d < lt->rank; d++) {
+    const kiln_dim *x = &lt->dims[d];
+    int64_t e = x->value >= 0 ? x->value : G->sym_n,
+            other = gen_dim(G, like, gen_int(&G->rng, 0, lt->rank - 1));
+    if (x->value == 1) /* where like is 1: an extent of its own, often one of like's other dims */
+      dims[lead + d] = gen_chance(&G->rng, 0.3)                ? 1
+                       : other > 1 && gen_chance(&G->rng, 0.5) ? other
+                                                               : gen_int(&G->rng, 2, 4);
+    else dims[lead + d] = gen_chance(&G->rng, 0.5) ? 1 : x->value >= 0 ? x->value : -1;
+    out *= dims[lead + d] > 1 ? dims[lead + d] : e;
+  }
+  if (out > 4096 * G->scale) return gen_pick_bcast(G, like, dom, dt);
+  bool sym = false;
+  for (int d = 0; d < r; d++) sym = sym || dims[d] < 0;
+  kiln_type t = gen_tensor_type(dt, r, dims);
+  return !sym && gen_chance(&G->rng, 0.4) ? gen_new_const(G, &t, dom) : gen_new_input(G, &t, dom);
+}
+
 int gen_pick_type(gen *G, const kiln_type *t, gen_dom dom) {
   int *cand = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1)), n = 0;
   for (int i = 0; i < G->vals.len; i++)
@@ -425,7 +478,7 @@ static bool type_usable(const gen *G, const kiln_type *t) {
     if (x->value < 0 && !(x->sym && !strcmp(x->sym, "N"))) return false;
     n *= x->value >= 0 ? x->value : G->sym_n;
   }
-  return n <= MAX_ELEMS;
+  return n <= MAX_ELEMS * G->scale;
 }
 
 /* Parses the text with outputs outs, infers types; *out the graph. */
@@ -610,6 +663,14 @@ static int graph_choices(gen *G, uint64_t seed, const bool *allowed) {
   G->sym_n = gen_int(&r, 2, 4);
   int target = gen_int(&r, 1, G->max_nodes);
   gen_rng_seed(&G->frng, gen_rng_next(&r));
+  /* half the graphs have a theme dtype, each generated dtype alike (f32 would otherwise
+     dominate, and the code paths of bf16, f16, uint8 ... would be reached rarely) */
+  static const kiln_dtype themes[] = {KILN_F32, KILN_F16, KILN_F64, KILN_BF16, KILN_I32,
+                                      KILN_I64, KILN_I8,  KILN_I16, KILN_U8,   KILN_U16,
+                                      KILN_U32, KILN_U64, KILN_BOOL};
+  int n_themes = (int)(sizeof themes / sizeof themes[0]);
+  G->theme = gen_chance(&r, 0.5) ? themes[gen_int(&r, 0, n_themes - 1)] : KILN_UNDEFINED;
+  G->scale = gen_chance(&r, 0.04) ? 64 : 1;
   return target;
 }
 

@@ -2,7 +2,8 @@
  * an exact copy (must be merged), the copy with its attributes written differently but meaning
  * the same (a default written out or left out: may be merged), or a near-copy that must stay
  * apart: one attribute of any kind changed (an int moved, a float, another value of an
- * enumerated attribute, one element of a list), or two operands swapped. Inference decides
+ * enumerated attribute, one element of a list), two operands swapped, or a constant operand
+ * replaced by one that differs in a single element. Inference decides
  * whether the variant is valid; a rejected draw is redrawn. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,8 +168,80 @@ static char *with_swapped_operands(gen *G, const char *line) {
   return b.data;
 }
 
+/* Element text x of a constant changed so that it stays in domain dom: a float halved (or
+ * 0.5 for a 0; GE1 moved up by 0.25), an integer moved by one away from 0, a boolean flipped. */
+static void changed_element(const char *x, size_t len, gen_dom dom, kiln_strbuf *b) {
+  char t[64], *endp;
+  snprintf(t, sizeof t, "%.*s", (int)(len < 63 ? len : 63), x);
+  if (!strcmp(t, "true") || !strcmp(t, "false")) {
+    kiln_strbuf_printf(b, "%s", t[0] == 't' ? "false" : "true");
+    return;
+  }
+  long long i = strtoll(t, &endp, 10);
+  if (*endp == 0) {
+    kiln_strbuf_printf(b, "%lld", i + 1 != 0 ? i + 1 : i + 2);
+    return;
+  }
+  double f = strtod(t, &endp);
+  kiln_strbuf_printf(b, "%.9g", dom == DOM_GE1 ? f + 0.25 : f != 0 ? f * 0.5 : 0.5);
+}
+
+/* The line with one constant operand replaced by a new constant that differs from it in one
+ * element (the last one half the time: a comparison of a prefix, or of a hash, must not merge
+ * them); NULL when the node reads no constant. The new constant's line is written first. */
+static char *with_near_const(gen *G, const char *line) {
+  const char *lp = strchr(strstr(line, " = "), '('), *rp = lp ? strchr(lp, ')') : NULL;
+  if (!rp) return NULL;
+  const char *s[8], *e[8];
+  int n = 0, cand[8], nc = 0;
+  for (const char *p = lp + 1; p < rp && n < 8;) {
+    while (*p == ' ') p++;
+    const char *q = p;
+    while (q < rp && *q != ',') q++;
+    s[n] = p, e[n] = q;
+    int v = operand_val(G, p, q);
+    if (v >= 0 && G->vals.data[v].is_const) cand[nc++] = n;
+    n++;
+    p = q + 1;
+  }
+  if (nc == 0) return NULL;
+  int k = cand[gen_int(&G->rng, 0, nc - 1)], v = operand_val(G, s[k], e[k]);
+  char head[40];
+  int hn = snprintf(head, sizeof head, "%%%s = const ", G->vals.data[v].name);
+  const char *cl = NULL;
+  for (int i = 0; i < G->lines.len && !cl; i++)
+    if (!strncmp(G->lines.data[i], head, (size_t)hn)) cl = G->lines.data[i];
+  const char *data = cl ? strrchr(cl, '[') : NULL;
+  if (!data || data[1] == ']') return NULL;
+  int count = 1;
+  for (const char *p = data; *p; p++) count += *p == ',';
+  int pick = gen_chance(&G->rng, 0.5) ? count - 1 : gen_int(&G->rng, 0, count - 1);
+  gen_val nv = G->vals.data[v];
+  snprintf(nv.name, sizeof nv.name, "c%d", G->next_name++);
+  nv.mag = nv.mag * 2 + 1;
+  kiln_strbuf c = {0};
+  kiln_strbuf_printf(&c, "%%%s = const %.*s[", nv.name, (int)(data - cl - hn), cl + hn);
+  const char *p = data + 1;
+  for (int i = 0; i < count; i++) {
+    const char *q = p + strcspn(p, ",]");
+    if (i == pick) {
+      kiln_strbuf_printf(&c, "%s", i ? ", " : "");
+      changed_element(p, (size_t)(q - p), nv.dom, &c);
+    } else kiln_strbuf_printf(&c, "%s%.*s", i ? ", " : "", (int)(q - p), p);
+    p = q + 1;
+    while (*p == ' ') p++;
+  }
+  kiln_strbuf_printf(&c, "]");
+  kiln_vec_push(&G->vals, nv);
+  kiln_vec_push(&G->lines, c.data);
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "%.*s%%%s%s", (int)(s[k] - line), line, nv.name, e[k]);
+  return b.data;
+}
+
 /* A copy of node line `line` of kind 0 exact, 1 same meaning, 2 an attribute changed, 3 two
- * operands swapped; the index of its first output, -1 when that variant does not exist. */
+ * operands swapped, 4 a constant operand replaced by one that differs in one element; the index of
+ * its first output, -1 when that variant does not exist. */
 static int copy_line(gen *G, const char *line, int kind) {
   const char *eq = strstr(line, " = ");
   char opname[64];
@@ -177,6 +250,7 @@ static int copy_line(gen *G, const char *line, int kind) {
   for (const char *p = line; p < eq; p++) n_out += *p == ',';
   char *body = kind == 2   ? with_changed_attr(G, line, opname)
                : kind == 3 ? with_swapped_operands(G, line)
+               : kind == 4 ? with_near_const(G, line)
                : kind == 1 ? with_defaults_varied(G, line, opname)
                            : NULL;
   if (kind >= 2 && !body) return -1;
@@ -210,7 +284,7 @@ bool gen_b_duplicate(gen *G, int op) {
     if (!strstr(G->lines.data[i], "= const ")) idx[n++] = i;
   if (n == 0) return false;
   const char *line = G->lines.data[idx[gen_int(&G->rng, 0, n - 1)]];
-  return copy_line(G, line, gen_attr_int(G, 0, 3)) >= 0;
+  return copy_line(G, line, gen_attr_int(G, 0, 4)) >= 0;
 }
 
 int gen_copy_last_node(gen *G, int kind) {

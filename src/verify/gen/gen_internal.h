@@ -75,7 +75,11 @@ typedef struct gen {
   gen_rng frng; /* graph-level: outputs and the input search */
   const kiln_gen_opts *o;
   int opset;
-  int64_t sym_n; /* the extent bound to symbol "N" */
+  int64_t sym_n;    /* the extent bound to symbol "N" */
+  kiln_dtype theme; /* graph-level: the dtype most values take where an op allows it (real
+                       models are mostly of one dtype), KILN_UNDEFINED: none */
+  int scale;        /* graph-level: 1, or 64 for a large graph (value and new-input limits
+                       times 64: races, thresholds on bytes, plans of large blocks) */
   KILN_VEC(gen_val) vals;
   KILN_VEC(char *) inputs; /* "%name: type" */
   KILN_VEC(char *) lines;  /* constants and nodes, in order */
@@ -115,6 +119,11 @@ int gen_pick(gen *G, const gen_want *w);
 /* An existing value whose type equals or broadcasts to `like` (same dtype, rank <= like's),
  * or a new one; dom as in gen_pick. */
 int gen_pick_bcast(gen *G, int like, gen_dom dom, kiln_dtype dt);
+/* A new value that broadcasts with `like` both ways (multidirectional): where like has 1 an
+ * extent > 1 now and then (often one of like's other extents: [3,1] with [1,3]), elsewhere
+ * like's extent or 1, and now and then one more leading dim; the result is larger than like.
+ * Falls back to gen_pick_bcast when the result would be too large. */
+int gen_pick_mutual(gen *G, int like, gen_dom dom, kiln_dtype dt);
 /* An existing value of exactly this type (dims and symbols) or a new input/constant. */
 int gen_pick_type(gen *G, const kiln_type *t, gen_dom dom);
 /* New graph input / constant of a given type (dims may carry the symbol "N"). */
@@ -124,7 +133,8 @@ int gen_new_const(gen *G, const kiln_type *t, gen_dom dom);
 int gen_const_fill(gen *G, const kiln_type *t, double x);
 /* An I64 constant of rank 1 (rank 0 when scalar) holding vals. */
 int gen_const_i64(gen *G, int n, const int64_t *vals, bool scalar);
-/* A random static shape of rank r with at most max_elems elements (dims >= 1). */
+/* A random static shape of rank r with at most max_elems elements (dims >= 1; wider dims in
+ * a large graph). */
 void gen_shape(gen *G, int r, int64_t max_elems, int64_t *dims);
 kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims);
 
@@ -237,14 +247,15 @@ int gen_op_index(const char *name); /* the table entry of an op name, -1 when no
 bool gen_b_diamond(gen *G, int op);
 /* gen_dup.c: a copy or near-copy of an earlier node (cse); gen_copy_last_node copies the last
  * node written (kind 0 exact, 1 same meaning, 2 one attribute changed, 3 two operands of one
- * type swapped): the copy's first output, -1 when that variant does not exist. */
+ * type swapped, 4 a constant operand differing in one element): the copy's first output, -1 when
+ * that variant does not exist. */
 bool gen_b_duplicate(gen *G, int op);
 int gen_copy_last_node(gen *G, int kind);
 
 /* ---- inputs at the edges of their domain (gen_values.c) ---- */
 /* The edge kinds (bits 1 << KILN_GEN_EDGE_*) an input of dtype dt and domain dom can take. */
 unsigned gen_edge_kinds(kiln_dtype dt, gen_dom dom);
-/* Stores element i of t (F16/F32/F64/I32/I64/U8): a value of edge kind `kind` (one of
+/* Stores element i of t (any generated numeric dtype): a value of edge kind `kind` (one of
  * gen_edge_kinds(t->dtype, dom)) inside dom; a tie copies an earlier element of t (elements
  * before i must already hold values of dom). */
 void gen_edge_store(gen_rng *r, kiln_tensor *t, int64_t i, gen_dom dom, int kind);

@@ -241,7 +241,9 @@ static bool b_binary(gen *G, int op) {
     kiln_type t = kiln_type_tensor(dt, gen_int(&G->rng, 0, 1), d1);
     b = gen_new_const(G, &t, DOM_ANY);
   }
-  if (b < 0 && gen_chance(&G->rng, 0.05) && s->b == DOM_ANY) b = a; /* x op x */
+  if (b < 0 && gen_chance(&G->rng, 0.05) && s->b == DOM_ANY) b = a;  /* x op x */
+  if (b < 0 && strcmp(s->name, "PRelu") && gen_chance(&G->rng, 0.2)) /* PRelu: one way only */
+    b = gen_pick_mutual(G, a, s->b, dt);
   if (b < 0) b = gen_pick_bcast(G, a, s->b, dt);
   if (b < 0) return false;
   int in[2] = {a, b};
@@ -275,7 +277,8 @@ static bool b_where(gen *G, int op) {
   gen_want wx = want(DT_ALL, 0, 4, DOM_ANY);
   int x = gen_pick(G, &wx);
   if (x < 0) return false;
-  int c = gen_pick_bcast(G, x, DOM_ANY, KILN_BOOL);
+  int c = gen_chance(&G->rng, 0.15) ? gen_pick_mutual(G, x, DOM_ANY, KILN_BOOL)
+                                    : gen_pick_bcast(G, x, DOM_ANY, KILN_BOOL);
   int y = gen_pick_bcast(G, x, DOM_ANY, gen_dtype(G, x));
   int in[3] = {c, x, y};
   if (gen_chance(&G->rng, 0.5)) in[1] = y, in[2] = x;

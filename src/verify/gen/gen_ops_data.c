@@ -72,19 +72,27 @@ bool gen_b_transpose(gen *G, int op) {
   return true;
 }
 
-/* Reshape to a random factorization of the element count; 0 (copy) for a symbolic leading
- * dim, -1 for one inferred dim. */
+/* Reshape to a random factorization of the element count, now and then keeping a prefix of
+ * the input's dims; 0 (copy the input's dim) for a symbolic leading dim and, now and then,
+ * where a kept dim sits at its input position; -1 for one inferred dim; allowzero written
+ * (0, or 1 where the shape holds no 0) from opset 14. */
 bool gen_b_reshape(gen *G, int op) {
   (void)op;
   int x = pick_any(G, 0, 4, false);
   if (x < 0) return false;
   bool sym = !gen_is_static(G, x);
   if (sym && gen_v(G, x)->type.dims[0].value >= 0) return false;
+  int rx = gen_rank(G, x);
   int64_t n = numel(G, x) / (sym ? G->sym_n : 1), s[KILN_MAX_RANK];
   int r = 0;
   if (sym) s[r++] = 0;
-  int want = gen_int(&G->rng, 1, 4);
-  while (r < want && n > 1) {
+  if (rx > 1 && gen_chance(&G->rng, 0.35)) /* a prefix of the input's dims kept */
+    for (int keep = gen_int(&G->rng, 1, rx - 1); r < keep; r++) {
+      s[r] = gen_dim(G, x, r);
+      n /= s[r];
+    }
+  int want = r + gen_int(&G->rng, 1, 3);
+  while (r < want && r < KILN_MAX_RANK - 1 && n > 1) {
     int64_t f = 1;
     for (int64_t c = gen_int(&G->rng, 2, 6); c >= 2; c--)
       if (n % c == 0) {
@@ -95,9 +103,18 @@ bool gen_b_reshape(gen *G, int op) {
     s[r++] = f, n /= f;
   }
   s[r++] = n;
-  if (gen_chance(&G->rng, 0.4)) s[gen_int(&G->rng, sym ? 1 : 0, r - 1)] = -1;
+  bool zero = sym;
+  for (int d = sym ? 1 : 0; d < r && d < rx; d++) /* 0: the input's dim d, where it is kept */
+    if (s[d] == gen_dim(G, x, d) && gen_chance(&G->rng, 0.4)) s[d] = 0, zero = true;
+  if (gen_chance(&G->rng, 0.4)) {
+    int d = gen_int(&G->rng, sym ? 1 : 0, r - 1);
+    if (s[d] != 0 || gen_chance(&G->rng, 0.3)) s[d] = -1; /* a kept 0 made -1 now and then */
+  }
   int in[2] = {x, gen_const_i64(G, r, s, false)};
-  emit_like(G, "Reshape", 2, in, "", x);
+  char a[32] = "";
+  if (G->opset >= 14 && gen_attr_chance(G, 0.25))
+    snprintf(a, sizeof a, "allowzero=%d", zero ? 0 : gen_attr_int(G, 0, 1));
+  emit_like(G, "Reshape", 2, in, a, x);
   return true;
 }
 
@@ -184,6 +201,27 @@ bool gen_b_split(gen *G, int op) {
   return true;
 }
 
+/* Where a Slice bound v lands on an axis of extent dim (ONNX: negative values count from the
+ * end, then clamped to [0, dim] for a positive step, [-1, dim - 1] for a negative one). */
+static int64_t slice_clamp(int64_t v, int64_t dim, int64_t step) {
+  if (v < 0) v = v < -dim ? (step > 0 ? 0 : -1) : v + dim;
+  int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* A written Slice bound for position p (-1 <= p <= dim) of an axis: itself, its negative form,
+ * or for a position at or past either end a value further out (clamped back by the op):
+ * dim + k, INT64_MAX, -dim - 1 - k, INT64_MIN. */
+static int64_t slice_bound(gen *G, int64_t p, int64_t dim) {
+  int form = gen_int(&G->rng, 0, 3);
+  if (p >= dim) return form == 0 ? dim + gen_int(&G->rng, 0, 3) : form == 1 ? INT64_MAX : p;
+  if (p < 0) return form == 0 ? -dim - 1 - gen_int(&G->rng, 0, 3) : INT64_MIN;
+  if (p == 0 && form == 0) return -dim - gen_int(&G->rng, 0, 3); /* clamps up to 0 */
+  return form == 1 ? p - dim : p;
+}
+
+/* Slice on a random subset of the static axes: steps 1, 2, 3 and -1, -2, -3, bounds in range
+ * or past either end, in positive or negative form; never an empty result. */
 bool gen_b_slice(gen *G, int op) {
   (void)op;
   int x = pick_any(G, 1, 4, false);
@@ -192,20 +230,30 @@ bool gen_b_slice(gen *G, int op) {
   int64_t st[KILN_MAX_RANK], en[KILN_MAX_RANK], ax[KILN_MAX_RANK], sp[KILN_MAX_RANK];
   for (int d = 0; d < r; d++) {
     if (gen_v(G, x)->type.dims[d].value < 0 || !gen_chance(&G->rng, 0.6)) continue;
-    int64_t dim = gen_dim(G, x, d), b = gen_int(&G->rng, 0, (int)dim - 1),
-            e = gen_int(&G->rng, (int)b + 1, (int)dim);
-    ax[n] = d, sp[n] = gen_chance(&G->rng, 0.25) ? 2 : 1;
-    if (gen_chance(&G->rng, 0.2)) st[n] = e - 1, en[n] = b - 1 < 0 ? -dim - 1 : b - 1, sp[n] = -1;
-    else
-      st[n] = gen_chance(&G->rng, 0.35) ? b - dim : b,
-      en[n] = gen_chance(&G->rng, 0.1) ? INT64_MAX : e;
+    int64_t dim = gen_dim(G, x, d);
+    static const int64_t steps[] = {1, 1, 1, 1, 2, 3, -1, -1, -2, -3};
+    int64_t stp = steps[gen_int(&G->rng, 0, 9)];
+    /* positions: start b and end e with b < e (step > 0) or b > e (step < 0) */
+    int64_t b = gen_int(&G->rng, 0, (int)dim - 1), e;
+    if (stp > 0) e = gen_int(&G->rng, (int)b + 1, (int)dim);
+    else e = gen_int(&G->rng, -1, (int)b - 1);
+    /* a start at the last element of a reversal is written as past the end now and then */
+    int64_t bp = stp < 0 && b == dim - 1 && gen_chance(&G->rng, 0.5) ? dim : b;
+    ax[n] = d, sp[n] = stp;
+    st[n] = slice_bound(G, bp, dim), en[n] = slice_bound(G, e, dim);
+    if (slice_clamp(st[n], dim, stp) != b || slice_clamp(en[n], dim, stp) != e)
+      return false; /* a written form that does not land where meant (a bug here) */
     n++;
   }
   if (n == 0) return false;
   int in[5] = {x, gen_const_i64(G, n, st, false), gen_const_i64(G, n, en, false), -1, -1};
   int n_in = 3;
   if (gen_chance(&G->rng, 0.8)) in[3] = gen_const_i64(G, n, ax, false), n_in = 4;
-  if (n_in == 4 && gen_chance(&G->rng, 0.6)) in[4] = gen_const_i64(G, n, sp, false), n_in = 5;
+  if (n_in == 4) {
+    bool ones = true;
+    for (int i = 0; i < n; i++) ones = ones && sp[i] == 1;
+    if (!ones || gen_chance(&G->rng, 0.6)) in[4] = gen_const_i64(G, n, sp, false), n_in = 5;
+  }
   if (n_in < 5)
     for (int i = 0; i < n; i++)
       if (sp[i] != 1 || (n_in == 3 && ax[i] != i)) return false;

@@ -61,6 +61,21 @@ static void window_attrs(gen *G, char *a, size_t n, int sd, const int64_t *k, co
              ints_text(b, sizeof b, sd, dl));
 }
 
+/* Batch dims for B of a MatMul A x B (A's batch dims are all but its last two): each of A's
+ * taken as it is, or as 1 (broadcast against A's), or where A's is 1 as a larger extent (A's
+ * broadcast against B's), and now and then one more leading dim. Returns their count. */
+static int batch_dims(gen *G, int a, int64_t *bd) {
+  int ra = gen_rank(G, a), na = ra > 2 ? ra - 2 : 0, nb = 0;
+  if (na < 2 && gen_chance(&G->rng, na == 0 ? 0.7 : 0.3)) bd[nb++] = gen_int(&G->rng, 1, 3);
+  for (int d = 0; d < na; d++) {
+    const kiln_dim *x = &gen_v(G, a)->type.dims[d];
+    int form = gen_int(&G->rng, 0, 2);
+    if (x->value == 1) bd[nb++] = form == 0 ? 1 : gen_int(&G->rng, 2, 3);
+    else bd[nb++] = form == 0 && x->value >= 0 ? 1 : x->value >= 0 ? x->value : -1;
+  }
+  return nb;
+}
+
 /* MatMul: sometimes a long contraction (K up to 512), sometimes followed by a bias Add
  * (simplify makes a Gemm of it). */
 bool gen_b_matmul(gen *G, int op) {
@@ -80,11 +95,10 @@ bool gen_b_matmul(gen *G, int op) {
   int r = gen_rank(G, a);
   int64_t k = gen_dim(G, a, r - 1),
           n = gen_chance(&G->rng, 0.3) ? gen_int(&G->rng, 8, 40) : gen_int(&G->rng, 1, 8);
-  int64_t bd[4];
+  int64_t bd[KILN_MAX_RANK];
   int br = 2;
   if (gen_chance(&G->rng, 0.15)) br = 1, bd[0] = k;
-  else if (r == 3 && gen_is_static(G, a) && gen_chance(&G->rng, 0.3))
-    br = 3, bd[0] = gen_dim(G, a, 0), bd[1] = k, bd[2] = n;
+  else if (gen_chance(&G->rng, 0.4)) br = batch_dims(G, a, bd), bd[br] = k, bd[br + 1] = n, br += 2;
   else bd[0] = k, bd[1] = n;
   int b = new_value(G, dt, br, bd, DOM_ANY, 0.6);
   double mag = gen_mag(G, a) * gen_mag(G, b) * (double)k;

@@ -247,7 +247,7 @@ static int p_near_duplicates(gen *G) {
   if (x < 0) return -1;
   int y0 = build_on(G, ops[gen_int(&G->rng, 0, (int)(sizeof ops / sizeof ops[0]) - 1)], x);
   if (y0 < 0 || !gen_settle(G)) return -1;
-  int y1 = gen_copy_last_node(G, gen_attr_int(G, 0, 3));
+  int y1 = gen_copy_last_node(G, gen_attr_int(G, 0, 4));
   if (y1 < 0 || !gen_settle(G)) return -1;
   if (!kiln_type_equal(&gen_v(G, y0)->type, &gen_v(G, y1)->type) || gen_chance(&G->rng, 0.3)) {
     G->vals.data[y0].keep = G->vals.data[y1].keep = true;

@@ -22,7 +22,15 @@ const char *kiln_gen_edge_name(int kind) {
 #define EB(k) (1u << KILN_GEN_EDGE_##k)
 
 static bool is_gen_float(kiln_dtype dt) {
-  return dt == KILN_F16 || dt == KILN_F32 || dt == KILN_F64;
+  return dt == KILN_F16 || dt == KILN_BF16 || dt == KILN_F32 || dt == KILN_F64;
+}
+
+static bool is_signed_int(kiln_dtype dt) {
+  return dt == KILN_I8 || dt == KILN_I16 || dt == KILN_I32 || dt == KILN_I64;
+}
+
+static bool is_unsigned_int(kiln_dtype dt) {
+  return dt == KILN_U8 || dt == KILN_U16 || dt == KILN_U32 || dt == KILN_U64;
 }
 
 /* Floats: which kinds each domain admits. UNIT has no large values (its edge is +-1, drawn as
@@ -42,8 +50,8 @@ static unsigned float_kinds(gen_dom dom) {
 
 unsigned gen_edge_kinds(kiln_dtype dt, gen_dom dom) {
   if (is_gen_float(dt)) return float_kinds(dom) | EB(TIE);
-  if (dt == KILN_I32 || dt == KILN_I64) return EB(LARGE) | EB(INT_EXTREME) | EB(TIE);
-  if (dt == KILN_U8) return EB(UINT_WRAP) | EB(TIE);
+  if (is_signed_int(dt)) return EB(LARGE) | EB(INT_EXTREME) | EB(TIE);
+  if (is_unsigned_int(dt)) return EB(UINT_WRAP) | EB(TIE);
   return 0; /* bool, and dtypes the generator does not make */
 }
 
@@ -55,6 +63,7 @@ static double log_unif(gen_rng *r, double lo, double hi) {
 /* The smallest positive subnormal and the smallest normal of dt. */
 static void subnormal_range(kiln_dtype dt, double *lo, double *hi) {
   if (dt == KILN_F16) *lo = 0x1p-24, *hi = 0x1p-14;
+  else if (dt == KILN_BF16) *lo = 0x1p-133, *hi = 0x1p-126;
   else if (dt == KILN_F32) *lo = 0x1p-149, *hi = 0x1p-126;
   else *lo = 0x1p-1074, *hi = 0x1p-1022;
 }
@@ -68,19 +77,22 @@ static double subnormal(gen_rng *r, kiln_dtype dt) {
 }
 
 static double largest(kiln_dtype dt) {
-  return dt == KILN_F16 ? 65504.0 : dt == KILN_F32 ? (double)FLT_MAX : DBL_MAX;
+  return dt == KILN_F16    ? 65504.0
+         : dt == KILN_BF16 ? 0x1.fep127
+         : dt == KILN_F32  ? (double)FLT_MAX
+                           : DBL_MAX;
 }
 
 /* A magnitude above where exp overflows dt, and well inside dt's range. */
 static double exp_over(gen_rng *r, kiln_dtype dt) {
   if (dt == KILN_F16) return 11.25 + 50 * gen_unif(r);
-  if (dt == KILN_F32) return 89 + 200 * gen_unif(r);
+  if (dt == KILN_F32 || dt == KILN_BF16) return 89 + 200 * gen_unif(r);
   return 710 + 1000 * gen_unif(r);
 }
 
 /* The unit roundoff of dt (half an ulp of 1). */
 static double unit(kiln_dtype dt) {
-  return dt == KILN_F16 ? 0x1p-11 : dt == KILN_F32 ? 0x1p-24 : 0x1p-53;
+  return dt == KILN_F16 ? 0x1p-11 : dt == KILN_BF16 ? 0x1p-8 : dt == KILN_F32 ? 0x1p-24 : 0x1p-53;
 }
 
 /* A float edge value of kind k in dom, before the rounding to dt (magnitudes only where the
@@ -102,20 +114,32 @@ static double float_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
   return neg ? -m : m;
 }
 
+/* The range of a signed integer dtype. */
+static void int_range(kiln_dtype dt, int64_t *lo, int64_t *hi) {
+  int bits = (int)kiln_dtype_size(dt) * 8;
+  *hi = bits >= 64 ? INT64_MAX : (int64_t)((1ull << (bits - 1)) - 1);
+  *lo = -*hi - 1;
+}
+
 static int64_t int_extreme(gen_rng *r, kiln_dtype dt, gen_dom dom) {
-  int64_t lo = dt == KILN_I32 ? INT32_MIN : INT64_MIN, hi = dt == KILN_I32 ? INT32_MAX : INT64_MAX;
+  int64_t lo, hi;
+  int_range(dt, &lo, &hi);
   int64_t v[4] = {lo, lo + 1, hi - 1, hi};
   bool pos_only = dom == DOM_POS || dom == DOM_NONNEG;
   return v[pos_only ? gen_int(r, 2, 3) : gen_int(r, 0, 3)];
 }
 
 static int64_t int_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
-  if (k == KILN_GEN_EDGE_UINT_WRAP) {
-    static const int64_t u8[5] = {0, 1, 128, 254, 255};
-    return u8[gen_int(r, dom == DOM_POS || dom == DOM_NONZERO ? 1 : 0, 4)];
+  if (k == KILN_GEN_EDGE_UINT_WRAP) { /* 0, 1, the top bit alone, max - 1, max */
+    int bits = (int)kiln_dtype_size(dt) * 8;
+    uint64_t max = bits >= 64 ? UINT64_MAX : (1ull << bits) - 1;
+    uint64_t u[5] = {0, 1, 1ull << (bits - 1), max - 1, max};
+    return (int64_t)u[gen_int(r, dom == DOM_POS || dom == DOM_NONZERO ? 1 : 0, 4)];
   }
   if (k == KILN_GEN_EDGE_INT_EXTREME) return int_extreme(r, dt, dom);
-  int64_t m = (int64_t)log_unif(r, 100, 1e6);
+  int64_t lo, hi;
+  int_range(dt, &lo, &hi);
+  int64_t m = (int64_t)log_unif(r, hi < 1000 ? hi / 4 : 100, hi < 1e6 ? (double)hi : 1e6);
   bool neg = (dom == DOM_ANY || dom == DOM_NONZERO || dom == DOM_UNIT) && gen_chance(r, 0.5);
   return neg ? -m : m;
 }
