@@ -335,7 +335,7 @@ static bool dom_ok(gen_dom have, gen_dom want) {
 
 static bool val_matches(const gen *G, int i, const gen_want *w) {
   const gen_val *v = &G->vals.data[i];
-  if (v->type.kind != KILN_TYPE_TENSOR || v->type.rank < 0) return false;
+  if (v->type.kind != KILN_TYPE_TENSOR || v->type.rank < 0 || v->dyn) return false;
   if (!(gen_dt_bit(v->type.dtype) & w->dts)) return false;
   if (v->type.rank < w->rank_min || v->type.rank > w->rank_max) return false;
   if (!dom_ok(v->dom, w->dom)) return false;
@@ -397,7 +397,8 @@ int gen_pick_bcast(gen *G, int like, gen_dom dom, kiln_dtype dt) {
   int *cand = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1)), n = 0;
   for (int i = 0; i < G->vals.len; i++) {
     const gen_val *v = &G->vals.data[i];
-    if (v->type.dtype == dt && bcasts_to(&v->type, &lt) && dom_ok(v->dom, dom)) cand[n++] = i;
+    if (v->type.dtype == dt && !v->dyn && bcasts_to(&v->type, &lt) && dom_ok(v->dom, dom))
+      cand[n++] = i;
   }
   int got = -1;
   if (n > 0 && gen_chance(&G->rng, 0.6)) got = choose(G, cand, n);
@@ -443,7 +444,8 @@ int gen_pick_mutual(gen *G, int like, gen_dom dom, kiln_dtype dt) {
 int gen_pick_type(gen *G, const kiln_type *t, gen_dom dom) {
   int *cand = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1)), n = 0;
   for (int i = 0; i < G->vals.len; i++)
-    if (kiln_type_equal(&G->vals.data[i].type, t) && dom_ok(G->vals.data[i].dom, dom))
+    if (kiln_type_equal(&G->vals.data[i].type, t) && !G->vals.data[i].dyn &&
+        dom_ok(G->vals.data[i].dom, dom))
       cand[n++] = i;
   int got = -1;
   if (n > 0 && gen_chance(&G->rng, 0.6)) got = choose(G, cand, n);
@@ -469,13 +471,14 @@ static void graph_text(const gen *G, const int *outs, int n_outs, kiln_strbuf *b
   kiln_strbuf_printf(b, "\n}\n");
 }
 
-/* True when every dim is known or the symbol N, and the value is small enough. */
-static bool type_usable(const gen *G, const kiln_type *t) {
+/* True when every dim is known or the symbol N (any unknown dim for a value of data-dependent
+ * dims, which stands for at most the symbol's bound here), and the value is small enough. */
+static bool type_usable(const gen *G, const kiln_type *t, bool dyn) {
   if (t->kind != KILN_TYPE_TENSOR || t->rank < 0 || !gen_dt_bit(t->dtype)) return false;
   int64_t n = 1;
   for (int d = 0; d < t->rank; d++) {
     const kiln_dim *x = &t->dims[d];
-    if (x->value < 0 && !(x->sym && !strcmp(x->sym, "N"))) return false;
+    if (x->value < 0 && !dyn && !(x->sym && !strcmp(x->sym, "N"))) return false;
     n *= x->value >= 0 ? x->value : G->sym_n;
   }
   return n <= MAX_ELEMS * G->scale;
@@ -516,14 +519,14 @@ static bool accept_from(gen *G, int from, bool settle) {
   for (int i = from; i < G->vals.len; i++) {
     gen_val *v = &G->vals.data[i];
     int id = kiln_graph_find(g, v->name);
-    if (id < 0 || !type_usable(G, &g->values.data[id].type)) {
+    if (id < 0 || !type_usable(G, &g->values.data[id].type, v->dyn)) {
       snprintf(G->why, sizeof G->why, "unusable type of %s", v->name);
       kiln_graph_free(g);
       return false;
     }
     v->type = g->values.data[id].type;
     for (int d = 0; d < v->type.rank; d++) /* the symbol outlives this parse of the graph */
-      if (v->type.dims[d].sym) v->type.dims[d].sym = "N";
+      if (v->type.dims[d].sym) v->type.dims[d].sym = v->dyn ? NULL : "N";
     if (kiln_dtype_is_int(v->type.dtype) && !(v->mag <= INT_MAG_LIMIT)) {
       kiln_graph_free(g);
       return false;
@@ -615,7 +618,7 @@ static int choose_outputs(gen *G, int *outs) {
     if (v->is_input || v->is_const || v->dead) continue;
     int id = kiln_graph_find(g, v->name);
     bool sink = id >= 0 && !read[id];
-    if (sink ? v->keep || !gen_chance(&G->frng, 0.2) : gen_chance(&G->frng, 0.08))
+    if (v->keep || (sink ? !gen_chance(&G->frng, 0.2) : gen_chance(&G->frng, 0.08)))
       outs[n_out++] = i;
   }
   if (n_out == 0) outs[n_out++] = G->vals.len - 1;

@@ -59,7 +59,9 @@ typedef struct gen_val {
   double mag; /* bound on |x| (INFINITY when unknown) */
   int uses;
   bool dead; /* never a graph output (an output of a multi-output node left unused) */
-  bool keep; /* always a graph output when no node reads it */
+  bool keep; /* always a graph output, read by nodes or not */
+  bool dyn;  /* dims that depend on the data (NonZero): never picked as an operand; only the
+                builder that made it reads it */
 } gen_val;
 
 typedef struct gen_input {
@@ -238,6 +240,7 @@ bool gen_b_onehot(gen *G, int op);
 bool gen_b_eyelike(gen *G, int op);
 bool gen_b_shape(gen *G, int op);
 bool gen_b_cos(gen *G, int op); /* ConstantOfShape */
+bool gen_b_nonzero(gen *G, int op);
 bool gen_b_shapechain(gen *G, int op);
 /* patterns of gen_ops.c used by the table */
 bool gen_b_chain(gen *G, int op);

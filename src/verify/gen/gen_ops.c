@@ -606,6 +606,7 @@ const gen_op kiln_gen_ops[] = {
     OP(Shape, .since = 13, .weight = 1, .build = gen_b_shape),
     OP(Size, .since = 13, .weight = 1, .build = gen_b_shape),
     OP(ConstantOfShape, .since = 13, .weight = 1, .build = gen_b_cos),
+    OP(NonZero, .since = 13, .weight = 1, .build = gen_b_nonzero),
     {.name = "(shape chain)", .since = 13, .weight = 1, .build = gen_b_shapechain},
 };
 #undef OP
@@ -652,7 +653,6 @@ static const char *const excluded[KILN_OP_COUNT] = {
     [KILN_OP_Multinomial] = "random results: no oracle to compare with",
     [KILN_OP_NegativeLogLikelihoodLoss] = "not generated yet",
     [KILN_OP_NonMaxSuppression] = "not generated yet",
-    [KILN_OP_NonZero] = "not generated yet",
     [KILN_OP_Optional] =
         "subgraphs, sequences and optionals: the generator makes plain tensor graphs",
     [KILN_OP_OptionalGetElement] =

@@ -535,3 +535,36 @@ bool gen_b_shapechain(gen *G, int op) {
   emit_like(G, "Reshape", 2, ri, "", x);
   return true;
 }
+
+/* NonZero: a result whose extent depends on the data (kept on the heap by the runtime). Its
+ * input is an integer or boolean value, or a float graph input or constant (a computed float
+ * near 0 would make the count unstable). Half the time the result is a graph output that a
+ * node also reads; the reader is one of Cast, Add, Transpose (results of data-dependent
+ * extent again) or ReduceSum over the count (a static result). */
+bool gen_b_nonzero(gen *G, int op) {
+  (void)op;
+  int x = pick_any(G, 1, 3, true);
+  if (x < 0) return false;
+  if (kiln_dtype_is_float(gen_dtype(G, x)) && !gen_v(G, x)->is_input && !gen_v(G, x)->is_const)
+    return false;
+  int r = gen_rank(G, x);
+  double m = 4096.0 * G->scale; /* an index bound */
+  int y = gen_emit(G, "NonZero", 1, &x, 1, "", DOM_NONNEG, m);
+  G->vals.data[y].dyn = true;
+  int reader = gen_int(&G->rng, 0, 4);
+  if (reader == 0) return true;
+  G->vals.data[y].keep = gen_chance(&G->rng, 0.5);
+  int z, in[2] = {y, y};
+  char a[32];
+  if (reader == 1) z = gen_emit(G, "Cast", 1, in, 1, ATTR("to=%d", (int)KILN_F32), DOM_NONNEG, m);
+  else if (reader == 2) z = gen_emit(G, "Add", 2, in, 1, "", DOM_NONNEG, 2 * m);
+  else if (reader == 3) z = gen_emit(G, "Transpose", 1, in, 1, "", DOM_NONNEG, m);
+  else {
+    int64_t ax[1] = {1};
+    in[1] = gen_const_i64(G, 1, ax, false);
+    z = gen_emit(G, "ReduceSum", 2, in, 1, "keepdims=0", DOM_NONNEG, m * m * r);
+    return true; /* [r]: static */
+  }
+  G->vals.data[z].dyn = true;
+  return true;
+}
