@@ -461,8 +461,12 @@ static void graph_text(const gen *G, const int *outs, int n_outs, kiln_strbuf *b
   for (int i = 0; i < G->inputs.len; i++)
     kiln_strbuf_printf(b, "%s%s", i ? ", " : "", G->inputs.data[i]);
   kiln_strbuf_printf(b, ") -> (");
-  for (int i = 0; i < n_outs; i++)
-    kiln_strbuf_printf(b, "%s%%%s: ?", i ? ", " : "", G->vals.data[outs[i]].name);
+  for (int i = 0; i < n_outs; i++) {
+    const gen_val *v = &G->vals.data[outs[i]];
+    kiln_strbuf_printf(b, "%s%%%s: ", i ? ", " : "", v->name);
+    if (v->is_input || v->is_const) type_text(&v->type, b); /* declared where it is defined */
+    else kiln_strbuf_printf(b, "?");
+  }
   kiln_strbuf_printf(b, ") {\n  opset \"\" %d\n", G->opset);
   for (int i = 0; i < G->lines.len; i++) kiln_strbuf_printf(b, "  %s\n", G->lines.data[i]);
   kiln_strbuf_printf(b, "  return");
@@ -605,7 +609,7 @@ static kiln_gen_step random_step(gen_rng *r, int op) {
 }
 
 /* Outputs: values no node reads (each dropped with some chance while others remain: dead
- * branches), and a few values that are read too. */
+ * branches), a few values that are read too, and now and then a graph input or constant. */
 static int choose_outputs(gen *G, int *outs) {
   const kiln_graph *g = G->g;
   bool *read = kiln_xcalloc((size_t)g->values.len + 1, 1);
@@ -615,7 +619,11 @@ static int choose_outputs(gen *G, int *outs) {
   int n_out = 0;
   for (int i = 0; i < G->vals.len; i++) {
     const gen_val *v = &G->vals.data[i];
-    if (v->is_input || v->is_const || v->dead) continue;
+    if (v->is_input || v->is_const) { /* now and then an input or constant returned as it is */
+      if (gen_chance(&G->frng, v->is_input ? 0.03 : 0.015)) outs[n_out++] = i;
+      continue;
+    }
+    if (v->dead) continue;
     int id = kiln_graph_find(g, v->name);
     bool sink = id >= 0 && !read[id];
     if (v->keep || (sink ? !gen_chance(&G->frng, 0.2) : gen_chance(&G->frng, 0.08)))
