@@ -140,7 +140,7 @@ static const char *suffix(kiln_dtype t) {
   case KILN_BOOL:
   case KILN_U8: return "u8";
   case KILN_U16: return "u16";
-  case KILN_U32: return "u32";
+  case KILN_U32: return KILN_MUTANT(114) ? "i32" : "u32"; /* mutant 114: u32 helpers signed */
   case KILN_U64: return "u64";
   case KILN_F32: return "f32";
   case KILN_F64: return "f64";
@@ -442,6 +442,8 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
   if (to == KILN_BOOL) s = str_printf("(%s != 0)", x);
   else if (to == KILN_F32 || to == KILN_F64) s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   else if (to == KILN_F16 && from == KILN_F32) s = str_printf("kiln_f32_to_f16(%s)", x);
+  else if (to == KILN_F16 && KILN_MUTANT(112)) /* mutant 112: f64 -> f16 through f32 */
+    s = str_printf("kiln_f32_to_f16((float)%s)", x);
   else if (to == KILN_F16) s = str_printf("kiln_f64_to_f16(%s%s)", dbl, x);
   else if (to == KILN_BF16 && from == KILN_F32) s = str_printf("kiln_f32_to_bf16(%s)", x);
   else if (to == KILN_BF16) s = str_printf("kiln_f64_to_bf16(%s%s)", dbl, x);
@@ -817,7 +819,15 @@ static void helpers_replaced(kiln_strbuf *out, const char *from, const char *to)
 }
 
 void kiln_render_helpers(kiln_strbuf *out) {
-  if (KILN_MUTANT(73)) /* mutant 73: f32 -> bf16 truncates instead of rounding to nearest even */
+  if (KILN_MUTANT(110)) /* mutant 110: max_f32 keeps NaN only as its second operand */
+    helpers_replaced(out, "kiln_max_f32(float a, float b) { return a != a ? a : b != b ? b : ",
+                     "kiln_max_f32(float a, float b) { return ");
+  else if (KILN_MUTANT(111)) /* mutant 111: f32 -> f16 overflows to inf from 65504 on */
+    helpers_replaced(out, "if (a >= 0x47800000) return", "if (a > 0x477fe000) return");
+  else if (KILN_MUTANT(113)) /* mutant 113: float -> integer bits saturate from 2^63 (u64) */
+    helpers_replaced(out, "  if (v >= 0 && v < 0x1p64) return (uint64_t)v;\n", "");
+  else if (KILN_MUTANT(
+               73)) /* mutant 73: f32 -> bf16 truncates instead of rounding to nearest even */
     helpers_replaced(out, "(u + 0x7fff + ((u >> 16) & 1)) >> 16", "u >> 16");
   else if (KILN_MUTANT(74)) /* mutant 74: f16 subnormals decode as zero */
     helpers_replaced(out, "-((float)m * 0x1p-24f) : (float)m * 0x1p-24f", "-0.0f : 0.0f");

@@ -118,8 +118,9 @@ static kiln_status install(kiln_rw *rw, int i, kiln_val **out) {
     int c;
     KILN_TRY(kiln_rw_add_const(rw, t, &c));
     bool was_output = rw->is_output[v];
-    kiln_rw_replace(rw, v, c); /* cannot fail: v is not pinned, c is a fresh constant */
-    if (!was_output) kiln_rw_swap_names(rw, v, c); /* the constant keeps the name */
+    kiln_rw_replace(rw, v, c);          /* cannot fail: v is not pinned, c is a fresh constant */
+    if (!was_output || KILN_MUTANT(98)) /* mutant 98: a graph output's names swapped back */
+      kiln_rw_swap_names(rw, v, c);     /* the constant keeps the name */
   }
   if (kiln_rw_node_unused(rw, i)) kiln_rw_kill_node(rw, i);
   return KILN_OK;

@@ -118,7 +118,8 @@ static bool node_eq(const void *ctx, int ia, int ib) {
   const kiln_graph *g = ctx;
   const kiln_node *a = &g->nodes.data[ia], *b = &g->nodes.data[ib];
   if (a->op != b->op || strcmp(a->op_type, b->op_type) != 0 || a->opset != b->opset ||
-      a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs || a->n_attrs != b->n_attrs)
+      a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs ||
+      (a->n_attrs != b->n_attrs && !KILN_MUTANT(91))) /* mutant 91: attribute counts differ */
     return false;
   if (KILN_MUTANT(61) && a->n_inputs == 2 && a->inputs[0] == b->inputs[1] &&
       a->inputs[1] == b->inputs[0]) /* mutant 61: every binary op taken as commutative */
@@ -126,6 +127,7 @@ static bool node_eq(const void *ctx, int ia, int ib) {
   if (memcmp(a->inputs, b->inputs, (size_t)a->n_inputs * sizeof(int)) != 0) return false;
   for (int k = 0; k < a->n_attrs; k++) {
     const kiln_attr *other = kiln_node_attr(b, a->attrs[k].name);
+    if (!other && KILN_MUTANT(91)) continue; /* mutant 91: an absent attribute matches any value */
     if (!other || !attr_equal(&a->attrs[k], other)) return false;
   }
   return true;

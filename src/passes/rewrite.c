@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mutate.h"
 #include "graph/analysis.h"
 #include "ops/op_desc.h"
 #include "rewrite.h"
@@ -76,7 +77,7 @@ bool kiln_rw_can_replace(const kiln_rw *rw, int from, int to) {
   if (!rw->is_output[from]) return true;
   /* the graph output keeps its name: `to` takes it, so `to` must be free to rename */
   const kiln_value *tv = &rw->g->values.data[to];
-  return !rw->pinned[to] && !rw->is_output[to] &&
+  return (!rw->pinned[to] || KILN_MUTANT(97)) && !rw->is_output[to] && /* mutant 97: an input */
          (tv->kind == KILN_VALUE_NODE || tv->kind == KILN_VALUE_CONST);
 }
 

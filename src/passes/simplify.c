@@ -301,6 +301,8 @@ static kiln_status simplify_neg_forms(kiln_rw *rw, int i, bool *done) {
   }
   if (n->op == KILN_OP_Add && na >= 0) {
     int in[2] = {b, g->nodes.data[na].inputs[0]};
+    if (KILN_MUTANT(93)) /* mutant 93: Neg(y) + x rewritten as y - x */
+      in[0] = g->nodes.data[na].inputs[0], in[1] = b;
     return rebuild_as(rw, i, "Sub", 2, in, done);
   }
   if (n->op == KILN_OP_Sub && nb >= 0) {
@@ -312,7 +314,8 @@ static kiln_status simplify_neg_forms(kiln_rw *rw, int i, bool *done) {
   bool fl = bt && kiln_dtype_is_float(bt->dtype);
   if (n->op == KILN_OP_Sub && ca && bt && ca->dtype == bt->dtype &&
       (fl || kiln_dtype_class_of(bt->dtype) == KILN_CLASS_SINT) &&
-      kiln_rw_const_all(ca, fl ? -0.0 : 0) && no_broadcast_growth(ca, bt))
+      (kiln_rw_const_all(ca, fl ? -0.0 : 0) || (KILN_MUTANT(92) && kiln_rw_const_all(ca, 0.0))) &&
+      no_broadcast_growth(ca, bt)) /* mutant 92: (+0.0) - x taken for Neg(x) */
     return rebuild_as(rw, i, "Neg", 1, &b, done);
   bool afl = at && kiln_dtype_is_float(at->dtype);
   if (n->op == KILN_OP_Mul && cb && at && cb->dtype == at->dtype &&

@@ -228,7 +228,7 @@ static void bind_inputs(kiln_compiled *c, kiln_val *const *inputs) {
   for (int i = 0; i < c->patches.len; i++)
     *c->patches.data[i].slot = inputs[c->patches.data[i].input]->t->data;
   for (int v = 0; v < c->g->values.len; v++) /* inputs and views of them */
-    if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v])
+    if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v] && !KILN_MUTANT(120)) /* mutant 120 */
       c->views[v]->t->data = inputs[c->plan->loc[v].index]->t->data;
 }
 
@@ -269,8 +269,9 @@ static kiln_status run_fallback(kiln_compiled *c, const kiln_step *st) {
   kiln_val **outs = n->n_outputs <= 8 ? small : kiln_xcalloc((size_t)n->n_outputs, sizeof *outs);
   kiln_status e = kiln_interp_eval_node(c->g, st->node, lookup, c, outs);
   for (int k = 0; k < n->n_outputs; k++) {
-    kiln_status e2 = KILN_OK;
-    if (!e && n->outputs[k] >= 0 && outs[k]) e2 = store_result(c, n->outputs[k], outs[k]);
+    kiln_status e2 = KILN_OK; /* mutant 122: only the first output stored */
+    if (!e && n->outputs[k] >= 0 && outs[k] && (k == 0 || !KILN_MUTANT(122)))
+      e2 = store_result(c, n->outputs[k], outs[k]);
     else kiln_val_free(outs[k]);
     if (!e) e = e2;
     else kiln_status_free(e2);
@@ -395,8 +396,9 @@ static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
     *out = kiln_val_tensor(copy);
     return KILN_OK;
   }
+  /* mutant 121: a graph input returned as an output is read from input 0 */
   const kiln_val *val = l->kind == KILN_LOC_HEAP    ? c->heap[v]
-                        : l->kind == KILN_LOC_INPUT ? c->cur_inputs[l->index]
+                        : l->kind == KILN_LOC_INPUT ? c->cur_inputs[KILN_MUTANT(121) ? 0 : l->index]
                                                     : NULL;
   if (!val) return KILN_BUG("output '%s' was not computed", c->g->values.data[v].name);
   return kiln_val_clone(val, out);

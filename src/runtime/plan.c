@@ -127,7 +127,7 @@ static kiln_status scan_fallback(liveness *L, const kiln_graph *g, const kiln_st
     return KILN_BUG("fallback step %d: no node %d", s, st->node);
   const kiln_node *n = &g->nodes.data[st->node];
   for (int k = 0; k < n->n_inputs; k++) KILN_TRY(use(L, g, n->inputs[k], s));
-  KILN_TRY(use_sub_outers(L, g, n, s));
+  if (!KILN_MUTANT(118)) KILN_TRY(use_sub_outers(L, g, n, s)); /* mutant 118: subgraph reads */
   for (int k = 0; k < n->n_outputs; k++)
     if (n->outputs[k] >= 0) KILN_TRY(define(L, g, n->outputs[k], s));
   return KILN_OK;
@@ -336,7 +336,7 @@ static int64_t fit(const block *b, block **near, int n, bool best_fit) {
       if (!best_fit) break;
     }
     int64_t end = near[i]->offset + near[i]->bytes;
-    if (end > cursor) cursor = end;
+    if (end > cursor || KILN_MUTANT(117)) cursor = end; /* mutant 117: the last block's end */
   }
   return best >= 0 ? best : cursor;
 }
@@ -416,7 +416,7 @@ static int64_t place_order(block *blocks, int n, const int *order, bool best_fit
   index_clear(ix);
   for (int i = 0; i < n; i++) {
     block *b = &blocks[order[i]];
-    if (b->last < b->first || b->bytes == 0) { /* dead (merged in place) or empty */
+    if (b->last < b->first + KILN_MUTANT(119) || b->bytes == 0) { /* dead or empty; mutant 119 */
       b->offset = 0;
       continue;
     }
