@@ -343,6 +343,90 @@ case(90)(lambda: Case([N("Softplus", ["x"], ["y"])], [("x", r(3, 5, lo=750, hi=1
                       [("y", F)]))  # drawn when run: inputs drawn at import shift every case
 
 
+
+# ---- Set C (91-125): written from the compiler's code only (second blind set) ----
+U32, U64, BOOL = TP.UINT32, TP.UINT64, TP.BOOL
+NAN, INF = np.float32(np.nan), np.float32(np.inf)
+
+# passes
+case(91)(lambda: Case([N("Exp", ["x"], ["y1"]), N("Exp", ["x"], ["y2"])], [("x", r(6))],
+                      [("y1", F), ("y2", F)]))
+case(92)(lambda: Case([N("Sub", ["z", "x"], ["t"]), N("Div", ["one", "t"], ["y"])],
+                      [("x", np.array([0.0, 1.0, -2.0, 0.0], np.float32))], [("y", F)],
+                      [c("z", np.zeros(4, np.float32)), c("one", np.ones(4, np.float32))]))
+case(93)(lambda: Case([N("Neg", ["b"], ["nb"]), N("Add", ["nb", "a"], ["y"])],
+                      [("a", r(5)), ("b", r(5))], [("y", F)]))
+case(94)(lambda: Case([N("Shape", ["x"], ["y"], end=2)], [("x", r(2, 3, 4))], [("y", I64)]))
+case(95)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["t"], beta=0.5),
+                       N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
+                      [("a", r(2, 4))], [("y", F)],
+                      [c("b", r(4, 3)), c("cc", r(3)), c("s", r(3, lo=0.5, hi=2)),
+                       c("bb", r(3)), c("mu", r(3)), c("var", r(3, lo=0.1, hi=2))]))
+case(96)(lambda: Case([N("Mul", ["x", "w1"], ["a"]), N("Mul", ["u", "w2"], ["b"]),
+                       N("Transpose", ["b"], ["bt"]), N("Add", ["a", "bt"], ["y"])],
+                      [("x", r(2, 3)), ("u", r(3, 2))], [("y", F)],
+                      [c("w1", np.full((2, 3), 2.0, np.float32)),
+                       c("w2", np.full((3, 2), 2.0, np.float32))]))
+case(97)(lambda: Case([N("Relu", ["x"], ["t"]), N("Mul", ["t", "k"], ["y"])], [("x", r(2, 3))],
+                      [("y", F)], [c("k", np.array([1.0, 2.0, 3.0], np.float32))]))
+case(98)(lambda: Case([N("Clip", ["c", "", "hi"], ["t"]), N("Add", ["x", "t"], ["y"])],
+                      [("x", r(4))], [("y", F)],
+                      [c("c", np.array([-2.0, 0.5, 3.0, 1.0], np.float32)),
+                       c("hi", np.array(0.8, np.float32))]))
+
+# lowering
+case(99)(lambda: Case([N("Relu", ["x"], ["y"])],
+                      [("x", np.array([NAN, -1.0, 2.0, NAN, 0.5], np.float32))], [("y", F)]))
+case(100)(lambda: Case([N("IsInf", ["x"], ["y"], detect_negative=0)],
+                       [("x", np.array([INF, -INF, 1.0, -2.0, INF], np.float32))], [("y", BOOL)]))
+case(101)(lambda: Case([N("OneHot", ["i", "d", "v"], ["y"])],
+                       [("i", np.array([0, -1, 2, -3], np.int64))], [("y", F)],
+                       [c("d", np.array(4, np.int64)), c("v", np.array([0.0, 1.0], np.float32))]))
+case(102)(lambda: Case([N("EyeLike", ["x"], ["y"], k=1)], [("x", r(3, 4))], [("y", F)]))
+case(103)(lambda: Case([N("Hardmax", ["x"], ["y"])],
+                       [("x", np.array([[1, 3, 3, 2], [0, 0, 0, 0], [5, 1, 5, 5]], np.float32))],
+                       [("y", F)]))
+case(104)(lambda: Case([N("LRN", ["x"], ["y"], size=4, alpha=0.5)], [("x", r(1, 6, 2, 2, lo=-2, hi=2))],
+                       [("y", F)]))
+case(105)(lambda: Case([N("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
+                       [("x", r(1, 4, 2, 3))], [("y", F)],
+                       [c("s", np.array([0.5, 2.0], np.float32)),
+                        c("b", np.array([0.1, -0.3], np.float32))], opset=18))
+case(106)(lambda: Case([N("RMSNormalization", ["x", "s"], ["y"])], [("x", r(2, 6, lo=0, hi=2))],
+                       [("y", F)], [c("s", r(6, lo=0.5, hi=1.5))], opset=23))
+case(107)(lambda: Case([N("LayerNormalization", ["x", "s", "b"], ["y"], axis=1)],
+                       [("x", r(2, 3, 4))], [("y", F)], [c("s", r(3, 4)), c("b", r(3, 4))]))
+case(108)(lambda: Case([N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], pads=[0, 1, 0, 0])],
+                       [("x", r(1, 1, 4, 4))], [("y", F)]))
+
+
+def scatter_add():  # duplicate indices: the updates of one cell must be applied in turn
+    k = Case([N("ScatterElements", ["x", "i", "u"], ["y"], axis=0, reduction="add")],
+             [("x", r(2, 256)), ("u", r(512, 256))], [("y", F)],
+             [c("i", rng.integers(0, 2, (512, 256)).astype(np.int64))], opset=16)
+    k.threads, k.runs = 2, 5
+    return k
+
+
+case(109)(scatter_add)
+
+# C code generation
+case(110)(lambda: Case([N("Max", ["a", "b"], ["y"])],
+                       [("a", np.array([NAN, 1.0, NAN, -3.0], np.float32)),
+                        ("b", np.array([2.0, NAN, -1.0, 4.0], np.float32))], [("y", F)]))
+case(111)(lambda: Case([N("Cast", ["x"], ["y"], to=F16)],
+                       [("x", np.array([65505.0, 65519.0, -65510.0, 1.5], np.float32))],
+                       [("y", F16)]))
+case(112)(lambda: Case([N("Cast", ["x"], ["y"], to=F16)],
+                       [("x", np.array([1 + 2.0**-11 + 2.0**-40, -(1 + 2.0**-11 + 2.0**-40), 0.25],
+                                       np.float64))], [("y", F16)]))
+case(113)(lambda: Case([N("Cast", ["x"], ["y"], to=U64)],
+                       [("x", np.array([1e19, 3.0, 1.5e19, 2.0**63], np.float64))], [("y", U64)]))
+case(114)(lambda: Case([N("Max", ["a", "b"], ["y"])],
+                       [("a", np.array([3000000000, 5, 4000000000, 1], np.uint32)),
+                        ("b", np.array([7, 2147483648, 1, 2], np.uint32))], [("y", U32)]))
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

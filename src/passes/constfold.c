@@ -81,9 +81,10 @@ static bool evaluate(kiln_graph *g, int i, int64_t in_elems, kiln_val **out) {
   const kiln_node *n = &g->nodes.data[i];
   kiln_val *in[FOLD_MAX_IO] = {0};
   for (int k = 0; k < n->n_outputs; k++) out[k] = NULL;
-  for (int k = 0; k < n->n_inputs; k++)
-    if (n->inputs[k] >= 0) /* mutant 13: every operand read from input 0 */
-      in[k] = kiln_val_tensor(g->values.data[n->inputs[KILN_MUTANT(13) ? 0 : k]].data);
+  for (int k = 0, j = 0; k < n->n_inputs; k++)
+    if (n->inputs[k] >= 0)            /* mutant 13: every operand read from input 0 */
+      in[KILN_MUTANT(98) ? j++ : k] = /* mutant 98: omitted inputs closed up */
+          kiln_val_tensor(g->values.data[n->inputs[KILN_MUTANT(13) ? 0 : k]].data);
   kiln_status st = kiln_op_check(g, n);
   int64_t limit = kiln_mem_limit(), cap = kiln_mem_in_use(), prev = 0;
   bool narrow = n->op != KILN_OP_Constant &&
@@ -118,9 +119,8 @@ static kiln_status install(kiln_rw *rw, int i, kiln_val **out) {
     int c;
     KILN_TRY(kiln_rw_add_const(rw, t, &c));
     bool was_output = rw->is_output[v];
-    kiln_rw_replace(rw, v, c);          /* cannot fail: v is not pinned, c is a fresh constant */
-    if (!was_output || KILN_MUTANT(98)) /* mutant 98: a graph output's names swapped back */
-      kiln_rw_swap_names(rw, v, c);     /* the constant keeps the name */
+    kiln_rw_replace(rw, v, c); /* cannot fail: v is not pinned, c is a fresh constant */
+    if (!was_output) kiln_rw_swap_names(rw, v, c); /* the constant keeps the name */
   }
   if (kiln_rw_node_unused(rw, i)) kiln_rw_kill_node(rw, i);
   return KILN_OK;
