@@ -40,7 +40,9 @@ class Case:
         self.inits, self.opset = list(inits), opset
 
     def write(self, d):
-        vi = [H.make_tensor_value_info(n, NH.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+        dyn = getattr(self, "dyn", ())  # inputs declared with unnamed unknown dims
+        vi = [H.make_tensor_value_info(n, NH.helper.np_dtype_to_tensor_dtype(a.dtype),
+                                       [None] * a.ndim if n in dyn else a.shape)
               for n, a in self.inputs]
         vo = [H.make_tensor_value_info(n, t, None) for n, t in self.outputs]
         g = H.make_graph(self.nodes, "mutant", vi, vo, self.inits)
@@ -425,6 +427,29 @@ case(113)(lambda: Case([N("Cast", ["x"], ["y"], to=U64)],
 case(114)(lambda: Case([N("Max", ["a", "b"], ["y"])],
                        [("a", np.array([3000000000, 5, 4000000000, 1], np.uint32)),
                         ("b", np.array([7, 2147483648, 1, 2], np.uint32))], [("y", U32)]))
+
+case(115)(lambda: Case([N("Min", ["a", "b"], ["y"])],
+                       [("a", np.array([-5, 3, -1, 7], np.int16)),
+                        ("b", np.array([2, -4, -3, 1], np.int16))], [("y", TP.INT16)]))
+case(116)(lambda: Case([N("Cast", ["x"], ["f"], to=F), N("Sub", ["f", "c"], ["y"])],
+                       [("x", np.array([2**60 + 2**36 + 1, 2**60 - 5, 2**60 + 2**37 + 2**36 + 1],
+                                       np.int64))], [("y", F)],
+                       [c("c", np.array(2.0**60, np.float32))]))
+
+
+# memory plan
+def if_outer():  # the branches read t, computed by a kernel before other kernels run
+    then_g = H.make_graph([N("Neg", ["t"], ["o"])], "then", [],
+                          [H.make_tensor_value_info("o", F, None)])
+    else_g = H.make_graph([N("Sigmoid", ["t"], ["o2"])], "else", [],
+                          [H.make_tensor_value_info("o2", F, None)])
+    return Case([N("Exp", ["x"], ["t"]), N("Transpose", ["x2"], ["u"]), N("Relu", ["u"], ["v"]),
+                 N("Transpose", ["v"], ["w"]),
+                 N("If", ["k"], ["y"], then_branch=then_g, else_branch=else_g)],
+                [("x", r(8, 8)), ("x2", r(8, 8)), ("k", np.array(True))], [("y", F), ("w", F)])
+
+
+case(118)(if_outer)
 
 
 def run(cmd, env):

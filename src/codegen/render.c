@@ -440,6 +440,8 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
   const char *dbl = from == KILN_F64 ? "" : "(double)";
   if (from == to) return x;
   if (to == KILN_BOOL) s = str_printf("(%s != 0)", x);
+  else if (to == KILN_F32 && KILN_MUTANT(116) && (from == KILN_I64 || from == KILN_U64))
+    s = str_printf("((float)(double)%s)", x); /* mutant 116: 64-bit integers to f32 via f64 */
   else if (to == KILN_F32 || to == KILN_F64) s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   else if (to == KILN_F16 && from == KILN_F32) s = str_printf("kiln_f32_to_f16(%s)", x);
   else if (to == KILN_F16 && KILN_MUTANT(112)) /* mutant 112: f64 -> f16 through f32 */
@@ -819,17 +821,19 @@ static void helpers_replaced(kiln_strbuf *out, const char *from, const char *to)
 }
 
 void kiln_render_helpers(kiln_strbuf *out) {
-  if (KILN_MUTANT(110)) /* mutant 110: max_f32 keeps NaN only as its second operand */
+  if (KILN_MUTANT(73)) /* mutant 73: f32 -> bf16 truncates instead of rounding to nearest even */
+    helpers_replaced(out, "(u + 0x7fff + ((u >> 16) & 1)) >> 16", "u >> 16");
+  else if (KILN_MUTANT(74)) /* mutant 74: f16 subnormals decode as zero */
+    helpers_replaced(out, "-((float)m * 0x1p-24f) : (float)m * 0x1p-24f", "-0.0f : 0.0f");
+  else if (KILN_MUTANT(110)) /* mutant 110: max_f32 keeps NaN only as its second operand */
     helpers_replaced(out, "kiln_max_f32(float a, float b) { return a != a ? a : b != b ? b : ",
                      "kiln_max_f32(float a, float b) { return ");
   else if (KILN_MUTANT(111)) /* mutant 111: f32 -> f16 overflows to inf from 65504 on */
     helpers_replaced(out, "if (a >= 0x47800000) return", "if (a > 0x477fe000) return");
   else if (KILN_MUTANT(113)) /* mutant 113: float -> integer bits saturate from 2^63 (u64) */
     helpers_replaced(out, "  if (v >= 0 && v < 0x1p64) return (uint64_t)v;\n", "");
-  else if (KILN_MUTANT(
-               73)) /* mutant 73: f32 -> bf16 truncates instead of rounding to nearest even */
-    helpers_replaced(out, "(u + 0x7fff + ((u >> 16) & 1)) >> 16", "u >> 16");
-  else if (KILN_MUTANT(74)) /* mutant 74: f16 subnormals decode as zero */
-    helpers_replaced(out, "-((float)m * 0x1p-24f) : (float)m * 0x1p-24f", "-0.0f : 0.0f");
+  else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */
+    helpers_replaced(out, "kiln_min_##S(T a, T b) { return a < b ? a : b; }",
+                     "kiln_min_##S(T a, T b) { return (U)a < (U)b ? a : b; }");
   else kiln_strbuf_append(out, helpers, sizeof helpers - 1);
 }

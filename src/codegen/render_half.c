@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/mutate.h"
 #include "codegen/render.h"
 
 static const char *widen_fn(kiln_dtype t) {
@@ -124,13 +123,6 @@ static kiln_status render_predicate(kiln_render *r, const kiln_texpr *e, kiln_st
     return KILN_OK;
   }
   kiln_strbuf_printf(b, "(");
-  if (KILN_MUTANT(116)) { /* mutant 116: the half codes compared as integers */
-    KILN_TRY(kiln_render_expr(r, e->args[0], false, b));
-    kiln_strbuf_printf(b, " %s ", cmp_text(e->op));
-    KILN_TRY(kiln_render_expr(r, e->args[1], false, b));
-    kiln_strbuf_printf(b, ")");
-    return KILN_OK;
-  }
   KILN_TRY(widened(r, e->args[0], b));
   kiln_strbuf_printf(b, " %s ", cmp_text(e->op));
   KILN_TRY(widened(r, e->args[1], b));
