@@ -451,6 +451,36 @@ def if_outer():  # the branches read t, computed by a kernel before other kernel
 
 case(118)(if_outer)
 
+case(117)(lambda: Case([N("Transpose", ["x"], ["t"]), N("Concat", ["t", "t", "t"], ["u"], axis=0),
+                        N("Transpose", ["u"], ["v"]), N("Exp", ["t"], ["w"])],
+                       [("x", r(4, 6))], [("v", F), ("w", F)]))
+case(119)(lambda: Case([N("Transpose", ["x"], ["t"]), N("Gather", ["t", "i"], ["y"], axis=0)],
+                       [("x", r(4, 6)), ("i", np.array([0, 2, 5], np.int64))], [("y", F)]))
+case(125)(lambda: Case([N("Transpose", ["x"], ["y1"]), N("Exp", ["y1"], ["y2"])], [("x", r(4, 6))],
+                       [("y1", F), ("y2", F)]))
+
+# executor and runtime
+case(120)(lambda: Case([N("Reshape", ["x", "s"], ["t"]), N("TopK", ["t", "k"], ["v", "i"], axis=1)],
+                       [("x", r(24))], [("v", F)],
+                       [c("s", np.array([4, 6], np.int64)), c("k", np.array([2], np.int64))]))
+case(121)(lambda: Case([N("Transpose", ["x"], ["t"]), N("ReduceSum", ["t", "ax"], ["u"]),
+                        N("Gather", ["u", "i"], ["y"], axis=0)],
+                       [("x", r(8, 8, lo=1, hi=2)), ("i", np.array([0, 2], np.int64))], [("y", F)],
+                       [c("ax", np.array([1], np.int64))]))
+case(122)(lambda: Case([N("TopK", ["x", "k"], ["v", "i"], axis=1)], [("x", r(3, 6))],
+                       [("v", F), ("i", I64)], [c("k", np.array([2], np.int64))]))
+case(123)(lambda: Case([N("ReduceSum", ["x"], ["s"], keepdims=0), N("Relu", ["x"], ["y"])],
+                       [("x", r(3, 6))], [("s", F), ("y", F)]))
+
+
+def dyn_inputs():  # two inputs of unnamed dynamic dims: each takes its tensor's extents
+    k = Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(3, 4)), ("b", r(4, 5))], [("y", F)])
+    k.dyn = ("a", "b")
+    return k
+
+
+case(124)(dyn_inputs)
+
 
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/mutate.h"
 #include "graph/analysis.h"
 #include "rt_internal.h"
 
@@ -158,8 +157,7 @@ static void mark_read(const kiln_compiled *c, bool *used) {
     kiln_outer_iter it = kiln_outer_reads(g, n);
     for (int v; kiln_outer_next(&it, &v);) used[v] = true;
   }
-  for (int i = 0; i < g->outputs.len && !KILN_MUTANT(123); i++) /* mutant 123: outputs not kept */
-    used[g->outputs.data[i]] = true;
+  for (int i = 0; i < g->outputs.len; i++) used[g->outputs.data[i]] = true;
 }
 
 static void release_weights(kiln_compiled *c) {

@@ -19,7 +19,7 @@ static kiln_tensor *view_tensor(const kiln_type *t, void *data) {
   kiln_tensor *v = kiln_xcalloc(1, sizeof *v);
   v->dtype = t->dtype;
   v->rank = t->rank;
-  v->numel = 1;
+  v->numel = KILN_MUTANT(123) && t->rank == 0 ? 0 : 1; /* mutant 123: a scalar as empty */
   for (int d = 0; d < t->rank; d++) v->dims[d] = t->dims[d].value, v->numel *= v->dims[d];
   v->data = data;
   v->owns_data = false;
@@ -298,7 +298,7 @@ static kiln_status run_alias(kiln_compiled *c, const kiln_step *st) {
 /* A kernel that checks its input: its error flag is cleared before and read after. */
 static kiln_status run_checked(kiln_compiled *c, int s, const kiln_step *st) {
   int32_t *flag = c->xsteps[s].args[st->check_arg];
-  *flag = 0;
+  if (!KILN_MUTANT(121)) *flag = 0; /* mutant 121: the flag taken as zeroed with the arena */
   c->target->run_kernel(c, s);
   if (!*flag) return KILN_OK;
   char lb[200];
@@ -396,9 +396,8 @@ static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
     *out = kiln_val_tensor(copy);
     return KILN_OK;
   }
-  /* mutant 121: a graph input returned as an output is read from input 0 */
   const kiln_val *val = l->kind == KILN_LOC_HEAP    ? c->heap[v]
-                        : l->kind == KILN_LOC_INPUT ? c->cur_inputs[KILN_MUTANT(121) ? 0 : l->index]
+                        : l->kind == KILN_LOC_INPUT ? c->cur_inputs[l->index]
                                                     : NULL;
   if (!val) return KILN_BUG("output '%s' was not computed", c->g->values.data[v].name);
   return kiln_val_clone(val, out);

@@ -263,7 +263,7 @@ static kiln_status compute_liveness(const kiln_program *p, bool inplace, livenes
     if (v >= 0 && g->values.data[v].kind == KILN_VALUE_NODE && L->def[v] < 0)
       return KILN_BUG("memory plan: no step computes output '%s'", g->values.data[v].name);
   }
-  extend_outputs(L, g);
+  if (!KILN_MUTANT(125)) extend_outputs(L, g); /* mutant 125: after the in-place merges */
   for (int s = 0; inplace && s < L->n_steps; s++) {
     const kiln_step *st = &p->steps.data[s];
     if (st->kind != KILN_STEP_KERNEL || !st->inplace) continue;
@@ -271,6 +271,7 @@ static kiln_status compute_liveness(const kiln_program *p, bool inplace, livenes
       if (st->inplace[o] >= 0 && st->inplace[o] < st->n_args)
         try_inplace(L, g, st, s, o, st->inplace[o]);
   }
+  if (KILN_MUTANT(125)) extend_outputs(L, g);
   return KILN_OK;
 }
 
@@ -336,7 +337,7 @@ static int64_t fit(const block *b, block **near, int n, bool best_fit) {
       if (!best_fit) break;
     }
     int64_t end = near[i]->offset + near[i]->bytes;
-    if (end > cursor || KILN_MUTANT(117)) cursor = end; /* mutant 117: the last block's end */
+    if (end > cursor) cursor = end;
   }
   return best >= 0 ? best : cursor;
 }
@@ -421,7 +422,8 @@ static int64_t place_order(block *blocks, int n, const int *order, bool best_fit
       continue;
     }
     int m = 0;
-    index_overlaps(ix, blocks, b, 1, 0, ix->size, index_prefix(ix, blocks, b->last), near, &m);
+    int upto = index_prefix(ix, blocks, KILN_MUTANT(117) ? b->first : b->last); /* mutant 117 */
+    index_overlaps(ix, blocks, b, 1, 0, ix->size, upto, near, &m);
     b->offset = fit(b, near, m, best_fit);
     if (b->offset + b->bytes > top) top = b->offset + b->bytes;
     index_place(ix, b);
