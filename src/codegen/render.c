@@ -249,7 +249,7 @@ static const char *float_fn(kiln_top op) {
   case KILN_TOP_ERF: return "erf";
   case KILN_TOP_FLOOR: return "floor";
   case KILN_TOP_CEIL: return "ceil";
-  case KILN_TOP_ROUND: return "nearbyint";
+  case KILN_TOP_ROUND: return KILN_MUTANT(112) ? "round" : "nearbyint"; /* mutant 112: ties away */
   case KILN_TOP_ABS: return "fabs";
   case KILN_TOP_POW: return "pow";
   case KILN_TOP_ATAN2: return "atan2";
@@ -440,12 +440,8 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
   const char *dbl = from == KILN_F64 ? "" : "(double)";
   if (from == to) return x;
   if (to == KILN_BOOL) s = str_printf("(%s != 0)", x);
-  else if (to == KILN_F32 && KILN_MUTANT(116) && (from == KILN_I64 || from == KILN_U64))
-    s = str_printf("((float)(double)%s)", x); /* mutant 116: 64-bit integers to f32 via f64 */
   else if (to == KILN_F32 || to == KILN_F64) s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   else if (to == KILN_F16 && from == KILN_F32) s = str_printf("kiln_f32_to_f16(%s)", x);
-  else if (to == KILN_F16 && KILN_MUTANT(112)) /* mutant 112: f64 -> f16 through f32 */
-    s = str_printf("kiln_f32_to_f16((float)%s)", x);
   else if (to == KILN_F16) s = str_printf("kiln_f64_to_f16(%s%s)", dbl, x);
   else if (to == KILN_BF16 && from == KILN_F32) s = str_printf("kiln_f32_to_bf16(%s)", x);
   else if (to == KILN_BF16) s = str_printf("kiln_f64_to_bf16(%s%s)", dbl, x);
@@ -830,6 +826,9 @@ void kiln_render_helpers(kiln_strbuf *out) {
                      "kiln_max_f32(float a, float b) { return ");
   else if (KILN_MUTANT(111)) /* mutant 111: f32 -> f16 overflows to inf from 65504 on */
     helpers_replaced(out, "if (a >= 0x47800000) return", "if (a > 0x477fe000) return");
+  else if (KILN_MUTANT(116)) /* mutant 116: f32 -> f16 turns the infinities into NaN */
+    helpers_replaced(out, "if (a > 0x7f800000) return (uint16_t)(sign | 0x7e00);",
+                     "if (a >= 0x7f800000) return (uint16_t)(sign | 0x7e00);");
   else if (KILN_MUTANT(113)) /* mutant 113: float -> integer bits saturate from 2^63 (u64) */
     helpers_replaced(out, "  if (v >= 0 && v < 0x1p64) return (uint64_t)v;\n", "");
   else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */

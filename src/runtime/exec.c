@@ -228,7 +228,7 @@ static void bind_inputs(kiln_compiled *c, kiln_val *const *inputs) {
   for (int i = 0; i < c->patches.len; i++)
     *c->patches.data[i].slot = inputs[c->patches.data[i].input]->t->data;
   for (int v = 0; v < c->g->values.len; v++) /* inputs and views of them */
-    if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v] && !KILN_MUTANT(120)) /* mutant 120 */
+    if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v])
       c->views[v]->t->data = inputs[c->plan->loc[v].index]->t->data;
 }
 
@@ -242,7 +242,7 @@ static kiln_val *lookup(void *user, int v) {
 /* A fallback result goes to its planned buffer (ARENA) or stays on the heap. */
 static kiln_status store_result(kiln_compiled *c, int v, kiln_val *val) {
   const kiln_loc *l = &c->plan->loc[v];
-  if (l->kind != KILN_LOC_ARENA) {
+  if (l->kind != KILN_LOC_ARENA || KILN_MUTANT(120)) { /* mutant 120: kept on the heap */
     kiln_val_free(c->heap[v]);
     c->heap[v] = val;
     return KILN_OK;
