@@ -67,6 +67,7 @@ static bool value_static_bytes(const kiln_value *v, int64_t *out) {
     kiln_status_free(st);
     return false;
   }
+  if (KILN_MUTANT(123) && n == 0) return false; /* mutant 123: an empty tensor has no block */
   int64_t bytes;
   int64_t esize = KILN_MUTANT(82) ? 4 : (int64_t)kiln_dtype_size(t->dtype); /* mutant 82 */
   if (kiln_mul_overflow_i64(n, esize, &bytes)) return false;
