@@ -356,8 +356,8 @@ case(91)(lambda: Case([N("Exp", ["x"], ["y1"]), N("Exp", ["x"], ["y2"])], [("x",
 case(92)(lambda: Case([N("Sub", ["z", "x"], ["t"]), N("Div", ["one", "t"], ["y"])],
                       [("x", np.array([0.0, 1.0, -2.0, 0.0], np.float32))], [("y", F)],
                       [c("z", np.zeros(4, np.float32)), c("one", np.ones(4, np.float32))]))
-case(93)(lambda: Case([N("Neg", ["b"], ["nb"]), N("Add", ["nb", "a"], ["y"])],
-                      [("a", r(5)), ("b", r(5))], [("y", F)]))
+case(93)(lambda: Case([N("Relu", ["x"], ["t"]), N("Transpose", ["t"], ["u"]),
+                       N("MatMul", ["u", "w"], ["y"])], [("x", r(3, 4)), ("w", r(3, 5))], [("y", F)]))
 case(94)(lambda: Case([N("Shape", ["x"], ["y"], end=2)], [("x", r(2, 3, 4))], [("y", I64)]))
 case(95)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["t"], beta=0.5),
                        N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],

@@ -121,7 +121,7 @@ static bool get_perm(const kiln_graph *g, const kiln_node *n, int64_t *perm, int
   *rank = t->rank;
   if (np >= 0 && np != t->rank) return false;
   for (int k = 0; k < t->rank; k++) {
-    perm[k] = np >= 0 ? p[k] : t->rank - 1 - k;
+    perm[k] = np >= 0 ? p[k] : KILN_MUTANT(93) ? k : t->rank - 1 - k; /* mutant 93: identity */
     if (perm[k] < 0 || perm[k] >= t->rank) return false;
   }
   return true;
@@ -301,8 +301,6 @@ static kiln_status simplify_neg_forms(kiln_rw *rw, int i, bool *done) {
   }
   if (n->op == KILN_OP_Add && na >= 0) {
     int in[2] = {b, g->nodes.data[na].inputs[0]};
-    if (KILN_MUTANT(93)) /* mutant 93: Neg(y) + x rewritten as y - x */
-      in[0] = g->nodes.data[na].inputs[0], in[1] = b;
     return rebuild_as(rw, i, "Sub", 2, in, done);
   }
   if (n->op == KILN_OP_Sub && nb >= 0) {
