@@ -357,7 +357,8 @@ case(92)(lambda: Case([N("Sub", ["z", "x"], ["t"]), N("Div", ["one", "t"], ["y"]
                       [("x", np.array([0.0, 1.0, -2.0, 0.0], np.float32))], [("y", F)],
                       [c("z", np.zeros(4, np.float32)), c("one", np.ones(4, np.float32))]))
 case(93)(lambda: Case([N("Relu", ["x"], ["t"]), N("Transpose", ["t"], ["u"]),
-                       N("MatMul", ["u", "w"], ["y"])], [("x", r(3, 4)), ("w", r(3, 5))], [("y", F)]))
+                       N("MatMul", ["u", "w"], ["y"])], [("x", r(3, 4)), ("w", r(3, 5))],
+                      [("y", F)]))
 case(94)(lambda: Case([N("Shape", ["x"], ["y"], end=2)], [("x", r(2, 3, 4))], [("y", I64)]))
 case(95)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["t"], beta=0.5),
                        N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
@@ -388,8 +389,8 @@ case(102)(lambda: Case([N("EyeLike", ["x"], ["y"], k=1)], [("x", r(3, 4))], [("y
 case(103)(lambda: Case([N("Hardmax", ["x"], ["y"])],
                        [("x", np.array([[1, 3, 3, 2], [0, 0, 0, 0], [5, 1, 5, 5]], np.float32))],
                        [("y", F)]))
-case(104)(lambda: Case([N("LRN", ["x"], ["y"], size=4, alpha=0.5)], [("x", r(1, 6, 2, 2, lo=-2, hi=2))],
-                       [("y", F)]))
+case(104)(lambda: Case([N("LRN", ["x"], ["y"], size=4, alpha=0.5)],
+                       [("x", r(1, 6, 2, 2, lo=-2, hi=2))], [("y", F)]))
 case(105)(lambda: Case([N("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
                        [("x", r(1, 4, 2, 3))], [("y", F)],
                        [c("s", np.array([0.5, 2.0], np.float32)),
