@@ -370,7 +370,8 @@ case(96)(lambda: Case([N("Mul", ["x", "w1"], ["a"]), N("Mul", ["u", "w2"], ["b"]
                       [("x", r(2, 3)), ("u", r(3, 2))], [("y", F)],
                       [c("w1", np.full((2, 3), 2.0, np.float32)),
                        c("w2", np.full((3, 2), 2.0, np.float32))]))
-case(97)(lambda: Case([N("Relu", ["x"], ["t"]), N("Mul", ["t", "k"], ["y"])], [("x", r(2, 3))],
+case(97)(lambda: Case([N("Relu", ["x"], ["t"]), N("Mul", ["t", "k"], ["y"])],
+                      [("x", np.array([[0.5, 1.0, -2.0], [1.5, 0.25, 3.0]], np.float32))],
                       [("y", F)], [c("k", np.array([1.0, 2.0, 3.0], np.float32))]))
 case(98)(lambda: Case([N("Clip", ["c", "", "hi"], ["t"]), N("Add", ["x", "t"], ["y"])],
                       [("x", r(4))], [("y", F)],
