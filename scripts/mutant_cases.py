@@ -40,7 +40,9 @@ class Case:
         self.inits, self.opset = list(inits), opset
 
     def write(self, d):
-        vi = [H.make_tensor_value_info(n, NH.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+        dyn = getattr(self, "dyn", {})  # inputs declared with unknown dims: name -> dims
+        vi = [H.make_tensor_value_info(n, NH.helper.np_dtype_to_tensor_dtype(a.dtype),
+                                       dyn[n] if n in dyn else a.shape)
               for n, a in self.inputs]
         vo = [H.make_tensor_value_info(n, t, None) for n, t in self.outputs]
         g = H.make_graph(self.nodes, "mutant", vi, vo, self.inits)
@@ -341,6 +343,144 @@ case(88)(lambda: Case([N("Trilu", ["x"], ["y"], upper=0)], [("x", r(4, 5))], [("
 case(89)(prefix_consts)
 case(90)(lambda: Case([N("Softplus", ["x"], ["y"])], [("x", r(3, 5, lo=750, hi=1000))],
                       [("y", F)]))  # drawn when run: inputs drawn at import shift every case
+
+
+
+# ---- Set C (91-125): written from the compiler's code only (second blind set) ----
+U32, U64, BOOL = TP.UINT32, TP.UINT64, TP.BOOL
+NAN, INF = np.float32(np.nan), np.float32(np.inf)
+
+# passes
+case(91)(lambda: Case([N("Exp", ["x"], ["y1"]), N("Exp", ["x"], ["y2"])], [("x", r(6))],
+                      [("y1", F), ("y2", F)]))
+case(92)(lambda: Case([N("Sub", ["z", "x"], ["t"]), N("Div", ["one", "t"], ["y"])],
+                      [("x", np.array([0.0, 1.0, -2.0, 0.0], np.float32))], [("y", F)],
+                      [c("z", np.zeros(4, np.float32)), c("one", np.ones(4, np.float32))]))
+case(93)(lambda: Case([N("Relu", ["x"], ["t"]), N("Transpose", ["t"], ["u"]),
+                       N("MatMul", ["u", "w"], ["y"])], [("x", r(3, 4)), ("w", r(3, 5))],
+                      [("y", F)]))
+case(94)(lambda: Case([N("Shape", ["x"], ["y"], end=2)], [("x", r(2, 3, 4))], [("y", I64)]))
+case(95)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["t"], beta=0.5),
+                       N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
+                      [("a", r(2, 4))], [("y", F)],
+                      [c("b", r(4, 3)), c("cc", r(3)), c("s", r(3, lo=0.5, hi=2)),
+                       c("bb", r(3)), c("mu", r(3)), c("var", r(3, lo=0.1, hi=2))]))
+case(96)(lambda: Case([N("Mul", ["x", "w1"], ["a"]), N("Mul", ["u", "w2"], ["b"]),
+                       N("Transpose", ["b"], ["bt"]), N("Add", ["a", "bt"], ["y"])],
+                      [("x", r(2, 3)), ("u", r(3, 2))], [("y", F)],
+                      [c("w1", np.full((2, 3), 2.0, np.float32)),
+                       c("w2", np.full((3, 2), 2.0, np.float32))]))
+case(97)(lambda: Case([N("Relu", ["x"], ["t"]), N("Mul", ["t", "k"], ["y"])],
+                      [("x", np.array([[0.5, 1.0, -2.0], [1.5, 0.25, 3.0]], np.float32))],
+                      [("y", F)], [c("k", np.array([1.0, 2.0, 3.0], np.float32))]))
+case(98)(lambda: Case([N("Clip", ["c", "", "hi"], ["t"]), N("Add", ["x", "t"], ["y"])],
+                      [("x", r(4))], [("y", F)],
+                      [c("c", np.array([-2.0, 0.5, 3.0, 1.0], np.float32)),
+                       c("hi", np.array(0.8, np.float32))]))
+
+# lowering
+case(99)(lambda: Case([N("Relu", ["x"], ["y"])],
+                      [("x", np.array([NAN, -1.0, 2.0, NAN, 0.5], np.float32))], [("y", F)]))
+case(100)(lambda: Case([N("IsInf", ["x"], ["y"], detect_negative=0)],
+                       [("x", np.array([INF, -INF, 1.0, -2.0, INF], np.float32))], [("y", BOOL)]))
+case(101)(lambda: Case([N("OneHot", ["i", "d", "v"], ["y"])],
+                       [("i", np.array([0, -1, 2, -3], np.int64))], [("y", F)],
+                       [c("d", np.array(4, np.int64)), c("v", np.array([0.0, 1.0], np.float32))]))
+case(102)(lambda: Case([N("EyeLike", ["x"], ["y"], k=1)], [("x", r(3, 4))], [("y", F)]))
+case(103)(lambda: Case([N("Hardmax", ["x"], ["y"])],
+                       [("x", np.array([[1, 3, 3, 2], [0, 0, 0, 0], [5, 1, 5, 5]], np.float32))],
+                       [("y", F)]))
+case(104)(lambda: Case([N("LRN", ["x"], ["y"], size=4, alpha=0.5)],
+                       [("x", r(1, 6, 2, 2, lo=-2, hi=2))], [("y", F)]))
+case(105)(lambda: Case([N("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
+                       [("x", r(1, 4, 2, 3))], [("y", F)],
+                       [c("s", np.array([0.5, 2.0], np.float32)),
+                        c("b", np.array([0.1, -0.3], np.float32))], opset=18))
+case(106)(lambda: Case([N("RMSNormalization", ["x", "s"], ["y"])], [("x", r(2, 6, lo=0, hi=2))],
+                       [("y", F)], [c("s", r(6, lo=0.5, hi=1.5))], opset=23))
+case(107)(lambda: Case([N("LayerNormalization", ["x", "s", "b"], ["y"], axis=1)],
+                       [("x", r(2, 3, 4))], [("y", F)], [c("s", r(3, 4)), c("b", r(3, 4))]))
+case(108)(lambda: Case([N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], pads=[0, 1, 0, 0])],
+                       [("x", r(1, 1, 4, 4))], [("y", F)]))
+
+
+def scatter_add():  # duplicate indices: the updates of one cell must be applied in turn
+    k = Case([N("ScatterElements", ["x", "i", "u"], ["y"], axis=0, reduction="add")],
+             [("x", r(2, 256)), ("u", r(512, 256))], [("y", F)],
+             [c("i", rng.integers(0, 2, (512, 256)).astype(np.int64))], opset=16)
+    k.threads, k.runs = 2, 5
+    return k
+
+
+case(109)(scatter_add)
+
+# C code generation
+case(110)(lambda: Case([N("Max", ["a", "b"], ["y"])],
+                       [("a", np.array([NAN, 1.0, NAN, -3.0], np.float32)),
+                        ("b", np.array([2.0, NAN, -1.0, 4.0], np.float32))], [("y", F)]))
+case(111)(lambda: Case([N("Cast", ["x"], ["y"], to=F16)],
+                       [("x", np.array([65505.0, 65519.0, -65510.0, 1.5], np.float32))],
+                       [("y", F16)]))
+case(112)(lambda: Case([N("Round", ["x"], ["y"])],
+                       [("x", np.array([0.5, 1.5, 2.5, -0.5, -2.5, 0.7], np.float32))], [("y", F)]))
+case(113)(lambda: Case([N("Cast", ["x"], ["y"], to=U64)],
+                       [("x", np.array([1e19, 3.0, 1.5e19, 2.0**63], np.float64))], [("y", U64)]))
+case(114)(lambda: Case([N("Max", ["a", "b"], ["y"])],
+                       [("a", np.array([3000000000, 5, 4000000000, 1], np.uint32)),
+                        ("b", np.array([7, 2147483648, 1, 2], np.uint32))], [("y", U32)]))
+
+case(115)(lambda: Case([N("Min", ["a", "b"], ["y"])],
+                       [("a", np.array([-5, 3, -1, 7], np.int16)),
+                        ("b", np.array([2, -4, -3, 1], np.int16))], [("y", TP.INT16)]))
+case(116)(lambda: Case([N("Cast", ["x"], ["y"], to=F16)],
+                       [("x", np.array([INF, -INF, 1.0, 70000.0], np.float32))], [("y", F16)]))
+
+
+# memory plan
+def if_outer():  # the branches read t, computed by a kernel before other kernels run
+    then_g = H.make_graph([N("Neg", ["t"], ["o"])], "then", [],
+                          [H.make_tensor_value_info("o", F, None)])
+    else_g = H.make_graph([N("Sigmoid", ["t"], ["o2"])], "else", [],
+                          [H.make_tensor_value_info("o2", F, None)])
+    return Case([N("Exp", ["x"], ["t"]), N("Transpose", ["x2"], ["u"]), N("Relu", ["u"], ["v"]),
+                 N("Transpose", ["v"], ["w"]),
+                 N("If", ["k"], ["y"], then_branch=then_g, else_branch=else_g)],
+                [("x", r(8, 8)), ("x2", r(8, 8)), ("k", np.array(True))], [("y", F), ("w", F)])
+
+
+case(118)(if_outer)
+
+case(117)(lambda: Case([N("Transpose", ["x"], ["t"]), N("Concat", ["t", "t", "t"], ["u"], axis=0),
+                        N("Transpose", ["u"], ["v"]), N("Exp", ["t"], ["w"])],
+                       [("x", r(4, 6))], [("v", F), ("w", F)]))
+case(119)(lambda: Case([N("Transpose", ["x"], ["t"]), N("Gather", ["t", "i"], ["y"], axis=0)],
+                       [("x", r(4, 6)), ("i", np.array([0, 2, 5], np.int64))], [("y", F)]))
+case(123)(lambda: Case([N("Slice", ["x", "st", "en"], ["e"]), N("Relu", ["e"], ["r"]),
+                        N("Concat", ["r", "x"], ["y"], axis=0)], [("x", r(3, 4))], [("y", F)],
+                       [c("st", np.array([2], np.int64)), c("en", np.array([2], np.int64))]))
+case(125)(lambda: Case([N("Transpose", ["x"], ["y1"]), N("Exp", ["y1"], ["y2"])], [("x", r(4, 6))],
+                       [("y1", F), ("y2", F)]))
+
+# executor and runtime
+case(120)(lambda: Case([N("Transpose", ["x"], ["t"]), N("TopK", ["t", "k"], ["v", "i"], axis=1),
+                        N("MatMul", ["v", "w"], ["y"])], [("x", r(6, 4)), ("w", r(3, 5))],
+                       [("y", F)], [c("k", np.array([3], np.int64))]))
+case(121)(lambda: Case([N("Transpose", ["x"], ["t"]), N("ReduceSum", ["t", "ax"], ["u"]),
+                        N("Gather", ["u", "i"], ["y"], axis=0)],
+                       [("x", r(8, 8, lo=1, hi=2)), ("i", np.array([0, 2], np.int64))], [("y", F)],
+                       [c("ax", np.array([1], np.int64))]))
+case(122)(lambda: Case([N("TopK", ["x", "k"], ["v", "i"], axis=1)], [("x", r(3, 6))],
+                       [("v", F), ("i", I64)], [c("k", np.array([2], np.int64))]))
+
+
+
+def dyn_inputs():  # two inputs of unnamed dynamic dims: each takes its tensor's extents
+    k = Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(3, 4)), ("b", r(4, 5))], [("y", F)])
+    k.dyn = {"a": [None, None], "b": [None, None]}
+    return k
+
+
+case(124)(dyn_inputs)
 
 
 def run(cmd, env):

@@ -140,7 +140,7 @@ static const char *suffix(kiln_dtype t) {
   case KILN_BOOL:
   case KILN_U8: return "u8";
   case KILN_U16: return "u16";
-  case KILN_U32: return "u32";
+  case KILN_U32: return KILN_MUTANT(114) ? "i32" : "u32"; /* mutant 114: u32 helpers signed */
   case KILN_U64: return "u64";
   case KILN_F32: return "f32";
   case KILN_F64: return "f64";
@@ -249,7 +249,7 @@ static const char *float_fn(kiln_top op) {
   case KILN_TOP_ERF: return "erf";
   case KILN_TOP_FLOOR: return "floor";
   case KILN_TOP_CEIL: return "ceil";
-  case KILN_TOP_ROUND: return "nearbyint";
+  case KILN_TOP_ROUND: return KILN_MUTANT(112) ? "round" : "nearbyint"; /* mutant 112: ties away */
   case KILN_TOP_ABS: return "fabs";
   case KILN_TOP_POW: return "pow";
   case KILN_TOP_ATAN2: return "atan2";
@@ -821,5 +821,18 @@ void kiln_render_helpers(kiln_strbuf *out) {
     helpers_replaced(out, "(u + 0x7fff + ((u >> 16) & 1)) >> 16", "u >> 16");
   else if (KILN_MUTANT(74)) /* mutant 74: f16 subnormals decode as zero */
     helpers_replaced(out, "-((float)m * 0x1p-24f) : (float)m * 0x1p-24f", "-0.0f : 0.0f");
+  else if (KILN_MUTANT(110)) /* mutant 110: max_f32 keeps NaN only as its second operand */
+    helpers_replaced(out, "kiln_max_f32(float a, float b) { return a != a ? a : b != b ? b : ",
+                     "kiln_max_f32(float a, float b) { return ");
+  else if (KILN_MUTANT(111)) /* mutant 111: f32 -> f16 overflows to inf from 65504 on */
+    helpers_replaced(out, "if (a >= 0x47800000) return", "if (a > 0x477fe000) return");
+  else if (KILN_MUTANT(116)) /* mutant 116: f32 -> f16 turns the infinities into NaN */
+    helpers_replaced(out, "if (a > 0x7f800000) return (uint16_t)(sign | 0x7e00);",
+                     "if (a >= 0x7f800000) return (uint16_t)(sign | 0x7e00);");
+  else if (KILN_MUTANT(113)) /* mutant 113: float -> integer bits saturate from 2^63 (u64) */
+    helpers_replaced(out, "  if (v >= 0 && v < 0x1p64) return (uint64_t)v;\n", "");
+  else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */
+    helpers_replaced(out, "kiln_min_##S(T a, T b) { return a < b ? a : b; }",
+                     "kiln_min_##S(T a, T b) { return (U)a < (U)b ? a : b; }");
   else kiln_strbuf_append(out, helpers, sizeof helpers - 1);
 }

@@ -227,7 +227,8 @@ static kiln_texpr *gelu(kiln_tkernel *k, const kiln_attrs_ew *at, kiln_texpr *a)
 }
 
 static kiln_texpr *isinf_(kiln_tkernel *k, const kiln_attrs_ew *at, kiln_texpr *a) {
-  bool neg = at->detect_negative, pos = at->detect_positive;
+  bool neg = at->detect_negative || KILN_MUTANT(100), /* mutant 100: detect_* ignored */
+      pos = at->detect_positive || KILN_MUTANT(100);
   kiln_texpr *zero = num(k, a->type, 0);
   kiln_texpr *sign = kiln_tconst_int(k, KILN_BOOL, 0);
   if (neg) sign = bin(k, KILN_TOP_OR, sign, bin(k, KILN_TOP_LT, a, zero));
@@ -362,8 +363,10 @@ static kiln_status expr_of(kiln_tkernel *k, const kiln_node *n, kiln_texpr *cons
     break;
   case KILN_OP_Neg: *out = un(k, KILN_TOP_NEG, a); break;
   case KILN_OP_Sign: *out = sign(k, a); break;
-  case KILN_OP_Relu:
-    *out = sel(k, bin(k, KILN_TOP_LT, a, num(k, a->type, 0)), num(k, a->type, 0), a);
+  case KILN_OP_Relu: /* mutant 99: a > 0 ? a : 0 (NaN becomes 0) */
+    *out = KILN_MUTANT(99)
+               ? sel(k, bin(k, KILN_TOP_GT, a, num(k, a->type, 0)), a, num(k, a->type, 0))
+               : sel(k, bin(k, KILN_TOP_LT, a, num(k, a->type, 0)), num(k, a->type, 0), a);
     break;
   case KILN_OP_PRelu:
     *out = sel(k, bin(k, KILN_TOP_LT, a, num(k, a->type, 0)), bin(k, KILN_TOP_MUL, a, b), a);

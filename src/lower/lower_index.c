@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/mutate.h"
 #include "lower_ops.h"
 #include "ops/attr_decode.h"
 
@@ -208,7 +209,7 @@ static kiln_nest scatter_begin(ix *s, int axis, int *yb, int *ub, int *ib) {
   const kiln_type *ut = kiln_lower_static(s->c->g, s->n->inputs[2]);
   int64_t ud[KILN_MAX_RANK];
   dims_of(ut, ud);
-  return nest_over(s, &s->k->body, ut->rank, ud, "u", true);
+  return nest_over(s, &s->k->body, ut->rank, ud, "u", !KILN_MUTANT(109)); /* mutant 109 */
 }
 
 /* if cond { y[at] = combine(y[at], u) } else { flag = 1 } */

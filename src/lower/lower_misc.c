@@ -217,7 +217,7 @@ static kiln_status eyelike(one *s) {
   kiln_tkernel *k = s->k;
   kiln_texpr *diag =
       kiln_tbin(k, KILN_TOP_EQ, kiln_tbin(k, KILN_TOP_SUB, ov(s, &nest, 1), ov(s, &nest, 0)),
-                kiln_tint(k, kv));
+                kiln_tint(k, KILN_MUTANT(102) ? -kv : kv)); /* mutant 102: k counted as i - j */
   kiln_tblock_push(k, nest.body,
                    kiln_tstore(k, yb, out_index(s, &nest),
                                kiln_tselect(k, diag, stored_const(k, s->y->dtype, 1),
@@ -245,10 +245,13 @@ static kiln_status onehot(one *s) {
       kiln_tcast(k, KILN_I64, kiln_tload(k, ib, kiln_lower_index(k, s->x->rank, s->xd, ii)));
   int iv = kiln_tkernel_var(k, "hot", KILN_I64);
   int64_t depth = s->yd[axis];
-  kiln_tblock_push(k, nest.body,
-                   kiln_tassign(k, iv,
-                                kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, raw, kiln_tint(k, 0)),
-                                             kiln_tadd(k, raw, kiln_tint(k, depth)), raw)));
+  kiln_tblock_push(
+      k, nest.body,
+      kiln_tassign(k, iv,
+                   KILN_MUTANT(101) /* mutant 101: negative indices not wrapped */
+                       ? raw
+                       : kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, raw, kiln_tint(k, 0)),
+                                      kiln_tadd(k, raw, kiln_tint(k, depth)), raw)));
   kiln_texpr *on = kiln_tbin(k, KILN_TOP_EQ, kiln_tv(k, iv), ov(s, &nest, (int)axis));
   kiln_tblock_push(k, nest.body,
                    kiln_tstore(k, yb, out_index(s, &nest),
@@ -367,8 +370,8 @@ static kiln_status hardmax(one *s) {
   kiln_tstmt *find = kiln_tfor(k, j, kiln_tint(k, n), KILN_LOOP_SERIAL);
   kiln_texpr *at = kiln_tadd(k, base, kiln_tmul(k, kiln_tv(k, j), inner));
   kiln_tstmt *better =
-      kiln_tif(k, kiln_tbin(k, KILN_TOP_GT, kiln_lower_load(k, KILN_PREC_REDUCTION, xb, at),
-                            kiln_tv(k, best)));
+      kiln_tif(k, kiln_tbin(k, KILN_MUTANT(103) ? KILN_TOP_GE : KILN_TOP_GT, /* mutant 103 */
+                            kiln_lower_load(k, KILN_PREC_REDUCTION, xb, at), kiln_tv(k, best)));
   kiln_tblock_push(k, &better->body,
                    kiln_tassign(k, best, kiln_lower_load(k, KILN_PREC_REDUCTION, xb, at)));
   kiln_tblock_push(k, &better->body, kiln_tassign(k, bi, kiln_tv(k, j)));

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/mutate.h"
 #include "lower_ops.h"
 #include "ops/attr_decode.h"
 
@@ -210,7 +211,7 @@ static kiln_status rms_norm(nm *s) {
     return kiln_unsupported("RMSNormalization with a broadcast scale");
   affine_user u = {.sb = opt_param(s, 1), .bb = -1, .mode = 0};
   rows rw = row_nest(s, prod(s->xd, 0, axis), n, 1);
-  row_stats(s, &rw, false, eps, &u);
+  row_stats(s, &rw, KILN_MUTANT(106), eps, &u); /* mutant 106: the mean subtracted (centred) */
   row_write(s, &rw, affine_fn, &u);
   return KILN_OK;
 }
@@ -228,7 +229,7 @@ static kiln_status group_norm(nm *s) {
     if (!kiln_lower_dtype_ok(kiln_lower_static(s->c->g, s->n->inputs[i])->dtype))
       return kiln_unsupported("%s parameters of this dtype", s->n->op_type);
   affine_user u = {.sb = opt_param(s, 1), .bb = opt_param(s, 2), .C = C, .G = G, .S = S};
-  u.mode = !inst && s->n->opset < 21 ? 2 : 1;
+  u.mode = !inst && s->n->opset < 21 && !KILN_MUTANT(105) ? 2 : 1; /* mutant 105: per channel */
   rows rw = row_nest(s, s->xd[0] * G, (C / G) * S, 1);
   row_stats(s, &rw, true, eps, &u);
   row_write(s, &rw, affine_fn, &u);
@@ -275,7 +276,8 @@ static kiln_status lrn(nm *s) {
   if (size <= 0 || s->x->rank < 3) return kiln_invalid("LRN needs size > 0 and rank >= 3");
   kiln_tkernel *k = s->k;
   int r = s->x->rank;
-  int64_t C = s->xd[1], S = prod(s->xd, 2, r), lo = (size - 1) / 2;
+  int64_t C = s->xd[1], S = prod(s->xd, 2, r),
+          lo = (size - !KILN_MUTANT(104)) / 2; /* mutant 104: size / 2 */
   int64_t d3[3] = {s->xd[0], C, S};
   kiln_nest nest;
   kiln_lower_nest(k, &k->body, 3, d3, "o", false, &nest);

@@ -41,8 +41,9 @@ static kiln_status pads(const kiln_node *n, pool *p) {
   if (autopad == KILN_AUTO_PAD_NOTSET) KILN_TRY(ints_attr(n, "pads", p->sp, 0, pv, 2 * p->sp));
   else memset(pv, 0, sizeof pv);
   for (int d = 0; d < p->sp; d++) {
-    kiln_window_dim w = {
-        p->in[2 + d], p->kernel[d], p->stride[d], p->dil[d], pv[d], pv[p->sp + d], 0};
+    int64_t pb = pv[d], pe = pv[p->sp + d];
+    if (KILN_MUTANT(108)) pb = pv[2 * d], pe = pv[2 * d + 1]; /* mutant 108: [b0, e0, b1, e1] */
+    kiln_window_dim w = {p->in[2 + d], p->kernel[d], p->stride[d], p->dil[d], pb, pe, 0};
     kiln_auto_pad ap = autopad; /* mutant 66: SAME_LOWER padded as SAME_UPPER */
     if (KILN_MUTANT(66) && ap == KILN_AUTO_PAD_SAME_LOWER) ap = KILN_AUTO_PAD_SAME_UPPER;
     if (kiln_window_resolve(&w, ap, false) != KILN_WINDOW_OK)

@@ -61,7 +61,7 @@ static red_kind kind_of(kiln_op op) {
  * (with the axes after it), ArgMax and ArgMin as a mask; whether it is kept. */
 static kiln_status one_axis(const kiln_node *n, red_kind rk, int rank, bool *mask, bool *keep) {
   int64_t axis;
-  bool to_end = rk == RK_LAYERNORM;
+  bool to_end = rk == RK_LAYERNORM && !KILN_MUTANT(107); /* mutant 107: only the axis itself */
   *keep = true;
   if (rank == 0) return kiln_invalid("%s: axis out of range", n->op_type);
   if (rk == RK_SOFTMAX || rk == RK_LOGSOFTMAX) {

@@ -81,9 +81,10 @@ static bool evaluate(kiln_graph *g, int i, int64_t in_elems, kiln_val **out) {
   const kiln_node *n = &g->nodes.data[i];
   kiln_val *in[FOLD_MAX_IO] = {0};
   for (int k = 0; k < n->n_outputs; k++) out[k] = NULL;
-  for (int k = 0; k < n->n_inputs; k++)
-    if (n->inputs[k] >= 0) /* mutant 13: every operand read from input 0 */
-      in[k] = kiln_val_tensor(g->values.data[n->inputs[KILN_MUTANT(13) ? 0 : k]].data);
+  for (int k = 0, j = 0; k < n->n_inputs; k++)
+    if (n->inputs[k] >= 0)            /* mutant 13: every operand read from input 0 */
+      in[KILN_MUTANT(98) ? j++ : k] = /* mutant 98: omitted inputs closed up */
+          kiln_val_tensor(g->values.data[n->inputs[KILN_MUTANT(13) ? 0 : k]].data);
   kiln_status st = kiln_op_check(g, n);
   int64_t limit = kiln_mem_limit(), cap = kiln_mem_in_use(), prev = 0;
   bool narrow = n->op != KILN_OP_Constant &&

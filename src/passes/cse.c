@@ -49,7 +49,8 @@ static int table_find_or_add(table *t, uint64_t h, int id, const void *ctx,
 /* ---- constants ---- */
 static bool tensor_equal(const kiln_tensor *a, const kiln_tensor *b) {
   if (a->dtype != b->dtype || a->rank != b->rank || a->numel != b->numel) return false;
-  if (memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) != 0) return false;
+  if (memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) != 0 && !KILN_MUTANT(96))
+    return false; /* mutant 96: constants of one size and bytes merged whatever their shape */
   if (a->dtype == KILN_STRING) {
     for (int64_t i = 0; i < a->numel; i++)
       if (strcmp(((char **)a->data)[i], ((char **)b->data)[i]) != 0) return false;
@@ -61,7 +62,8 @@ static bool tensor_equal(const kiln_tensor *a, const kiln_tensor *b) {
 
 static uint64_t tensor_hash(const kiln_tensor *t) {
   uint64_t h = kiln_hash_bytes(&t->dtype, sizeof t->dtype, 14695981039346656037ull);
-  h = kiln_hash_bytes(t->dims, (size_t)t->rank * sizeof t->dims[0], h ^ (uint64_t)t->rank);
+  if (!KILN_MUTANT(96)) /* mutant 96: the shape left out of the hash */
+    h = kiln_hash_bytes(t->dims, (size_t)t->rank * sizeof t->dims[0], h ^ (uint64_t)t->rank);
   if (t->dtype == KILN_STRING) return h;
   size_t n = kiln_tensor_nbytes(t);
   return kiln_hash_bytes(t->data, n < HASH_PREFIX ? n : HASH_PREFIX, h);
@@ -156,7 +158,8 @@ static bool merge_node(kiln_rw *rw, int first, int dup) {
   const kiln_node *a = &rw->g->nodes.data[first], *b = &rw->g->nodes.data[dup];
   for (int k = 0; k < b->n_outputs; k++) {
     int vb = b->outputs[k], va = a->outputs[k];
-    if (vb >= 0 && rw->uses[vb] > 0 && !kiln_rw_can_replace(rw, vb, va)) return false;
+    if (vb >= 0 && rw->uses[vb] > 0 && !kiln_rw_can_replace(rw, vb, va) && !KILN_MUTANT(91))
+      return false; /* mutant 91: merged although an output cannot move */
   }
   for (int k = 0; k < b->n_outputs; k++)
     if (b->outputs[k] >= 0 && rw->uses[b->outputs[k]] > 0)

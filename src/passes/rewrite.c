@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mutate.h"
 #include "graph/analysis.h"
 #include "ops/op_desc.h"
 #include "rewrite.h"
@@ -205,8 +206,8 @@ bool kiln_rw_const_ints(const kiln_graph *g, int v, int max, int64_t *out, int *
 bool kiln_rw_const_all(const kiln_tensor *t, double x) {
   if (t->dtype == KILN_STRING || kiln_dtype_class_of(t->dtype) == KILN_CLASS_NONE) return false;
   bool want_neg_zero = x == 0 && signbit(x);
-  for (int64_t i = 0; i < t->numel; i++) {
-    double e = kiln_load_f64(t->dtype, t->data, (size_t)i);
+  for (int64_t i = 0; i < (KILN_MUTANT(97) && t->numel > 1 ? 1 : t->numel); i++) {
+    double e = kiln_load_f64(t->dtype, t->data, (size_t)i); /* mutant 97: the first only */
     if (e != x) return false;
     if (x == 0 && kiln_dtype_is_float(t->dtype) && (signbit(e) != 0) != want_neg_zero) return false;
   }

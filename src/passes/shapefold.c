@@ -31,6 +31,7 @@ static kiln_status shape_range(const kiln_node *n, int r, int *lo, int *hi) {
   KILN_TRY(kiln_node_int(n, "end", r, &e));
   if (s < 0 && !KILN_MUTANT(58)) s += r; /* mutant 58: a negative start clamped to 0 */
   if (e < 0) e += r;
+  if (KILN_MUTANT(94) && kiln_node_attr(n, "end")) e += 1; /* mutant 94: end taken as inclusive */
   *lo = (int)clamp_i64(s, 0, r);
   *hi = (int)clamp_i64(e, 0, r);
   if (*hi < *lo) *hi = *lo;

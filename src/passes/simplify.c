@@ -121,7 +121,7 @@ static bool get_perm(const kiln_graph *g, const kiln_node *n, int64_t *perm, int
   *rank = t->rank;
   if (np >= 0 && np != t->rank) return false;
   for (int k = 0; k < t->rank; k++) {
-    perm[k] = np >= 0 ? p[k] : t->rank - 1 - k;
+    perm[k] = np >= 0 ? p[k] : KILN_MUTANT(93) ? k : t->rank - 1 - k; /* mutant 93: identity */
     if (perm[k] < 0 || perm[k] >= t->rank) return false;
   }
   return true;
@@ -312,7 +312,8 @@ static kiln_status simplify_neg_forms(kiln_rw *rw, int i, bool *done) {
   bool fl = bt && kiln_dtype_is_float(bt->dtype);
   if (n->op == KILN_OP_Sub && ca && bt && ca->dtype == bt->dtype &&
       (fl || kiln_dtype_class_of(bt->dtype) == KILN_CLASS_SINT) &&
-      kiln_rw_const_all(ca, fl ? -0.0 : 0) && no_broadcast_growth(ca, bt))
+      (kiln_rw_const_all(ca, fl ? -0.0 : 0) || (KILN_MUTANT(92) && kiln_rw_const_all(ca, 0.0))) &&
+      no_broadcast_growth(ca, bt)) /* mutant 92: (+0.0) - x taken for Neg(x) */
     return rebuild_as(rw, i, "Neg", 1, &b, done);
   bool afl = at && kiln_dtype_is_float(at->dtype);
   if (n->op == KILN_OP_Mul && cb && at && cb->dtype == at->dtype &&

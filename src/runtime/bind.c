@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mutate.h"
 #include "rt_internal.h"
 
 static void bind_in_graph(kiln_graph *g, const char *sym, int64_t value) {
@@ -106,7 +107,7 @@ kiln_status kiln_graph_bind_inputs(kiln_graph *g, int n, const kiln_tensor *cons
     if (v->type.kind == KILN_TYPE_TENSOR) KILN_TRY(bind_one_input(g, v, inputs[i]));
   }
   /* unnamed unknown dims of inputs take the tensor's extent */
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < (KILN_MUTANT(124) && n > 1 ? 1 : n); i++) { /* mutant 124: the first only */
     kiln_type *ty = &g->values.data[g->inputs.data[i]].type;
     for (int d = 0; inputs[i] && ty->kind == KILN_TYPE_TENSOR && d < ty->rank; d++)
       if (ty->dims[d].value < 0) ty->dims[d] = (kiln_dim){inputs[i]->dims[d], NULL};

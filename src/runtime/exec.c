@@ -242,7 +242,7 @@ static kiln_val *lookup(void *user, int v) {
 /* A fallback result goes to its planned buffer (ARENA) or stays on the heap. */
 static kiln_status store_result(kiln_compiled *c, int v, kiln_val *val) {
   const kiln_loc *l = &c->plan->loc[v];
-  if (l->kind != KILN_LOC_ARENA) {
+  if (l->kind != KILN_LOC_ARENA || KILN_MUTANT(120)) { /* mutant 120: kept on the heap */
     kiln_val_free(c->heap[v]);
     c->heap[v] = val;
     return KILN_OK;
@@ -269,8 +269,9 @@ static kiln_status run_fallback(kiln_compiled *c, const kiln_step *st) {
   kiln_val **outs = n->n_outputs <= 8 ? small : kiln_xcalloc((size_t)n->n_outputs, sizeof *outs);
   kiln_status e = kiln_interp_eval_node(c->g, st->node, lookup, c, outs);
   for (int k = 0; k < n->n_outputs; k++) {
-    kiln_status e2 = KILN_OK;
-    if (!e && n->outputs[k] >= 0 && outs[k]) e2 = store_result(c, n->outputs[k], outs[k]);
+    kiln_status e2 = KILN_OK; /* mutant 122: only the first output stored */
+    if (!e && n->outputs[k] >= 0 && outs[k] && (k == 0 || !KILN_MUTANT(122)))
+      e2 = store_result(c, n->outputs[k], outs[k]);
     else kiln_val_free(outs[k]);
     if (!e) e = e2;
     else kiln_status_free(e2);
@@ -297,7 +298,7 @@ static kiln_status run_alias(kiln_compiled *c, const kiln_step *st) {
 /* A kernel that checks its input: its error flag is cleared before and read after. */
 static kiln_status run_checked(kiln_compiled *c, int s, const kiln_step *st) {
   int32_t *flag = c->xsteps[s].args[st->check_arg];
-  *flag = 0;
+  if (!KILN_MUTANT(121)) *flag = 0; /* mutant 121: the flag taken as zeroed with the arena */
   c->target->run_kernel(c, s);
   if (!*flag) return KILN_OK;
   char lb[200];

@@ -67,6 +67,7 @@ static bool value_static_bytes(const kiln_value *v, int64_t *out) {
     kiln_status_free(st);
     return false;
   }
+  if (KILN_MUTANT(123) && n == 0) return false; /* mutant 123: an empty tensor has no block */
   int64_t bytes;
   int64_t esize = KILN_MUTANT(82) ? 4 : (int64_t)kiln_dtype_size(t->dtype); /* mutant 82 */
   if (kiln_mul_overflow_i64(n, esize, &bytes)) return false;
@@ -127,7 +128,7 @@ static kiln_status scan_fallback(liveness *L, const kiln_graph *g, const kiln_st
     return KILN_BUG("fallback step %d: no node %d", s, st->node);
   const kiln_node *n = &g->nodes.data[st->node];
   for (int k = 0; k < n->n_inputs; k++) KILN_TRY(use(L, g, n->inputs[k], s));
-  KILN_TRY(use_sub_outers(L, g, n, s));
+  if (!KILN_MUTANT(118)) KILN_TRY(use_sub_outers(L, g, n, s)); /* mutant 118: subgraph reads */
   for (int k = 0; k < n->n_outputs; k++)
     if (n->outputs[k] >= 0) KILN_TRY(define(L, g, n->outputs[k], s));
   return KILN_OK;
@@ -263,7 +264,7 @@ static kiln_status compute_liveness(const kiln_program *p, bool inplace, livenes
     if (v >= 0 && g->values.data[v].kind == KILN_VALUE_NODE && L->def[v] < 0)
       return KILN_BUG("memory plan: no step computes output '%s'", g->values.data[v].name);
   }
-  extend_outputs(L, g);
+  if (!KILN_MUTANT(125)) extend_outputs(L, g); /* mutant 125: after the in-place merges */
   for (int s = 0; inplace && s < L->n_steps; s++) {
     const kiln_step *st = &p->steps.data[s];
     if (st->kind != KILN_STEP_KERNEL || !st->inplace) continue;
@@ -271,6 +272,7 @@ static kiln_status compute_liveness(const kiln_program *p, bool inplace, livenes
       if (st->inplace[o] >= 0 && st->inplace[o] < st->n_args)
         try_inplace(L, g, st, s, o, st->inplace[o]);
   }
+  if (KILN_MUTANT(125)) extend_outputs(L, g);
   return KILN_OK;
 }
 
@@ -416,12 +418,13 @@ static int64_t place_order(block *blocks, int n, const int *order, bool best_fit
   index_clear(ix);
   for (int i = 0; i < n; i++) {
     block *b = &blocks[order[i]];
-    if (b->last < b->first || b->bytes == 0) { /* dead (merged in place) or empty */
+    if (b->last < b->first + KILN_MUTANT(119) || b->bytes == 0) { /* dead or empty; mutant 119 */
       b->offset = 0;
       continue;
     }
     int m = 0;
-    index_overlaps(ix, blocks, b, 1, 0, ix->size, index_prefix(ix, blocks, b->last), near, &m);
+    int upto = index_prefix(ix, blocks, KILN_MUTANT(117) ? b->first : b->last); /* mutant 117 */
+    index_overlaps(ix, blocks, b, 1, 0, ix->size, upto, near, &m);
     b->offset = fit(b, near, m, best_fit);
     if (b->offset + b->bytes > top) top = b->offset + b->bytes;
     index_place(ix, b);
