@@ -177,5 +177,28 @@ static void test_near_limit(void) {
   CHECK(usable(run("Log(%a)", "f32[1]", big, 1, NULL, NULL, 0)));
 }
 
+/* NaN and infinities in the inputs: where they propagate one way (elementwise arithmetic, Max,
+ * sums, casts between floats) the draw is usable and the reference is compared exactly; where
+ * ONNX leaves the result open (which index a NaN takes, a max that may skip it, a row whose max
+ * is infinite, a cast to an integer) it is unstable; a finite result that overflows next to a
+ * NaN elsewhere in the node still counts as non-finite. */
+static void test_nonfinite_inputs(void) {
+  double a[3] = {NAN, 1, INFINITY}, b[3] = {2, -INFINITY, 3};
+  CHECK(usable(run("Add(%a, %b)", "f32[3]", a, 3, "f32[3]", b, 3)));
+  CHECK(usable(run("Max(%a, %b)", "f32[3]", a, 3, "f32[3]", b, 3)));
+  CHECK(usable(run("ReduceSum(%a)", "f32[3]", a, 3, NULL, NULL, 0)));
+  CHECK(usable(run("Cast(%a) {to=10}", "f32[3]", a, 3, NULL, NULL, 0)));
+  CHECK(usable(run("IsInf(%a) {detect_negative=0}", "f32[3]", a, 3, NULL, NULL, 0)));
+  CHECK(!usable(run("ArgMax(%a)", "f32[3]", a, 3, NULL, NULL, 0)));
+  CHECK(!usable(run("Softmax(%a)", "f32[3]", a, 3, NULL, NULL, 0)));
+  CHECK(!usable(run("ReduceMax(%a)", "f32[3]", a, 3, NULL, NULL, 0)));
+  CHECK(!usable(run("Cast(%a) {to=6}", "f32[3]", a, 3, NULL, NULL, 0)));
+  /* [3e38 * 2, NaN * 1]: the first element overflows f32 from finite operands */
+  double big[2] = {3e38, NAN}, two[2] = {2, 1};
+  CHECK(!usable(run("Mul(%a, %b)", "f32[2]", big, 2, "f32[2]", two, 2)));
+  double fine[2] = {3e3, NAN};
+  CHECK(usable(run("Mul(%a, %b)", "f32[2]", fine, 2, "f32[2]", two, 2)));
+}
+
 TEST_MAIN(T(test_cast_range), T(test_intermediate_overflow), T(test_subnormals_kept),
-          T(test_near_limit))
+          T(test_near_limit), T(test_nonfinite_inputs))

@@ -11,17 +11,29 @@
 #include "verify/gen/gen.h"
 #include "verify/gen/gen_internal.h"
 
-static const kiln_dtype dtypes[] = {KILN_F16, KILN_F32, KILN_F64, KILN_I32, KILN_I64, KILN_U8};
+static const kiln_dtype dtypes[] = {KILN_F16, KILN_BF16, KILN_F32, KILN_F64, KILN_I8,  KILN_I16,
+                                    KILN_I32, KILN_I64,  KILN_U8,  KILN_U16, KILN_U32, KILN_U64};
 enum { N_DT = sizeof dtypes / sizeof dtypes[0], N_DRAW = 400 };
 
 static double dt_max(kiln_dtype t) {
-  return t == KILN_F16 ? 65504.0 : t == KILN_F32 ? (double)FLT_MAX : DBL_MAX;
+  return t == KILN_F16    ? 65504.0
+         : t == KILN_BF16 ? 0x1.fep127
+         : t == KILN_F32  ? (double)FLT_MAX
+                          : DBL_MAX;
 }
 static double dt_min_normal(kiln_dtype t) {
-  return t == KILN_F16 ? 0x1p-14 : t == KILN_F32 ? 0x1p-126 : 0x1p-1022;
+  return t == KILN_F16 ? 0x1p-14 : t == KILN_F32 || t == KILN_BF16 ? 0x1p-126 : 0x1p-1022;
 }
 static double dt_u(kiln_dtype t) {
-  return t == KILN_F16 ? 0x1p-11 : t == KILN_F32 ? 0x1p-24 : 0x1p-53;
+  return t == KILN_F16 ? 0x1p-11 : t == KILN_BF16 ? 0x1p-8 : t == KILN_F32 ? 0x1p-24 : 0x1p-53;
+}
+/* The range of an integer dtype, as uint64 bits for the unsigned ones. */
+static void int_range(kiln_dtype t, int64_t *lo, int64_t *hi) {
+  int bits = (int)kiln_dtype_size(t) * 8;
+  bool u = kiln_dtype_class_of(t) == KILN_CLASS_UINT;
+  *hi = u ? (bits >= 64 ? -1 : (int64_t)((1ull << bits) - 1))
+          : (bits >= 64 ? INT64_MAX : (int64_t)((1ull << (bits - 1)) - 1));
+  *lo = u ? 0 : -*hi - 1;
 }
 
 /* Whether element i equals (bit for bit) an earlier element. */
@@ -37,13 +49,14 @@ static bool copies_earlier(const kiln_tensor *t, int64_t i) {
 static bool has_kind(const kiln_tensor *t, int64_t i, gen_dom dom, int k) {
   if (k == KILN_GEN_EDGE_TIE) return i == 0 || copies_earlier(t, i);
   if (!kiln_dtype_is_float(t->dtype)) {
-    int64_t x = kiln_load_i64(t->dtype, t->data, (size_t)i);
-    int64_t lo = t->dtype == KILN_I32 ? INT32_MIN : INT64_MIN;
-    int64_t hi = t->dtype == KILN_I32 ? INT32_MAX : INT64_MAX;
-    switch (k) {
-    case KILN_GEN_EDGE_LARGE: return llabs((long long)x) >= 100;
+    int64_t x = kiln_load_i64(t->dtype, t->data, (size_t)i), lo, hi;
+    int_range(t->dtype, &lo, &hi);
+    uint64_t ux = (uint64_t)x, umax = (uint64_t)hi, top = umax / 2 + 1;
+    switch (k) { /* large: a quarter of the range at least, for i8 and i16 */
+    case KILN_GEN_EDGE_LARGE:
+      return x >= lo && x <= hi && llabs((long long)x) >= (hi < 1000 ? hi / 4 : 100);
     case KILN_GEN_EDGE_INT_EXTREME: return x <= lo + 1 || x >= hi - 1;
-    case KILN_GEN_EDGE_UINT_WRAP: return x == 0 || x == 1 || x == 128 || x >= 254;
+    case KILN_GEN_EDGE_UINT_WRAP: return ux == 0 || ux == 1 || ux == top || ux >= umax - 1;
     default: return false;
     }
   }
@@ -57,6 +70,9 @@ static bool has_kind(const kiln_tensor *t, int64_t i, gen_dom dom, int k) {
     return ax >= dt_max(t->dtype) / 2.1;
   case KILN_GEN_EDGE_DENORMAL: return ax > 0 && ax < dt_min_normal(t->dtype);
   case KILN_GEN_EDGE_NEGZERO: return x == 0 && signbit(x);
+  case KILN_GEN_EDGE_NONFINITE: return !isfinite(x);
+  case KILN_GEN_EDGE_HALF: return ax - floor(ax) == 0.5;
+  case KILN_GEN_EDGE_NARROW: return ax >= 126.5;
   default: return false;
   }
 }
@@ -96,7 +112,10 @@ static void test_kinds_in_domain(void) {
   CHECK(!(gen_edge_kinds(KILN_F32, DOM_NONZERO) & (1u << KILN_GEN_EDGE_NEGZERO)));
   CHECK(!(gen_edge_kinds(KILN_F32, DOM_UNIT) & (1u << KILN_GEN_EDGE_LARGE)));
   CHECK(gen_edge_kinds(KILN_BOOL, DOM_ANY) == 0);
-  CHECK(cells >= 30);
+  CHECK(!(gen_edge_kinds(KILN_U16, DOM_ANY) & (1u << KILN_GEN_EDGE_INT_EXTREME)));
+  CHECK(gen_edge_kinds(KILN_U64, DOM_ANY) & (1u << KILN_GEN_EDGE_UINT_WRAP));
+  CHECK(gen_edge_kinds(KILN_BF16, DOM_ANY) & (1u << KILN_GEN_EDGE_DENORMAL));
+  CHECK(cells >= 60);
   CHECK(!strcmp(kiln_gen_edge_name(KILN_GEN_EDGE_DENORMAL), "denormal"));
 }
 

@@ -445,11 +445,55 @@ double kiln_bnd_inter_err(const bnd_node *b, int k, double inter, double err) {
   return lim > 0 && fabs(inter) * (1 + 0x1p-8) >= lim ? fmax(err, lim) : err;
 }
 
+/* Ops whose result on a NaN or an infinity ONNX leaves open or a correct kernel may compute
+ * another way: which index a NaN takes in an order (ArgMax, TopK, Hardmax), whether a max over
+ * a window or axes skips a NaN (the reference does, a kernel may not), rows whose max or
+ * mean is infinite (Softmax, the row normalizations: inf - inf in one formula, not in another)
+ * and casts to integers. Elementwise arithmetic, Max and Min, comparisons, movement and sums
+ * propagate them one way (a NaN stays NaN), and the reference is compared exactly. */
+static bool nonfinite_open(const bnd_node *b) {
+  switch (b->n->op) {
+  case KILN_OP_ArgMax:
+  case KILN_OP_ArgMin:
+  case KILN_OP_Hardmax:
+  case KILN_OP_TopK:
+  case KILN_OP_Softmax:
+  case KILN_OP_LogSoftmax:
+  case KILN_OP_ReduceLogSumExp:
+  case KILN_OP_ReduceMax:
+  case KILN_OP_ReduceMin:
+  case KILN_OP_MaxPool:
+  case KILN_OP_GlobalMaxPool:
+  case KILN_OP_LpNormalization:
+  case KILN_OP_LayerNormalization:
+  case KILN_OP_InstanceNormalization:
+  case KILN_OP_GroupNormalization:
+  case KILN_OP_RMSNormalization: return true;
+  case KILN_OP_Cast: /* to an integer type: NaN and infinities have no value there */
+  case KILN_OP_CastLike: {
+    int id = b->n->outputs[0];
+    return id >= 0 && !kiln_dtype_is_float(b->g->values.data[id].type.dtype);
+  }
+  default: return false;
+  }
+}
+
 /* NaN or Inf from finite inputs; a result beyond the dtype's range becomes +-Inf (what the
- * dtype stores) and counts too, as does one whose error bound reaches the limit. */
+ * dtype stores) and counts too, as does one whose error bound reaches the limit. A node with
+ * a NaN or an infinity among its inputs: its non-finite results are propagated, not counted,
+ * but a finite result beyond the range still counts; on an op of nonfinite_open every result
+ * is unstable. */
 static void count_nonfinite(bnd_node *b) {
+  bool nonfinite_in = false;
   for (int i = 0; i < b->n->n_inputs; i++)
-    if (kiln_bnd_is_float_val(b->in[i]) && !tensor_all_finite(b->in[i]->t)) return;
+    if (kiln_bnd_is_float_val(b->in[i]) && !tensor_all_finite(b->in[i]->t)) nonfinite_in = true;
+  if (nonfinite_in && nonfinite_open(b)) {
+    for (int k = 0; k < b->n->n_outputs; k++)
+      if (b->out[k] && b->out[k]->kind == KILN_TYPE_TENSOR && b->out[k]->t)
+        kiln_bnd_unstable(b, b->out[k]->t->numel > 0 ? b->out[k]->t->numel : 1,
+                          "a NaN or an infinity into an op whose result on them is open");
+    return;
+  }
   for (int k = 0; k < b->n->n_outputs; k++) {
     if (!kiln_bnd_is_float_val(b->out[k]) || b->out[k]->t->dtype != KILN_F64) continue;
     int id = b->n->outputs[k];
@@ -458,7 +502,7 @@ static void count_nonfinite(bnd_node *b) {
     int64_t c = 0, by_bound = 0;
     for (int64_t i = 0; i < b->out[k]->t->numel; i++) {
       if (!isfinite(d[i])) {
-        c++;
+        c += !nonfinite_in; /* from finite inputs only: propagated ones are defined */
       } else if (lim > 0 && fabs(d[i]) + (e && isfinite(e[i]) ? e[i] : 0) >= lim) {
         c++;
         if (fabs(d[i]) >= lim) d[i] = d[i] > 0 ? INFINITY : -INFINITY, e ? e[i] = 0 : 0;

@@ -130,7 +130,7 @@ int gen_rank(const gen *G, int i) {
 }
 int64_t gen_dim(const gen *G, int i, int d) {
   const kiln_dim *x = &G->vals.data[i].type.dims[d];
-  return x->value >= 0 ? x->value : G->sym_n;
+  return gen_dim_extent(G, x);
 }
 bool gen_is_static(const gen *G, int i) {
   return kiln_type_is_static(&G->vals.data[i].type);
@@ -139,10 +139,19 @@ double gen_mag(const gen *G, int i) {
   return G->vals.data[i].mag;
 }
 
+int64_t gen_dim_extent(const gen *G, const kiln_dim *x) {
+  if (x->value >= 0) return x->value;
+  return x->sym && !strcmp(x->sym, "M") ? G->sym_m : G->sym_n;
+}
+
+int64_t gen_dim_code(const kiln_dim *x) {
+  return x->value >= 0 ? x->value : x->sym && !strcmp(x->sym, "M") ? -2 : -1;
+}
+
 kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims) {
   kiln_type t = kiln_type_tensor(dt, rank, dims);
   for (int d = 0; d < rank; d++)
-    if (dims[d] < 0) t.dims[d].value = -1, t.dims[d].sym = "N";
+    if (dims[d] < 0) t.dims[d].value = -1, t.dims[d].sym = dims[d] == -2 ? "M" : "N";
   return t;
 }
 
@@ -185,6 +194,14 @@ int gen_new_input(gen *G, const kiln_type *t, gen_dom dom) {
   kiln_strbuf_printf(&b, "%%%s: ", G->vals.data[v].name);
   type_text(t, &b);
   kiln_vec_push(&G->inputs, b.data);
+  return v;
+}
+
+int gen_new_ranged_input(gen *G, const kiln_type *t, int64_t lo, int64_t hi) {
+  int v = gen_new_input(G, t, DOM_ANY);
+  gen_val *x = &G->vals.data[v];
+  x->ranged = true, x->ilo = lo, x->ihi = hi;
+  x->mag = fmax(fabs((double)lo), fabs((double)hi));
   return v;
 }
 
@@ -335,7 +352,7 @@ static bool dom_ok(gen_dom have, gen_dom want) {
 
 static bool val_matches(const gen *G, int i, const gen_want *w) {
   const gen_val *v = &G->vals.data[i];
-  if (v->type.kind != KILN_TYPE_TENSOR || v->type.rank < 0 || v->dyn) return false;
+  if (v->type.kind != KILN_TYPE_TENSOR || v->type.rank < 0 || v->dyn || v->ranged) return false;
   if (!(gen_dt_bit(v->type.dtype) & w->dts)) return false;
   if (v->type.rank < w->rank_min || v->type.rank > w->rank_max) return false;
   if (!dom_ok(v->dom, w->dom)) return false;
@@ -374,7 +391,7 @@ int gen_pick(gen *G, const gen_want *w) {
   if (w->empty_ok && r >= 1 && gen_chance(&G->srng, 0.04)) dims[gen_int(&G->srng, 0, r - 1)] = 0;
   bool want_const = !w->no_const && gen_chance(&G->rng, 0.15);
   if (!want_const && !w->static_shape && G->o->symbolic && r >= 1 && gen_chance(&G->srng, 0.3))
-    dims[0] = -1;
+    dims[0] = gen_chance(&G->srng, 0.25) ? -2 : -1; /* M now and then, else N */
   kiln_type t = gen_tensor_type(dt, r, dims);
   return want_const ? gen_new_const(G, &t, w->dom) : gen_new_input(G, &t, w->dom);
 }
@@ -397,7 +414,8 @@ int gen_pick_bcast(gen *G, int like, gen_dom dom, kiln_dtype dt) {
   int *cand = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1)), n = 0;
   for (int i = 0; i < G->vals.len; i++) {
     const gen_val *v = &G->vals.data[i];
-    if (v->type.dtype == dt && !v->dyn && bcasts_to(&v->type, &lt) && dom_ok(v->dom, dom))
+    if (v->type.dtype == dt && !v->dyn && !v->ranged && bcasts_to(&v->type, &lt) &&
+        dom_ok(v->dom, dom))
       cand[n++] = i;
   }
   int got = -1;
@@ -410,7 +428,7 @@ int gen_pick_bcast(gen *G, int like, gen_dom dom, kiln_dtype dt) {
   bool sym = false;
   for (int d = 0; d < r; d++) {
     const kiln_dim *x = &lt.dims[drop + d];
-    dims[d] = gen_chance(&G->rng, 0.3) ? 1 : x->value >= 0 ? x->value : -1;
+    dims[d] = gen_chance(&G->rng, 0.3) ? 1 : gen_dim_code(x);
     sym = sym || dims[d] < 0;
   }
   kiln_type t = gen_tensor_type(dt, r, dims);
@@ -425,13 +443,12 @@ int gen_pick_mutual(gen *G, int like, gen_dom dom, kiln_dtype dt) {
   if (lead) dims[0] = gen_int(&G->rng, 2, 3), out *= dims[0];
   for (int d = 0; d < lt->rank; d++) {
     const kiln_dim *x = &lt->dims[d];
-    int64_t e = x->value >= 0 ? x->value : G->sym_n,
-            other = gen_dim(G, like, gen_int(&G->rng, 0, lt->rank - 1));
+    int64_t e = gen_dim_extent(G, x), other = gen_dim(G, like, gen_int(&G->rng, 0, lt->rank - 1));
     if (x->value == 1) /* where like is 1: an extent of its own, often one of like's other dims */
       dims[lead + d] = gen_chance(&G->rng, 0.3)                ? 1
                        : other > 1 && gen_chance(&G->rng, 0.5) ? other
                                                                : gen_int(&G->rng, 2, 4);
-    else dims[lead + d] = gen_chance(&G->rng, 0.5) ? 1 : x->value >= 0 ? x->value : -1;
+    else dims[lead + d] = gen_chance(&G->rng, 0.5) ? 1 : gen_dim_code(x);
     out *= dims[lead + d] > 1 ? dims[lead + d] : e;
   }
   if (out > 4096 * G->scale) return gen_pick_bcast(G, like, dom, dt);
@@ -445,7 +462,7 @@ int gen_pick_type(gen *G, const kiln_type *t, gen_dom dom) {
   int *cand = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1)), n = 0;
   for (int i = 0; i < G->vals.len; i++)
     if (kiln_type_equal(&G->vals.data[i].type, t) && !G->vals.data[i].dyn &&
-        dom_ok(G->vals.data[i].dom, dom))
+        !G->vals.data[i].ranged && dom_ok(G->vals.data[i].dom, dom))
       cand[n++] = i;
   int got = -1;
   if (n > 0 && gen_chance(&G->rng, 0.6)) got = choose(G, cand, n);
@@ -482,8 +499,9 @@ static bool type_usable(const gen *G, const kiln_type *t, bool dyn) {
   int64_t n = 1;
   for (int d = 0; d < t->rank; d++) {
     const kiln_dim *x = &t->dims[d];
-    if (x->value < 0 && !dyn && !(x->sym && !strcmp(x->sym, "N"))) return false;
-    n *= x->value >= 0 ? x->value : G->sym_n;
+    bool named = x->sym && (!strcmp(x->sym, "N") || !strcmp(x->sym, "M"));
+    if (x->value < 0 && !dyn && !named) return false;
+    n *= gen_dim_extent(G, x);
   }
   return n <= MAX_ELEMS * G->scale;
 }
@@ -530,7 +548,8 @@ static bool accept_from(gen *G, int from, bool settle) {
     }
     v->type = g->values.data[id].type;
     for (int d = 0; d < v->type.rank; d++) /* the symbol outlives this parse of the graph */
-      if (v->type.dims[d].sym) v->type.dims[d].sym = v->dyn ? NULL : "N";
+      if (v->type.dims[d].sym)
+        v->type.dims[d].sym = v->dyn ? NULL : !strcmp(v->type.dims[d].sym, "M") ? "M" : "N";
     if (kiln_dtype_is_int(v->type.dtype) && !(v->mag <= INT_MAG_LIMIT)) {
       kiln_graph_free(g);
       return false;
@@ -672,6 +691,7 @@ static int graph_choices(gen *G, uint64_t seed, const bool *allowed) {
   gen_rng_seed(&r, seed);
   pick_opset(G, &r, allowed);
   G->sym_n = gen_int(&r, 2, 4);
+  G->sym_m = gen_int(&r, 1, 5); /* a second symbol; 1 too: a dynamic dim that broadcasts */
   int target = gen_int(&r, 1, G->max_nodes);
   gen_rng_seed(&G->frng, gen_rng_next(&r));
   /* half the graphs have a theme dtype, each generated dtype alike (f32 would otherwise

@@ -140,10 +140,16 @@ typedef enum kiln_gen_edge {
                                 GE1 at 1 (the domain's own edge) */
   KILN_GEN_EDGE_DENORMAL,    /* subnormals of the dtype (f16, f32, f64) */
   KILN_GEN_EDGE_NEGZERO,     /* -0.0 */
-  KILN_GEN_EDGE_INT_EXTREME, /* INT32/INT64 MIN, MIN + 1, MAX - 1, MAX (signed ints wrap) */
-  KILN_GEN_EDGE_UINT_WRAP,   /* uint8 0, 1, 128, 254, 255: sums and differences wrap */
+  KILN_GEN_EDGE_INT_EXTREME, /* the signed dtype's MIN, MIN + 1, MAX - 1, MAX (they wrap) */
+  KILN_GEN_EDGE_UINT_WRAP,   /* unsigned 0, 1, the top bit, max - 1, max: sums wrap */
   KILN_GEN_EDGE_TIE,         /* exact ties: elements copy an earlier element of the same input
                                 (ArgMax, TopK, Max and Hardmax break them by the ONNX rule) */
+  KILN_GEN_EDGE_NONFINITE,   /* NaN, +Inf, -Inf (floats of unconstrained inputs): ONNX defines
+                                how most ops propagate them; the reference is compared exactly */
+  KILN_GEN_EDGE_HALF,        /* halves k + 0.5: Round's ties to even, truncating casts */
+  KILN_GEN_EDGE_NARROW,      /* floats at the limits of narrower dtypes (65504 and the f16
+                                rounding threshold 65520, 2^31, 2^32, 2^63, 2^64, 127, 255 ...):
+                                casts that saturate, wrap or round to infinity */
   KILN_GEN_EDGE_COUNT
 } kiln_gen_edge;
 /* "large", "exp_over", ...: the coverage cell "value:<name>". */

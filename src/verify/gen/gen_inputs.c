@@ -55,11 +55,17 @@ static kiln_status draw_input(gen *G, const kiln_value *in, double scale, edge_p
   const gen_val *gv = find_val(G, in->name);
   gen_dom dom = gv ? gv->dom : DOM_ANY;
   int64_t dims[KILN_MAX_RANK];
-  for (int d = 0; d < in->type.rank; d++)
-    dims[d] = in->type.dims[d].value >= 0 ? in->type.dims[d].value : G->sym_n;
+  for (int d = 0; d < in->type.rank; d++) dims[d] = gen_dim_extent(G, &in->type.dims[d]);
   kiln_tensor *t;
   KILN_TRY(kiln_tensor_new(in->type.dtype, in->type.rank, dims, &t));
   gen_rng *r = e->er ? e->er : &G->rng;
+  if (gv && gv->ranged) { /* indices or an axis: uniform in their range, never edge values */
+    for (int64_t i = 0; i < t->numel; i++)
+      kiln_store_i64(t->dtype, t->data, (size_t)i,
+                     gv->ilo + (int64_t)(gen_unif(r) * (double)(gv->ihi - gv->ilo + 1)));
+    *out = kiln_val_tensor(t);
+    return KILN_OK;
+  }
   for (int64_t i = 0; i < t->numel; i++)
     kiln_store_f64(t->dtype, t->data, (size_t)i, kiln_gen_draw(r, t->dtype, dom, scale));
   if (e->er) edge_fill(e, t, dom);

@@ -58,10 +58,12 @@ typedef struct gen_val {
   gen_dom dom;
   double mag; /* bound on |x| (INFINITY when unknown) */
   int uses;
-  bool dead; /* never a graph output (an output of a multi-output node left unused) */
-  bool keep; /* always a graph output, read by nodes or not */
-  bool dyn;  /* dims that depend on the data (NonZero): never picked as an operand; only the
-                builder that made it reads it */
+  bool dead;        /* never a graph output (an output of a multi-output node left unused) */
+  bool keep;        /* always a graph output, read by nodes or not */
+  bool dyn;         /* dims that depend on the data (NonZero): never picked as an operand; only the
+                       builder that made it reads it */
+  bool ranged;      /* an integer graph input that holds indices or axes: drawn uniformly in */
+  int64_t ilo, ihi; /* [ilo, ihi] (no edge values), never picked as an ordinary operand */
 } gen_val;
 
 typedef struct gen_input {
@@ -78,6 +80,7 @@ typedef struct gen {
   const kiln_gen_opts *o;
   int opset;
   int64_t sym_n;    /* the extent bound to symbol "N" */
+  int64_t sym_m;    /* the extent bound to symbol "M" (fewer inputs take it) */
   kiln_dtype theme; /* graph-level: the dtype most values take where an op allows it (real
                        models are mostly of one dtype), KILN_UNDEFINED: none */
   int scale;        /* graph-level: 1, or 64 for a large graph (value and new-input limits
@@ -128,9 +131,12 @@ int gen_pick_bcast(gen *G, int like, gen_dom dom, kiln_dtype dt);
 int gen_pick_mutual(gen *G, int like, gen_dom dom, kiln_dtype dt);
 /* An existing value of exactly this type (dims and symbols) or a new input/constant. */
 int gen_pick_type(gen *G, const kiln_type *t, gen_dom dom);
-/* New graph input / constant of a given type (dims may carry the symbol "N"). */
+/* New graph input / constant of a given type (dims may carry the symbol "N" or "M"). */
 int gen_new_input(gen *G, const kiln_type *t, gen_dom dom);
 int gen_new_const(gen *G, const kiln_type *t, gen_dom dom);
+/* A new integer graph input of type t whose elements are drawn in [lo, hi] (indices or an
+ * axis known only at run time). */
+int gen_new_ranged_input(gen *G, const kiln_type *t, int64_t lo, int64_t hi);
 /* A constant of type t (static) with every element x. */
 int gen_const_fill(gen *G, const kiln_type *t, double x);
 /* An I64 constant of rank 1 (rank 0 when scalar) holding vals. */
@@ -138,7 +144,7 @@ int gen_const_i64(gen *G, int n, const int64_t *vals, bool scalar);
 /* A random static shape of rank r with at most max_elems elements (dims >= 1; wider dims in
  * a large graph). */
 void gen_shape(gen *G, int r, int64_t max_elems, int64_t *dims);
-kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims);
+kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims); /* -1: N, -2: M */
 
 /* Writes the node `op(in...) {attrs}` with n_out new outputs of domain dom and magnitude
  * bound mag; in[i] < 0 writes `_`. Returns the index of the first output. */
@@ -161,7 +167,11 @@ bool gen_settle(gen *G);
 const gen_val *gen_v(const gen *G, int i);
 kiln_dtype gen_dtype(const gen *G, int i);
 int gen_rank(const gen *G, int i);
-/* Extent of dim d of value i; symbolic dims give the bound extent (sym_n). */
+/* The extent of a dim: its value, or the extent bound to its symbol (N or M). */
+int64_t gen_dim_extent(const gen *G, const kiln_dim *x);
+/* A dim as gen_tensor_type takes it: its extent, or -1 (N) / -2 (M). */
+int64_t gen_dim_code(const kiln_dim *x);
+/* Extent of dim d of value i; symbolic dims give the bound extent (sym_n, sym_m). */
 int64_t gen_dim(const gen *G, int i, int d);
 bool gen_is_static(const gen *G, int i);
 /* Magnitude of value i (INFINITY when unknown). */
@@ -241,6 +251,8 @@ bool gen_b_eyelike(gen *G, int op);
 bool gen_b_shape(gen *G, int op);
 bool gen_b_cos(gen *G, int op); /* ConstantOfShape */
 bool gen_b_nonzero(gen *G, int op);
+/* gen_ops_ctl.c */
+bool gen_b_if(gen *G, int op);
 bool gen_b_shapechain(gen *G, int op);
 /* patterns of gen_ops.c used by the table */
 bool gen_b_chain(gen *G, int op);

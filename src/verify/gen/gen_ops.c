@@ -405,9 +405,14 @@ static bool b_cumsum(gen *G, int op) {
   int r = gen_rank(G, x);
   int64_t ax = gen_attr_int(G, -r, r - 1);
   int in[2] = {x, gen_const_i64(G, 1, &ax, true)};
+  double n = (double)gen_dim(G, x, (int)(ax < 0 ? ax + r : ax));
+  if (gen_chance(&G->rng, 0.25)) { /* the axis known only at run time (i32 or i64, any form) */
+    kiln_type at = kiln_type_tensor(gen_chance(&G->rng, 0.5) ? KILN_I64 : KILN_I32, 0, NULL);
+    in[1] = gen_new_ranged_input(G, &at, -r, r - 1);
+    for (int d = 0; d < r; d++) n = fmax(n, (double)gen_dim(G, x, d));
+  }
   char a[64];
   ATTR("exclusive=%d, reverse=%d", gen_attr_int(G, 0, 1), gen_attr_int(G, 0, 1));
-  double n = (double)gen_dim(G, x, (int)(ax < 0 ? ax + r : ax));
   gen_emit(G, op_name(op), 2, in, 1, a, DOM_ANY, prod ? pow(gen_mag(G, x), n) : gen_mag(G, x) * n);
   return true;
 }
@@ -607,6 +612,7 @@ const gen_op kiln_gen_ops[] = {
     OP(Size, .since = 13, .weight = 1, .build = gen_b_shape),
     OP(ConstantOfShape, .since = 13, .weight = 1, .build = gen_b_cos),
     OP(NonZero, .since = 13, .weight = 1, .build = gen_b_nonzero),
+    OP(If, .since = 13, .weight = 1, .build = gen_b_if),
     {.name = "(shape chain)", .since = 13, .weight = 1, .build = gen_b_shapechain},
 };
 #undef OP
@@ -639,7 +645,6 @@ static const char *const excluded[KILN_OP_COUNT] = {
     [KILN_OP_GridSample] = "not generated yet",
     [KILN_OP_HammingWindow] = "not generated yet",
     [KILN_OP_HannWindow] = "not generated yet",
-    [KILN_OP_If] = "subgraphs, sequences and optionals: the generator makes plain tensor graphs",
     [KILN_OP_ImageDecoder] = "needs image codecs Kiln does not include",
     [KILN_OP_LSTM] = "not generated yet",
     [KILN_OP_LinearAttention] = "not generated yet",

@@ -83,7 +83,7 @@ bool gen_b_reshape(gen *G, int op) {
   bool sym = !gen_is_static(G, x);
   if (sym && gen_v(G, x)->type.dims[0].value >= 0) return false;
   int rx = gen_rank(G, x);
-  int64_t n = numel(G, x) / (sym ? G->sym_n : 1), s[KILN_MAX_RANK];
+  int64_t n = numel(G, x) / (sym ? gen_dim(G, x, 0) : 1), s[KILN_MAX_RANK];
   int r = 0;
   if (sym) s[r++] = 0;
   if (rx > 1 && gen_chance(&G->rng, 0.35)) /* a prefix of the input's dims kept */
@@ -346,6 +346,10 @@ bool gen_b_gather(gen *G, int op) {
   int64_t n = ir == 0 ? 1 : ir == 1 ? id[0] : id[0] * id[1];
   for (int64_t i = 0; i < n; i++) v[i] = gen_int(&G->rng, (int)-dim, (int)dim - 1);
   int in[2] = {x, ir == 0 ? gen_const_i64(G, 1, v, true) : const_idx(G, ir, id, v)};
+  if (gen_chance(&G->rng, 0.3)) { /* indices known only at run time, i32 or i64 */
+    kiln_type it = kiln_type_tensor(gen_chance(&G->rng, 0.5) ? KILN_I64 : KILN_I32, ir, id);
+    in[1] = gen_new_ranged_input(G, &it, -dim, dim - 1);
+  }
   char a[32];
   emit_like(G, "Gather", 2, in, ATTR("axis=%d", gen_axis_form(G, axis, r)), x);
   return true;
@@ -364,6 +368,10 @@ bool gen_b_gather_el(gen *G, int op) {
   int64_t dim = gen_dim(G, x, axis);
   for (int64_t i = 0; i < n; i++) v[i] = gen_int(&G->rng, (int)-dim, (int)dim - 1);
   int in[2] = {x, const_idx(G, r, d, v)};
+  if (gen_chance(&G->rng, 0.3)) { /* indices known only at run time */
+    kiln_type it = kiln_type_tensor(gen_chance(&G->rng, 0.5) ? KILN_I64 : KILN_I32, r, d);
+    in[1] = gen_new_ranged_input(G, &it, -dim, dim - 1);
+  }
   char a[32];
   emit_like(G, "GatherElements", 2, in, ATTR("axis=%d", gen_axis_form(G, axis, r)), x);
   return true;
@@ -473,6 +481,11 @@ bool gen_b_onehot(gen *G, int op) {
   kiln_type vt = kiln_type_tensor(dt, 1, &two);
   int in[3] = {const_idx(G, ir, d, v), gen_const_i64(G, 1, &depth, true),
                gen_new_const(G, &vt, DOM_ANY)};
+  if (gen_chance(&G->rng, 0.6)) { /* indices known only at run time, some out of range */
+    kiln_type it = kiln_type_tensor(gen_chance(&G->rng, 0.5) ? KILN_I64 : KILN_I32, ir, d);
+    in[0] = gen_new_ranged_input(G, &it, -depth - 1, depth);
+  }
+  if (gen_chance(&G->rng, 0.3)) in[2] = gen_new_input(G, &vt, DOM_ANY); /* off/on values too */
   char a[16];
   gen_emit(G, "OneHot", 3, in, 1, ATTR("axis=%d", gen_attr_int(G, -ir - 1, ir)), DOM_ANY, 6);
   return true;

@@ -71,7 +71,7 @@ static int batch_dims(gen *G, int a, int64_t *bd) {
     const kiln_dim *x = &gen_v(G, a)->type.dims[d];
     int form = gen_int(&G->rng, 0, 2);
     if (x->value == 1) bd[nb++] = form == 0 ? 1 : gen_int(&G->rng, 2, 3);
-    else bd[nb++] = form == 0 && x->value >= 0 ? 1 : x->value >= 0 ? x->value : -1;
+    else bd[nb++] = form == 0 && x->value >= 0 ? 1 : gen_dim_code(x);
   }
   return nb;
 }

@@ -12,7 +12,8 @@
 #include "gen_internal.h"
 
 static const char *const edge_names[KILN_GEN_EDGE_COUNT] = {
-    "large", "exp_over", "limit", "denormal", "negzero", "int_extreme", "uint_wrap", "tie",
+    "large",     "exp_over", "limit",     "denormal", "negzero", "int_extreme",
+    "uint_wrap", "tie",      "nonfinite", "half",     "narrow",
 };
 
 const char *kiln_gen_edge_name(int kind) {
@@ -38,9 +39,14 @@ static bool is_unsigned_int(kiln_dtype dt) {
 static unsigned float_kinds(gen_dom dom) {
   switch (dom) {
   case DOM_ANY:
-  case DOM_NONNEG: return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT) | EB(DENORMAL) | EB(NEGZERO);
+    return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT) | EB(DENORMAL) | EB(NEGZERO) | EB(NONFINITE) |
+           EB(HALF) | EB(NARROW);
+  case DOM_NONNEG:
+    return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT) | EB(DENORMAL) | EB(NEGZERO) | EB(HALF) |
+           EB(NARROW);
   case DOM_POS:
-  case DOM_NONZERO: return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT) | EB(DENORMAL);
+  case DOM_NONZERO:
+    return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT) | EB(DENORMAL) | EB(HALF) | EB(NARROW);
   case DOM_UNIT: return EB(LIMIT) | EB(DENORMAL) | EB(NEGZERO);
   case DOM_GE1: return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT);
   case DOM_COUNT: break;
@@ -95,6 +101,18 @@ static double unit(kiln_dtype dt) {
   return dt == KILN_F16 ? 0x1p-11 : dt == KILN_BF16 ? 0x1p-8 : dt == KILN_F32 ? 0x1p-24 : 0x1p-53;
 }
 
+/* A limit of a narrower dtype that dt holds (f16: the integer ones up to 65504), moved by
+ * one now and then: what a Cast to that dtype must saturate, wrap or round. */
+static double narrow_limit(gen_rng *r, kiln_dtype dt) {
+  static const double lim[] = {
+      127,   128,    255,    256,    32767, 32768, 65504, 65535, 65519.99609375,
+      65520, 0x1p31, 0x1p32, 0x1p63, 0x1p64};
+  int n = dt == KILN_F16 ? 7 : (int)(sizeof lim / sizeof lim[0]); /* f16: up to 65504 */
+  double m = lim[gen_int(r, 0, n - 1)];
+  if (m < 65504 && gen_chance(r, 0.3)) m += gen_chance(r, 0.5) ? 0.5 : -0.5;
+  return m;
+}
+
 /* A float edge value of kind k in dom, before the rounding to dt (magnitudes only where the
  * domain fixes the sign). */
 static double float_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
@@ -109,6 +127,12 @@ static double float_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
     else m = largest(dt) * (1 - gen_unif(r) * 0.5);
     break;
   case KILN_GEN_EDGE_DENORMAL: m = subnormal(r, dt); break;
+  case KILN_GEN_EDGE_NONFINITE: {
+    int w = gen_int(r, 0, 2);
+    return w == 0 ? NAN : w == 1 ? INFINITY : -INFINITY;
+  }
+  case KILN_GEN_EDGE_HALF: m = gen_int(r, 0, 6) + 0.5; break;
+  case KILN_GEN_EDGE_NARROW: m = narrow_limit(r, dt); break;
   default: return -0.0; /* NEGZERO */
   }
   return neg ? -m : m;
@@ -162,6 +186,10 @@ void gen_edge_store(gen_rng *r, kiln_tensor *t, int64_t i, gen_dom dom, int kind
 
 bool gen_edge_in_dom(const kiln_tensor *t, int64_t i, gen_dom dom) {
   if (t->dtype == KILN_BOOL) return true;
+  if (is_unsigned_int(t->dtype)) { /* as uint64: u64 values past INT64_MAX stay positive */
+    uint64_t u = kiln_load_u64(t->dtype, t->data, (size_t)i);
+    return dom == DOM_POS || dom == DOM_NONZERO ? u != 0 : true;
+  }
   if (!is_gen_float(t->dtype)) {
     int64_t x = kiln_load_i64(t->dtype, t->data, (size_t)i);
     return dom == DOM_POS       ? x >= 1
@@ -176,6 +204,6 @@ bool gen_edge_in_dom(const kiln_tensor *t, int64_t i, gen_dom dom) {
   case DOM_GE1: return x >= 1 && isfinite(x);
   case DOM_NONZERO: return x != 0 && isfinite(x);
   case DOM_NONNEG: return x >= 0 && isfinite(x);
-  default: return isfinite(x);
+  default: return true; /* ANY: NaN and infinities too (the nonfinite kind) */
   }
 }

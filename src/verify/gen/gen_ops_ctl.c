@@ -1,0 +1,61 @@
+/* Generator builder of control flow: If, whose two branches read values of the outer graph.
+ * The runtime runs If as a reference kernel that interprets a branch, so the memory plan must
+ * keep every outer value a branch reads alive until the If has run, and a pass that folds a
+ * constant condition must pick the right branch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "gen_internal.h"
+
+/* One branch of an If (its attribute text, appended to b): a subgraph named name that returns
+ * one value of a's type computed from the outer values a and o (same type as a, -1: none) by
+ * one of: a itself, a unary op of a, a + o, or a unary op of a + o. */
+static void branch(gen *G, kiln_strbuf *b, const char *name, int a, int o) {
+  const gen_val *va = gen_v(G, a);
+  kiln_dtype dt = va->type.dtype;
+  bool sgn = dt != KILN_BOOL && kiln_dtype_class_of(dt) != KILN_CLASS_UINT;
+  char ty[160], t1[16], t2[16];
+  kiln_type_str(&va->type, ty, sizeof ty);
+  snprintf(t1, sizeof t1, "v%d", G->next_name++);
+  snprintf(t2, sizeof t2, "v%d", G->next_name++);
+  int form = gen_int(&G->rng, 0, o >= 0 ? 3 : 1);
+  const char *un = dt == KILN_BOOL ? "Not" : sgn && gen_chance(&G->rng, 0.5) ? "Neg" : "Abs";
+  const char *ret = form == 0 ? va->name : form == 2 ? t1 : t2;
+  kiln_strbuf_printf(b, "%s=graph @%s() -> (%%%s: %s) {\n    outer %%%s", name, name, ret, ty,
+                     va->name);
+  if (o >= 0 && form >= 2) kiln_strbuf_printf(b, ", %%%s", gen_v(G, o)->name);
+  kiln_strbuf_printf(b, "\n");
+  if (form == 1) kiln_strbuf_printf(b, "    %%%s = %s(%%%s)\n", t2, un, va->name);
+  if (form >= 2) {
+    const char *bin = dt == KILN_BOOL ? "Or" : "Add";
+    kiln_strbuf_printf(b, "    %%%s = %s(%%%s, %%%s)\n", t1, bin, va->name, gen_v(G, o)->name);
+  }
+  if (form == 3) kiln_strbuf_printf(b, "    %%%s = %s(%%%s)\n", t2, un, t1);
+  kiln_strbuf_printf(b, "    return %%%s\n  }", ret);
+}
+
+/* If(cond) with a condition that is a graph input, a constant (a pass may pick its branch)
+ * or a Not of a boolean input, and two branches of branch(). */
+bool gen_b_if(gen *G, int op) {
+  (void)op;
+  gen_want w = {DT_ALL, 0, 4, DOM_ANY, true, false, 0, false};
+  int a = gen_pick(G, &w);
+  if (a < 0) return false;
+  int o = gen_chance(&G->rng, 0.6) ? gen_pick_type(G, &gen_v(G, a)->type, DOM_ANY) : -1;
+  if (o == a) o = -1;
+  kiln_type bt = kiln_type_tensor(KILN_BOOL, 0, NULL);
+  int c, form = gen_int(&G->rng, 0, 5);
+  if (form == 0) c = gen_new_const(G, &bt, DOM_ANY);
+  else if (form == 1) {
+    int x = gen_new_input(G, &bt, DOM_ANY);
+    c = gen_emit(G, "Not", 1, &x, 1, "", DOM_ANY, 1);
+  } else c = gen_new_input(G, &bt, DOM_ANY);
+  kiln_strbuf at = {0};
+  branch(G, &at, "else_branch", a, o);
+  kiln_strbuf_printf(&at, ", ");
+  branch(G, &at, "then_branch", a, o);
+  double mag = gen_mag(G, a) + (o >= 0 ? gen_mag(G, o) : 0);
+  gen_emit(G, "If", 1, &c, 1, at.data, DOM_ANY, mag);
+  kiln_strbuf_free(&at);
+  return true;
+}
