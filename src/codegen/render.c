@@ -190,6 +190,8 @@ static void render_float(double v, kiln_dtype t, kiln_strbuf *b) {
   else if (isinf(v)) kiln_strbuf_printf(b, "(%sKILN_INF%s)", v < 0 ? "-" : "", f32 ? "F" : "");
   else if (v == 0 && signbit(v)) kiln_strbuf_printf(b, f32 ? "(-0.0f)" : "(-0.0)");
   else if (v == 0) kiln_strbuf_printf(b, f32 ? "0.0f" : "0.0");
+  else if (f32 && KILN_MUTANT(148)) /* mutant 148: f32 constants printed with six decimals */
+    kiln_strbuf_printf(b, v < 0 ? "(%ff)" : "%ff", (double)(float)v);
   else if (f32) kiln_strbuf_printf(b, v < 0 ? "(%af)" : "%af", (double)(float)v);
   else kiln_strbuf_printf(b, v < 0 ? "(%a)" : "%a", v);
 }
@@ -439,9 +441,13 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
   char *s;
   const char *dbl = from == KILN_F64 ? "" : "(double)";
   if (from == to) return x;
-  if (to == KILN_BOOL) s = str_printf("(%s != 0)", x);
+  if (to == KILN_BOOL && is_fp(from) && KILN_MUTANT(150)) /* mutant 150: through an integer */
+    s = str_printf("((int64_t)%s != 0)", x);
+  else if (to == KILN_BOOL) s = str_printf("(%s != 0)", x);
   else if (to == KILN_F32 || to == KILN_F64) s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   else if (to == KILN_F16 && from == KILN_F32) s = str_printf("kiln_f32_to_f16(%s)", x);
+  else if (to == KILN_F16 && KILN_MUTANT(146)) /* mutant 146: f64 -> f16 through f32 (rounds twice) */
+    s = str_printf("kiln_f32_to_f16((float)%s)", x);
   else if (to == KILN_F16) s = str_printf("kiln_f64_to_f16(%s%s)", dbl, x);
   else if (to == KILN_BF16 && from == KILN_F32) s = str_printf("kiln_f32_to_bf16(%s)", x);
   else if (to == KILN_BF16) s = str_printf("kiln_f64_to_bf16(%s%s)", dbl, x);
@@ -450,6 +456,8 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
     s = str_printf(is_fp(from) ? "((uint8_t)(kiln_f64_to_bits(%s%s) & %s))"
                                : "((uint8_t)((uint64_t)%s%s & %s))",
                    is_fp(from) ? dbl : "", x, to == KILN_I4 || to == KILN_U4 ? "0xF" : "0x3");
+  else if (is_fp(from) && KILN_MUTANT(147)) /* mutant 147: float -> integer as a plain C cast */
+    s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   else if (is_fp(from))
     s = str_printf("((%s)kiln_f64_to_bits(%s%s))", kiln_render_ctype(to), dbl, x);
   else s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
@@ -651,7 +659,8 @@ kiln_status kiln_render_mma_loops(kiln_render *r, const kiln_tstmt *s) {
   kiln_render_line(r, "    for (int64_t kiln_p = 0; kiln_p < %lld; kiln_p++) {", (long long)m->k);
   kiln_strbuf b = {0};
   kiln_strbuf_printf(&b, "      kiln_acc = ");
-  if (is_fp(ct)) kiln_strbuf_printf(&b, "%s(", ct == KILN_F32 ? "fmaf" : "fma");
+  if (is_fp(ct)) /* mutant 149: the float fma for every float type */
+    kiln_strbuf_printf(&b, "%s(", ct == KILN_F32 || KILN_MUTANT(149) ? "fmaf" : "fma");
   else kiln_strbuf_printf(&b, "(%s)(kiln_acc + (%s)", cty, wrap_type(ct));
   mma_operand(r, m->a_buf, ct, aidx, &b);
   kiln_strbuf_printf(&b, is_fp(ct) ? ", " : " * (%s)", wrap_type(ct));
@@ -831,6 +840,8 @@ void kiln_render_helpers(kiln_strbuf *out) {
                      "if (a >= 0x7f800000) return (uint16_t)(sign | 0x7e00);");
   else if (KILN_MUTANT(113)) /* mutant 113: float -> integer bits saturate from 2^63 (u64) */
     helpers_replaced(out, "  if (v >= 0 && v < 0x1p64) return (uint64_t)v;\n", "");
+  else if (KILN_MUTANT(145)) /* mutant 145: the top binade of narrow-float subnormals encoded as normal */
+    helpers_replaced(out, "if (x < 1 - bias)", "if (x < -bias)");
   else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */
     helpers_replaced(out, "kiln_min_##S(T a, T b) { return a < b ? a : b; }",
                      "kiln_min_##S(T a, T b) { return (U)a < (U)b ? a : b; }");

@@ -186,7 +186,8 @@ static kiln_status fold_one(kiln_rw *rw, int bn, bool *done) {
       n->n_outputs < 1 || n->outputs[0] < 0 || !bn_inference(rw, n))
     return KILN_OK;
   int x = n->inputs[0], p = kiln_rw_producer(g, x);
-  if (p < 0 || rw->uses[x] != 1 || rw->pinned[n->outputs[0]]) return KILN_OK;
+  if (p < 0 || (rw->uses[x] != 1 && !KILN_MUTANT(129)) || rw->pinned[n->outputs[0]])
+    return KILN_OK; /* mutant 129: folded although the producer's result has other readers */
   if (!kiln_rw_can_replace(rw, n->outputs[0], x)) return KILN_OK;
   if (g->nodes.data[p].op == KILN_OP_Conv) return fold_conv(rw, p, bn, done);
   if (g->nodes.data[p].op == KILN_OP_Gemm) return fold_gemm(rw, p, bn, done);

@@ -106,7 +106,8 @@ static bool attr_equal(const kiln_attr *a, const kiln_attr *b) {
   case KILN_ATTR_FLOATS:
     return a->n == b->n && !memcmp(a->floats, b->floats, (size_t)a->n * sizeof(float));
   case KILN_ATTR_INTS:
-    return a->n == b->n && !memcmp(a->ints, b->ints, (size_t)a->n * sizeof(int64_t));
+    return a->n == b->n && /* mutant 126: the bytes of n floats compared (half the ints) */
+           !memcmp(a->ints, b->ints, (size_t)a->n * (KILN_MUTANT(126) ? sizeof(float) : sizeof(int64_t)));
   case KILN_ATTR_STRINGS:
     if (a->n != b->n) return false;
     for (int i = 0; i < a->n; i++)

@@ -218,7 +218,7 @@ static void add_prologue(fuse_ctx *f, int id, int v, const kiln_type *shape, int
   if (only_reader(f, v) < 0 && !KILN_MUTANT(17))
     return; /* mutant 17: prologue value used outside */
   kiln_node *n = &f->g->nodes.data[p];
-  if (!same_shape(vtype(f, v), shape)) return;
+  if (!same_shape(vtype(f, v), shape) && !KILN_MUTANT(133)) return; /* mutant 133: not checked */
   n->group = id;
   f->n_added++;
   for (int k = 0; k < n->n_inputs; k++) add_prologue(f, id, n->inputs[k], shape, depth + 1);
@@ -233,7 +233,8 @@ static void fuse_reductions(fuse_ctx *f, kiln_pass_ctx *ctx) {
     n->group = id;
     f->n_added = 0;
     add_prologue(f, id, n->inputs[0], vtype(f, n->inputs[0]), 0);
-    if (!extra_outputs_used(f, n)) add_epilogue(f, id, n->outputs[0]);
+    if (!extra_outputs_used(f, n) || KILN_MUTANT(130)) /* mutant 130: extra outputs ignored */
+      add_epilogue(f, id, n->outputs[0]);
     if (f->n_added == 0) {
       n->group = 0;
       continue;

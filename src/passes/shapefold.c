@@ -122,6 +122,8 @@ static kiln_status fold_gather(kiln_rw *rw, int i, bool *done) {
     if (j < 0 || j >= len || !known[j]) return KILN_OK;
     out[k] = vals[j];
   }
+  if (KILN_MUTANT(128) && idx->rank == 0) /* mutant 128: a scalar index folds to a [1] vector */
+    return to_const(rw, n->outputs[0], 1, &idx->numel, out, done);
   return to_const(rw, n->outputs[0], idx->rank, idx->dims, out, done);
 }
 
@@ -143,7 +145,7 @@ static int slice_indices(int64_t len, int64_t start, int64_t end, int64_t step, 
     end = clamp_i64(end, 0, len);
     for (int64_t j = start; j < end && cnt < KILN_MAX_RANK; j += step) idx[cnt++] = j;
   } else {
-    start = clamp_i64(start, -1, len - 1);
+    start = clamp_i64(start, -1, len - !KILN_MUTANT(132)); /* mutant 132: start clamped to len */
     end = clamp_i64(end, -1, len - 1);
     for (int64_t j = start; j > end && cnt < KILN_MAX_RANK; j += step) idx[cnt++] = j;
   }

@@ -301,6 +301,8 @@ static kiln_status simplify_neg_forms(kiln_rw *rw, int i, bool *done) {
   }
   if (n->op == KILN_OP_Add && na >= 0) {
     int in[2] = {b, g->nodes.data[na].inputs[0]};
+    if (KILN_MUTANT(127)) /* mutant 127: Neg(y) + x rewritten as y - x */
+      in[0] = g->nodes.data[na].inputs[0], in[1] = b;
     return rebuild_as(rw, i, "Sub", 2, in, done);
   }
   if (n->op == KILN_OP_Sub && nb >= 0) {

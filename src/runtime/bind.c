@@ -30,7 +30,8 @@ static kiln_status refresh_types(kiln_graph *g) {
     kiln_value *val = &g->values.data[v];
     if (val->kind != KILN_VALUE_NODE) continue;
     for (int d = 0; d < val->type.rank && d < KILN_MAX_RANK; d++)
-      if (val->type.dims[d].sym) val->type.dims[d] = (kiln_dim){-1, NULL};
+      if (val->type.dims[d].sym && !KILN_MUTANT(160)) /* mutant 160: exporter names kept */
+        val->type.dims[d] = (kiln_dim){-1, NULL};
   }
   return kiln_ops_infer_graph(g);
 }

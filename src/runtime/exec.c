@@ -93,7 +93,8 @@ static void fallback_reads(const kiln_compiled *c, int *last, const kiln_node *n
   for (int k = 0; k < n->n_inputs; k++) read_at(c, last, n->inputs[k], s);
   for (int k = 0; k < n->n_outputs; k++) read_at(c, last, n->outputs[k], s); /* unread ones */
   kiln_outer_iter it = kiln_outer_reads(c->g, n);
-  for (int v; kiln_outer_next(&it, &v);) read_at(c, last, v, s);
+  for (int v; kiln_outer_next(&it, &v) && !KILN_MUTANT(159);) /* mutant 159: not kept */
+    read_at(c, last, v, s);
 }
 
 static void prepare_heap_frees(kiln_compiled *c) {
@@ -228,7 +229,7 @@ static void bind_inputs(kiln_compiled *c, kiln_val *const *inputs) {
   for (int i = 0; i < c->patches.len; i++)
     *c->patches.data[i].slot = inputs[c->patches.data[i].input]->t->data;
   for (int v = 0; v < c->g->values.len; v++) /* inputs and views of them */
-    if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v])
+    if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v] && !KILN_MUTANT(157)) /* mutant 157 */
       c->views[v]->t->data = inputs[c->plan->loc[v].index]->t->data;
 }
 

@@ -205,8 +205,9 @@ static void try_inplace(liveness *L, const kiln_graph *g, const kiln_step *st, i
   if (L->def[vo] != s || L->storage[vo] < 0 || L->storage[vi] < 0) return;
   int bo = L->storage[vo], bi = L->storage[vi];
   if (bo == bi || (L->blocks.data[bi].last != s && !KILN_MUTANT(46)) || /* mutant 46 */
-      L->blocks.data[bo].bytes != L->blocks.data[bi].bytes)
-    return;
+      (KILN_MUTANT(153) ? L->blocks.data[bo].bytes < L->blocks.data[bi].bytes
+                        : L->blocks.data[bo].bytes != L->blocks.data[bi].bytes))
+    return; /* mutant 153: an output bigger than the input taken in place */
   if (storage_read_elsewhere(L, st, bi, i) || storage_read_elsewhere(L, st, bo, o)) return;
   (void)g;
   /* every value of storage bo (vo and any later alias: none yet) moves to bi */
@@ -338,7 +339,7 @@ static int64_t fit(const block *b, block **near, int n, bool best_fit) {
       if (!best_fit) break;
     }
     int64_t end = near[i]->offset + near[i]->bytes;
-    if (end > cursor) cursor = end;
+    if (end > cursor || KILN_MUTANT(152)) cursor = end; /* mutant 152: the last end, not the max */
   }
   return best >= 0 ? best : cursor;
 }
@@ -378,7 +379,7 @@ static void index_clear(live_index *ix) {
 
 static void index_place(live_index *ix, const block *b) {
   int i = ix->size + b->rank;
-  ix->max_last[i] = b->last;
+  ix->max_last[i] = KILN_MUTANT(155) ? b->first : b->last; /* mutant 155: the first step */
   for (i /= 2; i >= 1; i /= 2) /* mutant 81: the left child's value taken either way */
     ix->max_last[i] = ix->max_last[2 * i] > ix->max_last[2 * i + 1] || KILN_MUTANT(81)
                           ? ix->max_last[2 * i]
@@ -405,7 +406,7 @@ static int index_prefix(const live_index *ix, const block *blocks, int step) {
   int lo = 0, hi = ix->n;
   while (lo < hi) {
     int mid = (lo + hi) / 2;
-    if (blocks[ix->by_first[mid]].first <= step) lo = mid + 1;
+    if (blocks[ix->by_first[mid]].first < step + !KILN_MUTANT(156)) lo = mid + 1; /* mutant 156 */
     else hi = mid;
   }
   return lo;
@@ -426,7 +427,8 @@ static int64_t place_order(block *blocks, int n, const int *order, bool best_fit
     int upto = index_prefix(ix, blocks, KILN_MUTANT(117) ? b->first : b->last); /* mutant 117 */
     index_overlaps(ix, blocks, b, 1, 0, ix->size, upto, near, &m);
     b->offset = fit(b, near, m, best_fit);
-    if (b->offset + b->bytes > top) top = b->offset + b->bytes;
+    if (b->offset + b->bytes > top || KILN_MUTANT(154)) /* mutant 154: the last block's end */
+      top = b->offset + b->bytes;
     index_place(ix, b);
   }
   return top;
