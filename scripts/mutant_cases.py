@@ -45,7 +45,8 @@ class Case:
                                        dyn[n] if n in dyn else a.shape)
               for n, a in self.inputs]
         vo = [H.make_tensor_value_info(n, t, None) for n, t in self.outputs]
-        g = H.make_graph(self.nodes, "mutant", vi, vo, self.inits)
+        g = H.make_graph(self.nodes, "mutant", vi, vo, self.inits,
+                         value_info=getattr(self, "vinfo", []))
         m = H.make_model(g, opset_imports=[H.make_opsetid("", self.opset)])
         m.ir_version = 8
         onnx.save(m, os.path.join(d, "model.onnx"))
@@ -481,6 +482,161 @@ def dyn_inputs():  # two inputs of unnamed dynamic dims: each takes its tensor's
 
 
 case(124)(dyn_inputs)
+
+
+# ---- Set D (126-160) ----
+U8, F64, F16, BOOL = TP.UINT8, TP.DOUBLE, TP.FLOAT16, TP.BOOL
+# passes
+case(126)(lambda: Case([N("Transpose", ["x"], ["y1"], perm=[1, 0, 2, 3]),
+                        N("Transpose", ["x"], ["y2"], perm=[1, 0, 3, 2])],
+                       [("x", r(2, 3, 4, 5))], [("y1", F), ("y2", F)]))
+case(127)(lambda: Case([N("Neg", ["a"], ["na"]), N("Add", ["na", "b"], ["y"])],
+                       [("a", r(3, 4)), ("b", r(3, 4))], [("y", F)]))
+case(128)(lambda: Case([N("Shape", ["x"], ["s"]), N("Gather", ["s", "i0"], ["n"], axis=0),
+                        N("Unsqueeze", ["n", "ax"], ["n1"]),
+                        N("Concat", ["n1", "m1"], ["t"], axis=0), N("Reshape", ["x", "t"], ["y"])],
+                       [("x", r(3, 4))], [("y", F)],
+                       [c("i0", np.array(0, np.int64)), c("ax", np.array([0], np.int64)),
+                        c("m1", np.array([-1], np.int64))], opset=13))
+case(129)(lambda: Case([N("Conv", ["x", "w"], ["cv"]),
+                        N("BatchNormalization", ["cv", "s", "b", "m", "v"], ["y1"]),
+                        N("Relu", ["cv"], ["y2"])],
+                       [("x", r(1, 2, 5, 5))], [("y1", F), ("y2", F)],
+                       [c("w", r(3, 2, 3, 3)), c("s", r(3, lo=0.5, hi=2)), c("b", r(3)),
+                        c("m", r(3)), c("v", r(3, lo=0.5, hi=2))]))
+case(130)(lambda: Case([N("LayerNormalization", ["x", "s", "b"], ["ln", "mu"], axis=1),
+                        N("Relu", ["ln"], ["y"])],
+                       [("x", r(4, 6))], [("y", F), ("mu", F)],
+                       [c("s", r(6, lo=0.5, hi=1.5)), c("b", r(6))]))
+case(131)(lambda: Case([N("Add", ["c1", "c2"], ["y"]), N("Relu", ["x"], ["z"])],
+                       [("x", r(3))], [("y", F), ("z", F)],
+                       [c("c1", r(4)), c("c2", r(4))]))
+case(132)(lambda: Case([N("Shape", ["x"], ["s"]), N("Slice", ["s", "st", "en"], ["t"]),
+                        N("Concat", ["m1", "t"], ["u"], axis=0), N("Reshape", ["x", "u"], ["y"])],
+                       [("x", r(2, 3, 4))], [("y", F)],
+                       [c("st", np.array([1], np.int64)),
+                        c("en", np.array([np.iinfo(np.int64).max], np.int64)),
+                        c("m1", np.array([-1], np.int64))], opset=13))
+case(133)(lambda: Case([N("Relu", ["b"], ["rb"]), N("Add", ["x", "rb"], ["t"]),
+                        N("ReduceSum", ["t", "ax"], ["y"], keepdims=0)],
+                       [("x", r(3, 4)), ("b", r(4))], [("y", F)],
+                       [c("ax", np.array([1], np.int64))], opset=13))
+# lowering
+case(134)(lambda: Case([N("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [("x", r(6, 6))],
+                       [("y", F)],
+                       [c("st", np.array([0, 0], np.int64)), c("en", np.array([6, 6], np.int64)),
+                        c("ax", np.array([1, 0], np.int64)), c("sp", np.array([2, 1], np.int64))],
+                       opset=13))
+case(135)(lambda: Case([N("Pad", ["x", "p"], ["y"], mode="edge")], [("x", r(3, 4))], [("y", F)],
+                       [c("p", np.array([0, 0, 1, 2], np.int64))], opset=13))
+case(136)(lambda: Case([N("Celu", ["x"], ["y"], alpha=2.0)], [("x", r(3, 4, lo=-3, hi=1))],
+                       [("y", F)]))
+case(137)(lambda: Case([N("Shrink", ["x"], ["y"], lambd=0.5, bias=1.5)],
+                       [("x", r(4, 4, lo=-3, hi=3))], [("y", F)]))
+case(138)(lambda: Case([N("ReduceMin", ["x", "ax"], ["y"])],
+                       [("x", rng.integers(200, 250, (3, 4)).astype(np.uint8))], [("y", U8)],
+                       [c("ax", np.array([1], np.int64))], opset=18))
+case(139)(lambda: Case([N("ReduceSum", ["x", "ax"], ["y"])], [("x", r(3, 4))], [("y", F)],
+                       [c("ax", np.zeros(0, np.int64))], opset=13))
+case(140)(lambda: Case([N("ArgMin", ["x"], ["y"], axis=1, select_last_index=1)],
+                       [("x", np.array([[1, 0, 0, 2], [0, 3, 0, 0]], np.float32))], [("y", I64)]))
+case(141)(lambda: Case([N("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
+                       [("x", r(2, 3, 3))], [("y", F)],
+                       [c("s", r(3, lo=0.5, hi=2)), c("b", r(3)), c("m", r(3)),
+                        c("v", r(3, lo=0.5, hi=2))]))
+case(142)(lambda: Case([N("LpNormalization", ["x"], ["y"], axis=1, p=2)],
+                       [("x", np.concatenate([r(2, 4), np.zeros((1, 4), np.float32)]))],
+                       [("y", F)]))
+case(143)(lambda: Case([N("AveragePool", ["x"], ["y"], kernel_shape=[3], pads=[0, 1],
+                          count_include_pad=1)], [("x", r(1, 1, 5))], [("y", F)]))
+case(144)(lambda: Case([N("GatherElements", ["x", "i"], ["y"], axis=0)],
+                       [("x", r(4, 3)), ("i", np.array([[-1, 0, -2], [1, -3, -4]], np.int64))],
+                       [("y", F)]))
+# C code generation
+case(145)(lambda: Case([N("Cast", ["x"], ["t"], to=TP.FLOAT8E4M3FN), N("Cast", ["t"], ["y"], to=F)],
+                       [("x", np.array([0.0085, 0.0101, -0.0123, 0.014, 0.5], np.float32))],
+                       [("y", F)], opset=19))
+case(146)(lambda: Case([N("Cast", ["x"], ["y"], to=F16)],
+                       [("x", np.array([1 + 2.0**-11 + 2.0**-40, -(1 + 2.0**-11 + 2.0**-40), 0.25],
+                                       np.float64))], [("y", F16)]))
+case(147)(lambda: Case([N("Cast", ["x"], ["y"], to=I32)],
+                       [("x", np.array([3e9, -3e9, 1.5, -2.5], np.float32))], [("y", I32)]))
+case(148)(lambda: Case([N("LeakyRelu", ["x"], ["y"], alpha=3.3e-7)],
+                       [("x", r(3, 4, lo=-100, hi=-50))], [("y", F)]))
+case(149)(lambda: Case([N("MatMul", ["a", "b"], ["y"])],
+                       [("a", np.array([[1e8 + 1, -1e8, 3], [2, 1e8 + 3, -1e8]], np.float64)),
+                        ("b", np.array([[1, 2], [1, 2], [1, 1]], np.float64))], [("y", F64)]))
+case(150)(lambda: Case([N("Cast", ["x"], ["y"], to=BOOL)],
+                       [("x", np.array([0.5, -0.25, 0.0, 2.0], np.float32))], [("y", BOOL)]))
+
+
+def softmax_threads():  # rows on the threads
+    k = Case([N("Softmax", ["x"], ["y"], axis=1)], [("x", r(64, 32))], [("y", F)])
+    k.threads = 4
+    return k
+
+
+case(151)(softmax_threads)
+
+
+# memory plan
+def plan_chain():  # values of several sizes and lives
+    return Case([N("Exp", ["x"], ["a"]), N("Transpose", ["a"], ["b"]),
+                 N("ReduceSum", ["b", "ax"], ["s"]), N("Relu", ["x2"], ["c"]),
+                 N("MatMul", ["b", "c"], ["d"]), N("Mul", ["d", "s"], ["e"]),
+                 N("Transpose", ["e"], ["f"]), N("Tanh", ["f"], ["y"])],
+                [("x", r(32, 16)), ("x2", r(32, 8))], [("y", F)],
+                [c("ax", np.array([1], np.int64))], opset=13)
+
+
+case(152)(plan_chain)
+case(153)(lambda: Case([N("Exp", ["v0"], ["v"]), N("Relu", ["x"], ["t"]), N("Add", ["t", "w"], ["u"]),
+                        N("Mul", ["u", "v"], ["y"])],
+                       [("x", r(1, 64)), ("w", r(16, 64)), ("v0", r(16, 64))], [("y", F)]))
+case(154)(plan_chain)
+case(155)(plan_chain)
+case(156)(plan_chain)
+
+
+# executor and runtime
+case(157)(lambda: Case([N("TopK", ["x", "k"], ["v", "i"], axis=1)], [("x", r(3, 6))],
+                       [("v", F), ("i", I64)], [c("k", np.array([2], np.int64))]))
+
+
+def if_const():  # a constant read only by a branch
+    then_g = H.make_graph([N("Add", ["x", "cw"], ["o"])], "then", [],
+                          [H.make_tensor_value_info("o", F, None)])
+    else_g = H.make_graph([N("Sub", ["x", "cw"], ["o2"])], "else", [],
+                          [H.make_tensor_value_info("o2", F, None)])
+    return Case([N("If", ["k"], ["y"], then_branch=then_g, else_branch=else_g)],
+                [("x", r(4)), ("k", np.array(True))], [("y", F)], [c("cw", r(4))])
+
+
+case(158)(if_const)
+
+
+def if_heap():  # a value of data-dependent shape read only by a branch
+    then_g = H.make_graph([N("Cast", ["nz"], ["o"], to=F)], "then", [],
+                          [H.make_tensor_value_info("o", F, None)])
+    else_g = H.make_graph([N("Cast", ["nz"], ["o2"], to=F)], "else", [],
+                          [H.make_tensor_value_info("o2", F, None)])
+    return Case([N("NonZero", ["x"], ["nz"]),
+                 N("If", ["k"], ["y"], then_branch=then_g, else_branch=else_g)],
+                [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32)), ("k", np.array(True))],
+                [("y", F)])
+
+
+case(159)(if_heap)
+
+
+def named_dims():  # an exporter's name for a computed dim
+    k = Case([N("Relu", ["x"], ["t"]), N("Exp", ["t"], ["y"])], [("x", r(3, 4))], [("y", F)])
+    k.dyn = {"x": ["N", 4]}
+    k.vinfo = [H.make_tensor_value_info("t", F, ["M", 4])]
+    return k
+
+
+case(160)(named_dims)
 
 
 def run(cmd, env):
