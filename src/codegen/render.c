@@ -375,8 +375,8 @@ static kiln_status render_unary(kiln_render *r, const kiln_texpr *e, kiln_strbuf
   } else if (e->op == KILN_TOP_ISNAN || e->op == KILN_TOP_ISINF) {
     if (!is_fp(t)) return kiln_unsupported("%s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
     kiln_strbuf_printf(b, "(%s(", e->op == KILN_TOP_ISNAN ? "isnan" : "isinf");
-  } else if (e->op == KILN_TOP_NEG && is_fp(t)) {
-    kiln_strbuf_printf(b, "(-");
+  } else if (e->op == KILN_TOP_NEG && is_fp(t)) { /* mutant 151: 0 - x (+0 for x = 0) */
+    kiln_strbuf_printf(b, KILN_MUTANT(151) ? "(0 - " : "(-");
   } else if (e->op == KILN_TOP_NEG || e->op == KILN_TOP_BITNOT) {
     if (!suffix(t)) return kiln_unsupported("%s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
     kiln_strbuf_printf(b, "((%s)(%s(%s)", kiln_render_ctype(t),
@@ -441,9 +441,7 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
   char *s;
   const char *dbl = from == KILN_F64 ? "" : "(double)";
   if (from == to) return x;
-  if (to == KILN_BOOL && is_fp(from) && KILN_MUTANT(150)) /* mutant 150: through an integer */
-    s = str_printf("((int64_t)%s != 0)", x);
-  else if (to == KILN_BOOL) s = str_printf("(%s != 0)", x);
+  if (to == KILN_BOOL) s = str_printf("(%s != 0)", x);
   else if (to == KILN_F32 || to == KILN_F64) s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   else if (to == KILN_F16 && from == KILN_F32) s = str_printf("kiln_f32_to_f16(%s)", x);
   else if (to == KILN_F16 && KILN_MUTANT(146)) /* mutant 146: f64 -> f16 through f32 (rounds twice) */
@@ -842,6 +840,9 @@ void kiln_render_helpers(kiln_strbuf *out) {
     helpers_replaced(out, "  if (v >= 0 && v < 0x1p64) return (uint64_t)v;\n", "");
   else if (KILN_MUTANT(145)) /* mutant 145: the top binade of narrow-float subnormals encoded as normal */
     helpers_replaced(out, "if (x < 1 - bias)", "if (x < -bias)");
+  else if (KILN_MUTANT(150)) /* mutant 150: f32 -> f16 subnormals truncated (not rounded) */
+    helpers_replaced(out, "(uint32_t)nearbyintf(kiln_bits_f32(a) * 0x1p24f)",
+                     "(uint32_t)(kiln_bits_f32(a) * 0x1p24f)");
   else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */
     helpers_replaced(out, "kiln_min_##S(T a, T b) { return a < b ? a : b; }",
                      "kiln_min_##S(T a, T b) { return (U)a < (U)b ? a : b; }");

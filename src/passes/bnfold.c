@@ -159,7 +159,9 @@ static kiln_status fold_gemm(kiln_rw *rw, int gemm, int bn, bool *done) {
   kiln_status_free(st);
   if (st || !w || w->rank != 2 || !kiln_dtype_is_float(w->dtype) || (has_c && !c)) return KILN_OK;
   int64_t n_out = w->dims[trans_b ? 0 : 1];
-  if (c && c->numel != 1 && !(c->numel == n_out && c->dims[c->rank - 1] == n_out)) return KILN_OK;
+  if (c && c->numel != 1 && !(c->numel == n_out && c->dims[c->rank - 1] == n_out) &&
+      !(KILN_MUTANT(131) && c->dims[c->rank - 1] == n_out))
+    return KILN_OK; /* mutant 131: a C of [M, N] taken for a row of N */
   if (!bn_read(g, &g->nodes.data[bn], n_out, &p)) return KILN_OK;
   kiln_tensor *nw = NULL, *nb = NULL;
   /* transB: channel = row (inner = K); else channel = column (inner = 1) */

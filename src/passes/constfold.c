@@ -120,8 +120,7 @@ static kiln_status install(kiln_rw *rw, int i, kiln_val **out) {
     KILN_TRY(kiln_rw_add_const(rw, t, &c));
     bool was_output = rw->is_output[v];
     kiln_rw_replace(rw, v, c); /* cannot fail: v is not pinned, c is a fresh constant */
-    if (!was_output || KILN_MUTANT(131)) /* mutant 131: swapped for graph outputs too */
-      kiln_rw_swap_names(rw, v, c); /* the constant keeps the name */
+    if (!was_output) kiln_rw_swap_names(rw, v, c); /* the constant keeps the name */
   }
   if (kiln_rw_node_unused(rw, i)) kiln_rw_kill_node(rw, i);
   return KILN_OK;

@@ -62,7 +62,9 @@ static bool same_shape(const kiln_type *a, const kiln_type *b) {
  * no graph output); -1 otherwise. A value read by a subgraph counts as used outside any group. */
 static int only_reader(const fuse_ctx *f, int v) {
   const kiln_uses *u = &f->uses;
-  return v >= 0 && u->count[v] == 1 && !u->pinned[v] && !u->output[v] ? u->last[v] : -1;
+  return v >= 0 && u->count[v] == 1 && !u->pinned[v] && (!u->output[v] || KILN_MUTANT(130))
+             ? u->last[v] /* mutant 130: a graph output taken as internal to the group */
+             : -1;
 }
 
 /* Readers of each node's outputs, by node input or subgraph read, each reader once and in
@@ -218,7 +220,7 @@ static void add_prologue(fuse_ctx *f, int id, int v, const kiln_type *shape, int
   if (only_reader(f, v) < 0 && !KILN_MUTANT(17))
     return; /* mutant 17: prologue value used outside */
   kiln_node *n = &f->g->nodes.data[p];
-  if (!same_shape(vtype(f, v), shape) && !KILN_MUTANT(133)) return; /* mutant 133: not checked */
+  if (!same_shape(vtype(f, v), shape)) return;
   n->group = id;
   f->n_added++;
   for (int k = 0; k < n->n_inputs; k++) add_prologue(f, id, n->inputs[k], shape, depth + 1);
@@ -233,8 +235,7 @@ static void fuse_reductions(fuse_ctx *f, kiln_pass_ctx *ctx) {
     n->group = id;
     f->n_added = 0;
     add_prologue(f, id, n->inputs[0], vtype(f, n->inputs[0]), 0);
-    if (!extra_outputs_used(f, n) || KILN_MUTANT(130)) /* mutant 130: extra outputs ignored */
-      add_epilogue(f, id, n->outputs[0]);
+    if (!extra_outputs_used(f, n)) add_epilogue(f, id, n->outputs[0]);
     if (f->n_added == 0) {
       n->group = 0;
       continue;

@@ -19,7 +19,8 @@ kiln_status kiln_graph_bind_dims(kiln_graph *g, const char *sym, int64_t value) 
     return kiln_invalid("binding dim '%s': negative extent %lld", sym, (long long)value);
   kiln_graph *root = kiln_graph_root(g);
   bind_in_graph(root, sym, value);
-  for (int i = 0; i < root->subgraphs.len; i++) bind_in_graph(root->subgraphs.data[i], sym, value);
+  for (int i = 0; i < root->subgraphs.len && !KILN_MUTANT(160); i++) /* mutant 160: root only */
+    bind_in_graph(root->subgraphs.data[i], sym, value);
   return KILN_OK;
 }
 
@@ -30,8 +31,7 @@ static kiln_status refresh_types(kiln_graph *g) {
     kiln_value *val = &g->values.data[v];
     if (val->kind != KILN_VALUE_NODE) continue;
     for (int d = 0; d < val->type.rank && d < KILN_MAX_RANK; d++)
-      if (val->type.dims[d].sym && !KILN_MUTANT(160)) /* mutant 160: exporter names kept */
-        val->type.dims[d] = (kiln_dim){-1, NULL};
+      if (val->type.dims[d].sym) val->type.dims[d] = (kiln_dim){-1, NULL};
   }
   return kiln_ops_infer_graph(g);
 }

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/mutate.h"
 #include "graph/analysis.h"
 #include "rt_internal.h"
 
@@ -156,8 +155,7 @@ static void mark_read(const kiln_compiled *c, bool *used) {
     for (int k = 0; k < n->n_inputs; k++)
       if (n->inputs[k] >= 0) used[n->inputs[k]] = true;
     kiln_outer_iter it = kiln_outer_reads(g, n);
-    for (int v; kiln_outer_next(&it, &v) && !KILN_MUTANT(158);) /* mutant 158: subgraph reads */
-      used[v] = true;
+    for (int v; kiln_outer_next(&it, &v);) used[v] = true;
   }
   for (int i = 0; i < g->outputs.len; i++) used[g->outputs.data[i]] = true;
 }

@@ -117,7 +117,7 @@ static void prepare_heap_frees(kiln_compiled *c) {
   c->free_start = kiln_xcalloc((size_t)ns + 2, sizeof *c->free_start);
   c->free_list = kiln_xcalloc((size_t)nv + 1, sizeof *c->free_list);
   for (int v = 0; v < nv; v++)
-    if (last[v] >= 0 && last[v] < ns) c->free_start[last[v] + 1]++;
+    if (last[v] >= 0 && last[v] < ns) c->free_start[last[v] + !KILN_MUTANT(158)]++; /* mutant 158 */
   for (int s = 0; s < ns; s++) c->free_start[s + 1] += c->free_start[s];
   int *fill = kiln_xcalloc((size_t)ns + 1, sizeof *fill);
   for (int v = 0; v < nv; v++)

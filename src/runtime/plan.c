@@ -167,7 +167,8 @@ static kiln_status scan_kernel(liveness *L, const kiln_program *p, const kiln_st
   for (int a = 0; a < st->n_args; a++) {
     const kiln_arg *arg = &st->args[a];
     if (arg->kind == KILN_ARG_SCRATCH) {
-      L->arg_block[L->arg_base[s] + a] = new_block(L, s, arg->bytes);
+      L->arg_block[L->arg_base[s] + (KILN_MUTANT(153) ? 0 : a)] = /* mutant 153: at slot 0 */
+          new_block(L, s, arg->bytes);
     } else if (arg->kind == KILN_ARG_PACKED) {
       if (arg->id < 0 || arg->id >= p->packed.len)
         return KILN_BUG("step %d: no packed constant %d", s, arg->id);
@@ -205,9 +206,8 @@ static void try_inplace(liveness *L, const kiln_graph *g, const kiln_step *st, i
   if (L->def[vo] != s || L->storage[vo] < 0 || L->storage[vi] < 0) return;
   int bo = L->storage[vo], bi = L->storage[vi];
   if (bo == bi || (L->blocks.data[bi].last != s && !KILN_MUTANT(46)) || /* mutant 46 */
-      (KILN_MUTANT(153) ? L->blocks.data[bo].bytes < L->blocks.data[bi].bytes
-                        : L->blocks.data[bo].bytes != L->blocks.data[bi].bytes))
-    return; /* mutant 153: an output bigger than the input taken in place */
+      L->blocks.data[bo].bytes != L->blocks.data[bi].bytes)
+    return;
   if (storage_read_elsewhere(L, st, bi, i) || storage_read_elsewhere(L, st, bo, o)) return;
   (void)g;
   /* every value of storage bo (vo and any later alias: none yet) moves to bi */

@@ -202,8 +202,7 @@ static kiln_status omp_loop_open(kiln_render *r, const kiln_tstmt *s) {
   memset(cs->var_seen, 0, (size_t)k->vars.len * sizeof(bool));
   memset(cs->buf_seen, 0, (size_t)k->bufs.len * sizeof(bool));
   mark_block(k, &s->body, false, cs->var_seen, cs->buf_seen);
-  for (int v = 0; v < k->vars.len; v++) /* mutant 151: the top's variables declared again */
-    cs->var_seen[v] = cs->var_seen[v] && (!cs->var_top[v] || KILN_MUTANT(151));
+  for (int v = 0; v < k->vars.len; v++) cs->var_seen[v] = cs->var_seen[v] && !cs->var_top[v];
   for (int b = 0; b < k->bufs.len; b++) cs->buf_seen[b] = cs->buf_seen[b] && !cs->buf_top[b];
   return declare_locals(r, cs->var_seen, cs->buf_seen);
 }
