@@ -62,9 +62,7 @@ static bool same_shape(const kiln_type *a, const kiln_type *b) {
  * no graph output); -1 otherwise. A value read by a subgraph counts as used outside any group. */
 static int only_reader(const fuse_ctx *f, int v) {
   const kiln_uses *u = &f->uses;
-  return v >= 0 && u->count[v] == 1 && !u->pinned[v] && (!u->output[v] || KILN_MUTANT(130))
-             ? u->last[v] /* mutant 130: a graph output taken as internal to the group */
-             : -1;
+  return v >= 0 && u->count[v] == 1 && !u->pinned[v] && !u->output[v] ? u->last[v] : -1;
 }
 
 /* Readers of each node's outputs, by node input or subgraph read, each reader once and in

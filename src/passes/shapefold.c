@@ -78,7 +78,7 @@ static kiln_status fold_shape(kiln_rw *rw, int i, bool *done) {
   int len;
   *done = false;
   KILN_TRY(shape_dims(rw->g, n, vals, known, &len));
-  for (int k = 0; k < len; k++)
+  for (int k = 0; k < len - KILN_MUTANT(130); k++) /* mutant 130: the last dim not checked */
     if (!known[k]) return KILN_OK;
   if (len < 0) return KILN_OK;
   int64_t dim = len;

@@ -142,7 +142,9 @@ static kiln_status scan_alias(liveness *L, const kiln_graph *g, const kiln_step 
     return KILN_BUG("alias step %d redefines '%s'", s, g->values.data[st->dst].name);
   L->def[st->dst] = s;
   L->loc[st->dst] = L->loc[st->src];
-  L->storage[st->dst] = L->storage[st->src];
+  L->storage[st->dst] = L->storage[st->src]; /* mutant 153: the view given a block of its own */
+  if (KILN_MUTANT(153) && L->loc[st->src].kind == KILN_LOC_ARENA)
+    L->storage[st->dst] = new_block(L, s, L->loc[st->src].bytes);
   int64_t bytes;
   if (L->loc[st->src].kind == KILN_LOC_ARENA &&
       (!value_static_bytes(&g->values.data[st->dst], &bytes) || bytes != L->loc[st->src].bytes))
@@ -167,8 +169,7 @@ static kiln_status scan_kernel(liveness *L, const kiln_program *p, const kiln_st
   for (int a = 0; a < st->n_args; a++) {
     const kiln_arg *arg = &st->args[a];
     if (arg->kind == KILN_ARG_SCRATCH) {
-      L->arg_block[L->arg_base[s] + (KILN_MUTANT(153) ? 0 : a)] = /* mutant 153: at slot 0 */
-          new_block(L, s, arg->bytes);
+      L->arg_block[L->arg_base[s] + a] = new_block(L, s, arg->bytes);
     } else if (arg->kind == KILN_ARG_PACKED) {
       if (arg->id < 0 || arg->id >= p->packed.len)
         return KILN_BUG("step %d: no packed constant %d", s, arg->id);
