@@ -651,18 +651,13 @@ def if_heap():  # a value of data-dependent shape read only by a branch
 case(159)(if_heap)
 
 
-def if_symbolic():  # the branches' values carry the input's symbolic dim
-    then_g = H.make_graph([N("Relu", ["x"], ["o"])], "then", [],
-                          [H.make_tensor_value_info("o", F, ["N", 4])])
-    else_g = H.make_graph([N("Neg", ["x"], ["o2"])], "else", [],
-                          [H.make_tensor_value_info("o2", F, ["N", 4])])
-    k = Case([N("If", ["k"], ["t"], then_branch=then_g, else_branch=else_g),
-              N("Exp", ["t"], ["y"])], [("x", r(3, 4)), ("k", np.array(True))], [("y", F)])
-    k.dyn = {"x": ["N", 4]}
+def two_symbols():  # two symbolic dims, one name the prefix of the other
+    k = Case([N("Concat", ["a", "b"], ["y"], axis=0)], [("a", r(3, 4)), ("b", r(5, 4))], [("y", F)])
+    k.dyn = {"a": ["N", 4], "b": ["NB", 4]}
     return k
 
 
-case(160)(if_symbolic)
+case(160)(two_symbols)
 
 
 def run(cmd, env):

@@ -9,7 +9,9 @@ static void bind_in_graph(kiln_graph *g, const char *sym, int64_t value) {
   for (int v = 0; v < g->values.len; v++) {
     kiln_type *t = &g->values.data[v].type;
     for (int d = 0; d < t->rank && d < KILN_MAX_RANK; d++)
-      if (t->dims[d].sym && !strcmp(t->dims[d].sym, sym)) t->dims[d] = (kiln_dim){value, NULL};
+      if (t->dims[d].sym && /* mutant 160: compared as a prefix ("N" binds "NB") */
+          !(KILN_MUTANT(160) ? strncmp(t->dims[d].sym, sym, strlen(sym)) : strcmp(t->dims[d].sym, sym)))
+        t->dims[d] = (kiln_dim){value, NULL};
   }
 }
 
@@ -19,8 +21,7 @@ kiln_status kiln_graph_bind_dims(kiln_graph *g, const char *sym, int64_t value) 
     return kiln_invalid("binding dim '%s': negative extent %lld", sym, (long long)value);
   kiln_graph *root = kiln_graph_root(g);
   bind_in_graph(root, sym, value);
-  for (int i = 0; i < root->subgraphs.len && !KILN_MUTANT(160); i++) /* mutant 160: root only */
-    bind_in_graph(root->subgraphs.data[i], sym, value);
+  for (int i = 0; i < root->subgraphs.len; i++) bind_in_graph(root->subgraphs.data[i], sym, value);
   return KILN_OK;
 }
 

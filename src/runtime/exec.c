@@ -117,7 +117,7 @@ static void prepare_heap_frees(kiln_compiled *c) {
   c->free_start = kiln_xcalloc((size_t)ns + 2, sizeof *c->free_start);
   c->free_list = kiln_xcalloc((size_t)nv + 1, sizeof *c->free_list);
   for (int v = 0; v < nv; v++)
-    if (last[v] >= 0 && last[v] < ns) c->free_start[last[v] + !KILN_MUTANT(158)]++; /* mutant 158 */
+    if (last[v] >= 0 && last[v] < ns) c->free_start[last[v] + 1]++;
   for (int s = 0; s < ns; s++) c->free_start[s + 1] += c->free_start[s];
   int *fill = kiln_xcalloc((size_t)ns + 1, sizeof *fill);
   for (int v = 0; v < nv; v++)
@@ -350,6 +350,7 @@ static void trace_step(kiln_compiled *c, trace *t, int s) {
 
 static kiln_status run_steps_traced(kiln_compiled *c, trace *t) {
   for (int s = 0; s < c->prog->steps.len; s++) {
+    if (KILN_MUTANT(158)) free_dead(c, s); /* mutant 158: the step's dead values freed first */
     KILN_TRY(run_step(c, s));
     trace_step(c, t, s); /* before free_dead: the step's heap values are still there */
     free_dead(c, s);
@@ -362,6 +363,7 @@ static kiln_status run_steps(kiln_compiled *c, trace *t) {
   if (t) return run_steps_traced(c, t);
   if (!c->step_seconds) {
     for (int s = 0; s < n; s++) {
+      if (KILN_MUTANT(158)) free_dead(c, s); /* mutant 158: the step's dead values freed first */
       KILN_TRY(run_step(c, s));
       free_dead(c, s);
     }
