@@ -381,6 +381,8 @@ static kiln_status render_unary(kiln_render *r, const kiln_texpr *e, kiln_strbuf
     if (!suffix(t)) return kiln_unsupported("%s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
     kiln_strbuf_printf(b, "((%s)(%s(%s)", kiln_render_ctype(t),
                        e->op == KILN_TOP_NEG ? "0u - " : "~", wrap_type(t));
+  } else if (KILN_MUTANT(147) && e->op == KILN_TOP_ABS && suffix(t)) { /* mutant 147: fabs */
+    kiln_strbuf_printf(b, "((%s)fabs((double)", kiln_render_ctype(t));
   } else if (h && suffix(t)) {
     kiln_strbuf_printf(b, "kiln_%s_%s(", h, suffix(t));
   } else if (fn && is_fp(t)) { /* mutant 76: the float function on doubles (expf) */
@@ -391,6 +393,8 @@ static kiln_status render_unary(kiln_render *r, const kiln_texpr *e, kiln_strbuf
   KILN_TRY(sub(r, e->args[0], false, b));
   if (e->op == KILN_TOP_ISNAN || e->op == KILN_TOP_ISINF) kiln_strbuf_printf(b, ") != 0)");
   else if ((e->op == KILN_TOP_NEG || e->op == KILN_TOP_BITNOT) && !is_fp(t) && t != KILN_BOOL)
+    kiln_strbuf_printf(b, "))");
+  else if (KILN_MUTANT(147) && e->op == KILN_TOP_ABS && suffix(t) && !is_fp(t))
     kiln_strbuf_printf(b, "))");
   else kiln_strbuf_printf(b, ")");
   return KILN_OK;
@@ -444,8 +448,6 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
   if (to == KILN_BOOL) s = str_printf("(%s != 0)", x);
   else if (to == KILN_F32 || to == KILN_F64) s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   else if (to == KILN_F16 && from == KILN_F32) s = str_printf("kiln_f32_to_f16(%s)", x);
-  else if (to == KILN_F16 && KILN_MUTANT(146)) /* mutant 146: f64 -> f16 through f32 (rounds twice) */
-    s = str_printf("kiln_f32_to_f16((float)%s)", x);
   else if (to == KILN_F16) s = str_printf("kiln_f64_to_f16(%s%s)", dbl, x);
   else if (to == KILN_BF16 && from == KILN_F32) s = str_printf("kiln_f32_to_bf16(%s)", x);
   else if (to == KILN_BF16) s = str_printf("kiln_f64_to_bf16(%s%s)", dbl, x);
@@ -454,10 +456,8 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
     s = str_printf(is_fp(from) ? "((uint8_t)(kiln_f64_to_bits(%s%s) & %s))"
                                : "((uint8_t)((uint64_t)%s%s & %s))",
                    is_fp(from) ? dbl : "", x, to == KILN_I4 || to == KILN_U4 ? "0xF" : "0x3");
-  else if (is_fp(from) && KILN_MUTANT(147)) /* mutant 147: float -> integer as a plain C cast */
-    s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
-  else if (is_fp(from))
-    s = str_printf("((%s)kiln_f64_to_bits(%s%s))", kiln_render_ctype(to), dbl, x);
+  else if (is_fp(from)) /* mutant 146: the value passed through float (f64 loses its low bits) */
+    s = str_printf("((%s)kiln_f64_to_bits(%s%s))", kiln_render_ctype(to), KILN_MUTANT(146) ? "(float)" : dbl, x);
   else s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   free(x);
   return s;

@@ -229,7 +229,7 @@ static void bind_inputs(kiln_compiled *c, kiln_val *const *inputs) {
   for (int i = 0; i < c->patches.len; i++)
     *c->patches.data[i].slot = inputs[c->patches.data[i].input]->t->data;
   for (int v = 0; v < c->g->values.len; v++) /* inputs and views of them */
-    if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v] && !KILN_MUTANT(157)) /* mutant 157 */
+    if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v])
       c->views[v]->t->data = inputs[c->plan->loc[v].index]->t->data;
 }
 

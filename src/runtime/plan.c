@@ -339,7 +339,7 @@ static int64_t fit(const block *b, block **near, int n, bool best_fit) {
       best = cursor, best_gap = gap;
       if (!best_fit) break;
     }
-    int64_t end = near[i]->offset + near[i]->bytes;
+    int64_t end = near[i]->offset + (KILN_MUTANT(154) ? b : near[i])->bytes; /* mutant 154 */
     if (end > cursor || KILN_MUTANT(152)) cursor = end; /* mutant 152: the last end, not the max */
   }
   return best >= 0 ? best : cursor;
@@ -428,8 +428,7 @@ static int64_t place_order(block *blocks, int n, const int *order, bool best_fit
     int upto = index_prefix(ix, blocks, KILN_MUTANT(117) ? b->first : b->last); /* mutant 117 */
     index_overlaps(ix, blocks, b, 1, 0, ix->size, upto, near, &m);
     b->offset = fit(b, near, m, best_fit);
-    if (b->offset + b->bytes > top || KILN_MUTANT(154)) /* mutant 154: the last block's end */
-      top = b->offset + b->bytes;
+    if (b->offset + b->bytes > top) top = b->offset + b->bytes;
     index_place(ix, b);
   }
   return top;
