@@ -620,14 +620,7 @@ case(156)(plan_gaps)
 
 
 # executor and runtime
-def shared_symbol():  # one symbol at different positions of two inputs
-    k = Case([N("Transpose", ["b"], ["bt"]), N("Add", ["a", "bt"], ["y"])],
-             [("a", r(3, 4)), ("b", r(4, 3))], [("y", F)])
-    k.dyn = {"a": ["N", 4], "b": [4, "N"]}
-    return k
-
-
-case(157)(shared_symbol)
+case(157)(unit_chain)
 
 
 def if_const():  # a constant read only by a branch

@@ -61,8 +61,7 @@ static int64_t first_extent(const kiln_graph *g, int i, int d, const kiln_tensor
     const kiln_type *ty = &g->values.data[g->inputs.data[k]].type;
     for (int e = 0; inputs[k] && ty->kind == KILN_TYPE_TENSOR && e < ty->rank; e++) {
       if (k == i && e == d) return -1;
-      if (ty->dims[e].sym && !strcmp(ty->dims[e].sym, sym)) /* mutant 157: dim d of input k */
-        return *at = k, inputs[k]->dims[KILN_MUTANT(157) && d < inputs[k]->rank ? d : e];
+      if (ty->dims[e].sym && !strcmp(ty->dims[e].sym, sym)) return *at = k, inputs[k]->dims[e];
     }
   }
   return -1;
