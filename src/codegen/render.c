@@ -457,7 +457,8 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
                                : "((uint8_t)((uint64_t)%s%s & %s))",
                    is_fp(from) ? dbl : "", x, to == KILN_I4 || to == KILN_U4 ? "0xF" : "0x3");
   else if (is_fp(from)) /* mutant 146: the value passed through float (f64 loses its low bits) */
-    s = str_printf("((%s)kiln_f64_to_bits(%s%s))", kiln_render_ctype(to), KILN_MUTANT(146) ? "(float)" : dbl, x);
+    s = str_printf("((%s)kiln_f64_to_bits(%s%s))", kiln_render_ctype(to),
+                   KILN_MUTANT(146) ? "(float)" : dbl, x);
   else s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   free(x);
   return s;
@@ -838,7 +839,7 @@ void kiln_render_helpers(kiln_strbuf *out) {
                      "if (a >= 0x7f800000) return (uint16_t)(sign | 0x7e00);");
   else if (KILN_MUTANT(113)) /* mutant 113: float -> integer bits saturate from 2^63 (u64) */
     helpers_replaced(out, "  if (v >= 0 && v < 0x1p64) return (uint64_t)v;\n", "");
-  else if (KILN_MUTANT(145)) /* mutant 145: the top binade of narrow-float subnormals encoded as normal */
+  else if (KILN_MUTANT(145)) /* mutant 145: top binade of narrow subnormals encoded as normal */
     helpers_replaced(out, "if (x < 1 - bias)", "if (x < -bias)");
   else if (KILN_MUTANT(150)) /* mutant 150: f32 -> f16 subnormals truncated (not rounded) */
     helpers_replaced(out, "(uint32_t)nearbyintf(kiln_bits_f32(a) * 0x1p24f)",

@@ -448,9 +448,9 @@ static kiln_status lower_arg(red *s) {
   kiln_tblock *b = reduce_loops(s, s->outer);
   kiln_texpr *x;
   KILN_TRY(value_at(s, s->r->inputs[0], &x));
-  kiln_top cmp =
-      s->rk == RK_ARGMAX ? (last ? KILN_TOP_GE : KILN_TOP_GT)
-                         : (last && !KILN_MUTANT(140) ? KILN_TOP_LE : KILN_TOP_LT); /* mutant 140 */
+  kiln_top cmp = s->rk == RK_ARGMAX
+                     ? (last ? KILN_TOP_GE : KILN_TOP_GT)
+                     : (last && !KILN_MUTANT(140) ? KILN_TOP_LE : KILN_TOP_LT); /* mutant 140 */
   int xv = new_var(s, "x", ct);
   push(s, b, xv, x);
   kiln_texpr *better = kiln_tbin(k, cmp, kiln_tv(k, xv), kiln_tv(k, best));
