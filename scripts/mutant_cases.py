@@ -45,8 +45,7 @@ class Case:
                                        dyn[n] if n in dyn else a.shape)
               for n, a in self.inputs]
         vo = [H.make_tensor_value_info(n, t, None) for n, t in self.outputs]
-        g = H.make_graph(self.nodes, "mutant", vi, vo, self.inits,
-                         value_info=getattr(self, "vinfo", []))
+        g = H.make_graph(self.nodes, "mutant", vi, vo, self.inits)
         m = H.make_model(g, opset_imports=[H.make_opsetid("", self.opset)])
         m.ir_version = 8
         onnx.save(m, os.path.join(d, "model.onnx"))
