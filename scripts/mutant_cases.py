@@ -483,6 +483,181 @@ def dyn_inputs():  # two inputs of unnamed dynamic dims: each takes its tensor's
 case(124)(dyn_inputs)
 
 
+# ---- Set D (126-160) ----
+U8, F64, F16, BOOL = TP.UINT8, TP.DOUBLE, TP.FLOAT16, TP.BOOL
+# passes
+case(126)(lambda: Case([N("Transpose", ["x"], ["t1"], perm=[1, 0, 2, 3]),
+                        N("Transpose", ["x"], ["t2"], perm=[1, 0, 3, 2]),
+                        N("Add", ["t1", "t2"], ["y"])],
+                       [("x", r(2, 3, 4, 4))], [("y", F)]))
+case(127)(lambda: Case([N("Neg", ["a"], ["na"]), N("Add", ["na", "b"], ["y"])],
+                       [("a", r(3, 4)), ("b", r(3, 4))], [("y", F)]))
+case(128)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Shape", ["nz"], ["s"]),
+                        N("Gather", ["s", "i0"], ["n"], axis=0), N("Unsqueeze", ["n", "ax"], ["n1"]),
+                        N("Concat", ["n1", "m1"], ["t"], axis=0), N("Reshape", ["w", "t"], ["y"])],
+                       [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32)), ("w", r(4, 6))],
+                       [("y", F)],
+                       [c("i0", np.array(0, np.int64)), c("ax", np.array([0], np.int64)),
+                        c("m1", np.array([-1], np.int64))], opset=13))
+case(129)(lambda: Case([N("Conv", ["x", "w"], ["cv"]),
+                        N("BatchNormalization", ["cv", "s", "b", "m", "v"], ["y1"]),
+                        N("Relu", ["cv"], ["y2"])],
+                       [("x", r(1, 2, 5, 5))], [("y1", F), ("y2", F)],
+                       [c("w", r(3, 2, 3, 3)), c("s", r(3, lo=0.5, hi=2)), c("b", r(3)),
+                        c("m", r(3)), c("v", r(3, lo=0.5, hi=2))]))
+case(130)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Shape", ["nz"], ["s"]),
+                        N("Cast", ["s"], ["y"], to=F)],
+                       [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32))], [("y", F)]))
+case(131)(lambda: Case([N("Gemm", ["a", "w", "cc"], ["g"]),
+                        N("BatchNormalization", ["g", "s", "b", "m", "v"], ["y"])],
+                       [("a", r(3, 4))], [("y", F)],
+                       [c("w", r(4, 5)), c("cc", r(3, 5)), c("s", r(5, lo=0.5, hi=2)),
+                        c("b", r(5)), c("m", r(5)), c("v", r(5, lo=0.5, hi=2))]))
+case(132)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Transpose", ["nz"], ["tz"]),
+                        N("Shape", ["tz"], ["s"]), N("Slice", ["s", "st", "en"], ["t"]),
+                        N("Concat", ["m1", "t"], ["u"], axis=0), N("Reshape", ["w", "u"], ["y"])],
+                       [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32)), ("w", r(4, 6))],
+                       [("y", F)],
+                       [c("st", np.array([1], np.int64)),
+                        c("en", np.array([np.iinfo(np.int64).max], np.int64)),
+                        c("m1", np.array([-1], np.int64))], opset=13))
+case(133)(lambda: Case([N("MatMul", ["a", "w"], ["m"]), N("Add", ["m", "bias"], ["y"])],
+                       [("a", r(2, 3, 4))], [("y", F)], [c("w", r(4, 5)), c("bias", r(5))]))
+case(134)(lambda: Case([N("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [("x", r(6, 6))],
+                       [("y", F)],
+                       [c("st", np.array([0, 0], np.int64)), c("en", np.array([6, 6], np.int64)),
+                        c("ax", np.array([1, 0], np.int64)), c("sp", np.array([2, 1], np.int64))],
+                       opset=13))
+case(135)(lambda: Case([N("Pad", ["x", "p"], ["y"], mode="edge")], [("x", r(3, 4))], [("y", F)],
+                       [c("p", np.array([0, 0, 1, 2], np.int64))], opset=13))
+case(136)(lambda: Case([N("Celu", ["x"], ["y"], alpha=2.0)], [("x", r(3, 4, lo=-3, hi=1))],
+                       [("y", F)]))
+case(137)(lambda: Case([N("Shrink", ["x"], ["y"], lambd=0.5, bias=1.5)],
+                       [("x", r(4, 4, lo=-3, hi=3))], [("y", F)]))
+case(138)(lambda: Case([N("ReduceMin", ["x", "ax"], ["y"])],
+                       [("x", rng.integers(200, 250, (3, 4)).astype(np.uint8))], [("y", U8)],
+                       [c("ax", np.array([1], np.int64))], opset=18))
+case(139)(lambda: Case([N("ReduceSum", ["x", "ax"], ["y"])], [("x", r(3, 4))], [("y", F)],
+                       [c("ax", np.zeros(0, np.int64))], opset=13))
+case(140)(lambda: Case([N("ArgMin", ["x"], ["y"], axis=1, select_last_index=1)],
+                       [("x", np.array([[1, 0, 0, 2], [0, 3, 0, 0]], np.float32))], [("y", I64)]))
+case(141)(lambda: Case([N("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
+                       [("x", r(2, 3, 3))], [("y", F)],
+                       [c("s", r(3, lo=0.5, hi=2)), c("b", r(3)), c("m", r(3)),
+                        c("v", r(3, lo=0.5, hi=2))]))
+case(142)(lambda: Case([N("LpNormalization", ["x"], ["y"], axis=1, p=2)],
+                       [("x", np.concatenate([r(2, 4), np.zeros((1, 4), np.float32)]))],
+                       [("y", F)]))
+case(143)(lambda: Case([N("AveragePool", ["x"], ["y"], kernel_shape=[3], pads=[0, 1],
+                          count_include_pad=1)], [("x", r(1, 1, 5))], [("y", F)]))
+case(144)(lambda: Case([N("GatherElements", ["x", "i"], ["y"], axis=0)],
+                       [("x", r(4, 3)), ("i", np.array([[-1, 0, -2], [1, -3, -4]], np.int64))],
+                       [("y", F)]))
+# C code generation
+case(145)(lambda: Case([N("Cast", ["x"], ["y"], to=F16)],
+                       [("x", np.array([4.0e-5, -3.5e-5, 5.5e-5, 0.25], np.float64))], [("y", F16)]))
+case(146)(lambda: Case([N("Cast", ["x"], ["y"], to=I64)],
+                       [("x", np.array([123456789.0, -98765432.5, 3.0, 2.0**40 + 7], np.float64))],
+                       [("y", I64)]))
+case(147)(lambda: Case([N("Abs", ["x"], ["y"])],
+                       [("x", np.array([-(2**60 + 1), 2**55 + 3, -5, 0], np.int64))], [("y", I64)]))
+case(148)(lambda: Case([N("LeakyRelu", ["x"], ["y"], alpha=3.3e-7)],
+                       [("x", r(3, 4, lo=-100, hi=-50))], [("y", F)]))
+case(149)(lambda: Case([N("MatMul", ["a", "b"], ["y"])],
+                       [("a", np.array([[1e8 + 1, -1e8, 3], [2, 1e8 + 3, -1e8]], np.float64)),
+                        ("b", np.array([[1, 2], [1, 2], [1, 1]], np.float64))], [("y", F64)]))
+case(150)(lambda: Case([N("Cast", ["x"], ["h"], to=F16), N("Cast", ["h"], ["t"], to=F),
+                        N("Mul", ["t", "big"], ["y"])],
+                       [("x", (np.array([0.7, 3.6, 10.8, -5.9], np.float32) * 2.0**-24))],
+                       [("y", F)], [c("big", np.array(2.0**24, np.float32))]))
+
+
+def softmax_threads():  # rows on the threads
+    k = Case([N("Softmax", ["x"], ["y"], axis=1)], [("x", r(64, 32))], [("y", F)])
+    k.threads = 4
+    return k
+
+
+case(151)(lambda: Case([N("Neg", ["x"], ["t"]), N("Reciprocal", ["t"], ["y"])],
+                       [("x", np.array([0.0, 1.0, -2.0, 0.0], np.float32))], [("y", F)]))
+
+
+# memory plan
+def plan_chain():  # values of several sizes and lives
+    return Case([N("Exp", ["x"], ["a"]), N("Transpose", ["a"], ["b"]),
+                 N("ReduceSum", ["b", "ax"], ["s"]), N("Relu", ["x2"], ["c"]),
+                 N("MatMul", ["b", "c"], ["d"]), N("Mul", ["d", "s"], ["e"]),
+                 N("Transpose", ["e"], ["f"]), N("Tanh", ["f"], ["y"])],
+                [("x", r(32, 16)), ("x2", r(32, 8))], [("y", F)],
+                [c("ax", np.array([1], np.int64))], opset=13)
+
+
+
+
+def plan_gaps():  # a long-lived value placed beside a big early one and a small late one
+    return Case([N("Exp", ["x"], ["keep"]), N("Transpose", ["z"], ["big"]),
+                 N("ReduceSum", ["big", "ax"], ["s1"]), N("Transpose", ["s1"], ["s2"]),
+                 N("MatMul", ["s2", "w"], ["s3"]), N("Transpose", ["s3"], ["s4"]),
+                 N("Add", ["keep", "s4"], ["y"])],
+                [("x", r(16, 1)), ("z", r(64, 64)), ("w", r(1, 16))], [("y", F)],
+                [c("ax", np.array([0], np.int64))], opset=13)
+
+
+def plan_transpose():  # the input of a Transpose dies at its step
+    return Case([N("MatMul", ["x", "w1"], ["a"]), N("Transpose", ["a"], ["b"]),
+                 N("MatMul", ["b", "w2"], ["y"])],
+                [("x", r(24, 24)), ("w1", r(24, 24)), ("w2", r(24, 8))], [("y", F)])
+
+
+case(152)(plan_gaps)
+case(153)(lambda: Case([N("Relu", ["x"], ["t"]), N("Reshape", ["t", "s"], ["u"]),
+                        N("Exp", ["u"], ["y"])],
+                       [("x", r(4, 6))], [("y", F)], [c("s", np.array([6, 4], np.int64))]))
+case(154)(plan_gaps)
+case(155)(plan_chain)
+case(156)(plan_gaps)
+
+
+# executor and runtime
+case(157)(unit_chain)
+
+
+def if_const():  # a constant read only by a branch
+    then_g = H.make_graph([N("Add", ["x", "cw"], ["o"])], "then", [],
+                          [H.make_tensor_value_info("o", F, None)])
+    else_g = H.make_graph([N("Sub", ["x", "cw"], ["o2"])], "else", [],
+                          [H.make_tensor_value_info("o2", F, None)])
+    return Case([N("If", ["k"], ["y"], then_branch=then_g, else_branch=else_g)],
+                [("x", r(4)), ("k", np.array(True))], [("y", F)], [c("cw", r(4))])
+
+
+case(158)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Cast", ["nz"], ["y"], to=F)],
+                       [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32))], [("y", F)]))
+
+
+def if_heap():  # a value of data-dependent shape read only by a branch
+    then_g = H.make_graph([N("Cast", ["nz"], ["o"], to=F)], "then", [],
+                          [H.make_tensor_value_info("o", F, None)])
+    else_g = H.make_graph([N("Cast", ["nz"], ["o2"], to=F)], "else", [],
+                          [H.make_tensor_value_info("o2", F, None)])
+    return Case([N("NonZero", ["x"], ["nz"]),
+                 N("If", ["k"], ["y"], then_branch=then_g, else_branch=else_g)],
+                [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32)), ("k", np.array(True))],
+                [("y", F)])
+
+
+case(159)(if_heap)
+
+
+def two_symbols():  # two symbolic dims, one name the prefix of the other
+    k = Case([N("Concat", ["a", "b"], ["y"], axis=0)], [("a", r(3, 4)), ("b", r(5, 4))], [("y", F)])
+    k.dyn = {"a": ["N", 4], "b": ["NB", 4]}
+    return k
+
+
+case(160)(two_symbols)
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

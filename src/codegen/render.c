@@ -190,6 +190,8 @@ static void render_float(double v, kiln_dtype t, kiln_strbuf *b) {
   else if (isinf(v)) kiln_strbuf_printf(b, "(%sKILN_INF%s)", v < 0 ? "-" : "", f32 ? "F" : "");
   else if (v == 0 && signbit(v)) kiln_strbuf_printf(b, f32 ? "(-0.0f)" : "(-0.0)");
   else if (v == 0) kiln_strbuf_printf(b, f32 ? "0.0f" : "0.0");
+  else if (f32 && KILN_MUTANT(148)) /* mutant 148: f32 constants printed with six decimals */
+    kiln_strbuf_printf(b, v < 0 ? "(%ff)" : "%ff", (double)(float)v);
   else if (f32) kiln_strbuf_printf(b, v < 0 ? "(%af)" : "%af", (double)(float)v);
   else kiln_strbuf_printf(b, v < 0 ? "(%a)" : "%a", v);
 }
@@ -373,12 +375,14 @@ static kiln_status render_unary(kiln_render *r, const kiln_texpr *e, kiln_strbuf
   } else if (e->op == KILN_TOP_ISNAN || e->op == KILN_TOP_ISINF) {
     if (!is_fp(t)) return kiln_unsupported("%s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
     kiln_strbuf_printf(b, "(%s(", e->op == KILN_TOP_ISNAN ? "isnan" : "isinf");
-  } else if (e->op == KILN_TOP_NEG && is_fp(t)) {
-    kiln_strbuf_printf(b, "(-");
+  } else if (e->op == KILN_TOP_NEG && is_fp(t)) { /* mutant 151: 0 - x (+0 for x = 0) */
+    kiln_strbuf_printf(b, KILN_MUTANT(151) ? "(0 - " : "(-");
   } else if (e->op == KILN_TOP_NEG || e->op == KILN_TOP_BITNOT) {
     if (!suffix(t)) return kiln_unsupported("%s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
     kiln_strbuf_printf(b, "((%s)(%s(%s)", kiln_render_ctype(t),
                        e->op == KILN_TOP_NEG ? "0u - " : "~", wrap_type(t));
+  } else if (KILN_MUTANT(147) && e->op == KILN_TOP_ABS && suffix(t)) { /* mutant 147: fabs */
+    kiln_strbuf_printf(b, "((%s)fabs((double)", kiln_render_ctype(t));
   } else if (h && suffix(t)) {
     kiln_strbuf_printf(b, "kiln_%s_%s(", h, suffix(t));
   } else if (fn && is_fp(t)) { /* mutant 76: the float function on doubles (expf) */
@@ -389,6 +393,8 @@ static kiln_status render_unary(kiln_render *r, const kiln_texpr *e, kiln_strbuf
   KILN_TRY(sub(r, e->args[0], false, b));
   if (e->op == KILN_TOP_ISNAN || e->op == KILN_TOP_ISINF) kiln_strbuf_printf(b, ") != 0)");
   else if ((e->op == KILN_TOP_NEG || e->op == KILN_TOP_BITNOT) && !is_fp(t) && t != KILN_BOOL)
+    kiln_strbuf_printf(b, "))");
+  else if (KILN_MUTANT(147) && e->op == KILN_TOP_ABS && suffix(t) && !is_fp(t))
     kiln_strbuf_printf(b, "))");
   else kiln_strbuf_printf(b, ")");
   return KILN_OK;
@@ -450,8 +456,9 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
     s = str_printf(is_fp(from) ? "((uint8_t)(kiln_f64_to_bits(%s%s) & %s))"
                                : "((uint8_t)((uint64_t)%s%s & %s))",
                    is_fp(from) ? dbl : "", x, to == KILN_I4 || to == KILN_U4 ? "0xF" : "0x3");
-  else if (is_fp(from))
-    s = str_printf("((%s)kiln_f64_to_bits(%s%s))", kiln_render_ctype(to), dbl, x);
+  else if (is_fp(from)) /* mutant 146: the value passed through float (f64 loses its low bits) */
+    s = str_printf("((%s)kiln_f64_to_bits(%s%s))", kiln_render_ctype(to),
+                   KILN_MUTANT(146) ? "(float)" : dbl, x);
   else s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   free(x);
   return s;
@@ -651,7 +658,8 @@ kiln_status kiln_render_mma_loops(kiln_render *r, const kiln_tstmt *s) {
   kiln_render_line(r, "    for (int64_t kiln_p = 0; kiln_p < %lld; kiln_p++) {", (long long)m->k);
   kiln_strbuf b = {0};
   kiln_strbuf_printf(&b, "      kiln_acc = ");
-  if (is_fp(ct)) kiln_strbuf_printf(&b, "%s(", ct == KILN_F32 ? "fmaf" : "fma");
+  if (is_fp(ct)) /* mutant 149: the float fma for every float type */
+    kiln_strbuf_printf(&b, "%s(", ct == KILN_F32 || KILN_MUTANT(149) ? "fmaf" : "fma");
   else kiln_strbuf_printf(&b, "(%s)(kiln_acc + (%s)", cty, wrap_type(ct));
   mma_operand(r, m->a_buf, ct, aidx, &b);
   kiln_strbuf_printf(&b, is_fp(ct) ? ", " : " * (%s)", wrap_type(ct));
@@ -831,6 +839,11 @@ void kiln_render_helpers(kiln_strbuf *out) {
                      "if (a >= 0x7f800000) return (uint16_t)(sign | 0x7e00);");
   else if (KILN_MUTANT(113)) /* mutant 113: float -> integer bits saturate from 2^63 (u64) */
     helpers_replaced(out, "  if (v >= 0 && v < 0x1p64) return (uint64_t)v;\n", "");
+  else if (KILN_MUTANT(145)) /* mutant 145: top binade of narrow subnormals encoded as normal */
+    helpers_replaced(out, "if (x < 1 - bias)", "if (x < -bias)");
+  else if (KILN_MUTANT(150)) /* mutant 150: f32 -> f16 subnormals truncated (not rounded) */
+    helpers_replaced(out, "(uint32_t)nearbyintf(kiln_bits_f32(a) * 0x1p24f)",
+                     "(uint32_t)(kiln_bits_f32(a) * 0x1p24f)");
   else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */
     helpers_replaced(out, "kiln_min_##S(T a, T b) { return a < b ? a : b; }",
                      "kiln_min_##S(T a, T b) { return (U)a < (U)b ? a : b; }");

@@ -136,7 +136,8 @@ static kiln_status slice_params(dm *s, int64_t *start, int64_t *step) {
     int64_t a = na >= 0 ? ax[i] : i;
     if (a < 0) a += r;
     if (a < 0 || a >= r) return kiln_invalid("Slice: axis out of range");
-    int64_t dim = s->xd[a], stp = nt >= 0 ? sp[i] : 1, b = st[i];
+    int64_t dim = s->xd[a], stp = nt >= 0 ? sp[KILN_MUTANT(134) && a < nt ? a : i] : 1, b = st[i];
+    /* mutant 134: the step read at the axis, not at the position in axes */
     if (stp == 0) return kiln_invalid("Slice: step 0");
     if (b < 0 && !KILN_MUTANT(30)) b += dim; /* mutant 30: negative start not wrapped */
     b = stp > 0 ? (b < 0 ? 0 : b > dim ? dim : b) : (b < 0 ? -1 : b > dim - 1 ? dim - 1 : b);
@@ -331,7 +332,7 @@ static kiln_status pad(dm *s) {
       i = pad_reflect(k, var(s, &nest, d), n, lo[d], s->yd[d] - n - lo[d]);
     } else if (mode == 2) { /* edge: clamp */
       i = kiln_tbin(k, KILN_TOP_MIN, kiln_tbin(k, KILN_TOP_MAX, i, kiln_tint(k, 0)),
-                    kiln_tint(k, n - 1));
+                    kiln_tint(k, n - !KILN_MUTANT(135))); /* mutant 135: clamped to n */
     }
     idx[d] = i;
     kiln_texpr *ok = in_range(k, i, n);

@@ -182,7 +182,8 @@ static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, const kiln_at
   }
   case KILN_OP_Celu: {
     kiln_texpr *al = num(k, t, at->alpha);
-    kiln_texpr *e = bin(k, KILN_TOP_MUL, al, expm1_(k, bin(k, KILN_TOP_DIV, a, al)));
+    kiln_texpr *e = bin(k, KILN_TOP_MUL, al, /* mutant 136: a not divided by alpha */
+                        expm1_(k, KILN_MUTANT(136) ? a : bin(k, KILN_TOP_DIV, a, al)));
     return bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MAX, zero, a), bin(k, KILN_TOP_MIN, zero, e));
   }
   case KILN_OP_Selu: {
@@ -205,7 +206,8 @@ static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, const kiln_at
     double l = at->lambd, b = at->bias;
     kiln_texpr *hi =
         sel(k, bin(k, KILN_TOP_GT, a, num(k, t, l)), bin(k, KILN_TOP_SUB, a, num(k, t, b)), zero);
-    return sel(k, bin(k, KILN_TOP_LT, a, num(k, t, -l)), bin(k, KILN_TOP_ADD, a, num(k, t, b)), hi);
+    return sel(k, bin(k, KILN_TOP_LT, a, num(k, t, -l)), /* mutant 137: bias subtracted */
+               bin(k, KILN_MUTANT(137) ? KILN_TOP_SUB : KILN_TOP_ADD, a, num(k, t, b)), hi);
   }
   default: return NULL;
   }

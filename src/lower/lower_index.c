@@ -121,7 +121,8 @@ static kiln_status gather_elements(ix *s) {
   add_flag(s, axis);
   kiln_nest nest = nest_over(s, &s->k->body, s->y->rank, s->yd, "o", false);
   kiln_texpr *raw = kiln_tload(s->k, ib, nest_index(s, &nest));
-  kiln_texpr *ok = fix_index(s, nest.body, raw, s->xd[axis], "gi");
+  kiln_texpr *ok = fix_index(s, nest.body, raw, KILN_MUTANT(144) ? s->yd[axis] : s->xd[axis],
+                             "gi"); /* mutant 144: wrapped by the indices' extent */
   kiln_texpr *src[KILN_MAX_RANK];
   for (int d = 0; d < s->x->rank; d++) src[d] = d == axis ? var_of(ok) : v(s, &nest, d);
   guarded_copy(s, nest.body, yb, nest_index(s, &nest), xb,

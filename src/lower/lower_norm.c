@@ -116,6 +116,7 @@ static kiln_texpr *lp_fn(nm *s, const rows *r, kiln_texpr *x, kiln_texpr *j, voi
   (void)r, (void)j;
   kiln_tkernel *k = s->k;
   kiln_texpr *nv = kiln_tv(k, ((lp_user *)user)->norm);
+  if (KILN_MUTANT(142)) return kiln_tbin(k, KILN_TOP_DIV, x, nv); /* mutant 142: 0 / 0 */
   return kiln_tselect(k, kiln_tbin(k, KILN_TOP_EQ, nv, f64(k, 0)), f64(k, 0),
                       kiln_tbin(k, KILN_TOP_DIV, x, nv));
 }
@@ -257,7 +258,8 @@ static kiln_status batch_norm(nm *s) {
   kiln_lower_nest(k, &k->body, s->x->rank, s->xd, "o", true, &nest);
   kiln_texpr *o[KILN_MAX_RANK];
   for (int d = 0; d < s->x->rank; d++) o[d] = kiln_tv(k, nest.vars[d]);
-  kiln_texpr *at = kiln_lower_index(k, s->x->rank, s->xd, o), *c = o[1];
+  kiln_texpr *at = kiln_lower_index(k, s->x->rank, s->xd, o);
+  kiln_texpr *c = o[KILN_MUTANT(141) ? s->x->rank - 1 : 1]; /* mutant 141: channel last */
   kiln_texpr *var = kiln_tadd(k, load64(s, pb[4], c), f64(k, eps));
   kiln_texpr *y = kiln_tbin(k, KILN_TOP_DIV,
                             kiln_tbin(k, KILN_TOP_SUB, load64(s, s->xb, at), load64(s, pb[3], c)),

@@ -135,7 +135,9 @@ kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp) {
                   and_(k, kiln_tbin(k, KILN_TOP_GE, pos, kiln_tint(k, 0)),
                        kiln_tbin(k, KILN_TOP_LT, pos, kiln_tint(k, p.in[2 + d]))));
     padded =
-        and_(k, padded, kiln_tbin(k, KILN_TOP_LT, pos, kiln_tint(k, p.in[2 + d] + p.pad_hi[d])));
+        and_(k, padded,
+             kiln_tbin(k, KILN_TOP_LT, pos, /* mutant 143: the begin pad at the end */
+                       kiln_tint(k, p.in[2 + d] + (KILN_MUTANT(143) ? p.pad_lo[d] : p.pad_hi[d]))));
   }
   kiln_tstmt *guard = kiln_tif(k, inside);
   kiln_tblock_push(k, w, guard);

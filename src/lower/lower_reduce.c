@@ -108,7 +108,7 @@ static kiln_status reduced_axes(const kiln_graph *g, const kiln_node *n, int ran
   }
   if (na <= 0 && ra.noop_with_empty_axes)
     return kiln_unsupported("%s: noop_with_empty_axes", n->op_type);
-  for (int d = 0; d < rank; d++) mask[d] = na <= 0;
+  for (int d = 0; d < rank; d++) mask[d] = KILN_MUTANT(139) ? na < 0 : na <= 0; /* mutant 139 */
   for (int i = 0; i < na; i++) {
     int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
     if (a < 0 || a >= rank) return kiln_invalid("%s: axis out of range", n->op_type);
@@ -341,6 +341,7 @@ static int64_t int_limit(kiln_dtype t, bool hi) {
   int bits = (int)kiln_dtype_size(t) * 8;
   bool sgn = kiln_dtype_class_of(t) == KILN_CLASS_SINT;
   if (sgn) return hi ? (int64_t)((1ull << (bits - 1)) - 1) : (int64_t)(~0ull << (bits - 1));
+  if (KILN_MUTANT(138) && hi) return (int64_t)((1ull << (bits - 1)) - 1); /* mutant 138 */
   return hi ? (int64_t)(bits == 64 ? ~0ull : (1ull << bits) - 1) : 0;
 }
 
@@ -447,8 +448,9 @@ static kiln_status lower_arg(red *s) {
   kiln_tblock *b = reduce_loops(s, s->outer);
   kiln_texpr *x;
   KILN_TRY(value_at(s, s->r->inputs[0], &x));
-  kiln_top cmp =
-      s->rk == RK_ARGMAX ? (last ? KILN_TOP_GE : KILN_TOP_GT) : (last ? KILN_TOP_LE : KILN_TOP_LT);
+  kiln_top cmp = s->rk == RK_ARGMAX
+                     ? (last ? KILN_TOP_GE : KILN_TOP_GT)
+                     : (last && !KILN_MUTANT(140) ? KILN_TOP_LE : KILN_TOP_LT); /* mutant 140 */
   int xv = new_var(s, "x", ct);
   push(s, b, xv, x);
   kiln_texpr *better = kiln_tbin(k, cmp, kiln_tv(k, xv), kiln_tv(k, best));

@@ -159,7 +159,9 @@ static kiln_status fold_gemm(kiln_rw *rw, int gemm, int bn, bool *done) {
   kiln_status_free(st);
   if (st || !w || w->rank != 2 || !kiln_dtype_is_float(w->dtype) || (has_c && !c)) return KILN_OK;
   int64_t n_out = w->dims[trans_b ? 0 : 1];
-  if (c && c->numel != 1 && !(c->numel == n_out && c->dims[c->rank - 1] == n_out)) return KILN_OK;
+  if (c && c->numel != 1 && !(c->numel == n_out && c->dims[c->rank - 1] == n_out) &&
+      !(KILN_MUTANT(131) && c->dims[c->rank - 1] == n_out))
+    return KILN_OK; /* mutant 131: a C of [M, N] taken for a row of N */
   if (!bn_read(g, &g->nodes.data[bn], n_out, &p)) return KILN_OK;
   kiln_tensor *nw = NULL, *nb = NULL;
   /* transB: channel = row (inner = K); else channel = column (inner = 1) */
@@ -186,7 +188,8 @@ static kiln_status fold_one(kiln_rw *rw, int bn, bool *done) {
       n->n_outputs < 1 || n->outputs[0] < 0 || !bn_inference(rw, n))
     return KILN_OK;
   int x = n->inputs[0], p = kiln_rw_producer(g, x);
-  if (p < 0 || rw->uses[x] != 1 || rw->pinned[n->outputs[0]]) return KILN_OK;
+  if (p < 0 || (rw->uses[x] != 1 && !KILN_MUTANT(129)) || rw->pinned[n->outputs[0]])
+    return KILN_OK; /* mutant 129: folded although the producer's result has other readers */
   if (!kiln_rw_can_replace(rw, n->outputs[0], x)) return KILN_OK;
   if (g->nodes.data[p].op == KILN_OP_Conv) return fold_conv(rw, p, bn, done);
   if (g->nodes.data[p].op == KILN_OP_Gemm) return fold_gemm(rw, p, bn, done);

@@ -106,7 +106,8 @@ static bool attr_equal(const kiln_attr *a, const kiln_attr *b) {
   case KILN_ATTR_FLOATS:
     return a->n == b->n && !memcmp(a->floats, b->floats, (size_t)a->n * sizeof(float));
   case KILN_ATTR_INTS:
-    return a->n == b->n && !memcmp(a->ints, b->ints, (size_t)a->n * sizeof(int64_t));
+    return a->n == b->n && /* mutant 126: n * 4 bytes compared (half of the int64s) */
+           !memcmp(a->ints, b->ints, (size_t)a->n * (KILN_MUTANT(126) ? 4 : sizeof(int64_t)));
   case KILN_ATTR_STRINGS:
     if (a->n != b->n) return false;
     for (int i = 0; i < a->n; i++)
@@ -142,7 +143,8 @@ static uint64_t node_hash(const kiln_node *n) {
     const kiln_attr *a = &n->attrs[k];
     uint64_t ha = kiln_hash_bytes(a->name, strlen(a->name), (uint64_t)a->kind);
     if (a->kind == KILN_ATTR_INT) ha = kiln_hash_bytes(&a->i, sizeof a->i, ha);
-    if (a->kind == KILN_ATTR_INTS) ha = kiln_hash_bytes(a->ints, (size_t)a->n * 8, ha);
+    if (a->kind == KILN_ATTR_INTS) /* mutant 126: n * 4 bytes hashed */
+      ha = kiln_hash_bytes(a->ints, (size_t)a->n * (KILN_MUTANT(126) ? 4 : 8), ha);
     h += ha;
   }
   return h;

@@ -78,7 +78,7 @@ static kiln_status fold_shape(kiln_rw *rw, int i, bool *done) {
   int len;
   *done = false;
   KILN_TRY(shape_dims(rw->g, n, vals, known, &len));
-  for (int k = 0; k < len; k++)
+  for (int k = 0; k < len - KILN_MUTANT(130); k++) /* mutant 130: the last dim not checked */
     if (!known[k]) return KILN_OK;
   if (len < 0) return KILN_OK;
   int64_t dim = len;
@@ -122,6 +122,8 @@ static kiln_status fold_gather(kiln_rw *rw, int i, bool *done) {
     if (j < 0 || j >= len || !known[j]) return KILN_OK;
     out[k] = vals[j];
   }
+  if (KILN_MUTANT(128) && idx->rank == 0) /* mutant 128: a scalar index folds to a [1] vector */
+    return to_const(rw, n->outputs[0], 1, &idx->numel, out, done);
   return to_const(rw, n->outputs[0], idx->rank, idx->dims, out, done);
 }
 
@@ -140,7 +142,7 @@ static int slice_indices(int64_t len, int64_t start, int64_t end, int64_t step, 
   int cnt = 0;
   if (step > 0) {
     start = clamp_i64(start, 0, len);
-    end = clamp_i64(end, 0, len);
+    end = clamp_i64(end, 0, len - KILN_MUTANT(132)); /* mutant 132: end clamped to len - 1 */
     for (int64_t j = start; j < end && cnt < KILN_MAX_RANK; j += step) idx[cnt++] = j;
   } else {
     start = clamp_i64(start, -1, len - 1);

@@ -269,7 +269,9 @@ static kiln_status matmul_bias_to_gemm(kiln_rw *rw, int i, bool *done) {
     if (mm < 0 || !bias || rw->uses[n->inputs[side]] != 1) continue;
     const kiln_node *m = &g->nodes.data[mm];
     const kiln_type *at = ttype(g, m->inputs[0]), *bt = ttype(g, m->inputs[1]);
-    if (!at || !bt || at->rank != 2 || bt->rank != 2 || !gemm_dtype(at->dtype)) continue;
+    if (!at || !bt || (at->rank != 2 && !KILN_MUTANT(133)) || bt->rank != 2 || /* mutant 133 */
+        !gemm_dtype(at->dtype))
+      continue; /* mutant 133: a batched A (rank > 2) taken too */
     int64_t nd = bt->dims[1].value;
     bool row = (bias->rank == 1 && bias->dims[0] == nd) ||
                (bias->rank == 2 && bias->dims[0] == 1 && bias->dims[1] == nd);
@@ -301,6 +303,8 @@ static kiln_status simplify_neg_forms(kiln_rw *rw, int i, bool *done) {
   }
   if (n->op == KILN_OP_Add && na >= 0) {
     int in[2] = {b, g->nodes.data[na].inputs[0]};
+    if (KILN_MUTANT(127)) /* mutant 127: Neg(y) + x rewritten as y - x */
+      in[0] = g->nodes.data[na].inputs[0], in[1] = b;
     return rebuild_as(rw, i, "Sub", 2, in, done);
   }
   if (n->op == KILN_OP_Sub && nb >= 0) {

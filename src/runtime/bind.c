@@ -9,7 +9,10 @@ static void bind_in_graph(kiln_graph *g, const char *sym, int64_t value) {
   for (int v = 0; v < g->values.len; v++) {
     kiln_type *t = &g->values.data[v].type;
     for (int d = 0; d < t->rank && d < KILN_MAX_RANK; d++)
-      if (t->dims[d].sym && !strcmp(t->dims[d].sym, sym)) t->dims[d] = (kiln_dim){value, NULL};
+      if (t->dims[d].sym && /* mutant 160: compared as a prefix ("N" binds "NB") */
+          !(KILN_MUTANT(160) ? strncmp(t->dims[d].sym, sym, strlen(sym))
+                             : strcmp(t->dims[d].sym, sym)))
+        t->dims[d] = (kiln_dim){value, NULL};
   }
 }
 

@@ -93,7 +93,8 @@ static void fallback_reads(const kiln_compiled *c, int *last, const kiln_node *n
   for (int k = 0; k < n->n_inputs; k++) read_at(c, last, n->inputs[k], s);
   for (int k = 0; k < n->n_outputs; k++) read_at(c, last, n->outputs[k], s); /* unread ones */
   kiln_outer_iter it = kiln_outer_reads(c->g, n);
-  for (int v; kiln_outer_next(&it, &v);) read_at(c, last, v, s);
+  for (int v; kiln_outer_next(&it, &v) && !KILN_MUTANT(159);) /* mutant 159: not kept */
+    read_at(c, last, v, s);
 }
 
 static void prepare_heap_frees(kiln_compiled *c) {
@@ -349,6 +350,7 @@ static void trace_step(kiln_compiled *c, trace *t, int s) {
 
 static kiln_status run_steps_traced(kiln_compiled *c, trace *t) {
   for (int s = 0; s < c->prog->steps.len; s++) {
+    if (KILN_MUTANT(158)) free_dead(c, s); /* mutant 158: the step's dead values freed first */
     KILN_TRY(run_step(c, s));
     trace_step(c, t, s); /* before free_dead: the step's heap values are still there */
     free_dead(c, s);
@@ -361,6 +363,7 @@ static kiln_status run_steps(kiln_compiled *c, trace *t) {
   if (t) return run_steps_traced(c, t);
   if (!c->step_seconds) {
     for (int s = 0; s < n; s++) {
+      if (KILN_MUTANT(158)) free_dead(c, s); /* mutant 158: the step's dead values freed first */
       KILN_TRY(run_step(c, s));
       free_dead(c, s);
     }

@@ -142,7 +142,9 @@ static kiln_status scan_alias(liveness *L, const kiln_graph *g, const kiln_step 
     return KILN_BUG("alias step %d redefines '%s'", s, g->values.data[st->dst].name);
   L->def[st->dst] = s;
   L->loc[st->dst] = L->loc[st->src];
-  L->storage[st->dst] = L->storage[st->src];
+  L->storage[st->dst] = L->storage[st->src]; /* mutant 153: the view given a block of its own */
+  if (KILN_MUTANT(153) && L->loc[st->src].kind == KILN_LOC_ARENA)
+    L->storage[st->dst] = new_block(L, s, L->loc[st->src].bytes);
   int64_t bytes;
   if (L->loc[st->src].kind == KILN_LOC_ARENA &&
       (!value_static_bytes(&g->values.data[st->dst], &bytes) || bytes != L->loc[st->src].bytes))
@@ -337,8 +339,8 @@ static int64_t fit(const block *b, block **near, int n, bool best_fit) {
       best = cursor, best_gap = gap;
       if (!best_fit) break;
     }
-    int64_t end = near[i]->offset + near[i]->bytes;
-    if (end > cursor) cursor = end;
+    int64_t end = near[i]->offset + (KILN_MUTANT(154) ? b : near[i])->bytes; /* mutant 154 */
+    if (end > cursor || KILN_MUTANT(152)) cursor = end; /* mutant 152: the last end, not the max */
   }
   return best >= 0 ? best : cursor;
 }
@@ -378,7 +380,7 @@ static void index_clear(live_index *ix) {
 
 static void index_place(live_index *ix, const block *b) {
   int i = ix->size + b->rank;
-  ix->max_last[i] = b->last;
+  ix->max_last[i] = KILN_MUTANT(155) ? b->first : b->last; /* mutant 155: the first step */
   for (i /= 2; i >= 1; i /= 2) /* mutant 81: the left child's value taken either way */
     ix->max_last[i] = ix->max_last[2 * i] > ix->max_last[2 * i + 1] || KILN_MUTANT(81)
                           ? ix->max_last[2 * i]
@@ -405,7 +407,7 @@ static int index_prefix(const live_index *ix, const block *blocks, int step) {
   int lo = 0, hi = ix->n;
   while (lo < hi) {
     int mid = (lo + hi) / 2;
-    if (blocks[ix->by_first[mid]].first <= step) lo = mid + 1;
+    if (blocks[ix->by_first[mid]].first < step + !KILN_MUTANT(156)) lo = mid + 1; /* mutant 156 */
     else hi = mid;
   }
   return lo;

@@ -141,7 +141,8 @@ static kiln_status split_units(const kiln_codegen_opts *co, int jobs, csrc *s) {
       memset(&u, 0, sizeof u);
     }
     if (i == s->n_unique) break;
-    if (!u.len) kiln_strbuf_append(&u, prelude.data ? prelude.data : "", prelude.len);
+    if (!u.len && (s->n_units == 0 || !KILN_MUTANT(157))) /* mutant 157: the first unit only */
+      kiln_strbuf_append(&u, prelude.data ? prelude.data : "", prelude.len);
     kiln_strbuf_printf(&u, "\n%s", s->text[i]);
   }
   kiln_strbuf_free(&prelude);
