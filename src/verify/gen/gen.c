@@ -145,13 +145,14 @@ int64_t gen_dim_extent(const gen *G, const kiln_dim *x) {
 }
 
 int64_t gen_dim_code(const kiln_dim *x) {
-  return x->value >= 0 ? x->value : x->sym && !strcmp(x->sym, "M") ? -2 : -1;
+  return x->value >= 0 ? x->value : !x->sym ? -3 : !strcmp(x->sym, "M") ? -2 : -1;
 }
 
 kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims) {
   kiln_type t = kiln_type_tensor(dt, rank, dims);
   for (int d = 0; d < rank; d++)
-    if (dims[d] < 0) t.dims[d].value = -1, t.dims[d].sym = dims[d] == -2 ? "M" : "N";
+    if (dims[d] < 0)
+      t.dims[d].value = -1, t.dims[d].sym = dims[d] == -3 ? NULL : dims[d] == -2 ? "M" : "N";
   return t;
 }
 
@@ -352,7 +353,8 @@ static bool dom_ok(gen_dom have, gen_dom want) {
 
 static bool val_matches(const gen *G, int i, const gen_want *w) {
   const gen_val *v = &G->vals.data[i];
-  if (v->type.kind != KILN_TYPE_TENSOR || v->type.rank < 0 || v->dyn || v->ranged) return false;
+  if (v->type.kind != KILN_TYPE_TENSOR || v->type.rank < 0 || v->ranged) return false;
+  if (v->dyn && !w->dyn_ok) return false;
   if (!(gen_dt_bit(v->type.dtype) & w->dts)) return false;
   if (v->type.rank < w->rank_min || v->type.rank > w->rank_max) return false;
   if (!dom_ok(v->dom, w->dom)) return false;
@@ -392,8 +394,12 @@ int gen_pick(gen *G, const gen_want *w) {
   bool want_const = !w->no_const && gen_chance(&G->rng, 0.15);
   if (!want_const && !w->static_shape && G->o->symbolic && r >= 1 && gen_chance(&G->srng, 0.3))
     dims[0] = gen_chance(&G->srng, 0.25) ? -2 : -1; /* M now and then, else N */
+  bool unnamed = dims[0] < 0 && w->dyn_ok && gen_chance(&G->srng, 0.3);
+  if (unnamed) dims[0] = -3; /* an input dim with no name: bound from the input alone */
   kiln_type t = gen_tensor_type(dt, r, dims);
-  return want_const ? gen_new_const(G, &t, w->dom) : gen_new_input(G, &t, w->dom);
+  int v = want_const ? gen_new_const(G, &t, w->dom) : gen_new_input(G, &t, w->dom);
+  G->vals.data[v].dyn = unnamed;
+  return v;
 }
 
 static bool dims_bcast(const kiln_dim *a, const kiln_dim *b) { /* a broadcasts into b */

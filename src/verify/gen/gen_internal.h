@@ -116,6 +116,8 @@ typedef struct gen_want {
   double max_mag;    /* 0: any */
   bool empty_ok;     /* the op takes empty tensors (a zero extent): elementwise ops; values
                         with no element match only requests that allow them */
+  bool dyn_ok;       /* the op needs no extent (unary elementwise): values of unknown extents
+                        (dyn) match too, and a new input may get an unnamed dim */
 } gen_want;
 
 /* A value matching w: an existing one (recent ones favoured) or a new graph input or
@@ -144,7 +146,8 @@ int gen_const_i64(gen *G, int n, const int64_t *vals, bool scalar);
 /* A random static shape of rank r with at most max_elems elements (dims >= 1; wider dims in
  * a large graph). */
 void gen_shape(gen *G, int r, int64_t max_elems, int64_t *dims);
-kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims); /* -1: N, -2: M */
+/* dims -1: the symbol N, -2: the symbol M, -3: an unnamed unknown dim */
+kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims);
 
 /* Writes the node `op(in...) {attrs}` with n_out new outputs of domain dom and magnitude
  * bound mag; in[i] < 0 writes `_`. Returns the index of the first output. */
@@ -169,7 +172,7 @@ kiln_dtype gen_dtype(const gen *G, int i);
 int gen_rank(const gen *G, int i);
 /* The extent of a dim: its value, or the extent bound to its symbol (N or M). */
 int64_t gen_dim_extent(const gen *G, const kiln_dim *x);
-/* A dim as gen_tensor_type takes it: its extent, or -1 (N) / -2 (M). */
+/* A dim as gen_tensor_type takes it: its extent, or -1 (N), -2 (M), -3 (unnamed). */
 int64_t gen_dim_code(const kiln_dim *x);
 /* Extent of dim d of value i; symbolic dims give the bound extent (sym_n, sym_m). */
 int64_t gen_dim(const gen *G, int i, int d);

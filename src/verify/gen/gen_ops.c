@@ -14,7 +14,7 @@ static const char *op_name(int op) {
 }
 
 static gen_want want(int dts, int rmin, int rmax, gen_dom dom) {
-  gen_want w = {dts, rmin, rmax, dom, false, false, 0, false};
+  gen_want w = {dts, rmin, rmax, dom, false, false, 0, false, false};
   return w;
 }
 
@@ -116,7 +116,7 @@ static const char *unary_attrs(gen *G, const char *op, char *a, size_t n) {
 static bool b_unary(gen *G, int op) {
   const un_spec *s = find_unary(kiln_gen_ops[op].op);
   gen_want w = want(s->dts, 0, 6, s->in);
-  w.empty_ok = true;
+  w.empty_ok = true, w.dyn_ok = true;
   int x = gen_pick(G, &w);
   if (x < 0) return false;
   char a[96];
@@ -124,7 +124,8 @@ static bool b_unary(gen *G, int op) {
   gen_dom dom = s->out;
   if (!strcmp(s->name, "Relu") && gen_v(G, x)->dom == DOM_POS) dom = DOM_POS;
   if (!strcmp(s->name, "Identity") || !strcmp(s->name, "Sqrt")) dom = gen_v(G, x)->dom;
-  gen_emit(G, s->name, 1, &x, 1, a, dom, out_mag(s->mag, gen_mag(G, x), gen_dtype(G, x)));
+  int y = gen_emit(G, s->name, 1, &x, 1, a, dom, out_mag(s->mag, gen_mag(G, x), gen_dtype(G, x)));
+  G->vals.data[y].dyn = gen_v(G, x)->dyn; /* an unknown extent stays unknown */
   return true;
 }
 
@@ -290,6 +291,7 @@ static bool b_where(gen *G, int op) {
  * an integer is unstable: the input search redraws). */
 static bool b_cast(gen *G, int op) {
   gen_want w = want(DT_ALL, 0, 4, DOM_ANY);
+  w.dyn_ok = true; /* extents unknown to the generator stay unknown */
   int x = gen_pick(G, &w);
   kiln_dtype to = gen_pick_dt(G, DT_ALL);
   char a[64];
@@ -306,12 +308,14 @@ static bool b_cast(gen *G, int op) {
     int64_t d1[1] = {1};
     kiln_type t = kiln_type_tensor(to, 1, d1);
     int in[2] = {x, gen_new_const(G, &t, DOM_ANY)};
-    gen_emit(G, "CastLike", 2, in, 1, "", DOM_ANY, gen_mag(G, x) + 1);
+    int y = gen_emit(G, "CastLike", 2, in, 1, "", DOM_ANY, gen_mag(G, x) + 1);
+    G->vals.data[y].dyn = gen_v(G, x)->dyn;
     return true;
   }
-  gen_emit(G, "Cast", 1, &x, 1, ATTR("to=%d", (int)to),
-           gen_v(G, x)->dom == DOM_POS && kiln_dtype_is_float(to) ? DOM_POS : DOM_ANY,
-           gen_mag(G, x) + 1);
+  int y = gen_emit(G, "Cast", 1, &x, 1, ATTR("to=%d", (int)to),
+                   gen_v(G, x)->dom == DOM_POS && kiln_dtype_is_float(to) ? DOM_POS : DOM_ANY,
+                   gen_mag(G, x) + 1);
+  G->vals.data[y].dyn = gen_v(G, x)->dyn;
   return true;
 }
 

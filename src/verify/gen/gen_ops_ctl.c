@@ -38,7 +38,7 @@ static void branch(gen *G, kiln_strbuf *b, const char *name, int a, int o) {
  * or a Not of a boolean input, and two branches of branch(). */
 bool gen_b_if(gen *G, int op) {
   (void)op;
-  gen_want w = {DT_ALL, 0, 4, DOM_ANY, true, false, 0, false};
+  gen_want w = {DT_ALL, 0, 4, DOM_ANY, true, false, 0, false, false};
   int a = gen_pick(G, &w);
   if (a < 0) return false;
   int o = gen_chance(&G->rng, 0.6) ? gen_pick_type(G, &gen_v(G, a)->type, DOM_ANY) : -1;

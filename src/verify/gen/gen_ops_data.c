@@ -15,7 +15,7 @@ static const char *op_name(int op) {
 }
 
 static int pick_any(gen *G, int rmin, int rmax, bool static_shape) {
-  gen_want w = {DT_ALL, rmin, rmax, DOM_ANY, static_shape, false, 0, false};
+  gen_want w = {DT_ALL, rmin, rmax, DOM_ANY, static_shape, false, 0, false, false};
   return gen_pick(G, &w);
 }
 
@@ -493,7 +493,7 @@ bool gen_b_onehot(gen *G, int op) {
 
 bool gen_b_eyelike(gen *G, int op) {
   (void)op;
-  gen_want w = {DT_NUM, 2, 2, DOM_ANY, true, false, 0, false};
+  gen_want w = {DT_NUM, 2, 2, DOM_ANY, true, false, 0, false, false};
   int x = gen_pick(G, &w);
   if (x < 0) return false;
   char a[48];

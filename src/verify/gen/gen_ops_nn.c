@@ -20,7 +20,7 @@ static int new_value(gen *G, kiln_dtype dt, int rank, const int64_t *dims, gen_d
 }
 
 static int pick_float(gen *G, int rmin, int rmax, bool static_shape) {
-  gen_want w = {DT_FLOAT, rmin, rmax, DOM_ANY, static_shape, false, 0, false};
+  gen_want w = {DT_FLOAT, rmin, rmax, DOM_ANY, static_shape, false, 0, false, false};
   return gen_pick(G, &w);
 }
 
@@ -155,7 +155,7 @@ bool gen_b_conv(gen *G, int op) {
                : sd == 2 ? 8
                          : 4;
   int x = -1;
-  gen_want w = {DT_FLOAT, 3, 5, DOM_ANY, false, false, 0, false};
+  gen_want w = {DT_FLOAT, 3, 5, DOM_ANY, false, false, 0, false, false};
   if (gen_chance(&G->rng, 0.5)) x = gen_pick(G, &w);
   if (x < 0 || gen_rank(G, x) < 3) {
     int64_t dims[5] = {n, c};

@@ -39,7 +39,7 @@ static bool is_float(const gen *G, int v) {
 /* An inner value of the set dts and rank range: an existing node output, or a cheap unary
  * op of a picked value. */
 static int source(gen *G, int dts, int rmin, int rmax) {
-  gen_want w = {dts, rmin, rmax, DOM_ANY, false, true, 0, false};
+  gen_want w = {dts, rmin, rmax, DOM_ANY, false, true, 0, false, false};
   int x = gen_pick(G, &w);
   if (x < 0 || !(gen_v(G, x)->is_input || gen_v(G, x)->is_const) || gen_chance(&G->rng, 0.15))
     return x;
