@@ -57,6 +57,7 @@ static bool has_kind(const kiln_tensor *t, int64_t i, gen_dom dom, int k) {
       return x >= lo && x <= hi && llabs((long long)x) >= (hi < 1000 ? hi / 4 : 100);
     case KILN_GEN_EDGE_INT_EXTREME: return x <= lo + 1 || x >= hi - 1;
     case KILN_GEN_EDGE_UINT_WRAP: return ux == 0 || ux == 1 || ux == top || ux >= umax - 1;
+    case KILN_GEN_EDGE_ZERO: return x == 0;
     default: return false;
     }
   }
@@ -72,7 +73,8 @@ static bool has_kind(const kiln_tensor *t, int64_t i, gen_dom dom, int k) {
   case KILN_GEN_EDGE_NEGZERO: return x == 0 && signbit(x);
   case KILN_GEN_EDGE_NONFINITE: return !isfinite(x);
   case KILN_GEN_EDGE_HALF: return ax - floor(ax) == 0.5;
-  case KILN_GEN_EDGE_NARROW: return ax >= 126.5;
+  case KILN_GEN_EDGE_NARROW: return ax >= 126.5 || (ax > 0 && ax < 0x1p-14);
+  case KILN_GEN_EDGE_ZERO: return x == 0 && !signbit(x);
   default: return false;
   }
 }

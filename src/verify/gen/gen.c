@@ -141,18 +141,18 @@ double gen_mag(const gen *G, int i) {
 
 int64_t gen_dim_extent(const gen *G, const kiln_dim *x) {
   if (x->value >= 0) return x->value;
-  return x->sym && !strcmp(x->sym, "M") ? G->sym_m : G->sym_n;
+  return x->sym && !strcmp(x->sym, GEN_SYM2) ? G->sym_m : G->sym_n;
 }
 
 int64_t gen_dim_code(const kiln_dim *x) {
-  return x->value >= 0 ? x->value : !x->sym ? -3 : !strcmp(x->sym, "M") ? -2 : -1;
+  return x->value >= 0 ? x->value : !x->sym ? -3 : !strcmp(x->sym, GEN_SYM2) ? -2 : -1;
 }
 
 kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims) {
   kiln_type t = kiln_type_tensor(dt, rank, dims);
   for (int d = 0; d < rank; d++)
     if (dims[d] < 0)
-      t.dims[d].value = -1, t.dims[d].sym = dims[d] == -3 ? NULL : dims[d] == -2 ? "M" : "N";
+      t.dims[d].value = -1, t.dims[d].sym = dims[d] == -3 ? NULL : dims[d] == -2 ? GEN_SYM2 : "N";
   return t;
 }
 
@@ -393,7 +393,7 @@ int gen_pick(gen *G, const gen_want *w) {
   if (w->empty_ok && r >= 1 && gen_chance(&G->srng, 0.04)) dims[gen_int(&G->srng, 0, r - 1)] = 0;
   bool want_const = !w->no_const && gen_chance(&G->rng, 0.15);
   if (!want_const && !w->static_shape && G->o->symbolic && r >= 1 && gen_chance(&G->srng, 0.3))
-    dims[0] = gen_chance(&G->srng, 0.25) ? -2 : -1; /* M now and then, else N */
+    dims[0] = gen_chance(&G->srng, 0.25) ? -2 : -1; /* N2 now and then, else N */
   bool unnamed = dims[0] < 0 && w->dyn_ok && gen_chance(&G->srng, 0.3);
   if (unnamed) dims[0] = -3; /* an input dim with no name: bound from the input alone */
   kiln_type t = gen_tensor_type(dt, r, dims);
@@ -505,7 +505,7 @@ static bool type_usable(const gen *G, const kiln_type *t, bool dyn) {
   int64_t n = 1;
   for (int d = 0; d < t->rank; d++) {
     const kiln_dim *x = &t->dims[d];
-    bool named = x->sym && (!strcmp(x->sym, "N") || !strcmp(x->sym, "M"));
+    bool named = x->sym && (!strcmp(x->sym, "N") || !strcmp(x->sym, GEN_SYM2));
     if (x->value < 0 && !dyn && !named) return false;
     n *= gen_dim_extent(G, x);
   }
@@ -555,7 +555,9 @@ static bool accept_from(gen *G, int from, bool settle) {
     v->type = g->values.data[id].type;
     for (int d = 0; d < v->type.rank; d++) /* the symbol outlives this parse of the graph */
       if (v->type.dims[d].sym)
-        v->type.dims[d].sym = v->dyn ? NULL : !strcmp(v->type.dims[d].sym, "M") ? "M" : "N";
+        v->type.dims[d].sym = v->dyn                                   ? NULL
+                              : !strcmp(v->type.dims[d].sym, GEN_SYM2) ? GEN_SYM2
+                                                                       : "N";
     if (kiln_dtype_is_int(v->type.dtype) && !(v->mag <= INT_MAG_LIMIT)) {
       kiln_graph_free(g);
       return false;

@@ -147,6 +147,8 @@ typedef enum kiln_gen_edge {
   KILN_GEN_EDGE_NONFINITE,   /* NaN, +Inf, -Inf (floats of unconstrained inputs): ONNX defines
                                 how most ops propagate them; the reference is compared exactly */
   KILN_GEN_EDGE_HALF,        /* halves k + 0.5: Round's ties to even, truncating casts */
+  KILN_GEN_EDGE_ZERO,        /* exact zeros (+0.0, 0): a row or a whole input of them divides by
+                                its own norm, its max is 0 ... */
   KILN_GEN_EDGE_NARROW,      /* floats at the limits of narrower dtypes (65504 and the f16
                                 rounding threshold 65520, 2^31, 2^32, 2^63, 2^64, 127, 255 ...):
                                 casts that saturate, wrap or round to infinity */

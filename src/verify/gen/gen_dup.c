@@ -59,6 +59,24 @@ static bool change_value(gen *G, const char *op, const char *s, const char *e, k
     return true;
   }
   char *endp;
+  if (val[0] == '[' && !strcmp(name, "perm")) { /* a permutation: two entries swapped */
+    long long v[KILN_MAX_RANK];
+    int n = 0;
+    for (char *p = val + 1; *p && *p != ']' && n < KILN_MAX_RANK; n++) {
+      v[n] = strtoll(p, &endp, 10);
+      if (endp == p) return false;
+      p = endp + (*endp == ',');
+    }
+    if (n < 2) return false;
+    int i = gen_attr_int(G, 0, n - 1), j = gen_attr_int(G, 0, n - 2);
+    j += j >= i;
+    long long t = v[i];
+    v[i] = v[j], v[j] = t;
+    kiln_strbuf_printf(b, "%s=[", name);
+    for (int k = 0; k < n; k++) kiln_strbuf_printf(b, "%s%lld", k ? "," : "", v[k]);
+    kiln_strbuf_printf(b, "]");
+    return true;
+  }
   if (val[0] == '[') { /* a list: one element moved by one */
     int n = 1;
     for (char *p = val; *p; p++) n += *p == ',';

@@ -7,6 +7,10 @@
 
 #include "gen.h"
 
+/* The second dim symbol of generated graphs: "N" is its prefix, so that binding must match
+ * symbol names whole. */
+#define GEN_SYM2 "N2"
+
 /* ---- random numbers: xoshiro256** seeded by splitmix64 ---- */
 typedef struct gen_rng {
   uint64_t s[4];
@@ -80,7 +84,7 @@ typedef struct gen {
   const kiln_gen_opts *o;
   int opset;
   int64_t sym_n;    /* the extent bound to symbol "N" */
-  int64_t sym_m;    /* the extent bound to symbol "M" (fewer inputs take it) */
+  int64_t sym_m;    /* the extent bound to symbol GEN_SYM2 (fewer inputs take it) */
   kiln_dtype theme; /* graph-level: the dtype most values take where an op allows it (real
                        models are mostly of one dtype), KILN_UNDEFINED: none */
   int scale;        /* graph-level: 1, or 64 for a large graph (value and new-input limits
@@ -133,7 +137,7 @@ int gen_pick_bcast(gen *G, int like, gen_dom dom, kiln_dtype dt);
 int gen_pick_mutual(gen *G, int like, gen_dom dom, kiln_dtype dt);
 /* An existing value of exactly this type (dims and symbols) or a new input/constant. */
 int gen_pick_type(gen *G, const kiln_type *t, gen_dom dom);
-/* New graph input / constant of a given type (dims may carry the symbol "N" or "M"). */
+/* New graph input / constant of a given type (dims may carry the symbol "N" or GEN_SYM2). */
 int gen_new_input(gen *G, const kiln_type *t, gen_dom dom);
 int gen_new_const(gen *G, const kiln_type *t, gen_dom dom);
 /* A new integer graph input of type t whose elements are drawn in [lo, hi] (indices or an
@@ -146,7 +150,7 @@ int gen_const_i64(gen *G, int n, const int64_t *vals, bool scalar);
 /* A random static shape of rank r with at most max_elems elements (dims >= 1; wider dims in
  * a large graph). */
 void gen_shape(gen *G, int r, int64_t max_elems, int64_t *dims);
-/* dims -1: the symbol N, -2: the symbol M, -3: an unnamed unknown dim */
+/* dims -1: the symbol N, -2: the symbol N2, -3: an unnamed unknown dim */
 kiln_type gen_tensor_type(kiln_dtype dt, int rank, const int64_t *dims);
 
 /* Writes the node `op(in...) {attrs}` with n_out new outputs of domain dom and magnitude
@@ -170,9 +174,9 @@ bool gen_settle(gen *G);
 const gen_val *gen_v(const gen *G, int i);
 kiln_dtype gen_dtype(const gen *G, int i);
 int gen_rank(const gen *G, int i);
-/* The extent of a dim: its value, or the extent bound to its symbol (N or M). */
+/* The extent of a dim: its value, or the extent bound to its symbol (N or N2). */
 int64_t gen_dim_extent(const gen *G, const kiln_dim *x);
-/* A dim as gen_tensor_type takes it: its extent, or -1 (N), -2 (M), -3 (unnamed). */
+/* A dim as gen_tensor_type takes it: its extent, or -1 (N), -2 (N2), -3 (unnamed). */
 int64_t gen_dim_code(const kiln_dim *x);
 /* Extent of dim d of value i; symbolic dims give the bound extent (sym_n, sym_m). */
 int64_t gen_dim(const gen *G, int i, int d);

@@ -356,6 +356,8 @@ static bool b_reduce(gen *G, int op) {
   if (all) {
     if (n > 0) n = r;
     for (int d = 0; d < n; d++) axes[d] = d;
+    if (as_input && gen_chance(&G->rng, 0.5)) /* an empty axes input: the same as none */
+      in[1] = gen_const_i64(G, 0, axes, false);
   } else if (as_input && n > 0 && gen_chance(&G->rng, 0.9))
     in[1] = gen_const_i64(G, n, axes, false);
   else if (!as_input && gen_chance(&G->rng, 0.9)) {

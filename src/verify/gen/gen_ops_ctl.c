@@ -34,14 +34,36 @@ static void branch(gen *G, kiln_strbuf *b, const char *name, int a, int o) {
   kiln_strbuf_printf(b, "    return %%%s\n  }", ret);
 }
 
+/* Half the time, a value computed by a node before the latest one (kernels run between it
+ * and the If, so its storage must outlive them), or one of unknown extents (NonZero's: on the
+ * heap); -1 when there is none. */
+static int older_kernel_value(gen *G) {
+  if (!gen_chance(&G->rng, 0.5)) return -1;
+  int cand[256], n = 0, dyn[64], nd = 0;
+  for (int i = 0; i + 1 < G->vals.len && n < 256; i++) {
+    const gen_val *v = &G->vals.data[i];
+    if (v->is_input || v->is_const || v->ranged || v->type.kind != KILN_TYPE_TENSOR ||
+        v->type.rank < 0 || !gen_dt_bit(v->type.dtype))
+      continue;
+    if (v->dyn && nd < 64) dyn[nd++] = i;
+    else if (!v->dyn && kiln_type_is_static(&v->type)) cand[n++] = i;
+  }
+  if (nd > 0 && gen_chance(&G->rng, 0.4)) return dyn[gen_int(&G->rng, 0, nd - 1)];
+  return n > 0 ? cand[gen_int(&G->rng, 0, n - 1)] : -1;
+}
+
 /* If(cond) with a condition that is a graph input, a constant (a pass may pick its branch)
  * or a Not of a boolean input, and two branches of branch(). */
 bool gen_b_if(gen *G, int op) {
   (void)op;
-  gen_want w = {DT_ALL, 0, 4, DOM_ANY, true, false, 0, false, false};
-  int a = gen_pick(G, &w);
+  int a = older_kernel_value(G);
+  if (a < 0) {
+    gen_want w = {DT_ALL, 0, 4, DOM_ANY, true, false, 0, false, false};
+    a = gen_pick(G, &w);
+  }
   if (a < 0) return false;
-  int o = gen_chance(&G->rng, 0.6) ? gen_pick_type(G, &gen_v(G, a)->type, DOM_ANY) : -1;
+  bool dyn = gen_v(G, a)->dyn;
+  int o = !dyn && gen_chance(&G->rng, 0.6) ? gen_pick_type(G, &gen_v(G, a)->type, DOM_ANY) : -1;
   if (o == a) o = -1;
   kiln_type bt = kiln_type_tensor(KILN_BOOL, 0, NULL);
   int c, form = gen_int(&G->rng, 0, 5);
@@ -55,7 +77,8 @@ bool gen_b_if(gen *G, int op) {
   kiln_strbuf_printf(&at, ", ");
   branch(G, &at, "then_branch", a, o);
   double mag = gen_mag(G, a) + (o >= 0 ? gen_mag(G, o) : 0);
-  gen_emit(G, "If", 1, &c, 1, at.data, DOM_ANY, mag);
+  int y = gen_emit(G, "If", 1, &c, 1, at.data, DOM_ANY, mag);
+  G->vals.data[y].dyn = dyn;
   kiln_strbuf_free(&at);
   return true;
 }

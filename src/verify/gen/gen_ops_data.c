@@ -505,13 +505,15 @@ bool gen_b_eyelike(gen *G, int op) {
 }
 
 bool gen_b_shape(gen *G, int op) {
-  int x = pick_any(G, 0, 4, false);
+  gen_want w = {DT_ALL, 0, 4, DOM_ANY, false, false, 0, false, true}; /* extents unknown too */
+  int x = gen_pick(G, &w);
   if (x < 0) return false;
   char a[32] = "";
   int r = gen_rank(G, x);
   if (!strcmp(op_name(op), "Shape") && G->opset >= 15 && r > 0 && gen_chance(&G->rng, 0.3))
     ATTR("start=%d", gen_attr_int(G, -r, r - 1));
-  gen_emit(G, op_name(op), 1, &x, 1, a, DOM_NONNEG, (double)numel(G, x));
+  double mag = gen_v(G, x)->dyn ? 4096.0 * 64 * G->scale : (double)numel(G, x);
+  gen_emit(G, op_name(op), 1, &x, 1, a, DOM_NONNEG, mag);
   return true;
 }
 

@@ -13,7 +13,7 @@
 
 static const char *const edge_names[KILN_GEN_EDGE_COUNT] = {
     "large",     "exp_over", "limit",     "denormal", "negzero", "int_extreme",
-    "uint_wrap", "tie",      "nonfinite", "half",     "narrow",
+    "uint_wrap", "tie",      "nonfinite", "half",     "zero",    "narrow",
 };
 
 const char *kiln_gen_edge_name(int kind) {
@@ -40,14 +40,14 @@ static unsigned float_kinds(gen_dom dom) {
   switch (dom) {
   case DOM_ANY:
     return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT) | EB(DENORMAL) | EB(NEGZERO) | EB(NONFINITE) |
-           EB(HALF) | EB(NARROW);
+           EB(HALF) | EB(NARROW) | EB(ZERO);
   case DOM_NONNEG:
     return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT) | EB(DENORMAL) | EB(NEGZERO) | EB(HALF) |
-           EB(NARROW);
+           EB(NARROW) | EB(ZERO);
   case DOM_POS:
   case DOM_NONZERO:
     return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT) | EB(DENORMAL) | EB(HALF) | EB(NARROW);
-  case DOM_UNIT: return EB(LIMIT) | EB(DENORMAL) | EB(NEGZERO);
+  case DOM_UNIT: return EB(LIMIT) | EB(DENORMAL) | EB(NEGZERO) | EB(ZERO);
   case DOM_GE1: return EB(LARGE) | EB(EXP_OVER) | EB(LIMIT);
   case DOM_COUNT: break;
   }
@@ -56,8 +56,9 @@ static unsigned float_kinds(gen_dom dom) {
 
 unsigned gen_edge_kinds(kiln_dtype dt, gen_dom dom) {
   if (is_gen_float(dt)) return float_kinds(dom) | EB(TIE);
-  if (is_signed_int(dt)) return EB(LARGE) | EB(INT_EXTREME) | EB(TIE);
-  if (is_unsigned_int(dt)) return EB(UINT_WRAP) | EB(TIE);
+  bool z = dom == DOM_ANY || dom == DOM_NONNEG; /* domains that hold 0 */
+  if (is_signed_int(dt)) return EB(LARGE) | EB(INT_EXTREME) | EB(TIE) | (z ? EB(ZERO) : 0);
+  if (is_unsigned_int(dt)) return EB(UINT_WRAP) | EB(TIE) | (z ? EB(ZERO) : 0);
   return 0; /* bool, and dtypes the generator does not make */
 }
 
@@ -102,14 +103,23 @@ static double unit(kiln_dtype dt) {
 }
 
 /* A limit of a narrower dtype that dt holds (f16: the integer ones up to 65504), moved by
- * one now and then: what a Cast to that dtype must saturate, wrap or round. */
+ * 0.5 now and then (the large ones by a small integer in f64: exact there, not in f32), or, for
+ * f32 and f64, a value in f16's or bf16's subnormal range: what a Cast to that dtype must
+ * saturate, wrap or round. */
 static double narrow_limit(gen_rng *r, kiln_dtype dt) {
+  if ((dt == KILN_F32 || dt == KILN_F64) && gen_chance(r, 0.3)) {
+    /* f16's subnormals (the top binade half the time) or bf16's: random mantissas */
+    double lo = gen_chance(r, 0.7) ? (gen_chance(r, 0.5) ? 0x1p-15 : 0x1p-24) : 0x1p-133;
+    double hi = lo == 0x1p-133 ? 0x1p-126 : 0x1p-14;
+    return lo + (hi - lo) * gen_unif(r);
+  }
   static const double lim[] = {
       127,   128,    255,    256,    32767, 32768, 65504, 65535, 65519.99609375,
       65520, 0x1p31, 0x1p32, 0x1p63, 0x1p64};
   int n = dt == KILN_F16 ? 7 : (int)(sizeof lim / sizeof lim[0]); /* f16: up to 65504 */
   double m = lim[gen_int(r, 0, n - 1)];
   if (m < 65504 && gen_chance(r, 0.3)) m += gen_chance(r, 0.5) ? 0.5 : -0.5;
+  else if (m >= 0x1p31 && dt == KILN_F64 && gen_chance(r, 0.5)) m += gen_int(r, -3, 3);
   return m;
 }
 
@@ -132,6 +142,7 @@ static double float_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
     return w == 0 ? NAN : w == 1 ? INFINITY : -INFINITY;
   }
   case KILN_GEN_EDGE_HALF: m = gen_int(r, 0, 6) + 0.5; break;
+  case KILN_GEN_EDGE_ZERO: return 0.0;
   case KILN_GEN_EDGE_NARROW: m = narrow_limit(r, dt); break;
   default: return -0.0; /* NEGZERO */
   }
@@ -161,6 +172,7 @@ static int64_t int_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
     return (int64_t)u[gen_int(r, dom == DOM_POS || dom == DOM_NONZERO ? 1 : 0, 4)];
   }
   if (k == KILN_GEN_EDGE_INT_EXTREME) return int_extreme(r, dt, dom);
+  if (k == KILN_GEN_EDGE_ZERO) return 0;
   int64_t lo, hi;
   int_range(dt, &lo, &hi);
   int64_t m = (int64_t)log_unif(r, hi < 1000 ? hi / 4 : 100, hi < 1e6 ? (double)hi : 1e6);
