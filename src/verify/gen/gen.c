@@ -652,7 +652,7 @@ static int choose_outputs(gen *G, int *outs) {
     }
     if (v->dead) continue;
     int id = kiln_graph_find(g, v->name);
-    bool sink = id >= 0 && !read[id];
+    bool sink = id >= 0 && !read[id] && !v->sub_read;
     if (v->keep || (sink ? !gen_chance(&G->frng, 0.2) : gen_chance(&G->frng, 0.08)))
       outs[n_out++] = i;
   }

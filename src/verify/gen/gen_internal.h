@@ -64,6 +64,7 @@ typedef struct gen_val {
   int uses;
   bool dead;        /* never a graph output (an output of a multi-output node left unused) */
   bool keep;        /* always a graph output, read by nodes or not */
+  bool sub_read;    /* read by a subgraph (an If's branch): not a sink, though no node input */
   bool dyn;         /* dims that depend on the data (NonZero): never picked as an operand; only the
                        builder that made it reads it */
   bool ranged;      /* an integer graph input that holds indices or axes: drawn uniformly in */

@@ -77,6 +77,8 @@ bool gen_b_if(gen *G, int op) {
   kiln_strbuf_printf(&at, ", ");
   branch(G, &at, "then_branch", a, o);
   double mag = gen_mag(G, a) + (o >= 0 ? gen_mag(G, o) : 0);
+  G->vals.data[a].sub_read = true; /* so that it is not made a graph output as a sink is */
+  if (o >= 0) G->vals.data[o].sub_read = true;
   int y = gen_emit(G, "If", 1, &c, 1, at.data, DOM_ANY, mag);
   G->vals.data[y].dyn = dyn;
   kiln_strbuf_free(&at);

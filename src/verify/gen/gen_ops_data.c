@@ -534,20 +534,37 @@ bool gen_b_cos(gen *G, int op) {
   return true;
 }
 
-/* Shape -> Gather -> Concat -> Reshape: the chain exporters write for a symbolic batch
- * (shapefold, constfold). */
+/* Shape -> Gather or Slice -> Concat -> Reshape: the chain exporters write for a symbolic batch
+ * (shapefold, constfold), on any value, one of unknown extents too (whose Shape cannot fold
+ * whole). The dims kept are the first (Gather of index 0 or -rank, as a scalar then Unsqueezed,
+ * or as a vector) or the first k + 1 (Slice of the shape), then -1. */
 bool gen_b_shapechain(gen *G, int op) {
   (void)op;
-  int x = pick_any(G, 2, 4, false);
+  gen_want w = {DT_ALL, 2, 4, DOM_ANY, false, false, 0, false, true};
+  int x = gen_pick(G, &w);
   if (x < 0) return false;
-  int s = gen_emit(G, "Shape", 1, &x, 1, "", DOM_NONNEG, 64);
-  int64_t zero = 0, minus1 = -1;
-  int gi[2] = {s, gen_const_i64(G, 1, &zero, false)};
-  int g = gen_emit(G, "Gather", 2, gi, 1, "axis=0", DOM_NONNEG, 64);
+  int r = gen_rank(G, x), form = gen_int(&G->rng, 0, 2);
+  double m = 4096.0 * 64 * G->scale; /* an extent bound */
+  int s = gen_emit(G, "Shape", 1, &x, 1, "", DOM_NONNEG, m), g;
+  int64_t first = gen_chance(&G->rng, 0.5) ? 0 : -r, minus1 = -1, zero = 0;
+  if (form == 0) { /* a scalar index, Unsqueezed back to a vector */
+    int gi[2] = {s, gen_const_i64(G, 1, &first, true)};
+    int sc = gen_emit(G, "Gather", 2, gi, 1, "axis=0", DOM_NONNEG, m);
+    int ui[2] = {sc, gen_const_i64(G, 1, &zero, false)};
+    g = gen_emit(G, "Unsqueeze", 2, ui, 1, "", DOM_NONNEG, m);
+  } else if (form == 1) {
+    int gi[2] = {s, gen_const_i64(G, 1, &first, false)};
+    g = gen_emit(G, "Gather", 2, gi, 1, "axis=0", DOM_NONNEG, m);
+  } else { /* the first k + 1 dims; the end in either form */
+    int64_t k = gen_int(&G->rng, 0, r - 2), end = gen_chance(&G->rng, 0.5) ? k + 1 : k + 1 - r;
+    int si[3] = {s, gen_const_i64(G, 1, &zero, false), gen_const_i64(G, 1, &end, false)};
+    g = gen_emit(G, "Slice", 3, si, 1, "", DOM_NONNEG, m);
+  }
   int ci[2] = {g, gen_const_i64(G, 1, &minus1, false)};
-  int c = gen_emit(G, "Concat", 2, ci, 1, "axis=0", DOM_ANY, 64);
+  int c = gen_emit(G, "Concat", 2, ci, 1, "axis=0", DOM_ANY, m);
   int ri[2] = {x, c};
   emit_like(G, "Reshape", 2, ri, "", x);
+  G->vals.data[G->vals.len - 1].dyn = gen_v(G, x)->dyn;
   return true;
 }
 
