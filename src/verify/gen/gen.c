@@ -394,7 +394,7 @@ int gen_pick(gen *G, const gen_want *w) {
   bool want_const = !w->no_const && gen_chance(&G->rng, 0.15);
   if (!want_const && !w->static_shape && G->o->symbolic && r >= 1 && gen_chance(&G->srng, 0.3))
     dims[0] = gen_chance(&G->srng, 0.25) ? -2 : -1; /* N2 now and then, else N */
-  bool unnamed = dims[0] < 0 && w->dyn_ok && gen_chance(&G->srng, 0.3);
+  bool unnamed = r >= 1 && dims[0] < 0 && w->dyn_ok && gen_chance(&G->srng, 0.3);
   if (unnamed) dims[0] = -3; /* an input dim with no name: bound from the input alone */
   kiln_type t = gen_tensor_type(dt, r, dims);
   int v = want_const ? gen_new_const(G, &t, w->dom) : gen_new_input(G, &t, w->dom);
@@ -457,7 +457,7 @@ int gen_pick_mutual(gen *G, int like, gen_dom dom, kiln_dtype dt) {
     else dims[lead + d] = gen_chance(&G->rng, 0.5) ? 1 : gen_dim_code(x);
     out *= dims[lead + d] > 1 ? dims[lead + d] : e;
   }
-  if (out > 4096 * G->scale) return gen_pick_bcast(G, like, dom, dt);
+  if (out > MAX_ELEMS * G->scale) return gen_pick_bcast(G, like, dom, dt);
   bool sym = false;
   for (int d = 0; d < r; d++) sym = sym || dims[d] < 0;
   kiln_type t = gen_tensor_type(dt, r, dims);

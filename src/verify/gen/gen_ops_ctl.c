@@ -63,7 +63,8 @@ bool gen_b_if(gen *G, int op) {
   }
   if (a < 0) return false;
   bool dyn = gen_v(G, a)->dyn;
-  int o = !dyn && gen_chance(&G->rng, 0.6) ? gen_pick_type(G, &gen_v(G, a)->type, DOM_ANY) : -1;
+  kiln_type at = gen_v(G, a)->type; /* a copy: picking may grow (move) the values */
+  int o = !dyn && gen_chance(&G->rng, 0.6) ? gen_pick_type(G, &at, DOM_ANY) : -1;
   if (o == a) o = -1;
   kiln_type bt = kiln_type_tensor(KILN_BOOL, 0, NULL);
   int c, form = gen_int(&G->rng, 0, 5);
@@ -72,15 +73,15 @@ bool gen_b_if(gen *G, int op) {
     int x = gen_new_input(G, &bt, DOM_ANY);
     c = gen_emit(G, "Not", 1, &x, 1, "", DOM_ANY, 1);
   } else c = gen_new_input(G, &bt, DOM_ANY);
-  kiln_strbuf at = {0};
-  branch(G, &at, "else_branch", a, o);
-  kiln_strbuf_printf(&at, ", ");
-  branch(G, &at, "then_branch", a, o);
+  kiln_strbuf text = {0};
+  branch(G, &text, "else_branch", a, o);
+  kiln_strbuf_printf(&text, ", ");
+  branch(G, &text, "then_branch", a, o);
   double mag = gen_mag(G, a) + (o >= 0 ? gen_mag(G, o) : 0);
   G->vals.data[a].sub_read = true; /* so that it is not made a graph output as a sink is */
   if (o >= 0) G->vals.data[o].sub_read = true;
-  int y = gen_emit(G, "If", 1, &c, 1, at.data, DOM_ANY, mag);
+  int y = gen_emit(G, "If", 1, &c, 1, text.data, DOM_ANY, mag);
   G->vals.data[y].dyn = dyn;
-  kiln_strbuf_free(&at);
+  kiln_strbuf_free(&text);
   return true;
 }

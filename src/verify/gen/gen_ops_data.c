@@ -580,7 +580,8 @@ bool gen_b_nonzero(gen *G, int op) {
   if (kiln_dtype_is_float(gen_dtype(G, x)) && !gen_v(G, x)->is_input && !gen_v(G, x)->is_const)
     return false;
   int r = gen_rank(G, x);
-  double m = 4096.0 * G->scale; /* an index bound */
+  double m = 1, cnt = (double)numel(G, x); /* m: an index bound; cnt: the count's */
+  for (int d = 0; d < r; d++) m = fmax(m, (double)gen_dim(G, x, d));
   int y = gen_emit(G, "NonZero", 1, &x, 1, "", DOM_NONNEG, m);
   G->vals.data[y].dyn = true;
   int reader = gen_int(&G->rng, 0, 4);
@@ -594,7 +595,7 @@ bool gen_b_nonzero(gen *G, int op) {
   else {
     int64_t ax[1] = {1};
     in[1] = gen_const_i64(G, 1, ax, false);
-    z = gen_emit(G, "ReduceSum", 2, in, 1, "keepdims=0", DOM_NONNEG, m * m * r);
+    z = gen_emit(G, "ReduceSum", 2, in, 1, "keepdims=0", DOM_NONNEG, m * cnt);
     return true; /* [r]: static */
   }
   G->vals.data[z].dyn = true;
