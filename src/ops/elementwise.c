@@ -67,15 +67,34 @@ static kiln_status infer_bool(kiln_infer_ctx *ctx) {
   return infer_like0(ctx, KILN_BOOL);
 }
 
+/* Inputs from..to-1 share one type variable T: a known dtype that differs from input from's
+ * is invalid (Sub(f64, f16) had been typed and failed only in the reference kernel). */
+static kiln_status same_dtype(const kiln_infer_ctx *ctx, int from, int to) {
+  for (int i = from + 1; i < to && i < ctx->n_in; i++) {
+    if (!tensor_in(ctx, from) || !tensor_in(ctx, i)) continue;
+    kiln_dtype a = ctx->in[from]->dtype, b = ctx->in[i]->dtype;
+    if (a && b && a != b) {
+      char lb[200];
+      return kiln_invalid("%s: input %d has type %s, input %d has %s (they share one type)",
+                          kiln_node_label(ctx->node, lb, sizeof lb), i, kiln_dtype_name(b), from,
+                          kiln_dtype_name(a));
+    }
+  }
+  return KILN_OK;
+}
+
 static kiln_status infer_bcast_same(kiln_infer_ctx *ctx) {
+  if (ctx->node->op != KILN_OP_Pow) KILN_TRY(same_dtype(ctx, 0, ctx->n_in)); /* Pow: T, T1 */
   return tensor_in(ctx, 0) ? infer_bcast(ctx, ctx->in[0]->dtype) : KILN_OK;
 }
 
 static kiln_status infer_bcast_bool(kiln_infer_ctx *ctx) {
+  KILN_TRY(same_dtype(ctx, 0, ctx->n_in));
   return infer_bcast(ctx, KILN_BOOL);
 }
 
 static kiln_status infer_where(kiln_infer_ctx *ctx) {
+  KILN_TRY(same_dtype(ctx, 1, 3));
   return tensor_in(ctx, 1) ? infer_bcast(ctx, ctx->in[1]->dtype) : KILN_OK;
 }
 

@@ -183,6 +183,12 @@ static void test_invalid_attributes_rejected(void) {
      the two broadcast to [2,3] both ways */
   check_rejected("f32[1,3]", "  %s = const f32[2,1] [0.5, 0.5]\n", "PRelu(%x, %s)");
   check_rejected("f32[3]", "  %s = const f32[2,3] [1, 1, 1, 1, 1, 1]\n", "PRelu(%x, %s)");
+  /* operands of one type variable with different dtypes */
+  check_rejected("f32[3]", "  %h = const f16[3] [1, 1, 1]\n", "Sub(%x, %h)");
+  check_rejected("f32[3]", "  %h = const f64[3] [1, 1, 1]\n", "Greater(%x, %h)");
+  check_rejected("f32[3]",
+                 "  %c = const bool[3] [true, false, true]\n  %h = const f16[3] [1, 1, 1]\n",
+                 "Where(%c, %x, %h)");
 }
 
 /* Valid attributes at the edges of their ranges pass inference. */

@@ -448,7 +448,8 @@ double kiln_bnd_inter_err(const bnd_node *b, int k, double inter, double err) {
 /* Ops whose result on a NaN or an infinity ONNX leaves open or a correct kernel may compute
  * another way: which index a NaN takes in an order (ArgMax, TopK, Hardmax), whether a max over
  * a window or axes skips a NaN (the reference does, a kernel may not), rows whose max or
- * mean is infinite (Softmax, the row normalizations: inf - inf in one formula, not in another)
+ * mean is infinite (Softmax, the row normalizations: inf - inf in one formula, not in another),
+ * Conv's padding (0 * inf where a kernel multiplies it)
  * and casts to integers. Elementwise arithmetic, Max and Min, comparisons, movement and sums
  * propagate them one way (a NaN stays NaN), and the reference is compared exactly. */
 static bool nonfinite_open(const bnd_node *b) {
@@ -468,7 +469,10 @@ static bool nonfinite_open(const bnd_node *b) {
   case KILN_OP_LayerNormalization:
   case KILN_OP_InstanceNormalization:
   case KILN_OP_GroupNormalization:
-  case KILN_OP_RMSNormalization: return true;
+  case KILN_OP_RMSNormalization:
+  case KILN_OP_Conv:
+    return true;     /* an infinity times a padded zero: NaN in a kernel that
+                        multiplies the padding, the window's sum where it skips */
   case KILN_OP_Cast: /* to an integer type: NaN and infinities have no value there */
   case KILN_OP_CastLike: {
     int id = b->n->outputs[0];
