@@ -55,7 +55,7 @@ static const char *const fuzz_help =
     "                   too; above 1 the compiled code runs twice and must give the same bits)\n"
     "  --cpu-every N    compile and run the cpu layer on one graph in N, drawn by seed\n"
     "                   (default 3; 1: every graph). The graph and tile layers run on every\n"
-    "                   graph: they take a tenth of the time of the C compiler, so a campaign\n"
+    "                   graph: they take a twentieth of the time of the C compiler, so a campaign\n"
     "                   checks the lowering on three times as many graphs\n"
     "  --ops A,B        draw only these ops (names as in --list-ops)\n"
     "  --policy P       what to draw next. bandit (default): a multi-armed bandit over the\n"
@@ -631,6 +631,8 @@ static kiln_status setup(campaign *c) {
   c->n_ops = kiln_gen_op_count();
   c->op_seen = kiln_xcalloc((size_t)c->n_ops, sizeof *c->op_seen);
   fuzz_feedback_init(&c->fb, c->a.policy);
+  if (c->a.targets[KILN_TARGET_CPU]) /* once here, not in every child; a failure shows there */
+    kiln_status_free(kiln_cc_probe(c->vo.compile.cc));
   if (c->a.ort) {
     kiln_ort_opts oo;
     kiln_ort_opts_init(&oo);

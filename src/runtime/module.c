@@ -437,6 +437,15 @@ static kiln_status probe_compiler(const char *cc, probe *out) {
   return st;
 }
 
+static const char *default_cc(const char *cc) {
+  return cc && *cc ? cc : getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+}
+
+kiln_status kiln_cc_probe(const char *cc) {
+  probe p;
+  return probe_compiler(default_cc(cc), &p);
+}
+
 /* ---- a build ---- */
 typedef struct build {
   const kiln_cc_opts *o;
@@ -487,7 +496,7 @@ static kiln_status make_cache_dirs(const char *cache) {
 static kiln_status build_init(build *b, const kiln_cc_opts *o, const char *cache) {
   memset(b, 0, sizeof *b);
   b->o = o;
-  b->cc = o->cc && *o->cc ? o->cc : getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+  b->cc = default_cc(o->cc);
   if (cache) {
     KILN_TRY(make_cache_dirs(cache));
     b->cache = kiln_xstrdup(cache);

@@ -246,6 +246,11 @@ typedef struct kiln_module kiln_module;
 KILN_MUST_USE kiln_status kiln_module_build(int n_units, const char *const *sources,
                                             const kiln_cc_opts *o, kiln_module **out,
                                             kiln_cc_stats *stats);
+/* Probes the C compiler cc (NULL: $CC or "cc") as a build would: its identity and OpenMP
+ * support, kept for the rest of the process and for the processes it forks afterwards, so
+ * that a driver forking one child per model probes once. An unusable compiler is
+ * KILN_ERR_SYSTEM. */
+KILN_MUST_USE kiln_status kiln_cc_probe(const char *cc);
 /* The address of a function of the module; error if absent. */
 KILN_MUST_USE kiln_status kiln_module_sym(kiln_module *m, const char *name, void **out);
 void kiln_module_free(kiln_module *m);

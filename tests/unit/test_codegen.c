@@ -53,7 +53,7 @@ static bool cc_works(void) {
 }
 
 /* Compiles src into a shared object and opens it; false (and a CHECK failure) if not. */
-static bool build(const char *src, const char *extra, built *out) {
+static bool build_cc(const char *cc, const char *src, const char *extra, built *out) {
   memset(out, 0, sizeof *out);
   snprintf(out->dir, sizeof out->dir, "%s/kiln_cg_XXXXXX", tmpdir());
   if (!mkdtemp(out->dir)) {
@@ -64,9 +64,9 @@ static bool build(const char *src, const char *extra, built *out) {
   snprintf(path, sizeof path, "%s/k.c", out->dir);
   CHECK_OK(kiln_write_file(path, src, strlen(src)));
   snprintf(cmd, sizeof cmd,
-           "cc -std=c11 -O2 -march=native -fPIC -shared %s %s %s -Wall -Werror "
+           "%s -std=c11 -O2 -march=native -fPIC -shared %s %s %s -Wall -Werror "
            "-Wno-unused-function -Wno-unknown-pragmas %s/k.c -o %s/k.so -lm 2>%s/log",
-           KILN_CODEGEN_C_FLAGS, have_openmp ? "-fopenmp" : "", extra ? extra : "", out->dir,
+           cc, KILN_CODEGEN_C_FLAGS, have_openmp ? "-fopenmp" : "", extra ? extra : "", out->dir,
            out->dir, out->dir);
   if (!run_cmd(cmd)) {
     char log[700];
@@ -83,6 +83,10 @@ static bool build(const char *src, const char *extra, built *out) {
   out->so = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   CHECK(out->so != NULL);
   return out->so != NULL;
+}
+
+static bool build(const char *src, const char *extra, built *out) {
+  return build_cc("cc", src, extra, out);
 }
 
 static void unbuild(built *b) {
@@ -581,23 +585,49 @@ static void test_mma_fma_contract(void) {
   kiln_strbuf src = {0};
   kiln_codegen_opts o = kiln_codegen_opts_default();
   CHECK_OK(kiln_codegen_c_module(m, &o, &src));
-  built so;
-  if (build(src.data, NULL, &so)) {
-    float a[6 * 100], b[100 * 48], cc[6 * 48], want[6 * 48];
-    uint64_t seed = 5;
-    fill_random(KILN_F32, a, 600, &seed), fill_random(KILN_F32, b, 4800, &seed);
-    fill_random(KILN_F32, cc, 288, &seed);
-    for (int i = 0; i < 6; i++)
-      for (int j = 0; j < 48; j++) {
-        float acc = cc[i * 48 + j];
-        for (int p = 0; p < 100; p++) acc = fmaf(a[p * 6 + i], b[p * 48 + j], acc);
-        want[i * 48 + j] = acc;
-      }
-    kernel_fn f = lookup(&so, k->name);
-    if (f) f((void *[]){a, b, cc});
-    CHECK(!memcmp(cc, want, sizeof want));
+  float a[6 * 100], b[100 * 48], c0[6 * 48], want[6 * 48];
+  uint64_t seed = 5;
+  fill_random(KILN_F32, a, 600, &seed), fill_random(KILN_F32, b, 4800, &seed);
+  fill_random(KILN_F32, c0, 288, &seed);
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 48; j++) {
+      float acc = c0[i * 48 + j];
+      for (int p = 0; p < 100; p++) acc = fmaf(a[p * 6 + i], b[p * 48 + j], acc);
+      want[i * 48 + j] = acc;
+    }
+  /* Each way the prelude spells the vector FMA: the compiler's AVX-512 builtin (native
+   * here), its AVX2 builtin, <immintrin.h> (the fallback of compilers without the
+   * builtins), portable C; with clang too when it is installed. */
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const struct {
+    const char *cc, *flags;
+    bool run;
+  } ways[] = {{"cc", NULL, true},
+              {"cc", "-mno-avx512f", avx2},
+              {"cc", "-DKILN_FMA_FROM_HEADER", true},
+              {"cc", "-mno-avx512f -DKILN_FMA_FROM_HEADER", avx2},
+              {"cc", "-DKILN_GENERIC", true},
+              {"clang", NULL, run_cmd("clang --version >/dev/null 2>&1")},
+              {"clang", "-mno-avx512f", avx2 && run_cmd("clang --version >/dev/null 2>&1")}};
+  for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+    if (!ways[w].run) {
+      fprintf(stderr, "SKIPPED: FMA spelled by %s %s (no such compiler or CPU feature)\n",
+              ways[w].cc, ways[w].flags ? ways[w].flags : "");
+      continue;
+    }
+    built so;
+    if (build_cc(ways[w].cc, src.data, ways[w].flags, &so)) {
+      float cc[6 * 48];
+      memcpy(cc, c0, sizeof cc);
+      kernel_fn f = lookup(&so, k->name);
+      if (f) f((void *[]){a, b, cc});
+      if (memcmp(cc, want, sizeof want))
+        fprintf(stderr, "FMA spelled by %s %s differs\n", ways[w].cc,
+                ways[w].flags ? ways[w].flags : "");
+      CHECK(!memcmp(cc, want, sizeof want));
+    }
+    unbuild(&so);
   }
-  unbuild(&so);
   kiln_strbuf_free(&src);
   kiln_tmodule_free(m);
 }
