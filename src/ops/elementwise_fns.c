@@ -280,9 +280,9 @@ PICK(i_max, int64_t, i, >)
 PICK(i_min, int64_t, i, <)
 PICK(u_max, uint64_t, u, >)
 PICK(u_min, uint64_t, u, <)
-F(f_sum) {
-  double r = 0;
-  for (int k = 0; k < p->n; k++) r += x[k].f;
+F(f_sum) { /* from the first input, not +0: Sum(-0, -0) is -0 */
+  double r = p->n > 0 ? x[0].f : 0;
+  for (int k = 1; k < p->n; k++) r += x[k].f;
   return r;
 }
 I(i_sum) {

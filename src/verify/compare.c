@@ -1,6 +1,8 @@
 /* Comparison of a computed value against the reference with error bounds (verify.h):
  * element i passes when |got_i - val_i| <= max(floor_i, KILN_VERIFY_SAFETY err_i), NaN and
- * Inf match exactly, integers, bools and strings are exact. */
+ * Inf match exactly, integers, bools and strings are exact, and a zero with no error bound
+ * has the reference's sign unless the value passed an op that may choose it
+ * (kiln_vref.zloose). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +10,7 @@
 #include "verify/bound/bound_internal.h"
 
 /* The dtype floor atol + rtol |v|. */
-static void dtype_floor(kiln_dtype t, double *atol, double *rtol) {
+void kiln_bnd_floor(kiln_dtype t, double *atol, double *rtol) {
   switch (t) {
   case KILN_F32: *atol = 1e-5, *rtol = 1.3e-6; return;
   case KILN_F16: *atol = 1e-5, *rtol = 1e-3; return;
@@ -49,7 +51,8 @@ static void fmt_elem(const kiln_tensor *t, int64_t i, char *buf, size_t n) {
 /* Compares one element; returns |got - val| / bound (INFINITY on a NaN/Inf or discrete
  * mismatch) and sets *err to |got - val| (0 when not finite). */
 static double elem_ratio(const kiln_tensor *g, const kiln_tensor *v, const kiln_tensor *e,
-                         int64_t i, double atol, double rtol, double *err, double *bound) {
+                         int64_t i, double atol, double rtol, bool zsign, const double *zl,
+                         double *err, double *bound) {
   *err = 0, *bound = 0;
   if (!kiln_dtype_is_float(v->dtype)) {
     bool same;
@@ -69,11 +72,14 @@ static double elem_ratio(const kiln_tensor *g, const kiln_tensor *v, const kiln_
   double ev = e ? ((const double *)e->data)[i] : 0;
   *bound = fmax(atol + rtol * fabs(rv), KILN_VERIFY_SAFETY * ev);
   *err = fabs(gv - rv);
+  if (zsign && rv == 0 && gv == 0 && (!zl || zl[i] == 0) && signbit(rv) != signbit(gv))
+    return INFINITY;
   return *err == 0 ? 0 : *err / *bound;
 }
 
 static void compare_tensors(const char *name, kiln_dtype want, const kiln_tensor *g,
-                            const kiln_tensor *v, const kiln_tensor *e, kiln_vcheck *c) {
+                            const kiln_tensor *v, const kiln_tensor *e, bool zsign,
+                            const kiln_tensor *zl, kiln_vcheck *c) {
   char b1[64], b2[64];
   if (g->dtype != want) {
     fail(c, "dtype differs: got %s, expected %s", kiln_dtype_name(g->dtype), kiln_dtype_name(want));
@@ -87,10 +93,12 @@ static void compare_tensors(const char *name, kiln_dtype want, const kiln_tensor
     return;
   }
   if (e && e->numel != v->numel) e = NULL;
+  if (zl && zl->numel != v->numel) zsign = false;
+  const double *zd = zl ? zl->data : NULL;
   double atol = 0, rtol = 0, fb = 0, fe = 0;
-  if (kiln_dtype_is_float(want)) dtype_floor(want, &atol, &rtol);
+  if (kiln_dtype_is_float(want)) kiln_bnd_floor(want, &atol, &rtol);
   for (int64_t i = 0; i < v->numel; i++) {
-    double err, bound, ratio = elem_ratio(g, v, e, i, atol, rtol, &err, &bound);
+    double err, bound, ratio = elem_ratio(g, v, e, i, atol, rtol, zsign, zd, &err, &bound);
     c->max_err = fmax(c->max_err, err);
     c->max_ratio = fmax(c->max_ratio, ratio);
     if (ratio <= 1) continue;
@@ -103,8 +111,14 @@ static void compare_tensors(const char *name, kiln_dtype want, const kiln_tensor
   fmt_index(v, i, idx, sizeof idx);
   fmt_elem(g, i, gs, sizeof gs);
   fmt_elem(v, i, vs, sizeof vs);
-  if (kiln_dtype_is_float(want) && isfinite(fe) && fb > 0 &&
-      isfinite(kiln_load_f64(g->dtype, g->data, (size_t)i)))
+  double gz = kiln_dtype_is_float(want) ? kiln_load_f64(g->dtype, g->data, (size_t)i) : 1;
+  if (gz == 0 && kiln_load_f64(v->dtype, v->data, (size_t)i) == 0)
+    snprintf(c->msg, sizeof c->msg,
+             "'%.60s' element %s: got %s, expected %s (the sign of a zero); %lld of %lld "
+             "elements differ",
+             name, idx, gs, vs, (long long)c->n_bad, (long long)v->numel);
+  else if (kiln_dtype_is_float(want) && isfinite(fe) && fb > 0 &&
+           isfinite(kiln_load_f64(g->dtype, g->data, (size_t)i)))
     snprintf(c->msg, sizeof c->msg,
              "'%.60s' element %s: got %s, expected %s (bound %.2g, error %.2g); %lld of %lld "
              "elements over the bound",
@@ -139,7 +153,8 @@ void kiln_vref_check(const kiln_vref *r, int value_id, const kiln_val *got, kiln
     }
     for (int k = 0; k < v->seq->len && out->ok; k++) {
       const kiln_tensor *a = v->seq->items[k], *b = got->seq->items[k];
-      compare_tensors(gv->name, a->dtype == KILN_F64 ? b->dtype : a->dtype, b, a, NULL, out);
+      compare_tensors(gv->name, a->dtype == KILN_F64 ? b->dtype : a->dtype, b, a, NULL, false, NULL,
+                      out);
     }
     return;
   }
@@ -151,5 +166,5 @@ void kiln_vref_check(const kiln_vref *r, int value_id, const kiln_val *got, kiln
   kiln_dtype want = vt->dtype;
   if (want == KILN_F64 && kiln_dtype_is_float(gv->type.dtype)) want = gv->type.dtype;
   else if (want == KILN_F64 && !gv->type.dtype && kiln_dtype_is_float(gt->dtype)) want = gt->dtype;
-  compare_tensors(gv->name, want, gt, vt, r->err[value_id], out);
+  compare_tensors(gv->name, want, gt, vt, r->err[value_id], true, r->zloose[value_id], out);
 }

@@ -48,6 +48,12 @@ typedef struct kiln_vref {
   kiln_dtype *dtype;   /* per value id: the dtype the graph stores it in (the declared one,
                           or, where inference gave none, the one its op makes); 0 when not
                           computed. Nodes with subgraphs run in these dtypes. */
+  /* per value id: which elements' zeros have no determined sign (1 in an F64 tensor of the
+   * value's shape; NULL: none): an error interval that holds 0, or an op on the way that
+   * may choose the sign of a zero (Max of -0 and +0, a sum that starts at +0; bound_zsign.c).
+   * Elsewhere a zero must have the reference's sign: -0 and +0 differ for 1/x and for the
+   * ops that copy or compare signs. */
+  kiln_tensor **zloose;
   int64_t n_unstable;
   int64_t n_nonfinite;
   char note[256]; /* the first unstable or non-finite node, for messages */

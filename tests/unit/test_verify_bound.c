@@ -364,6 +364,63 @@ static void test_power_kinds(void) {
   fixture_free(&f);
 }
 
+/* A zero must have the reference's sign where every op on its way determines it (Neg, Sub,
+ * Mul, a Transpose; a product with a constant zero, whose bound holds only underflow terms);
+ * after an op that may choose it (Relu of -0, a ReduceSum that starts at +0), or where the
+ * bound lets the value be a number of either sign (Exp(w) - Exp(w), computed twice), either
+ * sign passes. */
+static void test_zero_sign(void) {
+  fixture f;
+  if (!fixture_make(&f,
+                    "graph @z(%x: f32[4], %w: f32[4]) -> (%n: f32[4], %t: f32[4], %r: f32[4], "
+                    "%s: f32[1], %k: f32[4], %h: f32[4]) {\n"
+                    "  opset \"\" 17\n"
+                    "  %c = const f32[4] [0, -0, -0, 0]\n"
+                    "  %m = Neg(%x) : f32[4]\n"
+                    "  %d = Sub(%x, %m) : f32[4]\n"
+                    "  %n = Transpose(%m) : f32[4]\n"
+                    "  %t = Mul(%d, %m) : f32[4]\n"
+                    "  %u = Relu(%m) : f32[4]\n"
+                    "  %r = Neg(%u) : f32[4]\n"
+                    "  %s = ReduceSum(%m) : f32[1]\n"
+                    "  %e = Exp(%w) : f32[4]\n"
+                    "  %k = Mul(%w, %c) : f32[4]\n"
+                    "  %g = Exp(%w) : f32[4]\n"
+                    "  %h = Sub(%e, %g) : f32[4]\n"
+                    "  return %n, %t, %r, %s, %k, %h\n}\n",
+                    -1, 1))
+    return fixture_free(&f);
+  static const float xs[4] = {0.0f, -0.0f, -0.0f, 0.0f}, ws[4] = {1.5f, -2, 0.25f, -1};
+  memcpy(f.in[0]->t->data, xs, sizeof xs), memcpy(f.in[1]->t->data, ws, sizeof ws);
+  for (int i = 0; i < 6; i++) kiln_val_free(f.out[i]), f.out[i] = NULL;
+  kiln_vref_free(f.r);
+  CHECK_OK(kiln_vref_compute(f.g, 2, f.in, &f.r));
+  CHECK_OK(kiln_interp_run(f.g, NULL, 2, f.in, f.out));
+  for (int i = 0; i < 6; i++) CHECK(check_out(&f, i).ok);
+  float *n = f.out[0]->t->data, *t = f.out[1]->t->data, *k = f.out[4]->t->data;
+  CHECK(signbit(n[0]) && !signbit(n[1]) && signbit(t[0]) && signbit(t[1]));
+  CHECK(!signbit(k[0]) && !signbit(k[1]) && signbit(k[2]) && signbit(k[3]));
+  n[0] = 0.0f; /* Neg(+0) given as +0 */
+  kiln_vcheck c = check_out(&f, 0);
+  CHECK(!c.ok && c.first_bad == 0 && strstr(c.msg, "sign of a zero"));
+  printf("    %s\n", c.msg);
+  n[0] = -0.0f;
+  t[1] = 0.0f; /* (-0 - +0) * +0 is -0 */
+  CHECK(!check_out(&f, 1).ok);
+  t[1] = -0.0f;
+  k[2] = 0.0f; /* 0.25 * -0 is -0, though the bound of a product holds underflow terms */
+  c = check_out(&f, 4);
+  CHECK(!c.ok && c.first_bad == 2);
+  k[2] = -0.0f;
+  float *r = f.out[2]->t->data, *sum = f.out[3]->t->data, *h = f.out[5]->t->data;
+  r[0] = -r[0], r[1] = -r[1], sum[0] = -sum[0]; /* after Relu, a sum: either sign */
+  for (int i = 0; i < 4; i++) h[i] = -h[i];     /* a zero within a cancellation's bound */
+  CHECK(check_out(&f, 2).ok);
+  CHECK(check_out(&f, 3).ok);
+  CHECK(check_out(&f, 5).ok);
+  fixture_free(&f);
+}
+
 /* A comparison of a computed value with the constant it equals in f32 is unstable; one
  * far from it is not; ArgMax with a rival within the error is unstable. */
 static void test_unstable(void) {
@@ -611,6 +668,6 @@ static void teardown(void) {
 }
 
 TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds), T(test_unstable),
-          T(test_overflow_select), T(test_exact), T(test_unstable_zero), T(test_cast_rounding),
-          T(test_local), T(test_sound_unary), T(test_sound_contractions), T(test_sound_composite),
-          T(test_sound_k4096), T(teardown))
+          T(test_zero_sign), T(test_overflow_select), T(test_exact), T(test_unstable_zero),
+          T(test_cast_rounding), T(test_local), T(test_sound_unary), T(test_sound_contractions),
+          T(test_sound_composite), T(test_sound_k4096), T(teardown))

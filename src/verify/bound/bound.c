@@ -632,6 +632,7 @@ static kiln_status bound_node(kiln_vref *r, const ext_source *ext, int ni) {
   for (int k = 0; k < nout; k++) {
     int id = n->outputs[k];
     if (!st && id >= 0 && !r->val[id]) {
+      r->zloose[id] = kiln_bnd_zero_loose(&b, k);
       r->val[id] = b.out[k], r->err[id] = b.eout[k];
     } else {
       kiln_val_free(b.out[k]);
@@ -653,6 +654,7 @@ static kiln_vref *vref_new(const kiln_graph *g) {
   r->val = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->val);
   r->err = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->err);
   r->dtype = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->dtype);
+  r->zloose = kiln_xcalloc((size_t)r->n_values + 1, sizeof *r->zloose);
   return r;
 }
 
@@ -746,9 +748,11 @@ void kiln_vref_free(kiln_vref *r) {
   for (int i = 0; i < r->n_values; i++) {
     kiln_val_free(r->val[i]);
     kiln_tensor_free(r->err[i]);
+    kiln_tensor_free(r->zloose[i]);
   }
   free(r->val);
   free(r->err);
   free(r->dtype);
+  free(r->zloose);
   free(r);
 }

@@ -49,6 +49,8 @@ typedef struct bnd_opinfo {
 const bnd_opinfo *kiln_bnd_row(kiln_op op);
 
 const bnd_opinfo *kiln_bnd_info(kiln_op op);
+/* Whether op gives its zeros the sign IEEE arithmetic or copying determines (bound_rules.c). */
+bool kiln_bnd_zero_sign_kept(kiln_op op);
 
 /* One node being bounded. Arrays have n->n_inputs / n->n_outputs entries. */
 typedef struct bnd_node {
@@ -66,6 +68,14 @@ typedef struct bnd_node {
   double u_in;        /* the largest unit roundoff among the float inputs and outputs */
   int64_t n_unstable, n_nonfinite;
 } bnd_node;
+
+/* bound_zsign.c: the looseness of the sign of output k's zeros (kiln_vref.zloose), from the
+ * node's reference output, its error bound (b->eout[k], filled) and its inputs' looseness;
+ * NULL when every element's sign is determined (or output k is not a float tensor). */
+kiln_tensor *kiln_bnd_zero_loose(bnd_node *b, int k);
+
+/* compare.c: the floor of the comparison, atol + rtol |v|, for float dtype t. */
+void kiln_bnd_floor(kiln_dtype t, double *atol, double *rtol);
 
 /* ---- bound.c ---- */
 double kiln_bnd_unit_roundoff(kiln_dtype t); /* 0 for non-float types */

@@ -257,3 +257,52 @@ const bnd_opinfo *kiln_bnd_info(kiln_op op) {
   if (op <= 0 || op >= KILN_OP_COUNT || table[op].rule == BND_PERTURB) return &perturb;
   return &table[op];
 }
+
+/* Ops whose result's zeros have the sign IEEE arithmetic or plain copying gives them, so
+ * that -0 and +0 must match (see kiln_vref.zloose): data movement, selection, float casts,
+ * Neg, Abs, Add, Sub, Mul, Div, Sum, Reciprocal, Sqrt and the roundings. The others may
+ * choose: Max, Min, Relu and Clip of -0 and +0, reductions and contractions whose sum
+ * starts at +0, Pow, Sign, transcendental functions built from other operations. */
+bool kiln_bnd_zero_sign_kept(kiln_op op) {
+  switch (op) {
+  case KILN_OP_Identity:
+  case KILN_OP_Reshape:
+  case KILN_OP_Transpose:
+  case KILN_OP_Squeeze:
+  case KILN_OP_Unsqueeze:
+  case KILN_OP_Flatten:
+  case KILN_OP_Slice:
+  case KILN_OP_Gather:
+  case KILN_OP_GatherElements:
+  case KILN_OP_GatherND:
+  case KILN_OP_Concat:
+  case KILN_OP_Split:
+  case KILN_OP_Expand:
+  case KILN_OP_Tile:
+  case KILN_OP_Pad:
+  case KILN_OP_DepthToSpace:
+  case KILN_OP_SpaceToDepth:
+  case KILN_OP_ReverseSequence:
+  case KILN_OP_Compress:
+  case KILN_OP_Dropout:
+  case KILN_OP_Where:
+  case KILN_OP_Cast:
+  case KILN_OP_CastLike:
+  case KILN_OP_Constant:
+  case KILN_OP_ConstantOfShape:
+  case KILN_OP_EyeLike:
+  case KILN_OP_Neg:
+  case KILN_OP_Abs:
+  case KILN_OP_Add:
+  case KILN_OP_Sub:
+  case KILN_OP_Mul:
+  case KILN_OP_Div:
+  case KILN_OP_Sum:
+  case KILN_OP_Reciprocal:
+  case KILN_OP_Sqrt:
+  case KILN_OP_Floor:
+  case KILN_OP_Ceil:
+  case KILN_OP_Round: return true;
+  default: return false;
+  }
+}

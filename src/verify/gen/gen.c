@@ -303,6 +303,25 @@ int gen_const_fill(gen *G, const kiln_type *t, double x) {
   return v;
 }
 
+int gen_const_pick(gen *G, const kiln_type *t, int n_vals, const double *vals) {
+  double mag = 0;
+  for (int i = 0; i < n_vals; i++) mag = fmax(mag, fabs(vals[i]));
+  int v = gen_const_fill(G, t, mag);
+  char *line = G->lines.data[G->lines.len - 1];
+  *strrchr(line, '[') = 0; /* the filled data */
+  kiln_strbuf b = {0};
+  kiln_strbuf_printf(&b, "%s[", line);
+  int64_t n = 1;
+  for (int d = 0; d < t->rank; d++) n *= t->dims[d].value;
+  for (int64_t i = 0; i < n; i++)
+    kiln_strbuf_printf(&b, "%s%.17g", i ? ", " : "", vals[gen_int(&G->rng, 0, n_vals - 1)]);
+  kiln_strbuf_printf(&b, "]");
+  free(line);
+  G->lines.data[G->lines.len - 1] = b.data;
+  G->vals.data[v].dom = DOM_ANY;
+  return v;
+}
+
 int gen_const_i64(gen *G, int n, const int64_t *vals, bool scalar) {
   int64_t dims[1] = {n};
   kiln_type t = kiln_type_tensor(KILN_I64, scalar ? 0 : 1, dims);

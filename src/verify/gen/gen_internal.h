@@ -147,6 +147,8 @@ int gen_new_ranged_input(gen *G, const kiln_type *t, int64_t lo, int64_t hi);
 /* A constant of type t (static) with every element x. */
 int gen_const_fill(gen *G, const kiln_type *t, double x);
 /* An I64 constant of rank 1 (rank 0 when scalar) holding vals. */
+/* A float constant of type t whose elements are drawn from vals (n_vals > 0). */
+int gen_const_pick(gen *G, const kiln_type *t, int n_vals, const double *vals);
 int gen_const_i64(gen *G, int n, const int64_t *vals, bool scalar);
 /* A random static shape of rank r with at most max_elems elements (dims >= 1; wider dims in
  * a large graph). */

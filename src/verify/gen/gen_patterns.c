@@ -86,20 +86,35 @@ static kiln_type bcast_type(gen *G, int x, bool larger) {
   return t;
 }
 
-/* x op c, c op x with c all 0, -0, 1, -1 or 2 (identities, Neg forms, near-identities). */
+/* x op c, c op x with c all 0, -0, 1, -1 or 2 (identities, Neg forms, near-identities).
+ * A float x is often first multiplied by a mask of 0, -0, 1 and -1, so that it holds zeros of
+ * both signs: an identity that holds for every number may not for -0 (x + 0 is +0). */
 static int p_identity(gen *G) {
   int x = source(G, DT_FLOAT | DT_INT, 0, 4);
   if (x < 0) return -1;
+  bool masked = is_float(G, x) && gen_chance(&G->rng, 0.4);
+  if (masked) {
+    static const double mask[] = {0, -0.0, 1, -1};
+    kiln_type mt = bcast_type(G, x, false);
+    int in[2] = {x, gen_const_pick(G, &mt, 4, mask)};
+    x = gen_emit(G, "Mul", 2, in, 1, "", DOM_ANY, gen_mag(G, x));
+    if (!gen_settle(G)) return -1;
+  }
   static const char *const ops[] = {"Add", "Sub", "Mul", "Div"};
   static const double vals[] = {0, -0.0, 1, -1, 2, 1};
-  const char *op = ops[gen_int(&G->rng, 0, 3)];
-  double c = vals[gen_int(&G->rng, 0, 5)];
+  /* with signed zeros in x, mostly the identities whose zeros' signs differ: x + 0, 0 - x */
+  const char *op = masked && gen_chance(&G->rng, 0.7) ? ops[gen_int(&G->rng, 0, 1)]
+                                                      : ops[gen_int(&G->rng, 0, 3)];
+  double c = masked && gen_chance(&G->rng, 0.7) ? vals[gen_int(&G->rng, 0, 1)]
+                                                : vals[gen_int(&G->rng, 0, 5)];
   if (!strcmp(op, "Div") && c == 0) c = 1;
   kiln_type t = bcast_type(G, x, gen_chance(&G->rng, 0.5));
   int k = gen_const_fill(G, &t, c);
   bool c_first = strcmp(op, "Div") && gen_chance(&G->rng, 0.4);
   int in[2] = {c_first ? k : x, c_first ? x : k};
-  return gen_emit(G, op, 2, in, 1, "", DOM_ANY, 2 * gen_mag(G, x) + 2);
+  int y = gen_emit(G, op, 2, in, 1, "", DOM_ANY, 2 * gen_mag(G, x) + 2);
+  if (masked && y >= 0) G->vals.data[y].keep = true; /* its zeros are seen */
+  return y;
 }
 
 /* Two or three Transposes (rank 2..4), sometimes a view between them. */
