@@ -23,11 +23,20 @@
 
 static bool elementwise(kiln_op op) {
   switch (op) {
-  case KILN_OP_Neg: case KILN_OP_Abs: case KILN_OP_Add: case KILN_OP_Sub: case KILN_OP_Mul:
-  case KILN_OP_Div: case KILN_OP_Sum: case KILN_OP_Reciprocal: case KILN_OP_Sqrt:
-  case KILN_OP_Floor: case KILN_OP_Ceil: case KILN_OP_Round: case KILN_OP_Cast:
-  case KILN_OP_CastLike:
-    return true;
+  case KILN_OP_Neg:
+  case KILN_OP_Abs:
+  case KILN_OP_Add:
+  case KILN_OP_Sub:
+  case KILN_OP_Mul:
+  case KILN_OP_Div:
+  case KILN_OP_Sum:
+  case KILN_OP_Reciprocal:
+  case KILN_OP_Sqrt:
+  case KILN_OP_Floor:
+  case KILN_OP_Ceil:
+  case KILN_OP_Round:
+  case KILN_OP_Cast:
+  case KILN_OP_CastLike: return true;
   default: return false;
   }
 }
