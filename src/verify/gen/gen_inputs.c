@@ -37,11 +37,35 @@ static int pick_kind(gen_rng *r, unsigned kinds) {
   return k[gen_int(r, 0, n - 1)];
 }
 
+/* The dtype a Cast or CastLike that reads graph input v converts it to (the first such
+ * reader of another dtype), or KILN_UNDEFINED. */
+static kiln_dtype cast_target(const kiln_graph *g, int v) {
+  for (int i = 0; i < g->nodes.len; i++) {
+    const kiln_node *n = &g->nodes.data[i];
+    if ((n->op != KILN_OP_Cast && n->op != KILN_OP_CastLike) || n->n_inputs < 1 ||
+        n->inputs[0] != v || n->n_outputs < 1 || n->outputs[0] < 0)
+      continue;
+    kiln_dtype to = g->values.data[n->outputs[0]].type.dtype;
+    if (to && to != g->values.data[v].type.dtype) return to;
+  }
+  return KILN_UNDEFINED;
+}
+
 /* Writes edge values of one kind into t: every element (a third of the time: a row of
- * values near 100 for a Softmax) or each with chance 1/4, at least one. */
-static void edge_fill(edge_plan *e, kiln_tensor *t, gen_dom dom) {
+ * values near 100 for a Softmax) or each with chance 1/4, at least one. An input a Cast
+ * reads takes, most of the time, values at the edge of that Cast (gen_cast_edge), counted as
+ * the narrow kind. */
+static void edge_fill(edge_plan *e, kiln_tensor *t, gen_dom dom, kiln_dtype cast_to) {
   unsigned kinds = gen_edge_kinds(t->dtype, dom);
   if (!kinds || t->numel == 0 || !gen_chance(e->er, e->p_input)) return;
+  if (cast_to && t->dtype != KILN_BOOL && gen_chance(e->er, 0.7)) {
+    bool all = gen_chance(e->er, 0.5);
+    for (int64_t i = 0; i < t->numel; i++)
+      if (all || i == 0 || gen_chance(e->er, 0.5))
+        kiln_store_f64(t->dtype, t->data, (size_t)i, gen_cast_edge(e->er, t->dtype, cast_to, dom));
+    *e->drawn |= 1u << KILN_GEN_EDGE_NARROW;
+    return;
+  }
   int kind = pick_kind(e->er, kinds);
   bool all = gen_chance(e->er, 1.0 / 3);
   int64_t one = gen_int(e->er, 0, (int)(t->numel - 1 < 1 << 20 ? t->numel - 1 : 1 << 20));
@@ -50,8 +74,9 @@ static void edge_fill(edge_plan *e, kiln_tensor *t, gen_dom dom) {
   *e->drawn |= 1u << kind;
 }
 
-static kiln_status draw_input(gen *G, const kiln_value *in, double scale, edge_plan *e,
+static kiln_status draw_input(gen *G, const kiln_graph *g, int id, double scale, edge_plan *e,
                               kiln_val **out) {
+  const kiln_value *in = &g->values.data[id];
   const gen_val *gv = find_val(G, in->name);
   gen_dom dom = gv ? gv->dom : DOM_ANY;
   int64_t dims[KILN_MAX_RANK];
@@ -68,7 +93,7 @@ static kiln_status draw_input(gen *G, const kiln_value *in, double scale, edge_p
   }
   for (int64_t i = 0; i < t->numel; i++)
     kiln_store_f64(t->dtype, t->data, (size_t)i, kiln_gen_draw(r, t->dtype, dom, scale));
-  if (e->er) edge_fill(e, t, dom);
+  if (e->er) edge_fill(e, t, dom, cast_target(g, id));
   *out = kiln_val_tensor(t);
   return KILN_OK;
 }
@@ -85,7 +110,7 @@ static kiln_status draw_all(gen *G, kiln_gen_case *c, double scale, edge_plan *e
   c->n_in = g->inputs.len;
   c->inputs = kiln_xcalloc((size_t)c->n_in + 1, sizeof *c->inputs);
   for (int i = 0; i < c->n_in; i++) {
-    kiln_status st = draw_input(G, &g->values.data[g->inputs.data[i]], scale, e, &c->inputs[i]);
+    kiln_status st = draw_input(G, g, g->inputs.data[i], scale, e, &c->inputs[i]);
     if (st) {
       free_inputs(c);
       return st;

@@ -293,7 +293,26 @@ static bool b_cast(gen *G, int op) {
   gen_want w = want(DT_ALL, 0, 4, DOM_ANY);
   w.dyn_ok = true; /* extents unknown to the generator stay unknown */
   int x = gen_pick(G, &w);
-  kiln_dtype to = gen_pick_dt(G, DT_ALL);
+  if (x >= 0 && !gen_v(G, x)->dyn && gen_chance(&G->rng, 0.25)) {
+    /* an input of a wide float type of x's shape: what a model casts down on its way in */
+    kiln_type t = gen_v(G, x)->type;
+    t.dtype = gen_chance(&G->rng, 0.6) ? KILN_F64 : KILN_F32;
+    x = gen_new_input(G, &t, gen_chance(&G->rng, 0.4) ? DOM_NONNEG : DOM_ANY);
+  }
+  kiln_dtype to = gen_pick_dt(G, DT_ALL), from = gen_dtype(G, x);
+  if (kiln_dtype_is_float(from) && gen_chance(&G->rng, 0.5)) {
+    /* a narrowing cast, where rounding, subnormals and the integers a type holds matter */
+    static const kiln_dtype from64[] = {KILN_F16, KILN_BF16, KILN_F32, KILN_I64,
+                                        KILN_I32, KILN_U64,  KILN_U32},
+                            from32[] = {KILN_F16, KILN_BF16, KILN_I64,
+                                        KILN_I32, KILN_U64,  KILN_U32},
+                            from16[] = {KILN_BF16, KILN_F16, KILN_I32, KILN_I16, KILN_U16};
+    gen_dom dx = gen_v(G, x)->dom;
+    int u = dx == DOM_POS || dx == DOM_GE1 || dx == DOM_NONNEG ? 0 : -1; /* unsigned: x >= 0 */
+    if (from == KILN_F64) to = from64[gen_int(&G->rng, 0, 6 + 2 * u)];
+    else if (from == KILN_F32) to = from32[gen_int(&G->rng, 0, 5 + 2 * u)];
+    else to = from16[gen_int(&G->rng, from == KILN_F16 ? 0 : 1, 4 + u)];
+  }
   char a[64];
   /* a float to an integer type is defined only within the target's range */
   gen_dom d = gen_v(G, x)->dom;

@@ -123,6 +123,52 @@ static double narrow_limit(gen_rng *r, kiln_dtype dt) {
   return m;
 }
 
+/* The largest value of integer dtype to. */
+static double int_top(kiln_dtype to) {
+  int bits = (int)kiln_dtype_size(to) * 8;
+  return is_unsigned_int(to) ? ldexp(1, bits) - 1 : ldexp(1, bits - 1) - 1;
+}
+
+double gen_cast_edge(gen_rng *r, kiln_dtype from, kiln_dtype to, gen_dom dom) {
+  bool neg = (dom == DOM_ANY || dom == DOM_NONZERO || dom == DOM_UNIT) && !is_unsigned_int(to) &&
+             gen_chance(r, 0.5);
+  double m, lo, hi, u = unit(to);
+  if (is_gen_float(to)) {
+    int w = gen_int(r, 0, 3);
+    subnormal_range(to, &lo, &hi);
+    if (w == 0) /* to's subnormals, the top binade half the time: random mantissas */
+      m = (gen_chance(r, 0.5) ? hi / 2 : lo) +
+          (hi - (gen_chance(r, 0.5) ? hi / 2 : lo)) * gen_unif(r);
+    else if (w == 1) /* a tie of to's rounding between two of its numbers near 1 or 1000 */
+      m = (gen_chance(r, 0.5) ? 1 : 1024) * (1 + (2 * gen_int(r, 1, 64) + 1) * u);
+    else if (w == 2) /* to's largest finite value, or within half an ulp above or below it */
+      m = largest(to) * (gen_chance(r, 0.3) ? 1 : 1 + u * 0.999 * (gen_unif(r) - 0.5));
+    else m = log_unif(r, hi, 1); /* a normal of to's smallest binades */
+    if (from == KILN_F16 && m > 65504) m = 65504;
+  } else if (to == KILN_BOOL) {
+    double v[3] = {0, 0x1p-20, 0.5};
+    m = v[gen_int(r, 0, 2)];
+  } else {
+    /* top = 2^b - 1; from keeps p significant bits: the largest of its numbers up to top */
+    double top = int_top(to);
+    int b = (int)kiln_dtype_size(to) * 8 - (is_unsigned_int(to) ? 0 : 1);
+    int p = from == KILN_F64 ? 53 : from == KILN_F32 ? 24 : from == KILN_F16 ? 11 : 8;
+    double ext = b <= p ? top : ldexp(1, b) - ldexp(1, b - p);
+    if (from == KILN_F16) ext = fmin(ext, 65504);
+    int w = gen_int(r, 0, 3);
+    if (w == 0) m = ext - (b <= p ? gen_int(r, 0, 2) : 0); /* the extreme the source holds */
+    else if (w == 1) m = fmin(ldexp(1, b - 1), ext);       /* the top bit alone */
+    else if (w == 2) m = gen_int(r, 0, 40) + 0.5;          /* truncation toward zero */
+    else
+      m = top > 0x1p30 && from == KILN_F64 ? ldexp(1, gen_int(r, 31, 52)) + gen_int(r, 1, 7)
+                                           : floor(log_unif(r, 2, ext));
+  }
+  if (dom == DOM_POS || dom == DOM_NONZERO || dom == DOM_GE1) m = fmax(m, 0x1p-20);
+  if (dom == DOM_GE1) m = fmax(m, 1);
+  if (dom == DOM_UNIT) m = fmin(m, 0.75);
+  return neg ? -m : m;
+}
+
 /* A float edge value of kind k in dom, before the rounding to dt (magnitudes only where the
  * domain fixes the sign). */
 static double float_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
