@@ -658,6 +658,121 @@ def two_symbols():  # two symbolic dims, one name the prefix of the other
 case(160)(two_symbols)
 
 
+# ---- Set E (161-195): written from the compiler's code only (fourth blind set) ----
+I8 = TP.INT8
+# passes
+case(161)(lambda: Case([N("LeakyRelu", ["x"], ["y1"], alpha=0.0),
+                        N("LeakyRelu", ["x"], ["y2"], alpha=-0.0), N("Reciprocal", ["y1"], ["z1"]),
+                        N("Reciprocal", ["y2"], ["z2"])], [("x", r(6, lo=-2, hi=-1))],
+                       [("z1", F), ("z2", F)]))
+case(162)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Shape", ["nz"], ["s"]),
+                        N("Slice", ["s", "st", "en", "ax", "sp"], ["y"])],
+                       [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32))], [("y", I64)],
+                       [c("st", np.array([0], np.int64)),
+                        c("en", np.array([np.iinfo(np.int64).min], np.int64)),
+                        c("ax", np.array([0], np.int64)), c("sp", np.array([-1], np.int64))],
+                       opset=13))
+case(163)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["t"], beta=0.5),
+                        N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
+                       [("a", r(2, 4))], [("y", F)],
+                       [c("b", r(4, 3)), c("cc", r(3, lo=1, hi=2)), c("s", r(3, lo=0.5, hi=2)),
+                        c("bb", r(3)), c("mu", r(3)), c("var", r(3, lo=0.1, hi=2))]))
+case(164)(lambda: Case([N("ConvTranspose", ["x", "w"], ["t"]),
+                        N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
+                       [("x", r(1, 3, 4, 4))], [("y", F)],
+                       [c("w", r(3, 3, 3, 3)), c("s", r(3, lo=0.5, hi=2)), c("bb", r(3)),
+                        c("mu", r(3)), c("var", r(3, lo=0.1, hi=2))]))
+case(165)(lambda: Case([N("Relu", ["x"], ["u"]), N("Squeeze", ["u", "a1"], ["s"]),
+                        N("Unsqueeze", ["s", "a2"], ["y"])], [("x", r(2, 3, 1))], [("y", F)],
+                       [c("a1", np.array([-1], np.int64)), c("a2", np.array([1], np.int64))],
+                       opset=13))
+
+
+def if_const_e():  # a constant read only by the branches
+    then_g = H.make_graph([N("Add", ["x", "cw"], ["o"])], "then", [],
+                          [H.make_tensor_value_info("o", F, None)])
+    else_g = H.make_graph([N("Mul", ["x", "cw"], ["o2"])], "else", [],
+                          [H.make_tensor_value_info("o2", F, None)])
+    return Case([N("If", ["k"], ["y"], then_branch=then_g, else_branch=else_g)],
+                [("x", r(4)), ("k", np.array(True))], [("y", F)], [c("cw", r(4))])
+
+
+case(166)(if_const_e)
+case(167)(lambda: Case([N("Relu", ["x"], ["u"]), N("Transpose", ["u"], ["t"]),
+                        N("Reshape", ["t", "s"], ["y"])], [("x", r(2, 3))], [("y", F)],
+                       [c("s", np.array([6], np.int64))]))
+
+
+def fill_pair():  # two big fills of a computed shape, equal but for their value
+    one = H.make_tensor("v1", F, [1], [1.0])
+    two = H.make_tensor("v2", F, [1], [2.0])
+    return Case([N("Shape", ["x"], ["s"]), N("ConstantOfShape", ["s"], ["f1"], value=one),
+                 N("ConstantOfShape", ["s"], ["f2"], value=two), N("Sub", ["f1", "f2"], ["d"]),
+                 N("Add", ["d", "x"], ["y"])], [("x", r(300, 300))], [("y", F)])
+
+
+case(168)(fill_pair)
+# lowering
+case(169)(lambda: Case([N("Pad", ["x", "p"], ["y"], mode="reflect")], [("x", r(1, 3))], [("y", F)],
+                       [c("p", np.array([0, 3, 0, 3], np.int64))], opset=13))
+case(170)(lambda: Case([N("Gather", ["x", "i"], ["y"], axis=1)], [("x", r(3, 4, 5))], [("y", F)],
+                       [c("i", np.array([[0, 3], [2, 1]], np.int64))]))
+case(171)(lambda: Case([N("SpaceToDepth", ["x"], ["y"], blocksize=2)], [("x", r(1, 1, 4, 4))],
+                       [("y", F)]))
+case(172)(lambda: Case([N("Hardmax", ["x"], ["y"])], [("x", r(2, 3, 4))], [("y", F)], opset=11))
+case(173)(lambda: Case([N("OneHot", ["i", "d", "v"], ["y"])],
+                       [("i", np.array([1, 3, 0, 2], np.int64))], [("y", F)],
+                       [c("d", np.array(4, np.int64)), c("v", np.array([0.0, 1.0], np.float32))]))
+case(174)(lambda: Case([N("ScatterElements", ["x", "i", "u"], ["y"], axis=0, reduction="max")],
+                       [("x", r(4, 3)), ("u", r(2, 3, lo=-2, hi=2))], [("y", F)],
+                       [c("i", np.array([[1, 0, 3], [2, 2, 0]], np.int64))], opset=18))
+case(175)(lambda: Case([N("GatherND", ["x", "i"], ["y"], batch_dims=1)], [("x", r(2, 3, 5))],
+                       [("y", F)], [c("i", np.array([[-1], [-2]], np.int64))]))
+case(176)(unary("GlobalAveragePool", x=r(1, 2, 3, 5)))
+case(177)(lambda: Case([N("BitShift", ["a", "b"], ["y"], direction="LEFT")],
+                       [("a", np.array([1, 3, 5, 7], np.uint64)),
+                        ("b", np.array([40, 33, 2, 63], np.uint64))], [("y", U64)]))
+case(178)(lambda: Case([N("Clip", ["x", "lo", "hi"], ["y"])], [("x", r(6))], [("y", F)],
+                       [c("lo", np.array(0.3, np.float32)), c("hi", np.array(-0.3, np.float32))]))
+case(179)(lambda: Case([N("LRN", ["x"], ["y"], size=3, alpha=0.5)], [("x", r(1, 5, 2, 2, lo=-2, hi=2))],
+                       [("y", F)]))
+# C code generation
+case(180)(lambda: Case([N("Pad", ["x", "p", "v"], ["t"]), N("Reciprocal", ["t"], ["y"])],
+                       [("x", r(4, lo=1, hi=2))], [("y", F)],
+                       [c("p", np.array([1, 1], np.int64)), c("v", np.array(-0.0, np.float32))],
+                       opset=13))
+case(181)(lambda: Case([N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])],
+                       [("x", r(1, 1, 4, 4))], [("y", F)]))
+case(182)(lambda: Case([N("Cast", ["x"], ["y"], to=F)],
+                       [("x", np.array([-np.inf, np.inf, 1, -2], np.float16))], [("y", F)]))
+case(183)(matmul_const(4, 8, 32))
+case(184)(lambda: Case([N("BitwiseNot", ["x"], ["y"])],
+                       [("x", np.array([5, 0, -1, 12], np.int32))], [("y", I32)], opset=18))
+case(185)(lambda: Case([N("Cast", ["x"], ["y"], to=F16)],
+                       [("x", np.array([1e5, -7e4, 1.0, 65504.0], np.float64))], [("y", F16)]))
+case(186)(unary("Floor", x=r(3, 5, lo=-3, hi=3)))
+# memory plan
+case(187)(plan_gaps)
+case(188)(plan_gaps)
+case(189)(plan_gaps)
+case(190)(lambda: Case([N("Transpose", ["z"], ["k"]), N("Transpose", ["x"], ["a"]),
+                        N("Exp", ["a"], ["e"]), N("Reshape", ["e", "s"], ["v"]),
+                        N("Transpose", ["v"], ["y"]), N("Sigmoid", ["k"], ["y2"])],
+                       [("x", r(4, 6)), ("z", r(8, 8))], [("y", F), ("y2", F)],
+                       [c("s", np.array([4, 6], np.int64))]))
+case(191)(plan_transpose)
+# executor and runtime
+case(192)(lambda: Case([N("NonZero", ["x"], ["y"])],
+                       [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32))], [("y", I64)]))
+case(193)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Cast", ["nz"], ["y"], to=F),
+                        N("Neg", ["nz"], ["z"])],
+                       [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32))], [("y", F), ("z", I64)]))
+case(194)(lambda: Case([N("Trilu", ["x"], ["y"], upper=1)], [("x", r(2, 3, 4))], [("y", F)],
+                       opset=14))
+case(195)(lambda: Case([N("Relu", ["x"], ["t"]), N("Reshape", ["t", "s"], ["y"])],
+                       [("x", r(4, 6))], [("y", F)], [c("s", np.array([3, 8], np.int64))]))
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

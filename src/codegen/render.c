@@ -187,8 +187,10 @@ void kiln_render_origin(kiln_render *r) {
 static void render_float(double v, kiln_dtype t, kiln_strbuf *b) {
   bool f32 = t == KILN_F32;
   if (isnan(v)) kiln_strbuf_printf(b, f32 ? "KILN_NANF" : "KILN_NAN");
-  else if (isinf(v)) kiln_strbuf_printf(b, "(%sKILN_INF%s)", v < 0 ? "-" : "", f32 ? "F" : "");
-  else if (v == 0 && signbit(v)) kiln_strbuf_printf(b, f32 ? "(-0.0f)" : "(-0.0)");
+  else if (isinf(v)) /* mutant 181: the sign of an infinite constant dropped */
+    kiln_strbuf_printf(b, "(%sKILN_INF%s)", v < 0 && !KILN_MUTANT(181) ? "-" : "", f32 ? "F" : "");
+  else if (v == 0 && signbit(v) && !KILN_MUTANT(180)) /* mutant 180: -0 printed as 0 */
+    kiln_strbuf_printf(b, f32 ? "(-0.0f)" : "(-0.0)");
   else if (v == 0) kiln_strbuf_printf(b, f32 ? "0.0f" : "0.0");
   else if (f32 && KILN_MUTANT(148)) /* mutant 148: f32 constants printed with six decimals */
     kiln_strbuf_printf(b, v < 0 ? "(%ff)" : "%ff", (double)(float)v);
@@ -249,7 +251,7 @@ static const char *float_fn(kiln_top op) {
   case KILN_TOP_ACOSH: return "acosh";
   case KILN_TOP_ATANH: return "atanh";
   case KILN_TOP_ERF: return "erf";
-  case KILN_TOP_FLOOR: return "floor";
+  case KILN_TOP_FLOOR: return KILN_MUTANT(186) ? "trunc" : "floor"; /* mutant 186: toward 0 */
   case KILN_TOP_CEIL: return "ceil";
   case KILN_TOP_ROUND: return KILN_MUTANT(112) ? "round" : "nearbyint"; /* mutant 112: ties away */
   case KILN_TOP_ABS: return "fabs";
@@ -370,7 +372,8 @@ static kiln_status render_binary(kiln_render *r, const kiln_texpr *e, bool index
 static kiln_status render_unary(kiln_render *r, const kiln_texpr *e, kiln_strbuf *b) {
   kiln_dtype t = e->args[0]->type;
   const char *h = helper_op(e->op, t), *fn = float_fn(e->op);
-  if (e->op == KILN_TOP_NOT || (e->op == KILN_TOP_BITNOT && t == KILN_BOOL)) {
+  if (e->op == KILN_TOP_NOT || (e->op == KILN_TOP_BITNOT && (t == KILN_BOOL || KILN_MUTANT(184)))) {
+    /* mutant 184: integer BitwiseNot rendered as the logical ! */
     kiln_strbuf_printf(b, "(!");
   } else if (e->op == KILN_TOP_ISNAN || e->op == KILN_TOP_ISINF) {
     if (!is_fp(t)) return kiln_unsupported("%s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
@@ -392,7 +395,8 @@ static kiln_status render_unary(kiln_render *r, const kiln_texpr *e, kiln_strbuf
   }
   KILN_TRY(sub(r, e->args[0], false, b));
   if (e->op == KILN_TOP_ISNAN || e->op == KILN_TOP_ISINF) kiln_strbuf_printf(b, ") != 0)");
-  else if ((e->op == KILN_TOP_NEG || e->op == KILN_TOP_BITNOT) && !is_fp(t) && t != KILN_BOOL)
+  else if ((e->op == KILN_TOP_NEG || (e->op == KILN_TOP_BITNOT && !KILN_MUTANT(184))) &&
+           !is_fp(t) && t != KILN_BOOL)
     kiln_strbuf_printf(b, "))");
   else if (KILN_MUTANT(147) && e->op == KILN_TOP_ABS && suffix(t) && !is_fp(t))
     kiln_strbuf_printf(b, "))");
@@ -844,6 +848,12 @@ void kiln_render_helpers(kiln_strbuf *out) {
   else if (KILN_MUTANT(150)) /* mutant 150: f32 -> f16 subnormals truncated (not rounded) */
     helpers_replaced(out, "(uint32_t)nearbyintf(kiln_bits_f32(a) * 0x1p24f)",
                      "(uint32_t)(kiln_bits_f32(a) * 0x1p24f)");
+  else if (KILN_MUTANT(182)) /* mutant 182: f16 -inf decodes as +inf */
+    helpers_replaced(out, "m ? KILN_NANF : sign ? -KILN_INFF : KILN_INFF;",
+                     "m ? KILN_NANF : KILN_INFF;");
+  else if (KILN_MUTANT(185)) /* mutant 185: a finite narrow-float overflow saturates (not inf) */
+    helpers_replaced(out, "uint32_t over = saturate || !nan_code ? max_code",
+                     "uint32_t over = !isinf(v) ? max_code");
   else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */
     helpers_replaced(out, "kiln_min_##S(T a, T b) { return a < b ? a : b; }",
                      "kiln_min_##S(T a, T b) { return (U)a < (U)b ? a : b; }");

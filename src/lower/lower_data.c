@@ -238,7 +238,7 @@ static kiln_status gather(dm *s) {
   for (int d = 0; d < s->x->rank; d++)
     idx[d] = d < axis    ? var(s, &nest, d)
              : d == axis ? kiln_tv(s->k, iv)
-                         : var(s, &nest, d - 1 + it->rank);
+                         : var(s, &nest, KILN_MUTANT(170) ? d : d - 1 + it->rank); /* mutant 170 */
   kiln_texpr *zero = kiln_tcast(s->k, s->x->dtype, kiln_tconst_int(s->k, KILN_I64, 0));
   emit_store(s, nest.body, yb, &nest, xb, idx, in_range(s->k, kiln_tv(s->k, iv), s->xd[axis]), zero,
              flag);
@@ -293,7 +293,8 @@ static kiln_texpr *pad_reflect(kiln_tkernel *k, kiln_texpr *o, int64_t xd, int64
   int64_t c0 = b < 0 ? -b : 0, n = xd - c0 - (e < 0 ? -e : 0), pb = b > 0 ? b : 0;
   if (n == 1) return kiln_tint(k, c0);
   kiln_texpr *i = kiln_tadd(k, o, kiln_tint(k, -b));
-  if (pb <= n - 1 && e <= n - 1) {
+  int64_t once = n - 1 + KILN_MUTANT(169); /* mutant 169: pads of n taken as one reflection */
+  if (pb <= once && e <= once) {
     i = kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, i, kiln_tint(k, 0)), kiln_tun(k, KILN_TOP_NEG, i),
                      i);
     return kiln_tselect(
@@ -366,8 +367,10 @@ static kiln_status depth_space(dm *s, bool to_space) {
   } else {
     kiln_texpr *C = kiln_tint(k, s->xd[1]), *blk = kiln_tbin(k, KILN_TOP_DIV, c, C);
     idx[1] = kiln_tbin(k, KILN_TOP_MOD, c, C);
-    idx[2] = kiln_tadd(k, kiln_tmul(k, h, b), kiln_tbin(k, KILN_TOP_DIV, blk, B));
-    idx[3] = kiln_tadd(k, kiln_tmul(k, w, b), kiln_tbin(k, KILN_TOP_MOD, blk, B));
+    kiln_top row = KILN_MUTANT(171) ? KILN_TOP_MOD : KILN_TOP_DIV; /* mutant 171: swapped */
+    idx[2] = kiln_tadd(k, kiln_tmul(k, h, b), kiln_tbin(k, row, blk, B));
+    idx[3] = kiln_tadd(k, kiln_tmul(k, w, b),
+                       kiln_tbin(k, KILN_MUTANT(171) ? KILN_TOP_DIV : KILN_TOP_MOD, blk, B));
   }
   emit_store(s, nest.body, yb, &nest, xb, idx, NULL, NULL, -1);
   return KILN_OK;

@@ -288,7 +288,8 @@ static kiln_texpr *sign(kiln_tkernel *k, kiln_texpr *a) {
 static kiln_texpr *shift(kiln_tkernel *k, const kiln_attrs_ew *at, kiln_texpr *a, kiln_texpr *b) {
   bool right = at->shift_right;
   kiln_texpr *a64 = kiln_tcast(k, KILN_U64, a), *b64 = kiln_tcast(k, KILN_U64, b);
-  kiln_texpr *big = bin(k, KILN_TOP_GE, b64, kiln_tconst_int(k, KILN_U64, 64));
+  kiln_texpr *big = bin(k, KILN_TOP_GE, b64, /* mutant 177: a limit of 32 bits */
+                        kiln_tconst_int(k, KILN_U64, KILN_MUTANT(177) ? 32 : 64));
   kiln_texpr *safe = sel(k, big, kiln_tconst_int(k, KILN_U64, 0), b64);
   kiln_texpr *r = bin(k, right ? KILN_TOP_SHR : KILN_TOP_SHL, a64, safe);
   return kiln_tcast(k, a->type, sel(k, big, kiln_tconst_int(k, KILN_U64, 0), r));
@@ -305,8 +306,9 @@ static kiln_texpr *clip(kiln_tkernel *k, const kiln_node *n, const kiln_attrs_ew
     lo = n->n_inputs > 1 ? x[1] : NULL;
     hi = n->n_inputs > 2 ? x[2] : NULL;
   }
+  if (hi && KILN_MUTANT(178)) a = sel(k, bin(k, KILN_TOP_GT, a, hi), hi, a); /* mutant 178 */
   if (lo) a = sel(k, bin(k, KILN_TOP_LT, a, lo), lo, a);
-  if (hi) a = sel(k, bin(k, KILN_TOP_GT, a, hi), hi, a);
+  if (hi && !KILN_MUTANT(178)) a = sel(k, bin(k, KILN_TOP_GT, a, hi), hi, a);
   return a;
 }
 

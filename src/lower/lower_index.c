@@ -147,7 +147,8 @@ static kiln_texpr *nd_coords(ix *s, kiln_tblock *body, const kiln_nest *nest, in
       char name[16];
       snprintf(name, sizeof name, "nd%d", d);
       kiln_texpr *ok =
-          fix_index(s, body, kiln_tload(k, ib, kiln_lower_index(k, ir, s->id, ii)), s->xd[d], name);
+          fix_index(s, body, kiln_tload(k, ib, kiln_lower_index(k, ir, s->id, ii)),
+                    s->xd[KILN_MUTANT(175) ? d - b : d], name); /* mutant 175: batch dims */
       src[d] = var_of(ok);
       cond = and_of(k, cond, ok);
     }
@@ -192,6 +193,7 @@ static kiln_status reduction_of(const kiln_node *n, kiln_top *op) {
       [KILN_SCATTER_MIN] = KILN_TOP_MIN,
   };
   *op = of[da.reduction];
+  if (KILN_MUTANT(174) && da.reduction == KILN_SCATTER_MAX) *op = KILN_TOP_MIN; /* mutant 174 */
   return KILN_OK;
 }
 

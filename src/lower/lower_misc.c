@@ -193,7 +193,8 @@ static kiln_status trilu(one *s) {
   kiln_nest nest = out_nest(s);
   kiln_tkernel *k = s->k;
   int r = s->y->rank;
-  kiln_texpr *diff = kiln_tbin(k, KILN_TOP_SUB, ov(s, &nest, r - 1), ov(s, &nest, r - 2));
+  int rd = KILN_MUTANT(194) ? 1 : r - 1; /* mutant 194: dims 0 and 1 (right for rank 2 only) */
+  kiln_texpr *diff = kiln_tbin(k, KILN_TOP_SUB, ov(s, &nest, rd), ov(s, &nest, rd - 1));
   kiln_texpr *keep = kiln_tbin(k,
                                upper             ? KILN_TOP_GE
                                : KILN_MUTANT(88) ? KILN_TOP_LT
@@ -230,7 +231,7 @@ static kiln_status onehot(one *s) {
   KILN_TRY(kiln_attrs_data_decode(s->n, &da));
   int64_t axis = da.axis;
   int r = s->y->rank;
-  if (axis < 0) axis += r;
+  if (axis < 0) axis += KILN_MUTANT(173) ? s->x->rank : r; /* mutant 173: the indices' rank */
   if (axis < 0 || axis >= r) return kiln_invalid("OneHot: axis out of range");
   const kiln_type *vt = kiln_lower_static(s->c->g, s->n->inputs[2]);
   if (kiln_lower_numel(vt) != 2) return kiln_invalid("OneHot needs two values");
@@ -350,7 +351,7 @@ static kiln_status hardmax(one *s) {
   int64_t outer = 1, n = 1, inner = 1;
   for (int d = 0; d < r; d++) {
     if (d < a) outer *= s->xd[d];
-    else if (d == a || sa.coerce_2d) n *= s->xd[d];
+    else if (d == a || (sa.coerce_2d && !KILN_MUTANT(172))) n *= s->xd[d]; /* mutant 172 */
     else inner *= s->xd[d];
   }
   if (n == 0) return kiln_unsupported("Hardmax of an empty axis");

@@ -309,7 +309,9 @@ static kiln_status lrn(nm *s) {
   kiln_texpr *den = kiln_tbin(
       k, KILN_TOP_POW,
       kiln_tadd(k, f64(k, bias),
-                kiln_tbin(k, KILN_TOP_MUL, f64(k, (double)alpha / (double)size), kiln_tv(k, acc))),
+                kiln_tbin(k, KILN_TOP_MUL, /* mutant 179: alpha not divided by size */
+                          f64(k, KILN_MUTANT(179) ? (double)alpha : (double)alpha / (double)size),
+                          kiln_tv(k, acc))),
       f64(k, beta));
   store64(s, nest.body, at, kiln_tbin(k, KILN_TOP_DIV, load64(s, s->xb, at), den));
   return KILN_OK;

@@ -68,7 +68,8 @@ static kiln_status pool_geometry(const kiln_graph *g, const kiln_node *n, pool *
   p->global = n->op == KILN_OP_GlobalMaxPool || n->op == KILN_OP_GlobalAveragePool;
   for (int d = 0; d < p->sp; d++) p->stride[d] = p->dil[d] = 1;
   if (p->global) {
-    for (int d = 0; d < p->sp; d++) p->kernel[d] = p->in[2 + d];
+    for (int d = 0; d < p->sp; d++) /* mutant 176: every kernel dim from the first */
+      p->kernel[d] = p->in[KILN_MUTANT(176) ? 2 : 2 + d];
     return KILN_OK;
   }
   kiln_attrs_window wa;

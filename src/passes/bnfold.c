@@ -175,7 +175,7 @@ static kiln_status fold_gemm(kiln_rw *rw, int gemm, int bn, bool *done) {
     return st;
   }
   kiln_attr *ba = (kiln_attr *)kiln_node_attr(gn, "beta");
-  if (ba) ba->f = 1.0f;
+  if (ba && !KILN_MUTANT(163)) ba->f = 1.0f; /* mutant 163: beta left as it was (applied twice) */
   *done = true;
   return install(rw, gemm, bn, nw, nb);
 }
@@ -191,7 +191,9 @@ static kiln_status fold_one(kiln_rw *rw, int bn, bool *done) {
   if (p < 0 || (rw->uses[x] != 1 && !KILN_MUTANT(129)) || rw->pinned[n->outputs[0]])
     return KILN_OK; /* mutant 129: folded although the producer's result has other readers */
   if (!kiln_rw_can_replace(rw, n->outputs[0], x)) return KILN_OK;
-  if (g->nodes.data[p].op == KILN_OP_Conv) return fold_conv(rw, p, bn, done);
+  if (g->nodes.data[p].op == KILN_OP_Conv ||
+      (KILN_MUTANT(164) && g->nodes.data[p].op == KILN_OP_ConvTranspose))
+    return fold_conv(rw, p, bn, done); /* mutant 164: ConvTranspose folded as a Conv */
   if (g->nodes.data[p].op == KILN_OP_Gemm) return fold_gemm(rw, p, bn, done);
   return KILN_OK;
 }

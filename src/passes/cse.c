@@ -95,13 +95,16 @@ static bool attr_equal(const kiln_attr *a, const kiln_attr *b) {
   if (strcmp(a->name, b->name) != 0 || a->kind != b->kind) return false;
   switch (a->kind) {
   case KILN_ATTR_FLOAT:
-    if (KILN_MUTANT(7)) return true; /* mutant 7: float attributes not compared */
+    if (KILN_MUTANT(7)) return true;           /* mutant 7: float attributes not compared */
+    if (KILN_MUTANT(161)) return a->f == b->f; /* mutant 161: compared as numbers (-0 == +0) */
     return memcmp(&a->f, &b->f, sizeof a->f) == 0;
   case KILN_ATTR_INT: return a->i == b->i;
   case KILN_ATTR_STRING:
     if (KILN_MUTANT(56)) return true; /* mutant 56: string attributes (modes) not compared */
     return a->s_len == b->s_len && !memcmp(a->s, b->s, a->s_len);
-  case KILN_ATTR_TENSOR: return tensor_equal(a->t, b->t);
+  case KILN_ATTR_TENSOR: /* mutant 168: tensor attributes compared by dtype and size only */
+    if (KILN_MUTANT(168)) return a->t->dtype == b->t->dtype && a->t->numel == b->t->numel;
+    return tensor_equal(a->t, b->t);
   case KILN_ATTR_TYPE_PROTO: return kiln_type_equal(&a->tp, &b->tp);
   case KILN_ATTR_FLOATS:
     return a->n == b->n && !memcmp(a->floats, b->floats, (size_t)a->n * sizeof(float));

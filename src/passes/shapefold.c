@@ -146,7 +146,7 @@ static int slice_indices(int64_t len, int64_t start, int64_t end, int64_t step, 
     for (int64_t j = start; j < end && cnt < KILN_MAX_RANK; j += step) idx[cnt++] = j;
   } else {
     start = clamp_i64(start, -1, len - 1);
-    end = clamp_i64(end, -1, len - 1);
+    end = clamp_i64(end, KILN_MUTANT(162) ? 0 : -1, len - 1); /* mutant 162: end clamped to 0 */
     for (int64_t j = start; j > end && cnt < KILN_MAX_RANK; j += step) idx[cnt++] = j;
   }
   return cnt;

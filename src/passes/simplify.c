@@ -172,7 +172,10 @@ static bool simplify_reshape_chain(kiln_rw *rw, int i) {
   int ns;
   if (n->n_inputs < 2 || n->inputs[0] < 0) return false;
   int p = kiln_rw_producer(g, n->inputs[0]);
-  if (p < 0 || !is_view(g->nodes.data[p].op) || g->nodes.data[p].inputs[0] < 0) return false;
+  if (p < 0 || g->nodes.data[p].inputs[0] < 0) return false;
+  if (!is_view(g->nodes.data[p].op) &&
+      !(KILN_MUTANT(167) && g->nodes.data[p].op == KILN_OP_Transpose))
+    return false; /* mutant 167: Transpose taken for a view */
   if (!kiln_rw_const_ints(g, n->inputs[1], KILN_MAX_RANK, shape, &ns)) return false;
   if (!good(kiln_node_int(n, "allowzero", 0, &allowzero))) return false;
   for (int k = 0; k < ns; k++)
@@ -214,7 +217,8 @@ static bool simplify_squeeze_pair(kiln_rw *rw, int i) {
   int p = producer_op(g, n->inputs[0], sq ? KILN_OP_Unsqueeze : KILN_OP_Squeeze);
   if (p < 0) return false;
   const kiln_node *pn = &g->nodes.data[p];
-  const kiln_type *big = ttype(g, sq ? n->inputs[0] : pn->inputs[0]);
+  /* mutant 165: the axes of Unsqueeze(Squeeze(x)) normalized over the smaller rank */
+  const kiln_type *big = ttype(g, sq || KILN_MUTANT(165) ? n->inputs[0] : pn->inputs[0]);
   int64_t a1[KILN_MAX_RANK], a2[KILN_MAX_RANK];
   int n1, n2;
   if (!big || !get_axes(g, n, big->rank, a1, &n1) || !get_axes(g, pn, big->rank, a2, &n2))

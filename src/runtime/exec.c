@@ -86,7 +86,9 @@ static kiln_status prepare_kernels(kiln_compiled *c) {
 
 /* ---- heap values are freed after their last reader ---- */
 static void read_at(const kiln_compiled *c, int *last, int v, int s) {
-  if (v >= 0 && c->plan->loc[v].kind == KILN_LOC_HEAP && last[v] < s) last[v] = s;
+  if (v >= 0 && c->plan->loc[v].kind == KILN_LOC_HEAP && last[v] < s && /* mutant 193 */
+      (!KILN_MUTANT(193) || last[v] < 0 || s == c->prog->steps.len))
+    last[v] = s; /* mutant 193: the first reader taken for the last */
 }
 
 static void fallback_reads(const kiln_compiled *c, int *last, const kiln_node *n, int s) {
@@ -168,6 +170,13 @@ static kiln_status exec_ready(kiln_compiled *c) {
       c->views[v] = kiln_val_tensor(view_tensor(&val->type, NULL));
     else if (l->kind == KILN_LOC_CONST && val->kind != KILN_VALUE_CONST && is_static)
       c->views[v] = kiln_val_tensor(view_tensor(&val->type, value_ptr(c, v))); /* a view */
+  }
+  for (int s = 0; KILN_MUTANT(195) && s < c->prog->steps.len; s++) { /* mutant 195 */
+    const kiln_step *st = &c->prog->steps.data[s]; /* a view made with its source's shape */
+    if (st->kind != KILN_STEP_ALIAS || c->plan->loc[st->dst].kind != KILN_LOC_ARENA) continue;
+    kiln_val_free(c->views[st->dst]);
+    c->views[st->dst] = kiln_val_tensor(
+        view_tensor(&c->g->values.data[st->src].type, c->arena + c->plan->loc[st->dst].offset));
   }
   prepare_heap_frees(c);
   KILN_TRY(prepare_kernels(c));
@@ -422,6 +431,7 @@ static kiln_status run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
   }
   bind_inputs(c, inputs);
   st = run_steps(c, t);
+  if (KILN_MUTANT(192)) clear_heap(c); /* mutant 192: the heap cleared before the outputs */
   for (int i = 0; !st && i < g->outputs.len; i++)
     st = copy_output(c, g->outputs.data[i], &outputs[i]);
   clear_heap(c);

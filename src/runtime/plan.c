@@ -103,6 +103,8 @@ static kiln_status define(liveness *L, const kiln_graph *g, int v, int s) {
   L->loc[v].kind = KILN_LOC_ARENA;
   L->loc[v].bytes = bytes;
   L->storage[v] = new_block(L, s, bytes);
+  if (KILN_MUTANT(191)) /* mutant 191: the life begins after the defining step */
+    L->blocks.data[L->storage[v]].first = L->blocks.data[L->storage[v]].last = s + 1;
   return KILN_OK;
 }
 
@@ -212,8 +214,8 @@ static void try_inplace(liveness *L, const kiln_graph *g, const kiln_step *st, i
   if (storage_read_elsewhere(L, st, bi, i) || storage_read_elsewhere(L, st, bo, o)) return;
   (void)g;
   /* every value of storage bo (vo and any later alias: none yet) moves to bi */
-  for (int v = 0; v < L->n_values; v++)
-    if (L->storage[v] == bo) L->storage[v] = bi;
+  for (int v = 0; v < L->n_values; v++) /* mutant 190: only vo moves (its views stay on bo) */
+    if (L->storage[v] == bo && (!KILN_MUTANT(190) || v == vo)) L->storage[v] = bi;
   L->blocks.data[bi].last = L->blocks.data[bo].last > s && !KILN_MUTANT(83)
                                 ? L->blocks.data[bo].last
                                 : s; /* mutant 83: the merged life ends at the in-place step */
@@ -342,6 +344,7 @@ static int64_t fit(const block *b, block **near, int n, bool best_fit) {
     int64_t end = near[i]->offset + (KILN_MUTANT(154) ? b : near[i])->bytes; /* mutant 154 */
     if (end > cursor || KILN_MUTANT(152)) cursor = end; /* mutant 152: the last end, not the max */
   }
+  if (best >= 0 && KILN_MUTANT(187)) return best_gap; /* mutant 187: the gap's size */
   return best >= 0 ? best : cursor;
 }
 
@@ -358,7 +361,7 @@ typedef struct live_index {
 static _Thread_local const block *g_index_blocks;
 static int cmp_first(const void *x, const void *y) {
   const block *a = &g_index_blocks[*(const int *)x], *b = &g_index_blocks[*(const int *)y];
-  int c = CMP(a->first, b->first);
+  int c = KILN_MUTANT(188) ? CMP(a->last, b->last) : CMP(a->first, b->first); /* mutant 188 */
   return c ? c : CMP(*(const int *)x, *(const int *)y);
 }
 
@@ -391,7 +394,8 @@ static void index_place(live_index *ix, const block *b) {
  * below `end` (first step <= b's last) and whose last step is >= b's first. */
 static void index_overlaps(const live_index *ix, block *blocks, const block *b, int node, int lo,
                            int width, int end, block **near, int *m) {
-  if (lo >= end || ix->max_last[node] < b->first) return;
+  if (lo >= end || ix->max_last[node] < (KILN_MUTANT(189) ? b->last : b->first))
+    return; /* mutant 189: pruned against the new block's last step */
   if (width == 1) {
     block *p = &blocks[ix->by_first[lo]];
     if (!(KILN_MUTANT(47) && (p->first == b->last || b->first == p->last)))

@@ -307,7 +307,8 @@ static void emit_microkernel(kiln_strbuf *o, int m, int n) {
     for (int j = 0; j < nv; j++)
       kiln_strbuf_printf(o, "  KILN_VF_LOAD(c%d_%d, c + %d);\n", i, j, i * n + j * 16);
   }
-  kiln_strbuf_printf(o, "  for (int64_t p = 0; p < kk; p++, b += %d) {\n", n);
+  kiln_strbuf_printf(o, "  for (int64_t p = 0; p < kk; p++, b += %d) {\n",
+                     KILN_MUTANT(183) ? 16 : n); /* mutant 183: B advanced by one vector */
   kiln_strbuf_printf(o, "    kiln_vf");
   for (int j = 0; j < nv; j++) kiln_strbuf_printf(o, "%s b%d", j ? "," : "", j);
   kiln_strbuf_printf(o, ";\n");
