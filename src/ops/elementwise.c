@@ -4,6 +4,7 @@
  * Kernels: elementwise_map.c (the broadcasting loop and attribute reading),
  * elementwise_fns.c (the scalar function of each op), elementwise_cast.c (Cast,
  * CastLike, BitCast, Identity, Where). */
+#include "attr_decode.h"
 #include "ew_internal.h"
 #include "op_desc.h"
 
@@ -15,6 +16,9 @@ static bool tensor_in(const kiln_infer_ctx *ctx, int i) {
 
 /* Output 0 has input 0's shape and the given dtype. */
 static kiln_status infer_like0(kiln_infer_ctx *ctx, kiln_dtype dtype) {
+  kiln_attrs_ew a; /* an attribute out of its range (IsInf detect_negative=-2) is invalid here,
+                      not first in a kernel */
+  KILN_TRY(kiln_attrs_ew_decode(ctx->node, &a));
   if (!tensor_in(ctx, 0)) return KILN_OK;
   ctx->out[0] = *ctx->in[0];
   ctx->out[0].dtype = dtype;
@@ -28,6 +32,8 @@ static bool uses_legacy_bcast(const kiln_infer_ctx *ctx) {
 
 /* Output 0 is the broadcast of all inputs, with the given dtype. */
 static kiln_status infer_bcast(kiln_infer_ctx *ctx, kiln_dtype dtype) {
+  kiln_attrs_ew a;
+  KILN_TRY(kiln_attrs_ew_decode(ctx->node, &a));
   for (int i = 0; i < ctx->n_in; i++)
     if (!tensor_in(ctx, i)) return KILN_OK;
   if (uses_legacy_bcast(ctx)) return infer_like0(ctx, dtype);

@@ -56,7 +56,11 @@ static bool has_kind(const kiln_tensor *t, int64_t i, gen_dom dom, int k) {
     case KILN_GEN_EDGE_LARGE:
       return x >= lo && x <= hi && llabs((long long)x) >= (hi < 1000 ? hi / 4 : 100);
     case KILN_GEN_EDGE_INT_EXTREME: return x <= lo + 1 || x >= hi - 1;
-    case KILN_GEN_EDGE_UINT_WRAP: return ux == 0 || ux == 1 || ux == top || ux >= umax - 1;
+    case KILN_GEN_EDGE_UINT_WRAP: {
+      uint64_t bits = kiln_dtype_size(t->dtype) * 8;
+      return ux == 0 || ux == 1 || ux == top || ux >= umax - 1 || ux == bits / 2 + 1 ||
+             ux == bits - 1 || ux == bits;
+    }
     case KILN_GEN_EDGE_ZERO: return x == 0;
     default: return false;
     }

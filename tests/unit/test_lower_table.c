@@ -147,6 +147,10 @@ static void test_invalid_attributes_rejected(void) {
   check_rejected("f32[2,4]", "", "Softmax(%x) {axis=9}");
   check_rejected("f32[2,4]", "", "LogSoftmax(%x) {axis=-3}");
   check_rejected("f32[2,4]", "", "Hardmax(%x) {axis=2}");
+  /* elementwise attributes out of their range or set (a near-duplicate of the fuzzer moved
+   * an IsInf flag to -2: only the reference kernel had refused it) */
+  check_rejected("f32[2,4]", "", "IsInf(%x) {detect_negative=-2}");
+  check_rejected("u8[2,4]", "", "BitShift(%x, %x) {direction=\"UP\"}");
   check_rejected("f32[2,4]", "  %i = const i64[2,4] [0, 0, 0, 0, 0, 0, 0, 0]\n",
                  "GatherElements(%x, %i) {axis=4}");
   check_rejected("f32[2,4]", "  %a = const i64[] [7]\n", "CumSum(%x, %a)");

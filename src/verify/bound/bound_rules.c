@@ -260,7 +260,8 @@ const bnd_opinfo *kiln_bnd_info(kiln_op op) {
 
 /* Ops whose result's zeros have the sign IEEE arithmetic or plain copying gives them, so
  * that -0 and +0 must match (see kiln_vref.zloose): data movement, selection, float casts,
- * Neg, Abs, Add, Sub, Mul, Div, Sum, Reciprocal, Sqrt and the roundings. The others may
+ * Neg, Abs, Add, Sub, Mul, Div, Sum, Reciprocal, Sqrt, the roundings, LeakyRelu and PRelu
+ * (x or a product). The others may
  * choose: Max, Min, Relu and Clip of -0 and +0, reductions and contractions whose sum
  * starts at +0, Pow, Sign, transcendental functions built from other operations. */
 bool kiln_bnd_zero_sign_kept(kiln_op op) {
@@ -302,7 +303,9 @@ bool kiln_bnd_zero_sign_kept(kiln_op op) {
   case KILN_OP_Sqrt:
   case KILN_OP_Floor:
   case KILN_OP_Ceil:
-  case KILN_OP_Round: return true;
+  case KILN_OP_Round:
+  case KILN_OP_LeakyRelu:
+  case KILN_OP_PRelu: return true;
   default: return false;
   }
 }

@@ -36,7 +36,9 @@ static bool elementwise(kiln_op op) {
   case KILN_OP_Ceil:
   case KILN_OP_Round:
   case KILN_OP_Cast:
-  case KILN_OP_CastLike: return true;
+  case KILN_OP_CastLike:
+  case KILN_OP_LeakyRelu:
+  case KILN_OP_PRelu: return true;
   default: return false;
   }
 }

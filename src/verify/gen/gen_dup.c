@@ -5,6 +5,7 @@
  * enumerated attribute, one element of a list), two operands swapped, or a constant operand
  * replaced by one that differs in a single element. Inference decides
  * whether the variant is valid; a rejected draw is redrawn. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,8 +100,10 @@ static bool change_value(gen *G, const char *op, const char *s, const char *e, k
     return true;
   }
   double xf = strtod(val, &endp);
-  if (*endp == 0) {
-    kiln_strbuf_printf(b, "%s=%.4g", name, xf * (0.5 + gen_attr_unif(G)) + 0.01);
+  if (*endp == 0) { /* a zero half the time becomes the other zero: equal, yet not the same */
+    if (xf == 0 && gen_attr_chance(G, 0.5))
+      kiln_strbuf_printf(b, "%s=%s", name, signbit(xf) ? "0" : "-0");
+    else kiln_strbuf_printf(b, "%s=%.4g", name, xf * (0.5 + gen_attr_unif(G)) + 0.01);
     return true;
   }
   return false;

@@ -285,9 +285,9 @@ unsigned gen_edge_kinds(kiln_dtype dt, gen_dom dom);
  * before i must already hold values of dom). */
 void gen_edge_store(gen_rng *r, kiln_tensor *t, int64_t i, gen_dom dom, int kind);
 /* A value of dtype `from` in dom at the edge of what a Cast to `to` must get right: to's
- * subnormals, its rounding ties, its largest values (floats), the extremes the source holds
- * exactly, halves to truncate, large integers exact only in f64 (integers). Before the rounding
- * to `from`. */
+ * subnormals, its rounding ties, its largest values, the infinities (floats), the extremes the
+ * source holds exactly, halves to truncate, large integers exact only in f64 (integers). Before the
+ * rounding to `from`. */
 double gen_cast_edge(gen_rng *r, kiln_dtype from, kiln_dtype to, gen_dom dom);
 /* Whether element i of t lies in dom (finite for floats; -0.0 counts as 0). */
 bool gen_edge_in_dom(const kiln_tensor *t, int64_t i, gen_dom dom);

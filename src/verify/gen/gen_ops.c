@@ -96,6 +96,10 @@ static double out_mag(mag_kind k, double m, kiln_dtype dt) {
 static const char *unary_attrs(gen *G, const char *op, char *a, size_t n) {
   double x = 0.05 + gen_attr_unif(G) * 1.5;
   a[0] = 0;
+  /* the float classes besides ordinary values: 0 and -0 (a slope whose zero has a sign),
+   * negative (Celu divides by its alpha: never 0) */
+  if (strcmp(op, "Celu") && gen_attr_chance(G, 0.15)) x = gen_attr_chance(G, 0.5) ? 0.0 : -0.0;
+  else if (gen_attr_chance(G, 0.1)) x = -x;
   if (!strcmp(op, "Elu") || !strcmp(op, "Celu") || !strcmp(op, "LeakyRelu") ||
       !strcmp(op, "ThresholdedRelu") || !strcmp(op, "Swish")) {
     if (gen_attr_chance(G, 0.6)) snprintf(a, n, "alpha=%.3g", x);

@@ -270,12 +270,17 @@ bool gen_b_pad(gen *G, int op) {
   for (int d = 0; d < 2 * r; d++) {
     int64_t dim = gen_dim(G, x, d % r), hi = mode == 1 || mode == 3 ? dim - 1 : 2;
     p[d] = gen_int(&G->rng, 0, (int)(hi < 2 ? hi : 2));
+    /* the boundary now and then: a reflection of all it may (dim - 1), a pad of the extent */
+    if (dim > 0 && gen_chance(&G->rng, 0.25)) p[d] = mode == 1 || mode == 3 ? dim - 1 : dim;
   }
   static const char *modes[] = {"constant", "reflect", "edge", "wrap"};
   int in[3] = {x, gen_const_i64(G, 2 * r, p, false), -1};
   if (mode == 0 && gen_chance(&G->rng, 0.5)) {
     kiln_type t = kiln_type_tensor(gen_dtype(G, x), 0, NULL);
-    in[2] = gen_new_const(G, &t, DOM_ANY);
+    static const double sv[] = {-0.0, 1, -1};
+    in[2] = kiln_dtype_is_float(t.dtype) && gen_chance(&G->rng, 0.3)
+                ? gen_const_fill(G, &t, sv[gen_int(&G->rng, 0, 2)]) /* -0 pads with a sign */
+                : gen_new_const(G, &t, DOM_ANY);
   }
   char a[32];
   gen_emit(G, "Pad", in[2] >= 0 ? 3 : 2, in, 1,

@@ -134,7 +134,8 @@ double gen_cast_edge(gen_rng *r, kiln_dtype from, kiln_dtype to, gen_dom dom) {
              gen_chance(r, 0.5);
   double m, lo, hi, u = unit(to);
   if (is_gen_float(to)) {
-    int w = gen_int(r, 0, 3);
+    int w = gen_int(r, 0, dom == DOM_ANY ? 4 : 3);
+    if (w == 4) return gen_chance(r, 0.5) ? -INFINITY : INFINITY; /* kept by every cast */
     subnormal_range(to, &lo, &hi);
     if (w == 0) /* to's subnormals, the top binade half the time: random mantissas */
       m = (gen_chance(r, 0.5) ? hi / 2 : lo) +
@@ -211,11 +212,20 @@ static int64_t int_extreme(gen_rng *r, kiln_dtype dt, gen_dom dom) {
 }
 
 static int64_t int_edge(gen_rng *r, kiln_dtype dt, gen_dom dom, int k) {
-  if (k == KILN_GEN_EDGE_UINT_WRAP) { /* 0, 1, the top bit alone, max - 1, max */
+  if (k == KILN_GEN_EDGE_UINT_WRAP) {
+    /* 0, 1, the top bit alone, max - 1, max, and the widths a shift or a bit count meets:
+     * half the bits (a 64-bit shift taken for a 32-bit one), the bits - 1, the bits */
     int bits = (int)kiln_dtype_size(dt) * 8;
     uint64_t max = bits >= 64 ? UINT64_MAX : (1ull << bits) - 1;
-    uint64_t u[5] = {0, 1, 1ull << (bits - 1), max - 1, max};
-    return (int64_t)u[gen_int(r, dom == DOM_POS || dom == DOM_NONZERO ? 1 : 0, 4)];
+    uint64_t u[8] = {0,
+                     1,
+                     1ull << (bits - 1),
+                     max - 1,
+                     max,
+                     (uint64_t)bits / 2 + 1,
+                     (uint64_t)bits - 1,
+                     (uint64_t)bits};
+    return (int64_t)u[gen_int(r, dom == DOM_POS || dom == DOM_NONZERO ? 1 : 0, 7)];
   }
   if (k == KILN_GEN_EDGE_INT_EXTREME) return int_extreme(r, dt, dom);
   if (k == KILN_GEN_EDGE_ZERO) return 0;
