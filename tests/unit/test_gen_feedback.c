@@ -80,10 +80,14 @@ static void test_mutations(void) {
             tried, valid, differ);
     CHECK(tried >= 30 && valid * 100 >= tried * 95);
     /* most change the graph; a redraw of one aspect of a node (its attributes, dtypes or new
-     * shapes) may give the same node, or touch a node without that aspect */
+     * shapes) may give the same node, or touch a node without that aspect; an inserted step is
+     * dropped when its builder finds no operand or inference refuses it (about a third of
+     * the draws, as for any new step) */
     bool aspect =
         kind == KILN_GEN_MUT_ATTR || kind == KILN_GEN_MUT_TYPE || kind == KILN_GEN_MUT_SHAPE;
-    CHECK(aspect ? differ * 4 >= tried : differ * 3 >= tried * 2);
+    CHECK(aspect                        ? differ * 4 >= tried
+          : kind == KILN_GEN_MUT_INSERT ? differ * 5 >= tried * 3
+                                        : differ * 3 >= tried * 2);
   }
 }
 
