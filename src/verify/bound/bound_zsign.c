@@ -102,8 +102,8 @@ kiln_tensor *kiln_bnd_zero_loose(bnd_node *b, int k) {
   kiln_op op = b->n->op;
   bool kept = kiln_bnd_zero_sign_kept(op);
   kiln_tensor *l = NULL;
-  if (kept && !elementwise(op)) { /* cannot tell: every zero loose */
-    if (!moved(b, k, &l)) kept = false;
+  if (kept && !elementwise(op)) {       /* data movement: the op run on its inputs' masks */
+    if (!moved(b, k, &l)) kept = false; /* cannot tell: every zero loose */
     if (l && l->numel != y->numel) kiln_tensor_free(l), l = NULL, kept = false;
   }
   if (!l) l = kiln_bnd_zeros_like(y);
