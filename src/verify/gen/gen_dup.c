@@ -215,13 +215,20 @@ static char *with_near_const(gen *G, const char *line) {
   if (!rp) return NULL;
   const char *s[8], *e[8];
   int n = 0, cand[8], nc = 0;
+  /* the integer operands of Gather and Scatter ops are indices, valid only within the data's
+   * extents, which inference cannot check: moved by one, they may leave it (ScatterND index 1
+   * into an extent of 1, from the 30-minute control) */
+  const char *op = strstr(line, " = ") + 3;
+  bool indexed = !strncmp(op, "Gather", 6) || !strncmp(op, "Scatter", 7);
   for (const char *p = lp + 1; p < rp && n < 8;) {
     while (*p == ' ') p++;
     const char *q = p;
     while (q < rp && *q != ',') q++;
     s[n] = p, e[n] = q;
     int v = operand_val(G, p, q);
-    if (v >= 0 && G->vals.data[v].is_const) cand[nc++] = n;
+    if (v >= 0 && G->vals.data[v].is_const &&
+        !(indexed && !kiln_dtype_is_float(G->vals.data[v].type.dtype)))
+      cand[nc++] = n;
     n++;
     p = q + 1;
   }
