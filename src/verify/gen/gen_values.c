@@ -133,6 +133,17 @@ double gen_cast_edge(gen_rng *r, kiln_dtype from, kiln_dtype to, gen_dom dom) {
   bool neg = (dom == DOM_ANY || dom == DOM_NONZERO || dom == DOM_UNIT) && !is_unsigned_int(to) &&
              gen_chance(r, 0.5);
   double m, lo, hi, u = unit(to);
+  if (!is_gen_float(from)) {
+    /* an integer into a float (or bool): the first integers past to's significand, or the
+     * source's largest; never a value the integer type cannot hold */
+    int p = to == KILN_F16 ? 11 : to == KILN_BF16 ? 8 : to == KILN_F32 ? 24 : 53;
+    double top = kiln_dtype_size(from) < 8 ? int_top(from)
+                 : is_unsigned_int(from)   ? 0x1p64 - 2048 /* the largest doubles below 2^64, */
+                                           : 0x1p63 - 1024;  /* 2^63: exact integers */
+    m = gen_chance(r, 0.3) ? top : fmin(ldexp(1, p) + gen_int(r, 1, 3), top);
+    if (is_unsigned_int(from)) neg = false;
+    return neg ? -m : m;
+  }
   if (is_gen_float(to)) {
     int w = gen_int(r, 0, dom == DOM_ANY ? 4 : 3);
     if (w == 4) return gen_chance(r, 0.5) ? -INFINITY : INFINITY; /* kept by every cast */
