@@ -622,15 +622,6 @@ case(156)(plan_gaps)
 case(157)(unit_chain)
 
 
-def if_const():  # a constant read only by a branch
-    then_g = H.make_graph([N("Add", ["x", "cw"], ["o"])], "then", [],
-                          [H.make_tensor_value_info("o", F, None)])
-    else_g = H.make_graph([N("Sub", ["x", "cw"], ["o2"])], "else", [],
-                          [H.make_tensor_value_info("o2", F, None)])
-    return Case([N("If", ["k"], ["y"], then_branch=then_g, else_branch=else_g)],
-                [("x", r(4)), ("k", np.array(True))], [("y", F)], [c("cw", r(4))])
-
-
 case(158)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Cast", ["nz"], ["y"], to=F)],
                        [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32))], [("y", F)]))
 
@@ -688,7 +679,7 @@ case(165)(lambda: Case([N("Relu", ["x"], ["u"]), N("Squeeze", ["u", "a1"], ["s"]
                        opset=13))
 
 
-def if_const_e():  # a constant read only by the branches
+def if_const():  # a constant read only by the branches
     then_g = H.make_graph([N("Add", ["x", "cw"], ["o"])], "then", [],
                           [H.make_tensor_value_info("o", F, None)])
     else_g = H.make_graph([N("Mul", ["x", "cw"], ["o2"])], "else", [],
@@ -697,7 +688,7 @@ def if_const_e():  # a constant read only by the branches
                 [("x", r(4)), ("k", np.array(True))], [("y", F)], [c("cw", r(4))])
 
 
-case(166)(if_const_e)
+case(166)(if_const)
 case(167)(lambda: Case([N("Relu", ["x"], ["u"]), N("Transpose", ["u"], ["t"]),
                         N("Reshape", ["t", "s"], ["y"])], [("x", r(2, 3))], [("y", F)],
                        [c("s", np.array([6], np.int64))]))

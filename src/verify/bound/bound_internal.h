@@ -49,8 +49,6 @@ typedef struct bnd_opinfo {
 const bnd_opinfo *kiln_bnd_row(kiln_op op);
 
 const bnd_opinfo *kiln_bnd_info(kiln_op op);
-/* Whether op gives its zeros the sign IEEE arithmetic or copying determines (bound_rules.c). */
-bool kiln_bnd_zero_sign_kept(kiln_op op);
 
 /* One node being bounded. Arrays have n->n_inputs / n->n_outputs entries. */
 typedef struct bnd_node {

@@ -9,7 +9,7 @@
  *    0, or a zero whose bound exceeds a few subnormals (the underflow terms of the bounds
  *    add up along a chain: a larger bound lets the implementation's value be a number of
  *    either sign), or
- *  - its op may choose the sign of a zero (not kiln_bnd_zero_sign_kept: Max of -0 and +0,
+ *  - its op may choose the sign of a zero (zero_sign_class: Max of -0 and +0,
  *    a sum that starts at +0, a transcendental function built from other operations) and
  *    the element is 0, or
  *  - its op is one whose zeros' sign IEEE arithmetic or copying determines and an element
@@ -21,7 +21,15 @@
 
 #include "bound_internal.h"
 
-static bool elementwise(kiln_op op) {
+/* How op's zeros get their sign: ZS_CHOSEN, the op may choose it (Max, Min, Relu and Clip of
+ * -0 and +0, reductions and contractions whose sum starts at +0, Pow, Sign, transcendental
+ * functions built from other operations); ZS_ELEMENTWISE, IEEE arithmetic on the same
+ * element of the operands determines it (Neg, Abs, Add, Sub, Mul, Div, Sum, Reciprocal,
+ * Sqrt, the roundings, float casts, LeakyRelu and PRelu: x or a product); ZS_MOVED, the op
+ * copies it (data movement, selection, constants). */
+typedef enum zs_class { ZS_CHOSEN, ZS_ELEMENTWISE, ZS_MOVED } zs_class;
+
+static zs_class zero_sign_class(kiln_op op) {
   switch (op) {
   case KILN_OP_Neg:
   case KILN_OP_Abs:
@@ -38,8 +46,32 @@ static bool elementwise(kiln_op op) {
   case KILN_OP_Cast:
   case KILN_OP_CastLike:
   case KILN_OP_LeakyRelu:
-  case KILN_OP_PRelu: return true;
-  default: return false;
+  case KILN_OP_PRelu: return ZS_ELEMENTWISE;
+  case KILN_OP_Identity:
+  case KILN_OP_Reshape:
+  case KILN_OP_Transpose:
+  case KILN_OP_Squeeze:
+  case KILN_OP_Unsqueeze:
+  case KILN_OP_Flatten:
+  case KILN_OP_Slice:
+  case KILN_OP_Gather:
+  case KILN_OP_GatherElements:
+  case KILN_OP_GatherND:
+  case KILN_OP_Concat:
+  case KILN_OP_Split:
+  case KILN_OP_Expand:
+  case KILN_OP_Tile:
+  case KILN_OP_Pad:
+  case KILN_OP_DepthToSpace:
+  case KILN_OP_SpaceToDepth:
+  case KILN_OP_ReverseSequence:
+  case KILN_OP_Compress:
+  case KILN_OP_Dropout:
+  case KILN_OP_Where:
+  case KILN_OP_Constant:
+  case KILN_OP_ConstantOfShape:
+  case KILN_OP_EyeLike: return ZS_MOVED;
+  default: return ZS_CHOSEN;
   }
 }
 
@@ -99,16 +131,16 @@ kiln_tensor *kiln_bnd_zero_loose(bnd_node *b, int k) {
   kiln_tensor *y = kiln_bnd_out_t(b, b->out, k);
   if (!y) return NULL;
   const kiln_tensor *e = b->eout[k] && b->eout[k]->numel == y->numel ? b->eout[k] : NULL;
-  kiln_op op = b->n->op;
-  bool kept = kiln_bnd_zero_sign_kept(op);
+  zs_class cls = zero_sign_class(b->n->op);
+  bool kept = cls != ZS_CHOSEN;
   kiln_tensor *l = NULL;
-  if (kept && !elementwise(op)) {       /* data movement: the op run on its inputs' masks */
+  if (cls == ZS_MOVED) {                /* data movement: the op run on its inputs' masks */
     if (!moved(b, k, &l)) kept = false; /* cannot tell: every zero loose */
     if (l && l->numel != y->numel) kiln_tensor_free(l), l = NULL, kept = false;
   }
   if (!l) l = kiln_bnd_zeros_like(y);
   double *ld = l->data;
-  if (kept && elementwise(op)) from_operands(b, y, ld);
+  if (cls == ZS_ELEMENTWISE) from_operands(b, y, ld);
   const double *yd = y->data, *ed = e ? e->data : NULL;
   kiln_dtype dt = kiln_bnd_out_dtype(b->r, b->n, k);
   double atol = 0, rtol = 0, slack = 64 * kiln_bnd_tiny(dt);

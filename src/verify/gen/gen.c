@@ -283,21 +283,29 @@ int gen_new_const(gen *G, const kiln_type *t, gen_dom dom) {
   return v;
 }
 
-int gen_const_fill(gen *G, const kiln_type *t, double x) {
-  int v = gen_new_const(G, t, x > 0 ? DOM_POS : x < 0 ? DOM_NONZERO : DOM_ANY);
+/* Replaces the data of the last constant line (of type t) by elements drawn from vals (the
+ * one value when n_vals is 1: no draw). */
+static void set_const_data(gen *G, const kiln_type *t, int n_vals, const double *vals) {
   char *line = G->lines.data[G->lines.len - 1];
   *strrchr(line, '[') = 0; /* the drawn data */
   kiln_strbuf b = {0};
   kiln_strbuf_printf(&b, "%s[", line);
   int64_t n = 1;
   for (int d = 0; d < t->rank; d++) n *= t->dims[d].value;
-  for (int64_t i = 0; i < n; i++)
+  for (int64_t i = 0; i < n; i++) {
+    double x = vals[n_vals > 1 ? gen_int(&G->rng, 0, n_vals - 1) : 0];
     if (t->dtype == KILN_BOOL)
       kiln_strbuf_printf(&b, "%s%s", i ? ", " : "", x != 0 ? "true" : "false");
     else kiln_strbuf_printf(&b, "%s%.17g", i ? ", " : "", x);
+  }
   kiln_strbuf_printf(&b, "]");
   free(line);
   G->lines.data[G->lines.len - 1] = b.data;
+}
+
+int gen_const_fill(gen *G, const kiln_type *t, double x) {
+  int v = gen_new_const(G, t, x > 0 ? DOM_POS : x < 0 ? DOM_NONZERO : DOM_ANY);
+  set_const_data(G, t, 1, &x);
   G->vals.data[v].mag = fabs(x);
   if (x == 1 || x == 2) G->vals.data[v].dom = DOM_POS;
   return v;
@@ -306,19 +314,9 @@ int gen_const_fill(gen *G, const kiln_type *t, double x) {
 int gen_const_pick(gen *G, const kiln_type *t, int n_vals, const double *vals) {
   double mag = 0;
   for (int i = 0; i < n_vals; i++) mag = fmax(mag, fabs(vals[i]));
-  int v = gen_const_fill(G, t, mag);
-  char *line = G->lines.data[G->lines.len - 1];
-  *strrchr(line, '[') = 0; /* the filled data */
-  kiln_strbuf b = {0};
-  kiln_strbuf_printf(&b, "%s[", line);
-  int64_t n = 1;
-  for (int d = 0; d < t->rank; d++) n *= t->dims[d].value;
-  for (int64_t i = 0; i < n; i++)
-    kiln_strbuf_printf(&b, "%s%.17g", i ? ", " : "", vals[gen_int(&G->rng, 0, n_vals - 1)]);
-  kiln_strbuf_printf(&b, "]");
-  free(line);
-  G->lines.data[G->lines.len - 1] = b.data;
-  G->vals.data[v].dom = DOM_ANY;
+  int v = gen_new_const(G, t, mag > 0 ? DOM_POS : DOM_ANY); /* the draws it replaces */
+  set_const_data(G, t, n_vals, vals);
+  G->vals.data[v].mag = mag, G->vals.data[v].dom = DOM_ANY;
   return v;
 }
 
