@@ -38,7 +38,8 @@ static kiln_status axis_attr(const bnd_node *b, int64_t dflt, const kiln_tensor 
  * With d = x - max(x), s = sum exp(d), each exp carries a relative error
  * r_j = u |d_j| (the rounded shift) + 4u, the sum gamma_n + max r, the division u:
  *   Softmax:    own_j = y_j (r_j + max r + gamma_n + 3u),
- *               propagated: y_j expm1(e_j + max e) (y_j' / y_j lies in exp(+-(e_j + max e)));
+ *               propagated: y_j expm1(e_j + max e) (y_j' / y_j lies in exp(+-(e_j + max e))),
+ *               and exp(d_j + e_j + max e) where y_j underflowed;
  *   LogSoftmax: own_j = u |d_j| + (gamma_n + max r) / (1 - ...) + 4u |log s| + u |y_j|,
  *               propagated: e_j + max e (log-sum-exp is 1-Lipschitz in the max norm). */
 static void softmax_row(const rows *rw, int64_t row, const double *x, const double *e,
@@ -64,6 +65,9 @@ static void softmax_row(const rows *rw, int64_t row, const double *x, const doub
     double rj = u * fabs(d) + 4 * u;
     if (!log_sm) {
       double v = yj == 0 ? 0 : fabs(yj) * (rj + rmax + srel + 3 * u + expm1(ej + emax));
+      /* y_j expm1(..) is relative to y_j, which underflows (to 0 or a subnormal) where d_j is
+       * far below 0; y_j' <= exp(d_j + e_j + max e) holds whatever y_j is. */
+      if (ej + emax > 0 && fabs(yj) < 0x1p-960) v = fmax(v, exp(d + ej + emax));
       out[k] = fmin(v, fmax(yj, 1 - yj) + 2 * u); /* y and y' lie in [0, 1] */
     } else {
       double lse = d - yj; /* log s */
