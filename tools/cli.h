@@ -44,6 +44,8 @@ extern const char *const kiln_cli_memory_help;
 int kiln_cli_i64(const char *cmd, const char *opt, const char *v, int64_t lo, int64_t hi,
                  int64_t *out);
 int kiln_cli_int(const char *cmd, const char *opt, const char *v, int lo, int hi, int *out);
+/* An unsigned decimal integer in lo..UINT64_MAX (seeds), reported like kiln_cli_i64. */
+int kiln_cli_u64(const char *cmd, const char *opt, const char *v, uint64_t lo, uint64_t *out);
 int kiln_cli_long(const char *cmd, const char *opt, const char *v, long lo, long hi, long *out);
 int kiln_cli_f64(const char *cmd, const char *opt, const char *v, double lo, double hi,
                  double *out);

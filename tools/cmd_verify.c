@@ -110,9 +110,7 @@ static int parse_args(int argc, char **argv, verify_args *a) {
     } else if (kiln_cli_opt(argc, argv, &i, "--threads", &v)) {
       if (kiln_cli_threads("verify", v, &a->o.par_threads)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--sched-seed", &v)) {
-      int64_t seed;
-      if (kiln_cli_i64("verify", "--sched-seed", v, 1, INT64_MAX, &seed)) return 2;
-      a->o.sched_seed = (uint64_t)seed;
+      if (kiln_cli_u64("verify", "--sched-seed", v, 1, &a->o.sched_seed)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--repro", &v)) {
       if (!v || !*v) return kiln_cli_usage("verify", "--repro needs a folder");
       a->o.repro_dir = v;

@@ -143,6 +143,18 @@ int kiln_cli_i64(const char *cmd, const char *opt, const char *v, int64_t lo, in
            : kiln_cli_usage(cmd, "%s needs a value", opt);
 }
 
+int kiln_cli_u64(const char *cmd, const char *opt, const char *v, uint64_t lo, uint64_t *out) {
+  if (!v) return kiln_cli_usage(cmd, "%s needs a value", opt);
+  char *end = NULL;
+  errno = 0;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (*v < '0' || *v > '9' || !end || *end || errno == ERANGE || n < lo)
+    return kiln_cli_usage(cmd, "%s: '%s' is not an integer in %llu..%llu", opt, v,
+                          (unsigned long long)lo, (unsigned long long)UINT64_MAX);
+  *out = (uint64_t)n;
+  return 0;
+}
+
 int kiln_cli_int(const char *cmd, const char *opt, const char *v, int lo, int hi, int *out) {
   int64_t n;
   int rc = kiln_cli_i64(cmd, opt, v, lo, hi, &n);

@@ -1,5 +1,6 @@
 /* Comparison of a computed value against the reference with error bounds (verify.h):
- * element i passes when |got_i - val_i| <= max(floor_i, KILN_VERIFY_SAFETY err_i), NaN and
+ * element i passes when |got_i - val_i| <= max(floor_i, KILN_VERIFY_SAFETY err_i) (no floor
+ * where err_i is exactly 0: a result every correct implementation computes exactly), NaN and
  * Inf match exactly, integers, bools and strings are exact, and a zero with no error bound
  * has the reference's sign unless the value passed an op that may choose it
  * (kiln_vref.zloose). */
@@ -70,7 +71,9 @@ static double elem_ratio(const kiln_tensor *g, const kiln_tensor *v, const kiln_
   if (!isfinite(rv)) return (isnan(rv) && isnan(gv)) || rv == gv ? 0 : INFINITY;
   if (!isfinite(gv)) return INFINITY;
   double ev = e ? ((const double *)e->data)[i] : 0;
-  *bound = fmax(atol + rtol * fabs(rv), KILN_VERIFY_SAFETY * ev);
+  /* an element with a bound of exactly 0 is one every correct implementation computes
+   * exactly (data movement, comparisons, casts of exact values): no floor */
+  *bound = e && ev == 0 ? 0 : fmax(atol + rtol * fabs(rv), KILN_VERIFY_SAFETY * ev);
   *err = fabs(gv - rv);
   if (zsign && rv == 0 && gv == 0 && (!zl || zl[i] == 0) && signbit(rv) != signbit(gv))
     return INFINITY;

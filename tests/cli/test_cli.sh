@@ -307,6 +307,10 @@ expect 2 "verify on garbage" "$kiln" verify "$tmp/bad.onnx"
 expect 2 "verify --backend gpu" "$kiln" verify "$tmp/mlp.kiln" --backend gpu
 expect 2 "verify --threads 0" "$kiln" verify "$tmp/mlp.kiln" --threads 0
 expect 2 "verify --dim without a value" "$kiln" verify "$tmp/mlp.kiln" --dim batch
+# fuzz case files name schedule seeds of the whole 64-bit range
+expect 0 "verify --sched-seed above 2^63" "$kiln" verify "$tmp/mlp.kiln" -q --backend none --sched-seed 15751677108457757585
+expect 2 "verify --sched-seed 0" "$kiln" verify "$tmp/mlp.kiln" --sched-seed 0
+expect 2 "verify --sched-seed past 2^64" "$kiln" verify "$tmp/mlp.kiln" --sched-seed 18446744073709551616
 expect 2 "verify --input of an unknown input" "$kiln" verify "$tmp/mlp.kiln" --input nosuch="$tmp/x.npy"
 expect_stderr "nosuch" "verify names the unknown input"
 expect 0 "verify a model on drawn inputs" "$kiln" verify "$tmp/mlp.kiln" --seed 3

@@ -497,8 +497,8 @@ static void test_overflow_select(void) {
 }
 
 /* Softmax of inputs whose errors are far above 1: x 2^40 + 2^64 rounds to 2^64 in f32 on
- * 2^64 or 2^64 - 2^40 in f32, so an implementation ties elements where the exact result is 1 or 0 (the
- * shifts, about -2^40, underflow exp in the reference). The bound must cover the tie. */
+ * 2^64 or 2^64 - 2^40 in f32, so an implementation ties elements where the exact result is 1 or 0
+ * (the shifts, about -2^40, underflow exp in the reference). The bound must cover the tie. */
 static void test_softmax_wide(void) {
   fixture f;
   if (fixture_make(&f,
@@ -696,6 +696,6 @@ static void teardown(void) {
 }
 
 TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds), T(test_unstable),
-          T(test_zero_sign), T(test_overflow_select), T(test_softmax_wide), T(test_exact), T(test_unstable_zero),
-          T(test_cast_rounding), T(test_local), T(test_sound_unary), T(test_sound_contractions),
-          T(test_sound_composite), T(test_sound_k4096), T(teardown))
+          T(test_zero_sign), T(test_overflow_select), T(test_softmax_wide), T(test_exact),
+          T(test_unstable_zero), T(test_cast_rounding), T(test_local), T(test_sound_unary),
+          T(test_sound_contractions), T(test_sound_composite), T(test_sound_k4096), T(teardown))

@@ -145,8 +145,16 @@ double gen_cast_edge(gen_rng *r, kiln_dtype from, kiln_dtype to, gen_dom dom) {
     return neg ? -m : m;
   }
   if (is_gen_float(to)) {
-    int w = gen_int(r, 0, dom == DOM_ANY ? 4 : 3);
+    int w = gen_int(r, 0, dom == DOM_ANY ? 5 : 3);
     if (w == 4) return gen_chance(r, 0.5) ? -INFINITY : INFINITY; /* kept by every cast */
+    if (w == 5 && largest(from) > largest(to)) {
+      /* finite in from, past to's range: the tie 2^(emax+1) (1 - u/2) that rounds to inf, or
+       * up to 4 times past it (to's overflow is inf, never its largest) */
+      double top = largest(to) / (1 - u);
+      m = gen_chance(r, 0.5) ? top * (1 - u / 2) : top * (1 + 3 * gen_unif(r));
+      return neg ? -m : m;
+    }
+    if (w == 5) w = 2;
     subnormal_range(to, &lo, &hi);
     if (w == 0) /* to's subnormals, the top binade half the time: random mantissas */
       m = (gen_chance(r, 0.5) ? hi / 2 : lo) +
