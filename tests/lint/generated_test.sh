@@ -1,5 +1,6 @@
 #!/bin/bash
-# The generated attribute table (src/ops/op_attrs.c) is what scripts/gen_op_attrs.py writes
+# The generated tables (src/ops/op_attrs.c, src/verify/gen/gen_types_table.c) are what
+# scripts/gen_op_attrs.py and scripts/gen_type_constraints.py write
 # from the pinned onnx package: a hand edit, or a schema fact (a default value) changed
 # without regenerating, fails here. Exit 77 (skipped) when no Python with onnx is at hand.
 # usage: tests/lint/generated_test.sh SOURCE_DIR
@@ -15,4 +16,10 @@ if ! cmp -s "$tmp" "$src/src/ops/op_attrs.c"; then
   diff "$tmp" "$src/src/ops/op_attrs.c" | head -20
   exit 1
 fi
-echo "generated: 1 passed, 0 failed"
+"$py" "$src/scripts/gen_type_constraints.py" >"$tmp" || { echo "gen_type_constraints.py failed"; exit 1; }
+if ! cmp -s "$tmp" "$src/src/verify/gen/gen_types_table.c"; then
+  echo "src/verify/gen/gen_types_table.c differs from what scripts/gen_type_constraints.py generates:"
+  diff "$tmp" "$src/src/verify/gen/gen_types_table.c" | head -20
+  exit 1
+fi
+echo "generated: 2 passed, 0 failed"

@@ -40,6 +40,8 @@ static void find_items(const char *line, attr_items *it) {
   }
 }
 
+static void changed_element(const char *x, size_t len, gen_dom dom, kiln_strbuf *b);
+
 /* Writes item's name=value with the value changed (a new string in b); false when the item
  * has no change the generator knows. */
 static bool change_value(gen *G, const char *op, const char *s, const char *e, kiln_strbuf *b) {
@@ -60,6 +62,27 @@ static bool change_value(gen *G, const char *op, const char *s, const char *e, k
     return true;
   }
   char *endp;
+  const char *lb = strstr(val, "] [");
+  size_t vl = strlen(val);
+  if (lb && val[0] != '[' && vl > 0 && val[vl - 1] == ']') {
+    /* a tensor attribute "dt[dims] [e0, e1, ...]" (ConstantOfShape's value): one element
+     * changed */
+    int n = 1;
+    for (const char *p = lb + 3; *p; p++) n += *p == ',';
+    int pick = gen_attr_int(G, 0, n - 1), i = 0;
+    kiln_strbuf_printf(b, "%s=%.*s", name, (int)(lb + 3 - val), val);
+    for (const char *p = lb + 3; *p && *p != ']'; i++) {
+      while (*p == ' ') p++;
+      const char *q = p;
+      while (*q && *q != ',' && *q != ']') q++;
+      if (i) kiln_strbuf_printf(b, ", ");
+      if (i == pick) changed_element(p, (size_t)(q - p), DOM_ANY, b);
+      else kiln_strbuf_printf(b, "%.*s", (int)(q - p), p);
+      p = q + (*q == ',');
+    }
+    kiln_strbuf_printf(b, "]");
+    return true;
+  }
   if (val[0] == '[' && !strcmp(name, "perm")) { /* a permutation: two entries swapped */
     long long v[KILN_MAX_RANK];
     int n = 0;

@@ -232,6 +232,7 @@ bool gen_types_ok(const kiln_graph *g, int opset, char *why, size_t why_len);
 bool gen_b_matmul(gen *G, int op);
 bool gen_b_gemm(gen *G, int op);
 bool gen_b_conv(gen *G, int op);
+bool gen_b_conv_transpose(gen *G, int op);
 bool gen_b_pool(gen *G, int op);
 bool gen_b_global_pool(gen *G, int op);
 bool gen_b_norm(gen *G, int op);

@@ -153,6 +153,8 @@ bool gen_b_unsqueeze(gen *G, int op) {
     ax[1] = gen_int(&G->rng, 0, out_r - 2);
     if (ax[1] >= ax[0]) ax[1]++;
   }
+  for (int i = 0; i < k; i++) /* either form of an axis: d or d - rank */
+    if (gen_chance(&G->rng, 0.3)) ax[i] -= out_r;
   int in[2] = {x, gen_const_i64(G, k, ax, false)};
   emit_like(G, "Unsqueeze", 2, in, "", x);
   return true;

@@ -200,6 +200,54 @@ bool gen_b_conv(gen *G, int op) {
   return true;
 }
 
+/* ConvTranspose 1-2 d: group 1 or one per channel, strides, pads, dilations, output_padding
+ * below the stride; sometimes followed by BatchNormalization, which bnfold must leave alone
+ * (the weights are [C, M/group, k...], not Conv's [M, C/group, k...]). */
+bool gen_b_conv_transpose(gen *G, int op) {
+  (void)op;
+  int sd = gen_int(&G->rng, 1, 2);
+  int x = -1;
+  gen_want w = {DT_FLOAT, 3, 4, DOM_ANY, false, false, 0, false, false};
+  if (gen_chance(&G->rng, 0.5)) x = gen_pick(G, &w);
+  if (x < 0 || gen_rank(G, x) < 3 || gen_dim(G, x, 1) > 8) {
+    int64_t dims[4] = {gen_int(&G->rng, 1, 2), gen_int(&G->rng, 1, 4)};
+    for (int d = 0; d < sd; d++) dims[2 + d] = gen_int(&G->rng, 1, sd == 1 ? 9 : 5);
+    x = new_value(G, gen_pick_dt(G, DT_FLOAT), 2 + sd, dims, DOM_ANY, 0);
+  }
+  kiln_dtype dt = gen_dtype(G, x);
+  sd = gen_rank(G, x) - 2;
+  int64_t c = gen_dim(G, x, 1), group = gen_chance(&G->rng, 0.3) ? c : 1,
+          mg = gen_int(&G->rng, 1, 3), m = mg * group;
+  int64_t k[2], s[2], dl[2], pads[4], op_[2], wd[4] = {c, mg};
+  bool any_op = false;
+  for (int d = 0; d < sd; d++) {
+    int64_t in = gen_dim(G, x, 2 + d);
+    k[d] = gen_attr_int(G, 1, 3), s[d] = gen_attr_int(G, 1, 2);
+    dl[d] = gen_attr_chance(G, 0.2) ? 2 : 1;
+    op_[d] = s[d] > 1 ? gen_attr_int(G, 0, (int)s[d] - 1) : 0;
+    any_op = any_op || op_[d];
+    int64_t full = s[d] * (in - 1) + op_[d] + (k[d] - 1) * dl[d] + 1; /* before the pads */
+    pads[d] = gen_attr_int(G, 0, 1), pads[sd + d] = gen_attr_int(G, 0, 1);
+    if (full - pads[d] - pads[sd + d] < 1) pads[d] = pads[sd + d] = 0;
+    wd[2 + d] = k[d];
+  }
+  int in[3] = {x, new_value(G, dt, 2 + sd, wd, DOM_ANY, 0.85), -1};
+  int64_t md[1] = {m};
+  if (gen_chance(&G->rng, 0.5)) in[2] = new_value(G, dt, 1, md, DOM_ANY, 0.9);
+  char a[320], wa[224], b[64];
+  window_attrs(G, wa, sizeof wa, sd, k, s, pads, dl, 0, gen_attr_chance(G, 0.25));
+  int len = snprintf(a, sizeof a, "group=%lld%s%s", (long long)group, wa[0] ? ", " : "", wa);
+  if (any_op || gen_attr_chance(G, 0.2))
+    snprintf(a + len, sizeof a - (size_t)len, ", output_padding=%s",
+             ints_text(b, sizeof b, sd, op_));
+  double kk = (double)(c / group);
+  for (int d = 0; d < sd; d++) kk *= (double)k[d];
+  int y = gen_emit(G, "ConvTranspose", in[2] >= 0 ? 3 : 2, in, 1, a, DOM_ANY,
+                   gen_mag(G, x) * 2 * kk + 2);
+  if (gen_chance(&G->rng, 0.3)) batchnorm_after(G, y, dt, m);
+  return true;
+}
+
 bool gen_b_pool(gen *G, int op) {
   bool max = !strcmp(op_name(op), "MaxPool");
   int x = pick_float(G, 3, 5, false);

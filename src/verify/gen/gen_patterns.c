@@ -4,10 +4,10 @@
  * graph output either). The patterns cover the families the graph passes rewrite:
  * identity operands (0, -0, 1, -1 on either side, scalars or constants of a larger,
  * broadcasting shape), Transpose and view chains followed by an op that depends on the
- * layout, casts within and across classes, Neg forms, MatMul + constant bias, Gemm +
- * BatchNormalization, near-duplicates (one attribute or the operand order differs: cse),
- * multi-output nodes whose first output is unused (dce), Dropout with its mask, constant
- * subgraphs (constfold), Shape/Size (shapefold). */
+ * layout, inverse Squeeze/Unsqueeze pairs, casts within and across classes, Neg forms, MatMul +
+ * constant bias, Gemm + BatchNormalization, near-duplicates (one attribute or the operand order
+ * differs: cse), multi-output nodes whose first output is unused (dce), Dropout with its mask,
+ * constant subgraphs (constfold), Shape/Size (shapefold). */
 #include <stdio.h>
 #include <string.h>
 
@@ -146,6 +146,46 @@ static int p_views(gen *G) {
   return x;
 }
 
+/* An axis list of rank r in either form (d or d - r), drawn per axis. */
+static int axes_const(gen *G, int n, const int64_t *ax, int r) {
+  int64_t w[KILN_MAX_RANK];
+  for (int i = 0; i < n; i++) w[i] = ax[i] - (gen_chance(&G->rng, 0.4) ? r : 0);
+  return gen_const_i64(G, n, w, false);
+}
+
+/* Inverse view pairs (simplify): Unsqueeze then Squeeze of the same axes, or Squeeze of unit
+ * dims then Unsqueeze of the same, each axis list written in either form (normalized over
+ * the larger rank); now and then the second axis differs (no inverse: nothing to fold). */
+static int p_view_pairs(gen *G) {
+  int x = source(G, DT_ALL, 0, 4);
+  if (x < 0) return -1;
+  int r = gen_rank(G, x);
+  int64_t ax[2];
+  int n = 0;
+  bool sq_first = false;
+  for (int d = 0; d < r && n < 2; d++)
+    if (gen_v(G, x)->type.dims[d].value == 1 && gen_chance(&G->rng, 0.6)) ax[n++] = d;
+  if (n > 0 && gen_chance(&G->rng, 0.6)) sq_first = true; /* x's unit dims, then back */
+  else {
+    n = r < 4 && gen_chance(&G->rng, 0.4) ? 2 : 1;
+    ax[0] = gen_int(&G->rng, 0, r + n - 1);
+    if (n == 2) ax[1] = ax[0] + gen_int(&G->rng, 1, r + 1 - ax[0]); /* ascending, < r + 2 */
+  }
+  int big = sq_first ? r : r + n; /* the rank the axes refer to */
+  int in[2] = {x, axes_const(G, n, ax, big)};
+  int y = gen_emit(G, sq_first ? "Squeeze" : "Unsqueeze", 2, in, 1, "", gen_v(G, x)->dom,
+                   gen_mag(G, x));
+  if (!gen_settle(G)) return -1;
+  int64_t bx[2] = {ax[0], n > 1 ? ax[1] : 0};
+  if (n == 1 && gen_chance(&G->rng, 0.15)) { /* a different axis: not an inverse */
+    int64_t other = gen_int(&G->rng, 0, big - 1);
+    if (sq_first || gen_v(G, y)->type.dims[other].value == 1) bx[0] = other;
+  }
+  int in2[2] = {y, axes_const(G, n, bx, big)};
+  return gen_emit(G, sq_first ? "Unsqueeze" : "Squeeze", 2, in2, 1, "", gen_v(G, x)->dom,
+                  gen_mag(G, x));
+}
+
 /* Casts: within a class (f32 -> f16 -> f32, i32 -> i64), across, or to the same dtype. */
 static int p_casts(gen *G) {
   int x = source(G, DT_FLOAT | DT_INT, 0, 4);
@@ -246,21 +286,31 @@ static int p_gemm_bn(gen *G) {
  * kind changed, or two operands swapped), combined by a Sub or an Add so that a wrong merge or
  * a missed one changes the result. The node is one of a list of ops with attributes. */
 static int p_near_duplicates(gen *G) {
-  static const char *const ops[] = {"LeakyRelu",    "Elu",
-                                    "HardSigmoid",  "Softmax",
-                                    "ReduceSum",    "Transpose",
-                                    "Gather",       "Cast",
-                                    "Clip",         "Conv",
-                                    "MaxPool",      "Pad",
-                                    "CumSum",       "ArgMax",
-                                    "Concat",       "Flatten",
-                                    "Gemm",         "Trilu",
-                                    "Shrink",       "Celu",
-                                    "Selu",         "LpNormalization",
-                                    "DepthToSpace", "Sub"};
+  static const char *const ops[] = {"LeakyRelu",      "Elu",
+                                    "HardSigmoid",    "Softmax",
+                                    "ReduceSum",      "Transpose",
+                                    "Gather",         "Cast",
+                                    "Clip",           "Conv",
+                                    "MaxPool",        "Pad",
+                                    "CumSum",         "ArgMax",
+                                    "Concat",         "Flatten",
+                                    "Gemm",           "Trilu",
+                                    "Shrink",         "Celu",
+                                    "Selu",           "LpNormalization",
+                                    "DepthToSpace",   "Sub",
+                                    "ConstantOfShape"};
   int x = source(G, DT_FLOAT, 0, 4);
   if (x < 0) return -1;
-  int y0 = build_on(G, ops[gen_int(&G->rng, 0, (int)(sizeof ops / sizeof ops[0]) - 1)], x);
+  const char *op = ops[gen_int(&G->rng, 0, (int)(sizeof ops / sizeof ops[0]) - 1)];
+  int y0;
+  if (!strcmp(op, "ConstantOfShape")) { /* of x's Shape: constfold leaves it to cse */
+    int s = gen_emit(G, "Shape", 1, &x, 1, "", DOM_POS, 64);
+    kiln_dtype dt = gen_pick_dt(G, DT_NUM);
+    char a[64];
+    y0 = gen_emit(G, op, 1, &s, 1,
+                  ATTR("value=%s[1] [%d]", kiln_dtype_name(dt), gen_int(&G->rng, -3, 3)), DOM_ANY,
+                  4);
+  } else y0 = build_on(G, op, x);
   if (y0 < 0 || !gen_settle(G)) return -1;
   int y1 = gen_copy_last_node(G, gen_attr_int(G, 0, 4));
   if (y1 < 0 || !gen_settle(G)) return -1;
@@ -370,17 +420,12 @@ static const struct {
   pattern_fn fn;
   int weight;
 } patterns[] = {
-    {p_identity, 4},
-    {p_transposes, 3},
-    {p_views, 3},
-    {p_casts, 3},
-    {p_neg, 2},
-    {p_matmul_bias, 2},
-    {p_gemm_bn, 3},
-    {p_near_duplicates, 3},
-    {p_order_duplicates, 2},
-    {p_first_unused, 2},
-    {p_const_fold, 2},
+    {p_identity, 4},        {p_transposes, 3},
+    {p_views, 3},           {p_view_pairs, 2},
+    {p_casts, 3},           {p_neg, 2},
+    {p_matmul_bias, 2},     {p_gemm_bn, 3},
+    {p_near_duplicates, 3}, {p_order_duplicates, 2},
+    {p_first_unused, 2},    {p_const_fold, 2},
     {p_shape, 3},
 };
 

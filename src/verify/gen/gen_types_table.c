@@ -239,6 +239,15 @@ static const gen_type_version v_Conv[] = {
     {22, 3, 0, 1, 0, in_Conv_22, out_Conv_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ConvTranspose_11[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out_ConvTranspose_11[] = {0xc02u};
+static const uint32_t in_ConvTranspose_22[] = {0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t out_ConvTranspose_22[] = {0x10c02u};
+static const gen_type_version v_ConvTranspose[] = {
+    {11, 3, 0, 1, 0, in_ConvTranspose_11, out_ConvTranspose_11},
+    {22, 3, 0, 1, 0, in_ConvTranspose_22, out_ConvTranspose_22},
+    {0, 0, 0, 0, 0, 0, 0}};
+
 static const uint32_t in_Cos_7[] = {0xc02u};
 static const uint32_t out_Cos_7[] = {0xc02u};
 static const uint32_t in_Cos_22[] = {0x10c02u};
@@ -494,6 +503,30 @@ static const gen_type_version v_Identity[] = {
     {25, 1, 0, 1, 0, in_Identity_25, out_Identity_25},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_If_13[] = {0x200u};
+static const uint32_t out_If_13[] = {0xfffeu};
+static const uint32_t in_If_16[] = {0x200u};
+static const uint32_t out_If_16[] = {0x1fffeu};
+static const uint32_t in_If_19[] = {0x200u};
+static const uint32_t out_If_19[] = {0x1ffffeu};
+static const uint32_t in_If_21[] = {0x200u};
+static const uint32_t out_If_21[] = {0x7ffffeu};
+static const uint32_t in_If_23[] = {0x200u};
+static const uint32_t out_If_23[] = {0xfffffeu};
+static const uint32_t in_If_24[] = {0x200u};
+static const uint32_t out_If_24[] = {0x1fffffeu};
+static const uint32_t in_If_25[] = {0x200u};
+static const uint32_t out_If_25[] = {0x7fffffeu};
+static const gen_type_version v_If[] = {
+    {13, 1, 0, 1, 1, in_If_13, out_If_13},
+    {16, 1, 0, 1, 1, in_If_16, out_If_16},
+    {19, 1, 0, 1, 1, in_If_19, out_If_19},
+    {21, 1, 0, 1, 1, in_If_21, out_If_21},
+    {23, 1, 0, 1, 1, in_If_23, out_If_23},
+    {24, 1, 0, 1, 1, in_If_24, out_If_24},
+    {25, 1, 0, 1, 1, in_If_25, out_If_25},
+    {0, 0, 0, 0, 0, 0, 0}};
+
 static const uint32_t in_InstanceNormalization_6[] = {0xc02u, 0xc02u, 0xc02u};
 static const uint32_t out_InstanceNormalization_6[] = {0xc02u};
 static const uint32_t in_InstanceNormalization_22[] = {0x10c02u, 0x10c02u, 0x10c02u};
@@ -639,6 +672,12 @@ static const uint32_t in_Neg_13[] = {0x10ceau};
 static const uint32_t out_Neg_13[] = {0x10ceau};
 static const gen_type_version v_Neg[] = {
     {13, 1, 0, 1, 0, in_Neg_13, out_Neg_13},
+    {0, 0, 0, 0, 0, 0, 0}};
+
+static const uint32_t in_NonZero_13[] = {0x1fffeu};
+static const uint32_t out_NonZero_13[] = {0x80u};
+static const gen_type_version v_NonZero[] = {
+    {13, 1, 0, 1, 0, in_NonZero_13, out_NonZero_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const uint32_t in_Not_1[] = {0x200u};
@@ -1175,6 +1214,7 @@ const gen_type_op kiln_gen_type_ops[] = {
     {"Concat", v_Concat},
     {"ConstantOfShape", v_ConstantOfShape},
     {"Conv", v_Conv},
+    {"ConvTranspose", v_ConvTranspose},
     {"Cos", v_Cos},
     {"Cosh", v_Cosh},
     {"CumProd", v_CumProd},
@@ -1205,6 +1245,7 @@ const gen_type_op kiln_gen_type_ops[] = {
     {"HardSwish", v_HardSwish},
     {"Hardmax", v_Hardmax},
     {"Identity", v_Identity},
+    {"If", v_If},
     {"InstanceNormalization", v_InstanceNormalization},
     {"IsInf", v_IsInf},
     {"IsNaN", v_IsNaN},
@@ -1225,6 +1266,7 @@ const gen_type_op kiln_gen_type_ops[] = {
     {"Mod", v_Mod},
     {"Mul", v_Mul},
     {"Neg", v_Neg},
+    {"NonZero", v_NonZero},
     {"Not", v_Not},
     {"OneHot", v_OneHot},
     {"Or", v_Or},
