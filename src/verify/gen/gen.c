@@ -697,7 +697,7 @@ static bool *allowed_ops(const kiln_gen_opts *o, kiln_status *st) {
   return ok;
 }
 
-static const int opsets[] = {13, 17, 18, 18, 18, 21, 23, 26};
+static const int opsets[] = {11, 12, 13, 17, 18, 18, 18, 21, 23, 26};
 
 /* The opset of the graph: one of `opsets`, at least the first version of some allowed op. */
 static void pick_opset(gen *G, gen_rng *r, const bool *allowed) {

@@ -184,7 +184,7 @@ void kiln_gen_cells(const kiln_graph *g, int64_t opset, void (*cb)(void *, const
  * generator uses (an attribute counts from the first of them that has it). */
 static void op_universe(kiln_op op, const char *name, void (*cb)(void *, const char *),
                         void *user) {
-  static const int opsets[] = {13, 17, 18, 21, 23, 26};
+  static const int opsets[] = {11, 12, 13, 17, 18, 21, 23, 26};
   char key[256];
   for (size_t v = 0; v < sizeof opsets / sizeof opsets[0]; v++) {
     const kiln_op_schema_version *sv = kiln_op_schema_at(op, opsets[v]);

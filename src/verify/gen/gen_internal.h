@@ -243,6 +243,7 @@ bool gen_b_transpose(gen *G, int op);
 bool gen_b_reshape(gen *G, int op);
 bool gen_b_flatten(gen *G, int op);
 bool gen_b_squeeze(gen *G, int op);
+int gen_emit_axes(gen *G, const char *op, int x, int n, const int64_t *ax);
 bool gen_b_unsqueeze(gen *G, int op);
 bool gen_b_concat(gen *G, int op);
 bool gen_b_split(gen *G, int op);

@@ -128,6 +128,21 @@ bool gen_b_flatten(gen *G, int op) {
   return true;
 }
 
+/* Squeeze or Unsqueeze of x over the n axes ax: an axes input from opset 13, an attribute
+ * before; n = 0: no axes (Squeeze: every unit dim). The new value's index. */
+int gen_emit_axes(gen *G, const char *op, int x, int n, const int64_t *ax) {
+  int in[2] = {x, -1};
+  char a[96] = "";
+  if (G->opset >= 13 && n > 0) in[1] = gen_const_i64(G, n, ax, false);
+  else if (n > 0) {
+    int len = snprintf(a, sizeof a, "axes=[");
+    for (int i = 0; i < n; i++)
+      len += snprintf(a + len, sizeof a - (size_t)len, "%s%lld", i ? "," : "", (long long)ax[i]);
+    snprintf(a + len, sizeof a - (size_t)len, "]");
+  }
+  return gen_emit(G, op, in[1] >= 0 ? 2 : 1, in, 1, a, gen_v(G, x)->dom, gen_mag(G, x));
+}
+
 bool gen_b_squeeze(gen *G, int op) {
   (void)op;
   int x = pick_any(G, 1, 4, false);
@@ -138,8 +153,7 @@ bool gen_b_squeeze(gen *G, int op) {
     if (gen_v(G, x)->type.dims[d].value == 1 && gen_chance(&G->rng, 0.7))
       ax[n++] = gen_chance(&G->rng, 0.3) ? d - r : d;
   if (n == 0) return false;
-  int in[2] = {x, gen_chance(&G->rng, 0.85) ? gen_const_i64(G, n, ax, false) : -1};
-  emit_like(G, "Squeeze", in[1] >= 0 ? 2 : 1, in, "", x);
+  gen_emit_axes(G, "Squeeze", x, gen_chance(&G->rng, 0.85) ? n : 0, ax);
   return true;
 }
 
@@ -155,8 +169,7 @@ bool gen_b_unsqueeze(gen *G, int op) {
   }
   for (int i = 0; i < k; i++) /* either form of an axis: d or d - rank */
     if (gen_chance(&G->rng, 0.3)) ax[i] -= out_r;
-  int in[2] = {x, gen_const_i64(G, k, ax, false)};
-  emit_like(G, "Unsqueeze", 2, in, "", x);
+  gen_emit_axes(G, "Unsqueeze", x, k, ax);
   return true;
 }
 
@@ -196,8 +209,15 @@ bool gen_b_split(gen *G, int op) {
     for (int i = 0; i < k - 1; i++)
       parts[i] = gen_int(&G->rng, 1, (int)(left - (k - 1 - i))), left -= parts[i];
     parts[k - 1] = left;
-    in[1] = gen_const_i64(G, k, parts, false);
-    ATTR("axis=%d", gen_axis_form(G, axis, r));
+    if (G->opset >= 13) {
+      in[1] = gen_const_i64(G, k, parts, false);
+      ATTR("axis=%d", gen_axis_form(G, axis, r));
+    } else if (k == 2) /* before 13 the sizes are an attribute */
+      ATTR("axis=%d, split=[%lld,%lld]", gen_axis_form(G, axis, r), (long long)parts[0],
+           (long long)parts[1]);
+    else
+      ATTR("axis=%d, split=[%lld,%lld,%lld]", gen_axis_form(G, axis, r), (long long)parts[0],
+           (long long)parts[1], (long long)parts[2]);
   }
   gen_emit(G, "Split", in[1] >= 0 ? 2 : 1, in, k, a, gen_v(G, x)->dom, gen_mag(G, x));
   return true;

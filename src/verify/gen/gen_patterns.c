@@ -146,11 +146,11 @@ static int p_views(gen *G) {
   return x;
 }
 
-/* An axis list of rank r in either form (d or d - r), drawn per axis. */
-static int axes_const(gen *G, int n, const int64_t *ax, int r) {
+/* Squeeze or Unsqueeze of x over the n axes ax of rank r, each in either form (d or d - r). */
+static int axes_op(gen *G, const char *op, int x, int n, const int64_t *ax, int r) {
   int64_t w[KILN_MAX_RANK];
   for (int i = 0; i < n; i++) w[i] = ax[i] - (gen_chance(&G->rng, 0.4) ? r : 0);
-  return gen_const_i64(G, n, w, false);
+  return gen_emit_axes(G, op, x, n, w);
 }
 
 /* Inverse view pairs (simplify): Unsqueeze then Squeeze of the same axes, or Squeeze of unit
@@ -172,18 +172,14 @@ static int p_view_pairs(gen *G) {
     if (n == 2) ax[1] = ax[0] + gen_int(&G->rng, 1, r + 1 - ax[0]); /* ascending, < r + 2 */
   }
   int big = sq_first ? r : r + n; /* the rank the axes refer to */
-  int in[2] = {x, axes_const(G, n, ax, big)};
-  int y = gen_emit(G, sq_first ? "Squeeze" : "Unsqueeze", 2, in, 1, "", gen_v(G, x)->dom,
-                   gen_mag(G, x));
+  int y = axes_op(G, sq_first ? "Squeeze" : "Unsqueeze", x, n, ax, big);
   if (!gen_settle(G)) return -1;
   int64_t bx[2] = {ax[0], n > 1 ? ax[1] : 0};
   if (n == 1 && gen_chance(&G->rng, 0.15)) { /* a different axis: not an inverse */
     int64_t other = gen_int(&G->rng, 0, big - 1);
     if (sq_first || gen_v(G, y)->type.dims[other].value == 1) bx[0] = other;
   }
-  int in2[2] = {y, axes_const(G, n, bx, big)};
-  return gen_emit(G, sq_first ? "Unsqueeze" : "Squeeze", 2, in2, 1, "", gen_v(G, x)->dom,
-                  gen_mag(G, x));
+  return axes_op(G, sq_first ? "Unsqueeze" : "Squeeze", y, n, bx, big);
 }
 
 /* Casts: within a class (f32 -> f16 -> f32, i32 -> i64), across, or to the same dtype. */

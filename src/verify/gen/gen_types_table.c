@@ -2,9 +2,12 @@
  * do not edit. */
 #include "gen_internal.h"
 
+static const uint32_t in_Abs_6[] = {0x3cfeu};
+static const uint32_t out_Abs_6[] = {0x3cfeu};
 static const uint32_t in_Abs_13[] = {0x13cfeu};
 static const uint32_t out_Abs_13[] = {0x13cfeu};
 static const gen_type_version v_Abs[] = {
+    {6, 1, 0, 1, 0, in_Abs_6, out_Abs_6},
     {13, 1, 0, 1, 0, in_Abs_13, out_Abs_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -26,11 +29,14 @@ static const gen_type_version v_Acosh[] = {
     {22, 1, 0, 1, 0, in_Acosh_22, out_Acosh_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Add_7[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out_Add_7[] = {0x3cc2u};
 static const uint32_t in_Add_13[] = {0x13cc2u, 0x13cc2u};
 static const uint32_t out_Add_13[] = {0x13cc2u};
 static const uint32_t in_Add_14[] = {0x13cfeu, 0x13cfeu};
 static const uint32_t out_Add_14[] = {0x13cfeu};
 static const gen_type_version v_Add[] = {
+    {7, 2, 0, 1, 0, in_Add_7, out_Add_7},
     {13, 2, 0, 1, 0, in_Add_13, out_Add_13},
     {14, 2, 0, 1, 0, in_Add_14, out_Add_14},
     {0, 0, 0, 0, 0, 0, 0}};
@@ -41,15 +47,27 @@ static const gen_type_version v_And[] = {
     {7, 2, 0, 1, 0, in_And_7, out_And_7},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ArgMax_11[] = {0x3cfeu};
+static const uint32_t out_ArgMax_11[] = {0x80u};
+static const uint32_t in_ArgMax_12[] = {0x3cfeu};
+static const uint32_t out_ArgMax_12[] = {0x80u};
 static const uint32_t in_ArgMax_13[] = {0x13cfeu};
 static const uint32_t out_ArgMax_13[] = {0x80u};
 static const gen_type_version v_ArgMax[] = {
+    {11, 1, 0, 1, 0, in_ArgMax_11, out_ArgMax_11},
+    {12, 1, 0, 1, 0, in_ArgMax_12, out_ArgMax_12},
     {13, 1, 0, 1, 0, in_ArgMax_13, out_ArgMax_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ArgMin_11[] = {0x3cfeu};
+static const uint32_t out_ArgMin_11[] = {0x80u};
+static const uint32_t in_ArgMin_12[] = {0x3cfeu};
+static const uint32_t out_ArgMin_12[] = {0x80u};
 static const uint32_t in_ArgMin_13[] = {0x13cfeu};
 static const uint32_t out_ArgMin_13[] = {0x80u};
 static const gen_type_version v_ArgMin[] = {
+    {11, 1, 0, 1, 0, in_ArgMin_11, out_ArgMin_11},
+    {12, 1, 0, 1, 0, in_ArgMin_12, out_ArgMin_12},
     {13, 1, 0, 1, 0, in_ArgMin_13, out_ArgMin_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -143,6 +161,8 @@ static const gen_type_version v_BitwiseXor[] = {
     {18, 2, 0, 1, 0, in_BitwiseXor_18, out_BitwiseXor_18},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Cast_9[] = {0x3ffeu};
+static const uint32_t out_Cast_9[] = {0x3ffeu};
 static const uint32_t in_Cast_13[] = {0x13ffeu};
 static const uint32_t out_Cast_13[] = {0x13ffeu};
 static const uint32_t in_Cast_19[] = {0x1f3ffeu};
@@ -156,6 +176,7 @@ static const uint32_t out_Cast_24[] = {0x1ff3ffeu};
 static const uint32_t in_Cast_25[] = {0x7ff3ffeu};
 static const uint32_t out_Cast_25[] = {0x7ff3ffeu};
 static const gen_type_version v_Cast[] = {
+    {9, 1, 0, 1, 0, in_Cast_9, out_Cast_9},
     {13, 1, 0, 1, 0, in_Cast_13, out_Cast_13},
     {19, 1, 0, 1, 0, in_Cast_19, out_Cast_19},
     {21, 1, 0, 1, 0, in_Cast_21, out_Cast_21},
@@ -185,9 +206,12 @@ static const gen_type_version v_CastLike[] = {
     {25, 2, 0, 1, 0, in_CastLike_25, out_CastLike_25},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Ceil_6[] = {0xc02u};
+static const uint32_t out_Ceil_6[] = {0xc02u};
 static const uint32_t in_Ceil_13[] = {0x10c02u};
 static const uint32_t out_Ceil_13[] = {0x10c02u};
 static const gen_type_version v_Ceil[] = {
+    {6, 1, 0, 1, 0, in_Ceil_6, out_Ceil_6},
     {13, 1, 0, 1, 0, in_Ceil_13, out_Ceil_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -197,15 +221,24 @@ static const gen_type_version v_Celu[] = {
     {12, 1, 0, 1, 0, in_Celu_12, out_Celu_12},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Clip_11[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out_Clip_11[] = {0xc02u};
+static const uint32_t in_Clip_12[] = {0x3cfeu, 0x3cfeu, 0x3cfeu};
+static const uint32_t out_Clip_12[] = {0x3cfeu};
 static const uint32_t in_Clip_13[] = {0x13cfeu, 0x13cfeu, 0x13cfeu};
 static const uint32_t out_Clip_13[] = {0x13cfeu};
 static const gen_type_version v_Clip[] = {
+    {11, 3, 0, 1, 0, in_Clip_11, out_Clip_11},
+    {12, 3, 0, 1, 0, in_Clip_12, out_Clip_12},
     {13, 3, 0, 1, 0, in_Clip_13, out_Clip_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Concat_11[] = {0xfffeu};
+static const uint32_t out_Concat_11[] = {0xfffeu};
 static const uint32_t in_Concat_13[] = {0x1fffeu};
 static const uint32_t out_Concat_13[] = {0x1fffeu};
 static const gen_type_version v_Concat[] = {
+    {11, 1, 1, 1, 0, in_Concat_11, out_Concat_11},
     {13, 1, 1, 1, 0, in_Concat_13, out_Concat_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -281,26 +314,38 @@ static const gen_type_version v_CumSum[] = {
     {14, 2, 0, 1, 0, in_CumSum_14, out_CumSum_14},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_DepthToSpace_11[] = {0xfffeu};
+static const uint32_t out_DepthToSpace_11[] = {0xfffeu};
 static const uint32_t in_DepthToSpace_13[] = {0x1fffeu};
 static const uint32_t out_DepthToSpace_13[] = {0x1fffeu};
 static const gen_type_version v_DepthToSpace[] = {
+    {11, 1, 0, 1, 0, in_DepthToSpace_11, out_DepthToSpace_11},
     {13, 1, 0, 1, 0, in_DepthToSpace_13, out_DepthToSpace_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Div_7[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out_Div_7[] = {0x3cc2u};
 static const uint32_t in_Div_13[] = {0x13cc2u, 0x13cc2u};
 static const uint32_t out_Div_13[] = {0x13cc2u};
 static const uint32_t in_Div_14[] = {0x13cfeu, 0x13cfeu};
 static const uint32_t out_Div_14[] = {0x13cfeu};
 static const gen_type_version v_Div[] = {
+    {7, 2, 0, 1, 0, in_Div_7, out_Div_7},
     {13, 2, 0, 1, 0, in_Div_13, out_Div_13},
     {14, 2, 0, 1, 0, in_Div_14, out_Div_14},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Dropout_10[] = {0xc02u};
+static const uint32_t out_Dropout_10[] = {0xc02u, 0x200u};
+static const uint32_t in_Dropout_12[] = {0xc02u, 0xc02u, 0x200u};
+static const uint32_t out_Dropout_12[] = {0xc02u, 0x200u};
 static const uint32_t in_Dropout_13[] = {0x10c02u, 0xc02u, 0x200u};
 static const uint32_t out_Dropout_13[] = {0x10c02u, 0x200u};
 static const uint32_t in_Dropout_22[] = {0x1f0c02u, 0x1f0c02u, 0x200u};
 static const uint32_t out_Dropout_22[] = {0x1f0c02u, 0x200u};
 static const gen_type_version v_Dropout[] = {
+    {10, 1, 0, 2, 0, in_Dropout_10, out_Dropout_10},
+    {12, 3, 0, 2, 0, in_Dropout_12, out_Dropout_12},
     {13, 3, 0, 2, 0, in_Dropout_13, out_Dropout_13},
     {22, 3, 0, 2, 0, in_Dropout_22, out_Dropout_22},
     {0, 0, 0, 0, 0, 0, 0}};
@@ -320,30 +365,42 @@ static const gen_type_version v_Elu[] = {
     {22, 1, 0, 1, 0, in_Elu_22, out_Elu_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Equal_11[] = {0x3efeu, 0x3efeu};
+static const uint32_t out_Equal_11[] = {0x200u};
 static const uint32_t in_Equal_13[] = {0x13efeu, 0x13efeu};
 static const uint32_t out_Equal_13[] = {0x200u};
 static const uint32_t in_Equal_19[] = {0x13ffeu, 0x13ffeu};
 static const uint32_t out_Equal_19[] = {0x200u};
 static const gen_type_version v_Equal[] = {
+    {11, 2, 0, 1, 0, in_Equal_11, out_Equal_11},
     {13, 2, 0, 1, 0, in_Equal_13, out_Equal_13},
     {19, 2, 0, 1, 0, in_Equal_19, out_Equal_19},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Erf_9[] = {0x3cfeu};
+static const uint32_t out_Erf_9[] = {0x3cfeu};
 static const uint32_t in_Erf_13[] = {0x10c02u};
 static const uint32_t out_Erf_13[] = {0x10c02u};
 static const gen_type_version v_Erf[] = {
+    {9, 1, 0, 1, 0, in_Erf_9, out_Erf_9},
     {13, 1, 0, 1, 0, in_Erf_13, out_Erf_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Exp_6[] = {0xc02u};
+static const uint32_t out_Exp_6[] = {0xc02u};
 static const uint32_t in_Exp_13[] = {0x10c02u};
 static const uint32_t out_Exp_13[] = {0x10c02u};
 static const gen_type_version v_Exp[] = {
+    {6, 1, 0, 1, 0, in_Exp_6, out_Exp_6},
     {13, 1, 0, 1, 0, in_Exp_13, out_Exp_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Expand_8[] = {0xfffeu, 0x80u};
+static const uint32_t out_Expand_8[] = {0xfffeu};
 static const uint32_t in_Expand_13[] = {0x1fffeu, 0x80u};
 static const uint32_t out_Expand_13[] = {0x1fffeu};
 static const gen_type_version v_Expand[] = {
+    {8, 2, 0, 1, 0, in_Expand_8, out_Expand_8},
     {13, 2, 0, 1, 0, in_Expand_13, out_Expand_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -356,6 +413,8 @@ static const gen_type_version v_EyeLike[] = {
     {22, 1, 0, 1, 0, in_EyeLike_22, out_EyeLike_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Flatten_11[] = {0xfffeu};
+static const uint32_t out_Flatten_11[] = {0xfffeu};
 static const uint32_t in_Flatten_13[] = {0x1fffeu};
 static const uint32_t out_Flatten_13[] = {0x1fffeu};
 static const uint32_t in_Flatten_21[] = {0x7ffffeu};
@@ -367,6 +426,7 @@ static const uint32_t out_Flatten_24[] = {0x1fffffeu};
 static const uint32_t in_Flatten_25[] = {0x7fffffeu};
 static const uint32_t out_Flatten_25[] = {0x7fffffeu};
 static const gen_type_version v_Flatten[] = {
+    {11, 1, 0, 1, 0, in_Flatten_11, out_Flatten_11},
     {13, 1, 0, 1, 0, in_Flatten_13, out_Flatten_13},
     {21, 1, 0, 1, 0, in_Flatten_21, out_Flatten_21},
     {23, 1, 0, 1, 0, in_Flatten_23, out_Flatten_23},
@@ -374,27 +434,42 @@ static const gen_type_version v_Flatten[] = {
     {25, 1, 0, 1, 0, in_Flatten_25, out_Flatten_25},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Floor_6[] = {0xc02u};
+static const uint32_t out_Floor_6[] = {0xc02u};
 static const uint32_t in_Floor_13[] = {0x10c02u};
 static const uint32_t out_Floor_13[] = {0x10c02u};
 static const gen_type_version v_Floor[] = {
+    {6, 1, 0, 1, 0, in_Floor_6, out_Floor_6},
     {13, 1, 0, 1, 0, in_Floor_13, out_Floor_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Gather_11[] = {0xfffeu, 0xc0u};
+static const uint32_t out_Gather_11[] = {0xfffeu};
 static const uint32_t in_Gather_13[] = {0x1fffeu, 0xc0u};
 static const uint32_t out_Gather_13[] = {0x1fffeu};
 static const gen_type_version v_Gather[] = {
+    {11, 2, 0, 1, 0, in_Gather_11, out_Gather_11},
     {13, 2, 0, 1, 0, in_Gather_13, out_Gather_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_GatherElements_11[] = {0xfffeu, 0xc0u};
+static const uint32_t out_GatherElements_11[] = {0xfffeu};
 static const uint32_t in_GatherElements_13[] = {0x1fffeu, 0xc0u};
 static const uint32_t out_GatherElements_13[] = {0x1fffeu};
 static const gen_type_version v_GatherElements[] = {
+    {11, 2, 0, 1, 0, in_GatherElements_11, out_GatherElements_11},
     {13, 2, 0, 1, 0, in_GatherElements_13, out_GatherElements_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_GatherND_11[] = {0xfffeu, 0x80u};
+static const uint32_t out_GatherND_11[] = {0xfffeu};
+static const uint32_t in_GatherND_12[] = {0xfffeu, 0x80u};
+static const uint32_t out_GatherND_12[] = {0xfffeu};
 static const uint32_t in_GatherND_13[] = {0x1fffeu, 0x80u};
 static const uint32_t out_GatherND_13[] = {0x1fffeu};
 static const gen_type_version v_GatherND[] = {
+    {11, 2, 0, 1, 0, in_GatherND_11, out_GatherND_11},
+    {12, 2, 0, 1, 0, in_GatherND_12, out_GatherND_12},
     {13, 2, 0, 1, 0, in_GatherND_13, out_GatherND_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -404,9 +479,12 @@ static const gen_type_version v_Gelu[] = {
     {20, 1, 0, 1, 0, in_Gelu_20, out_Gelu_20},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Gemm_11[] = {0x3cc2u, 0x3cc2u, 0x3cc2u};
+static const uint32_t out_Gemm_11[] = {0x3cc2u};
 static const uint32_t in_Gemm_13[] = {0x13cc2u, 0x13cc2u, 0x13cc2u};
 static const uint32_t out_Gemm_13[] = {0x13cc2u};
 static const gen_type_version v_Gemm[] = {
+    {11, 3, 0, 1, 0, in_Gemm_11, out_Gemm_11},
     {13, 3, 0, 1, 0, in_Gemm_13, out_Gemm_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -428,9 +506,12 @@ static const gen_type_version v_GlobalMaxPool[] = {
     {22, 1, 0, 1, 0, in_GlobalMaxPool_22, out_GlobalMaxPool_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Greater_9[] = {0x3cfeu, 0x3cfeu};
+static const uint32_t out_Greater_9[] = {0x200u};
 static const uint32_t in_Greater_13[] = {0x13cfeu, 0x13cfeu};
 static const uint32_t out_Greater_13[] = {0x200u};
 static const gen_type_version v_Greater[] = {
+    {9, 2, 0, 1, 0, in_Greater_9, out_Greater_9},
     {13, 2, 0, 1, 0, in_Greater_13, out_Greater_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -470,12 +551,17 @@ static const gen_type_version v_HardSwish[] = {
     {22, 1, 0, 1, 0, in_HardSwish_22, out_HardSwish_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Hardmax_11[] = {0xc02u};
+static const uint32_t out_Hardmax_11[] = {0xc02u};
 static const uint32_t in_Hardmax_13[] = {0x10c02u};
 static const uint32_t out_Hardmax_13[] = {0x10c02u};
 static const gen_type_version v_Hardmax[] = {
+    {11, 1, 0, 1, 0, in_Hardmax_11, out_Hardmax_11},
     {13, 1, 0, 1, 0, in_Hardmax_13, out_Hardmax_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Identity_1[] = {0xfffeu};
+static const uint32_t out_Identity_1[] = {0xfffeu};
 static const uint32_t in_Identity_13[] = {0x1fffeu};
 static const uint32_t out_Identity_13[] = {0x1fffeu};
 static const uint32_t in_Identity_14[] = {0x1fffeu};
@@ -493,6 +579,7 @@ static const uint32_t out_Identity_24[] = {0x1fffffeu};
 static const uint32_t in_Identity_25[] = {0x7fffffeu};
 static const uint32_t out_Identity_25[] = {0x7fffffeu};
 static const gen_type_version v_Identity[] = {
+    {1, 1, 0, 1, 0, in_Identity_1, out_Identity_1},
     {13, 1, 0, 1, 0, in_Identity_13, out_Identity_13},
     {14, 1, 0, 1, 0, in_Identity_14, out_Identity_14},
     {16, 1, 0, 1, 0, in_Identity_16, out_Identity_16},
@@ -503,6 +590,8 @@ static const gen_type_version v_Identity[] = {
     {25, 1, 0, 1, 0, in_Identity_25, out_Identity_25},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_If_11[] = {0x200u};
+static const uint32_t out_If_11[] = {0xfffeu};
 static const uint32_t in_If_13[] = {0x200u};
 static const uint32_t out_If_13[] = {0xfffeu};
 static const uint32_t in_If_16[] = {0x200u};
@@ -518,6 +607,7 @@ static const uint32_t out_If_24[] = {0x1fffffeu};
 static const uint32_t in_If_25[] = {0x200u};
 static const uint32_t out_If_25[] = {0x7fffffeu};
 static const gen_type_version v_If[] = {
+    {11, 1, 0, 1, 1, in_If_11, out_If_11},
     {13, 1, 0, 1, 1, in_If_13, out_If_13},
     {16, 1, 0, 1, 1, in_If_16, out_If_16},
     {19, 1, 0, 1, 1, in_If_19, out_If_19},
@@ -545,18 +635,24 @@ static const gen_type_version v_IsInf[] = {
     {20, 1, 0, 1, 0, in_IsInf_20, out_IsInf_20},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_IsNaN_9[] = {0xc02u};
+static const uint32_t out_IsNaN_9[] = {0x200u};
 static const uint32_t in_IsNaN_13[] = {0x10c02u};
 static const uint32_t out_IsNaN_13[] = {0x200u};
 static const uint32_t in_IsNaN_20[] = {0x1f0c02u};
 static const uint32_t out_IsNaN_20[] = {0x200u};
 static const gen_type_version v_IsNaN[] = {
+    {9, 1, 0, 1, 0, in_IsNaN_9, out_IsNaN_9},
     {13, 1, 0, 1, 0, in_IsNaN_13, out_IsNaN_13},
     {20, 1, 0, 1, 0, in_IsNaN_20, out_IsNaN_20},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_LRN_1[] = {0xc02u};
+static const uint32_t out_LRN_1[] = {0xc02u};
 static const uint32_t in_LRN_13[] = {0x10c02u};
 static const uint32_t out_LRN_13[] = {0x10c02u};
 static const gen_type_version v_LRN[] = {
+    {1, 1, 0, 1, 0, in_LRN_1, out_LRN_1},
     {13, 1, 0, 1, 0, in_LRN_13, out_LRN_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -575,9 +671,12 @@ static const gen_type_version v_LeakyRelu[] = {
     {16, 1, 0, 1, 0, in_LeakyRelu_16, out_LeakyRelu_16},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Less_9[] = {0x3cfeu, 0x3cfeu};
+static const uint32_t out_Less_9[] = {0x200u};
 static const uint32_t in_Less_13[] = {0x13cfeu, 0x13cfeu};
 static const uint32_t out_Less_13[] = {0x200u};
 static const gen_type_version v_Less[] = {
+    {9, 2, 0, 1, 0, in_Less_9, out_Less_9},
     {13, 2, 0, 1, 0, in_Less_13, out_Less_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -590,15 +689,21 @@ static const gen_type_version v_LessOrEqual[] = {
     {16, 2, 0, 1, 0, in_LessOrEqual_16, out_LessOrEqual_16},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Log_6[] = {0xc02u};
+static const uint32_t out_Log_6[] = {0xc02u};
 static const uint32_t in_Log_13[] = {0x10c02u};
 static const uint32_t out_Log_13[] = {0x10c02u};
 static const gen_type_version v_Log[] = {
+    {6, 1, 0, 1, 0, in_Log_6, out_Log_6},
     {13, 1, 0, 1, 0, in_Log_13, out_Log_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_LogSoftmax_11[] = {0xc02u};
+static const uint32_t out_LogSoftmax_11[] = {0xc02u};
 static const uint32_t in_LogSoftmax_13[] = {0x10c02u};
 static const uint32_t out_LogSoftmax_13[] = {0x10c02u};
 static const gen_type_version v_LogSoftmax[] = {
+    {11, 1, 0, 1, 0, in_LogSoftmax_11, out_LogSoftmax_11},
     {13, 1, 0, 1, 0, in_LogSoftmax_13, out_LogSoftmax_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -611,36 +716,57 @@ static const gen_type_version v_LpNormalization[] = {
     {22, 1, 0, 1, 0, in_LpNormalization_22, out_LpNormalization_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_MatMul_9[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out_MatMul_9[] = {0x3cc2u};
 static const uint32_t in_MatMul_13[] = {0x13cc2u, 0x13cc2u};
 static const uint32_t out_MatMul_13[] = {0x13cc2u};
 static const gen_type_version v_MatMul[] = {
+    {9, 2, 0, 1, 0, in_MatMul_9, out_MatMul_9},
     {13, 2, 0, 1, 0, in_MatMul_13, out_MatMul_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Max_8[] = {0xc02u};
+static const uint32_t out_Max_8[] = {0xc02u};
+static const uint32_t in_Max_12[] = {0x3cfeu};
+static const uint32_t out_Max_12[] = {0x3cfeu};
 static const uint32_t in_Max_13[] = {0x13cfeu};
 static const uint32_t out_Max_13[] = {0x13cfeu};
 static const gen_type_version v_Max[] = {
+    {8, 1, 1, 1, 0, in_Max_8, out_Max_8},
+    {12, 1, 1, 1, 0, in_Max_12, out_Max_12},
     {13, 1, 1, 1, 0, in_Max_13, out_Max_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_MaxPool_11[] = {0xc02u};
+static const uint32_t out_MaxPool_11[] = {0xc02u, 0x80u};
 static const uint32_t in_MaxPool_12[] = {0xc0eu};
 static const uint32_t out_MaxPool_12[] = {0xc0eu, 0x80u};
 static const uint32_t in_MaxPool_22[] = {0x10c0eu};
 static const uint32_t out_MaxPool_22[] = {0x10c0eu, 0x80u};
 static const gen_type_version v_MaxPool[] = {
+    {11, 1, 0, 2, 0, in_MaxPool_11, out_MaxPool_11},
     {12, 1, 0, 2, 0, in_MaxPool_12, out_MaxPool_12},
     {22, 1, 0, 2, 0, in_MaxPool_22, out_MaxPool_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Mean_8[] = {0xc02u};
+static const uint32_t out_Mean_8[] = {0xc02u};
 static const uint32_t in_Mean_13[] = {0x10c02u};
 static const uint32_t out_Mean_13[] = {0x10c02u};
 static const gen_type_version v_Mean[] = {
+    {8, 1, 1, 1, 0, in_Mean_8, out_Mean_8},
     {13, 1, 1, 1, 0, in_Mean_13, out_Mean_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Min_8[] = {0xc02u};
+static const uint32_t out_Min_8[] = {0xc02u};
+static const uint32_t in_Min_12[] = {0x3cfeu};
+static const uint32_t out_Min_12[] = {0x3cfeu};
 static const uint32_t in_Min_13[] = {0x13cfeu};
 static const uint32_t out_Min_13[] = {0x13cfeu};
 static const gen_type_version v_Min[] = {
+    {8, 1, 1, 1, 0, in_Min_8, out_Min_8},
+    {12, 1, 1, 1, 0, in_Min_12, out_Min_12},
     {13, 1, 1, 1, 0, in_Min_13, out_Min_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -653,30 +779,42 @@ static const gen_type_version v_Mish[] = {
     {22, 1, 0, 1, 0, in_Mish_22, out_Mish_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Mod_10[] = {0x3cfeu, 0x3cfeu};
+static const uint32_t out_Mod_10[] = {0x3cfeu};
 static const uint32_t in_Mod_13[] = {0x13cfeu, 0x13cfeu};
 static const uint32_t out_Mod_13[] = {0x13cfeu};
 static const gen_type_version v_Mod[] = {
+    {10, 2, 0, 1, 0, in_Mod_10, out_Mod_10},
     {13, 2, 0, 1, 0, in_Mod_13, out_Mod_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Mul_7[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out_Mul_7[] = {0x3cc2u};
 static const uint32_t in_Mul_13[] = {0x13cc2u, 0x13cc2u};
 static const uint32_t out_Mul_13[] = {0x13cc2u};
 static const uint32_t in_Mul_14[] = {0x13cfeu, 0x13cfeu};
 static const uint32_t out_Mul_14[] = {0x13cfeu};
 static const gen_type_version v_Mul[] = {
+    {7, 2, 0, 1, 0, in_Mul_7, out_Mul_7},
     {13, 2, 0, 1, 0, in_Mul_13, out_Mul_13},
     {14, 2, 0, 1, 0, in_Mul_14, out_Mul_14},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Neg_6[] = {0xceau};
+static const uint32_t out_Neg_6[] = {0xceau};
 static const uint32_t in_Neg_13[] = {0x10ceau};
 static const uint32_t out_Neg_13[] = {0x10ceau};
 static const gen_type_version v_Neg[] = {
+    {6, 1, 0, 1, 0, in_Neg_6, out_Neg_6},
     {13, 1, 0, 1, 0, in_Neg_13, out_Neg_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_NonZero_9[] = {0xfffeu};
+static const uint32_t out_NonZero_9[] = {0x80u};
 static const uint32_t in_NonZero_13[] = {0x1fffeu};
 static const uint32_t out_NonZero_13[] = {0x80u};
 static const gen_type_version v_NonZero[] = {
+    {9, 1, 0, 1, 0, in_NonZero_9, out_NonZero_9},
     {13, 1, 0, 1, 0, in_NonZero_13, out_NonZero_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -707,6 +845,8 @@ static const gen_type_version v_PRelu[] = {
     {16, 2, 0, 1, 0, in_PRelu_16, out_PRelu_16},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Pad_11[] = {0x3cfeu, 0x80u, 0x3cfeu};
+static const uint32_t out_Pad_11[] = {0x3cfeu};
 static const uint32_t in_Pad_13[] = {0x1fffeu, 0x80u, 0x1fffeu};
 static const uint32_t out_Pad_13[] = {0x1fffeu};
 static const uint32_t in_Pad_18[] = {0x1fffeu, 0x80u, 0x1fffeu, 0xc0u};
@@ -722,6 +862,7 @@ static const uint32_t out_Pad_24[] = {0x1fffffeu};
 static const uint32_t in_Pad_25[] = {0x7fffffeu, 0x80u, 0x7fffffeu, 0xc0u};
 static const uint32_t out_Pad_25[] = {0x7fffffeu};
 static const gen_type_version v_Pad[] = {
+    {11, 3, 0, 1, 0, in_Pad_11, out_Pad_11},
     {13, 3, 0, 1, 0, in_Pad_13, out_Pad_13},
     {18, 4, 0, 1, 0, in_Pad_18, out_Pad_18},
     {19, 4, 0, 1, 0, in_Pad_19, out_Pad_19},
@@ -731,11 +872,17 @@ static const gen_type_version v_Pad[] = {
     {25, 4, 0, 1, 0, in_Pad_25, out_Pad_25},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Pow_7[] = {0xc02u, 0xc02u};
+static const uint32_t out_Pow_7[] = {0xc02u};
+static const uint32_t in_Pow_12[] = {0xcc2u, 0x3cfeu};
+static const uint32_t out_Pow_12[] = {0xcc2u};
 static const uint32_t in_Pow_13[] = {0x10cc2u, 0x3cfeu};
 static const uint32_t out_Pow_13[] = {0x10cc2u};
 static const uint32_t in_Pow_15[] = {0x10cc2u, 0x13cfeu};
 static const uint32_t out_Pow_15[] = {0x10cc2u};
 static const gen_type_version v_Pow[] = {
+    {7, 2, 0, 1, 0, in_Pow_7, out_Pow_7},
+    {12, 2, 0, 1, 0, in_Pow_12, out_Pow_12},
     {13, 2, 0, 1, 0, in_Pow_13, out_Pow_13},
     {15, 2, 0, 1, 0, in_Pow_15, out_Pow_15},
     {0, 0, 0, 0, 0, 0, 0}};
@@ -746,48 +893,67 @@ static const gen_type_version v_RMSNormalization[] = {
     {23, 2, 0, 1, 0, in_RMSNormalization_23, out_RMSNormalization_23},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Reciprocal_6[] = {0xc02u};
+static const uint32_t out_Reciprocal_6[] = {0xc02u};
 static const uint32_t in_Reciprocal_13[] = {0x10c02u};
 static const uint32_t out_Reciprocal_13[] = {0x10c02u};
 static const gen_type_version v_Reciprocal[] = {
+    {6, 1, 0, 1, 0, in_Reciprocal_6, out_Reciprocal_6},
     {13, 1, 0, 1, 0, in_Reciprocal_13, out_Reciprocal_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ReduceL1_11[] = {0x3cc2u};
+static const uint32_t out_ReduceL1_11[] = {0x3cc2u};
 static const uint32_t in_ReduceL1_13[] = {0x13cc2u};
 static const uint32_t out_ReduceL1_13[] = {0x13cc2u};
 static const uint32_t in_ReduceL1_18[] = {0x13cc2u, 0x80u};
 static const uint32_t out_ReduceL1_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceL1[] = {
+    {11, 1, 0, 1, 0, in_ReduceL1_11, out_ReduceL1_11},
     {13, 1, 0, 1, 0, in_ReduceL1_13, out_ReduceL1_13},
     {18, 2, 0, 1, 0, in_ReduceL1_18, out_ReduceL1_18},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ReduceL2_11[] = {0x3cc2u};
+static const uint32_t out_ReduceL2_11[] = {0x3cc2u};
 static const uint32_t in_ReduceL2_13[] = {0x13cc2u};
 static const uint32_t out_ReduceL2_13[] = {0x13cc2u};
 static const uint32_t in_ReduceL2_18[] = {0x13cc2u, 0x80u};
 static const uint32_t out_ReduceL2_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceL2[] = {
+    {11, 1, 0, 1, 0, in_ReduceL2_11, out_ReduceL2_11},
     {13, 1, 0, 1, 0, in_ReduceL2_13, out_ReduceL2_13},
     {18, 2, 0, 1, 0, in_ReduceL2_18, out_ReduceL2_18},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ReduceLogSum_11[] = {0x3cc2u};
+static const uint32_t out_ReduceLogSum_11[] = {0x3cc2u};
 static const uint32_t in_ReduceLogSum_13[] = {0x13cc2u};
 static const uint32_t out_ReduceLogSum_13[] = {0x13cc2u};
 static const uint32_t in_ReduceLogSum_18[] = {0x13cc2u, 0x80u};
 static const uint32_t out_ReduceLogSum_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceLogSum[] = {
+    {11, 1, 0, 1, 0, in_ReduceLogSum_11, out_ReduceLogSum_11},
     {13, 1, 0, 1, 0, in_ReduceLogSum_13, out_ReduceLogSum_13},
     {18, 2, 0, 1, 0, in_ReduceLogSum_18, out_ReduceLogSum_18},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ReduceLogSumExp_11[] = {0x3cc2u};
+static const uint32_t out_ReduceLogSumExp_11[] = {0x3cc2u};
 static const uint32_t in_ReduceLogSumExp_13[] = {0x13cc2u};
 static const uint32_t out_ReduceLogSumExp_13[] = {0x13cc2u};
 static const uint32_t in_ReduceLogSumExp_18[] = {0x13cc2u, 0x80u};
 static const uint32_t out_ReduceLogSumExp_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceLogSumExp[] = {
+    {11, 1, 0, 1, 0, in_ReduceLogSumExp_11, out_ReduceLogSumExp_11},
     {13, 1, 0, 1, 0, in_ReduceLogSumExp_13, out_ReduceLogSumExp_13},
     {18, 2, 0, 1, 0, in_ReduceLogSumExp_18, out_ReduceLogSumExp_18},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ReduceMax_11[] = {0x3cc2u};
+static const uint32_t out_ReduceMax_11[] = {0x3cc2u};
+static const uint32_t in_ReduceMax_12[] = {0x3cceu};
+static const uint32_t out_ReduceMax_12[] = {0x3cceu};
 static const uint32_t in_ReduceMax_13[] = {0x13cceu};
 static const uint32_t out_ReduceMax_13[] = {0x13cceu};
 static const uint32_t in_ReduceMax_18[] = {0x13cceu, 0x80u};
@@ -795,20 +961,29 @@ static const uint32_t out_ReduceMax_18[] = {0x13cceu};
 static const uint32_t in_ReduceMax_20[] = {0x13eceu, 0x80u};
 static const uint32_t out_ReduceMax_20[] = {0x13eceu};
 static const gen_type_version v_ReduceMax[] = {
+    {11, 1, 0, 1, 0, in_ReduceMax_11, out_ReduceMax_11},
+    {12, 1, 0, 1, 0, in_ReduceMax_12, out_ReduceMax_12},
     {13, 1, 0, 1, 0, in_ReduceMax_13, out_ReduceMax_13},
     {18, 2, 0, 1, 0, in_ReduceMax_18, out_ReduceMax_18},
     {20, 2, 0, 1, 0, in_ReduceMax_20, out_ReduceMax_20},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ReduceMean_11[] = {0x3cc2u};
+static const uint32_t out_ReduceMean_11[] = {0x3cc2u};
 static const uint32_t in_ReduceMean_13[] = {0x13cc2u};
 static const uint32_t out_ReduceMean_13[] = {0x13cc2u};
 static const uint32_t in_ReduceMean_18[] = {0x13cc2u, 0x80u};
 static const uint32_t out_ReduceMean_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceMean[] = {
+    {11, 1, 0, 1, 0, in_ReduceMean_11, out_ReduceMean_11},
     {13, 1, 0, 1, 0, in_ReduceMean_13, out_ReduceMean_13},
     {18, 2, 0, 1, 0, in_ReduceMean_18, out_ReduceMean_18},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ReduceMin_11[] = {0x3cc2u};
+static const uint32_t out_ReduceMin_11[] = {0x3cc2u};
+static const uint32_t in_ReduceMin_12[] = {0x3cceu};
+static const uint32_t out_ReduceMin_12[] = {0x3cceu};
 static const uint32_t in_ReduceMin_13[] = {0x13cceu};
 static const uint32_t out_ReduceMin_13[] = {0x13cceu};
 static const uint32_t in_ReduceMin_18[] = {0x13cceu, 0x80u};
@@ -816,44 +991,60 @@ static const uint32_t out_ReduceMin_18[] = {0x13cceu};
 static const uint32_t in_ReduceMin_20[] = {0x13eceu, 0x80u};
 static const uint32_t out_ReduceMin_20[] = {0x13eceu};
 static const gen_type_version v_ReduceMin[] = {
+    {11, 1, 0, 1, 0, in_ReduceMin_11, out_ReduceMin_11},
+    {12, 1, 0, 1, 0, in_ReduceMin_12, out_ReduceMin_12},
     {13, 1, 0, 1, 0, in_ReduceMin_13, out_ReduceMin_13},
     {18, 2, 0, 1, 0, in_ReduceMin_18, out_ReduceMin_18},
     {20, 2, 0, 1, 0, in_ReduceMin_20, out_ReduceMin_20},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ReduceProd_11[] = {0x3cc2u};
+static const uint32_t out_ReduceProd_11[] = {0x3cc2u};
 static const uint32_t in_ReduceProd_13[] = {0x13cc2u};
 static const uint32_t out_ReduceProd_13[] = {0x13cc2u};
 static const uint32_t in_ReduceProd_18[] = {0x13cc2u, 0x80u};
 static const uint32_t out_ReduceProd_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceProd[] = {
+    {11, 1, 0, 1, 0, in_ReduceProd_11, out_ReduceProd_11},
     {13, 1, 0, 1, 0, in_ReduceProd_13, out_ReduceProd_13},
     {18, 2, 0, 1, 0, in_ReduceProd_18, out_ReduceProd_18},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ReduceSum_11[] = {0x3cc2u};
+static const uint32_t out_ReduceSum_11[] = {0x3cc2u};
 static const uint32_t in_ReduceSum_13[] = {0x13cc2u, 0x80u};
 static const uint32_t out_ReduceSum_13[] = {0x13cc2u};
 static const gen_type_version v_ReduceSum[] = {
+    {11, 1, 0, 1, 0, in_ReduceSum_11, out_ReduceSum_11},
     {13, 2, 0, 1, 0, in_ReduceSum_13, out_ReduceSum_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ReduceSumSquare_11[] = {0x3cc2u};
+static const uint32_t out_ReduceSumSquare_11[] = {0x3cc2u};
 static const uint32_t in_ReduceSumSquare_13[] = {0x13cc2u};
 static const uint32_t out_ReduceSumSquare_13[] = {0x13cc2u};
 static const uint32_t in_ReduceSumSquare_18[] = {0x13cc2u, 0x80u};
 static const uint32_t out_ReduceSumSquare_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceSumSquare[] = {
+    {11, 1, 0, 1, 0, in_ReduceSumSquare_11, out_ReduceSumSquare_11},
     {13, 1, 0, 1, 0, in_ReduceSumSquare_13, out_ReduceSumSquare_13},
     {18, 2, 0, 1, 0, in_ReduceSumSquare_18, out_ReduceSumSquare_18},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Relu_6[] = {0xc02u};
+static const uint32_t out_Relu_6[] = {0xc02u};
 static const uint32_t in_Relu_13[] = {0x10c02u};
 static const uint32_t out_Relu_13[] = {0x10c02u};
 static const uint32_t in_Relu_14[] = {0x10ceau};
 static const uint32_t out_Relu_14[] = {0x10ceau};
 static const gen_type_version v_Relu[] = {
+    {6, 1, 0, 1, 0, in_Relu_6, out_Relu_6},
     {13, 1, 0, 1, 0, in_Relu_13, out_Relu_13},
     {14, 1, 0, 1, 0, in_Relu_14, out_Relu_14},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Reshape_5[] = {0xfffeu, 0x80u};
+static const uint32_t out_Reshape_5[] = {0xfffeu};
 static const uint32_t in_Reshape_13[] = {0x1fffeu, 0x80u};
 static const uint32_t out_Reshape_13[] = {0x1fffeu};
 static const uint32_t in_Reshape_14[] = {0x1fffeu, 0x80u};
@@ -869,6 +1060,7 @@ static const uint32_t out_Reshape_24[] = {0x1fffffeu};
 static const uint32_t in_Reshape_25[] = {0x7fffffeu, 0x80u};
 static const uint32_t out_Reshape_25[] = {0x7fffffeu};
 static const gen_type_version v_Reshape[] = {
+    {5, 2, 0, 1, 0, in_Reshape_5, out_Reshape_5},
     {13, 2, 0, 1, 0, in_Reshape_13, out_Reshape_13},
     {14, 2, 0, 1, 0, in_Reshape_14, out_Reshape_14},
     {19, 2, 0, 1, 0, in_Reshape_19, out_Reshape_19},
@@ -887,6 +1079,8 @@ static const gen_type_version v_Round[] = {
     {22, 1, 0, 1, 0, in_Round_22, out_Round_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ScatterElements_11[] = {0xfffeu, 0xc0u, 0xfffeu};
+static const uint32_t out_ScatterElements_11[] = {0xfffeu};
 static const uint32_t in_ScatterElements_13[] = {0x1fffeu, 0xc0u, 0x1fffeu};
 static const uint32_t out_ScatterElements_13[] = {0x1fffeu};
 static const uint32_t in_ScatterElements_16[] = {0x1fffeu, 0xc0u, 0x1fffeu};
@@ -894,11 +1088,14 @@ static const uint32_t out_ScatterElements_16[] = {0x1fffeu};
 static const uint32_t in_ScatterElements_18[] = {0x1fffeu, 0xc0u, 0x1fffeu};
 static const uint32_t out_ScatterElements_18[] = {0x1fffeu};
 static const gen_type_version v_ScatterElements[] = {
+    {11, 3, 0, 1, 0, in_ScatterElements_11, out_ScatterElements_11},
     {13, 3, 0, 1, 0, in_ScatterElements_13, out_ScatterElements_13},
     {16, 3, 0, 1, 0, in_ScatterElements_16, out_ScatterElements_16},
     {18, 3, 0, 1, 0, in_ScatterElements_18, out_ScatterElements_18},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_ScatterND_11[] = {0xfffeu, 0x80u, 0xfffeu};
+static const uint32_t out_ScatterND_11[] = {0xfffeu};
 static const uint32_t in_ScatterND_13[] = {0x1fffeu, 0x80u, 0x1fffeu};
 static const uint32_t out_ScatterND_13[] = {0x1fffeu};
 static const uint32_t in_ScatterND_16[] = {0x1fffeu, 0x80u, 0x1fffeu};
@@ -906,6 +1103,7 @@ static const uint32_t out_ScatterND_16[] = {0x1fffeu};
 static const uint32_t in_ScatterND_18[] = {0x1fffeu, 0x80u, 0x1fffeu};
 static const uint32_t out_ScatterND_18[] = {0x1fffeu};
 static const gen_type_version v_ScatterND[] = {
+    {11, 3, 0, 1, 0, in_ScatterND_11, out_ScatterND_11},
     {13, 3, 0, 1, 0, in_ScatterND_13, out_ScatterND_13},
     {16, 3, 0, 1, 0, in_ScatterND_16, out_ScatterND_16},
     {18, 3, 0, 1, 0, in_ScatterND_18, out_ScatterND_18},
@@ -920,6 +1118,8 @@ static const gen_type_version v_Selu[] = {
     {22, 1, 0, 1, 0, in_Selu_22, out_Selu_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Shape_1[] = {0xfffeu};
+static const uint32_t out_Shape_1[] = {0x80u};
 static const uint32_t in_Shape_13[] = {0x1fffeu};
 static const uint32_t out_Shape_13[] = {0x80u};
 static const uint32_t in_Shape_15[] = {0x1fffeu};
@@ -935,6 +1135,7 @@ static const uint32_t out_Shape_24[] = {0x80u};
 static const uint32_t in_Shape_25[] = {0x7fffffeu};
 static const uint32_t out_Shape_25[] = {0x80u};
 static const gen_type_version v_Shape[] = {
+    {1, 1, 0, 1, 0, in_Shape_1, out_Shape_1},
     {13, 1, 0, 1, 0, in_Shape_13, out_Shape_13},
     {15, 1, 0, 1, 0, in_Shape_15, out_Shape_15},
     {19, 1, 0, 1, 0, in_Shape_19, out_Shape_19},
@@ -950,15 +1151,21 @@ static const gen_type_version v_Shrink[] = {
     {9, 1, 0, 1, 0, in_Shrink_9, out_Shrink_9},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Sigmoid_6[] = {0xc02u};
+static const uint32_t out_Sigmoid_6[] = {0xc02u};
 static const uint32_t in_Sigmoid_13[] = {0x10c02u};
 static const uint32_t out_Sigmoid_13[] = {0x10c02u};
 static const gen_type_version v_Sigmoid[] = {
+    {6, 1, 0, 1, 0, in_Sigmoid_6, out_Sigmoid_6},
     {13, 1, 0, 1, 0, in_Sigmoid_13, out_Sigmoid_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Sign_9[] = {0x3cfeu};
+static const uint32_t out_Sign_9[] = {0x3cfeu};
 static const uint32_t in_Sign_13[] = {0x13cfeu};
 static const uint32_t out_Sign_13[] = {0x13cfeu};
 static const gen_type_version v_Sign[] = {
+    {9, 1, 0, 1, 0, in_Sign_9, out_Sign_9},
     {13, 1, 0, 1, 0, in_Sign_13, out_Sign_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -980,6 +1187,8 @@ static const gen_type_version v_Sinh[] = {
     {22, 1, 0, 1, 0, in_Sinh_22, out_Sinh_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Size_1[] = {0xfffeu};
+static const uint32_t out_Size_1[] = {0x80u};
 static const uint32_t in_Size_13[] = {0x1fffeu};
 static const uint32_t out_Size_13[] = {0x80u};
 static const uint32_t in_Size_19[] = {0x1ffffeu};
@@ -993,6 +1202,7 @@ static const uint32_t out_Size_24[] = {0x80u};
 static const uint32_t in_Size_25[] = {0x7fffffeu};
 static const uint32_t out_Size_25[] = {0x80u};
 static const gen_type_version v_Size[] = {
+    {1, 1, 0, 1, 0, in_Size_1, out_Size_1},
     {13, 1, 0, 1, 0, in_Size_13, out_Size_13},
     {19, 1, 0, 1, 0, in_Size_19, out_Size_19},
     {21, 1, 0, 1, 0, in_Size_21, out_Size_21},
@@ -1001,15 +1211,21 @@ static const gen_type_version v_Size[] = {
     {25, 1, 0, 1, 0, in_Size_25, out_Size_25},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Slice_11[] = {0xfffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
+static const uint32_t out_Slice_11[] = {0xfffeu};
 static const uint32_t in_Slice_13[] = {0x1fffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
 static const uint32_t out_Slice_13[] = {0x1fffeu};
 static const gen_type_version v_Slice[] = {
+    {11, 5, 0, 1, 0, in_Slice_11, out_Slice_11},
     {13, 5, 0, 1, 0, in_Slice_13, out_Slice_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Softmax_11[] = {0xc02u};
+static const uint32_t out_Softmax_11[] = {0xc02u};
 static const uint32_t in_Softmax_13[] = {0x10c02u};
 static const uint32_t out_Softmax_13[] = {0x10c02u};
 static const gen_type_version v_Softmax[] = {
+    {11, 1, 0, 1, 0, in_Softmax_11, out_Softmax_11},
     {13, 1, 0, 1, 0, in_Softmax_13, out_Softmax_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -1031,27 +1247,38 @@ static const gen_type_version v_Softsign[] = {
     {22, 1, 0, 1, 0, in_Softsign_22, out_Softsign_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_SpaceToDepth_1[] = {0xfffeu};
+static const uint32_t out_SpaceToDepth_1[] = {0xfffeu};
 static const uint32_t in_SpaceToDepth_13[] = {0x1fffeu};
 static const uint32_t out_SpaceToDepth_13[] = {0x1fffeu};
 static const gen_type_version v_SpaceToDepth[] = {
+    {1, 1, 0, 1, 0, in_SpaceToDepth_1, out_SpaceToDepth_1},
     {13, 1, 0, 1, 0, in_SpaceToDepth_13, out_SpaceToDepth_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Split_11[] = {0xfffeu};
+static const uint32_t out_Split_11[] = {0xfffeu};
 static const uint32_t in_Split_13[] = {0x1fffeu, 0x80u};
 static const uint32_t out_Split_13[] = {0x1fffeu};
 static const uint32_t in_Split_18[] = {0x1fffeu, 0x80u};
 static const uint32_t out_Split_18[] = {0x1fffeu};
 static const gen_type_version v_Split[] = {
+    {11, 1, 0, 1, 1, in_Split_11, out_Split_11},
     {13, 2, 0, 1, 1, in_Split_13, out_Split_13},
     {18, 2, 0, 1, 1, in_Split_18, out_Split_18},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Sqrt_6[] = {0xc02u};
+static const uint32_t out_Sqrt_6[] = {0xc02u};
 static const uint32_t in_Sqrt_13[] = {0x10c02u};
 static const uint32_t out_Sqrt_13[] = {0x10c02u};
 static const gen_type_version v_Sqrt[] = {
+    {6, 1, 0, 1, 0, in_Sqrt_6, out_Sqrt_6},
     {13, 1, 0, 1, 0, in_Sqrt_13, out_Sqrt_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Squeeze_11[] = {0xfffeu};
+static const uint32_t out_Squeeze_11[] = {0xfffeu};
 static const uint32_t in_Squeeze_13[] = {0x1fffeu, 0x80u};
 static const uint32_t out_Squeeze_13[] = {0x1fffeu};
 static const uint32_t in_Squeeze_21[] = {0x7ffffeu, 0x80u};
@@ -1063,6 +1290,7 @@ static const uint32_t out_Squeeze_24[] = {0x1fffffeu};
 static const uint32_t in_Squeeze_25[] = {0x7fffffeu, 0x80u};
 static const uint32_t out_Squeeze_25[] = {0x7fffffeu};
 static const gen_type_version v_Squeeze[] = {
+    {11, 1, 0, 1, 0, in_Squeeze_11, out_Squeeze_11},
     {13, 2, 0, 1, 0, in_Squeeze_13, out_Squeeze_13},
     {21, 2, 0, 1, 0, in_Squeeze_21, out_Squeeze_21},
     {23, 2, 0, 1, 0, in_Squeeze_23, out_Squeeze_23},
@@ -1070,18 +1298,24 @@ static const gen_type_version v_Squeeze[] = {
     {25, 2, 0, 1, 0, in_Squeeze_25, out_Squeeze_25},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Sub_7[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t out_Sub_7[] = {0x3cc2u};
 static const uint32_t in_Sub_13[] = {0x13cc2u, 0x13cc2u};
 static const uint32_t out_Sub_13[] = {0x13cc2u};
 static const uint32_t in_Sub_14[] = {0x13cfeu, 0x13cfeu};
 static const uint32_t out_Sub_14[] = {0x13cfeu};
 static const gen_type_version v_Sub[] = {
+    {7, 2, 0, 1, 0, in_Sub_7, out_Sub_7},
     {13, 2, 0, 1, 0, in_Sub_13, out_Sub_13},
     {14, 2, 0, 1, 0, in_Sub_14, out_Sub_14},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Sum_8[] = {0xc02u};
+static const uint32_t out_Sum_8[] = {0xc02u};
 static const uint32_t in_Sum_13[] = {0x10c02u};
 static const uint32_t out_Sum_13[] = {0x10c02u};
 static const gen_type_version v_Sum[] = {
+    {8, 1, 1, 1, 0, in_Sum_8, out_Sum_8},
     {13, 1, 1, 1, 0, in_Sum_13, out_Sum_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -1100,9 +1334,12 @@ static const gen_type_version v_Tan[] = {
     {22, 1, 0, 1, 0, in_Tan_22, out_Tan_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Tanh_6[] = {0xc02u};
+static const uint32_t out_Tanh_6[] = {0xc02u};
 static const uint32_t in_Tanh_13[] = {0x10c02u};
 static const uint32_t out_Tanh_13[] = {0x10c02u};
 static const gen_type_version v_Tanh[] = {
+    {6, 1, 0, 1, 0, in_Tanh_6, out_Tanh_6},
     {13, 1, 0, 1, 0, in_Tanh_13, out_Tanh_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -1115,9 +1352,12 @@ static const gen_type_version v_ThresholdedRelu[] = {
     {22, 1, 0, 1, 0, in_ThresholdedRelu_22, out_ThresholdedRelu_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Tile_6[] = {0xfffeu, 0x80u};
+static const uint32_t out_Tile_6[] = {0xfffeu};
 static const uint32_t in_Tile_13[] = {0x1fffeu, 0x80u};
 static const uint32_t out_Tile_13[] = {0x1fffeu};
 static const gen_type_version v_Tile[] = {
+    {6, 2, 0, 1, 0, in_Tile_6, out_Tile_6},
     {13, 2, 0, 1, 0, in_Tile_13, out_Tile_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -1130,6 +1370,8 @@ static const gen_type_version v_TopK[] = {
     {24, 2, 0, 2, 0, in_TopK_24, out_TopK_24},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Transpose_1[] = {0xfffeu};
+static const uint32_t out_Transpose_1[] = {0xfffeu};
 static const uint32_t in_Transpose_13[] = {0x1fffeu};
 static const uint32_t out_Transpose_13[] = {0x1fffeu};
 static const uint32_t in_Transpose_21[] = {0x7ffffeu};
@@ -1141,6 +1383,7 @@ static const uint32_t out_Transpose_24[] = {0x1fffffeu};
 static const uint32_t in_Transpose_25[] = {0x7fffffeu};
 static const uint32_t out_Transpose_25[] = {0x7fffffeu};
 static const gen_type_version v_Transpose[] = {
+    {1, 1, 0, 1, 0, in_Transpose_1, out_Transpose_1},
     {13, 1, 0, 1, 0, in_Transpose_13, out_Transpose_13},
     {21, 1, 0, 1, 0, in_Transpose_21, out_Transpose_21},
     {23, 1, 0, 1, 0, in_Transpose_23, out_Transpose_23},
@@ -1154,6 +1397,8 @@ static const gen_type_version v_Trilu[] = {
     {14, 2, 0, 1, 0, in_Trilu_14, out_Trilu_14},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_Unsqueeze_11[] = {0xfffeu};
+static const uint32_t out_Unsqueeze_11[] = {0xfffeu};
 static const uint32_t in_Unsqueeze_13[] = {0x1fffeu, 0x80u};
 static const uint32_t out_Unsqueeze_13[] = {0x1fffeu};
 static const uint32_t in_Unsqueeze_21[] = {0x7ffffeu, 0x80u};
@@ -1165,6 +1410,7 @@ static const uint32_t out_Unsqueeze_24[] = {0x1fffffeu};
 static const uint32_t in_Unsqueeze_25[] = {0x7fffffeu, 0x80u};
 static const uint32_t out_Unsqueeze_25[] = {0x7fffffeu};
 static const gen_type_version v_Unsqueeze[] = {
+    {11, 1, 0, 1, 0, in_Unsqueeze_11, out_Unsqueeze_11},
     {13, 2, 0, 1, 0, in_Unsqueeze_13, out_Unsqueeze_13},
     {21, 2, 0, 1, 0, in_Unsqueeze_21, out_Unsqueeze_21},
     {23, 2, 0, 1, 0, in_Unsqueeze_23, out_Unsqueeze_23},
