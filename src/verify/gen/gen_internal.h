@@ -243,6 +243,9 @@ bool gen_b_transpose(gen *G, int op);
 bool gen_b_reshape(gen *G, int op);
 bool gen_b_flatten(gen *G, int op);
 bool gen_b_squeeze(gen *G, int op);
+/* A written Slice bound for position p (-1 <= p <= dim): itself, its negative form, or past an
+ * end (dim + k, INT64_MAX, -dim - 1 - k, INT64_MIN). */
+int64_t gen_slice_bound(gen *G, int64_t p, int64_t dim);
 int gen_emit_axes(gen *G, const char *op, int x, int n, const int64_t *ax);
 bool gen_b_unsqueeze(gen *G, int op);
 bool gen_b_concat(gen *G, int op);

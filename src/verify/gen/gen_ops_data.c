@@ -234,7 +234,7 @@ static int64_t slice_clamp(int64_t v, int64_t dim, int64_t step) {
 /* A written Slice bound for position p (-1 <= p <= dim) of an axis: itself, its negative form,
  * or for a position at or past either end a value further out (clamped back by the op):
  * dim + k, INT64_MAX, -dim - 1 - k, INT64_MIN. */
-static int64_t slice_bound(gen *G, int64_t p, int64_t dim) {
+int64_t gen_slice_bound(gen *G, int64_t p, int64_t dim) {
   int form = gen_int(&G->rng, 0, 3);
   if (p >= dim) return form == 0 ? dim + gen_int(&G->rng, 0, 3) : form == 1 ? INT64_MAX : p;
   if (p < 0) return form == 0 ? -dim - 1 - gen_int(&G->rng, 0, 3) : INT64_MIN;
@@ -262,7 +262,7 @@ bool gen_b_slice(gen *G, int op) {
     /* a start at the last element of a reversal is written as past the end now and then */
     int64_t bp = stp < 0 && b == dim - 1 && gen_chance(&G->rng, 0.5) ? dim : b;
     ax[n] = d, sp[n] = stp;
-    st[n] = slice_bound(G, bp, dim), en[n] = slice_bound(G, e, dim);
+    st[n] = gen_slice_bound(G, bp, dim), en[n] = gen_slice_bound(G, e, dim);
     if (slice_clamp(st[n], dim, stp) != b || slice_clamp(en[n], dim, stp) != e)
       return false; /* a written form that does not land where meant (a bug here) */
     n++;
@@ -406,14 +406,28 @@ bool gen_b_gather_el(gen *G, int op) {
 
 bool gen_b_gather_nd(gen *G, int op) {
   (void)op;
-  int x = pick_any(G, 1, 3, true);
+  int x = pick_any(G, 1, 4, true);
   if (x < 0) return false;
-  int r = gen_rank(G, x), q = gen_int(&G->rng, 1, r);
-  int64_t n = gen_int(&G->rng, 1, 4), d[2] = {n, q}, v[32];
-  for (int64_t i = 0; i < n; i++)
-    for (int k = 0; k < q; k++) v[i * q + k] = gen_int(&G->rng, 0, (int)gen_dim(G, x, k) - 1);
-  int in[2] = {x, const_idx(G, 2, d, v)};
-  emit_like(G, "GatherND", 2, in, "", x);
+  /* batch_dims b: the first b dims of data and indices correspond (static extents here) */
+  int r = gen_rank(G, x),
+      b = G->opset >= 12 && r >= 2 && gen_attr_chance(G, 0.35) ? gen_attr_int(G, 1, r - 1) : 0;
+  for (int d = 0; d < b; d++)
+    if (gen_v(G, x)->type.dims[d].value < 0) b = 0;
+  int k = gen_int(&G->rng, 1, r - b), q = 0;
+  int64_t d[KILN_MAX_RANK], v[256], tuples = 1;
+  for (int i = 0; i < b; i++) d[q++] = gen_dim(G, x, i), tuples *= d[i];
+  if (b == 0 || gen_chance(&G->rng, 0.5)) d[q] = gen_int(&G->rng, 1, 4), tuples *= d[q++];
+  d[q++] = k;
+  if (tuples * k > 256) return false;
+  for (int64_t t = 0; t < tuples; t++) /* an index in either form: i or i - extent */
+    for (int j = 0; j < k; j++) {
+      int64_t dim = gen_dim(G, x, b + j), i = gen_int(&G->rng, 0, (int)dim - 1);
+      v[t * k + j] = gen_chance(&G->rng, 0.3) ? i - dim : i;
+    }
+  int in[2] = {x, const_idx(G, q, d, v)};
+  char a[32] = "";
+  if (b > 0 || (G->opset >= 12 && gen_attr_chance(G, 0.2))) ATTR("batch_dims=%d", b);
+  emit_like(G, "GatherND", 2, in, a, x);
   return true;
 }
 

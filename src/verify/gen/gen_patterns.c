@@ -390,20 +390,40 @@ static int p_const_fold(gen *G) {
                   gen_mag(G, x) * 6 + 6);
 }
 
-/* Shape(x) with start (and end) or Size(x), cast to a float and used in arithmetic. */
+/* Shape(x) with start (and end) or Size(x), cast to a float and used in arithmetic; x now
+ * and then of unknown extents (a NonZero's result: the shape folds in part); the shape now
+ * and then sliced, forwards or backwards, its bounds past either end (shapefold folds a Slice
+ * of the known part). */
 static int p_shape(gen *G) {
-  int x = source(G, DT_ALL, 1, 4);
+  gen_want w = {DT_ALL, 1, 4, DOM_ANY, false, false, 0, false, true};
+  int x = gen_chance(&G->rng, 0.3) ? gen_pick(G, &w) : source(G, DT_ALL, 1, 4);
+  bool part = false; /* x's shape known in part */
+  if (x >= 0 && gen_chance(&G->rng, 0.3)) { /* NonZero: [rank, ?], or a reader of it */
+    int before = G->vals.len, nz = build_on(G, "NonZero", x);
+    if (nz >= 0 && gen_chance(&G->rng, 0.6))
+      while (nz > before && !(G->vals.data[before].dyn && gen_rank(G, before) == 2)) before++;
+    if (nz >= 0 && gen_settle(G)) x = gen_chance(&G->rng, 0.6) ? before : nz, part = true;
+  }
   if (x < 0) return -1;
   int r = gen_rank(G, x), s;
   char a[48] = "";
-  if (gen_chance(&G->rng, 0.4)) s = gen_emit(G, "Size", 1, &x, 1, "", DOM_POS, 4096);
+  if (!part && gen_chance(&G->rng, 0.4)) s = gen_emit(G, "Size", 1, &x, 1, "", DOM_POS, 4096);
   else {
-    if (G->opset >= 15 && r >= 2 && gen_chance(&G->rng, 0.8)) {
+    if (!part && G->opset >= 15 && r >= 2 && gen_chance(&G->rng, 0.6)) {
       int st = gen_int(&G->rng, 1, r - 1);
       if (gen_chance(&G->rng, 0.3)) ATTR("start=%d, end=%d", st, gen_int(&G->rng, st + 1, r));
       else ATTR("start=%d", gen_chance(&G->rng, 0.3) ? st - r : st);
     }
     s = gen_emit(G, "Shape", 1, &x, 1, a, DOM_POS, 64);
+    if (!a[0] && gen_chance(&G->rng, part ? 0.8 : 0.4)) { /* a slice of the r entries */
+      int64_t stp = gen_chance(&G->rng, 0.5) ? -1 : gen_chance(&G->rng, 0.5) ? 1 : -2, b, e;
+      b = gen_int(&G->rng, 0, r - 1);
+      e = stp > 0 ? gen_int(&G->rng, (int)b + 1, r) : gen_int(&G->rng, -1, (int)b - 1);
+      int64_t st = gen_slice_bound(G, b, r), en = gen_slice_bound(G, e, r), ax = 0;
+      int in[5] = {s, gen_const_i64(G, 1, &st, false), gen_const_i64(G, 1, &en, false),
+                   gen_const_i64(G, 1, &ax, false), gen_const_i64(G, 1, &stp, false)};
+      s = gen_emit(G, "Slice", 5, in, 1, "", DOM_POS, 64);
+    }
   }
   kiln_dtype to = gen_pick_dt(G, DT_FLOAT);
   int f = gen_emit(G, "Cast", 1, &s, 1, ATTR("to=%d", (int)to), DOM_POS, 4096);
