@@ -397,7 +397,7 @@ static int p_const_fold(gen *G) {
 static int p_shape(gen *G) {
   gen_want w = {DT_ALL, 1, 4, DOM_ANY, false, false, 0, false, true};
   int x = gen_chance(&G->rng, 0.3) ? gen_pick(G, &w) : source(G, DT_ALL, 1, 4);
-  bool part = false; /* x's shape known in part */
+  bool part = false;                        /* x's shape known in part */
   if (x >= 0 && gen_chance(&G->rng, 0.3)) { /* NonZero: [rank, ?], or a reader of it */
     int before = G->vals.len, nz = build_on(G, "NonZero", x);
     if (nz >= 0 && gen_chance(&G->rng, 0.6))
