@@ -172,6 +172,8 @@ static void node_cells(const kiln_graph *g, const kiln_node *nd, int64_t opset,
     else snprintf(cls, sizeof cls, "absent");
     snprintf(key, sizeof key, "attr:%s.%s=%s", nd->op_type, s->name, cls);
     cb(user, key);
+    if (a) /* written at all, whatever its value (the universe holds one per attribute) */
+      snprintf(key, sizeof key, "attr:%s.%s=written", nd->op_type, s->name), cb(user, key);
   }
 }
 
@@ -180,8 +182,9 @@ void kiln_gen_cells(const kiln_graph *g, int64_t opset, void (*cb)(void *, const
   for (int n = 0; n < g->nodes.len; n++) node_cells(g, &g->nodes.data[n], opset, cb, user);
 }
 
-/* The universe of one op: its enumerated values and absent attributes over the opsets the
- * generator uses (an attribute counts from the first of them that has it). */
+/* The universe of one op: its enumerated values, its attributes left out and each attribute
+ * written (any value) over the opsets the generator uses (an attribute counts from the first
+ * of them that has it). */
 static void op_universe(kiln_op op, const char *name, void (*cb)(void *, const char *),
                         void *user) {
   static const int opsets[] = {11, 12, 13, 17, 18, 21, 23, 26};
@@ -192,6 +195,7 @@ static void op_universe(kiln_op op, const char *name, void (*cb)(void *, const c
       const enum_attr *e = find_enum(name, s->name);
       if (!s->required)
         snprintf(key, sizeof key, "attr:%s.%s=absent", name, s->name), cb(user, key);
+      snprintf(key, sizeof key, "attr:%s.%s=written", name, s->name), cb(user, key);
       for (int k = 0; e && k < 6 && e->values[k]; k++)
         snprintf(key, sizeof key, "attr:%s.%s=%s", name, s->name, e->values[k]), cb(user, key);
     }

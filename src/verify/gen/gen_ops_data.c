@@ -212,7 +212,9 @@ bool gen_b_split(gen *G, int op) {
     if (G->opset >= 13) {
       in[1] = gen_const_i64(G, k, parts, false);
       ATTR("axis=%d", gen_axis_form(G, axis, r));
-    } else if (k == 2) /* before 13 the sizes are an attribute */
+    } else if (d % k == 0 && gen_attr_chance(G, 0.3)) /* equal parts: split left out */
+      ATTR("axis=%d", gen_axis_form(G, axis, r));
+    else if (k == 2) /* before 13 the sizes are an attribute */
       ATTR("axis=%d, split=[%lld,%lld]", gen_axis_form(G, axis, r), (long long)parts[0],
            (long long)parts[1]);
     else

@@ -235,11 +235,32 @@ bool gen_b_conv_transpose(gen *G, int op) {
   int64_t md[1] = {m};
   if (gen_chance(&G->rng, 0.5)) in[2] = new_value(G, dt, 1, md, DOM_ANY, 0.9);
   char a[320], wa[224], b[64];
-  window_attrs(G, wa, sizeof wa, sd, k, s, pads, dl, 0, gen_attr_chance(G, 0.25));
+  /* now and then auto_pad in place of the pads (VALID: none; SAME: output = input * stride,
+   * drawn only where its total padding is not negative), or output_shape (the size the pads
+   * would give; the pads are then derived and left out) */
+  int ap = gen_attr_chance(G, 0.2) ? gen_attr_int(G, 1, 3) : 0;
+  bool oshape = !ap && gen_attr_chance(G, 0.15);
+  int64_t os[2];
+  for (int d = 0; d < sd; d++) {
+    os[d] = s[d] * (gen_dim(G, x, 2 + d) - 1) + op_[d] + (k[d] - 1) * dl[d] + 1 - pads[d] -
+            pads[sd + d];
+    if (ap < 3 && op_[d] + (k[d] - 1) * dl[d] + 1 - s[d] < 0) ap = ap ? 3 : 0;
+  }
+  for (int d = 0; d < 2 * sd; d++) pads[d] = ap || oshape ? 0 : pads[d];
+  window_attrs(G, wa, sizeof wa, sd, k, s, pads, dl, ap, gen_attr_chance(G, 0.25));
+  char *pp = oshape ? strstr(wa, "pads=[") : NULL;
+  if (pp) { /* the item and one separator removed */
+    char *e = strchr(pp, ']') + 1;
+    if (*e == ',') e += 2;
+    else if (pp > wa) pp -= 2;
+    memmove(pp, e, strlen(e) + 1);
+  }
   int len = snprintf(a, sizeof a, "group=%lld%s%s", (long long)group, wa[0] ? ", " : "", wa);
   if (any_op || gen_attr_chance(G, 0.2))
-    snprintf(a + len, sizeof a - (size_t)len, ", output_padding=%s",
-             ints_text(b, sizeof b, sd, op_));
+    len += snprintf(a + len, sizeof a - (size_t)len, ", output_padding=%s",
+                    ints_text(b, sizeof b, sd, op_));
+  if (oshape)
+    snprintf(a + len, sizeof a - (size_t)len, ", output_shape=%s", ints_text(b, sizeof b, sd, os));
   double kk = (double)(c / group);
   for (int d = 0; d < sd; d++) kk *= (double)k[d];
   int y = gen_emit(G, "ConvTranspose", in[2] >= 0 ? 3 : 2, in, 1, a, DOM_ANY,
@@ -259,7 +280,7 @@ bool gen_b_pool(gen *G, int op) {
     int64_t in = gen_dim(G, x, 2 + d);
     k[d] = gen_attr_int(G, 1, 4);
     pads[d] = ap ? 0 : gen_attr_int(G, 0, 1), pads[sd + d] = ap ? 0 : gen_attr_int(G, 0, 1);
-    dl[d] = max && gen_attr_chance(G, 0.2) ? 2 : 1;
+    dl[d] = (max || G->opset >= 19) && gen_attr_chance(G, 0.2) ? 2 : 1; /* AveragePool: 19 */
     while (k[d] > 1 && (k[d] - 1) * dl[d] + 1 > in + pads[d] + pads[sd + d]) k[d]--;
     if ((k[d] - 1) * dl[d] + 1 > in + pads[d] + pads[sd + d]) dl[d] = 1;
     if (pads[d] >= k[d]) pads[d] = k[d] - 1;
@@ -275,7 +296,7 @@ bool gen_b_pool(gen *G, int op) {
     if ((span + s[d] - 1) / s[d] * s[d] >= in + pads[d]) ceil_mode = 0; /* ONNX and ORT disagree */
   }
   char a[256], w[224];
-  window_attrs(G, w, sizeof w, sd, k, s, pads, max ? dl : NULL, ap, false);
+  window_attrs(G, w, sizeof w, sd, k, s, pads, max || G->opset >= 19 ? dl : NULL, ap, false);
   int len = snprintf(a, sizeof a, "%s, ceil_mode=%d", w, ceil_mode);
   if (!max)
     snprintf(a + len, sizeof a - (size_t)len, ", count_include_pad=%d", gen_attr_int(G, 0, 1));
@@ -339,7 +360,11 @@ bool gen_b_norm(gen *G, int op) {
     in[1] = param(G, dt, pr, pd, DOM_ANY), n_in = 2;
     if (!strcmp(name, "LayerNormalization") && gen_chance(&G->rng, 0.6))
       in[2] = param(G, dt, pr, pd, DOM_ANY), n_in = 3;
-    ATTR("axis=%d, epsilon=%.3g", gen_axis_form(G, axis, r), gen_attr_chance(G, 0.5) ? 1e-5 : 1e-3);
+    if (axis == r - 1 && gen_attr_chance(G, 0.3)) /* axis left out: -1 */
+      ATTR("epsilon=%.3g", gen_attr_chance(G, 0.5) ? 1e-5 : 1e-3);
+    else
+      ATTR("axis=%d, epsilon=%.3g", gen_axis_form(G, axis, r),
+           gen_attr_chance(G, 0.5) ? 1e-5 : 1e-3);
   }
   gen_emit(G, name, n_in, in, 1, a, DOM_ANY, INFINITY);
   return true;
