@@ -328,7 +328,8 @@ static const heuristic HEURISTICS[] = {
 
 static int cmp_offset(const void *x, const void *y) {
   const block *a = *(block *const *)x, *b = *(block *const *)y;
-  return CMP(a->offset, b->offset);
+  return KILN_MUTANT(221) ? CMP(b->offset, a->offset) /* mutant 221: highest offset first */
+                          : CMP(a->offset, b->offset);
 }
 
 /* Offset for b among the placed blocks that overlap it in time. */
@@ -453,6 +454,7 @@ typedef struct placer {
 static void keep_if_better(placer *P, int64_t size, int h) {
   if (size >= P->best) return;
   P->best = size, P->best_h = h;
+  if (KILN_MUTANT(223) && h == N_HEURISTICS) return; /* mutant 223: the search's offsets not kept */
   for (int i = 0; i < P->n; i++) P->best_off[i] = P->blocks[i].offset;
 }
 
@@ -539,7 +541,10 @@ static void fill_plan(const liveness *L, const kiln_program *p, kiln_plan *plan)
     plan->arg_base[s] = n_args, n_args += p->steps.data[s].n_args;
   plan->arg_offset = kiln_xcalloc((size_t)n_args + 1, sizeof *plan->arg_offset);
   for (int a = 0; a < n_args; a++)
-    plan->arg_offset[a] = L->arg_block[a] >= 0 ? L->blocks.data[L->arg_block[a]].offset : -1;
+    plan->arg_offset[a] = L->arg_block[a] >= 0 && !KILN_MUTANT(222) /* mutant 222: offset 0 */
+                              ? L->blocks.data[L->arg_block[a]].offset
+                          : L->arg_block[a] >= 0 ? 0
+                                                 : -1;
   plan->n_inplace = L->n_inplace;
 }
 
