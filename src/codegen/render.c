@@ -831,17 +831,24 @@ static void helpers_replaced(kiln_strbuf *out, const char *from, const char *to)
 
 void kiln_render_helpers(kiln_strbuf *out) {
   if (KILN_MUTANT(214)) /* mutant 214: the int64 helpers wrap in uint32_t (the i32 line copied) */
-    helpers_replaced(out, "KILN_SINT_OPS(i64, int64_t, uint64_t", "KILN_SINT_OPS(i64, int64_t, uint32_t");
-  else if (KILN_MUTANT(215)) /* mutant 215: f32 -> f16 rounds ties up (the tie-to-even term dropped) */
-    helpers_replaced(out, "(a + 0xfff + ((a >> 13) & 1) - 0x38000000)", "(a + 0x1000 - 0x38000000)");
+    helpers_replaced(out, "KILN_SINT_OPS(i64, int64_t, uint64_t",
+                     "KILN_SINT_OPS(i64, int64_t, uint32_t");
+  /* mutant 215: f32 -> f16 rounds ties up (the tie-to-even term dropped) */
+  else if (KILN_MUTANT(215))
+    helpers_replaced(out, "(a + 0xfff + ((a >> 13) & 1) - 0x38000000)",
+                     "(a + 0x1000 - 0x38000000)");
   else if (KILN_MUTANT(216)) /* mutant 216: float -> integer bits without the NaN test */
     helpers_replaced(out, "  if (v != v) return 0;\n  v = trunc(v);", "  v = trunc(v);");
   else if (KILN_MUTANT(217)) /* mutant 217: f32 -> bf16 rounds a NaN's payload like a number */
-    helpers_replaced(out, "  if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)(((u >> 16) & 0x8000) | 0x7fc0);\n", "");
+    helpers_replaced(
+        out,
+        "  if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)(((u >> 16) & 0x8000) | 0x7fc0);\n",
+        "");
   else if (KILN_MUTANT(219)) /* mutant 219: min_f64 keeps NaN only as its second operand */
     helpers_replaced(out, "kiln_min_f64(double a, double b) { return a != a ? a : b != b ? b : ",
                      "kiln_min_f64(double a, double b) { return b != b ? b : ");
-  else if (KILN_MUTANT(73)) /* mutant 73: f32 -> bf16 truncates instead of rounding to nearest even */
+  /* mutant 73: f32 -> bf16 truncates instead of rounding to nearest even */
+  else if (KILN_MUTANT(73))
     helpers_replaced(out, "(u + 0x7fff + ((u >> 16) & 1)) >> 16", "u >> 16");
   else if (KILN_MUTANT(74)) /* mutant 74: f16 subnormals decode as zero */
     helpers_replaced(out, "-((float)m * 0x1p-24f) : (float)m * 0x1p-24f", "-0.0f : 0.0f");

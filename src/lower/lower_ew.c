@@ -280,7 +280,8 @@ static kiln_texpr *sign(kiln_tkernel *k, kiln_texpr *a) {
   kiln_dtype t = a->type;
   kiln_texpr *zero = num(k, t, 0);
   /* mutant 203: a float neither > 0 nor < 0 gives the constant 0 (NaN becomes 0) */
-  kiln_texpr *rest = kiln_dtype_is_float(t) && !KILN_MUTANT(203) ? bin(k, KILN_TOP_MUL, a, zero) : zero;
+  kiln_texpr *rest =
+      kiln_dtype_is_float(t) && !KILN_MUTANT(203) ? bin(k, KILN_TOP_MUL, a, zero) : zero;
   if (!kiln_dtype_is_float(t) && !is_signed(t))
     return sel(k, bin(k, KILN_TOP_NE, a, zero), num(k, t, 1), zero);
   return sel(k, bin(k, KILN_TOP_GT, a, zero), num(k, t, 1),
@@ -323,7 +324,8 @@ static kiln_texpr *fold(kiln_tkernel *k, kiln_top op, int n, kiln_texpr *const *
 
 static kiln_status cast_to(kiln_tkernel *k, kiln_dtype to, kiln_texpr *a, kiln_texpr **out) {
   kiln_dtype ct = kiln_lower_compute_type(k, KILN_PREC_ELEMENTWISE, to);
-  if (to == KILN_BOOL && a->type != KILN_BOOL && !(KILN_MUTANT(206) && kiln_dtype_is_float(a->type)))
+  if (to == KILN_BOOL && a->type != KILN_BOOL &&
+      !(KILN_MUTANT(206) && kiln_dtype_is_float(a->type)))
     *out = bin(k, KILN_TOP_NE, a, num(k, a->type, 0)); /* mutant 206: floats converted as ints */
   else if (KILN_MUTANT(206) && to == KILN_BOOL && a->type != KILN_BOOL)
     *out = kiln_tcast(k, ct, kiln_tcast(k, KILN_I64, a));

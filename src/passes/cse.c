@@ -63,7 +63,7 @@ static bool tensor_equal(const kiln_tensor *a, const kiln_tensor *b) {
 
 static uint64_t tensor_hash(const kiln_tensor *t) {
   uint64_t h = kiln_hash_bytes(&t->dtype, KILN_MUTANT(199) ? 0 : sizeof t->dtype, /* mutant 199 */
-                              14695981039346656037ull);
+                               14695981039346656037ull);
   if (!KILN_MUTANT(96)) /* mutant 96: the shape left out of the hash */
     h = kiln_hash_bytes(t->dims, (size_t)t->rank * sizeof t->dims[0], h ^ (uint64_t)t->rank);
   if (t->dtype == KILN_STRING) return h;
@@ -126,8 +126,7 @@ static bool node_eq(const void *ctx, int ia, int ib) {
   const kiln_graph *g = ctx;
   const kiln_node *a = &g->nodes.data[ia], *b = &g->nodes.data[ib];
   if (a->op != b->op || strcmp(a->op_type, b->op_type) != 0 || a->opset != b->opset ||
-      a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs ||
-      a->n_attrs != b->n_attrs)
+      a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs || a->n_attrs != b->n_attrs)
     return false;
   if (KILN_MUTANT(61) && a->n_inputs == 2 && a->inputs[0] == b->inputs[1] &&
       a->inputs[1] == b->inputs[0]) /* mutant 61: every binary op taken as commutative */

@@ -171,7 +171,9 @@ static kiln_status scan_kernel(liveness *L, const kiln_program *p, const kiln_st
   for (int a = 0; a < st->n_args; a++) {
     const kiln_arg *arg = &st->args[a];
     if (arg->kind == KILN_ARG_SCRATCH) {
-      L->arg_block[L->arg_base[s] + a] = new_block(L, s, arg->bytes);
+      L->arg_block[L->arg_base[s] +
+                   a] = /* mutant 223: the scratch's size taken as 4-byte elements */
+          new_block(L, s, KILN_MUTANT(223) ? arg->bytes / 4 : arg->bytes);
     } else if (arg->kind == KILN_ARG_PACKED) {
       if (arg->id < 0 || arg->id >= p->packed.len)
         return KILN_BUG("step %d: no packed constant %d", s, arg->id);
@@ -454,7 +456,6 @@ typedef struct placer {
 static void keep_if_better(placer *P, int64_t size, int h) {
   if (size >= P->best) return;
   P->best = size, P->best_h = h;
-  if (KILN_MUTANT(223) && h == N_HEURISTICS) return; /* mutant 223: the search's offsets not kept */
   for (int i = 0; i < P->n; i++) P->best_off[i] = P->blocks[i].offset;
 }
 
@@ -543,8 +544,7 @@ static void fill_plan(const liveness *L, const kiln_program *p, kiln_plan *plan)
   for (int a = 0; a < n_args; a++)
     plan->arg_offset[a] = L->arg_block[a] >= 0 && !KILN_MUTANT(222) /* mutant 222: offset 0 */
                               ? L->blocks.data[L->arg_block[a]].offset
-                          : L->arg_block[a] >= 0 ? 0
-                                                 : -1;
+                              : L->arg_block[a] >= 0 ? 0 : -1;
   plan->n_inplace = L->n_inplace;
 }
 
