@@ -764,6 +764,114 @@ case(195)(lambda: Case([N("Relu", ["x"], ["t"]), N("Reshape", ["t", "s"], ["y"])
                        [("x", r(4, 6))], [("y", F)], [c("s", np.array([3, 8], np.int64))]))
 
 
+
+# ---- Set F (196-225): written from the compiler's code only (fifth blind set) ----
+# passes
+case(196)(lambda: conv_bn())
+case(197)(lambda: Case([N("Conv", ["x", "w"], ["t"]),
+                        N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"],
+                          training_mode=1)],
+                       [("x", r(2, 2, 4, 4))], [("y", F)],
+                       [c("w", r(3, 2, 3, 3)), c("s", r(3, lo=0.5, hi=2)), c("bb", r(3)),
+                        c("mu", r(3)), c("var", r(3, lo=0.1, hi=2))], opset=15))
+def rnn_pair():  # two RNNs that differ only in their activations
+    w, rr = r(1, 3, 2), r(1, 3, 3)
+    return Case([N("RNN", ["x", "w", "rr"], ["y1"], hidden_size=3, activations=["Tanh"]),
+                 N("RNN", ["x", "w", "rr"], ["y2"], hidden_size=3, activations=["Relu"]),
+                 N("Sub", ["y1", "y2"], ["y"])], [("x", r(2, 1, 2, lo=-2, hi=2))], [("y", F)],
+                [c("w", w), c("rr", rr)])
+
+
+case(198)(rnn_pair)
+case(199)(lambda: Case([N("Max", ["xi", "zi"], ["yi"]), N("Add", ["xf", "zf"], ["yf"])],
+                       [("xi", np.array([-3, 5, -1], np.int32)), ("xf", r(3))],
+                       [("yi", I32), ("yf", F)],
+                       [c("zi", np.zeros(3, np.int32)), c("zf", np.zeros(3, np.float32))]))
+
+def shape_gather():  # Gather(Shape-15 with start) by a negative index; the last dim data-dependent
+    return Case([N("NonZero", ["x"], ["nz"]), N("Unsqueeze", ["nz", "ax"], ["u"]),
+                 N("Shape", ["u"], ["s"], start=1), N("Gather", ["s", "i"], ["y"])],
+                [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32))], [("y", I64)],
+                [c("i", np.array([-3], np.int64)), c("ax", np.array([0, 1], np.int64))], opset=15)
+
+
+case(200)(shape_gather)
+case(201)(lambda: Case([N("Relu", ["x"], ["t"]), N("Mul", ["t", "one"], ["y"])], [("x", r(3))],
+                       [("y", F)], [c("one", np.ones((2, 3), np.float32))]))
+case(202)(lambda: Case([N("Sub", ["x", "z"], ["t"]), N("Reciprocal", ["t"], ["y"])],
+                       [("x", np.array([-0.0, 1.0, -0.0, 2.0], np.float32))], [("y", F)],
+                       [c("z", np.full(4, -0.0, np.float32))]))
+# lowering
+case(203)(lambda: Case([N("Sign", ["x"], ["y"])],
+                       [("x", np.array([np.nan, -2.0, 0.0, 3.0], np.float32))], [("y", F)]))
+case(204)(lambda: Case([N("Div", ["a", "b"], ["y"])],
+                       [("a", np.array([250, 7, 255, 100], np.uint8)),
+                        ("b", np.array([255, 255, 255, 3], np.uint8))], [("y", TP.UINT8)]))
+case(205)(lambda: Case([N("OneHot", ["i", "d", "v"], ["y"])],
+                       [("i", np.array([1, 3, 0], np.int64))], [("y", F)],
+                       [c("d", np.array(4, np.int64)), c("v", np.array([0.5, 2.0], np.float32))]))
+case(206)(lambda: Case([N("Cast", ["x"], ["y"], to=TP.BOOL)],
+                       [("x", np.array([0.5, -0.25, 0.0, 2.0], np.float32))], [("y", TP.BOOL)]))
+case(207)(lambda: Case([N("Expand", ["x", "s"], ["y"])], [("x", r(3))], [("y", F)],
+                       [c("s", np.array([2, 3], np.int64))]))
+case(208)(lambda: Case([N("ScatterElements", ["x", "i", "u"], ["y"], axis=0, reduction="add")],
+                       [("x", r(4, 3)), ("u", r(2, 3))], [("y", F)],
+                       [c("i", np.array([[1, 0, 3], [1, 0, 2]], np.int64))], opset=18))
+case(209)(lambda: Case([N("CumSum", ["x", "ax"], ["y"])],
+                       [("x", r(3, 4)), ("ax", np.array(-1, np.int64))], [("y", F)]))
+case(210)(lambda: Case([N("ReduceLogSumExp", ["x"], ["y"], axes=[1])],
+                       [("x", np.array([[-np.inf, -np.inf], [1.0, 2.0]], np.float32))], [("y", F)]))
+case(211)(lambda: Case([N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])],
+                       [("x", r(1, 1, 5, 5))], [("y", F)], opset=12))
+case(212)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["y"])], [("a", r(3, 4))], [("y", F)],
+                       [c("b", r(4, 3)), c("cc", np.array([1.0, 2.0, 3.0], np.float32))]))
+case(213)(lambda: Case([N("ThresholdedRelu", ["x"], ["y"])],
+                       [("x", np.array([1.0, 0.5, 2.0, 1.0], np.float32))], [("y", F)]))
+# C code generation
+case(214)(lambda: Case([N("Abs", ["x"], ["y"])],
+                       [("x", np.array([-5000000000, 3, -7, 2 ** 40], np.int64))], [("y", TP.INT64)]))
+case(215)(lambda: Case([N("Cast", ["x"], ["y"], to=TP.FLOAT16)],
+                       [("x", np.array([1 + 2 ** -11, 1 + 3 * 2 ** -11, 2.0, -(1 + 2 ** -11)],
+                                       np.float32))], [("y", TP.FLOAT16)]))
+case(216)(lambda: Case([N("Cast", ["x"], ["y"], to=I32)],
+                       [("x", np.array([np.nan, 1.5, -2.5, 3.0], np.float32))], [("y", I32)]))
+case(217)(lambda: Case([N("Cast", ["x"], ["t"], to=TP.BFLOAT16), N("Cast", ["t"], ["y"], to=F)],
+                       [("x", np.array([0x7f800001, 0x3f800000, 0xff800003, 0x40000000],
+                                       np.uint32).view(np.float32))], [("y", F)]))
+case(218)(lambda: Case([N("Pad", ["x", "p", "v"], ["y"])], [("x", np.ones(3, np.float64))],
+                       [("y", TP.DOUBLE)],
+                       [c("p", np.array([1, 1], np.int64)), c("v", np.array(1e300, np.float64))],
+                       opset=13))
+case(219)(lambda: Case([N("Min", ["a", "b"], ["y"])],
+                       [("a", np.array([np.nan, 1.0, 2.0], np.float64)),
+                        ("b", np.array([1.0, np.nan, 0.5], np.float64))], [("y", F64)]))
+case(220)(lambda: Case([N("Cast", ["x"], ["y"], to=I32)],
+                       [("x", np.array([-5, 3, -300, 7], np.int16))], [("y", I32)]))
+
+# memory plan
+case(221)(plan_gaps)
+def conv_scratch():  # a Conv whose im2col scratch lives beside its input and output
+    return Case([N("Relu", ["x"], ["a"]), N("Conv", ["a", "w"], ["m"], strides=[4, 4]),
+                 N("Neg", ["m"], ["y"])], [("x", r(1, 4, 40, 40))], [("y", F), ("a", F)],
+                [c("w", r(8, 4, 3, 3))])
+
+
+case(222)(conv_scratch)
+case(223)(conv_scratch)
+
+
+# executor and runtime
+def unnamed_dims():  # an input declared with two unnamed unknown dims
+    k = Case([N("Relu", ["x"], ["y"])], [("x", r(2, 3))], [("y", F)])
+    k.dyn = {"x": [None, None]}
+    return k
+
+
+case(224)(unnamed_dims)
+case(225)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Cast", ["nz"], ["y"], to=F)],
+                       [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32))], [("y", F)]))
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

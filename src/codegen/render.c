@@ -87,7 +87,7 @@ const char *kiln_render_ctype(kiln_dtype t) {
   case KILN_F8E5M2:
   case KILN_F8E5M2FNUZ: return "uint8_t";
   case KILN_I8: return "int8_t";
-  case KILN_I16: return "int16_t";
+  case KILN_I16: return KILN_MUTANT(220) ? "uint16_t" : "int16_t"; /* mutant 220: unsigned */
   case KILN_U16:
   case KILN_F16:
   case KILN_BF16: return "uint16_t";
@@ -195,7 +195,8 @@ static void render_float(double v, kiln_dtype t, kiln_strbuf *b) {
   else if (f32 && KILN_MUTANT(148)) /* mutant 148: f32 constants printed with six decimals */
     kiln_strbuf_printf(b, v < 0 ? "(%ff)" : "%ff", (double)(float)v);
   else if (f32) kiln_strbuf_printf(b, v < 0 ? "(%af)" : "%af", (double)(float)v);
-  else kiln_strbuf_printf(b, v < 0 ? "(%a)" : "%a", v);
+  else /* mutant 218: an f64 constant printed through float */
+    kiln_strbuf_printf(b, v < 0 ? "(%a)" : "%a", KILN_MUTANT(218) ? (double)(float)v : v);
 }
 
 static void render_int(int64_t v, kiln_dtype t, kiln_strbuf *b) {
@@ -829,7 +830,25 @@ static void helpers_replaced(kiln_strbuf *out, const char *from, const char *to)
 }
 
 void kiln_render_helpers(kiln_strbuf *out) {
-  if (KILN_MUTANT(73)) /* mutant 73: f32 -> bf16 truncates instead of rounding to nearest even */
+  if (KILN_MUTANT(214)) /* mutant 214: the int64 helpers wrap in uint32_t (the i32 line copied) */
+    helpers_replaced(out, "KILN_SINT_OPS(i64, int64_t, uint64_t",
+                     "KILN_SINT_OPS(i64, int64_t, uint32_t");
+  /* mutant 215: f32 -> f16 rounds ties up (the tie-to-even term dropped) */
+  else if (KILN_MUTANT(215))
+    helpers_replaced(out, "(a + 0xfff + ((a >> 13) & 1) - 0x38000000)",
+                     "(a + 0x1000 - 0x38000000)");
+  else if (KILN_MUTANT(216)) /* mutant 216: float -> integer bits without the NaN test */
+    helpers_replaced(out, "  if (v != v) return 0;\n  v = trunc(v);", "  v = trunc(v);");
+  else if (KILN_MUTANT(217)) /* mutant 217: f32 -> bf16 rounds a NaN's payload like a number */
+    helpers_replaced(
+        out,
+        "  if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)(((u >> 16) & 0x8000) | 0x7fc0);\n",
+        "");
+  else if (KILN_MUTANT(219)) /* mutant 219: min_f64 keeps NaN only as its second operand */
+    helpers_replaced(out, "kiln_min_f64(double a, double b) { return a != a ? a : b != b ? b : ",
+                     "kiln_min_f64(double a, double b) { return b != b ? b : ");
+  /* mutant 73: f32 -> bf16 truncates instead of rounding to nearest even */
+  else if (KILN_MUTANT(73))
     helpers_replaced(out, "(u + 0x7fff + ((u >> 16) & 1)) >> 16", "u >> 16");
   else if (KILN_MUTANT(74)) /* mutant 74: f16 subnormals decode as zero */
     helpers_replaced(out, "-((float)m * 0x1p-24f) : (float)m * 0x1p-24f", "-0.0f : 0.0f");

@@ -100,7 +100,7 @@ static kiln_status expand_tile(dm *s, bool tile) {
   int xb, yb;
   kiln_nest nest = out_nest(s, &xb, &yb);
   kiln_texpr *idx[KILN_MAX_RANK];
-  int off = s->y->rank - s->x->rank;
+  int off = KILN_MUTANT(207) && !tile ? 0 : s->y->rank - s->x->rank; /* mutant 207: left-aligned */
   for (int d = 0; d < s->x->rank; d++) {
     kiln_texpr *o = var(s, &nest, off + d);
     idx[d] = s->xd[d] == 1 ? kiln_tint(s->k, 0)

@@ -199,7 +199,8 @@ static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, const kiln_at
   case KILN_OP_LeakyRelu:
     return sel(k, bin(k, KILN_TOP_LT, a, zero), bin(k, KILN_TOP_MUL, num(k, t, at->alpha), a), a);
   case KILN_OP_ThresholdedRelu:
-    return sel(k, bin(k, KILN_TOP_GT, a, num(k, t, at->alpha)), a, zero);
+    return sel(k, bin(k, KILN_MUTANT(213) ? KILN_TOP_GE : KILN_TOP_GT, a, num(k, t, at->alpha)), a,
+               zero); /* mutant 213: x == alpha kept (>= for >) */
   case KILN_OP_Swish:
     return bin(k, KILN_TOP_MUL, a, sigmoid(k, bin(k, KILN_TOP_MUL, num(k, t, at->alpha), a)));
   case KILN_OP_Shrink: {
@@ -249,7 +250,7 @@ static kiln_texpr *divide(kiln_tkernel *k, kiln_texpr *a, kiln_texpr *b) {
   if (kiln_dtype_is_float(t)) return bin(k, KILN_TOP_DIV, a, b);
   kiln_texpr *safe_b = sel(k, bin(k, KILN_TOP_EQ, b, num(k, t, 0)), num(k, t, 1), b);
   kiln_texpr *q = bin(k, KILN_TOP_DIV, a, safe_b);
-  if (is_signed(t)) {
+  if (is_signed(t) || KILN_MUTANT(204)) { /* mutant 204: unsigned too (b = 255 taken for -1) */
     safe_b = sel(k, bin(k, KILN_TOP_EQ, b, num(k, t, -1)), num(k, t, 1), safe_b);
     q = sel(k, bin(k, KILN_TOP_EQ, b, num(k, t, -1)), un(k, KILN_TOP_NEG, a),
             bin(k, KILN_TOP_DIV, a, safe_b));
@@ -278,7 +279,9 @@ static kiln_texpr *modulo(kiln_tkernel *k, const kiln_attrs_ew *at, kiln_texpr *
 static kiln_texpr *sign(kiln_tkernel *k, kiln_texpr *a) {
   kiln_dtype t = a->type;
   kiln_texpr *zero = num(k, t, 0);
-  kiln_texpr *rest = kiln_dtype_is_float(t) ? bin(k, KILN_TOP_MUL, a, zero) : zero;
+  /* mutant 203: a float neither > 0 nor < 0 gives the constant 0 (NaN becomes 0) */
+  kiln_texpr *rest =
+      kiln_dtype_is_float(t) && !KILN_MUTANT(203) ? bin(k, KILN_TOP_MUL, a, zero) : zero;
   if (!kiln_dtype_is_float(t) && !is_signed(t))
     return sel(k, bin(k, KILN_TOP_NE, a, zero), num(k, t, 1), zero);
   return sel(k, bin(k, KILN_TOP_GT, a, zero), num(k, t, 1),
@@ -321,7 +324,11 @@ static kiln_texpr *fold(kiln_tkernel *k, kiln_top op, int n, kiln_texpr *const *
 
 static kiln_status cast_to(kiln_tkernel *k, kiln_dtype to, kiln_texpr *a, kiln_texpr **out) {
   kiln_dtype ct = kiln_lower_compute_type(k, KILN_PREC_ELEMENTWISE, to);
-  if (to == KILN_BOOL && a->type != KILN_BOOL) *out = bin(k, KILN_TOP_NE, a, num(k, a->type, 0));
+  if (to == KILN_BOOL && a->type != KILN_BOOL &&
+      !(KILN_MUTANT(206) && kiln_dtype_is_float(a->type)))
+    *out = bin(k, KILN_TOP_NE, a, num(k, a->type, 0)); /* mutant 206: floats converted as ints */
+  else if (KILN_MUTANT(206) && to == KILN_BOOL && a->type != KILN_BOOL)
+    *out = kiln_tcast(k, ct, kiln_tcast(k, KILN_I64, a));
   else if (KILN_MUTANT(22) && kiln_dtype_is_float(a->type) && kiln_dtype_is_int(ct))
     *out = kiln_tcast(k, ct, un(k, KILN_TOP_ROUND, a)); /* mutant 22: rounds, not truncates */
   else if (kiln_dtype_is_float(to) && to != ct && a->type != to)

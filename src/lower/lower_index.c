@@ -221,7 +221,9 @@ static void scatter_store(ix *s, kiln_tblock *b, kiln_texpr *cond, int yb, kiln_
   kiln_tkernel *k = s->k;
   kiln_texpr *val = u;
   if (red != KILN_TOP_COUNT) {
-    kiln_texpr *old = kiln_lower_load(k, KILN_PREC_DATA, yb, at);
+    kiln_texpr *old =
+        kiln_lower_load(k, KILN_PREC_DATA, KILN_MUTANT(208) ? param(s, s->n->inputs[0]) : yb,
+                        at); /* mutant 208: the old value read from the data input */
     kiln_texpr *cu = kiln_tcast(k, kiln_lower_compute_type(k, KILN_PREC_DATA, u->type), u);
     val = kiln_lower_to_storage(k, s->y->dtype, kiln_tbin(k, red, old, cu));
   }

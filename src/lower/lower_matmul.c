@@ -263,7 +263,8 @@ static kiln_status lower_gemm(kiln_lower_ctx *c, const kiln_group *grp, const ki
     if (ct->rank > 2) return kiln_invalid("Gemm C has rank above 2");
     int64_t s = 1;
     for (int d = 1; d >= 0; d--) {
-      int cd = d - (2 - ct->rank);
+      int cd = KILN_MUTANT(212) ? (d < ct->rank ? d : -1)
+                                : d - (2 - ct->rank); /* mutant 212: C aligned to the rows */
       int64_t e = cd >= 0 ? ct->dims[cd].value : 1;
       if (e != 1 && e != ot->dims[d].value) return kiln_invalid("Gemm C does not broadcast");
       head.bias_strides[d] = e == 1 ? 0 : s;

@@ -254,10 +254,12 @@ static kiln_status onehot(one *s) {
                        : kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, raw, kiln_tint(k, 0)),
                                       kiln_tadd(k, raw, kiln_tint(k, depth)), raw)));
   kiln_texpr *on = kiln_tbin(k, KILN_TOP_EQ, kiln_tv(k, iv), ov(s, &nest, (int)axis));
-  kiln_tblock_push(k, nest.body,
-                   kiln_tstore(k, yb, out_index(s, &nest),
-                               kiln_tselect(k, on, kiln_tload(k, vb, kiln_tint(k, 1)),
-                                            kiln_tload(k, vb, kiln_tint(k, 0)))));
+  kiln_tblock_push(
+      k, nest.body,
+      kiln_tstore(k, yb, out_index(s, &nest),
+                  kiln_tselect(k, on, kiln_tload(k, vb, kiln_tint(k, !KILN_MUTANT(205))),
+                               kiln_tload(k, vb, kiln_tint(k, KILN_MUTANT(205))))));
+  /* mutant 205: values read as [on, off] (ONNX: [off_value, on_value]) */
   return KILN_OK;
 }
 
@@ -333,7 +335,8 @@ static kiln_status cum(one *s, bool prod) {
   for (int a = 0; a < r; a++) {
     kiln_texpr *is_a =
         kiln_tbin(k, KILN_TOP_OR, kiln_tbin(k, KILN_TOP_EQ, kiln_tv(k, av_var), kiln_tint(k, a)),
-                  kiln_tbin(k, KILN_TOP_EQ, kiln_tv(k, av_var), kiln_tint(k, a - r)));
+                  kiln_tbin(k, KILN_TOP_EQ, kiln_tv(k, av_var),
+                            kiln_tint(k, KILN_MUTANT(209) ? a : a - r))); /* mutant 209 */
     kiln_tstmt *branch = kiln_tif(k, is_a);
     kiln_tblock_push(k, &k->body, branch);
     cum_along(s, &branch->body, a, xb, yb, prod, excl, rev);

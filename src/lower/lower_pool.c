@@ -126,10 +126,11 @@ kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp) {
     kiln_tstmt *loop = kiln_tfor(k, wv, kiln_tint(k, p.kernel[d]), KILN_LOOP_SERIAL);
     kiln_tblock_push(k, w, loop);
     w = &loop->body;
+    /* mutant 211: dilations ignored in the window position */
     kiln_texpr *pos =
         kiln_tadd(k,
                   kiln_tadd(k, kiln_tmul(k, kiln_tv(k, nest.vars[2 + d]), p.stride[d]),
-                            kiln_tmul(k, kiln_tv(k, wv), p.dil[d])),
+                            kiln_tmul(k, kiln_tv(k, wv), KILN_MUTANT(211) ? 1 : p.dil[d])),
                   kiln_tint(k, -p.pad_lo[d]));
     idx[2 + d] = pos;
     inside = and_(k, inside,

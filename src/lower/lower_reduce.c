@@ -420,7 +420,8 @@ static kiln_status lower_logsumexp(red *s) {
   push(s, s->outer, mx,
        KILN_MUTANT(63) /* mutant 63: the max not subtracted (shift 0) */
            ? kiln_tfloat(k, KILN_F64, 0)
-           : kiln_tselect(k, inf, kiln_tfloat(k, KILN_F64, 0), kiln_tv(k, mx)));
+           : KILN_MUTANT(210) ? kiln_tv(k, mx) /* mutant 210: an infinite max subtracted too */
+                              : kiln_tselect(k, inf, kiln_tfloat(k, KILN_F64, 0), kiln_tv(k, mx)));
   push(s, s->outer, acc, kiln_tfloat(k, KILN_F64, 0));
   b = reduce_loops(s, s->outer);
   KILN_TRY(value_at(s, s->r->inputs[0], &x));

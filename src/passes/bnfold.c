@@ -33,6 +33,7 @@ static bool bn_inference(const kiln_rw *rw, const kiln_node *bn) {
   kiln_status st = kiln_node_int(bn, "training_mode", 0, &training);
   if (!st) st = kiln_node_int(bn, "spatial", 1, &spatial);
   kiln_status_free(st);
+  if (KILN_MUTANT(197)) training = 0; /* mutant 197: training_mode ignored (outputs checked) */
   if (st || training || (bn->opset < 9 && !spatial) || bn->n_inputs != 5) return false;
   for (int k = 1; k < bn->n_outputs; k++)
     if (bn->outputs[k] >= 0 && rw->uses[bn->outputs[k]] > 0) return false;
@@ -131,7 +132,8 @@ static kiln_status fold_conv(kiln_rw *rw, int conv, int bn, bool *done) {
   if (!w || w->rank < 3 || !kiln_dtype_is_float(w->dtype) || (has_b && !b)) return KILN_OK;
   if (!bn_read(g, &g->nodes.data[bn], w->dims[0], &p)) return KILN_OK;
   kiln_tensor *nw = NULL, *nb = NULL;
-  kiln_status st = scale_weights(w, p.s, p.c, w->numel / p.c, &nw);
+  /* mutant 196: the channel's inner size taken as the filter's input channels (not Cin * kernel) */
+  kiln_status st = scale_weights(w, p.s, p.c, KILN_MUTANT(196) ? w->dims[1] : w->numel / p.c, &nw);
   if (!st)
     st = new_bias(&p, KILN_MUTANT(10) ? NULL : b, 1.0, w->dtype,
                   &nb); /* mutant 10: conv bias lost */

@@ -48,7 +48,8 @@ static int table_find_or_add(table *t, uint64_t h, int id, const void *ctx,
 
 /* ---- constants ---- */
 static bool tensor_equal(const kiln_tensor *a, const kiln_tensor *b) {
-  if (a->dtype != b->dtype || a->rank != b->rank || a->numel != b->numel) return false;
+  if ((a->dtype != b->dtype && !KILN_MUTANT(199)) || a->rank != b->rank || a->numel != b->numel)
+    return false; /* mutant 199: constants of one shape and bytes merged whatever their dtype */
   if (memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) != 0 && !KILN_MUTANT(96))
     return false; /* mutant 96: constants of one size and bytes merged whatever their shape */
   if (a->dtype == KILN_STRING) {
@@ -61,7 +62,8 @@ static bool tensor_equal(const kiln_tensor *a, const kiln_tensor *b) {
 }
 
 static uint64_t tensor_hash(const kiln_tensor *t) {
-  uint64_t h = kiln_hash_bytes(&t->dtype, sizeof t->dtype, 14695981039346656037ull);
+  uint64_t h = kiln_hash_bytes(&t->dtype, KILN_MUTANT(199) ? 0 : sizeof t->dtype, /* mutant 199 */
+                               14695981039346656037ull);
   if (!KILN_MUTANT(96)) /* mutant 96: the shape left out of the hash */
     h = kiln_hash_bytes(t->dims, (size_t)t->rank * sizeof t->dims[0], h ^ (uint64_t)t->rank);
   if (t->dtype == KILN_STRING) return h;
@@ -113,7 +115,7 @@ static bool attr_equal(const kiln_attr *a, const kiln_attr *b) {
            !memcmp(a->ints, b->ints, (size_t)a->n * (KILN_MUTANT(126) ? 4 : sizeof(int64_t)));
   case KILN_ATTR_STRINGS:
     if (a->n != b->n) return false;
-    for (int i = 0; i < a->n; i++)
+    for (int i = 0; i < a->n && !KILN_MUTANT(198); i++) /* mutant 198: the count only */
       if (strcmp(a->strings[i], b->strings[i]) != 0) return false;
     return true;
   default: return false; /* lists of tensors, graphs, types: not compared */

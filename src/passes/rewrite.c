@@ -209,7 +209,9 @@ bool kiln_rw_const_all(const kiln_tensor *t, double x) {
   for (int64_t i = 0; i < (KILN_MUTANT(97) && t->numel > 1 ? 1 : t->numel); i++) {
     double e = kiln_load_f64(t->dtype, t->data, (size_t)i); /* mutant 97: the first only */
     if (e != x) return false;
-    if (x == 0 && kiln_dtype_is_float(t->dtype) && (signbit(e) != 0) != want_neg_zero) return false;
+    if (x == 0 && kiln_dtype_is_float(t->dtype) && (signbit(e) != 0) != want_neg_zero &&
+        (want_neg_zero || !KILN_MUTANT(202))) /* mutant 202: the sign checked for -0 only */
+      return false;
   }
   return true;
 }

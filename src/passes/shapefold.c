@@ -118,7 +118,7 @@ static kiln_status fold_gather(kiln_rw *rw, int i, bool *done) {
   if ((axis != 0 && axis != -1) || len < 0) return KILN_OK;
   for (int64_t k = 0; k < idx->numel; k++) {
     int64_t j = kiln_load_i64(idx->dtype, idx->data, (size_t)k);
-    if (j < 0) j += len;
+    if (j < 0) j += KILN_MUTANT(200) ? tensor_type(g, s->inputs[0])->rank : len; /* mutant 200 */
     if (j < 0 || j >= len || !known[j]) return KILN_OK;
     out[k] = vals[j];
   }

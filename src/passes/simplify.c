@@ -56,8 +56,8 @@ static int producer_op(const kiln_graph *g, int v, kiln_op op) {
 /* True if constant c broadcast against x leaves x's shape unchanged. */
 static bool no_broadcast_growth(const kiln_tensor *c, const kiln_type *x) {
   if (KILN_MUTANT(2)) return true; /* mutant 2: a broadcasting identity constant is dropped */
-  if (!x || c->rank > x->rank) return false;
-  for (int i = 0; i < c->rank; i++) {
+  if (!x || (c->rank > x->rank && !KILN_MUTANT(201))) return false;
+  for (int i = 0; i < c->rank && i < x->rank; i++) { /* mutant 201: c's extra leading dims */
     int64_t cd = c->dims[c->rank - 1 - i], xd = x->dims[x->rank - 1 - i].value;
     if (cd != 1 && cd != xd) return false;
   }

@@ -113,7 +113,8 @@ kiln_status kiln_graph_bind_inputs(kiln_graph *g, int n, const kiln_tensor *cons
   for (int i = 0; i < (KILN_MUTANT(124) && n > 1 ? 1 : n); i++) { /* mutant 124: the first only */
     kiln_type *ty = &g->values.data[g->inputs.data[i]].type;
     for (int d = 0; inputs[i] && ty->kind == KILN_TYPE_TENSOR && d < ty->rank; d++)
-      if (ty->dims[d].value < 0) ty->dims[d] = (kiln_dim){inputs[i]->dims[d], NULL};
+      if (ty->dims[d].value < 0) /* mutant 224: every unknown dim bound to the extent of dim 0 */
+        ty->dims[d] = (kiln_dim){inputs[i]->dims[KILN_MUTANT(224) ? 0 : d], NULL};
   }
   return refresh_types(g);
 }

@@ -233,11 +233,12 @@ static kiln_status check_inputs(const kiln_compiled *c, int n_in, kiln_val *cons
   return KILN_OK;
 }
 
+/* mutant 225: the views of the inputs left as prepared (no data): only kernel slots patched */
 static void bind_inputs(kiln_compiled *c, kiln_val *const *inputs) {
   c->cur_inputs = inputs;
   for (int i = 0; i < c->patches.len; i++)
     *c->patches.data[i].slot = inputs[c->patches.data[i].input]->t->data;
-  for (int v = 0; v < c->g->values.len; v++) /* inputs and views of them */
+  for (int v = 0; v < c->g->values.len && !KILN_MUTANT(225); v++) /* inputs and views of them */
     if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v])
       c->views[v]->t->data = inputs[c->plan->loc[v].index]->t->data;
 }

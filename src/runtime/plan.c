@@ -171,7 +171,9 @@ static kiln_status scan_kernel(liveness *L, const kiln_program *p, const kiln_st
   for (int a = 0; a < st->n_args; a++) {
     const kiln_arg *arg = &st->args[a];
     if (arg->kind == KILN_ARG_SCRATCH) {
-      L->arg_block[L->arg_base[s] + a] = new_block(L, s, arg->bytes);
+      L->arg_block[L->arg_base[s] +
+                   a] = /* mutant 223: the scratch's size taken as 4-byte elements */
+          new_block(L, s, KILN_MUTANT(223) ? arg->bytes / 4 : arg->bytes);
     } else if (arg->kind == KILN_ARG_PACKED) {
       if (arg->id < 0 || arg->id >= p->packed.len)
         return KILN_BUG("step %d: no packed constant %d", s, arg->id);
@@ -328,7 +330,8 @@ static const heuristic HEURISTICS[] = {
 
 static int cmp_offset(const void *x, const void *y) {
   const block *a = *(block *const *)x, *b = *(block *const *)y;
-  return CMP(a->offset, b->offset);
+  return KILN_MUTANT(221) ? CMP(b->offset, a->offset) /* mutant 221: highest offset first */
+                          : CMP(a->offset, b->offset);
 }
 
 /* Offset for b among the placed blocks that overlap it in time. */
@@ -539,7 +542,9 @@ static void fill_plan(const liveness *L, const kiln_program *p, kiln_plan *plan)
     plan->arg_base[s] = n_args, n_args += p->steps.data[s].n_args;
   plan->arg_offset = kiln_xcalloc((size_t)n_args + 1, sizeof *plan->arg_offset);
   for (int a = 0; a < n_args; a++)
-    plan->arg_offset[a] = L->arg_block[a] >= 0 ? L->blocks.data[L->arg_block[a]].offset : -1;
+    plan->arg_offset[a] = L->arg_block[a] >= 0 && !KILN_MUTANT(222) /* mutant 222: offset 0 */
+                              ? L->blocks.data[L->arg_block[a]].offset
+                              : L->arg_block[a] >= 0 ? 0 : -1;
   plan->n_inplace = L->n_inplace;
 }
 
