@@ -389,9 +389,23 @@ static kiln_status infer_gemm(kiln_infer_ctx *ctx) {
   if (a->rank != 2 || b->rank != 2) return kiln_nn_infer_error(ctx, "A and B must be 2-D");
   gemm_attrs g;
   KILN_TRY(kiln_attrs_gemm_decode(ctx->node, &g));
+  /* what the kernel refuses, refused here where the extents are known (a near-duplicate Gemm
+   * with transB flipped on a [15,1] B had been typed [17,15]) */
+  kiln_dim ka = a->dims[g.trans_a ? 0 : 1], kb = b->dims[g.trans_b ? 1 : 0];
+  if (ka.value >= 0 && kb.value >= 0 && ka.value != kb.value)
+    return kiln_nn_infer_error(ctx, "inner dims differ: %lld vs %lld", (long long)ka.value,
+                               (long long)kb.value);
   kiln_type t = kiln_type_tensor(a->dtype, 2, (int64_t[]){0, 0});
   t.dims[0] = a->dims[g.trans_a ? 1 : 0];
   t.dims[1] = b->dims[g.trans_b ? 0 : 1];
+  const kiln_type *c = ctx->node->n_inputs > 2 ? kiln_nn_infer_in(ctx, 2) : NULL;
+  if (c && c->rank > 2) return kiln_nn_infer_error(ctx, "C must be at most 2-D");
+  for (int d = 0; c && d < c->rank; d++) { /* C broadcasts to [M, N] one way */
+    kiln_dim cd = c->dims[d], yd = t.dims[2 - c->rank + d];
+    if (cd.value >= 0 && cd.value != 1 && yd.value >= 0 && cd.value != yd.value)
+      return kiln_nn_infer_error(ctx, "C does not broadcast to [%lld,%lld]",
+                                 (long long)t.dims[0].value, (long long)t.dims[1].value);
+  }
   ctx->out[0] = t;
   return KILN_OK;
 }

@@ -625,6 +625,27 @@ static void test_infer_matmul_reduce_norm(void) {
   kiln_graph_free(g);
 }
 
+/* Gemm inference refuses what the kernel refuses: inner dims that differ (transB flipped on a
+ * [15,1] B had been typed [17,15]; the reference refused it at run time) and a C that does not
+ * broadcast to [M, N]. */
+static void test_infer_gemm_refuses(void) {
+  for (int k = 0; k < 3; k++) {
+    kiln_graph *g = kiln_graph_new("t");
+    kiln_graph_set_opset(g, "", 13);
+    int a = kiln_graph_add_input(g, "a", kiln_type_tensor(KILN_F32, 2, D(17, 15)));
+    int b = kiln_graph_add_input(g, "b", kiln_type_tensor(KILN_F32, 2, D(15, 1)));
+    int c = kiln_graph_add_input(g, "c", kiln_type_tensor(KILN_F32, 1, D(k == 2 ? 3 : 1)));
+    int y = -1;
+    CHECK_OK(kiln_graph_add_node(g, "Gemm", "", "", k ? 3 : 2, (int[]){a, b, c}, 1,
+                                 (const char *[]){"y"}, &y));
+    add_attrs(g, kiln_graph_last_node(g), 1, ATTRS(AI("transB", k == 0 ? 1 : 0)));
+    kiln_status st = kiln_ops_infer_graph(g);
+    if (k == 1) CHECK_OK(st); /* [17,15] x [15,1] + [1]: fine */
+    else CHECK_ERR(st, KILN_ERR_INVALID);
+    kiln_graph_free(g);
+  }
+}
+
 TEST_MAIN(T(test_reduce_axes_attribute_before_13), T(test_reduce_axes_input_and_noop),
           T(test_reduce_integers_are_exact), T(test_reduce_empty_set),
           T(test_reduce_log_sum_exp_large), T(test_arg_select_last_index),
@@ -634,4 +655,4 @@ TEST_MAIN(T(test_reduce_axes_attribute_before_13), T(test_reduce_axes_input_and_
           T(test_avgpool_ceil_and_pads), T(test_max_roi_pool), T(test_batchnorm_training),
           T(test_layer_and_group_norm), T(test_lrn_lpnorm_mvn), T(test_gemm_variants),
           T(test_matmul_shapes_and_ints), T(test_einsum_forms), T(test_dropout_modes), T(test_det),
-          T(test_infer_conv_pool), T(test_infer_matmul_reduce_norm))
+          T(test_infer_conv_pool), T(test_infer_matmul_reduce_norm), T(test_infer_gemm_refuses))
