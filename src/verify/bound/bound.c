@@ -240,6 +240,7 @@ static kiln_tensor *subst_tensor(const kiln_tensor *x, const kiln_tensor *e, bnd
     case BND_NEG_ABS: d[i] = -fabs(xv); break;
     case BND_NEAR0: d[i] = fabs(xv) <= ev ? 0 : xv; break;
     case BND_ABS_MAX1: d[i] = fmax(fabs(xv) + ev, 1); break;
+    case BND_ABS_FIN: d[i] = isfinite(xv) ? fabs(xv) + ev : 0; break;
     case BND_ZEROS:
     case BND_SAME:
     case BND_OMIT: d[i] = how == BND_SAME ? xv : 0; break;

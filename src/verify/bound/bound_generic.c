@@ -168,11 +168,52 @@ static double sum_inter(const bnd_node *b, double m) {
   }
 }
 
+static bool any_nonfinite(const bnd_node *b, const bnd_subst *how) {
+  for (int i = 0; i < b->n->n_inputs; i++) {
+    if (how[i] != BND_ABS_FIN || !kiln_bnd_is_float_val(b->in[i])) continue;
+    const kiln_tensor *t = b->in[i]->t;
+    if (t->dtype != KILN_F64) continue;
+    for (int64_t j = 0; j < t->numel; j++)
+      if (!isfinite(((const double *)t->data)[j])) return true;
+  }
+  return false;
+}
+
+/* An infinity among the terms of a sum or contraction next to finite terms that may overflow
+ * on their own (a product, a partial sum): the order of the sum and fused multiply-adds decide
+ * between NaN and an infinity. 1.1e308 * 1.92 + -inf is NaN where the product rounds to +inf
+ * first and -inf where an FMA keeps it exact; 1e308 + 1e308 + -inf is NaN in one order and
+ * -inf in another. Such non-finite results are open (unstable). The finite terms alone, the
+ * op on |x| + e with NaN and infinities as 0, give each element's largest intermediate
+ * (inter scales it as the rule does); how is BND_ABS_FIN for the terms. */
+static kiln_status open_overflow_beside_inf(bnd_node *b, kiln_op op, const bnd_subst *how,
+                                            double (*inter)(const bnd_node *, double)) {
+  if (!any_nonfinite(b, how)) return KILN_OK;
+  kiln_val **f = NULL;
+  KILN_TRY(kiln_bnd_eval_how(b, op, how, &f));
+  for (int k = 0; k < b->n->n_outputs; k++) {
+    kiln_tensor *ft = kiln_bnd_out_t(b, f, k), *y = kiln_bnd_out_t(b, b->out, k);
+    if (!ft || !y || ft->numel != y->numel) continue;
+    int64_t open = 0;
+    for (int64_t i = 0; i < y->numel; i++) {
+      double yi = ((double *)y->data)[i], m = inter(b, fabs(((double *)ft->data)[i]));
+      open += !isfinite(yi) && (!isfinite(m) || kiln_bnd_inter_err(b, k, m, 0) > 0);
+    }
+    kiln_bnd_unstable(b, open,
+                      "finite terms that may overflow beside an infinity: NaN or an "
+                      "infinity by the order of the sum");
+  }
+  kiln_bnd_free_outs(b, f);
+  return KILN_OK;
+}
+
 /* ---- SUM / SUB: err = op(err) + gamma_K op(|x|) + u |y| ---- */
 static kiln_status rule_sum(bnd_node *b, const bnd_opinfo *info, kiln_op op, double K) {
   kiln_val **e = NULL, **m = NULL;
   bnd_subst *how = how_data(b, info, BND_ERR, BND_SAME);
   kiln_status st = any_data_err(b, info) ? kiln_bnd_eval_how(b, op, how, &e) : KILN_OK;
+  for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? BND_ABS_FIN : BND_SAME;
+  if (!st) st = open_overflow_beside_inf(b, op, how, sum_inter);
   for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? BND_ABS : BND_SAME;
   if (!st) st = kiln_bnd_eval_how(b, op, how, &m);
   free(how);
@@ -209,6 +250,11 @@ static double multilin_inter(const bnd_node *b, kiln_val **pp, int k, int64_t i,
   return t && i < t->numel ? fmax(m, fabs(((double *)t->data)[i])) : m;
 }
 
+static double plain_inter(const bnd_node *b, double m) {
+  (void)b;
+  return m;
+}
+
 /* ---- MULTILIN: op(|x| + e) - op(|x|) + gamma_K op(|x|) + u |y| ----
  * Exact for multilinear ops (each term a product of one element of each data input):
  * Mul, MatMul, Conv, ConvTranspose, Einsum, ReduceProd, ReduceSumSquare. K per output
@@ -233,6 +279,9 @@ static kiln_status rule_multilin(bnd_node *b, const bnd_opinfo *info) {
   if (!st && count) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &ones);
   for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? BND_ABS_MAX1 : BND_SAME;
   if (!st && partial_products(b)) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &pp);
+  for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? BND_ABS_FIN : BND_SAME;
+  if (!st && !partial_products(b))
+    st = open_overflow_beside_inf(b, KILN_OP_UNKNOWN, how, plain_inter);
   free(how);
   for (int k = 0; !st && k < b->n->n_outputs; k++) {
     kiln_tensor *mt = kiln_bnd_out_t(b, m, k), *y = kiln_bnd_out_t(b, b->out, k);
@@ -259,6 +308,16 @@ static kiln_status rule_multilin(bnd_node *b, const bnd_opinfo *info) {
 
 /* ---- GEMM: Y = alpha op(A) op(B) + beta C. The product part as MULTILIN (|alpha| by the
  * absolute value of the result), C's part |beta| (|C| + eC); K = inner length + 2. ---- */
+/* Gemm's finite terms on |x| + e are |alpha| |A B| + |beta| |C|: the product before the
+ * scaling is larger where |alpha| < 1. */
+static double gemm_inter(const bnd_node *b, double m) {
+  float alpha;
+  kiln_status st = kiln_node_float(b->n, "alpha", 1.0f, &alpha);
+  if (st) return kiln_status_free(st), INFINITY;
+  double a = fabs((double)alpha);
+  return a > 0 && a < 1 ? m / a : m;
+}
+
 static kiln_status rule_gemm(bnd_node *b) {
   float alpha;
   KILN_TRY(kiln_node_float(b->n, "alpha", 1.0f, &alpha));
@@ -268,7 +327,9 @@ static kiln_status rule_gemm(bnd_node *b) {
   bnd_subst hcm[3] = {BND_ZEROS, BND_ZEROS, BND_ABS};
   kiln_val **p = NULL, **m = NULL, **o = NULL, **ce = NULL, **cm = NULL;
   bool err_ab = kiln_bnd_has_err(b, 0) || kiln_bnd_has_err(b, 1);
+  bnd_subst hf[3] = {BND_ABS_FIN, BND_ABS_FIN, has_c ? BND_ABS_FIN : BND_OMIT};
   kiln_status st = err_ab ? kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, hp, &p) : KILN_OK;
+  if (!st) st = open_overflow_beside_inf(b, KILN_OP_UNKNOWN, hf, gemm_inter);
   if (!st) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, hm, &m);
   if (!st) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, h1, &o);
   if (!st && has_c && kiln_bnd_has_err(b, 2)) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, hce, &ce);

@@ -96,6 +96,7 @@ typedef enum bnd_subst {
   BND_NEG_ABS,  /* -|x| */
   BND_NEAR0,    /* 0 where the interval [x - e, x + e] holds 0, else x */
   BND_ABS_MAX1, /* max(|x| + e, 1): products of any subset of these bound partial products */
+  BND_ABS_FIN,  /* |x| + e where x is finite, 0 at NaN and infinities (the finite terms) */
   BND_SAME,     /* x itself (borrowed) */
   BND_OMIT,     /* the input left out (NULL), e.g. Gemm's C */
 } bnd_subst;
