@@ -569,8 +569,8 @@ static void test_overflow_beside_inf(void) {
         CHECK(!isfinite(y));
         CHECK(big ? f.r->n_unstable == 1 : f.r->n_unstable == 0);
         if (big ? f.r->n_unstable != 1 : f.r->n_unstable != 0)
-          printf("    graph %d big %d: y %g, %lld unstable (%s)\n", g, big, y, (long long)f.r->n_unstable,
-                 f.r->note);
+          printf("    graph %d big %d: y %g, %lld unstable (%s)\n", g, big, y,
+                 (long long)f.r->n_unstable, f.r->note);
       }
       fixture_free(&f);
     }

@@ -446,10 +446,19 @@ double kiln_bnd_inter_err(const bnd_node *b, int k, double inter, double err) {
   return lim > 0 && fabs(inter) * (1 + 0x1p-8) >= lim ? fmax(err, lim) : err;
 }
 
+static bool any_posinf(const kiln_val *v) {
+  if (!kiln_bnd_is_float_val(v) || v->t->dtype != KILN_F64) return false;
+  const double *d = v->t->data;
+  for (int64_t i = 0; i < v->t->numel; i++)
+    if (d[i] == INFINITY) return true;
+  return false;
+}
+
 /* Ops whose result on a NaN or an infinity ONNX leaves open or a correct kernel may compute
  * another way: which index a NaN takes in an order (ArgMax, TopK, Hardmax), whether a max over
  * a window or axes skips a NaN (the reference does, a kernel may not), rows whose max or
- * mean is infinite (Softmax, the row normalizations: inf - inf in one formula, not in another),
+ * mean is infinite (Softmax with +inf, the row normalizations: inf - inf in one formula, not in
+ * another; ReduceLogSumExp is defined on all of them: -inf for a row of -inf, +inf beside +inf),
  * Conv's padding (0 * inf where a kernel multiplies it)
  * and casts to integers. Elementwise arithmetic, Max and Min, comparisons, movement and sums
  * propagate them one way (a NaN stays NaN), and the reference is compared exactly. */
@@ -459,9 +468,6 @@ static bool nonfinite_open(const bnd_node *b) {
   case KILN_OP_ArgMin:
   case KILN_OP_Hardmax:
   case KILN_OP_TopK:
-  case KILN_OP_Softmax:
-  case KILN_OP_LogSoftmax:
-  case KILN_OP_ReduceLogSumExp:
   case KILN_OP_ReduceMax:
   case KILN_OP_ReduceMin:
   case KILN_OP_MaxPool:
@@ -472,9 +478,12 @@ static bool nonfinite_open(const bnd_node *b) {
   case KILN_OP_GroupNormalization:
   case KILN_OP_RMSNormalization:
   case KILN_OP_Conv:
-    return true;     /* an infinity times a padded zero: NaN in a kernel that
-                        multiplies the padding, the window's sum where it skips */
-  case KILN_OP_Cast: /* to an integer type: NaN and infinities have no value there */
+    return true;           /* an infinity times a padded zero: NaN in a kernel that
+                              multiplies the padding, the window's sum where it skips */
+  case KILN_OP_Softmax:    /* a row with +inf: NaN in it (inf - inf) where the kernel shifts by */
+  case KILN_OP_LogSoftmax: /* the max, 0 or -inf beside a NaN where it does not; -inf and NaN */
+    return any_posinf(b->in[0]); /* give one result either way (exp(-inf) = 0, NaN spreads) */
+  case KILN_OP_Cast:             /* to an integer type: NaN and infinities have no value there */
   case KILN_OP_CastLike: {
     int id = b->n->outputs[0];
     return id >= 0 && !kiln_dtype_is_float(b->g->values.data[id].type.dtype);

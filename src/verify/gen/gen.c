@@ -413,9 +413,19 @@ int gen_pick(gen *G, const gen_want *w) {
     dims[0] = gen_chance(&G->srng, 0.25) ? -2 : -1; /* N2 now and then, else N */
   bool unnamed = r >= 1 && dims[0] < 0 && w->dyn_ok && gen_chance(&G->srng, 0.3);
   if (unnamed) dims[0] = -3; /* an input dim with no name: bound from the input alone */
+  /* a second unnamed dim half the time, of its own extent: the extents of unnamed dims are
+   * bound one by one from the input, never from one another */
+  int second = unnamed && r >= 2 && gen_chance(&G->srng, 0.5) ? gen_int(&G->srng, 1, r - 1) : 0;
+  if (second && dims[second] <= 0) second = 0;
+  int64_t keep = second ? dims[second] : 0;
+  if (second) dims[second] = -3;
   kiln_type t = gen_tensor_type(dt, r, dims);
   int v = want_const ? gen_new_const(G, &t, w->dom) : gen_new_input(G, &t, w->dom);
   G->vals.data[v].dyn = unnamed;
+  if (second) {
+    for (int d = 0; d < r; d++) G->vals.data[v].ext[d] = gen_dim_extent(G, &t.dims[d]);
+    G->vals.data[v].ext[second] = keep;
+  }
   return v;
 }
 

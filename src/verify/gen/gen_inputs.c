@@ -80,7 +80,8 @@ static kiln_status draw_input(gen *G, const kiln_graph *g, int id, double scale,
   const gen_val *gv = find_val(G, in->name);
   gen_dom dom = gv ? gv->dom : DOM_ANY;
   int64_t dims[KILN_MAX_RANK];
-  for (int d = 0; d < in->type.rank; d++) dims[d] = gen_dim_extent(G, &in->type.dims[d]);
+  for (int d = 0; d < in->type.rank; d++)
+    dims[d] = gv && gv->ext[d] > 0 ? gv->ext[d] : gen_dim_extent(G, &in->type.dims[d]);
   kiln_tensor *t;
   KILN_TRY(kiln_tensor_new(in->type.dtype, in->type.rank, dims, &t));
   gen_rng *r = e->er ? e->er : &G->rng;

@@ -69,6 +69,8 @@ typedef struct gen_val {
                        builder that made it reads it */
   bool ranged;      /* an integer graph input that holds indices or axes: drawn uniformly in */
   int64_t ilo, ihi; /* [ilo, ihi] (no edge values), never picked as an ordinary operand */
+  int64_t ext[KILN_MAX_RANK]; /* an input's extents where its type has an unnamed dim other
+                                 than the first (0: from the type, gen_dim_extent) */
 } gen_val;
 
 typedef struct gen_input {

@@ -447,6 +447,20 @@ static const char *scatter_reduction(gen *G, kiln_dtype dt) {
   return kinds[gen_attr_int(G, 0, top)];
 }
 
+/* Repeated targets where the order in which they combine cannot matter: max and min, and add
+ * and mul on integers (exact, wrapping); half the time there. Float add and mul round in the
+ * order taken, and "none" keeps whichever write comes last: ONNX leaves both open. */
+static bool scatter_repeats(gen *G, const char *red, kiln_dtype dt) {
+  bool ok = strstr(red, "max") || strstr(red, "min") ||
+            ((strstr(red, "add") || strstr(red, "mul")) && !kiln_dtype_is_float(dt));
+  return ok && gen_chance(&G->rng, 0.5);
+}
+
+/* An index in either form: i, or i - extent (negative, counted from the end) now and then. */
+static int64_t index_form(gen *G, int64_t i, int64_t dim) {
+  return gen_chance(&G->rng, 0.25) ? i - dim : i;
+}
+
 static double scatter_mag(gen *G, int x, int u, const char *red) {
   double a = gen_mag(G, x), b = gen_mag(G, u);
   return strstr(red, "mul") ? a * b : a + b;
@@ -464,17 +478,20 @@ bool gen_b_scatter_el(gen *G, int op) {
     d[k] = k == axis ? gen_int(&G->rng, 1, (int)dim) : gen_dim(G, x, k), n *= d[k];
   if (n > 512) return false;
   int64_t v[512], perm[64], inner = 1;
+  const char *red = scatter_reduction(G, gen_dtype(G, x));
+  bool rep = scatter_repeats(G, red, gen_dtype(G, x));
   for (int k = axis + 1; k < r; k++) inner *= d[k];
   for (int64_t outer = 0; outer < n / (d[axis] * inner); outer++)
     for (int64_t j = 0; j < inner; j++) {
       for (int64_t i = 0; i < dim; i++) perm[i] = i;
       shuffle(G, perm, (int)dim);
-      for (int64_t i = 0; i < d[axis]; i++) v[(outer * d[axis] + i) * inner + j] = perm[i];
+      for (int64_t i = 0; i < d[axis]; i++)
+        v[(outer * d[axis] + i) * inner + j] =
+            index_form(G, rep ? gen_int(&G->rng, 0, (int)dim - 1) : perm[i], dim);
     }
   kiln_type ut = gen_tensor_type(gen_dtype(G, x), r, d);
   int in[3] = {x, const_idx(G, r, d, v), gen_pick_type(G, &ut, DOM_ANY)};
   char a[64];
-  const char *red = scatter_reduction(G, gen_dtype(G, x));
   gen_emit(G, "ScatterElements", 3, in, 1, ATTR("axis=%d%s", gen_axis_form(G, axis, r), red),
            DOM_ANY, scatter_mag(G, x, in[2], red));
   return true;
@@ -487,13 +504,15 @@ bool gen_b_scatter_nd(gen *G, int op) {
   int r = gen_rank(G, x);
   int64_t dim0 = gen_dim(G, x, 0) < 64 ? gen_dim(G, x, 0) : 64, v[64];
   int64_t n = gen_int(&G->rng, 1, (int)dim0), d[2] = {n, 1};
+  const char *red = scatter_reduction(G, gen_dtype(G, x));
+  bool rep = scatter_repeats(G, red, gen_dtype(G, x));
   for (int64_t i = 0; i < dim0; i++) v[i] = i;
   shuffle(G, v, (int)dim0);
+  for (int64_t i = 0; rep && i < n; i++) v[i] = gen_int(&G->rng, 0, (int)dim0 - 1);
   int64_t ud[KILN_MAX_RANK] = {n};
   for (int k = 1; k < r; k++) ud[k] = gen_dim(G, x, k);
   kiln_type ut = gen_tensor_type(gen_dtype(G, x), r, ud);
   int in[3] = {x, const_idx(G, 2, d, v), gen_pick_type(G, &ut, DOM_ANY)};
-  const char *red = scatter_reduction(G, gen_dtype(G, x));
   gen_emit(G, "ScatterND", 3, in, 1, red[0] ? red + 2 : "", DOM_ANY, scatter_mag(G, x, in[2], red));
   return true;
 }

@@ -135,14 +135,22 @@ bool gen_b_gemm(gen *G, int op) {
   return true;
 }
 
-/* BatchNormalization in inference of y (channels c, dtype dt), constant statistics. */
+/* BatchNormalization's training_mode (opset 14 on): absent (inference) most of the time,
+ * written 0 now and then, and 1 (statistics of the batch, Y only) in one of seven. */
+static const char *bn_mode(gen *G) {
+  if (G->opset < 14 || !gen_attr_chance(G, 0.3)) return "";
+  return gen_attr_chance(G, 0.5) ? "training_mode=1" : "training_mode=0";
+}
+
+/* BatchNormalization of y (channels c, dtype dt), constant statistics, in inference
+ * mostly (bn_mode). */
 static void batchnorm_after(gen *G, int y, kiln_dtype dt, int64_t c) {
   int in[5] = {y};
   int64_t d[1] = {c};
   kiln_type t = kiln_type_tensor(dt, 1, d);
   in[1] = gen_new_const(G, &t, DOM_POS), in[2] = gen_new_const(G, &t, DOM_ANY);
   in[3] = gen_new_const(G, &t, DOM_ANY), in[4] = gen_new_const(G, &t, DOM_POS);
-  gen_emit(G, "BatchNormalization", 5, in, 1, "", DOM_ANY, INFINITY);
+  gen_emit(G, "BatchNormalization", 5, in, 1, bn_mode(G), DOM_ANY, INFINITY);
 }
 
 /* Conv 1-3 d: groups (depthwise too), pads, strides, dilations; kernel within the padded
@@ -333,7 +341,8 @@ bool gen_b_norm(gen *G, int op) {
   if (!strcmp(name, "BatchNormalization")) {
     in[1] = param(G, dt, 1, &c, DOM_POS), in[2] = param(G, dt, 1, &c, DOM_ANY);
     in[3] = param(G, dt, 1, &c, DOM_ANY), in[4] = param(G, dt, 1, &c, DOM_POS), n_in = 5;
-    ATTR("epsilon=%.3g", gen_attr_chance(G, 0.5) ? 1e-5 : 0.01);
+    const char *mode = bn_mode(G);
+    ATTR("epsilon=%.3g%s%s", gen_attr_chance(G, 0.5) ? 1e-5 : 0.01, mode[0] ? ", " : "", mode);
   } else if (!strcmp(name, "InstanceNormalization")) {
     in[1] = param(G, dt, 1, &c, DOM_ANY), in[2] = param(G, dt, 1, &c, DOM_ANY), n_in = 3;
   } else if (!strcmp(name, "GroupNormalization")) {

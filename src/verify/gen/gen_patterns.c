@@ -409,13 +409,22 @@ static int p_shape(gen *G) {
   char a[48] = "";
   if (!part && gen_chance(&G->rng, 0.4)) s = gen_emit(G, "Size", 1, &x, 1, "", DOM_POS, 4096);
   else {
-    if (!part && G->opset >= 15 && r >= 2 && gen_chance(&G->rng, 0.6)) {
-      int st = gen_int(&G->rng, 1, r - 1);
-      if (gen_chance(&G->rng, 0.3)) ATTR("start=%d, end=%d", st, gen_int(&G->rng, st + 1, r));
+    int len = r; /* entries of the shape */
+    if (G->opset >= 15 && r >= 2 && gen_chance(&G->rng, part ? 0.4 : 0.6)) {
+      int st = gen_int(&G->rng, 1, r - 1), en = r;
+      if (gen_chance(&G->rng, 0.3)) ATTR("start=%d, end=%d", st, en = gen_int(&G->rng, st + 1, r));
       else ATTR("start=%d", gen_chance(&G->rng, 0.3) ? st - r : st);
+      len = en - st;
     }
     s = gen_emit(G, "Shape", 1, &x, 1, a, DOM_POS, 64);
-    if (!a[0] && gen_chance(&G->rng, part ? 0.8 : 0.4)) { /* a slice of the r entries */
+    if (len >= 1 && gen_chance(&G->rng, 0.3)) { /* entries gathered, counted from either end */
+      int64_t k = gen_int(&G->rng, 0, len - 1), idx[4], d[1] = {gen_int(&G->rng, 1, 3)};
+      for (int i = 0; i < d[0]; i++)
+        idx[i] = gen_chance(&G->rng, 0.5) ? k - len : k, k = gen_int(&G->rng, 0, len - 1);
+      bool scalar = gen_chance(&G->rng, 0.4);
+      int in[2] = {s, gen_const_i64(G, scalar ? 1 : (int)d[0], idx, scalar)};
+      s = gen_emit(G, "Gather", 2, in, 1, "axis=0", DOM_POS, 64);
+    } else if (!a[0] && gen_chance(&G->rng, part ? 0.8 : 0.4)) { /* a slice of the r entries */
       int64_t stp = gen_chance(&G->rng, 0.5) ? -1 : gen_chance(&G->rng, 0.5) ? 1 : -2, b, e;
       b = gen_int(&G->rng, 0, r - 1);
       e = stp > 0 ? gen_int(&G->rng, (int)b + 1, r) : gen_int(&G->rng, -1, (int)b - 1);

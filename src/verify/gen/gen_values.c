@@ -264,8 +264,37 @@ static void tie(gen_rng *r, kiln_tensor *t, int64_t i) {
   memcpy((char *)t->data + (size_t)i * sz, (char *)t->data + (size_t)j * sz, sz);
 }
 
+/* A NaN of either sign with a random payload, written as bits: the quiet bit set or not (a
+ * signalling NaN), the payload in the low bits only half the time (0x7f800001: a conversion
+ * that rounds or truncates the significand without testing for NaN makes it an infinity). */
+static void store_nan_bits(gen_rng *r, kiln_tensor *t, int64_t i) {
+  int sig = t->dtype == KILN_F16 ? 10 : t->dtype == KILN_BF16 ? 7 : t->dtype == KILN_F32 ? 23 : 52;
+  int ebits = t->dtype == KILN_F16 ? 5 : t->dtype == KILN_BF16 || t->dtype == KILN_F32 ? 8 : 11;
+  uint64_t quiet = 1ull << (sig - 1), low = (1ull << (sig - 1)) - 1;
+  uint64_t pay = gen_chance(r, 0.5) ? (uint64_t)gen_int(r, 1, 7) /* low bits only */
+                                    : ((uint64_t)gen_int(r, 1, 1 << 30) * 0x9e3779b97f4a7c15ull);
+  pay &= low;
+  if (gen_chance(r, 0.5)) pay |= quiet;
+  if (!pay) pay = 1;
+  uint64_t bits = (((1ull << ebits) - 1) << sig) | pay;
+  if (gen_chance(r, 0.5)) bits |= 1ull << (sig + ebits); /* the sign */
+  size_t sz = kiln_dtype_size(t->dtype);
+  char *dst = (char *)t->data + (size_t)i * sz;
+  if (sz == 2) {
+    uint16_t b = (uint16_t)bits;
+    memcpy(dst, &b, 2);
+  } else if (sz == 4) {
+    uint32_t b = (uint32_t)bits;
+    memcpy(dst, &b, 4);
+  } else {
+    memcpy(dst, &bits, 8);
+  }
+}
+
 void gen_edge_store(gen_rng *r, kiln_tensor *t, int64_t i, gen_dom dom, int kind) {
   if (kind == KILN_GEN_EDGE_TIE) tie(r, t, i);
+  else if (is_gen_float(t->dtype) && kind == KILN_GEN_EDGE_NONFINITE && gen_chance(r, 0.2))
+    store_nan_bits(r, t, i);
   else if (is_gen_float(t->dtype))
     kiln_store_f64(t->dtype, t->data, (size_t)i, float_edge(r, t->dtype, dom, kind));
   else kiln_store_i64(t->dtype, t->data, (size_t)i, int_edge(r, t->dtype, dom, kind));
