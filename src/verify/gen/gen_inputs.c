@@ -30,10 +30,14 @@ typedef struct edge_plan {
 } edge_plan;
 
 /* A random kind among the bits of kinds (not 0). */
+/* One of the kinds, NaN and the infinities with twice the weight of each other kind: every
+ * op must propagate them as ONNX defines, and a kernel that tests for them in one place and not
+ * another differs only there. */
 static int pick_kind(gen_rng *r, unsigned kinds) {
-  int n = 0, k[KILN_GEN_EDGE_COUNT];
+  int n = 0, k[2 * KILN_GEN_EDGE_COUNT];
   for (int i = 0; i < KILN_GEN_EDGE_COUNT; i++)
-    if (kinds & (1u << i)) k[n++] = i;
+    for (int w = 0; (kinds & (1u << i)) && w < (i == KILN_GEN_EDGE_NONFINITE ? 2 : 1); w++)
+      k[n++] = i;
   return k[gen_int(r, 0, n - 1)];
 }
 
@@ -60,8 +64,12 @@ static void edge_fill(edge_plan *e, kiln_tensor *t, gen_dom dom, kiln_dtype cast
   if (!kinds || t->numel == 0 || !gen_chance(e->er, e->p_input)) return;
   if (cast_to && t->dtype != KILN_BOOL && gen_chance(e->er, 0.7)) {
     bool all = gen_chance(e->er, 0.5);
+    /* NaNs of any payload now and then where the Cast keeps them (to a float type) */
+    bool nan = dom == DOM_ANY && kiln_dtype_is_float(t->dtype) && kiln_dtype_is_float(cast_to) &&
+               gen_chance(e->er, 0.3);
     for (int64_t i = 0; i < t->numel; i++)
-      if (all || i == 0 || gen_chance(e->er, 0.5))
+      if (nan && gen_chance(e->er, 0.3)) gen_edge_nan(e->er, t, i);
+      else if (all || i == 0 || gen_chance(e->er, 0.5))
         kiln_store_f64(t->dtype, t->data, (size_t)i, gen_cast_edge(e->er, t->dtype, cast_to, dom));
     *e->drawn |= 1u << KILN_GEN_EDGE_NARROW;
     return;

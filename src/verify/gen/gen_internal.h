@@ -291,6 +291,8 @@ unsigned gen_edge_kinds(kiln_dtype dt, gen_dom dom);
  * gen_edge_kinds(t->dtype, dom)) inside dom; a tie copies an earlier element of t (elements
  * before i must already hold values of dom). */
 void gen_edge_store(gen_rng *r, kiln_tensor *t, int64_t i, gen_dom dom, int kind);
+/* Element i of float tensor t becomes a NaN of random sign and payload (written as bits). */
+void gen_edge_nan(gen_rng *r, kiln_tensor *t, int64_t i);
 /* A value of dtype `from` in dom at the edge of what a Cast to `to` must get right: to's
  * subnormals, its rounding ties, its largest values, the infinities (floats), the extremes the
  * source holds exactly, halves to truncate, large integers exact only in f64 (integers). Before the

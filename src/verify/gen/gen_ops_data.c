@@ -598,8 +598,9 @@ bool gen_b_cos(gen *G, int op) {
 
 /* Shape -> Gather or Slice -> Concat -> Reshape: the chain exporters write for a symbolic batch
  * (shapefold, constfold), on any value, one of unknown extents too (whose Shape cannot fold
- * whole). The dims kept are the first (Gather of index 0 or -rank, as a scalar then Unsqueezed,
- * or as a vector) or the first k + 1 (Slice of the shape), then -1. */
+ * whole). The dims kept are one dim (Gather of index i or i - length of a Shape, with start and
+ * end or without: as a scalar then Unsqueezed, or as a vector) or the first k + 1 (Slice of
+ * the shape), then -1. */
 bool gen_b_shapechain(gen *G, int op) {
   (void)op;
   gen_want w = {DT_ALL, 2, 4, DOM_ANY, false, false, 0, false, true};
@@ -607,8 +608,20 @@ bool gen_b_shapechain(gen *G, int op) {
   if (x < 0) return false;
   int r = gen_rank(G, x), form = gen_int(&G->rng, 0, 2);
   double m = 4096.0 * 64 * G->scale; /* an extent bound */
-  int s = gen_emit(G, "Shape", 1, &x, 1, "", DOM_NONNEG, m), g;
-  int64_t first = gen_chance(&G->rng, 0.5) ? 0 : -r, minus1 = -1, zero = 0;
+  /* the gathered forms read any one dim, through a Shape with start (and end) now and then
+   * (opset 15 on), the index counted from either end of that shape */
+  int st = 0, len = r;
+  char a[40] = "";
+  if (form < 2 && G->opset >= 15 && gen_chance(&G->rng, 0.4)) {
+    st = gen_int(&G->rng, 0, r - 1);
+    int en = gen_chance(&G->rng, 0.5) ? r : gen_int(&G->rng, st + 1, r);
+    if (en < r) ATTR("start=%d, end=%d", gen_chance(&G->rng, 0.3) ? st - r : st, en - r);
+    else ATTR("start=%d", gen_chance(&G->rng, 0.3) ? st - r : st);
+    len = en - st;
+  }
+  int s = gen_emit(G, "Shape", 1, &x, 1, a, DOM_NONNEG, m), g;
+  int64_t j = form < 2 && gen_chance(&G->rng, 0.5) ? gen_int(&G->rng, 0, len - 1) : 0;
+  int64_t first = gen_chance(&G->rng, 0.5) ? j : j - len, minus1 = -1, zero = 0;
   if (form == 0) { /* a scalar index, Unsqueezed back to a vector */
     int gi[2] = {s, gen_const_i64(G, 1, &first, true)};
     int sc = gen_emit(G, "Gather", 2, gi, 1, "axis=0", DOM_NONNEG, m);

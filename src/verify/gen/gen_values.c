@@ -267,14 +267,15 @@ static void tie(gen_rng *r, kiln_tensor *t, int64_t i) {
 /* A NaN of either sign with a random payload, written as bits: the quiet bit set or not (a
  * signalling NaN), the payload in the low bits only half the time (0x7f800001: a conversion
  * that rounds or truncates the significand without testing for NaN makes it an infinity). */
-static void store_nan_bits(gen_rng *r, kiln_tensor *t, int64_t i) {
+void gen_edge_nan(gen_rng *r, kiln_tensor *t, int64_t i) {
   int sig = t->dtype == KILN_F16 ? 10 : t->dtype == KILN_BF16 ? 7 : t->dtype == KILN_F32 ? 23 : 52;
   int ebits = t->dtype == KILN_F16 ? 5 : t->dtype == KILN_BF16 || t->dtype == KILN_F32 ? 8 : 11;
   uint64_t quiet = 1ull << (sig - 1), low = (1ull << (sig - 1)) - 1;
-  uint64_t pay = gen_chance(r, 0.5) ? (uint64_t)gen_int(r, 1, 7) /* low bits only */
-                                    : ((uint64_t)gen_int(r, 1, 1 << 30) * 0x9e3779b97f4a7c15ull);
+  int w = gen_int(r, 0, 2); /* low bits alone (signalling), with the quiet bit, or random */
+  uint64_t pay = w < 2 ? (uint64_t)gen_int(r, 1, 7)
+                       : ((uint64_t)gen_int(r, 1, 1 << 30) * 0x9e3779b97f4a7c15ull);
   pay &= low;
-  if (gen_chance(r, 0.5)) pay |= quiet;
+  if (w == 1 || (w == 2 && gen_chance(r, 0.5))) pay |= quiet;
   if (!pay) pay = 1;
   uint64_t bits = (((1ull << ebits) - 1) << sig) | pay;
   if (gen_chance(r, 0.5)) bits |= 1ull << (sig + ebits); /* the sign */
@@ -294,7 +295,7 @@ static void store_nan_bits(gen_rng *r, kiln_tensor *t, int64_t i) {
 void gen_edge_store(gen_rng *r, kiln_tensor *t, int64_t i, gen_dom dom, int kind) {
   if (kind == KILN_GEN_EDGE_TIE) tie(r, t, i);
   else if (is_gen_float(t->dtype) && kind == KILN_GEN_EDGE_NONFINITE && gen_chance(r, 0.2))
-    store_nan_bits(r, t, i);
+    gen_edge_nan(r, t, i);
   else if (is_gen_float(t->dtype))
     kiln_store_f64(t->dtype, t->data, (size_t)i, float_edge(r, t->dtype, dom, kind));
   else kiln_store_i64(t->dtype, t->data, (size_t)i, int_edge(r, t->dtype, dom, kind));
