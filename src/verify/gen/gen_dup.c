@@ -47,7 +47,7 @@ static void changed_element(const char *x, size_t len, gen_dom dom, kiln_strbuf 
 static bool change_value(gen *G, const char *op, const char *s, const char *e, kiln_strbuf *b) {
   const char *eq = memchr(s, '=', (size_t)(e - s));
   if (!eq) return false;
-  char name[64], val[160];
+  char name[64], val[512];
   snprintf(name, sizeof name, "%.*s", (int)(eq - s), s);
   snprintf(val, sizeof val, "%.*s", (int)(e - eq - 1), eq + 1);
   const char *const *ev = gen_enum_values(op, name);
@@ -98,6 +98,43 @@ static bool change_value(gen *G, const char *op, const char *s, const char *e, k
     v[i] = v[j], v[j] = t;
     kiln_strbuf_printf(b, "%s=[", name);
     for (int k = 0; k < n; k++) kiln_strbuf_printf(b, "%s%lld", k ? "," : "", v[k]);
+    kiln_strbuf_printf(b, "]");
+    return true;
+  }
+  if (val[0] == '[' && val[1] == '"') { /* strings: one replaced by another the op takes */
+    int n = 1, pick;
+    for (char *p = val; *p; p++) n += *p == ',';
+    pick = gen_attr_int(G, 0, n - 1);
+    const char *to = gen_list_string(G, op, name);
+    if (!to) return false;
+    kiln_strbuf_printf(b, "%s=[", name);
+    int i = 0;
+    for (const char *p = val + 1; *p == '"'; i++) {
+      const char *q = strchr(p + 1, '"');
+      if (!q) return false;
+      if (i == pick && (size_t)(q - p - 1) == strlen(to) && !strncmp(p + 1, to, strlen(to)))
+        return false; /* the same string drawn: no change */
+      if (i == pick) kiln_strbuf_printf(b, "%s\"%s\"", i ? ", " : "", to);
+      else kiln_strbuf_printf(b, "%s%.*s", i ? ", " : "", (int)(q - p + 1), p);
+      p = q + 1;
+      while (*p == ',' || *p == ' ') p++;
+    }
+    kiln_strbuf_printf(b, "]");
+    return true;
+  }
+  if (val[0] == '[' && strpbrk(val, ".eE")) { /* floats: one scaled */
+    int n = 1;
+    for (char *p = val; *p; p++) n += *p == ',';
+    int pick = gen_attr_int(G, 0, n - 1), i = 0;
+    kiln_strbuf_printf(b, "%s=[", name);
+    for (char *p = val + 1; *p && *p != ']'; i++) {
+      double x = strtod(p, &endp);
+      if (endp == p) return false;
+      if (i == pick) x = x * (0.5 + gen_attr_unif(G)) + 0.01;
+      kiln_strbuf_printf(b, "%s%.4g", i ? ", " : "", x);
+      p = endp;
+      while (*p == ',' || *p == ' ') p++;
+    }
     kiln_strbuf_printf(b, "]");
     return true;
   }

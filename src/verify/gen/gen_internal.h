@@ -239,6 +239,10 @@ bool gen_b_pool(gen *G, int op);
 bool gen_b_global_pool(gen *G, int op);
 bool gen_b_norm(gen *G, int op);
 bool gen_b_topk(gen *G, int op);
+bool gen_b_rnn(gen *G, int op);
+/* A value for an element of string-list attribute name of op (the recurrent ops'
+ * activations), drawn; NULL when the generator knows none. */
+const char *gen_list_string(gen *G, const char *op, const char *name);
 bool gen_b_einsum(gen *G, int op);
 /* builders of gen_ops_data.c */
 bool gen_b_transpose(gen *G, int op);

@@ -408,3 +408,97 @@ bool gen_b_einsum(gen *G, int op) {
            gen_mag(G, x) * 2 * (double)d[0]);
   return true;
 }
+
+/* The activations ONNX lists for the recurrent ops, with how many of alpha, beta each reads. */
+static const struct {
+  const char *name;
+  int n_params;
+} rnn_acts[] = {{"Tanh", 0},      {"Sigmoid", 0},         {"Relu", 0},       {"Affine", 2},
+                {"LeakyRelu", 1}, {"ThresholdedRelu", 1}, {"ScaledTanh", 2}, {"HardSigmoid", 2},
+                {"Elu", 1},       {"Softsign", 0},        {"Softplus", 0}};
+
+const char *gen_list_string(gen *G, const char *op, const char *name) {
+  bool rnn = !strcmp(op, "RNN") || !strcmp(op, "GRU") || !strcmp(op, "LSTM");
+  if (!rnn || strcmp(name, "activations")) return NULL;
+  /* those without alpha or beta: a changed name never leaves a parameter unread */
+  static const int plain[] = {0, 1, 2, 9, 10};
+  return rnn_acts[plain[gen_attr_int(G, 0, 4)]].name;
+}
+
+/* activations (and activation_alpha/beta where one takes them) for nd directions of nact
+ * functions each; appended to a. */
+static void rnn_activations(gen *G, int n, int nd, char *a, size_t cap) {
+  char names[256] = "", alpha[160] = "", beta[160] = "";
+  size_t ln = 0, la = 0, lb = 0;
+  bool params = false;
+  for (int k = 0; k < n * nd; k++) {
+    int i = gen_attr_chance(G, 0.5) ? gen_attr_int(G, 0, 1) : gen_attr_int(G, 0, 10);
+    ln += (size_t)snprintf(names + ln, sizeof names - ln, "%s\"%s\"", k ? ", " : "",
+                           rnn_acts[i].name);
+    /* alpha and beta are read in order by the functions that take them */
+    for (int p = 0; p < rnn_acts[i].n_params; p++) {
+      double v = 0.25 * gen_attr_int(G, 1, 6);
+      char *dst = p == 0 ? alpha : beta;
+      size_t *len = p == 0 ? &la : &lb;
+      *len += (size_t)snprintf(dst + *len, 160 - *len, "%s%g", *len ? ", " : "", v);
+      params = true;
+    }
+  }
+  size_t l = strlen(a);
+  l += (size_t)snprintf(a + l, cap - l, "%sactivations=[%s]", l ? ", " : "", names);
+  if (params && la && gen_attr_chance(G, 0.8))
+    l += (size_t)snprintf(a + l, cap - l, ", activation_alpha=[%s]", alpha);
+  if (params && lb && gen_attr_chance(G, 0.8))
+    snprintf(a + l, cap - l, ", activation_beta=[%s]", beta);
+}
+
+/* RNN, GRU and LSTM: X [seq, batch, in] ([batch, seq, in] with layout=1, opset 14 on); W, R
+ * (and B) constants most of the time; sequence_lens, initial_h (initial_c and the peepholes P
+ * of an LSTM) present or absent; direction absent, forward, reverse or bidirectional;
+ * activations absent or drawn from ONNX's list with their alpha and beta; clip;
+ * linear_before_reset (GRU) and input_forget (LSTM). Outputs Y, Y_h (Y_c). */
+bool gen_b_rnn(gen *G, int op) {
+  const char *name = op_name(op);
+  bool lstm = !strcmp(name, "LSTM"), gru = !strcmp(name, "GRU");
+  int gates = lstm ? 4 : gru ? 3 : 1, nact = lstm ? 3 : gru ? 2 : 1;
+  int x = pick_float(G, 3, 3, true);
+  if (x < 0) return false;
+  kiln_dtype dt = gen_dtype(G, x);
+  bool layout1 = G->opset >= 14 && gen_attr_chance(G, 0.25);
+  int64_t seq = gen_dim(G, x, layout1 ? 1 : 0), batch = gen_dim(G, x, layout1 ? 0 : 1);
+  int64_t in_sz = gen_dim(G, x, 2), hid = gen_attr_int(G, 1, 5);
+  if (seq < 1 || batch < 1 || in_sz < 1 || seq * batch * in_sz > 256) return false;
+  int dir = gen_attr_int(G, 0, 3); /* absent, forward, reverse, bidirectional */
+  int64_t nd = dir == 3 ? 2 : 1;
+  static const char *const dirs[] = {"", "forward", "reverse", "bidirectional"};
+  char a[768] = "";
+  size_t l = (size_t)snprintf(a, sizeof a, "hidden_size=%lld", (long long)hid);
+  if (dir) l += (size_t)snprintf(a + l, sizeof a - l, ", direction=\"%s\"", dirs[dir]);
+  if (layout1) l += (size_t)snprintf(a + l, sizeof a - l, ", layout=1");
+  else if (G->opset >= 14 && gen_attr_chance(G, 0.1))
+    l += (size_t)snprintf(a + l, sizeof a - l, ", layout=0");
+  if (gen_attr_chance(G, 0.2))
+    l += (size_t)snprintf(a + l, sizeof a - l, ", clip=%g", 0.5 * gen_attr_int(G, 1, 6));
+  if (gru && gen_attr_chance(G, 0.4))
+    l += (size_t)snprintf(a + l, sizeof a - l, ", linear_before_reset=%d", gen_attr_int(G, 0, 1));
+  if (lstm && gen_attr_chance(G, 0.3))
+    l += (size_t)snprintf(a + l, sizeof a - l, ", input_forget=%d", gen_attr_int(G, 0, 1));
+  if (gen_attr_chance(G, 0.5)) rnn_activations(G, nact, (int)nd, a, sizeof a);
+  int64_t wd[3] = {nd, gates * hid, in_sz}, rd[3] = {nd, gates * hid, hid};
+  int64_t bd[2] = {nd, 2 * gates * hid}, hd[3] = {nd, batch, hid}, pd[2] = {nd, 3 * hid};
+  if (layout1) hd[0] = batch, hd[1] = nd;
+  int in[8] = {x, param(G, dt, 3, wd, DOM_UNIT), param(G, dt, 3, rd, DOM_UNIT), -1, -1, -1, -1, -1};
+  int n_in = 3;
+  if (gen_chance(&G->rng, 0.6)) in[3] = param(G, dt, 2, bd, DOM_UNIT), n_in = 4;
+  if (gen_chance(&G->rng, 0.3)) { /* lengths 1..seq per batch entry */
+    kiln_type lt = kiln_type_tensor(KILN_I32, 1, &batch);
+    in[4] = gen_new_ranged_input(G, &lt, 1, seq), n_in = 5;
+  }
+  if (gen_chance(&G->rng, 0.4)) in[5] = param(G, dt, 3, hd, DOM_UNIT), n_in = 6;
+  if (lstm && gen_chance(&G->rng, 0.3)) in[6] = param(G, dt, 3, hd, DOM_UNIT), n_in = 7;
+  if (lstm && gen_chance(&G->rng, 0.3)) in[7] = param(G, dt, 2, pd, DOM_UNIT), n_in = 8;
+  int y = gen_emit(G, name, n_in, in, lstm ? 3 : 2, a, DOM_ANY, INFINITY);
+  if (y >= 0) /* Y_h and Y_c hold the last step's h, c: one of them often left unused */
+    for (int k = 1; k < (lstm ? 3 : 2); k++) G->vals.data[y + k].dead = gen_chance(&G->rng, 0.3);
+  return true;
+}

@@ -443,6 +443,18 @@ static const gen_type_version v_Floor[] = {
     {13, 1, 0, 1, 0, in_Floor_13, out_Floor_13},
     {0, 0, 0, 0, 0, 0, 0}};
 
+static const uint32_t in_GRU_7[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t out_GRU_7[] = {0xc02u, 0xc02u};
+static const uint32_t in_GRU_14[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t out_GRU_14[] = {0xc02u, 0xc02u};
+static const uint32_t in_GRU_22[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u};
+static const uint32_t out_GRU_22[] = {0x10c02u, 0x10c02u};
+static const gen_type_version v_GRU[] = {
+    {7, 6, 0, 2, 0, in_GRU_7, out_GRU_7},
+    {14, 6, 0, 2, 0, in_GRU_14, out_GRU_14},
+    {22, 6, 0, 2, 0, in_GRU_22, out_GRU_22},
+    {0, 0, 0, 0, 0, 0, 0}};
+
 static const uint32_t in_Gather_11[] = {0xfffeu, 0xc0u};
 static const uint32_t out_Gather_11[] = {0xfffeu};
 static const uint32_t in_Gather_13[] = {0x1fffeu, 0xc0u};
@@ -654,6 +666,18 @@ static const uint32_t out_LRN_13[] = {0x10c02u};
 static const gen_type_version v_LRN[] = {
     {1, 1, 0, 1, 0, in_LRN_1, out_LRN_1},
     {13, 1, 0, 1, 0, in_LRN_13, out_LRN_13},
+    {0, 0, 0, 0, 0, 0, 0}};
+
+static const uint32_t in_LSTM_7[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out_LSTM_7[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t in_LSTM_14[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t out_LSTM_14[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t in_LSTM_22[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t out_LSTM_22[] = {0x10c02u, 0x10c02u, 0x10c02u};
+static const gen_type_version v_LSTM[] = {
+    {7, 8, 0, 3, 0, in_LSTM_7, out_LSTM_7},
+    {14, 8, 0, 3, 0, in_LSTM_14, out_LSTM_14},
+    {22, 8, 0, 3, 0, in_LSTM_22, out_LSTM_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const uint32_t in_LayerNormalization_17[] = {0x10c02u, 0x10c02u, 0x10c02u};
@@ -891,6 +915,18 @@ static const uint32_t in_RMSNormalization_23[] = {0x10c02u, 0x10c02u};
 static const uint32_t out_RMSNormalization_23[] = {0x10c02u};
 static const gen_type_version v_RMSNormalization[] = {
     {23, 2, 0, 1, 0, in_RMSNormalization_23, out_RMSNormalization_23},
+    {0, 0, 0, 0, 0, 0, 0}};
+
+static const uint32_t in_RNN_7[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t out_RNN_7[] = {0xc02u, 0xc02u};
+static const uint32_t in_RNN_14[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t out_RNN_14[] = {0xc02u, 0xc02u};
+static const uint32_t in_RNN_22[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u};
+static const uint32_t out_RNN_22[] = {0x10c02u, 0x10c02u};
+static const gen_type_version v_RNN[] = {
+    {7, 6, 0, 2, 0, in_RNN_7, out_RNN_7},
+    {14, 6, 0, 2, 0, in_RNN_14, out_RNN_14},
+    {22, 6, 0, 2, 0, in_RNN_22, out_RNN_22},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const uint32_t in_Reciprocal_6[] = {0xc02u};
@@ -1477,6 +1513,7 @@ const gen_type_op kiln_gen_type_ops[] = {
     {"EyeLike", v_EyeLike},
     {"Flatten", v_Flatten},
     {"Floor", v_Floor},
+    {"GRU", v_GRU},
     {"Gather", v_Gather},
     {"GatherElements", v_GatherElements},
     {"GatherND", v_GatherND},
@@ -1496,6 +1533,7 @@ const gen_type_op kiln_gen_type_ops[] = {
     {"IsInf", v_IsInf},
     {"IsNaN", v_IsNaN},
     {"LRN", v_LRN},
+    {"LSTM", v_LSTM},
     {"LayerNormalization", v_LayerNormalization},
     {"LeakyRelu", v_LeakyRelu},
     {"Less", v_Less},
@@ -1520,6 +1558,7 @@ const gen_type_op kiln_gen_type_ops[] = {
     {"Pad", v_Pad},
     {"Pow", v_Pow},
     {"RMSNormalization", v_RMSNormalization},
+    {"RNN", v_RNN},
     {"Reciprocal", v_Reciprocal},
     {"ReduceL1", v_ReduceL1},
     {"ReduceL2", v_ReduceL2},
