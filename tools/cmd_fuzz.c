@@ -54,9 +54,11 @@ static const char *const fuzz_help =
     "                   1, 2, 4 or all cores, so that the parallel schedules are checked\n"
     "                   too; above 1 the compiled code runs twice and must give the same bits)\n"
     "  --cpu-every N    compile and run the cpu layer on one graph in N, drawn by seed\n"
-    "                   (default 3; 1: every graph). The graph and tile layers run on every\n"
-    "                   graph: they take a twentieth of the time of the C compiler, so a campaign\n"
-    "                   checks the lowering on three times as many graphs\n"
+    "                   (default 3; 1: every graph), and on half the others whose inputs lie\n"
+    "                   at the edges of their domains (NaN, infinities, limits: they reach the\n"
+    "                   C helpers). The graph and tile layers run on every graph: they take a\n"
+    "                   twentieth of the time of the C compiler, so a campaign checks the\n"
+    "                   lowering on more graphs\n"
     "  --ops A,B        draw only these ops (names as in --list-ops)\n"
     "  --policy P       what to draw next. bandit (default): a multi-armed bandit over the\n"
     "                   ops, rewarded by new coverage, and a corpus of the graphs that reached\n"
@@ -468,12 +470,15 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   /* half the graphs are also lowered under a drawn schedule set (runner_sched.c) */
   c->vo.sched_seed = (seed >> 20) & 1 ? (seed * 0x9e3779b97f4a7c15ull) | 1 : 0;
   bool compile = (seed >> 32) % (uint64_t)c->a.cpu_every == 0; /* code that runs: costly */
+  KILN_TRY(fuzz_feedback_next(&c->fb, &c->go, seed, &gc));
+  /* inputs at the edges of their domains (NaN, infinities, limits of narrower types) reach
+   * the C helpers of the generated code: half of those graphs not drawn above run it too */
+  if (gc.status == KILN_GEN_OK && gc.edges && c->a.cpu_every > 1) compile |= (seed >> 40) & 1;
   bool any = false;
   for (int t = 0; t < KILN_TARGET_COUNT; t++) {
     c->vo.targets[t] = c->a.targets[t] && (compile || !kiln_target_can_run(kiln_target_at(t)));
     any = any || c->vo.targets[t];
   }
-  KILN_TRY(fuzz_feedback_next(&c->fb, &c->go, seed, &gc));
   c->tried++;
   kiln_edges_reset();
   if (gc.status == KILN_GEN_INVALID) {
