@@ -872,6 +872,66 @@ case(225)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Cast", ["nz"], ["y"], to
                        [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32))], [("y", F)]))
 
 
+# ---- set G ----
+# passes
+case(226)(lambda: Case([N("Shape", ["x"], ["y"], end=-1)], [("x", r(2, 3, 4))], [("y", I64)],
+                       opset=15))
+def shape_slice_steps():  # Slice(Shape(v), 0, 3, axes 0, steps 2) with v's last dim data-dependent
+    return Case([N("NonZero", ["x"], ["nz"]), N("Cast", ["nz"], ["nf"], to=F),
+                 N("Unsqueeze", ["nf", "ax"], ["u"]), N("Mul", ["z", "u"], ["m"]),
+                 N("Shape", ["m"], ["s"]), N("Slice", ["s", "st", "en", "a0", "sp"], ["y"])],
+                [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32)), ("z", r(3, 4, 1, 1))],
+                [("y", I64)],
+                [c("ax", np.array([0, 1], np.int64)), c("st", np.array([0], np.int64)),
+                 c("en", np.array([3], np.int64)), c("a0", np.array([0], np.int64)),
+                 c("sp", np.array([2], np.int64))], opset=13)
+
+
+case(227)(shape_slice_steps)
+def rnn_alpha_pair():  # two RNNs that differ only in activation_alpha (0.5 and 0.25)
+    w, rr = r(1, 3, 2), r(1, 3, 3)
+    return Case([N("RNN", ["x", "w", "rr"], ["y1"], hidden_size=3, activations=["LeakyRelu"],
+                   activation_alpha=[0.5]),
+                 N("RNN", ["x", "w", "rr"], ["y2"], hidden_size=3, activations=["LeakyRelu"],
+                   activation_alpha=[0.25]),
+                 N("Sub", ["y1", "y2"], ["y"])], [("x", r(2, 1, 2, lo=-2, hi=2))], [("y", F)],
+                [c("w", w), c("rr", rr)])
+
+
+case(228)(rnn_alpha_pair)
+case(229)(lambda: Case([N("Relu", ["x"], ["t"]), N("Unsqueeze", ["t", "a2"], ["u"]),
+                        N("Squeeze", ["u", "a1"], ["y"])], [("x", r(2, 3))], [("y", F)],
+                       [c("a2", np.array([0, 1], np.int64)), c("a1", np.array([0], np.int64))],
+                       opset=13))
+case(230)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["t"]),
+                        N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
+                       [("a", r(2, 4))], [("y", F)],
+                       [c("b", r(4, 3)), c("cc", np.array([0.7], np.float32)),
+                        c("s", r(3, lo=0.5, hi=2)), c("bb", r(3)), c("mu", r(3)),
+                        c("var", r(3, lo=0.1, hi=2))]))
+# lowering
+case(231)(unary("Selu", x=r(3, 5, lo=-2, hi=2)))
+case(232)(lambda: Case([N("Pow", ["x", "e"], ["y"])],
+                       [("x", np.array([1.5, 2.5, -1.5, 3.2], np.float32)),
+                        ("e", np.array([2, 3, 2, 1], np.int64))], [("y", F)], opset=15))
+case(233)(lambda: Case([N("HardSwish", ["x"], ["y"])], [("x", r(3, 5, lo=-4, hi=4))], [("y", F)],
+                       opset=14))
+case(234)(lambda: Case([N("Transpose", ["x"], ["t"]), N("Neg", ["t"], ["a"]),
+                        N("Mul", ["a", "t"], ["y"])], [("x", r(4, 4))], [("a", F), ("y", F)]))
+case(235)(lambda: Case([N("Tile", ["x", "rp"], ["y"])], [("x", r(2, 3))], [("y", F)],
+                       [c("rp", np.array([2, 2], np.int64))]))
+case(236)(lambda: Case([N("ReduceSumSquare", ["x"], ["y"], axes=[1])], [("x", r(3, 4))],
+                       [("y", F)], opset=13))
+case(237)(lambda: Case([N("Relu", ["x"], ["t"]), N("Dropout", ["t"], ["y", "mask"]),
+                        N("Cast", ["mask"], ["m"], to=F)],
+                       [("x", r(4))], [("y", F), ("m", F)], opset=13))
+case(238)(lambda: Case([N("CumSum", ["x", "ax"], ["y"], reverse=1)], [("x", r(5))], [("y", F)],
+                       [c("ax", np.array(0, np.int64))]))
+case(239)(lambda: Case([N("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
+                       [("x", r(1, 4, 2, 3))], [("y", F)],
+                       [c("s", np.array([0.5, 2.0, -1.0, 1.5], np.float32)),
+                        c("b", np.array([0.1, -0.2, 0.3, 0.0], np.float32))], opset=21))
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()
