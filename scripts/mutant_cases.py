@@ -931,6 +931,58 @@ case(239)(lambda: Case([N("GroupNormalization", ["x", "s", "b"], ["y"], num_grou
                        [("x", r(1, 4, 2, 3))], [("y", F)],
                        [c("s", np.array([0.5, 2.0, -1.0, 1.5], np.float32)),
                         c("b", np.array([0.1, -0.2, 0.3, 0.0], np.float32))], opset=21))
+case(240)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(11, 16)), ("b", r(16, 32))],
+                       [("y", F)]))
+case(241)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(8, 16)), ("b", r(16, 32))],
+                       [("y", F)]))
+case(242)(lambda: Case([N("MatMul", ["a", "b"], ["y"])],
+                       [("a", r(5, 6).astype(np.float64)), ("b", r(6, 7).astype(np.float64))],
+                       [("y", TP.DOUBLE)]))
+case(243)(lambda: Case([N("Cast", ["x"], ["h"], to=TP.FLOAT16), N("Cast", ["h"], ["f"], to=F),
+                        N("Reciprocal", ["f"], ["y"])],
+                       [("x", np.array([-0.0, 0.0, -2.0, 0.5], np.float64))], [("y", F)]))
+case(244)(lambda: Case([N("Relu", ["x"], ["t"]), N("Mod", ["t", "d"], ["y"], fmod=1)],
+                       [("x", np.array([5.0, 7.5, 2.9, 8.0, 0.4, 11.0], np.float32))], [("y", F)],
+                       [c("d", np.array([3.0, 2.0, 2.0, 3.0, 0.3, 4.0], np.float32))]))
+case(245)(lambda: Case([N("Cast", ["x"], ["h"], to=TP.FLOAT16), N("Cast", ["h"], ["y"], to=F)],
+                       [("x", np.array([1 + 2**-11, 1 + 3 * 2**-11, 2 + 2**-10, 0.25,
+                                        -(1 + 2**-11), 3.0], np.float64))], [("y", F)]))
+case(246)(lambda: Case([N("Relu", ["x"], ["y"])], [("x", r(4, 4))], [("y", F)]))
+case(247)(lambda: Case([N("Relu", ["x"], ["a"]), N("Transpose", ["x"], ["b"]),
+                        N("MatMul", ["a", "b"], ["y"])], [("x", r(4, 4))], [("y", F)]))
+case(248)(lambda: Case([N("Relu", ["x"], ["a"]), N("Cast", ["a"], ["q"], to=TP.INT4),
+                        N("Cast", ["q"], ["b"], to=F), N("Transpose", ["a"], ["at"]),
+                        N("Add", ["b", "at"], ["y"])], [("x", r(32, 32, lo=-7, hi=7))], [("y", F)],
+                       opset=21))
+
+
+def if_reading_outer():
+    thn = H.make_graph([N("Add", ["a", "one"], ["o1"])], "then", [],
+                       [H.make_tensor_value_info("o1", F, None)], [c("one", np.ones(3, np.float32))])
+    els = H.make_graph([N("Sub", ["a", "one2"], ["o2"])], "else", [],
+                       [H.make_tensor_value_info("o2", F, None)], [c("one2", np.ones(3, np.float32))])
+    return Case([N("Identity", ["x"], ["t"]), N("Neg", ["t"], ["u"]), N("Relu", ["u"], ["a"]),
+                 N("Exp", ["x"], ["e"]), N("If", ["cond"], ["y"], then_branch=thn, else_branch=els),
+                 N("Add", ["y", "e"], ["z"])], [("x", r(3)), ("cond", np.array(True))], [("z", F)])
+
+
+case(249)(if_reading_outer)
+case(250)(lambda: Case([N("ReduceSum", ["x"], ["s1"], keepdims=0),
+                        N("ReduceMax", ["x"], ["s2"], keepdims=0)], [("x", r(3, 4))],
+                       [("s1", F), ("s2", F)], opset=13))
+case(251)(lambda: Case([N("Relu", ["x"], ["t"]), N("Cast", ["t"], ["y"], to=I32)],
+                       [("x", r(6, lo=-5, hi=5))], [("y", I32)]))
+case(252)(lambda: Case([N("Relu", ["x"], ["t"]), N("Exp", ["x"], ["e"]),
+                        N("TopK", ["t", "kk"], ["v", "i"], axis=-1)], [("x", r(4, 4))],
+                       [("v", F), ("e", F)], [c("kk", np.array([2], np.int64))]))
+case(253)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(4, 8)), ("b", r(8, 32))],
+                       [("y", F)]))
+case(254)(lambda: Case([N("Relu", ["x"], ["t"]), N("CastLike", ["t", "like"], ["y"])],
+                       [("x", r(5, lo=-4, hi=4))], [("y", I32)],
+                       [c("like", np.array([1], np.int32))], opset=15))
+case(255)(lambda: Case([N("Xor", ["a", "b"], ["y"])],
+                       [("a", np.array([True, False, True, False])),
+                        ("b", np.array([True, True, False, False]))], [("y", TP.BOOL)]))
 
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

@@ -253,7 +253,8 @@ static bool simplify_cast(kiln_rw *rw, int i) {
                : to;
     if (to != (int64_t)xt->dtype) return false;
   } else {
-    const kiln_type *lt = n->n_inputs >= 2 ? ttype(g, n->inputs[1]) : NULL;
+    const kiln_type *lt = n->n_inputs >= 2 ? ttype(g, n->inputs[KILN_MUTANT(254) ? 0 : 1]) : NULL;
+    /* mutant 254: the target type read from input 0 (every CastLike dropped) */
     if (!lt || lt->dtype != xt->dtype) return false;
   }
   return forward(rw, i, n->inputs[0]);
