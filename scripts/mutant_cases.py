@@ -872,6 +872,118 @@ case(225)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Cast", ["nz"], ["y"], to
                        [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32))], [("y", F)]))
 
 
+# ---- set G ----
+# passes
+case(226)(lambda: Case([N("Shape", ["x"], ["y"], end=-1)], [("x", r(2, 3, 4))], [("y", I64)],
+                       opset=15))
+def shape_slice_steps():  # Slice(Shape(v), 0, 3, axes 0, steps 2) with v's last dim data-dependent
+    return Case([N("NonZero", ["x"], ["nz"]), N("Cast", ["nz"], ["nf"], to=F),
+                 N("Unsqueeze", ["nf", "ax"], ["u"]), N("Mul", ["z", "u"], ["m"]),
+                 N("Shape", ["m"], ["s"]), N("Slice", ["s", "st", "en", "a0", "sp"], ["y"])],
+                [("x", np.array([[1, 0, 2], [0, 3, 0]], np.float32)), ("z", r(3, 4, 1, 1))],
+                [("y", I64)],
+                [c("ax", np.array([0, 1], np.int64)), c("st", np.array([0], np.int64)),
+                 c("en", np.array([3], np.int64)), c("a0", np.array([0], np.int64)),
+                 c("sp", np.array([2], np.int64))], opset=13)
+
+
+case(227)(shape_slice_steps)
+def rnn_alpha_pair():  # two RNNs that differ only in activation_alpha (0.5 and 0.25)
+    w, rr = r(1, 3, 2), r(1, 3, 3)
+    return Case([N("RNN", ["x", "w", "rr"], ["y1"], hidden_size=3, activations=["LeakyRelu"],
+                   activation_alpha=[0.5]),
+                 N("RNN", ["x", "w", "rr"], ["y2"], hidden_size=3, activations=["LeakyRelu"],
+                   activation_alpha=[0.25]),
+                 N("Sub", ["y1", "y2"], ["y"])], [("x", r(2, 1, 2, lo=-2, hi=2))], [("y", F)],
+                [c("w", w), c("rr", rr)])
+
+
+case(228)(rnn_alpha_pair)
+case(229)(lambda: Case([N("Relu", ["x"], ["t"]), N("Unsqueeze", ["t", "a2"], ["u"]),
+                        N("Squeeze", ["u", "a1"], ["y"])], [("x", r(2, 3))], [("y", F)],
+                       [c("a2", np.array([0, 1], np.int64)), c("a1", np.array([0], np.int64))],
+                       opset=13))
+case(230)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["t"]),
+                        N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
+                       [("a", r(2, 4))], [("y", F)],
+                       [c("b", r(4, 3)), c("cc", np.array([0.7], np.float32)),
+                        c("s", r(3, lo=0.5, hi=2)), c("bb", r(3)), c("mu", r(3)),
+                        c("var", r(3, lo=0.1, hi=2))]))
+# lowering
+case(231)(unary("Selu", x=r(3, 5, lo=-2, hi=2)))
+case(232)(lambda: Case([N("Pow", ["x", "e"], ["y"])],
+                       [("x", np.array([1.5, 2.5, -1.5, 3.2], np.float32)),
+                        ("e", np.array([2, 3, 2, 1], np.int64))], [("y", F)], opset=15))
+case(233)(lambda: Case([N("HardSwish", ["x"], ["y"])], [("x", r(3, 5, lo=-4, hi=4))], [("y", F)],
+                       opset=14))
+case(234)(lambda: Case([N("Transpose", ["x"], ["t"]), N("Neg", ["t"], ["a"]),
+                        N("Mul", ["a", "t"], ["y"])], [("x", r(4, 4))], [("a", F), ("y", F)]))
+case(235)(lambda: Case([N("Tile", ["x", "rp"], ["y"])], [("x", r(2, 3))], [("y", F)],
+                       [c("rp", np.array([2, 2], np.int64))]))
+case(236)(lambda: Case([N("ReduceSumSquare", ["x"], ["y"], axes=[1])], [("x", r(3, 4))],
+                       [("y", F)], opset=13))
+case(237)(lambda: Case([N("Relu", ["x"], ["t"]), N("Dropout", ["t"], ["y", "mask"]),
+                        N("Cast", ["mask"], ["m"], to=F)],
+                       [("x", r(4))], [("y", F), ("m", F)], opset=13))
+case(238)(lambda: Case([N("CumSum", ["x", "ax"], ["y"], reverse=1)], [("x", r(5))], [("y", F)],
+                       [c("ax", np.array(0, np.int64))]))
+case(239)(lambda: Case([N("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
+                       [("x", r(1, 4, 2, 3))], [("y", F)],
+                       [c("s", np.array([0.5, 2.0, -1.0, 1.5], np.float32)),
+                        c("b", np.array([0.1, -0.2, 0.3, 0.0], np.float32))], opset=21))
+case(240)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(11, 16)), ("b", r(16, 32))],
+                       [("y", F)]))
+case(241)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(8, 16)), ("b", r(16, 32))],
+                       [("y", F)]))
+case(242)(lambda: Case([N("MatMul", ["a", "b"], ["y"])],
+                       [("a", r(5, 6).astype(np.float64)), ("b", r(6, 7).astype(np.float64))],
+                       [("y", TP.DOUBLE)]))
+case(243)(lambda: Case([N("Cast", ["x"], ["h"], to=TP.FLOAT16), N("Cast", ["h"], ["f"], to=F),
+                        N("Reciprocal", ["f"], ["y"])],
+                       [("x", np.array([-0.0, 0.0, -2.0, 0.5], np.float64))], [("y", F)]))
+case(244)(lambda: Case([N("Relu", ["x"], ["t"]), N("Mod", ["t", "d"], ["y"], fmod=1)],
+                       [("x", np.array([5.0, 7.5, 2.9, 8.0, 0.4, 11.0], np.float32))], [("y", F)],
+                       [c("d", np.array([3.0, 2.0, 2.0, 3.0, 0.3, 4.0], np.float32))]))
+case(245)(lambda: Case([N("Cast", ["x"], ["h"], to=TP.FLOAT16), N("Cast", ["h"], ["y"], to=F)],
+                       [("x", np.array([1 + 2**-11, 1 + 3 * 2**-11, 2 + 2**-10, 0.25,
+                                        -(1 + 2**-11), 3.0], np.float64))], [("y", F)]))
+case(246)(lambda: Case([N("Relu", ["x"], ["y"])], [("x", r(4, 4))], [("y", F)]))
+case(247)(lambda: Case([N("Relu", ["x"], ["a"]), N("Transpose", ["x"], ["b"]),
+                        N("MatMul", ["a", "b"], ["y"])], [("x", r(4, 4))], [("y", F)]))
+case(248)(lambda: Case([N("Relu", ["x"], ["a"]), N("Cast", ["a"], ["q"], to=TP.INT4),
+                        N("Cast", ["q"], ["b"], to=F), N("Transpose", ["a"], ["at"]),
+                        N("Add", ["b", "at"], ["y"])], [("x", r(32, 32, lo=-7, hi=7))], [("y", F)],
+                       opset=21))
+
+
+def if_reading_outer():
+    thn = H.make_graph([N("Add", ["a", "one"], ["o1"])], "then", [],
+                       [H.make_tensor_value_info("o1", F, None)], [c("one", np.ones(3, np.float32))])
+    els = H.make_graph([N("Sub", ["a", "one2"], ["o2"])], "else", [],
+                       [H.make_tensor_value_info("o2", F, None)], [c("one2", np.ones(3, np.float32))])
+    return Case([N("Identity", ["x"], ["t"]), N("Neg", ["t"], ["u"]), N("Relu", ["u"], ["a"]),
+                 N("Exp", ["x"], ["e"]), N("If", ["cond"], ["y"], then_branch=thn, else_branch=els),
+                 N("Add", ["y", "e"], ["z"])], [("x", r(3)), ("cond", np.array(True))], [("z", F)])
+
+
+case(249)(if_reading_outer)
+case(250)(lambda: Case([N("ReduceSum", ["x"], ["s1"], keepdims=0),
+                        N("ReduceMax", ["x"], ["s2"], keepdims=0)], [("x", r(3, 4))],
+                       [("s1", F), ("s2", F)], opset=13))
+case(251)(lambda: Case([N("Relu", ["x"], ["t"]), N("Cast", ["t"], ["y"], to=I32)],
+                       [("x", r(6, lo=-5, hi=5))], [("y", I32)]))
+case(252)(lambda: Case([N("Relu", ["x"], ["t"]), N("Exp", ["x"], ["e"]),
+                        N("TopK", ["t", "kk"], ["v", "i"], axis=-1)], [("x", r(4, 4))],
+                       [("v", F), ("e", F)], [c("kk", np.array([2], np.int64))]))
+case(253)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(4, 8)), ("b", r(8, 32))],
+                       [("y", F)]))
+case(254)(lambda: Case([N("Relu", ["x"], ["t"]), N("CastLike", ["t", "like"], ["y"])],
+                       [("x", r(5, lo=-4, hi=4))], [("y", I32)],
+                       [c("like", np.array([1], np.int32))], opset=15))
+case(255)(lambda: Case([N("Xor", ["a", "b"], ["y"])],
+                       [("a", np.array([True, False, True, False])),
+                        ("b", np.array([True, True, False, False]))], [("y", TP.BOOL)]))
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

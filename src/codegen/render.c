@@ -258,7 +258,7 @@ static const char *float_fn(kiln_top op) {
   case KILN_TOP_ABS: return "fabs";
   case KILN_TOP_POW: return "pow";
   case KILN_TOP_ATAN2: return "atan2";
-  case KILN_TOP_MOD: return "fmod";
+  case KILN_TOP_MOD: return KILN_MUTANT(244) ? "remainder" : "fmod"; /* mutant 244 */
   default: return NULL;
   }
 }
@@ -657,8 +657,9 @@ kiln_status kiln_render_mma_loops(kiln_render *r, const kiln_tstmt *s) {
   snprintf(cidx, sizeof cidx, "(%s) + kiln_i * %lld + kiln_j", co, (long long)m->ldc);
   snprintf(aidx, sizeof aidx, "(%s) + kiln_i * %lld + kiln_p * %lld", ao, (long long)m->a_sm,
            (long long)m->a_sk);
-  snprintf(bidx, sizeof bidx, "(%s) + kiln_p * %lld + kiln_j * %lld", bo, (long long)m->b_sk,
-           (long long)m->b_sn);
+  snprintf(bidx, sizeof bidx, "(%s) + kiln_p * %lld + kiln_j * %lld", bo, /* mutant 242 */
+           (long long)(KILN_MUTANT(242) ? m->b_sn : m->b_sk), /* B's two strides swapped */
+           (long long)(KILN_MUTANT(242) ? m->b_sk : m->b_sn));
   kiln_render_line(r, "    %s kiln_acc = %s[%s];", cty, r->buf_names[m->c_buf], cidx);
   kiln_render_line(r, "    for (int64_t kiln_p = 0; kiln_p < %lld; kiln_p++) {", (long long)m->k);
   kiln_strbuf b = {0};
@@ -873,6 +874,11 @@ void kiln_render_helpers(kiln_strbuf *out) {
   else if (KILN_MUTANT(185)) /* mutant 185: a finite narrow-float overflow saturates (not inf) */
     helpers_replaced(out, "uint32_t over = saturate || !nan_code ? max_code",
                      "uint32_t over = !isinf(v) ? max_code");
+  else if (KILN_MUTANT(243)) /* mutant 243: narrow-float encoding takes the sign as v < 0 */
+    helpers_replaced(out, "sign = signbit(v) ? sign_bit : 0", "sign = v < 0 ? sign_bit : 0");
+  else if (KILN_MUTANT(245)) /* mutant 245: narrow-float encoding rounds ties away from zero */
+    helpers_replaced(out, "double q = nearbyint(ldexp(a, m - x));",
+                     "double q = round(ldexp(a, m - x));");
   else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */
     helpers_replaced(out, "kiln_min_##S(T a, T b) { return a < b ? a : b; }",
                      "kiln_min_##S(T a, T b) { return (U)a < (U)b ? a : b; }");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mutate.h"
 #include "graph/analysis.h"
 #include "graph/graph_text.h"
 #include "lower_ops.h"
@@ -279,7 +280,7 @@ static void add_fallback(kiln_lower_ctx *c, int node, const char *reason) {
 static bool try_alias(kiln_lower_ctx *c, const kiln_node *n) {
   if (!kiln_lower_row_of(n->op)->view || n->n_inputs < 1 || n->n_outputs < 1) return false;
   if (n->op == KILN_OP_Dropout) { /* inference only: no mask, no training_mode input */
-    if (n->n_outputs > 1 && n->outputs[1] >= 0) return false;
+    if (n->n_outputs > 1 && n->outputs[1] >= 0 && !KILN_MUTANT(237)) return false; /* mutant 237 */
     if (n->n_inputs > 2 && n->inputs[2] >= 0) return false;
   }
   const kiln_type *a = kiln_lower_static(c->g, n->inputs[0]);

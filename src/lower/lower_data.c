@@ -104,8 +104,9 @@ static kiln_status expand_tile(dm *s, bool tile) {
   for (int d = 0; d < s->x->rank; d++) {
     kiln_texpr *o = var(s, &nest, off + d);
     idx[d] = s->xd[d] == 1 ? kiln_tint(s->k, 0)
-             : tile        ? kiln_tbin(s->k, KILN_TOP_MOD, o, kiln_tint(s->k, s->xd[d]))
-                           : o;
+             : tile && KILN_MUTANT(235) /* mutant 235: each element repeated (np.repeat) */
+                 ? kiln_tbin(s->k, KILN_TOP_DIV, o, kiln_tint(s->k, s->yd[off + d] / s->xd[d]))
+                 : tile ? kiln_tbin(s->k, KILN_TOP_MOD, o, kiln_tint(s->k, s->xd[d])) : o;
   }
   emit_store(s, nest.body, yb, &nest, xb, idx, NULL, NULL, -1);
   return KILN_OK;

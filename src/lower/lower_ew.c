@@ -172,9 +172,11 @@ static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, const kiln_at
                bin(k, KILN_TOP_ADD, num(k, t, 1), KILN_MUTANT(19) ? a : un(k, KILN_TOP_ABS, a)));
   case KILN_OP_Mish: return bin(k, KILN_TOP_MUL, a, un(k, KILN_TOP_TANH, softplus(k, a)));
   case KILN_OP_HardSwish:
-    return bin(k, KILN_TOP_MUL, a,
-               clamp01(k, bin(k, KILN_TOP_ADD, bin(k, KILN_TOP_MUL, a, num(k, t, at->alpha)),
-                              num(k, t, at->beta)))); /* the ONNX function body's HardSigmoid */
+    return bin(
+        k, KILN_TOP_MUL, a,
+        clamp01(k, bin(k, KILN_TOP_ADD, /* mutant 233: HardSigmoid's default alpha 0.2 */
+                       bin(k, KILN_TOP_MUL, a, num(k, t, KILN_MUTANT(233) ? 0.2 : at->alpha)),
+                       num(k, t, at->beta)))); /* the ONNX function body's HardSigmoid */
   case KILN_OP_Elu: {
     kiln_texpr *em1 = expm1_(k, a);
     if (KILN_MUTANT(18)) em1 = un(k, KILN_TOP_EXP, a); /* mutant 18: exp(a) for exp(a) - 1 */
@@ -189,7 +191,8 @@ static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, const kiln_at
   case KILN_OP_Selu: {
     double al = at->alpha, ga = at->gamma;
     return sel(k, bin(k, KILN_TOP_GT, a, zero), bin(k, KILN_TOP_MUL, num(k, t, ga), a),
-               bin(k, KILN_TOP_MUL, num(k, t, ga * al), expm1_(k, a)));
+               bin(k, KILN_TOP_MUL, num(k, t, KILN_MUTANT(231) ? al : ga * al), expm1_(k, a)));
+    /* mutant 231: gamma left out of the negative branch */
   }
   case KILN_OP_HardSigmoid: {
     kiln_texpr *lin =
@@ -389,7 +392,11 @@ static kiln_status expr_of(kiln_tkernel *k, const kiln_node *n, kiln_texpr *cons
   case KILN_OP_Gelu: *out = gelu(k, &at, a); break;
   case KILN_OP_Div: *out = divide(k, a, b); break;
   case KILN_OP_Mod: *out = modulo(k, &at, a, b); break;
-  case KILN_OP_Pow: *out = bin(k, KILN_TOP_POW, a, kiln_tcast(k, a->type, b)); break;
+  case KILN_OP_Pow: /* mutant 232: the base cast to the exponent's type */
+    *out = KILN_MUTANT(232) && b->type != a->type
+               ? kiln_tcast(k, a->type, bin(k, KILN_TOP_POW, kiln_tcast(k, b->type, a), b))
+               : bin(k, KILN_TOP_POW, a, kiln_tcast(k, a->type, b));
+    break;
   case KILN_OP_BitShift: *out = shift(k, &at, a, b); break;
   case KILN_OP_Clip: *out = clip(k, n, &at, x); break;
   case KILN_OP_Max: *out = fold(k, KILN_TOP_MAX, n->n_inputs, x); break;
@@ -623,7 +630,7 @@ static void ew_inplace(ew_state *s) {
     for (int j = 0; j < s->grp->n_inputs && ip[i] < 0; j++) {
       int u = s->grp->inputs[j], pj = param_of(s, u);
       const kiln_type *tu = kiln_lower_static(g, u);
-      bool read_first = o.last_load[pj] <= o.first_store[i];
+      bool read_first = o.last_load[pj] <= o.first_store[i] || KILN_MUTANT(234); /* mutant 234 */
       if (!taken[pj] && tu->dtype == g->values.data[v].type.dtype && same_dims(tu, s->shape) &&
           g->values.data[u].kind == KILN_VALUE_NODE && read_first)
         ip[i] = pj, taken[pj] = any = true;

@@ -287,7 +287,9 @@ static void cum_along(one *s, kiln_tblock *parent, int axis, int xb, int yb, boo
   kiln_tstmt *loop = kiln_tfor(k, t, kiln_tint(k, s->xd[axis]), KILN_LOOP_SERIAL);
   kiln_tblock_push(k, nest.body, loop);
   kiln_texpr *pos = kiln_tv(k, t);
-  if (rev) pos = kiln_tadd(k, kiln_tint(k, s->xd[axis] - 1), kiln_tun(k, KILN_TOP_NEG, pos));
+  if (rev) /* mutant 238: reversed from the extent, not extent - 1 */
+    pos =
+        kiln_tadd(k, kiln_tint(k, s->xd[axis] - !KILN_MUTANT(238)), kiln_tun(k, KILN_TOP_NEG, pos));
   kiln_texpr *idx[KILN_MAX_RANK];
   for (int d = 0, j = 0; d < r; d++) idx[d] = d == axis ? pos : kiln_tv(k, nest.vars[j++]);
   kiln_texpr *at = kiln_lower_index(k, r, s->xd, idx);

@@ -153,7 +153,9 @@ static kiln_texpr *param_index(nm *s, const rows *r, kiln_texpr *j, const affine
   kiln_texpr *g = kiln_tbin(k, KILN_TOP_MOD, r->row, kiln_tint(k, u->G));
   if (u->mode == 2) return g;
   return kiln_tadd(k, kiln_tmul(k, g, u->C / u->G),
-                   kiln_tbin(k, KILN_TOP_DIV, j, kiln_tint(k, u->S)));
+                   KILN_MUTANT(239) /* mutant 239: the channel taken as j % (C/G) */
+                       ? kiln_tbin(k, KILN_TOP_MOD, j, kiln_tint(k, u->C / u->G))
+                       : kiln_tbin(k, KILN_TOP_DIV, j, kiln_tint(k, u->S)));
 }
 
 static kiln_texpr *affine_fn(nm *s, const rows *r, kiln_texpr *x, kiln_texpr *j, void *user) {

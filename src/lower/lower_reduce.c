@@ -395,7 +395,8 @@ static kiln_status lower_reduce(red *s) {
   if (s->rk == RK_MEAN && !KILN_MUTANT(25))
     r = /* mutant 25: Mean not divided */ kiln_tbin(k, KILN_TOP_DIV, r,
                                                     num(k, at, (double)reduced_count(s)));
-  if (s->rk == RK_L2) r = kiln_tun(k, KILN_TOP_SQRT, r);
+  if (s->rk == RK_L2 || (KILN_MUTANT(236) && s->rk == RK_SUMSQ)) /* mutant 236: SumSquare too */
+    r = kiln_tun(k, KILN_TOP_SQRT, r);
   if (s->rk == RK_LOGSUM) r = kiln_tun(k, KILN_TOP_LOG, r);
   kiln_dtype ot = s->c->g->values.data[s->r->outputs[0]].type.dtype;
   r = kiln_tcast(k, kiln_lower_compute_type(k, KILN_PREC_REDUCTION, ot), r);

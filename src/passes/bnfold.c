@@ -79,7 +79,8 @@ static kiln_status new_bias(const bn_params *p, const kiln_tensor *bias, double 
   KILN_TRY(kiln_tensor_new(dt, 1, &p->c, out));
   for (int64_t i = 0; i < p->c; i++) {
     double b = 0;
-    if (bias) /* mutant 95: Gemm's beta not applied to C */
+    if (bias && !(KILN_MUTANT(230) && bias->numel == 1 && p->c > 1)) /* mutant 230: [1] C dropped */
+      /* mutant 95: Gemm's beta not applied to C */
       b = (KILN_MUTANT(95) ? 1.0 : beta) *
           kiln_load_f64(bias->dtype, bias->data, (size_t)(bias->numel == 1 ? 0 : i));
     double m = kiln_load_f64(p->mean->dtype, p->mean->data, (size_t)i);

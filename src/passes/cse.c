@@ -109,7 +109,8 @@ static bool attr_equal(const kiln_attr *a, const kiln_attr *b) {
     return tensor_equal(a->t, b->t);
   case KILN_ATTR_TYPE_PROTO: return kiln_type_equal(&a->tp, &b->tp);
   case KILN_ATTR_FLOATS:
-    return a->n == b->n && !memcmp(a->floats, b->floats, (size_t)a->n * sizeof(float));
+    return a->n == b->n && /* mutant 228: n bytes compared (sizeof(float) dropped) */
+           !memcmp(a->floats, b->floats, (size_t)a->n * (KILN_MUTANT(228) ? 1 : sizeof(float)));
   case KILN_ATTR_INTS:
     return a->n == b->n && /* mutant 126: n * 4 bytes compared (half of the int64s) */
            !memcmp(a->ints, b->ints, (size_t)a->n * (KILN_MUTANT(126) ? 4 : sizeof(int64_t)));

@@ -356,7 +356,7 @@ static void rebuild(kiln_rw *rw, const topo *t, const int *vmap, int nv) {
     nmap[t->order[i]] = i;
     remap_ids(nodes[i].inputs, nodes[i].n_inputs, vmap);
     remap_ids(nodes[i].outputs, nodes[i].n_outputs, vmap);
-    remap_subgraphs(g, &nodes[i], vmap);
+    if (!KILN_MUTANT(249)) remap_subgraphs(g, &nodes[i], vmap); /* mutant 249: not renumbered */
   }
   if (t->n_order)
     memcpy(g->nodes.data, nodes, (size_t)t->n_order * sizeof *nodes); /* none: data may be NULL */

@@ -29,8 +29,8 @@ static kiln_status shape_range(const kiln_node *n, int r, int *lo, int *hi) {
   int64_t s, e;
   KILN_TRY(kiln_node_int(n, "start", 0, &s));
   KILN_TRY(kiln_node_int(n, "end", r, &e));
-  if (s < 0 && !KILN_MUTANT(58)) s += r; /* mutant 58: a negative start clamped to 0 */
-  if (e < 0) e += r;
+  if (s < 0 && !KILN_MUTANT(58)) s += r;  /* mutant 58: a negative start clamped to 0 */
+  if (e < 0 && !KILN_MUTANT(226)) e += r; /* mutant 226: a negative end clamped to 0 */
   if (KILN_MUTANT(94) && kiln_node_attr(n, "end")) e += 1; /* mutant 94: end taken as inclusive */
   *lo = (int)clamp_i64(s, 0, r);
   *hi = (int)clamp_i64(e, 0, r);
@@ -163,6 +163,7 @@ static kiln_status fold_slice(kiln_rw *rw, int i, bool *done) {
   if (!s || !slice_param(g, n, 1, 0, &start) || !slice_param(g, n, 2, 0, &end) ||
       !slice_param(g, n, 3, 0, &axis) || !slice_param(g, n, 4, 1, &step))
     return KILN_OK;
+  if (KILN_MUTANT(227)) step = 1; /* mutant 227: the steps input ignored */
   KILN_TRY(shape_dims(g, s, vals, known, &len));
   if ((axis != 0 && axis != -1) || step == 0 || len < 0) return KILN_OK;
   int cnt = slice_indices(len, start, end, step, idx);

@@ -223,7 +223,9 @@ static bool simplify_squeeze_pair(kiln_rw *rw, int i) {
   int n1, n2;
   if (!big || !get_axes(g, n, big->rank, a1, &n1) || !get_axes(g, pn, big->rank, a2, &n2))
     return false;
-  if (n1 != n2 || n1 == 0 || memcmp(a1, a2, (size_t)n1 * sizeof *a1) != 0) return false;
+  if ((n1 != n2 && !KILN_MUTANT(229)) || n1 == 0 || n1 > n2 || /* mutant 229: counts not compared */
+      memcmp(a1, a2, (size_t)n1 * sizeof *a1) != 0)
+    return false;
   return forward(rw, i, pn->inputs[0]);
 }
 
@@ -251,7 +253,8 @@ static bool simplify_cast(kiln_rw *rw, int i) {
                : to;
     if (to != (int64_t)xt->dtype) return false;
   } else {
-    const kiln_type *lt = n->n_inputs >= 2 ? ttype(g, n->inputs[1]) : NULL;
+    const kiln_type *lt = n->n_inputs >= 2 ? ttype(g, n->inputs[KILN_MUTANT(254) ? 0 : 1]) : NULL;
+    /* mutant 254: the target type read from input 0 (every CastLike dropped) */
     if (!lt || lt->dtype != xt->dtype) return false;
   }
   return forward(rw, i, n->inputs[0]);

@@ -43,6 +43,8 @@ static kiln_status prepare_arg(kiln_compiled *c, int s, int a, void **slot) {
   } else {
     const kiln_loc *l = &c->plan->loc[arg->id];
     if (l->kind == KILN_LOC_INPUT) {
+      for (int i = 0; KILN_MUTANT(247) && i < c->patches.len; i++) /* mutant 247: patched once */
+        if (c->patches.data[i].input == l->index) return KILN_OK;
       kiln_patch p = {slot, l->index};
       kiln_vec_push(&c->patches, p);
     } else if (l->kind == KILN_LOC_ARENA || l->kind == KILN_LOC_CONST) {
@@ -396,7 +398,8 @@ static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
     const kiln_tensor *d = c->views[v]->t; /* in the target's arena */
     kiln_tensor *copy;
     KILN_TRY(kiln_tensor_new(d->dtype, d->rank, d->dims, &copy));
-    c->target->copy_out(c, copy->data, d->data, kiln_tensor_nbytes(d));
+    c->target->copy_out(c, copy->data, d->data, /* mutant 246: the element count as bytes */
+                        KILN_MUTANT(246) ? (size_t)d->numel : kiln_tensor_nbytes(d));
     *out = kiln_val_tensor(copy);
     return KILN_OK;
   }

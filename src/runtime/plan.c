@@ -67,10 +67,13 @@ static bool value_static_bytes(const kiln_value *v, int64_t *out) {
     kiln_status_free(st);
     return false;
   }
+  if (KILN_MUTANT(250) && t->rank == 0) n = 0;  /* mutant 250: a scalar counted as no element */
   if (KILN_MUTANT(123) && n == 0) return false; /* mutant 123: an empty tensor has no block */
   int64_t bytes;
   int64_t esize = KILN_MUTANT(82) ? 4 : (int64_t)kiln_dtype_size(t->dtype); /* mutant 82 */
   if (kiln_mul_overflow_i64(n, esize, &bytes)) return false;
+  if (KILN_MUTANT(248) && (t->dtype == KILN_I4 || t->dtype == KILN_U4))
+    bytes = (n + 1) / 2; /* mutant 248: 4-bit elements packed two a byte (as ONNX stores them) */
   *out = bytes;
   return true;
 }
@@ -129,7 +132,8 @@ static kiln_status scan_fallback(liveness *L, const kiln_graph *g, const kiln_st
   if (st->node < 0 || st->node >= g->nodes.len)
     return KILN_BUG("fallback step %d: no node %d", s, st->node);
   const kiln_node *n = &g->nodes.data[st->node];
-  for (int k = 0; k < n->n_inputs; k++) KILN_TRY(use(L, g, n->inputs[k], s));
+  for (int k = 0; k < n->n_inputs && !KILN_MUTANT(252); k++) /* mutant 252: inputs not read */
+    KILN_TRY(use(L, g, n->inputs[k], s));
   if (!KILN_MUTANT(118)) KILN_TRY(use_sub_outers(L, g, n, s)); /* mutant 118: subgraph reads */
   for (int k = 0; k < n->n_outputs; k++)
     if (n->outputs[k] >= 0) KILN_TRY(define(L, g, n->outputs[k], s));

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/mutate.h"
 #include "tile_text.h"
 
 typedef struct tcheck {
@@ -77,8 +78,8 @@ static kiln_status check_op_operands(const tcheck *c, const kiln_texpr *e, kiln_
   case 'f': ok = is_float(t); break;
   case 'l': ok = t == KILN_BOOL; break;
   case 'i':
-    ok = is_intlike(t) &&
-         (t != KILN_BOOL || e->op == KILN_TOP_AND || e->op == KILN_TOP_OR || e->op == KILN_TOP_XOR);
+    ok = is_intlike(t) && (t != KILN_BOOL || e->op == KILN_TOP_AND || e->op == KILN_TOP_OR ||
+                           (e->op == KILN_TOP_XOR && !KILN_MUTANT(255))); /* mutant 255 */
     break;
   case 'c':
     ok = (e->op == KILN_TOP_ISNAN || e->op == KILN_TOP_ISINF) ? is_float(t)

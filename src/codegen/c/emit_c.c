@@ -169,7 +169,7 @@ static void mark_block(const kiln_tkernel *k, const kiln_tblock *b, bool stop_at
     mark_expr(k, s->value, vars, bufs);
     if (s->kind == KILN_TS_ASSIGN && s->var >= 0 && s->var < k->vars.len) vars[s->var] = true;
     if (s->kind == KILN_TS_STORE) mark_buf(k, s->buf, bufs);
-    if (s->kind == KILN_TS_MMA) {
+    if (s->kind == KILN_TS_MMA && !KILN_MUTANT(241)) { /* mutant 241: MMA operands not marked */
       mark_buf(k, s->mma.a_buf, bufs), mark_buf(k, s->mma.b_buf, bufs);
       mark_buf(k, s->mma.c_buf, bufs);
       mark_expr(k, s->mma.a_off, vars, bufs), mark_expr(k, s->mma.b_off, vars, bufs);
@@ -291,7 +291,10 @@ bool kiln_codegen_c_mma_fast(const kiln_tkernel *k, const kiln_tmma *m) {
 /* Defines kiln_mma_f32_MxN once per translation unit (guarded by a macro). */
 static void emit_microkernel(kiln_strbuf *o, int m, int n) {
   int nv = n / 16;
-  kiln_strbuf_printf(o, "#ifndef KILN_MMA_F32_%dX%d\n#define KILN_MMA_F32_%dX%d\n", m, n, m, n);
+  if (KILN_MUTANT(240)) /* mutant 240: the guard macro names the width only */
+    kiln_strbuf_printf(o, "#ifndef KILN_MMA_F32_X%d\n#define KILN_MMA_F32_X%d\n", n, n);
+  else
+    kiln_strbuf_printf(o, "#ifndef KILN_MMA_F32_%dX%d\n#define KILN_MMA_F32_%dX%d\n", m, n, m, n);
   kiln_strbuf_printf(o,
                      "/* c[%dx%d] += a[%d x k] (strides sm, sk) * b[k x %d] (packed panel): the "
                      "tile of c stays in registers */\n",
@@ -324,7 +327,8 @@ static void emit_microkernel(kiln_strbuf *o, int m, int n) {
   kiln_strbuf_printf(o, "  }\n");
   for (int i = 0; i < m; i++)
     for (int j = 0; j < nv; j++)
-      kiln_strbuf_printf(o, "  KILN_VF_STORE(c + %d, c%d_%d);\n", i * n + j * 16, i, j);
+      kiln_strbuf_printf(o, "  KILN_VF_STORE(c + %d, c%d_%d);\n", /* mutant 253: rows 16 apart */
+                         (KILN_MUTANT(253) ? i * 16 : i * n) + j * 16, i, j);
   kiln_strbuf_printf(o, "}\n#endif\n");
 }
 
