@@ -221,9 +221,12 @@ static kiln_status render_const(const kiln_texpr *e, kiln_strbuf *b) {
   case KILN_F32:
   case KILN_F64: render_float(e->f, e->type, b); return KILN_OK;
   case KILN_F16: kiln_strbuf_printf(b, "((uint16_t)0x%04x)", kiln_f64_to_f16(e->f)); return KILN_OK;
-  case KILN_BF16:
-    kiln_strbuf_printf(b, "((uint16_t)0x%04x)", kiln_f32_to_bf16((float)e->f));
+  case KILN_BF16: { /* rounded once, from the double (through float it could round twice) */
+    uint16_t bits = 0;
+    kiln_store_f64(KILN_BF16, &bits, 0, e->f);
+    kiln_strbuf_printf(b, "((uint16_t)0x%04x)", bits);
     return KILN_OK;
+  }
   default:
     if (is_f8(e->type)) {
       kiln_strbuf_printf(b, "((uint8_t)0x%02x)", kiln_f64_to_f8(e->type, e->f, true));

@@ -577,6 +577,37 @@ static void test_overflow_beside_inf(void) {
   }
 }
 
+/* f64 -> f16 and bf16 round once, from the double: 1 + 2^-11 + 2^-40 is 1 + 2^-10 in f16, but
+ * 1 through f32 (1 + 2^-11 there, a tie that rounds to even); likewise 1 + 2^-8 + 2^-30 in bf16.
+ * The twice-rounded result fails; the once-rounded passes. */
+static void test_cast_round_once(void) {
+  static const char *const to[2] = {"f16", "bf16"};
+  static const char *const c[2] = {"1.00048828125000090949", "1.00390625000000093132"};
+  static const uint16_t once[2] = {0x3c01, 0x3f81}, twice[2] = {0x3c00, 0x3f80};
+  for (int k = 0; k < 2; k++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "graph @c(%%x: f64[2]) -> (%%y: %s[2]) {\n"
+             "  opset \"\" 17\n"
+             "  %%z = const f64[] [0.0]\n"
+             "  %%a = const f64[2] [%s, 2.0]\n"
+             "  %%m = Mul(%%x, %%z) : f64[2]\n"
+             "  %%s = Add(%%m, %%a) : f64[2]\n"
+             "  %%y = Cast(%%s) {to=%d} : %s[2]\n"
+             "  return %%y\n}\n",
+             to[k], c[k], k ? 16 : 10, to[k]);
+    fixture f;
+    if (fixture_make(&f, text, -1, 1)) {
+      uint16_t *y = f.out[0]->t->data;
+      CHECK(y[0] == once[k]);
+      CHECK(check_out(&f, 0).ok);
+      y[0] = twice[k];
+      CHECK(!check_out(&f, 0).ok);
+    }
+    fixture_free(&f);
+  }
+}
+
 /* Results that any correct implementation computes exactly carry no error: a comparison
  * of a value with itself, x - x, integers cast to float and their Floor, selections. */
 /* Cast to bool of a value whose interval holds 0, and Equal of operands within their
@@ -750,6 +781,6 @@ static void teardown(void) {
 
 TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds), T(test_unstable),
           T(test_zero_sign), T(test_overflow_select), T(test_softmax_wide),
-          T(test_overflow_beside_inf), T(test_exact), T(test_unstable_zero), T(test_cast_rounding),
-          T(test_local), T(test_sound_unary), T(test_sound_contractions), T(test_sound_composite),
-          T(test_sound_k4096), T(teardown))
+          T(test_overflow_beside_inf), T(test_cast_round_once), T(test_exact),
+          T(test_unstable_zero), T(test_cast_rounding), T(test_local), T(test_sound_unary),
+          T(test_sound_contractions), T(test_sound_composite), T(test_sound_k4096), T(teardown))
