@@ -380,6 +380,12 @@ static bnd_rule refine_rule(const bnd_node *b, bnd_rule rule) {
     int64_t tm = 0;
     kiln_status st = kiln_node_int(b->n, "training_mode", 0, &tm);
     if (st) return kiln_status_free(st), BND_PERTURB;
+    /* BatchNormalization in training normalizes by the batch's statistics: a row
+     * normalization per channel (bound_norm.c), where a perturbation of all inputs together
+     * would leave x - mean unchanged; its running statistics (more outputs) by perturbation */
+    bool more = false;
+    for (int k = 1; k < b->n->n_outputs; k++) more |= b->n->outputs[k] >= 0;
+    if (tm && op == KILN_OP_BatchNormalization && b->n->opset >= 14 && !more) return BND_NORM;
     if (tm || (op == KILN_OP_Dropout && b->n->n_inputs > 2 && b->in[2])) return BND_PERTURB;
   }
   return rule;

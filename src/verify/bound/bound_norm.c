@@ -13,9 +13,12 @@
 
 typedef struct rows {
   int64_t outer, n, inner;
+  int64_t bs; /* > 0: a BatchNormalization's channel rows: row c holds x[b, c, s] for every
+                 batch entry b and s < bs, j = b bs + s (outer = C rows, inner 1) */
 } rows;
 
 static int64_t at(const rows *rw, int64_t row, int64_t j) {
+  if (rw->bs > 0) return (j / rw->bs) * rw->outer * rw->bs + row * rw->bs + j % rw->bs;
   return (row / rw->inner) * rw->n * rw->inner + j * rw->inner + row % rw->inner;
 }
 
@@ -85,7 +88,7 @@ kiln_status kiln_bnd_softmax(bnd_node *b) {
   int axis;
   KILN_TRY(axis_attr(b, b->n->opset < 13 ? 1 : -1, x, &axis));
   if (axis >= x->rank) return kiln_bnd_perturb(b, 32);
-  rows rw = {prod(x, 0, axis), x->dims[axis], prod(x, axis + 1, x->rank)};
+  rows rw = {prod(x, 0, axis), x->dims[axis], prod(x, axis + 1, x->rank), 0};
   if (b->n->opset < 13) rw.n = prod(x, axis, x->rank), rw.inner = 1; /* 2-D coercion */
   kiln_tensor *e = kiln_bnd_zeros_like(y);
   const double *ed = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;
@@ -173,7 +176,8 @@ static void lp_row(const rows *rw, int64_t row, const double *x, const double *e
 /* Index of the scale/bias element of each element of x. */
 static int64_t *param_index(const bnd_node *b, const kiln_tensor *x, const kiln_tensor *s) {
   kiln_op op = b->n->op;
-  if (op != KILN_OP_InstanceNormalization && op != KILN_OP_GroupNormalization)
+  if (op != KILN_OP_InstanceNormalization && op != KILN_OP_GroupNormalization &&
+      op != KILN_OP_BatchNormalization)
     return kiln_bnd_bcast_index(s, x);
   int64_t C = x->rank > 1 ? x->dims[1] : 1, S = prod(x, 2, x->rank);
   int64_t per = C > 0 && s->numel > 0 && s->numel < C ? C / s->numel : 1; /* GroupNorm 18 */
@@ -233,23 +237,27 @@ kiln_status kiln_bnd_norm(bnd_node *b) {
   float epsf = 1e-5f;
   int64_t p = 2, G = 1;
   int axis = 0;
-  rows rw = {1, 1, 1};
+  rows rw = {1, 1, 1, 0};
   if (op == KILN_OP_LayerNormalization || op == KILN_OP_RMSNormalization ||
       op == KILN_OP_LpNormalization) {
     KILN_TRY(axis_attr(b, -1, x, &axis));
     if (axis >= x->rank) return kiln_bnd_perturb(b, 32);
-    rw = (rows){prod(x, 0, axis), prod(x, axis, x->rank), 1};
+    rw = (rows){prod(x, 0, axis), prod(x, axis, x->rank), 1, 0};
     if (op == KILN_OP_LpNormalization) {
-      rw = (rows){prod(x, 0, axis), x->dims[axis], prod(x, axis + 1, x->rank)};
+      rw = (rows){prod(x, 0, axis), x->dims[axis], prod(x, axis + 1, x->rank), 0};
       KILN_TRY(kiln_node_int(b->n, "p", 2, &p));
     }
   } else if (op == KILN_OP_InstanceNormalization) {
-    rw = (rows){prod(x, 0, x->rank > 1 ? 2 : 1), prod(x, x->rank > 1 ? 2 : 1, x->rank), 1};
+    rw = (rows){prod(x, 0, x->rank > 1 ? 2 : 1), prod(x, x->rank > 1 ? 2 : 1, x->rank), 1, 0};
+  } else if (op == KILN_OP_BatchNormalization) { /* training: statistics of the batch */
+    int64_t C = x->rank > 1 ? x->dims[1] : 1, S = prod(x, 2, x->rank);
+    if (x->rank < 2 || C <= 0 || S <= 0) return kiln_bnd_perturb(b, 32);
+    rw = (rows){C, x->dims[0] * S, 1, S};
   } else { /* GroupNormalization */
     KILN_TRY(kiln_node_int(b->n, "num_groups", 1, &G));
     int64_t C = x->rank > 1 ? x->dims[1] : 1;
     if (G <= 0 || C % G) return kiln_bnd_perturb(b, 32);
-    rw = (rows){x->dims[0] * G, C / G * prod(x, 2, x->rank), 1};
+    rw = (rows){x->dims[0] * G, C / G * prod(x, 2, x->rank), 1, 0};
   }
   if (op != KILN_OP_LpNormalization) KILN_TRY(kiln_node_float(b->n, "epsilon", 1e-5f, &epsf));
   int64_t nrows = rw.outer * rw.inner;
