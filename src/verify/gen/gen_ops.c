@@ -173,7 +173,7 @@ static const bin_spec binary[KILN_OP_COUNT] = {
     BIN(Sub, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .mag = '+'),
     BIN(Mul, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .mag = '*'),
     BIN(Div, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_NONZERO, .mag = '/'),
-    BIN(Mod, .dts = DT_INT, .a = DOM_ANY, .b = DOM_NONZERO, .mag = 'm'),
+    BIN(Mod, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_NONZERO, .mag = 'm'),
     BIN(Pow, .dts = DT_FLOAT, .a = DOM_POS, .b = DOM_ANY, .mag = 'p'),
     BIN(PRelu, .dts = DT_FLOAT, .a = DOM_ANY, .b = DOM_ANY, .mag = '*'),
     BIN(Max, .dts = DT_NUM, .a = DOM_ANY, .b = DOM_ANY, .mag = 'm'),
@@ -258,7 +258,11 @@ static bool b_binary(gen *G, int op) {
   char attr[32] = "";
   if (s->mag == 's')
     snprintf(attr, sizeof attr, "direction=\"%s\"", gen_attr_chance(G, 0.5) ? "LEFT" : "RIGHT");
-  if (!strcmp(s->name, "Mod") && gen_chance(&G->rng, 0.3)) return false;
+  if (!strcmp(s->name, "Mod")) { /* fmod: required (1) for floats; 0 (the default), written
+                                     or not, or 1 (the sign of the dividend) for integers */
+    if (kiln_dtype_is_float(dt)) snprintf(attr, sizeof attr, "fmod=1");
+    else if (gen_attr_chance(G, 0.5)) snprintf(attr, sizeof attr, "fmod=%d", gen_attr_int(G, 0, 1));
+  }
   double mag = bin_mag(s->mag, gen_mag(G, a), gen_mag(G, b));
   bool minmax = !strcmp(s->name, "Max") || !strcmp(s->name, "Min"); /* keep a common domain */
   gen_dom dom = minmax && gen_v(G, a)->dom == gen_v(G, b)->dom ? gen_v(G, a)->dom : DOM_ANY;

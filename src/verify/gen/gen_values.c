@@ -145,6 +145,13 @@ double gen_cast_edge(gen_rng *r, kiln_dtype from, kiln_dtype to, gen_dom dom) {
     return neg ? -m : m;
   }
   if (is_gen_float(to)) {
+    bool zero_ok = dom == DOM_ANY || dom == DOM_UNIT || dom == DOM_NONNEG;
+    if (zero_ok && gen_chance(r, 0.12)) { /* a signed zero, or a value that rounds to one */
+      subnormal_range(to, &lo, &hi);
+      m = gen_chance(r, 0.5) ? 0.0 : lo * (0.05 + 0.4 * gen_unif(r));
+      if (from == KILN_F16 && m > 0) m = 0; /* f16 holds nothing below f16's own subnormals */
+      return neg || (dom != DOM_NONNEG && gen_chance(r, 0.3)) ? -m : m;
+    }
     int w = gen_int(r, 0, dom == DOM_ANY ? 5 : 3);
     if (w == 4) return gen_chance(r, 0.5) ? -INFINITY : INFINITY; /* kept by every cast */
     if (w == 5 && largest(from) > largest(to)) {
