@@ -240,6 +240,7 @@ bool gen_b_global_pool(gen *G, int op);
 bool gen_b_norm(gen *G, int op);
 bool gen_b_topk(gen *G, int op);
 bool gen_b_rnn(gen *G, int op);
+kiln_type gen_gemm_c_type(gen *G, kiln_dtype dt, int64_t m, int64_t n, bool m_known);
 /* A value for an element of string-list attribute name of op (the recurrent ops'
  * activations), drawn; NULL when the generator knows none. */
 const char *gen_list_string(gen *G, const char *op, const char *name);

@@ -112,6 +112,21 @@ bool gen_b_matmul(gen *G, int op) {
   return true;
 }
 
+/* The type of a Gemm's C: any form that broadcasts to [m, n] one way: [n], [1], a scalar,
+ * [1, n], [m, 1], [m, n] (the forms with m only where m is known). */
+kiln_type gen_gemm_c_type(gen *G, kiln_dtype dt, int64_t m, int64_t n, bool m_known) {
+  int form = gen_int(&G->rng, 0, m_known ? 5 : 3);
+  int64_t d[2] = {n, 1};
+  switch (form) {
+  case 0: return kiln_type_tensor(dt, 1, d);
+  case 1: d[0] = 1; return kiln_type_tensor(dt, 1, d);
+  case 2: return kiln_type_tensor(dt, 0, d);
+  case 3: d[0] = 1, d[1] = n; return kiln_type_tensor(dt, 2, d);
+  case 4: d[0] = m, d[1] = 1; return kiln_type_tensor(dt, 2, d);
+  default: d[0] = m, d[1] = n; return kiln_type_tensor(dt, 2, d);
+  }
+}
+
 bool gen_b_gemm(gen *G, int op) {
   (void)op;
   int x = pick_float(G, 2, 2, false);
@@ -121,12 +136,11 @@ bool gen_b_gemm(gen *G, int op) {
   int64_t m = gen_dim(G, x, ta ? 1 : 0), k = gen_dim(G, x, ta ? 0 : 1), n = gen_int(&G->rng, 1, 8);
   int64_t bd[2] = {tb ? n : k, tb ? k : n};
   int in[3] = {x, new_value(G, dt, 2, bd, DOM_ANY, 0.7), -1};
-  int c = gen_int(&G->rng, 0, 3);
-  int64_t cd[2] = {m, n};
-  if (c == 1) in[2] = new_value(G, dt, 1, cd + 1, DOM_ANY, 0.9);
-  else if (c == 2 && gen_v(G, x)->type.dims[ta ? 1 : 0].value >= 0)
-    in[2] = new_value(G, dt, 2, cd, DOM_ANY, 0.5);
-  else if (c == 3) in[2] = new_value(G, dt, 0, cd, DOM_ANY, 0.9);
+  if (gen_chance(&G->rng, 0.75)) {
+    kiln_type ct = gen_gemm_c_type(G, dt, m, n, gen_v(G, x)->type.dims[ta ? 1 : 0].value >= 0);
+    int64_t cd[2] = {ct.rank > 0 ? ct.dims[0].value : 1, ct.rank > 1 ? ct.dims[1].value : 1};
+    in[2] = new_value(G, dt, ct.rank, cd, DOM_ANY, ct.rank == 2 && cd[0] > 1 ? 0.5 : 0.9);
+  }
   char a[96];
   ATTR("alpha=%.3g, beta=%.3g, transA=%d, transB=%d",
        gen_attr_chance(G, 0.5) ? 1.0 : 0.5 + gen_attr_unif(G),

@@ -155,7 +155,8 @@ static int axes_op(gen *G, const char *op, int x, int n, const int64_t *ax, int 
 
 /* Inverse view pairs (simplify): Unsqueeze then Squeeze of the same axes, or Squeeze of unit
  * dims then Unsqueeze of the same, each axis list written in either form (normalized over
- * the larger rank); now and then the second axis differs (no inverse: nothing to fold). */
+ * the larger rank); now and then the second axis differs, or the second op takes one of two
+ * axes only (no inverse: nothing to fold, or a part). */
 static int p_view_pairs(gen *G) {
   int x = source(G, DT_ALL, 0, 4);
   if (x < 0) return -1;
@@ -178,6 +179,12 @@ static int p_view_pairs(gen *G) {
   if (n == 1 && gen_chance(&G->rng, 0.15)) { /* a different axis: not an inverse */
     int64_t other = gen_int(&G->rng, 0, big - 1);
     if (sq_first || gen_v(G, y)->type.dims[other].value == 1) bx[0] = other;
+  }
+  if (n == 2 && gen_chance(&G->rng, 0.25)) { /* one of the two axes only: half an inverse */
+    bx[0] = ax[gen_int(&G->rng, 0, 1)];
+    int out = sq_first ? r - 1 : r + 2; /* the rank the second op's axes refer to */
+    if (!sq_first || bx[0] < out)
+      return axes_op(G, sq_first ? "Unsqueeze" : "Squeeze", y, 1, bx, out);
   }
   return axes_op(G, sq_first ? "Unsqueeze" : "Squeeze", y, n, bx, big);
 }
@@ -266,8 +273,9 @@ static int p_gemm_bn(gen *G) {
   bool tb = gen_chance(&G->rng, 0.5);
   int64_t bd[2] = {tb ? n : k, tb ? k : n};
   kiln_type bt = kiln_type_tensor(dt, 2, bd), ct = kiln_type_tensor(dt, 1, &n);
+  kiln_type cc = gen_gemm_c_type(G, dt, m, n, gen_is_static(G, a)); /* C: any form */
   int in[3] = {a, gen_new_const(G, &bt, DOM_ANY),
-               gen_chance(&G->rng, 0.6) ? gen_new_const(G, &ct, DOM_ANY) : -1};
+               gen_chance(&G->rng, 0.6) ? gen_new_const(G, &cc, DOM_ANY) : -1};
   char at[96];
   snprintf(at, sizeof at, "alpha=%.3g, beta=%.3g, transB=%d", gen_chance(&G->rng, 0.5) ? 1.0 : 0.75,
            gen_chance(&G->rng, 0.5) ? 1.0 : 0.5, tb);
