@@ -241,10 +241,15 @@ static bool b_binary(gen *G, int op) {
   int b = -1;
   bool ident = false;
   if (gen_chance(&G->rng, 0.25)) ident = (b = identity_operand(G, s->name, dt)) >= 0;
-  if (b < 0 && s->mag == 'p') { /* Pow: a positive base, a small exponent */
-    int64_t d1[1] = {1};
-    kiln_type t = kiln_type_tensor(dt, gen_int(&G->rng, 0, 1), d1);
-    b = gen_new_const(G, &t, DOM_ANY);
+  if (b < 0 && s->mag == 'p') { /* Pow: a positive base, a small exponent, float or (T2 is
+                                   its own type) an integer one now and then */
+    int64_t d1[1] = {1}, e = gen_int(&G->rng, -2, 3);
+    if (gen_chance(&G->rng, 0.3))
+      b = gen_const_i64(G, 1, &e, gen_chance(&G->rng, 0.5)); /* i64, scalar or [1] */
+    else {
+      kiln_type t = kiln_type_tensor(dt, gen_int(&G->rng, 0, 1), d1);
+      b = gen_new_const(G, &t, DOM_ANY);
+    }
   }
   if (b < 0 && gen_chance(&G->rng, 0.05) && s->b == DOM_ANY) b = a;  /* x op x */
   if (b < 0 && strcmp(s->name, "PRelu") && gen_chance(&G->rng, 0.2)) /* PRelu: one way only */
