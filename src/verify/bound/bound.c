@@ -241,6 +241,8 @@ static kiln_tensor *subst_tensor(const kiln_tensor *x, const kiln_tensor *e, bnd
     case BND_NEAR0: d[i] = fabs(xv) <= ev ? 0 : xv; break;
     case BND_ABS_MAX1: d[i] = fmax(fabs(xv) + ev, 1); break;
     case BND_ABS_FIN: d[i] = isfinite(xv) ? fabs(xv) + ev : 0; break;
+    case BND_INF_IND: d[i] = isinf(xv) ? 1 : 0; break;
+    case BND_ZERO_IND: d[i] = isfinite(xv) && ev > 0 && fabs(xv) <= ev ? 1 : 0; break;
     case BND_ZEROS:
     case BND_SAME:
     case BND_OMIT: d[i] = how == BND_SAME ? xv : 0; break;

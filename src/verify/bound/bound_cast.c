@@ -289,3 +289,54 @@ kiln_status kiln_bnd_argminmax(bnd_node *b) {
   kiln_bnd_unstable(b, bad, "another element is within the error of the arg max/min");
   return KILN_OK;
 }
+
+/* ---- MOD of floats (fmod=1): y = x - q d with q = trunc(x / d), exact in IEEE arithmetic.
+ * While q stays the same over the input intervals, y moves as x - q d: err = e_x + |q| e_d.
+ * Where q could change (x / d crosses an integer within the intervals, or d's interval holds
+ * 0) y jumps by up to |d|: unstable. Exact inputs give an exact result (no error); NaN and
+ * infinities propagate as fmod defines them (fmod(inf, d) = NaN, fmod(x, inf) = x). Integer
+ * Mod is exact. ---- */
+static bool quotient_moves(double x, double ex, double d, double ed) {
+  if (d - ed <= 0 && d + ed >= 0) return true;
+  double q0 = trunc(x / d), c[4] = {(x - ex) / (d - ed), (x - ex) / (d + ed), (x + ex) / (d - ed),
+                                    (x + ex) / (d + ed)};
+  for (int k = 0; k < 4; k++) { /* a margin for the rounding of the divisions here */
+    double lo = c[k] - fabs(c[k]) * 0x1p-50, hi = c[k] + fabs(c[k]) * 0x1p-50;
+    if (trunc(lo) != q0 || trunc(hi) != q0) return true;
+  }
+  return false;
+}
+
+kiln_status kiln_bnd_mod(bnd_node *b) {
+  kiln_tensor *y = kiln_bnd_out_t(b, b->out, 0);
+  if (!y || b->n->n_inputs < 2 || !kiln_bnd_is_float_val(b->in[0]) ||
+      !kiln_bnd_is_float_val(b->in[1]))
+    return kiln_bnd_exact(b, kiln_bnd_info(b->n->op)); /* integers */
+  const kiln_tensor *x = b->in[0]->t, *d = b->in[1]->t;
+  if (x->dtype != KILN_F64 || d->dtype != KILN_F64) return kiln_bnd_perturb(b, 1);
+  const double *ex = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;
+  const double *ed = kiln_bnd_has_err(b, 1) ? b->ein[1]->data : NULL;
+  if (!ex && !ed) return KILN_OK; /* exact */
+  int64_t *ix = kiln_bnd_bcast_index(x, y), *id = kiln_bnd_bcast_index(d, y), bad = 0;
+  kiln_tensor *e = kiln_bnd_zeros_like(y);
+  for (int64_t i = 0; i < y->numel; i++) {
+    double xv = ((const double *)x->data)[ix[i]], dv = ((const double *)d->data)[id[i]];
+    double exv = ex ? ex[ix[i]] : 0, edv = ed ? ed[id[i]] : 0;
+    double *ei = (double *)e->data + i;
+    if (isnan(((double *)y->data)[i]) || isnan(xv) || isnan(dv)) continue;
+    if (isinf(xv) || isinf(dv)) { /* NaN, or x itself (d infinite) */
+      *ei = isinf(dv) ? exv : 0;
+      continue;
+    }
+    if (quotient_moves(xv, exv, dv, edv)) {
+      bad++;
+      *ei = fabs(dv) + edv;
+      continue;
+    }
+    *ei = exv + fabs(trunc(xv / dv)) * edv;
+  }
+  free(ix), free(id);
+  b->eout[0] = e;
+  kiln_bnd_unstable(b, bad, "Mod's quotient may truncate to another integer within the errors");
+  return KILN_OK;
+}

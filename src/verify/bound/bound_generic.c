@@ -207,6 +207,39 @@ static kiln_status open_overflow_beside_inf(bnd_node *b, kiln_op op, const bnd_s
   return KILN_OK;
 }
 
+/* An infinity times a value whose interval holds 0 (an underflow, a cancellation): inf in the
+ * reference, NaN in a kernel whose value is 0 (1e-44 * 1e-41 is 1e-85 in the reference's
+ * doubles, 0 in f32; times -inf: -inf or NaN). The elements of a product of two data inputs
+ * (Mul, MatMul, Gemm's A B, Einsum of two) with such a term are open: the op on the indicators
+ * of infinities and of uncertain zeros, both ways, is nonzero there. a and c are the two
+ * factors' input positions; how has BND_OMIT or BND_SAME elsewhere. */
+static kiln_status open_inf_times_zero(bnd_node *b, bnd_subst *how, int a, int c) {
+  bool inf = false;
+  for (int i = 0; i < b->n->n_inputs; i++) {
+    if ((i != a && i != c) || !kiln_bnd_is_float_val(b->in[i])) continue;
+    const kiln_tensor *t = b->in[i]->t;
+    for (int64_t j = 0; t->dtype == KILN_F64 && j < t->numel && !inf; j++)
+      inf = isinf(((const double *)t->data)[j]);
+  }
+  if (!inf || !kiln_bnd_any_err(b)) return KILN_OK;
+  kiln_val **p = NULL, **q = NULL;
+  how[a] = BND_INF_IND, how[c] = BND_ZERO_IND;
+  kiln_status st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &p);
+  how[a] = BND_ZERO_IND, how[c] = BND_INF_IND;
+  if (!st) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, how, &q);
+  kiln_tensor *pt = kiln_bnd_out_t(b, p, 0), *qt = kiln_bnd_out_t(b, q, 0);
+  if (!st && pt && qt && pt->numel == qt->numel) {
+    int64_t open = 0;
+    for (int64_t i = 0; i < pt->numel; i++)
+      open += ((double *)pt->data)[i] != 0 || ((double *)qt->data)[i] != 0;
+    kiln_bnd_unstable(b, open,
+                      "an infinity times a value whose interval holds 0 (NaN or an "
+                      "infinity)");
+  }
+  kiln_bnd_free_outs(b, p), kiln_bnd_free_outs(b, q);
+  return st;
+}
+
 /* ---- SUM / SUB: err = op(err) + gamma_K op(|x|) + u |y| ---- */
 static kiln_status rule_sum(bnd_node *b, const bnd_opinfo *info, kiln_op op, double K) {
   kiln_val **e = NULL, **m = NULL;
@@ -282,6 +315,11 @@ static kiln_status rule_multilin(bnd_node *b, const bnd_opinfo *info) {
   for (int i = 0; i < b->n->n_inputs; i++) how[i] = is_data(info, i) ? BND_ABS_FIN : BND_SAME;
   if (!st && !partial_products(b))
     st = open_overflow_beside_inf(b, KILN_OP_UNKNOWN, how, plain_inter);
+  int fa = -1, fc = -1, nd = 0; /* the two data inputs of a product of two */
+  for (int i = 0; i < b->n->n_inputs; i++)
+    if (is_data(info, i) && b->in[i]) nd++, fa < 0 ? (fa = i) : (fc = i);
+  for (int i = 0; i < b->n->n_inputs; i++) how[i] = BND_SAME;
+  if (!st && nd == 2 && fc >= 0 && !partial_products(b)) st = open_inf_times_zero(b, how, fa, fc);
   free(how);
   for (int k = 0; !st && k < b->n->n_outputs; k++) {
     kiln_tensor *mt = kiln_bnd_out_t(b, m, k), *y = kiln_bnd_out_t(b, b->out, k);
@@ -330,6 +368,8 @@ static kiln_status rule_gemm(bnd_node *b) {
   bnd_subst hf[3] = {BND_ABS_FIN, BND_ABS_FIN, has_c ? BND_ABS_FIN : BND_OMIT};
   kiln_status st = err_ab ? kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, hp, &p) : KILN_OK;
   if (!st) st = open_overflow_beside_inf(b, KILN_OP_UNKNOWN, hf, gemm_inter);
+  bnd_subst hz[3] = {BND_SAME, BND_SAME, BND_OMIT};
+  if (!st) st = open_inf_times_zero(b, hz, 0, 1);
   if (!st) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, hm, &m);
   if (!st) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, h1, &o);
   if (!st && has_c && kiln_bnd_has_err(b, 2)) st = kiln_bnd_eval_how(b, KILN_OP_UNKNOWN, hce, &ce);
@@ -440,6 +480,7 @@ static kiln_status apply_rule(bnd_node *b) {
   case BND_GEMM: return rule_gemm(b);
   case BND_CORNER: return kiln_bnd_corner(b, info);
   case BND_LIPSCHITZ: return kiln_bnd_lipschitz(b, info);
+  case BND_MOD: return kiln_bnd_mod(b);
   case BND_CAST: return kiln_bnd_cast(b);
   case BND_ARGMINMAX: return kiln_bnd_argminmax(b);
   case BND_TOPK: return kiln_bnd_topk(b);

@@ -22,6 +22,7 @@ typedef enum bnd_rule {
   BND_GEMM,        /* Gemm: MULTILIN on A, B with |alpha|, and |beta| * C */
   BND_CORNER,      /* elementwise, monotone or convex per input: corners of the input boxes */
   BND_LIPSCHITZ,   /* elementwise with |f'| <= 1 (Sin, Cos): err = min(e, range) */
+  BND_MOD,         /* Mod of floats (fmod): exact, jumps where the quotient's truncation moves */
   BND_CAST,        /* Cast/CastLike: rounding to the target float type, or DISCRETE */
   BND_ARGMINMAX,   /* ArgMax/ArgMin: exact indices, unstable where a rival is within error */
   BND_TOPK,        /* TopK: values move, indices unstable where candidates overlap */
@@ -97,6 +98,8 @@ typedef enum bnd_subst {
   BND_NEAR0,    /* 0 where the interval [x - e, x + e] holds 0, else x */
   BND_ABS_MAX1, /* max(|x| + e, 1): products of any subset of these bound partial products */
   BND_ABS_FIN,  /* |x| + e where x is finite, 0 at NaN and infinities (the finite terms) */
+  BND_INF_IND,  /* 1 where x is infinite, else 0 */
+  BND_ZERO_IND, /* 1 where x is finite and its interval [x - e, x + e] holds 0 (e > 0), else 0 */
   BND_SAME,     /* x itself (borrowed) */
   BND_OMIT,     /* the input left out (NULL), e.g. Gemm's C */
 } bnd_subst;
@@ -177,6 +180,7 @@ KILN_MUST_USE kiln_status kiln_bnd_topk(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_hardmax(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_softmax(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_norm(bnd_node *b);
+KILN_MUST_USE kiln_status kiln_bnd_mod(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_lrn(bnd_node *b);
 
 #endif

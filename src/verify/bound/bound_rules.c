@@ -118,7 +118,7 @@ static const bnd_opinfo table[KILN_OP_COUNT] = {
     [KILN_OP_Sqrt] = {.rule = BND_CORNER, .ulps = 1, .mono_all = true},
     [KILN_OP_LeakyRelu] = {.rule = BND_CORNER, .ulps = 1},
     [KILN_OP_PRelu] = {.rule = BND_CORNER, .ulps = 1},
-    [KILN_OP_Mod] = {.rule = BND_CORNER, .ulps = 1},
+    [KILN_OP_Mod] = {.rule = BND_MOD},
     [KILN_OP_HardSigmoid] = {.rule = BND_CORNER, .ulps = 2, .absmag = 1},
     [KILN_OP_HardSwish] = {.rule = BND_CORNER, .ulps = 4, .absmag = 1},
     [KILN_OP_Exp] = {.rule = BND_CORNER, .ulps = 4, .mono_all = true},
