@@ -498,6 +498,10 @@ bool gen_b_rnn(gen *G, int op) {
   if (lstm && gen_attr_chance(G, 0.3))
     l += (size_t)snprintf(a + l, sizeof a - l, ", input_forget=%d", gen_attr_int(G, 0, 1));
   if (gen_attr_chance(G, 0.5)) rnn_activations(G, nact, (int)nd, a, sizeof a);
+  if (gen_attr_chance(G, 0.1)) { /* hidden_size absent: R's shape gives it */
+    const char *rest = strchr(a, ',');
+    memmove(a, rest ? rest + 2 : "", strlen(rest ? rest + 2 : "") + 1);
+  }
   int64_t wd[3] = {nd, gates * hid, in_sz}, rd[3] = {nd, gates * hid, hid};
   int64_t bd[2] = {nd, 2 * gates * hid}, hd[3] = {nd, batch, hid}, pd[2] = {nd, 3 * hid};
   if (layout1) hd[0] = batch, hd[1] = nd;
