@@ -505,8 +505,9 @@ bool gen_b_rnn(gen *G, int op) {
   int64_t wd[3] = {nd, gates * hid, in_sz}, rd[3] = {nd, gates * hid, hid};
   int64_t bd[2] = {nd, 2 * gates * hid}, hd[3] = {nd, batch, hid}, pd[2] = {nd, 3 * hid};
   if (layout1) hd[0] = batch, hd[1] = nd;
-  int in[8] = {x, param(G, dt, 3, wd, DOM_UNIT), param(G, dt, 3, rd, DOM_UNIT), -1, -1, -1, -1, -1};
-  int n_in = 3;
+  int in[8] = {x, -1, -1, -1, -1, -1, -1, -1}, n_in = 3;
+  in[1] = param(G, dt, 3, wd, DOM_UNIT); /* one draw after the other: an initializer's order */
+  in[2] = param(G, dt, 3, rd, DOM_UNIT); /* of evaluation is unspecified */
   if (gen_chance(&G->rng, 0.6)) in[3] = param(G, dt, 2, bd, DOM_UNIT), n_in = 4;
   if (gen_chance(&G->rng, 0.3)) { /* lengths 1..seq per batch entry */
     kiln_type lt = kiln_type_tensor(KILN_I32, 1, &batch);
