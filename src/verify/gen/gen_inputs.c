@@ -29,10 +29,9 @@ typedef struct edge_plan {
   unsigned *drawn; /* bits of the kinds written */
 } edge_plan;
 
-/* A random kind among the bits of kinds (not 0). */
-/* One of the kinds, NaN and the infinities with twice the weight of each other kind: every
- * op must propagate them as ONNX defines, and a kernel that tests for them in one place and not
- * another differs only there. */
+/* One of the kinds (kinds is not 0), NaN and the infinities with twice the weight of each other
+ * kind: every op must propagate them as ONNX defines, and a kernel that tests for them in one place
+ * and not another differs only there. */
 static int pick_kind(gen_rng *r, unsigned kinds) {
   int n = 0, k[2 * KILN_GEN_EDGE_COUNT];
   for (int i = 0; i < KILN_GEN_EDGE_COUNT; i++)
