@@ -2,1471 +2,880 @@
  * do not edit. */
 #include "gen_internal.h"
 
-static const uint32_t in_Abs_6[] = {0x3cfeu};
-static const uint32_t out_Abs_6[] = {0x3cfeu};
-static const uint32_t in_Abs_13[] = {0x13cfeu};
-static const uint32_t out_Abs_13[] = {0x13cfeu};
+/* the distinct lists of masks, one per formal input or output */
+static const uint32_t t0[] = {0x3cfeu};
+static const uint32_t t1[] = {0x13cfeu};
+static const uint32_t t2[] = {0xc02u};
+static const uint32_t t3[] = {0x10c02u};
+static const uint32_t t4[] = {0x3cc2u, 0x3cc2u};
+static const uint32_t t5[] = {0x3cc2u};
+static const uint32_t t6[] = {0x13cc2u, 0x13cc2u};
+static const uint32_t t7[] = {0x13cc2u};
+static const uint32_t t8[] = {0x13cfeu, 0x13cfeu};
+static const uint32_t t9[] = {0x200u, 0x200u};
+static const uint32_t t10[] = {0x200u};
+static const uint32_t t11[] = {0x80u};
+static const uint32_t t12[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t t13[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t t14[] = {0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t t15[] = {0x3014u, 0x3014u};
+static const uint32_t t16[] = {0x3014u};
+static const uint32_t t17[] = {0x30fcu, 0x30fcu};
+static const uint32_t t18[] = {0x30fcu};
+static const uint32_t t19[] = {0x3ffeu};
+static const uint32_t t20[] = {0x13ffeu};
+static const uint32_t t21[] = {0x1f3ffeu};
+static const uint32_t t22[] = {0x7f3ffeu};
+static const uint32_t t23[] = {0xff3ffeu};
+static const uint32_t t24[] = {0x1ff3ffeu};
+static const uint32_t t25[] = {0x7ff3ffeu};
+static const uint32_t t26[] = {0x13ffeu, 0x13ffeu};
+static const uint32_t t27[] = {0x1f3ffeu, 0x1f3ffeu};
+static const uint32_t t28[] = {0x7f3ffeu, 0x7f3ffeu};
+static const uint32_t t29[] = {0xff3ffeu, 0xff3ffeu};
+static const uint32_t t30[] = {0x1ff3ffeu, 0x1ff3ffeu};
+static const uint32_t t31[] = {0x7ff3ffeu, 0x7ff3ffeu};
+static const uint32_t t32[] = {0x2u};
+static const uint32_t t33[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t t34[] = {0x3cfeu, 0x3cfeu, 0x3cfeu};
+static const uint32_t t35[] = {0x13cfeu, 0x13cfeu, 0x13cfeu};
+static const uint32_t t36[] = {0xfffeu};
+static const uint32_t t37[] = {0x1fffeu};
+static const uint32_t t38[] = {0x3efeu};
+static const uint32_t t39[] = {0x1f3efeu};
+static const uint32_t t40[] = {0x7f3efeu};
+static const uint32_t t41[] = {0xff3efeu};
+static const uint32_t t42[] = {0x1ff3efeu};
+static const uint32_t t43[] = {0x7ff3efeu};
+static const uint32_t t44[] = {0x13cc2u, 0xc0u};
+static const uint32_t t45[] = {0x38c2u, 0xc0u};
+static const uint32_t t46[] = {0x38c2u};
+static const uint32_t t47[] = {0xc02u, 0x200u};
+static const uint32_t t48[] = {0xc02u, 0xc02u, 0x200u};
+static const uint32_t t49[] = {0x10c02u, 0xc02u, 0x200u};
+static const uint32_t t50[] = {0x10c02u, 0x200u};
+static const uint32_t t51[] = {0x1f0c02u, 0x1f0c02u, 0x200u};
+static const uint32_t t52[] = {0x1f0c02u, 0x200u};
+static const uint32_t t53[] = {0x3efeu, 0x3efeu};
+static const uint32_t t54[] = {0x13efeu, 0x13efeu};
+static const uint32_t t55[] = {0xfffeu, 0x80u};
+static const uint32_t t56[] = {0x1fffeu, 0x80u};
+static const uint32_t t57[] = {0x13efeu};
+static const uint32_t t58[] = {0x7ffffeu};
+static const uint32_t t59[] = {0xfffffeu};
+static const uint32_t t60[] = {0x1fffffeu};
+static const uint32_t t61[] = {0x7fffffeu};
+static const uint32_t t62[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t t63[] = {0xc02u, 0xc02u};
+static const uint32_t t64[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u};
+static const uint32_t t65[] = {0x10c02u, 0x10c02u};
+static const uint32_t t66[] = {0xfffeu, 0xc0u};
+static const uint32_t t67[] = {0x1fffeu, 0xc0u};
+static const uint32_t t68[] = {0x3cc2u, 0x3cc2u, 0x3cc2u};
+static const uint32_t t69[] = {0x13cc2u, 0x13cc2u, 0x13cc2u};
+static const uint32_t t70[] = {0x3cfeu, 0x3cfeu};
+static const uint32_t t71[] = {0x1ffffeu};
+static const uint32_t t72[] = {0x802u};
+static const uint32_t t73[] = {0x1f0c02u};
+static const uint32_t t74[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t t75[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t t76[] = {0x10c02u, 0x10002u, 0x10002u};
+static const uint32_t t77[] = {0xc02u, 0x80u};
+static const uint32_t t78[] = {0xc0eu};
+static const uint32_t t79[] = {0xc0eu, 0x80u};
+static const uint32_t t80[] = {0x10c0eu};
+static const uint32_t t81[] = {0x10c0eu, 0x80u};
+static const uint32_t t82[] = {0xceau};
+static const uint32_t t83[] = {0x10ceau};
+static const uint32_t t84[] = {0x3cfeu, 0x3cfeu, 0xfffeu};
+static const uint32_t t85[] = {0x3cfeu, 0x80u, 0x3cfeu};
+static const uint32_t t86[] = {0x1fffeu, 0x80u, 0x1fffeu};
+static const uint32_t t87[] = {0x1fffeu, 0x80u, 0x1fffeu, 0xc0u};
+static const uint32_t t88[] = {0x7ffffeu, 0x80u, 0x7ffffeu, 0xc0u};
+static const uint32_t t89[] = {0xfffffeu, 0x80u, 0xfffffeu, 0xc0u};
+static const uint32_t t90[] = {0x1fffffeu, 0x80u, 0x1fffffeu, 0xc0u};
+static const uint32_t t91[] = {0x7fffffeu, 0x80u, 0x7fffffeu, 0xc0u};
+static const uint32_t t92[] = {0xcc2u, 0x3cfeu};
+static const uint32_t t93[] = {0xcc2u};
+static const uint32_t t94[] = {0x10cc2u, 0x3cfeu};
+static const uint32_t t95[] = {0x10cc2u};
+static const uint32_t t96[] = {0x10cc2u, 0x13cfeu};
+static const uint32_t t97[] = {0x13cc2u, 0x80u};
+static const uint32_t t98[] = {0x3cceu};
+static const uint32_t t99[] = {0x13cceu};
+static const uint32_t t100[] = {0x13cceu, 0x80u};
+static const uint32_t t101[] = {0x13eceu, 0x80u};
+static const uint32_t t102[] = {0x13eceu};
+static const uint32_t t103[] = {0x1ffffeu, 0x80u};
+static const uint32_t t104[] = {0x7ffffeu, 0x80u};
+static const uint32_t t105[] = {0xfffffeu, 0x80u};
+static const uint32_t t106[] = {0x1fffffeu, 0x80u};
+static const uint32_t t107[] = {0x7fffffeu, 0x80u};
+static const uint32_t t108[] = {0xfffeu, 0xc0u, 0xfffeu};
+static const uint32_t t109[] = {0x1fffeu, 0xc0u, 0x1fffeu};
+static const uint32_t t110[] = {0xfffeu, 0x80u, 0xfffeu};
+static const uint32_t t111[] = {0xfffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
+static const uint32_t t112[] = {0x1fffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
+static const uint32_t t113[] = {0x3cfeu, 0x80u};
+static const uint32_t t114[] = {0x13cfeu, 0x80u};
+static const uint32_t t115[] = {0x200u, 0xfffeu, 0xfffeu};
+static const uint32_t t116[] = {0x200u, 0x1fffeu, 0x1fffeu};
+
 static const gen_type_version v_Abs[] = {
-    {6, 1, 0, 1, 0, in_Abs_6, out_Abs_6},
-    {13, 1, 0, 1, 0, in_Abs_13, out_Abs_13},
+    {6, 1, 0, 1, 0, t0, t0},
+    {13, 1, 0, 1, 0, t1, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Acos_7[] = {0xc02u};
-static const uint32_t out_Acos_7[] = {0xc02u};
-static const uint32_t in_Acos_22[] = {0x10c02u};
-static const uint32_t out_Acos_22[] = {0x10c02u};
 static const gen_type_version v_Acos[] = {
-    {7, 1, 0, 1, 0, in_Acos_7, out_Acos_7},
-    {22, 1, 0, 1, 0, in_Acos_22, out_Acos_22},
+    {7, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Acosh_9[] = {0xc02u};
-static const uint32_t out_Acosh_9[] = {0xc02u};
-static const uint32_t in_Acosh_22[] = {0x10c02u};
-static const uint32_t out_Acosh_22[] = {0x10c02u};
 static const gen_type_version v_Acosh[] = {
-    {9, 1, 0, 1, 0, in_Acosh_9, out_Acosh_9},
-    {22, 1, 0, 1, 0, in_Acosh_22, out_Acosh_22},
+    {9, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Add_7[] = {0x3cc2u, 0x3cc2u};
-static const uint32_t out_Add_7[] = {0x3cc2u};
-static const uint32_t in_Add_13[] = {0x13cc2u, 0x13cc2u};
-static const uint32_t out_Add_13[] = {0x13cc2u};
-static const uint32_t in_Add_14[] = {0x13cfeu, 0x13cfeu};
-static const uint32_t out_Add_14[] = {0x13cfeu};
 static const gen_type_version v_Add[] = {
-    {7, 2, 0, 1, 0, in_Add_7, out_Add_7},
-    {13, 2, 0, 1, 0, in_Add_13, out_Add_13},
-    {14, 2, 0, 1, 0, in_Add_14, out_Add_14},
+    {7, 2, 0, 1, 0, t4, t5},
+    {13, 2, 0, 1, 0, t6, t7},
+    {14, 2, 0, 1, 0, t8, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_And_7[] = {0x200u, 0x200u};
-static const uint32_t out_And_7[] = {0x200u};
 static const gen_type_version v_And[] = {
-    {7, 2, 0, 1, 0, in_And_7, out_And_7},
+    {7, 2, 0, 1, 0, t9, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ArgMax_11[] = {0x3cfeu};
-static const uint32_t out_ArgMax_11[] = {0x80u};
-static const uint32_t in_ArgMax_12[] = {0x3cfeu};
-static const uint32_t out_ArgMax_12[] = {0x80u};
-static const uint32_t in_ArgMax_13[] = {0x13cfeu};
-static const uint32_t out_ArgMax_13[] = {0x80u};
 static const gen_type_version v_ArgMax[] = {
-    {11, 1, 0, 1, 0, in_ArgMax_11, out_ArgMax_11},
-    {12, 1, 0, 1, 0, in_ArgMax_12, out_ArgMax_12},
-    {13, 1, 0, 1, 0, in_ArgMax_13, out_ArgMax_13},
+    {11, 1, 0, 1, 0, t0, t11},
+    {12, 1, 0, 1, 0, t0, t11},
+    {13, 1, 0, 1, 0, t1, t11},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ArgMin_11[] = {0x3cfeu};
-static const uint32_t out_ArgMin_11[] = {0x80u};
-static const uint32_t in_ArgMin_12[] = {0x3cfeu};
-static const uint32_t out_ArgMin_12[] = {0x80u};
-static const uint32_t in_ArgMin_13[] = {0x13cfeu};
-static const uint32_t out_ArgMin_13[] = {0x80u};
 static const gen_type_version v_ArgMin[] = {
-    {11, 1, 0, 1, 0, in_ArgMin_11, out_ArgMin_11},
-    {12, 1, 0, 1, 0, in_ArgMin_12, out_ArgMin_12},
-    {13, 1, 0, 1, 0, in_ArgMin_13, out_ArgMin_13},
+    {11, 1, 0, 1, 0, t0, t11},
+    {12, 1, 0, 1, 0, t0, t11},
+    {13, 1, 0, 1, 0, t1, t11},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Asin_7[] = {0xc02u};
-static const uint32_t out_Asin_7[] = {0xc02u};
-static const uint32_t in_Asin_22[] = {0x10c02u};
-static const uint32_t out_Asin_22[] = {0x10c02u};
 static const gen_type_version v_Asin[] = {
-    {7, 1, 0, 1, 0, in_Asin_7, out_Asin_7},
-    {22, 1, 0, 1, 0, in_Asin_22, out_Asin_22},
+    {7, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Asinh_9[] = {0xc02u};
-static const uint32_t out_Asinh_9[] = {0xc02u};
-static const uint32_t in_Asinh_22[] = {0x10c02u};
-static const uint32_t out_Asinh_22[] = {0x10c02u};
 static const gen_type_version v_Asinh[] = {
-    {9, 1, 0, 1, 0, in_Asinh_9, out_Asinh_9},
-    {22, 1, 0, 1, 0, in_Asinh_22, out_Asinh_22},
+    {9, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Atan_7[] = {0xc02u};
-static const uint32_t out_Atan_7[] = {0xc02u};
-static const uint32_t in_Atan_22[] = {0x10c02u};
-static const uint32_t out_Atan_22[] = {0x10c02u};
 static const gen_type_version v_Atan[] = {
-    {7, 1, 0, 1, 0, in_Atan_7, out_Atan_7},
-    {22, 1, 0, 1, 0, in_Atan_22, out_Atan_22},
+    {7, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Atanh_9[] = {0xc02u};
-static const uint32_t out_Atanh_9[] = {0xc02u};
-static const uint32_t in_Atanh_22[] = {0x10c02u};
-static const uint32_t out_Atanh_22[] = {0x10c02u};
 static const gen_type_version v_Atanh[] = {
-    {9, 1, 0, 1, 0, in_Atanh_9, out_Atanh_9},
-    {22, 1, 0, 1, 0, in_Atanh_22, out_Atanh_22},
+    {9, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_AveragePool_11[] = {0xc02u};
-static const uint32_t out_AveragePool_11[] = {0xc02u};
-static const uint32_t in_AveragePool_19[] = {0xc02u};
-static const uint32_t out_AveragePool_19[] = {0xc02u};
-static const uint32_t in_AveragePool_22[] = {0x10c02u};
-static const uint32_t out_AveragePool_22[] = {0x10c02u};
 static const gen_type_version v_AveragePool[] = {
-    {11, 1, 0, 1, 0, in_AveragePool_11, out_AveragePool_11},
-    {19, 1, 0, 1, 0, in_AveragePool_19, out_AveragePool_19},
-    {22, 1, 0, 1, 0, in_AveragePool_22, out_AveragePool_22},
+    {11, 1, 0, 1, 0, t2, t2},
+    {19, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_BatchNormalization_9[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
-static const uint32_t out_BatchNormalization_9[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0xc02u};
-static const uint32_t in_BatchNormalization_14[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u};
-static const uint32_t out_BatchNormalization_14[] = {0x10c02u, 0x10c02u, 0x10c02u};
-static const uint32_t in_BatchNormalization_15[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u};
-static const uint32_t out_BatchNormalization_15[] = {0x10c02u, 0x10c02u, 0x10c02u};
 static const gen_type_version v_BatchNormalization[] = {
-    {9, 5, 0, 5, 0, in_BatchNormalization_9, out_BatchNormalization_9},
-    {14, 5, 0, 3, 0, in_BatchNormalization_14, out_BatchNormalization_14},
-    {15, 5, 0, 3, 0, in_BatchNormalization_15, out_BatchNormalization_15},
+    {9, 5, 0, 5, 0, t12, t12},
+    {14, 5, 0, 3, 0, t13, t14},
+    {15, 5, 0, 3, 0, t13, t14},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_BitShift_11[] = {0x3014u, 0x3014u};
-static const uint32_t out_BitShift_11[] = {0x3014u};
 static const gen_type_version v_BitShift[] = {
-    {11, 2, 0, 1, 0, in_BitShift_11, out_BitShift_11},
+    {11, 2, 0, 1, 0, t15, t16},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_BitwiseAnd_18[] = {0x30fcu, 0x30fcu};
-static const uint32_t out_BitwiseAnd_18[] = {0x30fcu};
 static const gen_type_version v_BitwiseAnd[] = {
-    {18, 2, 0, 1, 0, in_BitwiseAnd_18, out_BitwiseAnd_18},
+    {18, 2, 0, 1, 0, t17, t18},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_BitwiseNot_18[] = {0x30fcu};
-static const uint32_t out_BitwiseNot_18[] = {0x30fcu};
 static const gen_type_version v_BitwiseNot[] = {
-    {18, 1, 0, 1, 0, in_BitwiseNot_18, out_BitwiseNot_18},
+    {18, 1, 0, 1, 0, t18, t18},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_BitwiseOr_18[] = {0x30fcu, 0x30fcu};
-static const uint32_t out_BitwiseOr_18[] = {0x30fcu};
 static const gen_type_version v_BitwiseOr[] = {
-    {18, 2, 0, 1, 0, in_BitwiseOr_18, out_BitwiseOr_18},
+    {18, 2, 0, 1, 0, t17, t18},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_BitwiseXor_18[] = {0x30fcu, 0x30fcu};
-static const uint32_t out_BitwiseXor_18[] = {0x30fcu};
 static const gen_type_version v_BitwiseXor[] = {
-    {18, 2, 0, 1, 0, in_BitwiseXor_18, out_BitwiseXor_18},
+    {18, 2, 0, 1, 0, t17, t18},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Cast_9[] = {0x3ffeu};
-static const uint32_t out_Cast_9[] = {0x3ffeu};
-static const uint32_t in_Cast_13[] = {0x13ffeu};
-static const uint32_t out_Cast_13[] = {0x13ffeu};
-static const uint32_t in_Cast_19[] = {0x1f3ffeu};
-static const uint32_t out_Cast_19[] = {0x1f3ffeu};
-static const uint32_t in_Cast_21[] = {0x7f3ffeu};
-static const uint32_t out_Cast_21[] = {0x7f3ffeu};
-static const uint32_t in_Cast_23[] = {0xff3ffeu};
-static const uint32_t out_Cast_23[] = {0xff3ffeu};
-static const uint32_t in_Cast_24[] = {0x1ff3ffeu};
-static const uint32_t out_Cast_24[] = {0x1ff3ffeu};
-static const uint32_t in_Cast_25[] = {0x7ff3ffeu};
-static const uint32_t out_Cast_25[] = {0x7ff3ffeu};
 static const gen_type_version v_Cast[] = {
-    {9, 1, 0, 1, 0, in_Cast_9, out_Cast_9},
-    {13, 1, 0, 1, 0, in_Cast_13, out_Cast_13},
-    {19, 1, 0, 1, 0, in_Cast_19, out_Cast_19},
-    {21, 1, 0, 1, 0, in_Cast_21, out_Cast_21},
-    {23, 1, 0, 1, 0, in_Cast_23, out_Cast_23},
-    {24, 1, 0, 1, 0, in_Cast_24, out_Cast_24},
-    {25, 1, 0, 1, 0, in_Cast_25, out_Cast_25},
+    {9, 1, 0, 1, 0, t19, t19},
+    {13, 1, 0, 1, 0, t20, t20},
+    {19, 1, 0, 1, 0, t21, t21},
+    {21, 1, 0, 1, 0, t22, t22},
+    {23, 1, 0, 1, 0, t23, t23},
+    {24, 1, 0, 1, 0, t24, t24},
+    {25, 1, 0, 1, 0, t25, t25},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_CastLike_15[] = {0x13ffeu, 0x13ffeu};
-static const uint32_t out_CastLike_15[] = {0x13ffeu};
-static const uint32_t in_CastLike_19[] = {0x1f3ffeu, 0x1f3ffeu};
-static const uint32_t out_CastLike_19[] = {0x1f3ffeu};
-static const uint32_t in_CastLike_21[] = {0x7f3ffeu, 0x7f3ffeu};
-static const uint32_t out_CastLike_21[] = {0x7f3ffeu};
-static const uint32_t in_CastLike_23[] = {0xff3ffeu, 0xff3ffeu};
-static const uint32_t out_CastLike_23[] = {0xff3ffeu};
-static const uint32_t in_CastLike_24[] = {0x1ff3ffeu, 0x1ff3ffeu};
-static const uint32_t out_CastLike_24[] = {0x1ff3ffeu};
-static const uint32_t in_CastLike_25[] = {0x7ff3ffeu, 0x7ff3ffeu};
-static const uint32_t out_CastLike_25[] = {0x7ff3ffeu};
 static const gen_type_version v_CastLike[] = {
-    {15, 2, 0, 1, 0, in_CastLike_15, out_CastLike_15},
-    {19, 2, 0, 1, 0, in_CastLike_19, out_CastLike_19},
-    {21, 2, 0, 1, 0, in_CastLike_21, out_CastLike_21},
-    {23, 2, 0, 1, 0, in_CastLike_23, out_CastLike_23},
-    {24, 2, 0, 1, 0, in_CastLike_24, out_CastLike_24},
-    {25, 2, 0, 1, 0, in_CastLike_25, out_CastLike_25},
+    {15, 2, 0, 1, 0, t26, t20},
+    {19, 2, 0, 1, 0, t27, t21},
+    {21, 2, 0, 1, 0, t28, t22},
+    {23, 2, 0, 1, 0, t29, t23},
+    {24, 2, 0, 1, 0, t30, t24},
+    {25, 2, 0, 1, 0, t31, t25},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Ceil_6[] = {0xc02u};
-static const uint32_t out_Ceil_6[] = {0xc02u};
-static const uint32_t in_Ceil_13[] = {0x10c02u};
-static const uint32_t out_Ceil_13[] = {0x10c02u};
 static const gen_type_version v_Ceil[] = {
-    {6, 1, 0, 1, 0, in_Ceil_6, out_Ceil_6},
-    {13, 1, 0, 1, 0, in_Ceil_13, out_Ceil_13},
+    {6, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Celu_12[] = {0x2u};
-static const uint32_t out_Celu_12[] = {0x2u};
 static const gen_type_version v_Celu[] = {
-    {12, 1, 0, 1, 0, in_Celu_12, out_Celu_12},
+    {12, 1, 0, 1, 0, t32, t32},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Clip_11[] = {0xc02u, 0xc02u, 0xc02u};
-static const uint32_t out_Clip_11[] = {0xc02u};
-static const uint32_t in_Clip_12[] = {0x3cfeu, 0x3cfeu, 0x3cfeu};
-static const uint32_t out_Clip_12[] = {0x3cfeu};
-static const uint32_t in_Clip_13[] = {0x13cfeu, 0x13cfeu, 0x13cfeu};
-static const uint32_t out_Clip_13[] = {0x13cfeu};
 static const gen_type_version v_Clip[] = {
-    {11, 3, 0, 1, 0, in_Clip_11, out_Clip_11},
-    {12, 3, 0, 1, 0, in_Clip_12, out_Clip_12},
-    {13, 3, 0, 1, 0, in_Clip_13, out_Clip_13},
+    {11, 3, 0, 1, 0, t33, t2},
+    {12, 3, 0, 1, 0, t34, t0},
+    {13, 3, 0, 1, 0, t35, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Concat_11[] = {0xfffeu};
-static const uint32_t out_Concat_11[] = {0xfffeu};
-static const uint32_t in_Concat_13[] = {0x1fffeu};
-static const uint32_t out_Concat_13[] = {0x1fffeu};
 static const gen_type_version v_Concat[] = {
-    {11, 1, 1, 1, 0, in_Concat_11, out_Concat_11},
-    {13, 1, 1, 1, 0, in_Concat_13, out_Concat_13},
+    {11, 1, 1, 1, 0, t36, t36},
+    {13, 1, 1, 1, 0, t37, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ConstantOfShape_9[] = {0x80u};
-static const uint32_t out_ConstantOfShape_9[] = {0x3efeu};
-static const uint32_t in_ConstantOfShape_20[] = {0x80u};
-static const uint32_t out_ConstantOfShape_20[] = {0x1f3efeu};
-static const uint32_t in_ConstantOfShape_21[] = {0x80u};
-static const uint32_t out_ConstantOfShape_21[] = {0x7f3efeu};
-static const uint32_t in_ConstantOfShape_23[] = {0x80u};
-static const uint32_t out_ConstantOfShape_23[] = {0xff3efeu};
-static const uint32_t in_ConstantOfShape_24[] = {0x80u};
-static const uint32_t out_ConstantOfShape_24[] = {0x1ff3efeu};
-static const uint32_t in_ConstantOfShape_25[] = {0x80u};
-static const uint32_t out_ConstantOfShape_25[] = {0x7ff3efeu};
 static const gen_type_version v_ConstantOfShape[] = {
-    {9, 1, 0, 1, 0, in_ConstantOfShape_9, out_ConstantOfShape_9},
-    {20, 1, 0, 1, 0, in_ConstantOfShape_20, out_ConstantOfShape_20},
-    {21, 1, 0, 1, 0, in_ConstantOfShape_21, out_ConstantOfShape_21},
-    {23, 1, 0, 1, 0, in_ConstantOfShape_23, out_ConstantOfShape_23},
-    {24, 1, 0, 1, 0, in_ConstantOfShape_24, out_ConstantOfShape_24},
-    {25, 1, 0, 1, 0, in_ConstantOfShape_25, out_ConstantOfShape_25},
+    {9, 1, 0, 1, 0, t11, t38},
+    {20, 1, 0, 1, 0, t11, t39},
+    {21, 1, 0, 1, 0, t11, t40},
+    {23, 1, 0, 1, 0, t11, t41},
+    {24, 1, 0, 1, 0, t11, t42},
+    {25, 1, 0, 1, 0, t11, t43},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Conv_11[] = {0xc02u, 0xc02u, 0xc02u};
-static const uint32_t out_Conv_11[] = {0xc02u};
-static const uint32_t in_Conv_22[] = {0x10c02u, 0x10c02u, 0x10c02u};
-static const uint32_t out_Conv_22[] = {0x10c02u};
 static const gen_type_version v_Conv[] = {
-    {11, 3, 0, 1, 0, in_Conv_11, out_Conv_11},
-    {22, 3, 0, 1, 0, in_Conv_22, out_Conv_22},
+    {11, 3, 0, 1, 0, t33, t2},
+    {22, 3, 0, 1, 0, t14, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ConvTranspose_11[] = {0xc02u, 0xc02u, 0xc02u};
-static const uint32_t out_ConvTranspose_11[] = {0xc02u};
-static const uint32_t in_ConvTranspose_22[] = {0x10c02u, 0x10c02u, 0x10c02u};
-static const uint32_t out_ConvTranspose_22[] = {0x10c02u};
 static const gen_type_version v_ConvTranspose[] = {
-    {11, 3, 0, 1, 0, in_ConvTranspose_11, out_ConvTranspose_11},
-    {22, 3, 0, 1, 0, in_ConvTranspose_22, out_ConvTranspose_22},
+    {11, 3, 0, 1, 0, t33, t2},
+    {22, 3, 0, 1, 0, t14, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Cos_7[] = {0xc02u};
-static const uint32_t out_Cos_7[] = {0xc02u};
-static const uint32_t in_Cos_22[] = {0x10c02u};
-static const uint32_t out_Cos_22[] = {0x10c02u};
 static const gen_type_version v_Cos[] = {
-    {7, 1, 0, 1, 0, in_Cos_7, out_Cos_7},
-    {22, 1, 0, 1, 0, in_Cos_22, out_Cos_22},
+    {7, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Cosh_9[] = {0xc02u};
-static const uint32_t out_Cosh_9[] = {0xc02u};
-static const uint32_t in_Cosh_22[] = {0x10c02u};
-static const uint32_t out_Cosh_22[] = {0x10c02u};
 static const gen_type_version v_Cosh[] = {
-    {9, 1, 0, 1, 0, in_Cosh_9, out_Cosh_9},
-    {22, 1, 0, 1, 0, in_Cosh_22, out_Cosh_22},
+    {9, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_CumProd_26[] = {0x13cc2u, 0xc0u};
-static const uint32_t out_CumProd_26[] = {0x13cc2u};
 static const gen_type_version v_CumProd[] = {
-    {26, 2, 0, 1, 0, in_CumProd_26, out_CumProd_26},
+    {26, 2, 0, 1, 0, t44, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_CumSum_11[] = {0x38c2u, 0xc0u};
-static const uint32_t out_CumSum_11[] = {0x38c2u};
-static const uint32_t in_CumSum_14[] = {0x13cc2u, 0xc0u};
-static const uint32_t out_CumSum_14[] = {0x13cc2u};
 static const gen_type_version v_CumSum[] = {
-    {11, 2, 0, 1, 0, in_CumSum_11, out_CumSum_11},
-    {14, 2, 0, 1, 0, in_CumSum_14, out_CumSum_14},
+    {11, 2, 0, 1, 0, t45, t46},
+    {14, 2, 0, 1, 0, t44, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_DepthToSpace_11[] = {0xfffeu};
-static const uint32_t out_DepthToSpace_11[] = {0xfffeu};
-static const uint32_t in_DepthToSpace_13[] = {0x1fffeu};
-static const uint32_t out_DepthToSpace_13[] = {0x1fffeu};
 static const gen_type_version v_DepthToSpace[] = {
-    {11, 1, 0, 1, 0, in_DepthToSpace_11, out_DepthToSpace_11},
-    {13, 1, 0, 1, 0, in_DepthToSpace_13, out_DepthToSpace_13},
+    {11, 1, 0, 1, 0, t36, t36},
+    {13, 1, 0, 1, 0, t37, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Div_7[] = {0x3cc2u, 0x3cc2u};
-static const uint32_t out_Div_7[] = {0x3cc2u};
-static const uint32_t in_Div_13[] = {0x13cc2u, 0x13cc2u};
-static const uint32_t out_Div_13[] = {0x13cc2u};
-static const uint32_t in_Div_14[] = {0x13cfeu, 0x13cfeu};
-static const uint32_t out_Div_14[] = {0x13cfeu};
 static const gen_type_version v_Div[] = {
-    {7, 2, 0, 1, 0, in_Div_7, out_Div_7},
-    {13, 2, 0, 1, 0, in_Div_13, out_Div_13},
-    {14, 2, 0, 1, 0, in_Div_14, out_Div_14},
+    {7, 2, 0, 1, 0, t4, t5},
+    {13, 2, 0, 1, 0, t6, t7},
+    {14, 2, 0, 1, 0, t8, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Dropout_10[] = {0xc02u};
-static const uint32_t out_Dropout_10[] = {0xc02u, 0x200u};
-static const uint32_t in_Dropout_12[] = {0xc02u, 0xc02u, 0x200u};
-static const uint32_t out_Dropout_12[] = {0xc02u, 0x200u};
-static const uint32_t in_Dropout_13[] = {0x10c02u, 0xc02u, 0x200u};
-static const uint32_t out_Dropout_13[] = {0x10c02u, 0x200u};
-static const uint32_t in_Dropout_22[] = {0x1f0c02u, 0x1f0c02u, 0x200u};
-static const uint32_t out_Dropout_22[] = {0x1f0c02u, 0x200u};
 static const gen_type_version v_Dropout[] = {
-    {10, 1, 0, 2, 0, in_Dropout_10, out_Dropout_10},
-    {12, 3, 0, 2, 0, in_Dropout_12, out_Dropout_12},
-    {13, 3, 0, 2, 0, in_Dropout_13, out_Dropout_13},
-    {22, 3, 0, 2, 0, in_Dropout_22, out_Dropout_22},
+    {10, 1, 0, 2, 0, t2, t47},
+    {12, 3, 0, 2, 0, t48, t47},
+    {13, 3, 0, 2, 0, t49, t50},
+    {22, 3, 0, 2, 0, t51, t52},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Einsum_12[] = {0x3cfeu};
-static const uint32_t out_Einsum_12[] = {0x3cfeu};
 static const gen_type_version v_Einsum[] = {
-    {12, 1, 1, 1, 0, in_Einsum_12, out_Einsum_12},
+    {12, 1, 1, 1, 0, t0, t0},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Elu_6[] = {0xc02u};
-static const uint32_t out_Elu_6[] = {0xc02u};
-static const uint32_t in_Elu_22[] = {0x10c02u};
-static const uint32_t out_Elu_22[] = {0x10c02u};
 static const gen_type_version v_Elu[] = {
-    {6, 1, 0, 1, 0, in_Elu_6, out_Elu_6},
-    {22, 1, 0, 1, 0, in_Elu_22, out_Elu_22},
+    {6, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Equal_11[] = {0x3efeu, 0x3efeu};
-static const uint32_t out_Equal_11[] = {0x200u};
-static const uint32_t in_Equal_13[] = {0x13efeu, 0x13efeu};
-static const uint32_t out_Equal_13[] = {0x200u};
-static const uint32_t in_Equal_19[] = {0x13ffeu, 0x13ffeu};
-static const uint32_t out_Equal_19[] = {0x200u};
 static const gen_type_version v_Equal[] = {
-    {11, 2, 0, 1, 0, in_Equal_11, out_Equal_11},
-    {13, 2, 0, 1, 0, in_Equal_13, out_Equal_13},
-    {19, 2, 0, 1, 0, in_Equal_19, out_Equal_19},
+    {11, 2, 0, 1, 0, t53, t10},
+    {13, 2, 0, 1, 0, t54, t10},
+    {19, 2, 0, 1, 0, t26, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Erf_9[] = {0x3cfeu};
-static const uint32_t out_Erf_9[] = {0x3cfeu};
-static const uint32_t in_Erf_13[] = {0x10c02u};
-static const uint32_t out_Erf_13[] = {0x10c02u};
 static const gen_type_version v_Erf[] = {
-    {9, 1, 0, 1, 0, in_Erf_9, out_Erf_9},
-    {13, 1, 0, 1, 0, in_Erf_13, out_Erf_13},
+    {9, 1, 0, 1, 0, t0, t0},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Exp_6[] = {0xc02u};
-static const uint32_t out_Exp_6[] = {0xc02u};
-static const uint32_t in_Exp_13[] = {0x10c02u};
-static const uint32_t out_Exp_13[] = {0x10c02u};
 static const gen_type_version v_Exp[] = {
-    {6, 1, 0, 1, 0, in_Exp_6, out_Exp_6},
-    {13, 1, 0, 1, 0, in_Exp_13, out_Exp_13},
+    {6, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Expand_8[] = {0xfffeu, 0x80u};
-static const uint32_t out_Expand_8[] = {0xfffeu};
-static const uint32_t in_Expand_13[] = {0x1fffeu, 0x80u};
-static const uint32_t out_Expand_13[] = {0x1fffeu};
 static const gen_type_version v_Expand[] = {
-    {8, 2, 0, 1, 0, in_Expand_8, out_Expand_8},
-    {13, 2, 0, 1, 0, in_Expand_13, out_Expand_13},
+    {8, 2, 0, 1, 0, t55, t36},
+    {13, 2, 0, 1, 0, t56, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_EyeLike_9[] = {0x3efeu};
-static const uint32_t out_EyeLike_9[] = {0x3efeu};
-static const uint32_t in_EyeLike_22[] = {0x13efeu};
-static const uint32_t out_EyeLike_22[] = {0x13efeu};
 static const gen_type_version v_EyeLike[] = {
-    {9, 1, 0, 1, 0, in_EyeLike_9, out_EyeLike_9},
-    {22, 1, 0, 1, 0, in_EyeLike_22, out_EyeLike_22},
+    {9, 1, 0, 1, 0, t38, t38},
+    {22, 1, 0, 1, 0, t57, t57},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Flatten_11[] = {0xfffeu};
-static const uint32_t out_Flatten_11[] = {0xfffeu};
-static const uint32_t in_Flatten_13[] = {0x1fffeu};
-static const uint32_t out_Flatten_13[] = {0x1fffeu};
-static const uint32_t in_Flatten_21[] = {0x7ffffeu};
-static const uint32_t out_Flatten_21[] = {0x7ffffeu};
-static const uint32_t in_Flatten_23[] = {0xfffffeu};
-static const uint32_t out_Flatten_23[] = {0xfffffeu};
-static const uint32_t in_Flatten_24[] = {0x1fffffeu};
-static const uint32_t out_Flatten_24[] = {0x1fffffeu};
-static const uint32_t in_Flatten_25[] = {0x7fffffeu};
-static const uint32_t out_Flatten_25[] = {0x7fffffeu};
 static const gen_type_version v_Flatten[] = {
-    {11, 1, 0, 1, 0, in_Flatten_11, out_Flatten_11},
-    {13, 1, 0, 1, 0, in_Flatten_13, out_Flatten_13},
-    {21, 1, 0, 1, 0, in_Flatten_21, out_Flatten_21},
-    {23, 1, 0, 1, 0, in_Flatten_23, out_Flatten_23},
-    {24, 1, 0, 1, 0, in_Flatten_24, out_Flatten_24},
-    {25, 1, 0, 1, 0, in_Flatten_25, out_Flatten_25},
+    {11, 1, 0, 1, 0, t36, t36},
+    {13, 1, 0, 1, 0, t37, t37},
+    {21, 1, 0, 1, 0, t58, t58},
+    {23, 1, 0, 1, 0, t59, t59},
+    {24, 1, 0, 1, 0, t60, t60},
+    {25, 1, 0, 1, 0, t61, t61},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Floor_6[] = {0xc02u};
-static const uint32_t out_Floor_6[] = {0xc02u};
-static const uint32_t in_Floor_13[] = {0x10c02u};
-static const uint32_t out_Floor_13[] = {0x10c02u};
 static const gen_type_version v_Floor[] = {
-    {6, 1, 0, 1, 0, in_Floor_6, out_Floor_6},
-    {13, 1, 0, 1, 0, in_Floor_13, out_Floor_13},
+    {6, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_GRU_7[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
-static const uint32_t out_GRU_7[] = {0xc02u, 0xc02u};
-static const uint32_t in_GRU_14[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
-static const uint32_t out_GRU_14[] = {0xc02u, 0xc02u};
-static const uint32_t in_GRU_22[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u};
-static const uint32_t out_GRU_22[] = {0x10c02u, 0x10c02u};
 static const gen_type_version v_GRU[] = {
-    {7, 6, 0, 2, 0, in_GRU_7, out_GRU_7},
-    {14, 6, 0, 2, 0, in_GRU_14, out_GRU_14},
-    {22, 6, 0, 2, 0, in_GRU_22, out_GRU_22},
+    {7, 6, 0, 2, 0, t62, t63},
+    {14, 6, 0, 2, 0, t62, t63},
+    {22, 6, 0, 2, 0, t64, t65},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Gather_11[] = {0xfffeu, 0xc0u};
-static const uint32_t out_Gather_11[] = {0xfffeu};
-static const uint32_t in_Gather_13[] = {0x1fffeu, 0xc0u};
-static const uint32_t out_Gather_13[] = {0x1fffeu};
 static const gen_type_version v_Gather[] = {
-    {11, 2, 0, 1, 0, in_Gather_11, out_Gather_11},
-    {13, 2, 0, 1, 0, in_Gather_13, out_Gather_13},
+    {11, 2, 0, 1, 0, t66, t36},
+    {13, 2, 0, 1, 0, t67, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_GatherElements_11[] = {0xfffeu, 0xc0u};
-static const uint32_t out_GatherElements_11[] = {0xfffeu};
-static const uint32_t in_GatherElements_13[] = {0x1fffeu, 0xc0u};
-static const uint32_t out_GatherElements_13[] = {0x1fffeu};
 static const gen_type_version v_GatherElements[] = {
-    {11, 2, 0, 1, 0, in_GatherElements_11, out_GatherElements_11},
-    {13, 2, 0, 1, 0, in_GatherElements_13, out_GatherElements_13},
+    {11, 2, 0, 1, 0, t66, t36},
+    {13, 2, 0, 1, 0, t67, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_GatherND_11[] = {0xfffeu, 0x80u};
-static const uint32_t out_GatherND_11[] = {0xfffeu};
-static const uint32_t in_GatherND_12[] = {0xfffeu, 0x80u};
-static const uint32_t out_GatherND_12[] = {0xfffeu};
-static const uint32_t in_GatherND_13[] = {0x1fffeu, 0x80u};
-static const uint32_t out_GatherND_13[] = {0x1fffeu};
 static const gen_type_version v_GatherND[] = {
-    {11, 2, 0, 1, 0, in_GatherND_11, out_GatherND_11},
-    {12, 2, 0, 1, 0, in_GatherND_12, out_GatherND_12},
-    {13, 2, 0, 1, 0, in_GatherND_13, out_GatherND_13},
+    {11, 2, 0, 1, 0, t55, t36},
+    {12, 2, 0, 1, 0, t55, t36},
+    {13, 2, 0, 1, 0, t56, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Gelu_20[] = {0x10c02u};
-static const uint32_t out_Gelu_20[] = {0x10c02u};
 static const gen_type_version v_Gelu[] = {
-    {20, 1, 0, 1, 0, in_Gelu_20, out_Gelu_20},
+    {20, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Gemm_11[] = {0x3cc2u, 0x3cc2u, 0x3cc2u};
-static const uint32_t out_Gemm_11[] = {0x3cc2u};
-static const uint32_t in_Gemm_13[] = {0x13cc2u, 0x13cc2u, 0x13cc2u};
-static const uint32_t out_Gemm_13[] = {0x13cc2u};
 static const gen_type_version v_Gemm[] = {
-    {11, 3, 0, 1, 0, in_Gemm_11, out_Gemm_11},
-    {13, 3, 0, 1, 0, in_Gemm_13, out_Gemm_13},
+    {11, 3, 0, 1, 0, t68, t5},
+    {13, 3, 0, 1, 0, t69, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_GlobalAveragePool_1[] = {0xc02u};
-static const uint32_t out_GlobalAveragePool_1[] = {0xc02u};
-static const uint32_t in_GlobalAveragePool_22[] = {0x10c02u};
-static const uint32_t out_GlobalAveragePool_22[] = {0x10c02u};
 static const gen_type_version v_GlobalAveragePool[] = {
-    {1, 1, 0, 1, 0, in_GlobalAveragePool_1, out_GlobalAveragePool_1},
-    {22, 1, 0, 1, 0, in_GlobalAveragePool_22, out_GlobalAveragePool_22},
+    {1, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_GlobalMaxPool_1[] = {0xc02u};
-static const uint32_t out_GlobalMaxPool_1[] = {0xc02u};
-static const uint32_t in_GlobalMaxPool_22[] = {0x10c02u};
-static const uint32_t out_GlobalMaxPool_22[] = {0x10c02u};
 static const gen_type_version v_GlobalMaxPool[] = {
-    {1, 1, 0, 1, 0, in_GlobalMaxPool_1, out_GlobalMaxPool_1},
-    {22, 1, 0, 1, 0, in_GlobalMaxPool_22, out_GlobalMaxPool_22},
+    {1, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Greater_9[] = {0x3cfeu, 0x3cfeu};
-static const uint32_t out_Greater_9[] = {0x200u};
-static const uint32_t in_Greater_13[] = {0x13cfeu, 0x13cfeu};
-static const uint32_t out_Greater_13[] = {0x200u};
 static const gen_type_version v_Greater[] = {
-    {9, 2, 0, 1, 0, in_Greater_9, out_Greater_9},
-    {13, 2, 0, 1, 0, in_Greater_13, out_Greater_13},
+    {9, 2, 0, 1, 0, t70, t10},
+    {13, 2, 0, 1, 0, t8, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_GreaterOrEqual_12[] = {0x3cfeu, 0x3cfeu};
-static const uint32_t out_GreaterOrEqual_12[] = {0x200u};
-static const uint32_t in_GreaterOrEqual_16[] = {0x13cfeu, 0x13cfeu};
-static const uint32_t out_GreaterOrEqual_16[] = {0x200u};
 static const gen_type_version v_GreaterOrEqual[] = {
-    {12, 2, 0, 1, 0, in_GreaterOrEqual_12, out_GreaterOrEqual_12},
-    {16, 2, 0, 1, 0, in_GreaterOrEqual_16, out_GreaterOrEqual_16},
+    {12, 2, 0, 1, 0, t70, t10},
+    {16, 2, 0, 1, 0, t8, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_GroupNormalization_18[] = {0x10c02u, 0x10c02u, 0x10c02u};
-static const uint32_t out_GroupNormalization_18[] = {0x10c02u};
-static const uint32_t in_GroupNormalization_21[] = {0x10c02u, 0x10c02u, 0x10c02u};
-static const uint32_t out_GroupNormalization_21[] = {0x10c02u};
 static const gen_type_version v_GroupNormalization[] = {
-    {18, 3, 0, 1, 0, in_GroupNormalization_18, out_GroupNormalization_18},
-    {21, 3, 0, 1, 0, in_GroupNormalization_21, out_GroupNormalization_21},
+    {18, 3, 0, 1, 0, t14, t3},
+    {21, 3, 0, 1, 0, t14, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_HardSigmoid_6[] = {0xc02u};
-static const uint32_t out_HardSigmoid_6[] = {0xc02u};
-static const uint32_t in_HardSigmoid_22[] = {0x10c02u};
-static const uint32_t out_HardSigmoid_22[] = {0x10c02u};
 static const gen_type_version v_HardSigmoid[] = {
-    {6, 1, 0, 1, 0, in_HardSigmoid_6, out_HardSigmoid_6},
-    {22, 1, 0, 1, 0, in_HardSigmoid_22, out_HardSigmoid_22},
+    {6, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_HardSwish_14[] = {0xc02u};
-static const uint32_t out_HardSwish_14[] = {0xc02u};
-static const uint32_t in_HardSwish_22[] = {0x10c02u};
-static const uint32_t out_HardSwish_22[] = {0x10c02u};
 static const gen_type_version v_HardSwish[] = {
-    {14, 1, 0, 1, 0, in_HardSwish_14, out_HardSwish_14},
-    {22, 1, 0, 1, 0, in_HardSwish_22, out_HardSwish_22},
+    {14, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Hardmax_11[] = {0xc02u};
-static const uint32_t out_Hardmax_11[] = {0xc02u};
-static const uint32_t in_Hardmax_13[] = {0x10c02u};
-static const uint32_t out_Hardmax_13[] = {0x10c02u};
 static const gen_type_version v_Hardmax[] = {
-    {11, 1, 0, 1, 0, in_Hardmax_11, out_Hardmax_11},
-    {13, 1, 0, 1, 0, in_Hardmax_13, out_Hardmax_13},
+    {11, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Identity_1[] = {0xfffeu};
-static const uint32_t out_Identity_1[] = {0xfffeu};
-static const uint32_t in_Identity_13[] = {0x1fffeu};
-static const uint32_t out_Identity_13[] = {0x1fffeu};
-static const uint32_t in_Identity_14[] = {0x1fffeu};
-static const uint32_t out_Identity_14[] = {0x1fffeu};
-static const uint32_t in_Identity_16[] = {0x1fffeu};
-static const uint32_t out_Identity_16[] = {0x1fffeu};
-static const uint32_t in_Identity_19[] = {0x1ffffeu};
-static const uint32_t out_Identity_19[] = {0x1ffffeu};
-static const uint32_t in_Identity_21[] = {0x7ffffeu};
-static const uint32_t out_Identity_21[] = {0x7ffffeu};
-static const uint32_t in_Identity_23[] = {0xfffffeu};
-static const uint32_t out_Identity_23[] = {0xfffffeu};
-static const uint32_t in_Identity_24[] = {0x1fffffeu};
-static const uint32_t out_Identity_24[] = {0x1fffffeu};
-static const uint32_t in_Identity_25[] = {0x7fffffeu};
-static const uint32_t out_Identity_25[] = {0x7fffffeu};
 static const gen_type_version v_Identity[] = {
-    {1, 1, 0, 1, 0, in_Identity_1, out_Identity_1},
-    {13, 1, 0, 1, 0, in_Identity_13, out_Identity_13},
-    {14, 1, 0, 1, 0, in_Identity_14, out_Identity_14},
-    {16, 1, 0, 1, 0, in_Identity_16, out_Identity_16},
-    {19, 1, 0, 1, 0, in_Identity_19, out_Identity_19},
-    {21, 1, 0, 1, 0, in_Identity_21, out_Identity_21},
-    {23, 1, 0, 1, 0, in_Identity_23, out_Identity_23},
-    {24, 1, 0, 1, 0, in_Identity_24, out_Identity_24},
-    {25, 1, 0, 1, 0, in_Identity_25, out_Identity_25},
+    {1, 1, 0, 1, 0, t36, t36},
+    {13, 1, 0, 1, 0, t37, t37},
+    {14, 1, 0, 1, 0, t37, t37},
+    {16, 1, 0, 1, 0, t37, t37},
+    {19, 1, 0, 1, 0, t71, t71},
+    {21, 1, 0, 1, 0, t58, t58},
+    {23, 1, 0, 1, 0, t59, t59},
+    {24, 1, 0, 1, 0, t60, t60},
+    {25, 1, 0, 1, 0, t61, t61},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_If_11[] = {0x200u};
-static const uint32_t out_If_11[] = {0xfffeu};
-static const uint32_t in_If_13[] = {0x200u};
-static const uint32_t out_If_13[] = {0xfffeu};
-static const uint32_t in_If_16[] = {0x200u};
-static const uint32_t out_If_16[] = {0x1fffeu};
-static const uint32_t in_If_19[] = {0x200u};
-static const uint32_t out_If_19[] = {0x1ffffeu};
-static const uint32_t in_If_21[] = {0x200u};
-static const uint32_t out_If_21[] = {0x7ffffeu};
-static const uint32_t in_If_23[] = {0x200u};
-static const uint32_t out_If_23[] = {0xfffffeu};
-static const uint32_t in_If_24[] = {0x200u};
-static const uint32_t out_If_24[] = {0x1fffffeu};
-static const uint32_t in_If_25[] = {0x200u};
-static const uint32_t out_If_25[] = {0x7fffffeu};
 static const gen_type_version v_If[] = {
-    {11, 1, 0, 1, 1, in_If_11, out_If_11},
-    {13, 1, 0, 1, 1, in_If_13, out_If_13},
-    {16, 1, 0, 1, 1, in_If_16, out_If_16},
-    {19, 1, 0, 1, 1, in_If_19, out_If_19},
-    {21, 1, 0, 1, 1, in_If_21, out_If_21},
-    {23, 1, 0, 1, 1, in_If_23, out_If_23},
-    {24, 1, 0, 1, 1, in_If_24, out_If_24},
-    {25, 1, 0, 1, 1, in_If_25, out_If_25},
+    {11, 1, 0, 1, 1, t10, t36},
+    {13, 1, 0, 1, 1, t10, t36},
+    {16, 1, 0, 1, 1, t10, t37},
+    {19, 1, 0, 1, 1, t10, t71},
+    {21, 1, 0, 1, 1, t10, t58},
+    {23, 1, 0, 1, 1, t10, t59},
+    {24, 1, 0, 1, 1, t10, t60},
+    {25, 1, 0, 1, 1, t10, t61},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_InstanceNormalization_6[] = {0xc02u, 0xc02u, 0xc02u};
-static const uint32_t out_InstanceNormalization_6[] = {0xc02u};
-static const uint32_t in_InstanceNormalization_22[] = {0x10c02u, 0x10c02u, 0x10c02u};
-static const uint32_t out_InstanceNormalization_22[] = {0x10c02u};
 static const gen_type_version v_InstanceNormalization[] = {
-    {6, 3, 0, 1, 0, in_InstanceNormalization_6, out_InstanceNormalization_6},
-    {22, 3, 0, 1, 0, in_InstanceNormalization_22, out_InstanceNormalization_22},
+    {6, 3, 0, 1, 0, t33, t2},
+    {22, 3, 0, 1, 0, t14, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_IsInf_10[] = {0x802u};
-static const uint32_t out_IsInf_10[] = {0x200u};
-static const uint32_t in_IsInf_20[] = {0x1f0c02u};
-static const uint32_t out_IsInf_20[] = {0x200u};
 static const gen_type_version v_IsInf[] = {
-    {10, 1, 0, 1, 0, in_IsInf_10, out_IsInf_10},
-    {20, 1, 0, 1, 0, in_IsInf_20, out_IsInf_20},
+    {10, 1, 0, 1, 0, t72, t10},
+    {20, 1, 0, 1, 0, t73, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_IsNaN_9[] = {0xc02u};
-static const uint32_t out_IsNaN_9[] = {0x200u};
-static const uint32_t in_IsNaN_13[] = {0x10c02u};
-static const uint32_t out_IsNaN_13[] = {0x200u};
-static const uint32_t in_IsNaN_20[] = {0x1f0c02u};
-static const uint32_t out_IsNaN_20[] = {0x200u};
 static const gen_type_version v_IsNaN[] = {
-    {9, 1, 0, 1, 0, in_IsNaN_9, out_IsNaN_9},
-    {13, 1, 0, 1, 0, in_IsNaN_13, out_IsNaN_13},
-    {20, 1, 0, 1, 0, in_IsNaN_20, out_IsNaN_20},
+    {9, 1, 0, 1, 0, t2, t10},
+    {13, 1, 0, 1, 0, t3, t10},
+    {20, 1, 0, 1, 0, t73, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_LRN_1[] = {0xc02u};
-static const uint32_t out_LRN_1[] = {0xc02u};
-static const uint32_t in_LRN_13[] = {0x10c02u};
-static const uint32_t out_LRN_13[] = {0x10c02u};
 static const gen_type_version v_LRN[] = {
-    {1, 1, 0, 1, 0, in_LRN_1, out_LRN_1},
-    {13, 1, 0, 1, 0, in_LRN_13, out_LRN_13},
+    {1, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_LSTM_7[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u, 0xc02u, 0xc02u};
-static const uint32_t out_LSTM_7[] = {0xc02u, 0xc02u, 0xc02u};
-static const uint32_t in_LSTM_14[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u, 0xc02u, 0xc02u};
-static const uint32_t out_LSTM_14[] = {0xc02u, 0xc02u, 0xc02u};
-static const uint32_t in_LSTM_22[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u, 0x10c02u, 0x10c02u};
-static const uint32_t out_LSTM_22[] = {0x10c02u, 0x10c02u, 0x10c02u};
 static const gen_type_version v_LSTM[] = {
-    {7, 8, 0, 3, 0, in_LSTM_7, out_LSTM_7},
-    {14, 8, 0, 3, 0, in_LSTM_14, out_LSTM_14},
-    {22, 8, 0, 3, 0, in_LSTM_22, out_LSTM_22},
+    {7, 8, 0, 3, 0, t74, t33},
+    {14, 8, 0, 3, 0, t74, t33},
+    {22, 8, 0, 3, 0, t75, t14},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_LayerNormalization_17[] = {0x10c02u, 0x10c02u, 0x10c02u};
-static const uint32_t out_LayerNormalization_17[] = {0x10c02u, 0x10002u, 0x10002u};
 static const gen_type_version v_LayerNormalization[] = {
-    {17, 3, 0, 3, 0, in_LayerNormalization_17, out_LayerNormalization_17},
+    {17, 3, 0, 3, 0, t14, t76},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_LeakyRelu_6[] = {0xc02u};
-static const uint32_t out_LeakyRelu_6[] = {0xc02u};
-static const uint32_t in_LeakyRelu_16[] = {0x10c02u};
-static const uint32_t out_LeakyRelu_16[] = {0x10c02u};
 static const gen_type_version v_LeakyRelu[] = {
-    {6, 1, 0, 1, 0, in_LeakyRelu_6, out_LeakyRelu_6},
-    {16, 1, 0, 1, 0, in_LeakyRelu_16, out_LeakyRelu_16},
+    {6, 1, 0, 1, 0, t2, t2},
+    {16, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Less_9[] = {0x3cfeu, 0x3cfeu};
-static const uint32_t out_Less_9[] = {0x200u};
-static const uint32_t in_Less_13[] = {0x13cfeu, 0x13cfeu};
-static const uint32_t out_Less_13[] = {0x200u};
 static const gen_type_version v_Less[] = {
-    {9, 2, 0, 1, 0, in_Less_9, out_Less_9},
-    {13, 2, 0, 1, 0, in_Less_13, out_Less_13},
+    {9, 2, 0, 1, 0, t70, t10},
+    {13, 2, 0, 1, 0, t8, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_LessOrEqual_12[] = {0x3cfeu, 0x3cfeu};
-static const uint32_t out_LessOrEqual_12[] = {0x200u};
-static const uint32_t in_LessOrEqual_16[] = {0x13cfeu, 0x13cfeu};
-static const uint32_t out_LessOrEqual_16[] = {0x200u};
 static const gen_type_version v_LessOrEqual[] = {
-    {12, 2, 0, 1, 0, in_LessOrEqual_12, out_LessOrEqual_12},
-    {16, 2, 0, 1, 0, in_LessOrEqual_16, out_LessOrEqual_16},
+    {12, 2, 0, 1, 0, t70, t10},
+    {16, 2, 0, 1, 0, t8, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Log_6[] = {0xc02u};
-static const uint32_t out_Log_6[] = {0xc02u};
-static const uint32_t in_Log_13[] = {0x10c02u};
-static const uint32_t out_Log_13[] = {0x10c02u};
 static const gen_type_version v_Log[] = {
-    {6, 1, 0, 1, 0, in_Log_6, out_Log_6},
-    {13, 1, 0, 1, 0, in_Log_13, out_Log_13},
+    {6, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_LogSoftmax_11[] = {0xc02u};
-static const uint32_t out_LogSoftmax_11[] = {0xc02u};
-static const uint32_t in_LogSoftmax_13[] = {0x10c02u};
-static const uint32_t out_LogSoftmax_13[] = {0x10c02u};
 static const gen_type_version v_LogSoftmax[] = {
-    {11, 1, 0, 1, 0, in_LogSoftmax_11, out_LogSoftmax_11},
-    {13, 1, 0, 1, 0, in_LogSoftmax_13, out_LogSoftmax_13},
+    {11, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_LpNormalization_1[] = {0xc02u};
-static const uint32_t out_LpNormalization_1[] = {0xc02u};
-static const uint32_t in_LpNormalization_22[] = {0x10c02u};
-static const uint32_t out_LpNormalization_22[] = {0x10c02u};
 static const gen_type_version v_LpNormalization[] = {
-    {1, 1, 0, 1, 0, in_LpNormalization_1, out_LpNormalization_1},
-    {22, 1, 0, 1, 0, in_LpNormalization_22, out_LpNormalization_22},
+    {1, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_MatMul_9[] = {0x3cc2u, 0x3cc2u};
-static const uint32_t out_MatMul_9[] = {0x3cc2u};
-static const uint32_t in_MatMul_13[] = {0x13cc2u, 0x13cc2u};
-static const uint32_t out_MatMul_13[] = {0x13cc2u};
 static const gen_type_version v_MatMul[] = {
-    {9, 2, 0, 1, 0, in_MatMul_9, out_MatMul_9},
-    {13, 2, 0, 1, 0, in_MatMul_13, out_MatMul_13},
+    {9, 2, 0, 1, 0, t4, t5},
+    {13, 2, 0, 1, 0, t6, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Max_8[] = {0xc02u};
-static const uint32_t out_Max_8[] = {0xc02u};
-static const uint32_t in_Max_12[] = {0x3cfeu};
-static const uint32_t out_Max_12[] = {0x3cfeu};
-static const uint32_t in_Max_13[] = {0x13cfeu};
-static const uint32_t out_Max_13[] = {0x13cfeu};
 static const gen_type_version v_Max[] = {
-    {8, 1, 1, 1, 0, in_Max_8, out_Max_8},
-    {12, 1, 1, 1, 0, in_Max_12, out_Max_12},
-    {13, 1, 1, 1, 0, in_Max_13, out_Max_13},
+    {8, 1, 1, 1, 0, t2, t2},
+    {12, 1, 1, 1, 0, t0, t0},
+    {13, 1, 1, 1, 0, t1, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_MaxPool_11[] = {0xc02u};
-static const uint32_t out_MaxPool_11[] = {0xc02u, 0x80u};
-static const uint32_t in_MaxPool_12[] = {0xc0eu};
-static const uint32_t out_MaxPool_12[] = {0xc0eu, 0x80u};
-static const uint32_t in_MaxPool_22[] = {0x10c0eu};
-static const uint32_t out_MaxPool_22[] = {0x10c0eu, 0x80u};
 static const gen_type_version v_MaxPool[] = {
-    {11, 1, 0, 2, 0, in_MaxPool_11, out_MaxPool_11},
-    {12, 1, 0, 2, 0, in_MaxPool_12, out_MaxPool_12},
-    {22, 1, 0, 2, 0, in_MaxPool_22, out_MaxPool_22},
+    {11, 1, 0, 2, 0, t2, t77},
+    {12, 1, 0, 2, 0, t78, t79},
+    {22, 1, 0, 2, 0, t80, t81},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Mean_8[] = {0xc02u};
-static const uint32_t out_Mean_8[] = {0xc02u};
-static const uint32_t in_Mean_13[] = {0x10c02u};
-static const uint32_t out_Mean_13[] = {0x10c02u};
 static const gen_type_version v_Mean[] = {
-    {8, 1, 1, 1, 0, in_Mean_8, out_Mean_8},
-    {13, 1, 1, 1, 0, in_Mean_13, out_Mean_13},
+    {8, 1, 1, 1, 0, t2, t2},
+    {13, 1, 1, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Min_8[] = {0xc02u};
-static const uint32_t out_Min_8[] = {0xc02u};
-static const uint32_t in_Min_12[] = {0x3cfeu};
-static const uint32_t out_Min_12[] = {0x3cfeu};
-static const uint32_t in_Min_13[] = {0x13cfeu};
-static const uint32_t out_Min_13[] = {0x13cfeu};
 static const gen_type_version v_Min[] = {
-    {8, 1, 1, 1, 0, in_Min_8, out_Min_8},
-    {12, 1, 1, 1, 0, in_Min_12, out_Min_12},
-    {13, 1, 1, 1, 0, in_Min_13, out_Min_13},
+    {8, 1, 1, 1, 0, t2, t2},
+    {12, 1, 1, 1, 0, t0, t0},
+    {13, 1, 1, 1, 0, t1, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Mish_18[] = {0xc02u};
-static const uint32_t out_Mish_18[] = {0xc02u};
-static const uint32_t in_Mish_22[] = {0x10c02u};
-static const uint32_t out_Mish_22[] = {0x10c02u};
 static const gen_type_version v_Mish[] = {
-    {18, 1, 0, 1, 0, in_Mish_18, out_Mish_18},
-    {22, 1, 0, 1, 0, in_Mish_22, out_Mish_22},
+    {18, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Mod_10[] = {0x3cfeu, 0x3cfeu};
-static const uint32_t out_Mod_10[] = {0x3cfeu};
-static const uint32_t in_Mod_13[] = {0x13cfeu, 0x13cfeu};
-static const uint32_t out_Mod_13[] = {0x13cfeu};
 static const gen_type_version v_Mod[] = {
-    {10, 2, 0, 1, 0, in_Mod_10, out_Mod_10},
-    {13, 2, 0, 1, 0, in_Mod_13, out_Mod_13},
+    {10, 2, 0, 1, 0, t70, t0},
+    {13, 2, 0, 1, 0, t8, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Mul_7[] = {0x3cc2u, 0x3cc2u};
-static const uint32_t out_Mul_7[] = {0x3cc2u};
-static const uint32_t in_Mul_13[] = {0x13cc2u, 0x13cc2u};
-static const uint32_t out_Mul_13[] = {0x13cc2u};
-static const uint32_t in_Mul_14[] = {0x13cfeu, 0x13cfeu};
-static const uint32_t out_Mul_14[] = {0x13cfeu};
 static const gen_type_version v_Mul[] = {
-    {7, 2, 0, 1, 0, in_Mul_7, out_Mul_7},
-    {13, 2, 0, 1, 0, in_Mul_13, out_Mul_13},
-    {14, 2, 0, 1, 0, in_Mul_14, out_Mul_14},
+    {7, 2, 0, 1, 0, t4, t5},
+    {13, 2, 0, 1, 0, t6, t7},
+    {14, 2, 0, 1, 0, t8, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Neg_6[] = {0xceau};
-static const uint32_t out_Neg_6[] = {0xceau};
-static const uint32_t in_Neg_13[] = {0x10ceau};
-static const uint32_t out_Neg_13[] = {0x10ceau};
 static const gen_type_version v_Neg[] = {
-    {6, 1, 0, 1, 0, in_Neg_6, out_Neg_6},
-    {13, 1, 0, 1, 0, in_Neg_13, out_Neg_13},
+    {6, 1, 0, 1, 0, t82, t82},
+    {13, 1, 0, 1, 0, t83, t83},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_NonZero_9[] = {0xfffeu};
-static const uint32_t out_NonZero_9[] = {0x80u};
-static const uint32_t in_NonZero_13[] = {0x1fffeu};
-static const uint32_t out_NonZero_13[] = {0x80u};
 static const gen_type_version v_NonZero[] = {
-    {9, 1, 0, 1, 0, in_NonZero_9, out_NonZero_9},
-    {13, 1, 0, 1, 0, in_NonZero_13, out_NonZero_13},
+    {9, 1, 0, 1, 0, t36, t11},
+    {13, 1, 0, 1, 0, t37, t11},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Not_1[] = {0x200u};
-static const uint32_t out_Not_1[] = {0x200u};
 static const gen_type_version v_Not[] = {
-    {1, 1, 0, 1, 0, in_Not_1, out_Not_1},
+    {1, 1, 0, 1, 0, t10, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_OneHot_11[] = {0x3cfeu, 0x3cfeu, 0xfffeu};
-static const uint32_t out_OneHot_11[] = {0xfffeu};
 static const gen_type_version v_OneHot[] = {
-    {11, 3, 0, 1, 0, in_OneHot_11, out_OneHot_11},
+    {11, 3, 0, 1, 0, t84, t36},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Or_7[] = {0x200u, 0x200u};
-static const uint32_t out_Or_7[] = {0x200u};
 static const gen_type_version v_Or[] = {
-    {7, 2, 0, 1, 0, in_Or_7, out_Or_7},
+    {7, 2, 0, 1, 0, t9, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_PRelu_9[] = {0x3cc2u, 0x3cc2u};
-static const uint32_t out_PRelu_9[] = {0x3cc2u};
-static const uint32_t in_PRelu_16[] = {0x13cc2u, 0x13cc2u};
-static const uint32_t out_PRelu_16[] = {0x13cc2u};
 static const gen_type_version v_PRelu[] = {
-    {9, 2, 0, 1, 0, in_PRelu_9, out_PRelu_9},
-    {16, 2, 0, 1, 0, in_PRelu_16, out_PRelu_16},
+    {9, 2, 0, 1, 0, t4, t5},
+    {16, 2, 0, 1, 0, t6, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Pad_11[] = {0x3cfeu, 0x80u, 0x3cfeu};
-static const uint32_t out_Pad_11[] = {0x3cfeu};
-static const uint32_t in_Pad_13[] = {0x1fffeu, 0x80u, 0x1fffeu};
-static const uint32_t out_Pad_13[] = {0x1fffeu};
-static const uint32_t in_Pad_18[] = {0x1fffeu, 0x80u, 0x1fffeu, 0xc0u};
-static const uint32_t out_Pad_18[] = {0x1fffeu};
-static const uint32_t in_Pad_19[] = {0x1fffeu, 0x80u, 0x1fffeu, 0xc0u};
-static const uint32_t out_Pad_19[] = {0x1fffeu};
-static const uint32_t in_Pad_21[] = {0x7ffffeu, 0x80u, 0x7ffffeu, 0xc0u};
-static const uint32_t out_Pad_21[] = {0x7ffffeu};
-static const uint32_t in_Pad_23[] = {0xfffffeu, 0x80u, 0xfffffeu, 0xc0u};
-static const uint32_t out_Pad_23[] = {0xfffffeu};
-static const uint32_t in_Pad_24[] = {0x1fffffeu, 0x80u, 0x1fffffeu, 0xc0u};
-static const uint32_t out_Pad_24[] = {0x1fffffeu};
-static const uint32_t in_Pad_25[] = {0x7fffffeu, 0x80u, 0x7fffffeu, 0xc0u};
-static const uint32_t out_Pad_25[] = {0x7fffffeu};
 static const gen_type_version v_Pad[] = {
-    {11, 3, 0, 1, 0, in_Pad_11, out_Pad_11},
-    {13, 3, 0, 1, 0, in_Pad_13, out_Pad_13},
-    {18, 4, 0, 1, 0, in_Pad_18, out_Pad_18},
-    {19, 4, 0, 1, 0, in_Pad_19, out_Pad_19},
-    {21, 4, 0, 1, 0, in_Pad_21, out_Pad_21},
-    {23, 4, 0, 1, 0, in_Pad_23, out_Pad_23},
-    {24, 4, 0, 1, 0, in_Pad_24, out_Pad_24},
-    {25, 4, 0, 1, 0, in_Pad_25, out_Pad_25},
+    {11, 3, 0, 1, 0, t85, t0},
+    {13, 3, 0, 1, 0, t86, t37},
+    {18, 4, 0, 1, 0, t87, t37},
+    {19, 4, 0, 1, 0, t87, t37},
+    {21, 4, 0, 1, 0, t88, t58},
+    {23, 4, 0, 1, 0, t89, t59},
+    {24, 4, 0, 1, 0, t90, t60},
+    {25, 4, 0, 1, 0, t91, t61},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Pow_7[] = {0xc02u, 0xc02u};
-static const uint32_t out_Pow_7[] = {0xc02u};
-static const uint32_t in_Pow_12[] = {0xcc2u, 0x3cfeu};
-static const uint32_t out_Pow_12[] = {0xcc2u};
-static const uint32_t in_Pow_13[] = {0x10cc2u, 0x3cfeu};
-static const uint32_t out_Pow_13[] = {0x10cc2u};
-static const uint32_t in_Pow_15[] = {0x10cc2u, 0x13cfeu};
-static const uint32_t out_Pow_15[] = {0x10cc2u};
 static const gen_type_version v_Pow[] = {
-    {7, 2, 0, 1, 0, in_Pow_7, out_Pow_7},
-    {12, 2, 0, 1, 0, in_Pow_12, out_Pow_12},
-    {13, 2, 0, 1, 0, in_Pow_13, out_Pow_13},
-    {15, 2, 0, 1, 0, in_Pow_15, out_Pow_15},
+    {7, 2, 0, 1, 0, t63, t2},
+    {12, 2, 0, 1, 0, t92, t93},
+    {13, 2, 0, 1, 0, t94, t95},
+    {15, 2, 0, 1, 0, t96, t95},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_RMSNormalization_23[] = {0x10c02u, 0x10c02u};
-static const uint32_t out_RMSNormalization_23[] = {0x10c02u};
 static const gen_type_version v_RMSNormalization[] = {
-    {23, 2, 0, 1, 0, in_RMSNormalization_23, out_RMSNormalization_23},
+    {23, 2, 0, 1, 0, t65, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_RNN_7[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
-static const uint32_t out_RNN_7[] = {0xc02u, 0xc02u};
-static const uint32_t in_RNN_14[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
-static const uint32_t out_RNN_14[] = {0xc02u, 0xc02u};
-static const uint32_t in_RNN_22[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u};
-static const uint32_t out_RNN_22[] = {0x10c02u, 0x10c02u};
 static const gen_type_version v_RNN[] = {
-    {7, 6, 0, 2, 0, in_RNN_7, out_RNN_7},
-    {14, 6, 0, 2, 0, in_RNN_14, out_RNN_14},
-    {22, 6, 0, 2, 0, in_RNN_22, out_RNN_22},
+    {7, 6, 0, 2, 0, t62, t63},
+    {14, 6, 0, 2, 0, t62, t63},
+    {22, 6, 0, 2, 0, t64, t65},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Reciprocal_6[] = {0xc02u};
-static const uint32_t out_Reciprocal_6[] = {0xc02u};
-static const uint32_t in_Reciprocal_13[] = {0x10c02u};
-static const uint32_t out_Reciprocal_13[] = {0x10c02u};
 static const gen_type_version v_Reciprocal[] = {
-    {6, 1, 0, 1, 0, in_Reciprocal_6, out_Reciprocal_6},
-    {13, 1, 0, 1, 0, in_Reciprocal_13, out_Reciprocal_13},
+    {6, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ReduceL1_11[] = {0x3cc2u};
-static const uint32_t out_ReduceL1_11[] = {0x3cc2u};
-static const uint32_t in_ReduceL1_13[] = {0x13cc2u};
-static const uint32_t out_ReduceL1_13[] = {0x13cc2u};
-static const uint32_t in_ReduceL1_18[] = {0x13cc2u, 0x80u};
-static const uint32_t out_ReduceL1_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceL1[] = {
-    {11, 1, 0, 1, 0, in_ReduceL1_11, out_ReduceL1_11},
-    {13, 1, 0, 1, 0, in_ReduceL1_13, out_ReduceL1_13},
-    {18, 2, 0, 1, 0, in_ReduceL1_18, out_ReduceL1_18},
+    {11, 1, 0, 1, 0, t5, t5},
+    {13, 1, 0, 1, 0, t7, t7},
+    {18, 2, 0, 1, 0, t97, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ReduceL2_11[] = {0x3cc2u};
-static const uint32_t out_ReduceL2_11[] = {0x3cc2u};
-static const uint32_t in_ReduceL2_13[] = {0x13cc2u};
-static const uint32_t out_ReduceL2_13[] = {0x13cc2u};
-static const uint32_t in_ReduceL2_18[] = {0x13cc2u, 0x80u};
-static const uint32_t out_ReduceL2_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceL2[] = {
-    {11, 1, 0, 1, 0, in_ReduceL2_11, out_ReduceL2_11},
-    {13, 1, 0, 1, 0, in_ReduceL2_13, out_ReduceL2_13},
-    {18, 2, 0, 1, 0, in_ReduceL2_18, out_ReduceL2_18},
+    {11, 1, 0, 1, 0, t5, t5},
+    {13, 1, 0, 1, 0, t7, t7},
+    {18, 2, 0, 1, 0, t97, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ReduceLogSum_11[] = {0x3cc2u};
-static const uint32_t out_ReduceLogSum_11[] = {0x3cc2u};
-static const uint32_t in_ReduceLogSum_13[] = {0x13cc2u};
-static const uint32_t out_ReduceLogSum_13[] = {0x13cc2u};
-static const uint32_t in_ReduceLogSum_18[] = {0x13cc2u, 0x80u};
-static const uint32_t out_ReduceLogSum_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceLogSum[] = {
-    {11, 1, 0, 1, 0, in_ReduceLogSum_11, out_ReduceLogSum_11},
-    {13, 1, 0, 1, 0, in_ReduceLogSum_13, out_ReduceLogSum_13},
-    {18, 2, 0, 1, 0, in_ReduceLogSum_18, out_ReduceLogSum_18},
+    {11, 1, 0, 1, 0, t5, t5},
+    {13, 1, 0, 1, 0, t7, t7},
+    {18, 2, 0, 1, 0, t97, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ReduceLogSumExp_11[] = {0x3cc2u};
-static const uint32_t out_ReduceLogSumExp_11[] = {0x3cc2u};
-static const uint32_t in_ReduceLogSumExp_13[] = {0x13cc2u};
-static const uint32_t out_ReduceLogSumExp_13[] = {0x13cc2u};
-static const uint32_t in_ReduceLogSumExp_18[] = {0x13cc2u, 0x80u};
-static const uint32_t out_ReduceLogSumExp_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceLogSumExp[] = {
-    {11, 1, 0, 1, 0, in_ReduceLogSumExp_11, out_ReduceLogSumExp_11},
-    {13, 1, 0, 1, 0, in_ReduceLogSumExp_13, out_ReduceLogSumExp_13},
-    {18, 2, 0, 1, 0, in_ReduceLogSumExp_18, out_ReduceLogSumExp_18},
+    {11, 1, 0, 1, 0, t5, t5},
+    {13, 1, 0, 1, 0, t7, t7},
+    {18, 2, 0, 1, 0, t97, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ReduceMax_11[] = {0x3cc2u};
-static const uint32_t out_ReduceMax_11[] = {0x3cc2u};
-static const uint32_t in_ReduceMax_12[] = {0x3cceu};
-static const uint32_t out_ReduceMax_12[] = {0x3cceu};
-static const uint32_t in_ReduceMax_13[] = {0x13cceu};
-static const uint32_t out_ReduceMax_13[] = {0x13cceu};
-static const uint32_t in_ReduceMax_18[] = {0x13cceu, 0x80u};
-static const uint32_t out_ReduceMax_18[] = {0x13cceu};
-static const uint32_t in_ReduceMax_20[] = {0x13eceu, 0x80u};
-static const uint32_t out_ReduceMax_20[] = {0x13eceu};
 static const gen_type_version v_ReduceMax[] = {
-    {11, 1, 0, 1, 0, in_ReduceMax_11, out_ReduceMax_11},
-    {12, 1, 0, 1, 0, in_ReduceMax_12, out_ReduceMax_12},
-    {13, 1, 0, 1, 0, in_ReduceMax_13, out_ReduceMax_13},
-    {18, 2, 0, 1, 0, in_ReduceMax_18, out_ReduceMax_18},
-    {20, 2, 0, 1, 0, in_ReduceMax_20, out_ReduceMax_20},
+    {11, 1, 0, 1, 0, t5, t5},
+    {12, 1, 0, 1, 0, t98, t98},
+    {13, 1, 0, 1, 0, t99, t99},
+    {18, 2, 0, 1, 0, t100, t99},
+    {20, 2, 0, 1, 0, t101, t102},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ReduceMean_11[] = {0x3cc2u};
-static const uint32_t out_ReduceMean_11[] = {0x3cc2u};
-static const uint32_t in_ReduceMean_13[] = {0x13cc2u};
-static const uint32_t out_ReduceMean_13[] = {0x13cc2u};
-static const uint32_t in_ReduceMean_18[] = {0x13cc2u, 0x80u};
-static const uint32_t out_ReduceMean_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceMean[] = {
-    {11, 1, 0, 1, 0, in_ReduceMean_11, out_ReduceMean_11},
-    {13, 1, 0, 1, 0, in_ReduceMean_13, out_ReduceMean_13},
-    {18, 2, 0, 1, 0, in_ReduceMean_18, out_ReduceMean_18},
+    {11, 1, 0, 1, 0, t5, t5},
+    {13, 1, 0, 1, 0, t7, t7},
+    {18, 2, 0, 1, 0, t97, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ReduceMin_11[] = {0x3cc2u};
-static const uint32_t out_ReduceMin_11[] = {0x3cc2u};
-static const uint32_t in_ReduceMin_12[] = {0x3cceu};
-static const uint32_t out_ReduceMin_12[] = {0x3cceu};
-static const uint32_t in_ReduceMin_13[] = {0x13cceu};
-static const uint32_t out_ReduceMin_13[] = {0x13cceu};
-static const uint32_t in_ReduceMin_18[] = {0x13cceu, 0x80u};
-static const uint32_t out_ReduceMin_18[] = {0x13cceu};
-static const uint32_t in_ReduceMin_20[] = {0x13eceu, 0x80u};
-static const uint32_t out_ReduceMin_20[] = {0x13eceu};
 static const gen_type_version v_ReduceMin[] = {
-    {11, 1, 0, 1, 0, in_ReduceMin_11, out_ReduceMin_11},
-    {12, 1, 0, 1, 0, in_ReduceMin_12, out_ReduceMin_12},
-    {13, 1, 0, 1, 0, in_ReduceMin_13, out_ReduceMin_13},
-    {18, 2, 0, 1, 0, in_ReduceMin_18, out_ReduceMin_18},
-    {20, 2, 0, 1, 0, in_ReduceMin_20, out_ReduceMin_20},
+    {11, 1, 0, 1, 0, t5, t5},
+    {12, 1, 0, 1, 0, t98, t98},
+    {13, 1, 0, 1, 0, t99, t99},
+    {18, 2, 0, 1, 0, t100, t99},
+    {20, 2, 0, 1, 0, t101, t102},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ReduceProd_11[] = {0x3cc2u};
-static const uint32_t out_ReduceProd_11[] = {0x3cc2u};
-static const uint32_t in_ReduceProd_13[] = {0x13cc2u};
-static const uint32_t out_ReduceProd_13[] = {0x13cc2u};
-static const uint32_t in_ReduceProd_18[] = {0x13cc2u, 0x80u};
-static const uint32_t out_ReduceProd_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceProd[] = {
-    {11, 1, 0, 1, 0, in_ReduceProd_11, out_ReduceProd_11},
-    {13, 1, 0, 1, 0, in_ReduceProd_13, out_ReduceProd_13},
-    {18, 2, 0, 1, 0, in_ReduceProd_18, out_ReduceProd_18},
+    {11, 1, 0, 1, 0, t5, t5},
+    {13, 1, 0, 1, 0, t7, t7},
+    {18, 2, 0, 1, 0, t97, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ReduceSum_11[] = {0x3cc2u};
-static const uint32_t out_ReduceSum_11[] = {0x3cc2u};
-static const uint32_t in_ReduceSum_13[] = {0x13cc2u, 0x80u};
-static const uint32_t out_ReduceSum_13[] = {0x13cc2u};
 static const gen_type_version v_ReduceSum[] = {
-    {11, 1, 0, 1, 0, in_ReduceSum_11, out_ReduceSum_11},
-    {13, 2, 0, 1, 0, in_ReduceSum_13, out_ReduceSum_13},
+    {11, 1, 0, 1, 0, t5, t5},
+    {13, 2, 0, 1, 0, t97, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ReduceSumSquare_11[] = {0x3cc2u};
-static const uint32_t out_ReduceSumSquare_11[] = {0x3cc2u};
-static const uint32_t in_ReduceSumSquare_13[] = {0x13cc2u};
-static const uint32_t out_ReduceSumSquare_13[] = {0x13cc2u};
-static const uint32_t in_ReduceSumSquare_18[] = {0x13cc2u, 0x80u};
-static const uint32_t out_ReduceSumSquare_18[] = {0x13cc2u};
 static const gen_type_version v_ReduceSumSquare[] = {
-    {11, 1, 0, 1, 0, in_ReduceSumSquare_11, out_ReduceSumSquare_11},
-    {13, 1, 0, 1, 0, in_ReduceSumSquare_13, out_ReduceSumSquare_13},
-    {18, 2, 0, 1, 0, in_ReduceSumSquare_18, out_ReduceSumSquare_18},
+    {11, 1, 0, 1, 0, t5, t5},
+    {13, 1, 0, 1, 0, t7, t7},
+    {18, 2, 0, 1, 0, t97, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Relu_6[] = {0xc02u};
-static const uint32_t out_Relu_6[] = {0xc02u};
-static const uint32_t in_Relu_13[] = {0x10c02u};
-static const uint32_t out_Relu_13[] = {0x10c02u};
-static const uint32_t in_Relu_14[] = {0x10ceau};
-static const uint32_t out_Relu_14[] = {0x10ceau};
 static const gen_type_version v_Relu[] = {
-    {6, 1, 0, 1, 0, in_Relu_6, out_Relu_6},
-    {13, 1, 0, 1, 0, in_Relu_13, out_Relu_13},
-    {14, 1, 0, 1, 0, in_Relu_14, out_Relu_14},
+    {6, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
+    {14, 1, 0, 1, 0, t83, t83},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Reshape_5[] = {0xfffeu, 0x80u};
-static const uint32_t out_Reshape_5[] = {0xfffeu};
-static const uint32_t in_Reshape_13[] = {0x1fffeu, 0x80u};
-static const uint32_t out_Reshape_13[] = {0x1fffeu};
-static const uint32_t in_Reshape_14[] = {0x1fffeu, 0x80u};
-static const uint32_t out_Reshape_14[] = {0x1fffeu};
-static const uint32_t in_Reshape_19[] = {0x1ffffeu, 0x80u};
-static const uint32_t out_Reshape_19[] = {0x1ffffeu};
-static const uint32_t in_Reshape_21[] = {0x7ffffeu, 0x80u};
-static const uint32_t out_Reshape_21[] = {0x7ffffeu};
-static const uint32_t in_Reshape_23[] = {0xfffffeu, 0x80u};
-static const uint32_t out_Reshape_23[] = {0xfffffeu};
-static const uint32_t in_Reshape_24[] = {0x1fffffeu, 0x80u};
-static const uint32_t out_Reshape_24[] = {0x1fffffeu};
-static const uint32_t in_Reshape_25[] = {0x7fffffeu, 0x80u};
-static const uint32_t out_Reshape_25[] = {0x7fffffeu};
 static const gen_type_version v_Reshape[] = {
-    {5, 2, 0, 1, 0, in_Reshape_5, out_Reshape_5},
-    {13, 2, 0, 1, 0, in_Reshape_13, out_Reshape_13},
-    {14, 2, 0, 1, 0, in_Reshape_14, out_Reshape_14},
-    {19, 2, 0, 1, 0, in_Reshape_19, out_Reshape_19},
-    {21, 2, 0, 1, 0, in_Reshape_21, out_Reshape_21},
-    {23, 2, 0, 1, 0, in_Reshape_23, out_Reshape_23},
-    {24, 2, 0, 1, 0, in_Reshape_24, out_Reshape_24},
-    {25, 2, 0, 1, 0, in_Reshape_25, out_Reshape_25},
+    {5, 2, 0, 1, 0, t55, t36},
+    {13, 2, 0, 1, 0, t56, t37},
+    {14, 2, 0, 1, 0, t56, t37},
+    {19, 2, 0, 1, 0, t103, t71},
+    {21, 2, 0, 1, 0, t104, t58},
+    {23, 2, 0, 1, 0, t105, t59},
+    {24, 2, 0, 1, 0, t106, t60},
+    {25, 2, 0, 1, 0, t107, t61},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Round_11[] = {0xc02u};
-static const uint32_t out_Round_11[] = {0xc02u};
-static const uint32_t in_Round_22[] = {0x10c02u};
-static const uint32_t out_Round_22[] = {0x10c02u};
 static const gen_type_version v_Round[] = {
-    {11, 1, 0, 1, 0, in_Round_11, out_Round_11},
-    {22, 1, 0, 1, 0, in_Round_22, out_Round_22},
+    {11, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ScatterElements_11[] = {0xfffeu, 0xc0u, 0xfffeu};
-static const uint32_t out_ScatterElements_11[] = {0xfffeu};
-static const uint32_t in_ScatterElements_13[] = {0x1fffeu, 0xc0u, 0x1fffeu};
-static const uint32_t out_ScatterElements_13[] = {0x1fffeu};
-static const uint32_t in_ScatterElements_16[] = {0x1fffeu, 0xc0u, 0x1fffeu};
-static const uint32_t out_ScatterElements_16[] = {0x1fffeu};
-static const uint32_t in_ScatterElements_18[] = {0x1fffeu, 0xc0u, 0x1fffeu};
-static const uint32_t out_ScatterElements_18[] = {0x1fffeu};
 static const gen_type_version v_ScatterElements[] = {
-    {11, 3, 0, 1, 0, in_ScatterElements_11, out_ScatterElements_11},
-    {13, 3, 0, 1, 0, in_ScatterElements_13, out_ScatterElements_13},
-    {16, 3, 0, 1, 0, in_ScatterElements_16, out_ScatterElements_16},
-    {18, 3, 0, 1, 0, in_ScatterElements_18, out_ScatterElements_18},
+    {11, 3, 0, 1, 0, t108, t36},
+    {13, 3, 0, 1, 0, t109, t37},
+    {16, 3, 0, 1, 0, t109, t37},
+    {18, 3, 0, 1, 0, t109, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ScatterND_11[] = {0xfffeu, 0x80u, 0xfffeu};
-static const uint32_t out_ScatterND_11[] = {0xfffeu};
-static const uint32_t in_ScatterND_13[] = {0x1fffeu, 0x80u, 0x1fffeu};
-static const uint32_t out_ScatterND_13[] = {0x1fffeu};
-static const uint32_t in_ScatterND_16[] = {0x1fffeu, 0x80u, 0x1fffeu};
-static const uint32_t out_ScatterND_16[] = {0x1fffeu};
-static const uint32_t in_ScatterND_18[] = {0x1fffeu, 0x80u, 0x1fffeu};
-static const uint32_t out_ScatterND_18[] = {0x1fffeu};
 static const gen_type_version v_ScatterND[] = {
-    {11, 3, 0, 1, 0, in_ScatterND_11, out_ScatterND_11},
-    {13, 3, 0, 1, 0, in_ScatterND_13, out_ScatterND_13},
-    {16, 3, 0, 1, 0, in_ScatterND_16, out_ScatterND_16},
-    {18, 3, 0, 1, 0, in_ScatterND_18, out_ScatterND_18},
+    {11, 3, 0, 1, 0, t110, t36},
+    {13, 3, 0, 1, 0, t86, t37},
+    {16, 3, 0, 1, 0, t86, t37},
+    {18, 3, 0, 1, 0, t86, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Selu_6[] = {0xc02u};
-static const uint32_t out_Selu_6[] = {0xc02u};
-static const uint32_t in_Selu_22[] = {0x10c02u};
-static const uint32_t out_Selu_22[] = {0x10c02u};
 static const gen_type_version v_Selu[] = {
-    {6, 1, 0, 1, 0, in_Selu_6, out_Selu_6},
-    {22, 1, 0, 1, 0, in_Selu_22, out_Selu_22},
+    {6, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Shape_1[] = {0xfffeu};
-static const uint32_t out_Shape_1[] = {0x80u};
-static const uint32_t in_Shape_13[] = {0x1fffeu};
-static const uint32_t out_Shape_13[] = {0x80u};
-static const uint32_t in_Shape_15[] = {0x1fffeu};
-static const uint32_t out_Shape_15[] = {0x80u};
-static const uint32_t in_Shape_19[] = {0x1ffffeu};
-static const uint32_t out_Shape_19[] = {0x80u};
-static const uint32_t in_Shape_21[] = {0x7ffffeu};
-static const uint32_t out_Shape_21[] = {0x80u};
-static const uint32_t in_Shape_23[] = {0xfffffeu};
-static const uint32_t out_Shape_23[] = {0x80u};
-static const uint32_t in_Shape_24[] = {0x1fffffeu};
-static const uint32_t out_Shape_24[] = {0x80u};
-static const uint32_t in_Shape_25[] = {0x7fffffeu};
-static const uint32_t out_Shape_25[] = {0x80u};
 static const gen_type_version v_Shape[] = {
-    {1, 1, 0, 1, 0, in_Shape_1, out_Shape_1},
-    {13, 1, 0, 1, 0, in_Shape_13, out_Shape_13},
-    {15, 1, 0, 1, 0, in_Shape_15, out_Shape_15},
-    {19, 1, 0, 1, 0, in_Shape_19, out_Shape_19},
-    {21, 1, 0, 1, 0, in_Shape_21, out_Shape_21},
-    {23, 1, 0, 1, 0, in_Shape_23, out_Shape_23},
-    {24, 1, 0, 1, 0, in_Shape_24, out_Shape_24},
-    {25, 1, 0, 1, 0, in_Shape_25, out_Shape_25},
+    {1, 1, 0, 1, 0, t36, t11},
+    {13, 1, 0, 1, 0, t37, t11},
+    {15, 1, 0, 1, 0, t37, t11},
+    {19, 1, 0, 1, 0, t71, t11},
+    {21, 1, 0, 1, 0, t58, t11},
+    {23, 1, 0, 1, 0, t59, t11},
+    {24, 1, 0, 1, 0, t60, t11},
+    {25, 1, 0, 1, 0, t61, t11},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Shrink_9[] = {0x3cfeu};
-static const uint32_t out_Shrink_9[] = {0x3cfeu};
 static const gen_type_version v_Shrink[] = {
-    {9, 1, 0, 1, 0, in_Shrink_9, out_Shrink_9},
+    {9, 1, 0, 1, 0, t0, t0},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Sigmoid_6[] = {0xc02u};
-static const uint32_t out_Sigmoid_6[] = {0xc02u};
-static const uint32_t in_Sigmoid_13[] = {0x10c02u};
-static const uint32_t out_Sigmoid_13[] = {0x10c02u};
 static const gen_type_version v_Sigmoid[] = {
-    {6, 1, 0, 1, 0, in_Sigmoid_6, out_Sigmoid_6},
-    {13, 1, 0, 1, 0, in_Sigmoid_13, out_Sigmoid_13},
+    {6, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Sign_9[] = {0x3cfeu};
-static const uint32_t out_Sign_9[] = {0x3cfeu};
-static const uint32_t in_Sign_13[] = {0x13cfeu};
-static const uint32_t out_Sign_13[] = {0x13cfeu};
 static const gen_type_version v_Sign[] = {
-    {9, 1, 0, 1, 0, in_Sign_9, out_Sign_9},
-    {13, 1, 0, 1, 0, in_Sign_13, out_Sign_13},
+    {9, 1, 0, 1, 0, t0, t0},
+    {13, 1, 0, 1, 0, t1, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Sin_7[] = {0xc02u};
-static const uint32_t out_Sin_7[] = {0xc02u};
-static const uint32_t in_Sin_22[] = {0x10c02u};
-static const uint32_t out_Sin_22[] = {0x10c02u};
 static const gen_type_version v_Sin[] = {
-    {7, 1, 0, 1, 0, in_Sin_7, out_Sin_7},
-    {22, 1, 0, 1, 0, in_Sin_22, out_Sin_22},
+    {7, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Sinh_9[] = {0xc02u};
-static const uint32_t out_Sinh_9[] = {0xc02u};
-static const uint32_t in_Sinh_22[] = {0x10c02u};
-static const uint32_t out_Sinh_22[] = {0x10c02u};
 static const gen_type_version v_Sinh[] = {
-    {9, 1, 0, 1, 0, in_Sinh_9, out_Sinh_9},
-    {22, 1, 0, 1, 0, in_Sinh_22, out_Sinh_22},
+    {9, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Size_1[] = {0xfffeu};
-static const uint32_t out_Size_1[] = {0x80u};
-static const uint32_t in_Size_13[] = {0x1fffeu};
-static const uint32_t out_Size_13[] = {0x80u};
-static const uint32_t in_Size_19[] = {0x1ffffeu};
-static const uint32_t out_Size_19[] = {0x80u};
-static const uint32_t in_Size_21[] = {0x7ffffeu};
-static const uint32_t out_Size_21[] = {0x80u};
-static const uint32_t in_Size_23[] = {0xfffffeu};
-static const uint32_t out_Size_23[] = {0x80u};
-static const uint32_t in_Size_24[] = {0x1fffffeu};
-static const uint32_t out_Size_24[] = {0x80u};
-static const uint32_t in_Size_25[] = {0x7fffffeu};
-static const uint32_t out_Size_25[] = {0x80u};
 static const gen_type_version v_Size[] = {
-    {1, 1, 0, 1, 0, in_Size_1, out_Size_1},
-    {13, 1, 0, 1, 0, in_Size_13, out_Size_13},
-    {19, 1, 0, 1, 0, in_Size_19, out_Size_19},
-    {21, 1, 0, 1, 0, in_Size_21, out_Size_21},
-    {23, 1, 0, 1, 0, in_Size_23, out_Size_23},
-    {24, 1, 0, 1, 0, in_Size_24, out_Size_24},
-    {25, 1, 0, 1, 0, in_Size_25, out_Size_25},
+    {1, 1, 0, 1, 0, t36, t11},
+    {13, 1, 0, 1, 0, t37, t11},
+    {19, 1, 0, 1, 0, t71, t11},
+    {21, 1, 0, 1, 0, t58, t11},
+    {23, 1, 0, 1, 0, t59, t11},
+    {24, 1, 0, 1, 0, t60, t11},
+    {25, 1, 0, 1, 0, t61, t11},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Slice_11[] = {0xfffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
-static const uint32_t out_Slice_11[] = {0xfffeu};
-static const uint32_t in_Slice_13[] = {0x1fffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
-static const uint32_t out_Slice_13[] = {0x1fffeu};
 static const gen_type_version v_Slice[] = {
-    {11, 5, 0, 1, 0, in_Slice_11, out_Slice_11},
-    {13, 5, 0, 1, 0, in_Slice_13, out_Slice_13},
+    {11, 5, 0, 1, 0, t111, t36},
+    {13, 5, 0, 1, 0, t112, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Softmax_11[] = {0xc02u};
-static const uint32_t out_Softmax_11[] = {0xc02u};
-static const uint32_t in_Softmax_13[] = {0x10c02u};
-static const uint32_t out_Softmax_13[] = {0x10c02u};
 static const gen_type_version v_Softmax[] = {
-    {11, 1, 0, 1, 0, in_Softmax_11, out_Softmax_11},
-    {13, 1, 0, 1, 0, in_Softmax_13, out_Softmax_13},
+    {11, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Softplus_1[] = {0xc02u};
-static const uint32_t out_Softplus_1[] = {0xc02u};
-static const uint32_t in_Softplus_22[] = {0x10c02u};
-static const uint32_t out_Softplus_22[] = {0x10c02u};
 static const gen_type_version v_Softplus[] = {
-    {1, 1, 0, 1, 0, in_Softplus_1, out_Softplus_1},
-    {22, 1, 0, 1, 0, in_Softplus_22, out_Softplus_22},
+    {1, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Softsign_1[] = {0xc02u};
-static const uint32_t out_Softsign_1[] = {0xc02u};
-static const uint32_t in_Softsign_22[] = {0x10c02u};
-static const uint32_t out_Softsign_22[] = {0x10c02u};
 static const gen_type_version v_Softsign[] = {
-    {1, 1, 0, 1, 0, in_Softsign_1, out_Softsign_1},
-    {22, 1, 0, 1, 0, in_Softsign_22, out_Softsign_22},
+    {1, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_SpaceToDepth_1[] = {0xfffeu};
-static const uint32_t out_SpaceToDepth_1[] = {0xfffeu};
-static const uint32_t in_SpaceToDepth_13[] = {0x1fffeu};
-static const uint32_t out_SpaceToDepth_13[] = {0x1fffeu};
 static const gen_type_version v_SpaceToDepth[] = {
-    {1, 1, 0, 1, 0, in_SpaceToDepth_1, out_SpaceToDepth_1},
-    {13, 1, 0, 1, 0, in_SpaceToDepth_13, out_SpaceToDepth_13},
+    {1, 1, 0, 1, 0, t36, t36},
+    {13, 1, 0, 1, 0, t37, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Split_11[] = {0xfffeu};
-static const uint32_t out_Split_11[] = {0xfffeu};
-static const uint32_t in_Split_13[] = {0x1fffeu, 0x80u};
-static const uint32_t out_Split_13[] = {0x1fffeu};
-static const uint32_t in_Split_18[] = {0x1fffeu, 0x80u};
-static const uint32_t out_Split_18[] = {0x1fffeu};
 static const gen_type_version v_Split[] = {
-    {11, 1, 0, 1, 1, in_Split_11, out_Split_11},
-    {13, 2, 0, 1, 1, in_Split_13, out_Split_13},
-    {18, 2, 0, 1, 1, in_Split_18, out_Split_18},
+    {11, 1, 0, 1, 1, t36, t36},
+    {13, 2, 0, 1, 1, t56, t37},
+    {18, 2, 0, 1, 1, t56, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Sqrt_6[] = {0xc02u};
-static const uint32_t out_Sqrt_6[] = {0xc02u};
-static const uint32_t in_Sqrt_13[] = {0x10c02u};
-static const uint32_t out_Sqrt_13[] = {0x10c02u};
 static const gen_type_version v_Sqrt[] = {
-    {6, 1, 0, 1, 0, in_Sqrt_6, out_Sqrt_6},
-    {13, 1, 0, 1, 0, in_Sqrt_13, out_Sqrt_13},
+    {6, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Squeeze_11[] = {0xfffeu};
-static const uint32_t out_Squeeze_11[] = {0xfffeu};
-static const uint32_t in_Squeeze_13[] = {0x1fffeu, 0x80u};
-static const uint32_t out_Squeeze_13[] = {0x1fffeu};
-static const uint32_t in_Squeeze_21[] = {0x7ffffeu, 0x80u};
-static const uint32_t out_Squeeze_21[] = {0x7ffffeu};
-static const uint32_t in_Squeeze_23[] = {0xfffffeu, 0x80u};
-static const uint32_t out_Squeeze_23[] = {0xfffffeu};
-static const uint32_t in_Squeeze_24[] = {0x1fffffeu, 0x80u};
-static const uint32_t out_Squeeze_24[] = {0x1fffffeu};
-static const uint32_t in_Squeeze_25[] = {0x7fffffeu, 0x80u};
-static const uint32_t out_Squeeze_25[] = {0x7fffffeu};
 static const gen_type_version v_Squeeze[] = {
-    {11, 1, 0, 1, 0, in_Squeeze_11, out_Squeeze_11},
-    {13, 2, 0, 1, 0, in_Squeeze_13, out_Squeeze_13},
-    {21, 2, 0, 1, 0, in_Squeeze_21, out_Squeeze_21},
-    {23, 2, 0, 1, 0, in_Squeeze_23, out_Squeeze_23},
-    {24, 2, 0, 1, 0, in_Squeeze_24, out_Squeeze_24},
-    {25, 2, 0, 1, 0, in_Squeeze_25, out_Squeeze_25},
+    {11, 1, 0, 1, 0, t36, t36},
+    {13, 2, 0, 1, 0, t56, t37},
+    {21, 2, 0, 1, 0, t104, t58},
+    {23, 2, 0, 1, 0, t105, t59},
+    {24, 2, 0, 1, 0, t106, t60},
+    {25, 2, 0, 1, 0, t107, t61},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Sub_7[] = {0x3cc2u, 0x3cc2u};
-static const uint32_t out_Sub_7[] = {0x3cc2u};
-static const uint32_t in_Sub_13[] = {0x13cc2u, 0x13cc2u};
-static const uint32_t out_Sub_13[] = {0x13cc2u};
-static const uint32_t in_Sub_14[] = {0x13cfeu, 0x13cfeu};
-static const uint32_t out_Sub_14[] = {0x13cfeu};
 static const gen_type_version v_Sub[] = {
-    {7, 2, 0, 1, 0, in_Sub_7, out_Sub_7},
-    {13, 2, 0, 1, 0, in_Sub_13, out_Sub_13},
-    {14, 2, 0, 1, 0, in_Sub_14, out_Sub_14},
+    {7, 2, 0, 1, 0, t4, t5},
+    {13, 2, 0, 1, 0, t6, t7},
+    {14, 2, 0, 1, 0, t8, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Sum_8[] = {0xc02u};
-static const uint32_t out_Sum_8[] = {0xc02u};
-static const uint32_t in_Sum_13[] = {0x10c02u};
-static const uint32_t out_Sum_13[] = {0x10c02u};
 static const gen_type_version v_Sum[] = {
-    {8, 1, 1, 1, 0, in_Sum_8, out_Sum_8},
-    {13, 1, 1, 1, 0, in_Sum_13, out_Sum_13},
+    {8, 1, 1, 1, 0, t2, t2},
+    {13, 1, 1, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Swish_24[] = {0x10c02u};
-static const uint32_t out_Swish_24[] = {0x10c02u};
 static const gen_type_version v_Swish[] = {
-    {24, 1, 0, 1, 0, in_Swish_24, out_Swish_24},
+    {24, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Tan_7[] = {0xc02u};
-static const uint32_t out_Tan_7[] = {0xc02u};
-static const uint32_t in_Tan_22[] = {0x10c02u};
-static const uint32_t out_Tan_22[] = {0x10c02u};
 static const gen_type_version v_Tan[] = {
-    {7, 1, 0, 1, 0, in_Tan_7, out_Tan_7},
-    {22, 1, 0, 1, 0, in_Tan_22, out_Tan_22},
+    {7, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Tanh_6[] = {0xc02u};
-static const uint32_t out_Tanh_6[] = {0xc02u};
-static const uint32_t in_Tanh_13[] = {0x10c02u};
-static const uint32_t out_Tanh_13[] = {0x10c02u};
 static const gen_type_version v_Tanh[] = {
-    {6, 1, 0, 1, 0, in_Tanh_6, out_Tanh_6},
-    {13, 1, 0, 1, 0, in_Tanh_13, out_Tanh_13},
+    {6, 1, 0, 1, 0, t2, t2},
+    {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_ThresholdedRelu_10[] = {0xc02u};
-static const uint32_t out_ThresholdedRelu_10[] = {0xc02u};
-static const uint32_t in_ThresholdedRelu_22[] = {0x10c02u};
-static const uint32_t out_ThresholdedRelu_22[] = {0x10c02u};
 static const gen_type_version v_ThresholdedRelu[] = {
-    {10, 1, 0, 1, 0, in_ThresholdedRelu_10, out_ThresholdedRelu_10},
-    {22, 1, 0, 1, 0, in_ThresholdedRelu_22, out_ThresholdedRelu_22},
+    {10, 1, 0, 1, 0, t2, t2},
+    {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Tile_6[] = {0xfffeu, 0x80u};
-static const uint32_t out_Tile_6[] = {0xfffeu};
-static const uint32_t in_Tile_13[] = {0x1fffeu, 0x80u};
-static const uint32_t out_Tile_13[] = {0x1fffeu};
 static const gen_type_version v_Tile[] = {
-    {6, 2, 0, 1, 0, in_Tile_6, out_Tile_6},
-    {13, 2, 0, 1, 0, in_Tile_13, out_Tile_13},
+    {6, 2, 0, 1, 0, t55, t36},
+    {13, 2, 0, 1, 0, t56, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_TopK_11[] = {0x3cfeu, 0x80u};
-static const uint32_t out_TopK_11[] = {0x3cfeu, 0x80u};
-static const uint32_t in_TopK_24[] = {0x13cfeu, 0x80u};
-static const uint32_t out_TopK_24[] = {0x13cfeu, 0x80u};
 static const gen_type_version v_TopK[] = {
-    {11, 2, 0, 2, 0, in_TopK_11, out_TopK_11},
-    {24, 2, 0, 2, 0, in_TopK_24, out_TopK_24},
+    {11, 2, 0, 2, 0, t113, t113},
+    {24, 2, 0, 2, 0, t114, t114},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Transpose_1[] = {0xfffeu};
-static const uint32_t out_Transpose_1[] = {0xfffeu};
-static const uint32_t in_Transpose_13[] = {0x1fffeu};
-static const uint32_t out_Transpose_13[] = {0x1fffeu};
-static const uint32_t in_Transpose_21[] = {0x7ffffeu};
-static const uint32_t out_Transpose_21[] = {0x7ffffeu};
-static const uint32_t in_Transpose_23[] = {0xfffffeu};
-static const uint32_t out_Transpose_23[] = {0xfffffeu};
-static const uint32_t in_Transpose_24[] = {0x1fffffeu};
-static const uint32_t out_Transpose_24[] = {0x1fffffeu};
-static const uint32_t in_Transpose_25[] = {0x7fffffeu};
-static const uint32_t out_Transpose_25[] = {0x7fffffeu};
 static const gen_type_version v_Transpose[] = {
-    {1, 1, 0, 1, 0, in_Transpose_1, out_Transpose_1},
-    {13, 1, 0, 1, 0, in_Transpose_13, out_Transpose_13},
-    {21, 1, 0, 1, 0, in_Transpose_21, out_Transpose_21},
-    {23, 1, 0, 1, 0, in_Transpose_23, out_Transpose_23},
-    {24, 1, 0, 1, 0, in_Transpose_24, out_Transpose_24},
-    {25, 1, 0, 1, 0, in_Transpose_25, out_Transpose_25},
+    {1, 1, 0, 1, 0, t36, t36},
+    {13, 1, 0, 1, 0, t37, t37},
+    {21, 1, 0, 1, 0, t58, t58},
+    {23, 1, 0, 1, 0, t59, t59},
+    {24, 1, 0, 1, 0, t60, t60},
+    {25, 1, 0, 1, 0, t61, t61},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Trilu_14[] = {0x1fffeu, 0x80u};
-static const uint32_t out_Trilu_14[] = {0x1fffeu};
 static const gen_type_version v_Trilu[] = {
-    {14, 2, 0, 1, 0, in_Trilu_14, out_Trilu_14},
+    {14, 2, 0, 1, 0, t56, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Unsqueeze_11[] = {0xfffeu};
-static const uint32_t out_Unsqueeze_11[] = {0xfffeu};
-static const uint32_t in_Unsqueeze_13[] = {0x1fffeu, 0x80u};
-static const uint32_t out_Unsqueeze_13[] = {0x1fffeu};
-static const uint32_t in_Unsqueeze_21[] = {0x7ffffeu, 0x80u};
-static const uint32_t out_Unsqueeze_21[] = {0x7ffffeu};
-static const uint32_t in_Unsqueeze_23[] = {0xfffffeu, 0x80u};
-static const uint32_t out_Unsqueeze_23[] = {0xfffffeu};
-static const uint32_t in_Unsqueeze_24[] = {0x1fffffeu, 0x80u};
-static const uint32_t out_Unsqueeze_24[] = {0x1fffffeu};
-static const uint32_t in_Unsqueeze_25[] = {0x7fffffeu, 0x80u};
-static const uint32_t out_Unsqueeze_25[] = {0x7fffffeu};
 static const gen_type_version v_Unsqueeze[] = {
-    {11, 1, 0, 1, 0, in_Unsqueeze_11, out_Unsqueeze_11},
-    {13, 2, 0, 1, 0, in_Unsqueeze_13, out_Unsqueeze_13},
-    {21, 2, 0, 1, 0, in_Unsqueeze_21, out_Unsqueeze_21},
-    {23, 2, 0, 1, 0, in_Unsqueeze_23, out_Unsqueeze_23},
-    {24, 2, 0, 1, 0, in_Unsqueeze_24, out_Unsqueeze_24},
-    {25, 2, 0, 1, 0, in_Unsqueeze_25, out_Unsqueeze_25},
+    {11, 1, 0, 1, 0, t36, t36},
+    {13, 2, 0, 1, 0, t56, t37},
+    {21, 2, 0, 1, 0, t104, t58},
+    {23, 2, 0, 1, 0, t105, t59},
+    {24, 2, 0, 1, 0, t106, t60},
+    {25, 2, 0, 1, 0, t107, t61},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Where_9[] = {0x200u, 0xfffeu, 0xfffeu};
-static const uint32_t out_Where_9[] = {0xfffeu};
-static const uint32_t in_Where_16[] = {0x200u, 0x1fffeu, 0x1fffeu};
-static const uint32_t out_Where_16[] = {0x1fffeu};
 static const gen_type_version v_Where[] = {
-    {9, 3, 0, 1, 0, in_Where_9, out_Where_9},
-    {16, 3, 0, 1, 0, in_Where_16, out_Where_16},
+    {9, 3, 0, 1, 0, t115, t36},
+    {16, 3, 0, 1, 0, t116, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
-static const uint32_t in_Xor_7[] = {0x200u, 0x200u};
-static const uint32_t out_Xor_7[] = {0x200u};
 static const gen_type_version v_Xor[] = {
-    {7, 2, 0, 1, 0, in_Xor_7, out_Xor_7},
+    {7, 2, 0, 1, 0, t9, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
 const gen_type_op kiln_gen_type_ops[] = {
