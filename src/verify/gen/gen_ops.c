@@ -300,9 +300,61 @@ static bool b_where(gen *G, int op) {
   return true;
 }
 
+/* A 4-bit island (opset 21 on): integers within the range of int4 or uint4 cast to it,
+ * moved or not (Transpose, Reshape, Flatten, Identity, Unsqueeze: the ops that carry 4-bit
+ * types), and cast back to a generated type; the 4-bit value is a graph output now and then.
+ * Kiln holds a 4-bit element in a byte (files pack two): what sizes blocks, strides views
+ * and copies outputs must agree. The other builders never pick a 4-bit value. */
+static bool cast4_island(gen *G) {
+  bool sgn = gen_chance(&G->rng, 0.5);
+  int64_t dims[3];
+  int r = gen_int(&G->rng, 1, 3);
+  for (int d = 0; d < r; d++) dims[d] = gen_int(&G->rng, 1, d == r - 1 ? 40 : 6);
+  static const kiln_dtype ssrc[] = {KILN_I8, KILN_I32, KILN_I64},
+                          usrc[] = {KILN_U8, KILN_I32, KILN_U16};
+  kiln_type t = kiln_type_tensor((sgn ? ssrc : usrc)[gen_int(&G->rng, 0, 2)], r, dims);
+  int x = gen_new_ranged_input(G, &t, sgn ? -8 : 0, sgn ? 7 : 15);
+  char a[64];
+  int y = gen_emit(G, "Cast", 1, &x, 1, ATTR("to=%d", (int)(sgn ? KILN_I4 : KILN_U4)), DOM_ANY, 15);
+  switch (gen_int(&G->rng, 0, 5)) {
+  case 0: {
+    kiln_strbuf p = {0};
+    kiln_strbuf_printf(&p, "perm=[");
+    for (int d = 0; d < r; d++) kiln_strbuf_printf(&p, "%s%d", d ? "," : "", r - 1 - d);
+    kiln_strbuf_printf(&p, "]");
+    y = gen_emit(G, "Transpose", 1, &y, 1, p.data, DOM_ANY, 15);
+    kiln_strbuf_free(&p);
+    break;
+  }
+  case 1: {
+    int64_t m1 = -1;
+    int in[2] = {y, gen_const_i64(G, 1, &m1, false)};
+    y = gen_emit(G, "Reshape", 2, in, 1, "", DOM_ANY, 15);
+    break;
+  }
+  case 2:
+    y = gen_emit(G, "Flatten", 1, &y, 1, ATTR("axis=%d", gen_int(&G->rng, 0, r)), DOM_ANY, 15);
+    break;
+  case 3: y = gen_emit(G, "Identity", 1, &y, 1, "", DOM_ANY, 15); break;
+  case 4: {
+    int64_t ax = gen_int(&G->rng, -r - 1, r);
+    int in[2] = {y, gen_const_i64(G, 1, &ax, false)};
+    y = gen_emit(G, "Unsqueeze", 2, in, 1, "", DOM_ANY, 15);
+    break;
+  }
+  default: break;
+  }
+  if (gen_chance(&G->rng, 0.3)) G->vals.data[y].keep = true;
+  static const kiln_dtype back[] = {KILN_F32, KILN_I32, KILN_F16, KILN_I8, KILN_F64, KILN_I64};
+  gen_emit(G, "Cast", 1, &y, 1, ATTR("to=%d", (int)back[gen_int(&G->rng, 0, 5)]), DOM_ANY, 15);
+  return true;
+}
+
 /* Cast to another generated dtype; float -> int only from small values (truncation near
  * an integer is unstable: the input search redraws). */
 static bool b_cast(gen *G, int op) {
+  if (G->opset >= 21 && !strcmp(op_name(op), "Cast") && gen_chance(&G->rng, 0.15))
+    return cast4_island(G);
   gen_want w = want(DT_ALL, 0, 4, DOM_ANY);
   w.dyn_ok = true; /* extents unknown to the generator stay unknown */
   int x = gen_pick(G, &w);
