@@ -983,6 +983,11 @@ case(254)(lambda: Case([N("Relu", ["x"], ["t"]), N("CastLike", ["t", "like"], ["
 case(255)(lambda: Case([N("Xor", ["a", "b"], ["y"])],
                        [("a", np.array([True, False, True, False])),
                         ("b", np.array([True, True, False, False]))], [("y", TP.BOOL)]))
+# 256: the Pad's output takes the block of the Transpose's, dead after the ReduceSum
+case(256)(lambda: Case([N("Transpose", ["z"], ["t"], perm=[1, 0]),
+                        N("ReduceSum", ["t"], ["s"], keepdims=0), N("Pad", ["x", "p"], ["y"])],
+                       [("z", r(7, 5)), ("x", r(3, 4))], [("s", F), ("y", F)],
+                       [c("p", np.array([1, 0, 1, 2], np.int64))], opset=13))
 
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

@@ -12,11 +12,13 @@
 # docs/MUTANTS.md. A control run of the same budget with KILN_MUTANT unset must find nothing.
 # Environment: MUTANTS, MUTATION_SECONDS (60), MUTATION_SEED (1), MUTATION_JOBS (nproc),
 # MUTATION_BUILD (build-mutation), KILN (a kiln binary to use instead of building one),
-# MUTATION_WORK (a folder to keep the runs in; default a temporary one).
+# MUTATION_WORK (a folder to keep the runs in; default a temporary one), MUTATION_FLAGS
+# (more `kiln fuzz` flags, to compare settings: "--cpu-every 8").
 set -u
 cd "$(dirname "$0")/.."
 SECS=${MUTATION_SECONDS:-60}
 SEED=${MUTATION_SEED:-1}
+FLAGS=${MUTATION_FLAGS:-}
 JOBS=${MUTATION_JOBS:-$(nproc 2>/dev/null || echo 2)}
 BUILD=${MUTATION_BUILD:-build-mutation}
 TABLE=docs/MUTANTS.md
@@ -47,16 +49,16 @@ run_one() {
   start=$(date +%s)
   if [ "$id" = control ]; then
     env -u KILN_MUTANT KILN_CACHE_DIR="$dir/cache" timeout $((SECS + 300)) \
-      "$KILN" fuzz --time "$SECS" --seed "$SEED" --out "$dir/out" >"$dir/log" 2>&1
+      "$KILN" fuzz --time "$SECS" --seed "$SEED" $FLAGS --out "$dir/out" >"$dir/log" 2>&1
   else
     KILN_MUTANT=$id KILN_CACHE_DIR="$dir/cache" timeout $((SECS + 300)) \
-      "$KILN" fuzz --time "$SECS" --seed "$SEED" --out "$dir/out" >"$dir/log" 2>&1
+      "$KILN" fuzz --time "$SECS" --seed "$SEED" $FLAGS --out "$dir/out" >"$dir/log" 2>&1
   fi
   rc=$?
   echo "$rc $start" >"$dir/status"
 }
 export -f run_one
-export WORK SECS SEED KILN
+export WORK SECS SEED KILN FLAGS
 
 printf '%s\n' $IDS control | xargs -P "$JOBS" -I{} bash -c 'run_one {}'
 

@@ -48,8 +48,11 @@ static void emit_store(dm *s, kiln_tblock *b, int yb, const kiln_nest *nest, int
   if (!cond) return kiln_tblock_push(k, b, st);
   kiln_tstmt *g = kiln_tif(k, cond);
   kiln_tblock_push(k, &g->body, st);
-  kiln_tblock_push(k, &g->orelse,
-                   kiln_tstore(k, yb, dst, dflt ? dflt : kiln_tload(k, xb, kiln_tint(k, 0))));
+  bool zero = dflt && ((dflt->kind == KILN_TE_FLOAT && dflt->f == 0) ||
+                       (dflt->kind == KILN_TE_INT && dflt->i == 0));
+  if (!(KILN_MUTANT(256) && zero)) /* mutant 256: zeros not stored, the output taken as zeroed */
+    kiln_tblock_push(k, &g->orelse,
+                     kiln_tstore(k, yb, dst, dflt ? dflt : kiln_tload(k, xb, kiln_tint(k, 0))));
   if (flag >= 0) kiln_tblock_push(k, &g->orelse, kiln_lower_check_fail(k, flag));
   kiln_tblock_push(k, b, g);
 }

@@ -235,6 +235,11 @@ const kiln_compile_stats *kiln_compiled_stats(const kiln_compiled *c) {
 const kiln_graph *kiln_compiled_graph(const kiln_compiled *c) {
   return c->g;
 }
+void kiln_compiled_set_fill(kiln_compiled *c, int byte) {
+  c->fill_on = byte >= 0 && byte <= 255;
+  c->fill = (unsigned char)(byte & 0xff);
+}
+
 const kiln_program *kiln_compiled_program(const kiln_compiled *c) {
   return c->prog;
 }

@@ -398,6 +398,7 @@ static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
     const kiln_tensor *d = c->views[v]->t; /* in the target's arena */
     kiln_tensor *copy;
     KILN_TRY(kiln_tensor_new(d->dtype, d->rank, d->dims, &copy));
+    if (c->fill_on) memset(copy->data, c->fill, kiln_tensor_nbytes(copy));
     c->target->copy_out(c, copy->data, d->data, /* mutant 246: the element count as bytes */
                         KILN_MUTANT(246) ? (size_t)d->numel : kiln_tensor_nbytes(d));
     *out = kiln_val_tensor(copy);
@@ -419,6 +420,18 @@ static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
   return kiln_val_clone(val, out);
 }
 
+/* kiln_compiled_set_fill: the arena set to the fill byte through the target's copy (its
+ * memory may be a device's), in pieces of at most 16 KiB. */
+static void fill_arena(kiln_compiled *c) {
+  enum { PIECE = 16384 };
+  unsigned char piece[PIECE];
+  memset(piece, c->fill, PIECE);
+  for (int64_t at = 0; at < c->arena_reserved; at += PIECE) {
+    int64_t n = c->arena_reserved - at < PIECE ? c->arena_reserved - at : PIECE;
+    c->target->copy_in(c, c->arena + at, piece, (size_t)n);
+  }
+}
+
 static kiln_status run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs, kiln_val **outputs,
                             trace *t) {
   const kiln_graph *g = c->g;
@@ -433,6 +446,7 @@ static kiln_status run_vals(kiln_compiled *c, int n_in, kiln_val *const *inputs,
     kiln_mem_pop_limit(prev);
     return st;
   }
+  if (c->fill_on) fill_arena(c);
   bind_inputs(c, inputs);
   st = run_steps(c, t);
   if (KILN_MUTANT(192)) clear_heap(c); /* mutant 192: the heap cleared before the outputs */

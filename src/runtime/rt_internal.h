@@ -43,6 +43,8 @@ struct kiln_compiled {
   kiln_val *const *cur_inputs; /* during a run */
   int *free_start, *free_list; /* heap values to free after step s: free_list[free_start[s]..] */
   double *step_seconds;        /* while profiling: time spent in each step */
+  bool fill_on;                /* kiln_compiled_set_fill: before each run ... */
+  unsigned char fill;          /* ... the arena and output copies are set to this byte */
 };
 
 /* Prepares the executor once the module is loaded and the plan made (the arena and the

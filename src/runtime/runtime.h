@@ -160,6 +160,12 @@ KILN_MUST_USE kiln_status kiln_compiled_run_trace(kiln_compiled *c, int n_in,
                                                   kiln_val *const *inputs, kiln_val **outputs,
                                                   kiln_step_trace_fn cb, void *user);
 void kiln_compiled_free(kiln_compiled *c);
+/* A check for verification: from now on, each run first sets every byte of the arena (the
+ * values the plan places there, kernels' scratch space) and of each output's copy to `byte`
+ * (0..255), so that a value read before anything wrote it, or an output copied short, gives
+ * other bits when the byte changes between two runs (0xff: NaN in every float type). -1: off
+ * (the default; the arena is then zeroed once, when it is made). */
+void kiln_compiled_set_fill(kiln_compiled *c, int byte);
 /* Runs `iters` times (after one warm-up run) timing every step, and prints the total per
  * run, the time by step kind and the slowest steps with their kernels or nodes. */
 KILN_MUST_USE kiln_status kiln_compiled_profile(kiln_compiled *c, int n_in,

@@ -135,6 +135,7 @@ const char *kiln_layer_kind_name(kiln_layer_kind k); /* "reference", "pass", "ti
 kiln_layer_kind kiln_layer_of_target(kiln_target_id t);
 const kiln_target *kiln_layer_target(kiln_layer_kind k);
 
+struct kiln_verify_result;
 typedef struct kiln_verify_opts {
   /* The targets whose layers run after the tile layer, by id (runtime/target.h): default
    * cpu only (kiln_verify_parse_targets reads a --backend list). */
@@ -150,6 +151,11 @@ typedef struct kiln_verify_opts {
    * and fails unless both runs give the same bits at every step (a data race shows as a
    * difference; where: the first step that differs) */
   bool determinism;
+  /* With determinism: the compiled code's arena (values, scratch) and output copies are
+   * filled with 0xff before the first run and with zeros before a second run, at any thread
+   * count (kiln_compiled_set_fill): a value read before it is written, an output copied
+   * short, differ between the two (default true) */
+  bool fill;
   bool local;                /* local checks (default true): every kernel step of the tile, cpu and
                                 cuda layers (runner_backend_local.c), and the nodes each pass application
                                 changed (runner_pass_local.c, with each_pass) */
@@ -169,6 +175,13 @@ typedef struct kiln_verify_opts {
    * "tile (drawn schedule)". A set the lowering refuses is redrawn, never a finding. 0
    * (default): none. */
   uint64_t sched_seed;
+  /* Called after the tile layer with the result so far (its features: what the lowered
+   * program's code is made of, runner_features.c); when it returns false, the layers of the
+   * targets whose code runs here (the cpu, a cuda with a GPU) are left out for this graph;
+   * a target interpreted instead still runs. A fuzzer compiles the graphs whose code holds
+   * what it has rarely compiled. NULL (default): they run. */
+  bool (*gate)(void *user, const struct kiln_verify_result *res);
+  void *gate_user;
 } kiln_verify_opts;
 void kiln_verify_opts_init(kiln_verify_opts *o);
 /* A list of registered target names ("cpu,cuda"), or "none": sets targets (every entry).
@@ -177,6 +190,8 @@ KILN_MUST_USE kiln_status kiln_verify_parse_targets(const char *list,
                                                     bool targets[KILN_TARGET_COUNT]);
 /* The list of the targets set ("cpu,cuda"; "none" when none), appended to b. */
 void kiln_verify_targets_str(const bool targets[KILN_TARGET_COUNT], kiln_strbuf *b);
+
+#define KILN_VERIFY_FEATURES 192
 
 typedef struct kiln_layer_result {
   kiln_layer_kind kind;
@@ -233,6 +248,12 @@ typedef struct kiln_verify_result {
                               once: "sched:KIND/MICRO/PAR" per kernel schedule and
                               "fallback:OP" per node left to its reference kernel (for the
                               fuzzer's coverage cells) */
+  /* The features of the tile layer's program, each a hash of a tuple (runner_features.c),
+   * each once, at most KILN_VERIFY_FEATURES; none when the tile layer did not lower or no
+   * gate is set (opts.gate: only it reads them). */
+  uint32_t features[KILN_VERIFY_FEATURES];
+  int n_features;
+  bool compiled_ran; /* code compiled for a target ran (the gate let it, or there is none) */
 } kiln_verify_result;
 
 /* Verifies g on inputs (both borrowed; g is not modified: the runner works on copies).

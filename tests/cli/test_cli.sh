@@ -281,6 +281,14 @@ expect 2 "fuzz --backend gpu" "$kiln" fuzz --backend gpu
 expect 2 "fuzz --max-nodes 31" "$kiln" fuzz --max-nodes 31
 expect 2 "fuzz --threads 0" "$kiln" fuzz --threads 0
 expect 2 "fuzz --cpu-every 0" "$kiln" fuzz --cpu-every 0
+expect 2 "fuzz --cpu-novel 256" "$kiln" fuzz --cpu-novel 256
+# the gate: with no graph drawn to compile, the first graphs compile for their new features
+expect 0 "fuzz --cpu-novel 1" "$kiln" fuzz --count 3 --seed 5 --max-nodes 4 --cpu-every 1000000 --cpu-novel 1 --out "$tmp/fzn" -q
+grep -Eq "\(([1-9][0-9]*) of them for a rare feature\)" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL fuzz --cpu-novel 1 compiled no graph for a feature"; cat "$tmp/out"; }
+expect 0 "fuzz --cpu-novel 0" "$kiln" fuzz --count 3 --seed 5 --max-nodes 4 --cpu-every 1000000 --cpu-novel 0 --out "$tmp/fzn" -q
+grep -q "(0 of them for a rare feature)" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL fuzz --cpu-novel 0 compiled graphs for a feature"; cat "$tmp/out"; }
 expect 2 "fuzz --ops with an unknown op" "$kiln" fuzz --ops Relu,NoSuchOp --out "$tmp/fz0"
 expect_stderr "NoSuchOp" "fuzz names the unknown op"
 expect 0 "fuzz --count 3" "$kiln" fuzz --count 3 --seed 5 --max-nodes 6 --out "$tmp/fz" -q

@@ -2,7 +2,10 @@
  * threads runs twice and must give the same bits. A value that changes between the two runs
  * (the fault injector, standing in for a data race) fails that layer, names the step whose
  * values first differ, and keeps the signature format; at one thread there is no second
- * run; with par_threads the runner adds a cpu layer at that many threads. */
+ * run unless the arena is filled (opts.fill: 0xff, then zeros), when a difference names a
+ * value read before it is written; correct code gives the same bits under both fills; with
+ * par_threads the runner adds a cpu layer at that many threads. A run that writes into the
+ * caller's input fails its layer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +44,15 @@ static void flip_once(void *user, int step, int value, const kiln_tensor *t) {
   if (++f->calls == f->on) p[3] = -p[3] * 0.5f; /* still negative: found by the bits only */
 }
 
-static kiln_verify_result run(int threads, int par_threads, flaky *f) {
+/* The injector for test_inputs_kept: writes into the caller's input tensor (as a kernel whose
+ * output took an input's storage would). */
+static kiln_tensor *g_input;
+static void write_input(void *user, int step, int value, const kiln_tensor *t) {
+  (void)user, (void)step, (void)value, (void)t;
+  ((float *)g_input->data)[2] += 1.0f;
+}
+
+static kiln_verify_result run_fill(int threads, int par_threads, flaky *f, bool fill) {
   kiln_graph *g = NULL;
   kiln_verify_result r;
   memset(&r, 0, sizeof r);
@@ -57,14 +68,20 @@ static kiln_verify_result run(int threads, int par_threads, flaky *f) {
   o.compile.cache_dir = g_tmp;
   o.threads = threads;
   o.par_threads = par_threads;
-  o.inject = flip_once;
+  o.inject = f ? flip_once : write_input;
   o.inject_user = f;
+  g_input = t;
   o.inject_layers = 1u << KILN_LAYER_CPU;
   o.local = false; /* the changed value stays within the bounds only by luck: not needed */
+  o.fill = fill;
   CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
   kiln_val_free(in);
   kiln_graph_free(g);
   return r;
+}
+
+static kiln_verify_result run(int threads, int par_threads, flaky *f) {
+  return run_fill(threads, par_threads, f, false);
 }
 
 static const kiln_layer_result *failing(const kiln_verify_result *r) {
@@ -115,6 +132,36 @@ static void test_par_threads_layer(void) {
   kiln_verify_result_free(&r);
 }
 
+/* With the arena filled, one thread runs twice too; a second run that differs is named as a
+ * value read before it is written. */
+static void test_fill_one_thread(void) {
+  flaky f = {0, 2};
+  kiln_verify_result r = run_fill(1, 0, &f, true);
+  const kiln_layer_result *l = failing(&r);
+  CHECK(f.calls == 2);
+  CHECK(l && l->kind == KILN_LAYER_CPU && strstr(l->msg, "read before it is written"));
+  CHECK(l && !strstr(l->msg, "data race"));
+  CHECK(!strcmp(r.signature, "cpu|-|Exp,Neg"));
+  kiln_verify_result_free(&r);
+  flaky g = {0, 0}; /* the compiled code reads nothing it did not write: the same bits */
+  r = run_fill(1, 0, &g, true);
+  CHECK(g.calls == 2 && !r.failed);
+  kiln_verify_result_free(&r);
+  flaky h = {0, 3}; /* at 2 threads with the fill: still two runs, a race named too */
+  r = run_fill(2, 0, &h, true);
+  CHECK(h.calls == 2 && !r.failed);
+  kiln_verify_result_free(&r);
+}
+
+/* A run that changes the caller's input fails its layer, naming the input. */
+static void test_inputs_kept(void) {
+  kiln_verify_result r = run_fill(1, 0, NULL, false);
+  const kiln_layer_result *l = failing(&r);
+  CHECK(l && l->kind == KILN_LAYER_CPU && strstr(l->msg, "changed graph input 'x'"));
+  if (l && !strstr(l->msg, "changed graph input")) fprintf(stderr, "msg: %s\n", l->msg);
+  kiln_verify_result_free(&r);
+}
+
 static void setup(void) {
   kiln_test_make_tmp(g_tmp, sizeof g_tmp, "kiln_verify_det");
 }
@@ -124,4 +171,5 @@ static void cleanup(void) {
 }
 
 TEST_MAIN(T(setup), T(test_second_run_differs), T(test_one_thread_runs_once),
-          T(test_same_bits_pass), T(test_par_threads_layer), T(cleanup))
+          T(test_same_bits_pass), T(test_par_threads_layer), T(test_fill_one_thread),
+          T(test_inputs_kept), T(cleanup))

@@ -56,6 +56,7 @@ static void opts(kiln_verify_opts *o) {
   make_tmp();
   kiln_verify_opts_init(o);
   o->compile.cache_dir = g_tmp;
+  o->fill = false; /* one run of the compiled code (the filled second run: test_verify_det) */
 }
 
 static const kiln_layer_result *find_layer(const kiln_verify_result *r, kiln_layer_kind k) {

@@ -73,6 +73,7 @@ void kiln_verify_opts_init(kiln_verify_opts *o) {
   o->each_pass = true;
   o->threads = 1;
   o->determinism = true;
+  o->fill = true;
   o->local = true;
   kiln_compile_opts_init(&o->compile);
 }
@@ -292,13 +293,21 @@ static void reference_layer(kiln_vrun *r) {
   if (kiln_vrun_done(r, l)) kiln_vrun_set_where(r, "", "");
 }
 
+uint64_t kiln_vrun_input_hash(const kiln_vrun *r, int i) {
+  const kiln_tensor *t = r->tin[i];
+  if (!t || t->dtype == KILN_STRING) return 0;
+  return kiln_hash_bytes(t->data, kiln_tensor_nbytes(t), (uint64_t)t->numel) | 1;
+}
+
 static kiln_status setup(kiln_vrun *r) {
   r->tin = kiln_xcalloc((size_t)r->n_in + 1, sizeof *r->tin);
+  r->in_hash = kiln_xcalloc((size_t)r->n_in + 1, sizeof *r->in_hash);
   r->all_tensors = true;
   for (int i = 0; i < r->n_in; i++) {
     const kiln_val *v = r->inputs[i];
     r->tin[i] = v->kind == KILN_TYPE_TENSOR ? v->t : NULL;
     if (!r->tin[i]) r->all_tensors = false;
+    r->in_hash[i] = kiln_vrun_input_hash(r, i);
   }
   double t0 = kiln_clock_seconds();
   KILN_TRYF(kiln_vref_compute_prec(r->g, r->n_in, r->inputs, &r->o->compile.precision, &r->ref),
@@ -332,8 +341,17 @@ static void layers(kiln_vrun *r) {
     kiln_vrun_skip(l, "the passes failed: nothing to lower");
     kiln_vrun_done(r, l);
   }
-  for (int t = 0; t < kiln_target_count(); t++)
-    if (r->o->targets[t]) kiln_vrun_target(r, kiln_target_at(t));
+  int pass = -1; /* the gate's answer, asked once, for the targets whose code runs here */
+  for (int t = 0; t < kiln_target_count(); t++) {
+    const kiln_target *tg = kiln_target_at(t);
+    if (!r->o->targets[t]) continue;
+    if (kiln_target_can_run(tg) && r->o->gate) {
+      if (pass < 0) pass = r->o->gate(r->o->gate_user, r->res);
+      if (!pass) continue;
+    }
+    r->res->compiled_ran |= kiln_target_can_run(tg);
+    kiln_vrun_target(r, tg);
+  }
 }
 
 kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inputs,
@@ -358,6 +376,7 @@ kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inpu
   kiln_strbuf_free(&r.onnx);
   kiln_strbuf_free(&r.text);
   free(r.tin);
+  free(r.in_hash);
   if (st) kiln_verify_result_free(res);
   return st;
 }

@@ -10,6 +10,7 @@
  * A cpu layer compiled for several threads also runs twice and must give the same bits
  * (runner_det.c). */
 #include <dlfcn.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,6 +191,21 @@ static void localize_layer(kiln_vrun *r, const kiln_program *p, traced_run run, 
 }
 
 /* ---- running a program in the tile interpreter ---- */
+/* Compiled code and the program interpreter read the caller's input tensors in place
+ * (KILN_LOC_INPUT): a store into one (an in-place merge or a view gone wrong) changes the
+ * caller's data, and every later layer would read it. A layer's run must leave their bytes as
+ * they were. */
+static void check_inputs_kept(kiln_vrun *r, kiln_layer_result *l) {
+  for (int i = 0; i < r->n_in; i++)
+    if (r->in_hash[i] && kiln_vrun_input_hash(r, i) != r->in_hash[i]) {
+      snprintf(l->msg, sizeof l->msg,
+               "the run changed graph input '%s' (the caller's tensor, which it must only read)",
+               r->g->values.data[r->g->inputs.data[i]].name);
+      l->ok = false, l->max_ratio = INFINITY;
+      return;
+    }
+}
+
 static void interp_program(kiln_vrun *r, const kiln_program *p, kiln_layer_result *l,
                            kiln_vlocal *lc) {
   int n_out = p->graph->outputs.len;
@@ -203,6 +219,7 @@ static void interp_program(kiln_vrun *r, const kiln_program *p, kiln_layer_resul
   for (int i = 0; i < n_out; i++) vals[i] = outs[i] ? kiln_val_tensor(outs[i]) : NULL;
   if (st) kiln_vrun_errored(r, l, st);
   else kiln_vrun_compare(r, l, vals);
+  if (!st) check_inputs_kept(r, l);
   if (lc) kiln_vlocal_finish(lc, l);
   for (int i = 0; i < n_out; i++) kiln_val_free(vals[i]);
   free(vals);
@@ -277,6 +294,7 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
     return;
   }
   note_paths(r->res, p);
+  if (r->o->gate) kiln_vrun_features(r->res, p); /* what a gate may read */
   st = verify_kernels(p);
   kiln_vlocal *lc = st ? NULL : local_new(r, p, KILN_LAYER_TILE);
   if (st) kiln_vrun_errored(r, l, st);
@@ -298,13 +316,20 @@ static kiln_vdet *run_compiled(kiln_vrun *r, kiln_compiled *c, int threads, kiln
   kiln_layer_kind kind = l->kind;
   kiln_step_trace_fn obs = observer_fn(r, lc, kind);
   void *obs_user = observer_user(r, lc);
-  kiln_vdet *det = threads > 1 && r->o->determinism ? kiln_vdet_new(obs, obs_user) : NULL;
+  /* the arena filled with 0xff (NaN in every float type) for the first run and with zeros
+   * for the second: a value read before anything wrote it differs between the two */
+  bool refill = r->o->determinism && r->o->fill;
+  if (refill) kiln_compiled_set_fill(c, 0xff);
+  kiln_vdet *det =
+      (threads > 1 || refill) && r->o->determinism ? kiln_vdet_new(obs, obs_user) : NULL;
   kiln_status st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs,
                                            det ? kiln_vdet_observe : obs, det ? det : obs_user);
   if (st) kiln_vrun_errored(r, l, st);
   else kiln_vrun_compare(r, l, outs);
+  if (!st) check_inputs_kept(r, l);
   if (lc) kiln_vlocal_finish(lc, l);
-  if (!st && det && !kiln_vdet_rerun(det, r, c, threads, injector(r, kind), outs, l))
+  if (refill) kiln_compiled_set_fill(c, 0x00);
+  if (!st && det && !kiln_vdet_rerun(det, r, c, threads, refill, injector(r, kind), outs, l))
     kiln_vdet_free(det), det = NULL; /* the same bits: nothing to report */
   for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
   free(outs);

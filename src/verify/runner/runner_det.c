@@ -75,18 +75,28 @@ static int64_t first_diff(const kiln_val *a, const kiln_val *b) {
   return -1;
 }
 
-static void describe_diff(kiln_vrun *r, kiln_layer_result *l, int threads, int out,
+/* What two runs that differ tell: at several threads a data race; with the arena filled
+ * with other bytes (kiln_compiled_set_fill) a value read before it is written. */
+static const char *cause(int threads, bool refilled) {
+  if (!refilled) return "a data race in a kernel?";
+  return threads > 1 ? "a value read before it is written (the second run's arena was filled "
+                       "with other bytes), or a data race?"
+                     : "a value read before it is written (the second run's arena was filled "
+                       "with other bytes)?";
+}
+
+static void describe_diff(kiln_vrun *r, kiln_layer_result *l, int threads, bool refilled, int out,
                           const kiln_val *a, const kiln_val *b, int64_t i) {
   const char *name = r->g->values.data[r->g->outputs.data[out]].name;
   double x = kiln_load_f64(a->t->dtype, a->t->data, (size_t)i);
   double y = i < b->t->numel ? kiln_load_f64(b->t->dtype, b->t->data, (size_t)i) : NAN;
   snprintf(l->msg, sizeof l->msg,
            "not deterministic at %d threads: a second run gives other bits (output '%s' element "
-           "%lld: %.9g, then %.9g); a data race in a kernel?",
-           threads, name, (long long)i, x, y);
+           "%lld: %.9g, then %.9g); %s",
+           threads, name, (long long)i, x, y, cause(threads, refilled));
 }
 
-bool kiln_vdet_rerun(kiln_vdet *d, kiln_vrun *r, kiln_compiled *c, int threads,
+bool kiln_vdet_rerun(kiln_vdet *d, kiln_vrun *r, kiln_compiled *c, int threads, bool refilled,
                      kiln_step_trace_fn inject, kiln_val *const *first, kiln_layer_result *l) {
   int n_out = kiln_compiled_graph(c)->outputs.len;
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
@@ -102,13 +112,13 @@ bool kiln_vdet_rerun(kiln_vdet *d, kiln_vrun *r, kiln_compiled *c, int threads,
   }
   for (int i = 0; !bad && i < n_out && i < r->g->outputs.len; i++) {
     int64_t at = first_diff(first[i], outs[i]);
-    if (at >= 0) describe_diff(r, l, threads, i, first[i], outs[i], at), bad = true;
+    if (at >= 0) describe_diff(r, l, threads, refilled, i, first[i], outs[i], at), bad = true;
   }
   if (!bad && d->differs) {
     snprintf(l->msg, sizeof l->msg,
              "not deterministic at %d threads: a second run gives other bits in step %d (the "
-             "outputs agree); a data race in a kernel?",
-             threads, d->step);
+             "outputs agree); %s",
+             threads, d->step, cause(threads, refilled));
     bad = true;
   }
   if (bad) l->ok = false, l->max_ratio = INFINITY;

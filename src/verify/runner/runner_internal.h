@@ -16,6 +16,7 @@ typedef struct kiln_vrun {
   bool clone_text;   /* the ONNX round trip changes g: copies parse its text form */
   kiln_strbuf text;  /* g in the text IR (clone_text only) */
   kiln_tensor **tin; /* the inputs as tensors (NULL for a non-tensor input) */
+  uint64_t *in_hash; /* of each tensor input's bytes (0 for others): compiled code must keep them */
   bool all_tensors;  /* every input is a tensor (the tile layer runs) */
   double t0;         /* start of the current layer */
   double looseness;  /* of the end-to-end bounds of the graph's outputs */
@@ -58,6 +59,11 @@ void kiln_vrun_interp_program(kiln_vrun *r, const kiln_program *p, kiln_layer_re
  * program of the default schedules (its kernels, kinds and loops are what is drawn for). */
 void kiln_vrun_tile_drawn(kiln_vrun *r, kiln_graph *fused, const kiln_program *p);
 void kiln_vrun_target(kiln_vrun *r, const kiln_target *t);
+/* The hash of the bytes of tensor input i (0 for a string or non-tensor input). */
+uint64_t kiln_vrun_input_hash(const kiln_vrun *r, int i);
+/* runner_features.c: adds the features of program p to res (kiln_verify_result.features). */
+struct kiln_program;
+void kiln_vrun_features(kiln_verify_result *res, const struct kiln_program *p);
 
 /* runner_det.c: the determinism check of a cpu layer compiled for several threads. Pass
  * kiln_vdet_observe and the kiln_vdet as the first run's step observer (it calls inner
@@ -67,7 +73,7 @@ void kiln_vrun_target(kiln_vrun *r, const kiln_target *t);
 typedef struct kiln_vdet kiln_vdet;
 kiln_vdet *kiln_vdet_new(kiln_step_trace_fn inner, void *inner_user);
 void kiln_vdet_observe(void *user, int step, int value, const kiln_tensor *t);
-bool kiln_vdet_rerun(kiln_vdet *d, kiln_vrun *r, kiln_compiled *c, int threads,
+bool kiln_vdet_rerun(kiln_vdet *d, kiln_vrun *r, kiln_compiled *c, int threads, bool refilled,
                      kiln_step_trace_fn inject, kiln_val *const *first, kiln_layer_result *l);
 bool kiln_vdet_where(const kiln_vdet *d, int *step, int *value);
 void kiln_vdet_free(kiln_vdet *d);
