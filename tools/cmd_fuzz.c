@@ -52,7 +52,8 @@ static const char *const fuzz_help =
     "  --max-nodes N    nodes per graph at most, 1..30 (default 12)\n"
     "  --threads N      kernel threads the cpu layer compiles for (default: drawn per graph,\n"
     "                   1, 2, 4 or all cores, so that the parallel schedules are checked\n"
-    "                   too; above 1 the compiled code runs twice and must give the same bits)\n"
+    "                   too; the compiled code runs twice, its memory filled with other bytes,\n"
+    "                   and must give the same bits)\n"
     "  --cpu-every N    compile and run the cpu layer on one graph in N, drawn by seed\n"
     "                   (default 3; 1: every graph), on half the others whose inputs\n"
     "                   lie at the edges of their domains (NaN, infinities, limits: they reach\n"
@@ -357,7 +358,7 @@ static kiln_status check_ort(campaign *c, uint64_t j, const kiln_gen_case *gc) {
 
 /* Kernel threads for graph j: --threads, else from j's seed 1 (half the graphs), 2, 4 or all
  * cores (what kiln run uses by default; a quarter): the lowering picks parallel loops and GEMM
- * splits by the thread count. Above one thread the runner also runs the code twice. */
+ * splits by the thread count. */
 static int graph_threads(const campaign *c, uint64_t seed) {
   if (c->a.threads > 0) return (int)c->a.threads;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
