@@ -83,7 +83,10 @@ static kiln_status run_alias(penv *e, const kiln_step *s) {
   return KILN_OK;
 }
 
-static kiln_status kernel_arg(penv *e, const kiln_arg *a, void **out, void **scratch) {
+/* Binds argument a; *track: how the tile interpreter watches it (scratch: reads of what the
+ * kernel did not store; a value this kernel defines: that, and every element stored). */
+static kiln_status kernel_arg(penv *e, const kiln_arg *a, void **out, void **scratch,
+                              uint8_t *track) {
   const kiln_graph *g = e->p->graph;
   if (a->kind == KILN_ARG_PACKED) {
     *out = e->p->packed.data[a->id]->data;
@@ -93,8 +96,10 @@ static kiln_status kernel_arg(penv *e, const kiln_arg *a, void **out, void **scr
     if (!*scratch)
       return kiln_error(KILN_ERR_OOM, "cannot allocate %lld bytes", (long long)a->bytes);
     *out = *scratch;
+    *track = KILN_TRACK_READS;
   } else {
     if (!e->vals[a->id]) { /* an output of this kernel */
+      *track = KILN_TRACK_OUTPUT;
       kiln_tensor *t;
       KILN_TRY(new_value_tensor(g, a->id, &t));
       set_owned(e, a->id, kiln_val_tensor(t));
@@ -114,12 +119,14 @@ static kiln_status run_kernel(penv *e, const kiln_step *s) {
                     s->n_args);
   void **args = kiln_xcalloc((size_t)s->n_args + 1, sizeof *args);
   void **scratch = kiln_xcalloc((size_t)s->n_args + 1, sizeof *scratch);
+  uint8_t *track = kiln_xcalloc((size_t)s->n_args + 1, 1);
   kiln_status st = KILN_OK;
-  for (int i = 0; !st && i < s->n_args; i++) st = kernel_arg(e, &s->args[i], &args[i], &scratch[i]);
+  for (int i = 0; !st && i < s->n_args; i++)
+    st = kernel_arg(e, &s->args[i], &args[i], &scratch[i], &track[i]);
   bool checked = !st && s->check_msg && s->check_arg >= 0 && s->check_arg < s->n_args &&
                  s->args[s->check_arg].kind == KILN_ARG_SCRATCH;
-  if (checked) *(int32_t *)args[s->check_arg] = 0;
-  if (!st) st = kiln_tkernel_interp(k, args);
+  if (checked) *(int32_t *)args[s->check_arg] = 0, track[s->check_arg] = KILN_TRACK_FLAG;
+  if (!st) st = kiln_tkernel_interp_tracked(k, args, track);
   if (!st && checked && *(int32_t *)args[s->check_arg]) {
     char lb[200];
     st = kiln_invalid("%s: %s", kiln_node_label(&e->p->graph->nodes.data[s->node], lb, sizeof lb),
@@ -128,6 +135,7 @@ static kiln_status run_kernel(penv *e, const kiln_step *s) {
   for (int i = 0; i < s->n_args; i++) free(scratch[i]);
   free(args);
   free(scratch);
+  free(track);
   if (st) return kiln_status_annotate(st, "kernel %s", k->name);
   return KILN_OK;
 }

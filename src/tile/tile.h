@@ -303,5 +303,14 @@ KILN_MUST_USE kiln_status kiln_tmodule_verify(const kiln_tmodule *m);
  * block run in lockstep between barriers). args[i] points at parameter i's data, in the
  * buffer's dtype. Out-of-bounds accesses are errors, never undefined behaviour. */
 KILN_MUST_USE kiln_status kiln_tkernel_interp(const kiln_tkernel *k, void *const *args);
+/* The same with parameters tracked as fresh memory (track NULL: none; else per parameter):
+ * KILN_TRACK_READS: loading an element the kernel has not stored is an error (scratch space,
+ * whose bytes on a target are what its last user left); KILN_TRACK_OUTPUT: that, and when
+ * the kernel ends every element must have been stored (a value the kernel defines: an element
+ * it leaves holds whatever the memory held), unless a KILN_TRACK_FLAG parameter (an I32 error
+ * flag, kiln_step.check_arg) holds nonzero then: the step fails, its outputs unused. */
+enum { KILN_TRACK_NONE, KILN_TRACK_READS, KILN_TRACK_OUTPUT, KILN_TRACK_FLAG };
+KILN_MUST_USE kiln_status kiln_tkernel_interp_tracked(const kiln_tkernel *k, void *const *args,
+                                                      const uint8_t *track);
 
 #endif

@@ -303,7 +303,7 @@ static void mark_loop_vars(kiln_tinterp *in, const kiln_tblock *b) {
 
 /* Lays out the private state (variables, their flags, local buffers and their flags) in
  * one block so that a thread's copy is one memcpy; shared buffers get their own. */
-static kiln_status alloc_state(kiln_tinterp *in, void *const *args) {
+static kiln_status alloc_state(kiln_tinterp *in, void *const *args, const uint8_t *track) {
   const kiln_tkernel *k = in->k;
   size_t nv = (size_t)k->vars.len, total = nv * sizeof(kiln_tval) + nv, shared = 0;
   in->bufs = kiln_xcalloc((size_t)k->bufs.len + 1, sizeof *in->bufs);
@@ -315,6 +315,11 @@ static kiln_status alloc_state(kiln_tinterp *in, void *const *args) {
       if (!args[i] && b->size > 0)
         return kiln_invalid("kernel %s: argument %d is NULL", k->name, i);
       in->bufs[i].data = args[i];
+      if (track && (track[i] == KILN_TRACK_READS || track[i] == KILN_TRACK_OUTPUT) && b->size > 0) {
+        in->bufs[i].init = calloc((size_t)b->size, 1);
+        if (!in->bufs[i].init)
+          return kiln_error(KILN_ERR_OOM, "kernel %s: out of memory for flags", k->name);
+      }
       continue;
     }
     int64_t bytes;
@@ -346,6 +351,7 @@ static kiln_status alloc_state(kiln_tinterp *in, void *const *args) {
 }
 
 static void free_state(kiln_tinterp *in) {
+  for (int i = 0; in->bufs && i < in->k->n_params; i++) free(in->bufs[i].init);
   free(in->bufs);
   free(in->is_loop_var);
   free(in->outside_var);
@@ -354,11 +360,41 @@ static void free_state(kiln_tinterp *in) {
   free(in->shared);
 }
 
-kiln_status kiln_tkernel_interp(const kiln_tkernel *k, void *const *args) {
+/* After the kernel: every element of each KILN_TRACK_OUTPUT parameter was stored. */
+static kiln_status check_outputs_written(const kiln_tinterp *in, const uint8_t *track) {
+  const kiln_tkernel *k = in->k;
+  for (int i = 0; track && i < k->n_params; i++) /* a raised error flag: outputs unused */
+    if (track[i] == KILN_TRACK_FLAG && k->bufs.data[i].dtype == KILN_I32 &&
+        k->bufs.data[i].size >= 1 && *(const int32_t *)in->bufs[i].data)
+      return KILN_OK;
+  for (int i = 0; track && i < k->n_params; i++) {
+    if (track[i] != KILN_TRACK_OUTPUT || !in->bufs[i].init) continue;
+    int64_t n = k->bufs.data[i].size, missing = 0, first = -1;
+    for (int64_t j = 0; j < n; j++)
+      if (!in->bufs[i].init[j]) missing++, first = first < 0 ? j : first;
+    if (!missing) continue;
+    kiln_strbuf b = {0};
+    kiln_ttext_name(&b, '%', k->bufs.data[i].name);
+    kiln_status st = kiln_invalid("%lld of the %lld elements of %s never written (the first: "
+                                  "%lld)",
+                                  (long long)missing, (long long)n, b.data, (long long)first);
+    kiln_strbuf_free(&b);
+    return st;
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln_tkernel_interp_tracked(const kiln_tkernel *k, void *const *args,
+                                        const uint8_t *track) {
   KILN_TRY(kiln_tkernel_check_types(k));
   kiln_tinterp in = {.k = k};
-  kiln_status st = alloc_state(&in, args);
+  kiln_status st = alloc_state(&in, args, track);
   if (!st) st = kiln_tinterp_block(&in, &k->body);
+  if (!st) st = check_outputs_written(&in, track);
   free_state(&in);
   return st;
+}
+
+kiln_status kiln_tkernel_interp(const kiln_tkernel *k, void *const *args) {
+  return kiln_tkernel_interp_tracked(k, args, NULL);
 }

@@ -18,7 +18,8 @@ typedef union kiln_tval {
 /* A buffer during a call. */
 typedef struct kiln_trtbuf {
   unsigned char *data;
-  uint8_t *init; /* one flag per element for shared and local buffers; NULL for parameters */
+  uint8_t *init; /* one flag per element for shared and local buffers and tracked parameters
+                    (kiln_tkernel_interp_tracked); NULL for other parameters */
   size_t esize;
 } kiln_trtbuf;
 

@@ -500,6 +500,48 @@ static void test_interp_uninit_local(void) {
   kiln_tmodule_free(m);
 }
 
+static kiln_tmodule *parse_ok(const char *text);
+
+/* Tracked parameters: a kernel must store every element of a value it defines before the
+ * end, and may not load one it has not stored (its memory holds what the last user left). */
+static void test_interp_tracked_params(void) {
+  kiln_tmodule *m = parse_ok("kernel @half(%x: f32[4] readonly, %y: f32[4], %s: f32[2]) {\n"
+                             "  var $i: i64\n"
+                             "  for $i in 0..3 serial {\n"
+                             "    %y[$i] = add(%x[$i], 1:f32)\n"
+                             "  }\n"
+                             "  %s[0] = %y[0]\n"
+                             "}\n");
+  if (!m) return;
+  kiln_tkernel *k = m->kernels.data[0];
+  float x[4] = {1, 2, 3, 4}, y[4] = {0}, sc[2] = {0};
+  void *args[3] = {x, y, sc};
+  CHECK_OK(kiln_tkernel_interp(k, args)); /* untracked: y[3] left as it was */
+  const uint8_t out[3] = {KILN_TRACK_NONE, KILN_TRACK_OUTPUT, KILN_TRACK_READS};
+  check_err_has(kiln_tkernel_interp_tracked(k, args, out),
+                "1 of the 4 elements of %y never written (the first: 3)", NULL);
+  const uint8_t reads[3] = {KILN_TRACK_NONE, KILN_TRACK_READS, KILN_TRACK_READS};
+  CHECK_OK(kiln_tkernel_interp_tracked(k, args, reads)); /* scratch need not be covered */
+  k->body.data[1]->value->index = kiln_tint(k, 3);       /* %s[0] = %y[3]: never stored */
+  check_err_has(kiln_tkernel_interp_tracked(k, args, reads), "load of %y[3], never written", NULL);
+  kiln_tmodule_free(m);
+  /* a raised error flag: the step fails on it, its outputs unused and not required */
+  m = parse_ok("kernel @flagged(%y: f32[2], %f: i32[1]) {\n"
+               "  %y[0] = 1:f32\n"
+               "  %f[0] = 1:i32\n"
+               "}\n");
+  if (!m) return;
+  int32_t flag = 0;
+  void *fargs[2] = {y, &flag};
+  const uint8_t ft[2] = {KILN_TRACK_OUTPUT, KILN_TRACK_FLAG};
+  CHECK_OK(kiln_tkernel_interp_tracked(m->kernels.data[0], fargs, ft));
+  CHECK(flag == 1);
+  const uint8_t nf[2] = {KILN_TRACK_OUTPUT, KILN_TRACK_NONE};
+  check_err_has(kiln_tkernel_interp_tracked(m->kernels.data[0], fargs, nf),
+                "1 of the 2 elements of %y never written", NULL);
+  kiln_tmodule_free(m);
+}
+
 /* ---- printer ---- */
 static void test_print(void) {
   kiln_tmodule *m = kiln_tmodule_new();
@@ -1077,5 +1119,6 @@ TEST_MAIN(T(test_interp_add1), T(test_interp_f32_rounding), T(test_interp_float_
           T(test_interp_float_binary), T(test_interp_int_wrap), T(test_interp_int_div),
           T(test_interp_shifts_bits), T(test_interp_casts), T(test_interp_gpu_lockstep),
           T(test_interp_gpu_reduce), T(test_interp_thread_private), T(test_interp_bounds),
-          T(test_interp_mma), T(test_interp_uninit_local), T(test_print), T(test_round_trip),
-          T(test_parse_errors), T(test_verify_cases), T(test_verify_messages), T(test_golden))
+          T(test_interp_mma), T(test_interp_uninit_local), T(test_interp_tracked_params),
+          T(test_print), T(test_round_trip), T(test_parse_errors), T(test_verify_cases),
+          T(test_verify_messages), T(test_golden))
