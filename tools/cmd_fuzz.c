@@ -19,8 +19,9 @@
 static const char *const fuzz_help =
     "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N|env] [--backend LIST|none]\n"
     "                 [--oracle kiln|onnxruntime] [--out DIR] [--max-nodes N] [--ops A,B]\n"
-    "                 [--threads N] [--cpu-every N] [--cpu-novel K] [--policy uniform|bandit]\n"
-    "                 [--reduce] [--report] [--no-isolate] [--graph-timeout S] [-q] [--list-ops]\n"
+    "                 [--threads N] [--cpu-every N] [--cpu-novel K] [--sweep N]\n"
+    "                 [--policy uniform|bandit] [--reduce] [--report] [--no-isolate]\n"
+    "                 [--graph-timeout S] [-q] [--list-ops]\n"
     "       kiln fuzz --merge DIR... [--out MERGED] [--report] [-q]   (kiln fuzz --merge "
     "--help)\n\n"
     "Generates random valid models (1..max-nodes nodes over most ops Kiln compiles, 13\n"
@@ -67,6 +68,12 @@ static const char *const fuzz_help =
     "                   value's type and how it is bound. The C compiler's time goes to code\n"
     "                   the campaign has rarely compiled. Which graphs compile then depends\n"
     "                   on those compiled before (each case records the layers it ran)\n"
+    "  --sweep N        graphs 0..N-1 of the campaign (default 24; 0: none; none with --ops\n"
+    "                   or without the cpu layer) are a helper sweep: up to 6 nodes of Cast,\n"
+    "                   CastLike, Min, Max, Clip, Mod, Div, BitShift, Abs, Neg, Round, Sign\n"
+    "                   and Relu, inputs drawn at the edges of their domains first, every one\n"
+    "                   compiled: the C helpers of narrow floats, NaN and remainders, which\n"
+    "                   differ by type and value, reached in the first seconds\n"
     "  --ops A,B        draw only these ops (names as in --list-ops)\n"
     "  --policy P       what to draw next. bandit (default): a multi-armed bandit over the\n"
     "                   ops, rewarded by new coverage, and a corpus of the graphs that reached\n"
@@ -103,6 +110,7 @@ typedef struct fuzz_args {
   long threads;   /* 0: drawn per graph */
   long cpu_every; /* the layers of targets that run on one graph in cpu_every */
   long cpu_novel; /* and on a graph with a feature compiled fewer times than this */
+  long sweep;     /* graphs j < sweep are helper sweeps (FUZZ_SWEEP_OPS, edges, compiled) */
   const char *ops;
 } fuzz_args;
 
@@ -116,6 +124,7 @@ typedef struct finding {
 typedef struct campaign {
   fuzz_args a;
   kiln_gen_opts go;
+  kiln_gen_opts sweep_go; /* the helper sweep's (--sweep) */
   kiln_verify_opts vo;
   kiln_ort *ort;
   int64_t tried, valid, invalid, no_inputs, verify_errors, ort_refused, compiled;
@@ -136,9 +145,17 @@ typedef struct campaign {
   uint8_t *fcount; /* compiled graphs per feature (hash mod FUZZ_FEATURE_SLOTS), saturating */
   bool drawn;      /* the graph at hand compiles whatever its features (drawn by its seed) */
   int64_t novel;   /* graphs compiled for a feature, not drawn */
+  int64_t swept;   /* graphs of the helper sweep (--sweep) */
 } campaign;
 
 #define FUZZ_FEATURE_SLOTS 65536
+
+/* The helper sweep: ops whose compiled code calls the C helpers that differ from one type or
+ * edge value to the next (narrow-float and float-to-integer conversions, NaN-aware min and
+ * max, float and integer remainders and divisions, shifts, rounding), in small graphs whose
+ * inputs are drawn at the edges of their domains first, every one compiled. */
+#define FUZZ_SWEEP_OPS "Cast,CastLike,Min,Max,Clip,Mod,Div,BitShift,Abs,Neg,Round,Sign,Relu"
+#define FUZZ_SWEEP_NODES 6
 
 /* The environment fails for every graph (no C compiler, a full disk): after this many runner
  * errors in a row with KILN_ERR_SYSTEM, the campaign stops with that error. */
@@ -218,6 +235,8 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
       if (kiln_cli_long("fuzz", "--cpu-every", v, 1, 1000000, &a->cpu_every)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--cpu-novel", &v)) {
       if (kiln_cli_long("fuzz", "--cpu-novel", v, 0, 255, &a->cpu_novel)) return 2;
+    } else if (kiln_cli_opt(argc, argv, &i, "--sweep", &v)) {
+      if (kiln_cli_long("fuzz", "--sweep", v, 0, 1000000, &a->sweep)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--policy", &v)) {
       int p = 0;
       while (p < FUZZ_POLICY_COUNT && (!v || strcmp(v, fuzz_policy_names[p]))) p++;
@@ -508,7 +527,14 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   /* half the graphs are also lowered under a drawn schedule set (runner_sched.c) */
   c->vo.sched_seed = (seed >> 20) & 1 ? (seed * 0x9e3779b97f4a7c15ull) | 1 : 0;
   bool compile = (seed >> 32) % (uint64_t)c->a.cpu_every == 0; /* code that runs: costly */
-  KILN_TRY(fuzz_feedback_next(&c->fb, &c->go, seed, &gc));
+  bool sweep = j < (uint64_t)c->a.sweep; /* by j: N shards together sweep as one campaign */
+  if (sweep) { /* a fresh graph of the sweep's ops, compiled: no corpus entry to credit */
+    c->fb.last_entry = -1;
+    memset(c->fb.last_kinds, 0, sizeof c->fb.last_kinds);
+    KILN_TRY(kiln_gen_model(&c->sweep_go, seed, &gc));
+    compile = true;
+    c->swept++;
+  } else KILN_TRY(fuzz_feedback_next(&c->fb, &c->go, seed, &gc));
   /* inputs at the edges of their domains (NaN, infinities, limits of narrower types) reach
    * the C helpers of the generated code: half of those graphs not drawn above run it too */
   if (gc.status == KILN_GEN_OK && gc.edges && c->a.cpu_every > 1) compile |= (seed >> 40) & 1;
@@ -579,8 +605,9 @@ static void summary(const campaign *c, double secs) {
          (long long)c->invalid, (long long)c->no_inputs, (long long)c->verify_errors,
          (long long)c->env_errors);
   if (c->a.targets[KILN_TARGET_CPU])
-    printf("cpu layer (compiled C) on %lld graphs (%lld of them for a rare feature)\n",
-           (long long)c->compiled, (long long)c->novel);
+    printf("cpu layer (compiled C) on %lld graphs (%lld of them for a rare feature, %lld of the "
+           "helper sweep)\n",
+           (long long)c->compiled, (long long)c->novel, (long long)c->swept);
   int covered = 0, total = 0;
   kiln_strbuf miss = {0};
   for (int k = 0; k < c->n_ops; k++) {
@@ -667,6 +694,10 @@ static kiln_status setup(campaign *c) {
   kiln_gen_case probe; /* an unknown op name is bad usage: find it before the campaign */
   KILN_TRY(kiln_gen_model(&c->go, 0, &probe));
   kiln_gen_case_free(&probe);
+  c->sweep_go = c->go;
+  c->sweep_go.ops = FUZZ_SWEEP_OPS, c->sweep_go.edge_share = 1.0;
+  c->sweep_go.max_nodes = c->go.max_nodes < FUZZ_SWEEP_NODES ? c->go.max_nodes : FUZZ_SWEEP_NODES;
+  if (c->a.ops || !c->a.targets[KILN_TARGET_CPU]) c->a.sweep = 0; /* --ops: the user's ops */
   kiln_verify_opts_init(&c->vo);
   memcpy(c->vo.targets, c->a.targets, sizeof c->vo.targets);
   c->vo.each_pass = true, c->vo.threads = 1;
@@ -711,6 +742,7 @@ int kiln_cmd_fuzz(int argc, char **argv) {
                      .max_nodes = 12,
                      .cpu_every = 3,
                      .cpu_novel = 0, /* measured no better on 37 cpu-layer bugs: VERIFY.md */
+                     .sweep = 24,
                      .policy = FUZZ_POLICY_BANDIT,
                      .isolate = !kiln_edges_enabled(),
                      .graph_timeout = 120};
