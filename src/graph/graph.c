@@ -310,6 +310,12 @@ void kiln_graph_add_output(kiln_graph *g, int value_id) {
   kiln_arena_vec_push(g->arena, &g->outputs, value_id);
 }
 
+bool kiln_graph_is_output(const kiln_graph *g, int value_id) {
+  for (int i = 0; i < g->outputs.len; i++)
+    if (g->outputs.data[i] == value_id) return true;
+  return false;
+}
+
 kiln_attr *kiln_node_add_attr(kiln_graph *g, int node_id, const char *name, kiln_attr_kind kind) {
   kiln_node *n = &g->nodes.data[node_id];
   kiln_attr *a = kiln_arena_calloc(g->arena, (size_t)n->n_attrs + 1, sizeof(kiln_attr));

@@ -197,6 +197,8 @@ KILN_MUST_USE kiln_status kiln_graph_add_node(kiln_graph *g, const char *op_type
                                               const char *const *out_names, int *out_ids);
 int kiln_graph_last_node(const kiln_graph *g);
 void kiln_graph_add_output(kiln_graph *g, int value_id);
+/* Whether value_id is one of g's outputs. */
+bool kiln_graph_is_output(const kiln_graph *g, int value_id);
 /* Adds an attribute to node `node_id` and returns it for the caller to fill
  * (arrays must be arena-allocated: use kiln_graph_alloc). */
 kiln_attr *kiln_node_add_attr(kiln_graph *g, int node_id, const char *name, kiln_attr_kind kind);

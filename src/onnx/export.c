@@ -120,12 +120,6 @@ static kiln_status put_node(kiln_wire_writer *w, const void *arg) {
   return KILN_OK;
 }
 
-static bool is_output(const kiln_graph *g, int id) {
-  for (int i = 0; i < g->outputs.len; i++)
-    if (g->outputs.data[i] == id) return true;
-  return false;
-}
-
 static kiln_status put_values(kiln_wire_writer *w, const kiln_graph *g) {
   for (int i = 0; i < g->values.len; i++) {
     const kiln_value *v = &g->values.data[i];
@@ -137,7 +131,8 @@ static kiln_status put_values(kiln_wire_writer *w, const kiln_graph *g) {
     KILN_TRY(put_value_info(w, 12, &g->values.data[g->outputs.data[i]]));
   for (int i = 0; i < g->values.len; i++) {
     const kiln_value *v = &g->values.data[i];
-    if (v->kind == KILN_VALUE_NODE && v->type.kind != KILN_TYPE_UNKNOWN && !is_output(g, i))
+    if (v->kind == KILN_VALUE_NODE && v->type.kind != KILN_TYPE_UNKNOWN &&
+        !kiln_graph_is_output(g, i))
       KILN_TRY(put_value_info(w, 13, v));
   }
   return KILN_OK;

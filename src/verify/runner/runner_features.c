@@ -107,19 +107,13 @@ static int reads(const kiln_graph *g, int v) {
   return n < 2 ? n : 2;
 }
 
-static bool is_output(const kiln_graph *g, int v) {
-  for (int i = 0; i < g->outputs.len; i++)
-    if (g->outputs.data[i] == v) return true;
-  return false;
-}
-
 static void value_features(kiln_verify_result *res, const kiln_graph *g) {
   for (int v = 0; v < g->values.len; v++) {
     const kiln_value *x = &g->values.data[v];
     if (x->kind != KILN_VALUE_NODE && x->kind != KILN_VALUE_INPUT) continue;
     int shape = x->type.rank == 0 ? 0 : x->type.rank < 0 ? 2 : 1;
     add(res, F_VALUE, (int)x->type.dtype, shape, 0, 0);
-    add(res, F_BIND, x->kind == KILN_VALUE_INPUT, is_output(g, v), reads(g, v), 0);
+    add(res, F_BIND, x->kind == KILN_VALUE_INPUT, kiln_graph_is_output(g, v), reads(g, v), 0);
   }
 }
 
