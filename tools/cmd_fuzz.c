@@ -19,7 +19,7 @@
 static const char *const fuzz_help =
     "usage: kiln fuzz [--seed S] [--time T | --count N] [--shard i/N|env] [--backend LIST|none]\n"
     "                 [--oracle kiln|onnxruntime] [--out DIR] [--max-nodes N] [--ops A,B]\n"
-    "                 [--threads N] [--cpu-every N] [--cpu-novel K] [--sweep N]\n"
+    "                 [--threads N] [--cpu-every N] [--cpu-novel K] [--sweep N] [--no-grid]\n"
     "                 [--policy uniform|bandit] [--reduce] [--report] [--no-isolate]\n"
     "                 [--graph-timeout S] [-q] [--list-ops]\n"
     "       kiln fuzz --merge DIR... [--out MERGED] [--report] [-q]   (kiln fuzz --merge "
@@ -68,7 +68,16 @@ static const char *const fuzz_help =
     "                   value's type and how it is bound. The C compiler's time goes to code\n"
     "                   the campaign has rarely compiled. Which graphs compile then depends\n"
     "                   on those compiled before (each case records the layers it ran)\n"
-    "  --sweep N        graphs 0..N-1 of the campaign (default 24; 0: none; none with --ops\n"
+    "  --no-grid        leave out the edge grid: the campaign's first graphs (25, each about\n"
+    "                   0.2 s) are otherwise cells enumerated, not drawn, every one compiled:\n"
+    "                   the casts from each dtype to every other, and Min, Max (both operand\n"
+    "                   orders), Mod, Div, Clip, BitShift, Abs, Neg, Sign, Relu, the roundings\n"
+    "                   and a Pad of -0 on each dtype, on inputs that hold every edge value of\n"
+    "                   their dtype at once (signed zeros, NaN payloads, infinities, the limits,\n"
+    "                   ties and subnormals of each narrower float, integer extremes); every\n"
+    "                   pair of values meets in the binary ops. None with --ops or without the\n"
+    "                   cpu layer\n"
+    "  --sweep N        the N graphs after the grid (default 24; 0: none; none with --ops\n"
     "                   or without the cpu layer) are a helper sweep: up to 6 nodes of Cast,\n"
     "                   CastLike, Min, Max, Clip, Mod, Div, BitShift, Abs, Neg, Round, Sign\n"
     "                   and Relu, inputs drawn at the edges of their domains first, every one\n"
@@ -110,7 +119,9 @@ typedef struct fuzz_args {
   long threads;   /* 0: drawn per graph */
   long cpu_every; /* the layers of targets that run on one graph in cpu_every */
   long cpu_novel; /* and on a graph with a feature compiled fewer times than this */
-  long sweep;     /* graphs j < sweep are helper sweeps (FUZZ_SWEEP_OPS, edges, compiled) */
+  long sweep;     /* graphs j < sweep (after the grid) are helper sweeps (FUZZ_SWEEP_OPS, edges,
+                     compiled) */
+  bool grid;      /* graphs j < kiln_gen_grid_count() are the edge grid's cells (compiled) */
   const char *ops;
 } fuzz_args;
 
@@ -146,6 +157,8 @@ typedef struct campaign {
   bool drawn;      /* the graph at hand compiles whatever its features (drawn by its seed) */
   int64_t novel;   /* graphs compiled for a feature, not drawn */
   int64_t swept;   /* graphs of the helper sweep (--sweep) */
+  int64_t gridded; /* cells of the edge grid run */
+  long n_grid;     /* cells of the edge grid (0: off) */
 } campaign;
 
 #define FUZZ_FEATURE_SLOTS 65536
@@ -202,6 +215,7 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
     else if (!strcmp(argv[i], "--report")) a->report = true;
     else if (!strcmp(argv[i], "--isolate")) a->isolate = true;
     else if (!strcmp(argv[i], "--no-isolate")) a->isolate = false;
+    else if (!strcmp(argv[i], "--no-grid")) a->grid = false;
     else if (kiln_cli_opt(argc, argv, &i, "--graph-timeout", &v)) {
       if (kiln_cli_long("fuzz", "--graph-timeout", v, 1, 86400, &a->graph_timeout)) return 2;
     } else if (!strcmp(argv[i], "-q")) a->quiet = true;
@@ -527,8 +541,15 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   /* half the graphs are also lowered under a drawn schedule set (runner_sched.c) */
   c->vo.sched_seed = (seed >> 20) & 1 ? (seed * 0x9e3779b97f4a7c15ull) | 1 : 0;
   bool compile = (seed >> 32) % (uint64_t)c->a.cpu_every == 0; /* code that runs: costly */
-  bool sweep = j < (uint64_t)c->a.sweep; /* by j: N shards together sweep as one campaign */
-  if (sweep) { /* a fresh graph of the sweep's ops, compiled: no corpus entry to credit */
+  /* by j: N shards together run the grid and the sweep as one campaign */
+  bool grid = j < (uint64_t)c->n_grid, sweep = !grid && j < (uint64_t)(c->n_grid + c->a.sweep);
+  if (grid) { /* an enumerated cell of edge values, compiled */
+    c->fb.last_entry = -1;
+    memset(c->fb.last_kinds, 0, sizeof c->fb.last_kinds);
+    KILN_TRY(kiln_gen_grid((int)j, &gc));
+    compile = true;
+    c->gridded++;
+  } else if (sweep) { /* a fresh graph of the sweep's ops, compiled: no corpus entry to credit */
     c->fb.last_entry = -1;
     memset(c->fb.last_kinds, 0, sizeof c->fb.last_kinds);
     KILN_TRY(kiln_gen_model(&c->sweep_go, seed, &gc));
@@ -605,9 +626,9 @@ static void summary(const campaign *c, double secs) {
          (long long)c->invalid, (long long)c->no_inputs, (long long)c->verify_errors,
          (long long)c->env_errors);
   if (c->a.targets[KILN_TARGET_CPU])
-    printf("cpu layer (compiled C) on %lld graphs (%lld of them for a rare feature, %lld of the "
-           "helper sweep)\n",
-           (long long)c->compiled, (long long)c->novel, (long long)c->swept);
+    printf("cpu layer (compiled C) on %lld graphs (%lld of them for a rare feature); %lld cells of "
+           "the edge grid, %lld graphs of the helper sweep\n",
+           (long long)c->compiled, (long long)c->novel, (long long)c->gridded, (long long)c->swept);
   int covered = 0, total = 0;
   kiln_strbuf miss = {0};
   for (int k = 0; k < c->n_ops; k++) {
@@ -697,7 +718,8 @@ static kiln_status setup(campaign *c) {
   c->sweep_go = c->go;
   c->sweep_go.ops = FUZZ_SWEEP_OPS, c->sweep_go.edge_share = 1.0;
   c->sweep_go.max_nodes = c->go.max_nodes < FUZZ_SWEEP_NODES ? c->go.max_nodes : FUZZ_SWEEP_NODES;
-  if (c->a.ops || !c->a.targets[KILN_TARGET_CPU]) c->a.sweep = 0; /* --ops: the user's ops */
+  if (c->a.ops || !c->a.targets[KILN_TARGET_CPU]) c->a.sweep = 0, c->a.grid = false; /* --ops */
+  c->n_grid = c->a.grid ? kiln_gen_grid_count() : 0;
   kiln_verify_opts_init(&c->vo);
   memcpy(c->vo.targets, c->a.targets, sizeof c->vo.targets);
   c->vo.each_pass = true, c->vo.threads = 1;
@@ -743,6 +765,7 @@ int kiln_cmd_fuzz(int argc, char **argv) {
                      .cpu_every = 3,
                      .cpu_novel = 0, /* measured no better on 37 cpu-layer bugs: VERIFY.md */
                      .sweep = 24,
+                     .grid = true,
                      .policy = FUZZ_POLICY_BANDIT,
                      .isolate = !kiln_edges_enabled(),
                      .graph_timeout = 120};

@@ -284,19 +284,22 @@ expect 2 "fuzz --cpu-every 0" "$kiln" fuzz --cpu-every 0
 expect 2 "fuzz --cpu-novel 256" "$kiln" fuzz --cpu-novel 256
 expect 2 "fuzz --sweep -1" "$kiln" fuzz --sweep -1
 # the gate: with no graph drawn to compile, the first graphs compile for their new features
-expect 0 "fuzz --cpu-novel 1" "$kiln" fuzz --count 3 --seed 5 --max-nodes 4 --cpu-every 1000000 --cpu-novel 1 --sweep 0 --out "$tmp/fzn" -q
-grep -Eq "\(([1-9][0-9]*) of them for a rare feature, 0 of the helper sweep\)" "$tmp/out" && passed=$((passed + 1)) ||
+expect 0 "fuzz --cpu-novel 1" "$kiln" fuzz --count 3 --seed 5 --max-nodes 4 --cpu-every 1000000 --cpu-novel 1 --sweep 0 --no-grid --out "$tmp/fzn" -q
+grep -Eq "\(([1-9][0-9]*) of them for a rare feature\); 0 cells of the edge grid, 0 graphs of the helper sweep" "$tmp/out" && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL fuzz --cpu-novel 1 compiled no graph for a feature"; cat "$tmp/out"; }
-expect 0 "fuzz --cpu-novel 0" "$kiln" fuzz --count 3 --seed 5 --max-nodes 4 --cpu-every 1000000 --cpu-novel 0 --sweep 0 --out "$tmp/fzn" -q
-grep -q "on 0 graphs (0 of them for a rare feature, 0 of the helper sweep)" "$tmp/out" && passed=$((passed + 1)) ||
+expect 0 "fuzz --cpu-novel 0" "$kiln" fuzz --count 3 --seed 5 --max-nodes 4 --cpu-every 1000000 --cpu-novel 0 --sweep 0 --no-grid --out "$tmp/fzn" -q
+grep -q "on 0 graphs (0 of them for a rare feature); 0 cells of the edge grid, 0 graphs of the helper sweep" "$tmp/out" && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL fuzz --cpu-novel 0 compiled graphs for a feature"; cat "$tmp/out"; }
-# the helper sweep: the first graphs, compiled, on the sweep's ops; none with --ops
-expect 0 "fuzz with the helper sweep" "$kiln" fuzz --count 3 --seed 5 --cpu-every 1000000 --out "$tmp/fzn" -q
-grep -q "on 3 graphs (0 of them for a rare feature, 3 of the helper sweep)" "$tmp/out" && passed=$((passed + 1)) ||
+# the edge grid, then the helper sweep: the first graphs, compiled; neither with --ops
+expect 0 "fuzz with the edge grid" "$kiln" fuzz --count 3 --seed 5 --cpu-every 1000000 --out "$tmp/fzn" -q
+grep -q "on 3 graphs (0 of them for a rare feature); 3 cells of the edge grid, 0 graphs of the helper sweep" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL fuzz did not compile its edge grid"; cat "$tmp/out"; }
+expect 0 "fuzz with the helper sweep" "$kiln" fuzz --count 3 --seed 5 --cpu-every 1000000 --no-grid --out "$tmp/fzn" -q
+grep -q "on 3 graphs (0 of them for a rare feature); 0 cells of the edge grid, 3 graphs of the helper sweep" "$tmp/out" && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL fuzz did not compile its helper sweep"; cat "$tmp/out"; }
-expect 0 "fuzz --ops: no sweep" "$kiln" fuzz --count 2 --seed 5 --ops Relu --cpu-every 1000000 --out "$tmp/fzn" -q
-grep -q "0 of the helper sweep" "$tmp/out" && passed=$((passed + 1)) ||
-  { failed=$((failed + 1)); echo "FAIL fuzz --ops ran the helper sweep"; cat "$tmp/out"; }
+expect 0 "fuzz --ops: no grid, no sweep" "$kiln" fuzz --count 2 --seed 5 --ops Relu --cpu-every 1000000 --out "$tmp/fzn" -q
+grep -q "0 cells of the edge grid, 0 graphs of the helper sweep" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL fuzz --ops ran the edge grid or the helper sweep"; cat "$tmp/out"; }
 expect 2 "fuzz --ops with an unknown op" "$kiln" fuzz --ops Relu,NoSuchOp --out "$tmp/fz0"
 expect_stderr "NoSuchOp" "fuzz names the unknown op"
 expect 0 "fuzz --count 3" "$kiln" fuzz --count 3 --seed 5 --max-nodes 6 --out "$tmp/fz" -q

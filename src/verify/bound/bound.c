@@ -372,14 +372,14 @@ double kiln_bnd_overflow_at(kiln_dtype t) {
 /* Ops whose every intermediate the rules bound (sums, products and Gemm: kiln_bnd_inter_err),
  * that move or compare values without arithmetic, or that are one correctly rounded operation
  * or one call of a math library function on the inputs (no intermediate larger than the
- * inputs or the result). */
+ * inputs or the result; Mod is fmod, exact and never larger than x in magnitude). */
 static bool intermediates_known(kiln_op op) {
   static const kiln_op single[] = {
-      KILN_OP_Abs,  KILN_OP_Neg,     KILN_OP_Relu,     KILN_OP_Sqrt,       KILN_OP_Log,
-      KILN_OP_Exp,  KILN_OP_Div,     KILN_OP_Pow,      KILN_OP_Reciprocal, KILN_OP_Sin,
-      KILN_OP_Cos,  KILN_OP_Atan,    KILN_OP_Tanh,     KILN_OP_Erf,        KILN_OP_Floor,
-      KILN_OP_Ceil, KILN_OP_Round,   KILN_OP_Sign,     KILN_OP_Max,        KILN_OP_Min,
-      KILN_OP_Clip, KILN_OP_Sigmoid, KILN_OP_LeakyRelu};
+      KILN_OP_Abs,  KILN_OP_Neg,     KILN_OP_Relu,      KILN_OP_Sqrt,       KILN_OP_Log,
+      KILN_OP_Exp,  KILN_OP_Div,     KILN_OP_Pow,       KILN_OP_Reciprocal, KILN_OP_Sin,
+      KILN_OP_Cos,  KILN_OP_Atan,    KILN_OP_Tanh,      KILN_OP_Erf,        KILN_OP_Floor,
+      KILN_OP_Ceil, KILN_OP_Round,   KILN_OP_Sign,      KILN_OP_Max,        KILN_OP_Min,
+      KILN_OP_Clip, KILN_OP_Sigmoid, KILN_OP_LeakyRelu, KILN_OP_Mod};
   for (size_t i = 0; i < sizeof single / sizeof single[0]; i++)
     if (op == single[i]) return true;
   switch (kiln_bnd_info(op)->rule) {
@@ -494,12 +494,24 @@ static bool nonfinite_open(const bnd_node *b) {
   }
 }
 
+/* A Cast to f64, f32, f16 or bf16: its result is the input rounded to the target, an
+ * infinity past the target's range included (ONNX's meaning; only float8 targets saturate).
+ * The cast's own bound (bound_cast.c) already finds the elements whose input error could round
+ * them another way unstable, so an exact input past the range, cast to inf, is defined. */
+static bool rounds_exactly(const bnd_node *b) {
+  if (b->n->op != KILN_OP_Cast && b->n->op != KILN_OP_CastLike) return false;
+  int id = b->n->outputs[0];
+  kiln_dtype to = id >= 0 ? b->g->values.data[id].type.dtype : KILN_UNDEFINED;
+  return to == KILN_F64 || to == KILN_F32 || to == KILN_F16 || to == KILN_BF16;
+}
+
 /* NaN or Inf from finite inputs; a result beyond the dtype's range becomes +-Inf (what the
  * dtype stores) and counts too, as does one whose error bound reaches the limit. A node with
  * a NaN or an infinity among its inputs: its non-finite results are propagated, not counted,
  * but a finite result beyond the range still counts; on an op of nonfinite_open every result
  * is unstable. */
 static void count_nonfinite(bnd_node *b) {
+  if (rounds_exactly(b)) return;
   bool nonfinite_in = false;
   for (int i = 0; i < b->n->n_inputs; i++)
     if (kiln_bnd_is_float_val(b->in[i]) && !tensor_all_finite(b->in[i]->t)) nonfinite_in = true;

@@ -313,14 +313,14 @@ kiln_status kiln_bnd_mod(bnd_node *b) {
       !kiln_bnd_is_float_val(b->in[1]))
     return kiln_bnd_exact(b, kiln_bnd_info(b->n->op)); /* integers */
   const kiln_tensor *x = b->in[0]->t, *d = b->in[1]->t;
-  if (x->dtype != KILN_F64 || d->dtype != KILN_F64) return kiln_bnd_perturb(b, 1);
   const double *ex = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;
   const double *ed = kiln_bnd_has_err(b, 1) ? b->ein[1]->data : NULL;
-  if (!ex && !ed) return KILN_OK; /* exact */
+  if (!ex && !ed) return KILN_OK; /* exact, in any float type (graph inputs keep theirs) */
   int64_t *ix = kiln_bnd_bcast_index(x, y), *id = kiln_bnd_bcast_index(d, y), bad = 0;
   kiln_tensor *e = kiln_bnd_zeros_like(y);
   for (int64_t i = 0; i < y->numel; i++) {
-    double xv = ((const double *)x->data)[ix[i]], dv = ((const double *)d->data)[id[i]];
+    double xv = kiln_load_f64(x->dtype, x->data, (size_t)ix[i]);
+    double dv = kiln_load_f64(d->dtype, d->data, (size_t)id[i]);
     double exv = ex ? ex[ix[i]] : 0, edv = ed ? ed[id[i]] : 0;
     double *ei = (double *)e->data + i;
     if (isnan(((double *)y->data)[i]) || isnan(xv) || isnan(dv)) continue;

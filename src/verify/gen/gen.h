@@ -110,6 +110,16 @@ void kiln_gen_mutate(const kiln_gen_opts *o, const kiln_gen_genome *in,
                      const kiln_gen_genome *other, uint64_t seed, int n_mut, kiln_gen_genome *out,
                      int *kinds_out);
 
+/* The edge grid (gen_grid.c): kiln_gen_grid_count() small graphs enumerated, not drawn: the
+ * casts from each generated dtype and the NaN-, sign- and range-sensitive elementwise ops of
+ * each dtype, on inputs that hold every edge value of their dtype (ties, limits, subnormals,
+ * signed zeros, NaN payloads, infinities, integer extremes). Cell k is the same in every run;
+ * its status is INVALID (with a note) when the reference finds a result undefined. */
+int kiln_gen_grid_count(void);
+KILN_MUST_USE kiln_status kiln_gen_grid(int k, kiln_gen_case *out);
+/* "casts from f16", "elementwise ops of u8" */
+const char *kiln_gen_grid_name(int k, char *buf, size_t len);
+
 /* The seed of graph j of a campaign with seed s (a mix of both: neighbouring j give
  * unrelated graphs). Shard i of N runs the j with j % N == i. */
 uint64_t kiln_gen_seed(uint64_t s, uint64_t j);

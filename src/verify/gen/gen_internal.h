@@ -229,6 +229,8 @@ extern const int kiln_gen_n_type_ops;
 /* False (why: the node and dtype) when a node's input or output dtype is not one its schema
  * at `opset` allows. Ops the table does not know are accepted. */
 bool gen_types_ok(const kiln_graph *g, int opset, char *why, size_t why_len);
+/* The same check of node n alone. */
+bool gen_node_types_ok(const kiln_graph *g, int n, int opset, char *why, size_t why_len);
 
 /* builders of the second table file (gen_ops_nn.c) */
 bool gen_b_matmul(gen *G, int op);

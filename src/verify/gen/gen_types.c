@@ -31,21 +31,25 @@ static bool dtype_allowed(const kiln_graph *g, int value, uint32_t mask) {
   return t->dtype < 32 && (mask >> t->dtype & 1);
 }
 
-bool gen_types_ok(const kiln_graph *g, int opset, char *why, size_t why_len) {
-  for (int n = 0; n < g->nodes.len; n++) {
-    const kiln_node *nd = &g->nodes.data[n];
-    const gen_type_version *v = version_at(nd->op_type, opset);
-    if (!v) continue;
-    for (int k = 0; k < nd->n_inputs + nd->n_outputs; k++) {
-      bool in = k < nd->n_inputs;
-      int kk = in ? k : k - nd->n_inputs, value = in ? nd->inputs[kk] : nd->outputs[kk];
-      uint32_t m = in ? param_mask(v->in, v->n_in, v->var_in, kk)
-                      : param_mask(v->out, v->n_out, v->var_out, kk);
-      if (dtype_allowed(g, value, m)) continue;
-      snprintf(why, why_len, "%s (opset %d) %s %d: %s not allowed", nd->op_type, opset,
-               in ? "input" : "output", kk, kiln_dtype_name(g->values.data[value].type.dtype));
-      return false;
-    }
+bool gen_node_types_ok(const kiln_graph *g, int n, int opset, char *why, size_t why_len) {
+  const kiln_node *nd = &g->nodes.data[n];
+  const gen_type_version *v = version_at(nd->op_type, opset);
+  if (!v) return true;
+  for (int k = 0; k < nd->n_inputs + nd->n_outputs; k++) {
+    bool in = k < nd->n_inputs;
+    int kk = in ? k : k - nd->n_inputs, value = in ? nd->inputs[kk] : nd->outputs[kk];
+    uint32_t m = in ? param_mask(v->in, v->n_in, v->var_in, kk)
+                    : param_mask(v->out, v->n_out, v->var_out, kk);
+    if (dtype_allowed(g, value, m)) continue;
+    snprintf(why, why_len, "%s (opset %d) %s %d: %s not allowed", nd->op_type, opset,
+             in ? "input" : "output", kk, kiln_dtype_name(g->values.data[value].type.dtype));
+    return false;
   }
+  return true;
+}
+
+bool gen_types_ok(const kiln_graph *g, int opset, char *why, size_t why_len) {
+  for (int n = 0; n < g->nodes.len; n++)
+    if (!gen_node_types_ok(g, n, opset, why, why_len)) return false;
   return true;
 }
