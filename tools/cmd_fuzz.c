@@ -71,12 +71,13 @@ static const char *const fuzz_help =
     "  --no-grid        leave out the edge grid: the campaign's first graphs (25, each about\n"
     "                   0.2 s) are otherwise cells enumerated, not drawn, every one compiled:\n"
     "                   the casts from each dtype to every other, and Min, Max (both operand\n"
-    "                   orders), Mod, Div, Clip, BitShift, Abs, Neg, Sign, Relu, the roundings\n"
-    "                   and a Pad of -0 on each dtype, on inputs that hold every edge value of\n"
-    "                   their dtype at once (signed zeros, NaN payloads, infinities, the limits,\n"
-    "                   ties and subnormals of each narrower float, integer extremes); every\n"
-    "                   pair of values meets in the binary ops. None with --ops or without the\n"
-    "                   cpu layer\n"
+    "                   orders), Mod, Div, Clip, Abs, Neg, Sign, Relu, the roundings, the\n"
+    "                   comparisons, Where, a Pad of -0, the shifts and bitwise ops of\n"
+    "                   integers and the float math on each dtype, on inputs that hold every\n"
+    "                   edge value of their dtype at once (signed zeros, NaN payloads,\n"
+    "                   infinities, the limits, ties and subnormals of each narrower float,\n"
+    "                   integer extremes); every pair of values meets in the binary ops. None\n"
+    "                   with --ops or without the cpu layer\n"
     "  --sweep N        the N graphs after the grid (default 24; 0: none; none with --ops\n"
     "                   or without the cpu layer) are a helper sweep: up to 6 nodes of Cast,\n"
     "                   CastLike, Min, Max, Clip, Mod, Div, BitShift, Abs, Neg, Round, Sign\n"
@@ -169,6 +170,9 @@ typedef struct campaign {
  * inputs are drawn at the edges of their domains first, every one compiled. */
 #define FUZZ_SWEEP_OPS "Cast,CastLike,Min,Max,Clip,Mod,Div,BitShift,Abs,Neg,Round,Sign,Relu"
 #define FUZZ_SWEEP_NODES 6
+
+/* Invalid graphs whose text a campaign writes (keep_invalid) */
+#define FUZZ_INVALID_KEPT 20
 
 /* The environment fails for every graph (no C compiler, a full disk): after this many runner
  * errors in a row with KILN_ERR_SYSTEM, the campaign stops with that error. */
@@ -534,6 +538,20 @@ static bool fuzz_gate(void *user, const kiln_verify_result *res) {
   return false;
 }
 
+/* A graph the reference cannot run is a gap of the generator: its text goes to
+ * OUT/invalid-J.kiln (the first FUZZ_INVALID_KEPT of a campaign), named in where. */
+static kiln_status keep_invalid(campaign *c, uint64_t j, const kiln_graph *g, char *where,
+                                size_t len) {
+  kiln_strbuf text = {0}, path = {0};
+  kiln_graph_print(g, &text, 4096);
+  kiln_strbuf_printf(&path, "%s/invalid-%llu.kiln", c->a.out, (unsigned long long)j);
+  kiln_status st = as_system(kiln_make_dirs(c->a.out));
+  if (!st) st = as_system(kiln_write_file(path.data, text.data, text.len));
+  if (!st) snprintf(where, len, " (its graph: %s)", path.data);
+  kiln_strbuf_free(&text), kiln_strbuf_free(&path);
+  return st;
+}
+
 static kiln_status run_one(campaign *c, uint64_t j) {
   kiln_gen_case gc;
   uint64_t seed = kiln_gen_seed(c->a.seed, j);
@@ -569,8 +587,12 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   kiln_edges_reset();
   if (gc.status == KILN_GEN_INVALID) {
     c->invalid++;
+    char where[1200] = "";
+    if (c->invalid <= FUZZ_INVALID_KEPT && gc.g)
+      KILN_TRY(keep_invalid(c, j, gc.g, where, sizeof where));
     if (!c->a.quiet)
-      fprintf(stderr, "fuzz: graph %llu is not valid: %s\n", (unsigned long long)j, gc.note);
+      fprintf(stderr, "fuzz: graph %llu is not valid: %s%s\n", (unsigned long long)j, gc.note,
+              where);
   } else if (gc.status == KILN_GEN_NO_INPUTS) c->no_inputs++;
   kiln_status st = KILN_OK;
   if (gc.status == KILN_GEN_OK) {

@@ -1,7 +1,8 @@
 /* The edge grid: small graphs enumerated, not drawn. Each cell holds every conversion from one
  * dtype (Cast to each other generated dtype), or every NaN-, sign- and range-sensitive
  * elementwise op of one dtype (Min and Max in both operand orders, Mod in both modes, Div,
- * Clip, BitShift, Abs, Neg, Sign, Relu, the roundings, a Pad of -0), on inputs that hold every
+ * Clip, Abs, Neg, Sign, Relu, the roundings, the comparisons and Where, a Pad of -0; the shifts
+ * and bitwise ops of integers; the math and activations of floats), on inputs that hold every
  * edge value of their dtype at once:
  * - floats: signed zeros, NaNs of several payloads and both signs, the infinities, and for each
  *   narrower float type its largest value, the tie above it (which rounds to inf), the value
@@ -12,12 +13,15 @@
  * - integers: the extremes and their neighbours, and the first integers past each float's
  *   significand (ties of the integer-to-float rounding).
  * Binary ops read a column a[E,1] and a row b[1,E], so every ordered pair of edge values
- * meets. Nothing is drawn at random: a cell is the same graph and inputs in every campaign,
- * and `kiln fuzz` runs all of them, compiled, before its random graphs. Values whose result
- * ONNX leaves open (NaN or a value out of range cast to an integer, a zero divisor of an
- * integer) are left out by construction, and a node the schema does not allow for the dtype
- * at the cell's opset is dropped (gen_node_types_ok); the reference must then find every
- * result defined and stable, else the cell is reported invalid (a generator bug). */
+ * meets. The float math reads a tamer set (NaN, the infinities, signed zeros, a tiny normal
+ * whose reciprocal is finite, a value whose exp is just finite): the reference counts a finite
+ * input whose result leaves the dtype's range as undefined. Nothing is drawn at random: a cell is
+ * the same graph and inputs in every campaign, and `kiln fuzz` runs all of them, compiled, before
+ * its random graphs. Values whose result ONNX leaves open (NaN or a value out of range cast to an
+ * integer, a zero divisor of an integer) are left out by construction, and a node the schema does
+ * not allow for the dtype at the cell's opset is dropped (gen_node_types_ok); the reference must
+ * then find every result defined and stable, else the cell is reported invalid (a generator bug).
+ */
 #include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -371,8 +375,38 @@ static void float_arith(grid *G, kiln_dtype D) {
   g_node(G, "Clip", "%a, %lo, %hi", NULL);
   g_node(G, "Clip", "%a, %z", NULL);
   g_node(G, "Clip", "%a, _, %lo", NULL);
-  const char *un[] = {"Abs", "Neg", "Relu", "Sign", "Round", "Floor", "Ceil"};
-  for (size_t k = 0; k < sizeof un / sizeof un[0]; k++) g_node(G, un[k], "%a", NULL);
+  /* math on edge values that keep every result in range (m: NaN, the infinities, signed zeros,
+   * a tiny normal whose reciprocal is finite, and a value whose exp is just finite); where a
+   * result is NaN or infinite the input holds NaN and infinities too, so the reference takes
+   * them as propagated and compares them exactly */
+  vlist mv = {0};
+  double hi_exp = D == KILN_F16 ? 10 : D == KILN_F64 ? 700 : 80;
+  double tiny = D == KILN_F16 ? 0x1p-10 : D == KILN_F64 ? 0x1p-1000 : 0x1p-100;
+  const double mm[] = {0, 1, 0.5, 2.5, 3, hi_exp, tiny, INFINITY};
+  for (size_t k = 0; k < sizeof mm / sizeof mm[0]; k++) vl_pm(&mv, mm[k]);
+  g_input(G, "m", D, mv.n + 3, 1, &mv, false);
+  g_nans(G, G->n_in - 1, mv.n);
+  g_input(G, "mb", D, 1, mv.n + 3, &mv, false);
+  g_nans(G, G->n_in - 1, mv.n);
+  mv.n -= 2; /* the infinities last: mf holds the finite ones (bounds that scale with |x|) */
+  g_input(G, "mf", D, mv.n, 0, &mv, false);
+  const char *un[] = {"Abs",        "Neg",  "Relu",    "Sign",      "Round",
+                      "Floor",      "Ceil", "Exp",     "Log",       "Sqrt",
+                      "Reciprocal", "Tanh", "Sigmoid", "Erf",       "Softsign",
+                      "Atan",       "Elu",  "Selu",    "LeakyRelu", "ThresholdedRelu",
+                      "Shrink",     "Celu", "IsNaN",   "IsInf",     "Softplus",
+                      "Sin",        "Cos"};
+  for (size_t k = 0; k < sizeof un / sizeof un[0]; k++) g_node(G, un[k], k < 7 ? "%a" : "%m", NULL);
+  g_node(G, "HardSigmoid", "%mf", NULL);
+  g_node(G, "HardSwish", "%mf", NULL);
+  g_node(G, "IsInf", "%a", "detect_negative=0");
+  g_node(G, "IsInf", "%a", "detect_positive=0");
+  /* comparisons and a select on every ordered pair (NaN unordered, -0 equal to 0) */
+  const char *cmp[] = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
+  for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) g_node(G, cmp[k], "%a, %b", NULL);
+  g_line(G, "", "%%lt = Less(%%a, %%b)");
+  g_node(G, "Where", "%lt, %a, %b", NULL);
+  g_node(G, "Div", "%m, %mb", NULL);
   /* a constant Pad whose value is -0, and one of the default 0, on a row with signed zeros */
   g_line(G, "", "%%pads = const i64[2] [2, 1]");
   g_line(G, "", "%%nz = const %s[] [-0]", kiln_dtype_name(D));
@@ -410,6 +444,15 @@ static void int_arith(grid *G, kiln_dtype D) {
   g_node(G, "Abs", "%a", NULL);
   g_node(G, "Relu", "%a", NULL);
   if (!u) g_node(G, "Neg", "%a", NULL);
+  /* comparisons of every ordered pair (u64 above 2^63 against small values), a select, and
+   * the bitwise ops on the extremes */
+  const char *cmp[] = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
+  for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) g_node(G, cmp[k], "%a, %b", NULL);
+  g_line(G, "", "%%lt = Less(%%a, %%b)");
+  g_node(G, "Where", "%lt, %a, %b", NULL);
+  const char *bw[] = {"BitwiseAnd", "BitwiseOr", "BitwiseXor"};
+  for (size_t k = 0; k < sizeof bw / sizeof bw[0]; k++) g_node(G, bw[k], "%a, %b", NULL);
+  g_node(G, "BitwiseNot", "%a", NULL);
   if (u) {
     const int64_t s[] = {0, 1, 3, bits / 2, bits - 1};
     for (size_t k = 0; k < sizeof s / sizeof s[0]; k++) vl_int(&sh, s[k]);
