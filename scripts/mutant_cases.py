@@ -989,6 +989,105 @@ case(256)(lambda: Case([N("Transpose", ["z"], ["t"], perm=[1, 0]),
                        [("z", r(7, 5)), ("x", r(3, 4))], [("s", F), ("y", F)],
                        [c("p", np.array([1, 0, 1, 2], np.int64))], opset=13))
 
+# ---- set H ----
+case(257)(lambda: Case([N("MatMul", ["a", "b"], ["m"]), N("Add", ["m", "bias"], ["y"])],
+                       [("a", r(1, 4))], [("y", F)], [c("b", r(4, 3)), c("bias", r(2, 3))]))
+case(258)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["t"]),
+                        N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
+                       [("a", r(2, 4)), ("cc", r(3))], [("y", F)],
+                       [c("b", r(4, 3)), c("s", r(3, lo=0.5, hi=2)), c("bb", r(3)), c("mu", r(3)),
+                        c("var", r(3, lo=0.1, hi=2))]))
+
+
+def shared_filter():  # two Convs read one filter constant; only the first is normalized
+    bn = [c("s", r(3, lo=0.5, hi=2)), c("bb", r(3)), c("mu", r(3)),
+          c("var", r(3, lo=0.1, hi=2))]
+    return Case([N("Conv", ["x", "w"], ["t"]),
+                 N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y1"]),
+                 N("Conv", ["x", "w"], ["y2"])],
+                [("x", r(1, 2, 5, 5))], [("y1", F), ("y2", F)], [c("w", r(3, 2, 3, 3))] + bn)
+
+
+case(259)(shared_filter)
+case(260)(lambda: Case([N("Split", ["x"], ["a1", "b1"], axis=0), N("Split", ["x"], ["a2", "b2"], axis=0),
+                        N("Sub", ["b2", "a1"], ["y"])], [("x", r(6))], [("y", F)], opset=13))
+case(261)(lambda: Case([N("Div", ["x", "c1"], ["y1"]), N("Div", ["x", "c2"], ["y2"])],
+                       [("x", np.array([1.0, 2.0], np.float32))], [("y1", F), ("y2", F)],
+                       [c("c1", np.array([-0.0, 2.0], np.float32)),
+                        c("c2", np.array([0.0, 2.0], np.float32))]))
+case(262)(lambda: Case([N("Add", ["c1", "c2"], ["y"]), N("Relu", ["x"], ["z"])], [("x", r(4))],
+                       [("y", F), ("z", F)], [c("c1", r(4)), c("c2", r(4))]))
+case(263)(lambda: Case([N("Pad", ["x", "p"], ["y"], mode="reflect")],
+                       [("x", np.array([[1.0, 2.0, 3.0]], np.float32))], [("y", F)],
+                       [c("p", np.array([0, 5, 0, 0], np.int64))], opset=13))
+case(264)(lambda: Case([N("Slice", ["x", "st", "en", "ax"], ["y"])], [("x", r(3, 5))], [("y", F)],
+                       [c("st", np.array([1], np.int64)), c("en", np.array([4], np.int64)),
+                        c("ax", np.array([-1], np.int64))]))
+case(265)(lambda: Case([N("ReduceMax", ["x"], ["y"], axes=[1], keepdims=0)],
+                       [("x", np.array([[-128, -128], [3, -128]], np.int8))], [("y", TP.INT8)],
+                       opset=13))
+case(266)(lambda: Case([N("Conv", ["x", "w"], ["y"], pads=[1, 0, 1, 0])], [("x", r(1, 2, 6, 34))],
+                       [("y", F)], [c("w", r(3, 2, 3, 3))]))
+case(267)(lambda: Case([N("Gemm", ["a", "b"], ["y"], transB=1)], [("a", r(3, 4)), ("b", r(5, 4))],
+                       [("y", F)]))
+case(268)(lambda: Case([N("CumProd", ["x", "ax"], ["y"])],
+                       [("x", np.array([1.5, -2.0, 0.5, 3.0, 1.25], np.float32))], [("y", F)],
+                       [c("ax", np.array(0, np.int64))], opset=26))
+case(269)(lambda: Case([N("BatchNormalization", ["x", "s", "bb", "mu", "var"], ["y"])],
+                       [("x", r(1, 3, 2, 2))], [("y", F)],
+                       [c("s", np.array([1.0, 0.5, 2.0], np.float32)), c("bb", r(3)),
+                        c("mu", r(3)), c("var", np.array([0.0, 0.5, 1.0], np.float32))]))
+case(270)(lambda: Case([N("MatMul", ["a", "b"], ["m"]), N("Add", ["m", "cc"], ["y"])],
+                       [("a", r(2, 3, 5)), ("cc", r(2, 1, 4))], [("y", F)], [c("b", r(5, 4))]))
+
+
+def if_reads_fused():  # a = Relu(x) fused with Neg(a); the If's branches read a
+    thn = H.make_graph([N("Add", ["a", "one"], ["o1"])], "then", [],
+                       [H.make_tensor_value_info("o1", F, None)], [c("one", np.ones(3, np.float32))])
+    els = H.make_graph([N("Sub", ["a", "one2"], ["o2"])], "else", [],
+                       [H.make_tensor_value_info("o2", F, None)], [c("one2", np.ones(3, np.float32))])
+    return Case([N("Relu", ["x"], ["a"]), N("Neg", ["a"], ["b"]),
+                 N("If", ["cond"], ["y"], then_branch=thn, else_branch=els)],
+                [("x", r(3)), ("cond", np.array(True))], [("b", F), ("y", F)])
+
+
+case(271)(if_reads_fused)
+case(272)(lambda: Case([N("Split", ["x", "sp"], ["e", "f"], axis=0), N("Relu", ["f"], ["y"])],
+                       [("x", r(4))], [("y", F)], [c("sp", np.array([0, 4], np.int64))], opset=13))
+case(273)(lambda: Case([N("ReduceMin", ["x"], ["y"], axes=[1], keepdims=0)],
+                       [("x", np.array([[5, 7], [3, 9]], np.uint32))], [("y", TP.UINT32)], opset=13))
+case(274)(lambda: Case([N("Gather", ["x", "i"], ["y"], axis=0)],
+                       [("x", r(4, 3)), ("i", np.array([3, -1, 0], np.int64))], [("y", F)]))
+case(275)(lambda: Case([N("Equal", ["a", "b"], ["y"])],
+                       [("a", np.array([True, False, True, False])),
+                        ("b", np.array([True, True, False, False]))], [("y", TP.BOOL)]))
+case(276)(lambda: Case([N("Relu", ["x"], ["y"], name="relu */ bad")], [("x", r(4))], [("y", F)]))
+case(277)(lambda: Case([N("Cast", ["x"], ["y"], to=I32)],
+                       [("x", np.array([-1.5, -0.5, 2.7, -3.2], np.float32))], [("y", I32)]))
+case(278)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(4, 8)), ("b", r(8, 32))],
+                       [("y", F)]))
+case(279)(lambda: Case([N("Cast", ["x"], ["h"], to=TP.BFLOAT16), N("Cast", ["h"], ["y"], to=F)],
+                       [("x", np.array([16842753, 5, -16842753, 3], np.int32))], [("y", F)]))
+case(280)(lambda: Case([N("Max", ["a", "b"], ["y"])],
+                       [("a", np.array([np.nan, 1.0, 2.0])), ("b", np.array([3.0, np.nan, 1.0]))],
+                       [("y", TP.DOUBLE)]))
+case(281)(lambda: Case([N("GatherElements", ["x", "i"], ["y"], axis=1)],
+                       [("x", r(3, 3)), ("i", np.array([[0, 2], [1, -1], [2, 0]], np.int64))],
+                       [("y", F)]))
+case(282)(lambda: Case([N("Relu", ["x"], ["a"]), N("Transpose", ["a"], ["b"]),
+                        N("MatMul", ["a", "b"], ["m"]), N("Transpose", ["m"], ["y"])],
+                       [("x", r(4, 4))], [("a", F), ("y", F)]))
+case(283)(lambda: Case([N("Transpose", ["x"], ["t"]), N("Neg", ["t"], ["y"])], [("x", r(4, 4))],
+                       [("t", F), ("y", F)]))
+case(284)(lambda: Case([N("Reshape", ["x", "s"], ["r"]), N("TopK", ["r", "kk"], ["v", "i"], axis=-1)],
+                       [("x", r(2, 6))], [("v", F)],
+                       [c("s", np.array([3, 4], np.int64)), c("kk", np.array([2], np.int64))]))
+case(285)(lambda: Case([N("Reshape", ["x", "s"], ["y"]), N("Relu", ["x"], ["z"])], [("x", r(2, 6))],
+                       [("y", F), ("z", F)], [c("s", np.array([3, 4], np.int64))]))
+case(286)(lambda: Case([N("Tile", ["x", "rp"], ["y"])], [("x", r(2, 3))], [("y", F)],
+                       [c("rp", np.array([2, 2], np.int64))]))
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

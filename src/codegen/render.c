@@ -179,7 +179,9 @@ void kiln_render_line(kiln_render *r, const char *fmt, ...) {
 void kiln_render_origin(kiln_render *r) {
   const char *o = r->k->origin && *r->k->origin ? r->k->origin : "(no graph node)";
   kiln_strbuf_printf(r->out, "/* kernel %s from: ", r->k->name);
-  kiln_esc_c_comment(r->out, o, KILN_RENDER_ORIGIN_MAX); /* names are data, never code */
+  if (KILN_MUTANT(276)) /* mutant 276: the node names written into the comment as they are */
+    kiln_strbuf_printf(r->out, "%.*s", (int)KILN_RENDER_ORIGIN_MAX, o);
+  else kiln_esc_c_comment(r->out, o, KILN_RENDER_ORIGIN_MAX); /* names are data, never code */
   kiln_strbuf_printf(r->out, " */\n");
 }
 
@@ -340,6 +342,8 @@ static kiln_status render_binary(kiln_render *r, const kiln_texpr *e, bool index
   if ((index && plain_index_op(e)) || affine(r, e))
     h = NULL, fn = NULL, wrap = false, in = e->op == KILN_TOP_MOD ? "%" : in;
   if (KILN_MUTANT(48) && h && e->op == KILN_TOP_MIN && t == KILN_F32) h = "max"; /* mutant 48 */
+  if (KILN_MUTANT(280) && h && t == KILN_F64 && (e->op == KILN_TOP_MIN || e->op == KILN_TOP_MAX))
+    h = NULL, fn = e->op == KILN_TOP_MIN ? "fmin" : "fmax"; /* mutant 280: libm (NaN dropped) */
   if (KILN_MUTANT(49) && h && e->op == KILN_TOP_DIV && t == KILN_I32) { /* mutant 49: floors */
     kiln_strbuf_printf(b, "((int32_t)floor((double)");
     KILN_TRY(sub(r, e->args[0], index, b));
@@ -457,7 +461,9 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
   else if (to == KILN_F32 || to == KILN_F64) s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   else if (to == KILN_F16 && from == KILN_F32) s = str_printf("kiln_f32_to_f16(%s)", x);
   else if (to == KILN_F16) s = str_printf("kiln_f64_to_f16(%s%s)", dbl, x);
-  else if (to == KILN_BF16 && from == KILN_F32) s = str_printf("kiln_f32_to_bf16(%s)", x);
+  else if (to == KILN_BF16 && /* mutant 279: sources of 4 bytes or less through float */
+           (from == KILN_F32 || (KILN_MUTANT(279) && kiln_dtype_size(from) <= 4)))
+    s = str_printf("kiln_f32_to_bf16(%s)", x);
   else if (to == KILN_BF16) s = str_printf("kiln_f64_to_bf16(%s%s)", dbl, x);
   else if (is_f8(to)) s = str_printf("kiln_f64_to_%s(%s%s)", f8_name(to), dbl, x);
   else if (is_sub_byte(to))
@@ -882,6 +888,8 @@ void kiln_render_helpers(kiln_strbuf *out) {
   else if (KILN_MUTANT(245)) /* mutant 245: narrow-float encoding rounds ties away from zero */
     helpers_replaced(out, "double q = nearbyint(ldexp(a, m - x));",
                      "double q = round(ldexp(a, m - x));");
+  else if (KILN_MUTANT(277)) /* mutant 277: float -> integer rounds down (floor, not trunc) */
+    helpers_replaced(out, "  v = trunc(v);\n", "  v = floor(v);\n");
   else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */
     helpers_replaced(out, "kiln_min_##S(T a, T b) { return a < b ? a : b; }",
                      "kiln_min_##S(T a, T b) { return (U)a < (U)b ? a : b; }");

@@ -228,7 +228,7 @@ static int *outside_uses(kiln_lower_ctx *c, const group_set *s) {
         u[v] = 1;
     }
     kiln_outer_iter it = kiln_outer_reads(g, n);
-    for (int v; kiln_outer_next(&it, &v);) u[v] = 1;
+    for (int v; kiln_outer_next(&it, &v) && !KILN_MUTANT(271);) u[v] = 1; /* mutant 271 */
   }
   return u;
 }
@@ -382,7 +382,7 @@ static kiln_status lower_singletons(kiln_lower_ctx *c, const kiln_group *grp) {
  * nothing to compute: one kernel with no body defines its outputs. */
 static bool lower_empty(kiln_lower_ctx *c, const kiln_group *grp) {
   if (grp->n_outputs == 0) return false;
-  for (int i = 0; i < grp->n_outputs; i++) {
+  for (int i = 0; i < (KILN_MUTANT(272) ? 1 : grp->n_outputs); i++) { /* mutant 272: the first */
     const kiln_type *t = kiln_lower_static(c->g, grp->outputs[i]);
     if (!t || kiln_lower_numel(t) != 0) return false;
   }

@@ -246,7 +246,8 @@ static kiln_status prep_padded(void *ud, kiln_tkernel *k, kiln_tblock *blk, kiln
   kiln_texpr *src = kiln_tadd(
       k, kiln_tadd(k, kiln_tmul(k, b, cg->Cig * cg->Pin), kiln_tmul(k, kiln_tv(k, cv), cg->Pin)),
       kiln_tadd(k, kiln_tmul(k, kiln_tv(k, hv), cg->in[1]), kiln_tv(k, wv)));
-  kiln_texpr *drow = kiln_tmul(k, kiln_tadd(k, kiln_tv(k, hv), kiln_tint(k, cg->pb[0])), rp->Wp);
+  int64_t row_pad = cg->pb[KILN_MUTANT(266) ? 1 : 0]; /* mutant 266: the column pad */
+  kiln_texpr *drow = kiln_tmul(k, kiln_tadd(k, kiln_tv(k, hv), kiln_tint(k, row_pad)), rp->Wp);
   kiln_texpr *dst = kiln_tadd(
       k, dbase, kiln_tadd(k, drow, kiln_tadd(k, kiln_tv(k, wv), kiln_tint(k, cg->pb[1]))));
   kiln_tblock_push(k, &wl->body, kiln_tstore(k, rp->pad_buf, dst, kiln_tload(k, rp->x_buf, src)));

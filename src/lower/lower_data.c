@@ -138,7 +138,7 @@ static kiln_status slice_params(dm *s, int64_t *start, int64_t *step) {
   }
   for (int i = 0; i < ns; i++) {
     int64_t a = na >= 0 ? ax[i] : i;
-    if (a < 0) a += r;
+    if (a < 0 && !KILN_MUTANT(264)) a += r; /* mutant 264: a negative axis not wrapped */
     if (a < 0 || a >= r) return kiln_invalid("Slice: axis out of range");
     int64_t dim = s->xd[a], stp = nt >= 0 ? sp[KILN_MUTANT(134) && a < nt ? a : i] : 1, b = st[i];
     /* mutant 134: the step read at the axis, not at the position in axes */
@@ -308,6 +308,7 @@ static kiln_texpr *pad_reflect(kiln_tkernel *k, kiln_texpr *o, int64_t xd, int64
         i);
   }
   int64_t p = 2 * (n - 1), lift = (pb + p - 1) / p * p; /* x + lift >= 0 */
+  if (KILN_MUTANT(263)) lift = pb / p * p;              /* mutant 263: the lift rounded down */
   kiln_texpr *x = kiln_tadd(k, o, kiln_tint(k, lift - pb));
   kiln_texpr *y = kiln_tbin(k, KILN_TOP_MOD, x, kiln_tint(k, p));
   y = kiln_tselect(k, kiln_tbin(k, KILN_TOP_GE, y, kiln_tint(k, n)),

@@ -284,8 +284,9 @@ static kiln_status lower_gemm(kiln_lower_ctx *c, const kiln_group *grp, const ki
   kiln_step step = {0};
   kiln_tkernel *k = kiln_lower_kernel(c, grp, "gemm", &step);
   kiln_sched_micro micro;
-  KILN_TRY(gemm_schedule(c, &step, gm, kiln_mm_const(c->g, n->inputs[1]) != NULL, (tb ? K : 1) == 1,
-                         &micro));
+  bool tcol = KILN_MUTANT(267) ? ta : tb; /* mutant 267: B's contiguity from transA */
+  KILN_TRY(gemm_schedule(c, &step, gm, kiln_mm_const(c->g, n->inputs[1]) != NULL,
+                         (tcol ? K : 1) == 1, &micro));
   gm->a_buf = kiln_lower_param_value(c, k, &step, n->inputs[0]);
   gm->a_sm = ta ? 1 : K;
   gm->a_sk = ta ? (KILN_MUTANT(38) ? K : M) : 1; /* mutant 38: transA stride K */

@@ -281,8 +281,9 @@ static void cum_along(one *s, kiln_tblock *parent, int axis, int xb, int yb, boo
   if (r == 1) nest.body = parent;
   kiln_dtype ct = kiln_lower_compute_type(k, KILN_PREC_REDUCTION, s->x->dtype);
   int acc = kiln_tkernel_var(k, pre[1], ct), t = kiln_tkernel_var(k, pre[2], KILN_I64);
+  bool unit = prod && !KILN_MUTANT(268); /* mutant 268: CumProd starts from CumSum's 0 */
   kiln_texpr *init =
-      kiln_dtype_is_float(ct) ? kiln_tfloat(k, ct, prod) : kiln_tconst_int(k, ct, prod);
+      kiln_dtype_is_float(ct) ? kiln_tfloat(k, ct, unit) : kiln_tconst_int(k, ct, unit);
   kiln_tblock_push(k, nest.body, kiln_tassign(k, acc, init));
   kiln_tstmt *loop = kiln_tfor(k, t, kiln_tint(k, s->xd[axis]), KILN_LOOP_SERIAL);
   kiln_tblock_push(k, nest.body, loop);

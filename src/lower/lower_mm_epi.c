@@ -52,7 +52,7 @@ static bool bcast_strides(const kiln_type *t, int rank, const int64_t *dims, int
     int64_t e = td >= 0 ? t->dims[td].value : 1;
     if (e != 1 && e != dims[d]) return false;
     str[d] = e == 1 ? 0 : s;
-    s *= e;
+    s *= KILN_MUTANT(270) ? dims[d] : e; /* mutant 270: the output's extent, not the operand's */
   }
   return true;
 }

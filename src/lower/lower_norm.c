@@ -263,9 +263,11 @@ static kiln_status batch_norm(nm *s) {
   kiln_texpr *at = kiln_lower_index(k, s->x->rank, s->xd, o);
   kiln_texpr *c = o[KILN_MUTANT(141) ? s->x->rank - 1 : 1]; /* mutant 141: channel last */
   kiln_texpr *var = kiln_tadd(k, load64(s, pb[4], c), f64(k, eps));
-  kiln_texpr *y = kiln_tbin(k, KILN_TOP_DIV,
-                            kiln_tbin(k, KILN_TOP_SUB, load64(s, s->xb, at), load64(s, pb[3], c)),
-                            kiln_tun(k, KILN_TOP_SQRT, var));
+  kiln_texpr *sd = kiln_tun(k, KILN_TOP_SQRT, var);
+  if (KILN_MUTANT(269)) /* mutant 269: epsilon added to the square root, not under it */
+    sd = kiln_tadd(k, kiln_tun(k, KILN_TOP_SQRT, load64(s, pb[4], c)), f64(k, eps));
+  kiln_texpr *y = kiln_tbin(
+      k, KILN_TOP_DIV, kiln_tbin(k, KILN_TOP_SUB, load64(s, s->xb, at), load64(s, pb[3], c)), sd);
   y = kiln_tbin(k, KILN_TOP_ADD, kiln_tbin(k, KILN_TOP_MUL, y, load64(s, pb[1], c)),
                 load64(s, pb[2], c));
   store64(s, nest.body, kiln_lower_index(k, s->x->rank, s->xd, o), y);

@@ -340,6 +340,8 @@ static int64_t reduced_count(const red *s) {
 static int64_t int_limit(kiln_dtype t, bool hi) {
   int bits = (int)kiln_dtype_size(t) * 8;
   bool sgn = kiln_dtype_class_of(t) == KILN_CLASS_SINT;
+  if (sgn && KILN_MUTANT(265) && !hi) /* mutant 265: the lowest value taken as -max */
+    return -(int64_t)((1ull << (bits - 1)) - 1);
   if (sgn) return hi ? (int64_t)((1ull << (bits - 1)) - 1) : (int64_t)(~0ull << (bits - 1));
   if (KILN_MUTANT(138) && hi) return (int64_t)((1ull << (bits - 1)) - 1); /* mutant 138 */
   return hi ? (int64_t)(bits == 64 ? ~0ull : (1ull << bits) - 1) : 0;

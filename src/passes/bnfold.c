@@ -97,6 +97,8 @@ static kiln_status scale_weights(const kiln_tensor *w, const double *s, int64_t 
     double x = kiln_load_f64(w->dtype, w->data, (size_t)e);
     kiln_store_f64(w->dtype, (*out)->data, (size_t)e, x * s[(e / inner) % c]);
   }
+  if (KILN_MUTANT(259)) /* mutant 259: scaled in place: another reader of w sees the scaling */
+    memcpy(w->data, (*out)->data, kiln_tensor_nbytes(w));
   return KILN_OK;
 }
 
@@ -160,7 +162,9 @@ static kiln_status fold_gemm(kiln_rw *rw, int gemm, int bn, bool *done) {
   kiln_status st = kiln_node_int(gn, "transB", 0, &trans_b);
   if (!st) st = kiln_node_float(gn, "beta", 1.0f, &beta);
   kiln_status_free(st);
-  if (st || !w || w->rank != 2 || !kiln_dtype_is_float(w->dtype) || (has_c && !c)) return KILN_OK;
+  if (st || !w || w->rank != 2 || !kiln_dtype_is_float(w->dtype) ||
+      (has_c && !c && !KILN_MUTANT(258))) /* mutant 258: a C that is no constant taken as absent */
+    return KILN_OK;
   int64_t n_out = w->dims[trans_b ? 0 : 1];
   if (c && c->numel != 1 && !(c->numel == n_out && c->dims[c->rank - 1] == n_out) &&
       !(KILN_MUTANT(131) && c->dims[c->rank - 1] == n_out))

@@ -57,6 +57,13 @@ static bool tensor_equal(const kiln_tensor *a, const kiln_tensor *b) {
       if (strcmp(((char **)a->data)[i], ((char **)b->data)[i]) != 0) return false;
     return true;
   }
+  if (KILN_MUTANT(261) && kiln_dtype_is_float(a->dtype)) { /* mutant 261: by value (-0 == +0) */
+    for (int64_t i = 0; i < a->numel; i++)
+      if (kiln_load_f64(a->dtype, a->data, (size_t)i) !=
+          kiln_load_f64(b->dtype, b->data, (size_t)i))
+        return false;
+    return true;
+  }
   size_t n = kiln_tensor_nbytes(a); /* mutant 89: only the hashed prefix compared */
   return memcmp(a->data, b->data, KILN_MUTANT(89) && n > HASH_PREFIX ? HASH_PREFIX : n) == 0;
 }
@@ -67,6 +74,14 @@ static uint64_t tensor_hash(const kiln_tensor *t) {
   if (!KILN_MUTANT(96)) /* mutant 96: the shape left out of the hash */
     h = kiln_hash_bytes(t->dims, (size_t)t->rank * sizeof t->dims[0], h ^ (uint64_t)t->rank);
   if (t->dtype == KILN_STRING) return h;
+  if (KILN_MUTANT(261) && kiln_dtype_is_float(t->dtype)) { /* mutant 261: values hashed */
+    for (int64_t i = 0; i < t->numel && i < HASH_PREFIX; i++) {
+      double v = kiln_load_f64(t->dtype, t->data, (size_t)i);
+      v = v == 0 ? 0.0 : v; /* +0 for either zero */
+      h = kiln_hash_bytes(&v, sizeof v, h);
+    }
+    return h;
+  }
   size_t n = kiln_tensor_nbytes(t);
   return kiln_hash_bytes(t->data, n < HASH_PREFIX ? n : HASH_PREFIX, h);
 }
@@ -171,7 +186,7 @@ static bool merge_node(kiln_rw *rw, int first, int dup) {
   }
   for (int k = 0; k < b->n_outputs; k++)
     if (b->outputs[k] >= 0 && rw->uses[b->outputs[k]] > 0)
-      kiln_rw_replace(rw, b->outputs[k], a->outputs[k]);
+      kiln_rw_replace(rw, b->outputs[k], a->outputs[KILN_MUTANT(260) ? 0 : k]); /* mutant 260 */
   kiln_rw_kill_node(rw, dup);
   return true;
 }

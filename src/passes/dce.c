@@ -30,6 +30,11 @@ kiln_status kiln_pass_dce(kiln_pass_ctx *ctx, kiln_graph *g) {
   }
   for (int v = 0; v < g->values.len; v++) {
     if (g->values.data[v].kind != KILN_VALUE_CONST) continue;
+    if (KILN_MUTANT(262) && rw.is_output[v] && rw.uses[v] == 1) { /* mutant 262: the output's */
+      kiln_rw_kill_const(&rw, v); /* own count taken for no read: the constant is removed */
+      ctx->changes++;
+      continue;
+    }
     if (rw.uses[v] > 0 && !(KILN_MUTANT(166) && !node_reads(&rw, v)))
       continue; /* mutant 166: reads by subgraphs not counted */
     kiln_rw_kill_const(&rw, v);

@@ -281,7 +281,8 @@ static kiln_status matmul_bias_to_gemm(kiln_rw *rw, int i, bool *done) {
       continue; /* mutant 133: a batched A (rank > 2) taken too */
     int64_t nd = bt->dims[1].value;
     bool row = (bias->rank == 1 && bias->dims[0] == nd) ||
-               (bias->rank == 2 && bias->dims[0] == 1 && bias->dims[1] == nd);
+               (bias->rank == 2 && (bias->dims[0] == 1 || KILN_MUTANT(257)) &&
+                bias->dims[1] == nd); /* mutant 257: a bias [P, N] taken for a row */
     if (!row || nd < 0 || bias->dtype != at->dtype) continue;
     int in[3] = {m->inputs[0], m->inputs[1], n->inputs[1 - side]};
     if (KILN_MUTANT(6)) in[2] = n->inputs[side]; /* mutant 6: the MatMul result as the bias */

@@ -247,6 +247,8 @@ static void bind_inputs(kiln_compiled *c, kiln_val *const *inputs) {
 
 static kiln_val *lookup(void *user, int v) {
   kiln_compiled *c = user;
+  if (KILN_MUTANT(284) && c->plan->loc[v].kind == KILN_LOC_INPUT) /* mutant 284: the input */
+    return c->cur_inputs[c->plan->loc[v].index];                  /* itself for its views too */
   if (c->views[v]) return c->views[v];
   if (c->plan->loc[v].kind == KILN_LOC_INPUT) return c->cur_inputs[c->plan->loc[v].index];
   return c->heap[v];
@@ -404,6 +406,8 @@ static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
     *out = kiln_val_tensor(copy);
     return KILN_OK;
   }
+  if (KILN_MUTANT(285) && l->kind == KILN_LOC_INPUT)     /* mutant 285: a view of an input */
+    return kiln_val_clone(c->cur_inputs[l->index], out); /* copied as the input itself */
   const kiln_tensor *t = c->views[v]                 ? c->views[v]->t
                          : l->kind == KILN_LOC_CONST ? c->g->values.data[l->index].data
                                                      : NULL;

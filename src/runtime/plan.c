@@ -232,7 +232,8 @@ static void try_inplace(liveness *L, const kiln_graph *g, const kiln_step *st, i
 
 static void extend_outputs(liveness *L, const kiln_graph *g) {
   if (KILN_MUTANT(80)) return; /* mutant 80: graph outputs live only to their last reader */
-  for (int i = 0; i < g->outputs.len; i++) touch(L, g->outputs.data[i], L->n_steps);
+  for (int i = 0; i < g->outputs.len; i++) /* mutant 283: to the last step, not past it */
+    touch(L, g->outputs.data[i], L->n_steps - KILN_MUTANT(283));
 }
 
 static void init_locs(liveness *L, const kiln_graph *g) {
@@ -460,7 +461,8 @@ typedef struct placer {
 static void keep_if_better(placer *P, int64_t size, int h) {
   if (size >= P->best) return;
   P->best = size, P->best_h = h;
-  for (int i = 0; i < P->n; i++) P->best_off[i] = P->blocks[i].offset;
+  for (int i = 0; i < P->n - KILN_MUTANT(282); i++) /* mutant 282: the last block's not kept */
+    P->best_off[i] = P->blocks[i].offset;
 }
 
 static int64_t place_heuristic(placer *P, const heuristic *h, int *order) {

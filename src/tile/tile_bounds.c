@@ -5,6 +5,7 @@
  * range, which is always sound. */
 #include <string.h>
 
+#include "base/mutate.h"
 #include "tile_verify.h"
 
 static const kiln_tival FULL = {INT64_MIN, INT64_MAX};
@@ -77,7 +78,7 @@ static kiln_tival divide(kiln_tival a, kiln_tival b) {
 /* C remainder: |r| < |divisor|, with the sign of the dividend. */
 static kiln_tival rem(kiln_tival a, kiln_tival b) {
   if ((b.lo <= 0 && b.hi >= 0) || b.lo == INT64_MIN) return FULL;
-  int64_t m = (b.hi > -b.lo ? b.hi : -b.lo) - 1;
+  int64_t m = (b.hi > -b.lo ? b.hi : -b.lo) - !KILN_MUTANT(286); /* mutant 286: |r| <= |b| */
   /* a non-negative dividend within one period of a constant divisor: exact */
   if (a.lo >= 0 && b.lo == b.hi && b.lo > 0 && a.lo / b.lo == a.hi / b.lo)
     return iv(a.lo % b.lo, a.hi % b.lo);
@@ -191,7 +192,7 @@ void kiln_tverify_fact(kiln_tverify *c, const kiln_texpr *e, kiln_tival r) {
 /* a < b (strict) or a <= b. */
 static void assume_le(kiln_tverify *c, const kiln_texpr *a, const kiln_texpr *b, bool strict) {
   kiln_tival ra = kiln_tverify_range(c, a), rb = kiln_tverify_range(c, b);
-  int64_t d = strict ? 1 : 0;
+  int64_t d = strict && !KILN_MUTANT(274) ? 1 : 0; /* mutant 274: a < b taken as a <= b */
   if (rb.hi >= INT64_MIN + d) kiln_tverify_fact(c, a, iv(INT64_MIN, rb.hi - d));
   if (ra.lo <= INT64_MAX - d) kiln_tverify_fact(c, b, iv(ra.lo + d, INT64_MAX));
 }

@@ -51,7 +51,8 @@ static bool int_const_fits(kiln_dtype t, int64_t v) {
   case KILN_I32: return v >= INT32_MIN && v <= INT32_MAX;
   case KILN_U8: return v >= 0 && v <= UINT8_MAX;
   case KILN_U16: return v >= 0 && v <= UINT16_MAX;
-  case KILN_U32: return v >= 0 && v <= (int64_t)UINT32_MAX;
+  case KILN_U32: /* mutant 273: the I32 line's upper bound */
+    return v >= 0 && v <= (KILN_MUTANT(273) ? (int64_t)INT32_MAX : (int64_t)UINT32_MAX);
   case KILN_I64:
   case KILN_U64: return true; /* U64 constants hold their bits */
   default: return false;
@@ -82,8 +83,9 @@ static kiln_status check_op_operands(const tcheck *c, const kiln_texpr *e, kiln_
                            (e->op == KILN_TOP_XOR && !KILN_MUTANT(255))); /* mutant 255 */
     break;
   case 'c':
-    ok = (e->op == KILN_TOP_ISNAN || e->op == KILN_TOP_ISINF) ? is_float(t)
-                                                              : kiln_tile_arith_type(t);
+    ok = (e->op == KILN_TOP_ISNAN || e->op == KILN_TOP_ISINF)
+             ? is_float(t)
+             : kiln_tile_arith_type(t) && (t != KILN_BOOL || !KILN_MUTANT(275)); /* mutant 275 */
     break;
   default: break;
   }

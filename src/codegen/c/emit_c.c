@@ -176,7 +176,8 @@ static void mark_block(const kiln_tkernel *k, const kiln_tblock *b, bool stop_at
       mark_expr(k, s->mma.c_off, vars, bufs);
     }
     mark_block(k, &s->body, stop_at_omp, vars, bufs);
-    mark_block(k, &s->orelse, stop_at_omp, vars, bufs);
+    if (!KILN_MUTANT(281)) /* mutant 281: an else branch not scanned (what it alone uses) */
+      mark_block(k, &s->orelse, stop_at_omp, vars, bufs);
   }
 }
 
@@ -352,8 +353,10 @@ static kiln_status c_mma(kiln_render *r, const kiln_tstmt *s) {
   if (!st)
     kiln_render_line(r, "kiln_mma_f32_%lldx%lld(%s + %s, %s + %s, %lld, %lld, %s + %s, %lld);",
                      (long long)m->m, (long long)m->n, r->buf_names[m->c_buf], co,
-                     r->buf_names[m->a_buf], ao, (long long)m->a_sm, (long long)m->a_sk,
-                     r->buf_names[m->b_buf], bo, (long long)m->k);
+                     r->buf_names[m->a_buf], ao, /* mutant 278: A's strides swapped */
+                     (long long)(KILN_MUTANT(278) ? m->a_sk : m->a_sm),
+                     (long long)(KILN_MUTANT(278) ? m->a_sm : m->a_sk), r->buf_names[m->b_buf], bo,
+                     (long long)m->k);
   free(co), free(ao), free(bo);
   return st;
 }
