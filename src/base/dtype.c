@@ -331,3 +331,15 @@ void kiln_store_f64(kiln_dtype t, void *p, size_t i, double v) {
   default: kiln_store_u64(t, p, i, f64_to_bits(v)); break;
   }
 }
+
+double kiln_u64_to_f64_odd(uint64_t v) {
+  if (v < (1ull << 53)) return (double)v;
+  int drop = 0;                                 /* the bits past the 53 a double holds: 1 to 11 */
+  while (drop < 11 && v >> (53 + drop)) drop++; /* a shift by 64 is undefined */
+  uint64_t low = v & ((1ull << drop) - 1);
+  return (double)(((v >> drop) | (low != 0)) << drop); /* 53 significant bits: exact */
+}
+
+double kiln_i64_to_f64_odd(int64_t v) {
+  return v < 0 ? -kiln_u64_to_f64_odd(0 - (uint64_t)v) : kiln_u64_to_f64_odd((uint64_t)v);
+}

@@ -49,5 +49,12 @@ uint64_t kiln_load_u64(kiln_dtype t, const void *p, size_t i); /* floats truncat
 void kiln_store_f64(kiln_dtype t, void *p, size_t i, double v);
 void kiln_store_i64(kiln_dtype t, void *p, size_t i, int64_t v); /* wraps for narrower ints */
 void kiln_store_u64(kiln_dtype t, void *p, size_t i, uint64_t v);
+/* A 64-bit integer as a double rounded to odd: truncated to 53 significant bits, the last of
+ * them set when a dropped bit was. Rounding that double to a float type of at most 51
+ * significant bits (f32, f16, bf16, the float8 types) rounds the integer once, to nearest even,
+ * where (double)v would round twice: 2^60 + 2^52 + 1 becomes the bf16 tie 2^60 + 2^52 in a
+ * double, then 2^60; the integer itself rounds up, to 2^60 + 2^53. */
+double kiln_u64_to_f64_odd(uint64_t v);
+double kiln_i64_to_f64_odd(int64_t v);
 
 #endif

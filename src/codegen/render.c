@@ -457,6 +457,12 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
   char *s;
   const char *dbl = from == KILN_F64 ? "" : "(double)";
   if (from == to) return x;
+  if ((from == KILN_I64 || from == KILN_U64) && to != KILN_F32 && to != KILN_F64 &&
+      kiln_dtype_is_float(to)) { /* through the double rounded to odd: one rounding */
+    s = str_printf("kiln_%s_odd(%s)", from == KILN_I64 ? "i64" : "u64", x);
+    free(x);
+    x = s, dbl = "";
+  }
   if (to == KILN_BOOL) s = str_printf("(%s != 0)", x);
   else if (to == KILN_F32 || to == KILN_F64) s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   else if (to == KILN_F16 && from == KILN_F32) s = str_printf("kiln_f32_to_f16(%s)", x);
@@ -754,6 +760,18 @@ static const char helpers[] =
     "  if (v >= -0x1p63 && v < 0x1p63) return (uint64_t)(int64_t)v;\n"
     "  if (v >= 0 && v < 0x1p64) return (uint64_t)v;\n"
     "  return v < 0 ? 0x8000000000000000ull : 0xFFFFFFFFFFFFFFFFull;\n"
+    "}\n"
+    "\n"
+    "/* a 64-bit integer as a double rounded to odd: rounding that to a narrower float rounds\n"
+    "   the integer once (kiln_u64_to_f64_odd of src/base/dtype.c) */\n"
+    "KILN_FN double kiln_u64_odd(uint64_t v) {\n"
+    "  int drop = 0;\n"
+    "  if (v < (1ull << 53)) return (double)v;\n"
+    "  while (drop < 11 && v >> (53 + drop)) drop++;\n"
+    "  return (double)(((v >> drop) | ((v & ((1ull << drop) - 1)) != 0)) << drop);\n"
+    "}\n"
+    "KILN_FN double kiln_i64_odd(int64_t v) {\n"
+    "  return v < 0 ? -kiln_u64_odd(0 - (uint64_t)v) : kiln_u64_odd((uint64_t)v);\n"
     "}\n"
     "\n"
     "/* ---- narrow floats (round to nearest even), as src/base/dtype.c ---- */\n"

@@ -73,14 +73,16 @@ static void cast_num(const kiln_tensor *src, size_t i, kiln_tensor *dst, size_t 
   case KILN_CLASS_SINT: {
     int64_t v = kiln_load_i64(s, src->data, i);
     if (d == KILN_F32) ((float *)dst->data)[j] = (float)v; /* one rounding */
-    else if (dfloat) store_float(d, dst->data, j, (double)v, o);
+    else if (d == KILN_F64) ((double *)dst->data)[j] = (double)v;
+    else if (dfloat) store_float(d, dst->data, j, kiln_i64_to_f64_odd(v), o); /* one rounding */
     else kiln_store_i64(d, dst->data, j, v);
     break;
   }
   default: {
     uint64_t v = kiln_load_u64(s, src->data, i);
     if (d == KILN_F32) ((float *)dst->data)[j] = (float)v;
-    else if (dfloat) store_float(d, dst->data, j, (double)v, o);
+    else if (d == KILN_F64) ((double *)dst->data)[j] = (double)v;
+    else if (dfloat) store_float(d, dst->data, j, kiln_u64_to_f64_odd(v), o); /* one rounding */
     else kiln_store_u64(d, dst->data, j, v);
     break;
   }

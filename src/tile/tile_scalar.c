@@ -392,8 +392,12 @@ kiln_status kiln_tscalar_cast(const kiln_tinterp *in, kiln_dtype from, kiln_tval
     else out->f = s.f32 ? s.f : (float)s.d;
   } else if (to == KILN_F64) {
     out->d = source_real(&s);
-  } else if (kiln_dtype_is_float(to)) {
-    kiln_store_f64(to, out->raw, 0, source_real(&s)); /* rounds once, to nearest even */
+  } else if (kiln_dtype_is_float(to)) { /* rounds once, to nearest even (an integer through
+                                           its double rounded to odd) */
+    double v = !s.is_int       ? s.d
+               : s.is_unsigned ? kiln_u64_to_f64_odd(s.u)
+                               : kiln_i64_to_f64_odd(s.i);
+    kiln_store_f64(to, out->raw, 0, v);
   } else {
     uint64_t bits = s.u;
     if (!s.is_int) KILN_TRY(float_to_int(in, &s, to, &bits));

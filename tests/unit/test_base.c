@@ -1,5 +1,6 @@
 /* Base layer: status, arena, containers, dtype conversions, tensors. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -154,5 +155,24 @@ static void test_clock(void) {
   CHECK(t2 >= t1);
 }
 
+/* 64-bit integers into narrow floats round once: through the double rounded to odd. */
+static double to_bf16(double v) {
+  uint16_t h = 0;
+  kiln_store_f64(KILN_BF16, &h, 0, v);
+  return kiln_load_f64(KILN_BF16, &h, 0);
+}
+static void test_int_odd(void) {
+  CHECK(kiln_u64_to_f64_odd(12345) == 12345 && kiln_i64_to_f64_odd(-7) == -7);
+  CHECK(kiln_u64_to_f64_odd(1ull << 53) == 0x1p53);
+  uint64_t v = (1ull << 60) + (1ull << 52) + 1; /* above the bf16 tie 2^60 + 2^52 */
+  CHECK(to_bf16((double)v) == 0x1p60);          /* rounded twice */
+  CHECK(to_bf16(kiln_u64_to_f64_odd(v)) == 0x1p60 + 0x1p53);
+  CHECK(to_bf16(kiln_i64_to_f64_odd(-(int64_t)v)) == -(0x1p60 + 0x1p53));
+  CHECK(to_bf16(kiln_u64_to_f64_odd((1ull << 60) + (1ull << 52))) == 0x1p60); /* the tie: even */
+  CHECK(kiln_u64_to_f64_odd(UINT64_MAX) == 0x1p64 - 0x1p11); /* 53 ones, the last sticky */
+  CHECK(kiln_i64_to_f64_odd(INT64_MIN) == -0x1p63);
+  CHECK((float)kiln_u64_to_f64_odd((1ull << 60) + (1ull << 36) + 1) == 0x1p60f + 0x1p37f);
+}
+
 TEST_MAIN(T(test_status), T(test_arena), T(test_strmap), T(test_f16), T(test_bf16), T(test_f8),
-          T(test_load_store), T(test_tensor), T(test_dtype_names), T(test_clock))
+          T(test_load_store), T(test_tensor), T(test_dtype_names), T(test_clock), T(test_int_odd))

@@ -153,6 +153,14 @@ static bool holds(kiln_dtype to, kiln_dtype from) {
          (to == KILN_F32 && narrow16);
 }
 
+/* Element i of x; a 64-bit integer as a double rounded to odd (kiln_u64_to_f64_odd), so that
+ * its rounding to a narrower float is one rounding. */
+static double load_odd(const kiln_tensor *x, int64_t i) {
+  if (x->dtype == KILN_U64) return kiln_u64_to_f64_odd(kiln_load_u64(x->dtype, x->data, (size_t)i));
+  if (x->dtype == KILN_I64) return kiln_i64_to_f64_odd(kiln_load_i64(x->dtype, x->data, (size_t)i));
+  return kiln_load_f64(x->dtype, x->data, (size_t)i);
+}
+
 /* x held in the float type from (unchanged for other types). */
 static double held(kiln_dtype from, double v) {
   return kiln_dtype_is_float(from) && from != KILN_F64 ? round_to(from, v) : v;
@@ -161,6 +169,7 @@ static double held(kiln_dtype from, double v) {
 /* The bound of one element rounded exactly: r = round(x); INFINITY when a corner leaves the
  * range (or NaN) while r does not. */
 static double rounded_err(kiln_dtype from, kiln_dtype to, double xv, double ev, double r) {
+  if (ev == 0) return 0; /* an exact input rounds once, to r (load_odd for 64-bit integers) */
   double lo = held(from, xv - ev), hi = held(from, xv + ev);
   double c[2] = {round_to(to, lo), round_to(to, hi)};
   double err = 0;
@@ -230,8 +239,9 @@ kiln_status kiln_bnd_cast(bnd_node *b) {
   int64_t unstable = 0;
   for (int64_t i = 0; i < y->numel; i++) {
     double xv = kiln_load_f64(x->dtype, x->data, (size_t)i), ev = ex ? ex[i] : 0;
-    /* the reference kernels keep floats in double: round to the target here */
-    double r = round_to(to, xv);
+    /* the reference kernels keep floats in double: round to the target here (a 64-bit
+     * integer into a narrower float through its value rounded to odd: rounded once) */
+    double r = to == KILN_F64 ? round_to(to, xv) : round_to(to, load_odd(x, i));
     if (isnan(xv)) {
       yd[i] = r, ed[i] = 0;
       continue;

@@ -796,6 +796,25 @@ void kiln_gen_opts_init(kiln_gen_opts *o) {
   o->edge_share = 0.3;
 }
 
+/* Node names are data, never code, wherever Kiln writes them (generated C comments and
+ * strings, messages, case files): one graph in ten gets node names with comment ends, quotes,
+ * backslashes, format directives, line breaks and non-ASCII bytes (each made unique by its
+ * index), the others none. */
+static void name_nodes(kiln_graph *g, uint64_t seed) {
+  static const char *const names[] = {"relu */ x",   "/* open",     "back\\slash\\", "\"quoted\"",
+                                      "%s%n%d",      "line\nbreak", "?\?/ tri",      "#define N",
+                                      "caf\xc3\xa9", "tab\there",   "x; int y",      "<b>&amp;"};
+  gen_rng r;
+  gen_rng_seed(&r, seed ^ 0x6e616d6573ull); /* "names" */
+  if (!g || !gen_chance(&r, 0.1)) return;
+  int n_names = (int)(sizeof names / sizeof names[0]);
+  for (int i = 0; i < g->nodes.len; i++) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s %d", names[gen_int(&r, 0, n_names - 1)], i);
+    g->nodes.data[i].name = kiln_graph_strdup(g, buf);
+  }
+}
+
 static kiln_status make_case(const kiln_gen_opts *o, uint64_t seed, const kiln_gen_genome *replay,
                              kiln_gen_case *out) {
   memset(out, 0, sizeof *out);
@@ -804,6 +823,7 @@ static kiln_status make_case(const kiln_gen_opts *o, uint64_t seed, const kiln_g
   G.prefer = -1;
   G.max_nodes = o->max_nodes < 1 ? 1 : o->max_nodes > 30 ? 30 : o->max_nodes;
   kiln_status st = build(&G, seed, replay, out);
+  if (!st && out->g) name_nodes(out->g, seed);
   if (!st && out->g) {
     G.rng = G.frng; /* the input search draws from the finishing stream */
     st = kiln_gen_inputs(&G, out);

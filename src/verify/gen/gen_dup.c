@@ -40,7 +40,7 @@ static void find_items(const char *line, attr_items *it) {
   }
 }
 
-static void changed_element(const char *x, size_t len, gen_dom dom, kiln_strbuf *b);
+static void changed_element(const char *x, size_t len, gen_dom dom, bool fl, kiln_strbuf *b);
 
 /* Writes item's name=value with the value changed (a new string in b); false when the item
  * has no change the generator knows. */
@@ -76,7 +76,8 @@ static bool change_value(gen *G, const char *op, const char *s, const char *e, k
       const char *q = p;
       while (*q && *q != ',' && *q != ']') q++;
       if (i) kiln_strbuf_printf(b, ", ");
-      if (i == pick) changed_element(p, (size_t)(q - p), DOM_ANY, b);
+      if (i == pick) /* the dtype is the value's first word: f16, bf16, f32, f64 are floats */
+        changed_element(p, (size_t)(q - p), DOM_ANY, val[0] == 'f' || !strncmp(val, "bf16", 4), b);
       else kiln_strbuf_printf(b, "%.*s", (int)(q - p), p);
       p = q + (*q == ',');
     }
@@ -255,13 +256,19 @@ static char *with_swapped_operands(gen *G, const char *line) {
   return b.data;
 }
 
-/* Element text x of a constant changed so that it stays in domain dom: a float halved (or
- * 0.5 for a 0; GE1 moved up by 0.25), an integer moved by one away from 0, a boolean flipped. */
-static void changed_element(const char *x, size_t len, gen_dom dom, kiln_strbuf *b) {
+/* Element text x of a constant changed so that it stays in domain dom: a float halved, a zero
+ * made the other signed zero (GE1 moved up by 0.25), an integer moved by one away from 0, a
+ * boolean flipped. A pass that compares or hashes constants by value merges the two zeros. */
+static void changed_element(const char *x, size_t len, gen_dom dom, bool fl, kiln_strbuf *b) {
   char t[64], *endp;
   snprintf(t, sizeof t, "%.*s", (int)(len < 63 ? len : 63), x);
   if (!strcmp(t, "true") || !strcmp(t, "false")) {
     kiln_strbuf_printf(b, "%s", t[0] == 't' ? "false" : "true");
+    return;
+  }
+  double f = strtod(t, &endp);
+  if (fl && f == 0 && dom != DOM_POS && dom != DOM_NONZERO && dom != DOM_GE1) {
+    kiln_strbuf_printf(b, "%s", t[0] == '-' ? "0" : "-0"); /* the other signed zero */
     return;
   }
   long long i = strtoll(t, &endp, 10);
@@ -269,7 +276,7 @@ static void changed_element(const char *x, size_t len, gen_dom dom, kiln_strbuf 
     kiln_strbuf_printf(b, "%lld", i + 1 != 0 ? i + 1 : i + 2);
     return;
   }
-  double f = strtod(t, &endp);
+  f = strtod(t, &endp);
   kiln_strbuf_printf(b, "%.9g", dom == DOM_GE1 ? f + 0.25 : f != 0 ? f * 0.5 : 0.5);
 }
 
@@ -310,6 +317,15 @@ static char *with_near_const(gen *G, const char *line) {
   int count = 1;
   for (const char *p = data; *p; p++) count += *p == ',';
   int pick = gen_chance(&G->rng, 0.5) ? count - 1 : gen_int(&G->rng, 0, count - 1);
+  if (kiln_dtype_is_float(G->vals.data[v].type.dtype) && gen_chance(&G->rng, 0.5)) {
+    const char *p = data + 1; /* a zero element when there is one: its twin of the other sign */
+    for (int i = 0; i < count; i++) {
+      const char *q = p + strcspn(p, ",]");
+      if (strtod(p, NULL) == 0) pick = i;
+      p = *q ? q + 1 : q;
+      while (*p == ' ') p++;
+    }
+  }
   gen_val nv = G->vals.data[v];
   snprintf(nv.name, sizeof nv.name, "c%d", G->next_name++);
   nv.mag = nv.mag * 2 + 1;
@@ -320,7 +336,7 @@ static char *with_near_const(gen *G, const char *line) {
     const char *q = p + strcspn(p, ",]");
     if (i == pick) {
       kiln_strbuf_printf(&c, "%s", i ? ", " : "");
-      changed_element(p, (size_t)(q - p), nv.dom, &c);
+      changed_element(p, (size_t)(q - p), nv.dom, kiln_dtype_is_float(nv.type.dtype), &c);
     } else kiln_strbuf_printf(&c, "%s%.*s", i ? ", " : "", (int)(q - p), p);
     p = q + 1;
     while (*p == ' ') p++;

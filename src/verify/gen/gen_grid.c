@@ -10,8 +10,10 @@
  *   smallest subnormal and at its smallest normal, and values past its range;
  * - into integer types: each target's extremes as far as the source holds them, the top bit
  *   alone, and fractions that truncate toward zero;
- * - integers: the extremes and their neighbours, and the first integers past each float's
- *   significand (ties of the integer-to-float rounding).
+ * - integers: the extremes and their neighbours, the first integers past each float's
+ *   significand (ties of the integer-to-float rounding), and integers just above a tie of a
+ *   narrow float that a conversion through a wider float rounds twice (to the tie, then to
+ *   even).
  * Binary ops read a column a[E,1] and a row b[1,E], so every ordered pair of edge values
  * meets. The float math reads a tamer set (NaN, the infinities, signed zeros, a tiny normal
  * whose reciprocal is finite, a value whose exp is just finite): the reference counts a finite
@@ -184,7 +186,10 @@ static void int_values(vlist *l, kiln_dtype S) {
                           (1ull << 53) + 1,
                           (1ull << 24) + 1,
                           65519,
-                          65520};
+                          65520,
+                          (1ull << 24) + (1ull << 16) + 1,
+                          (1ull << 60) + (1ull << 36) + 1,
+                          (1ull << 60) + (1ull << 52) + 1};
     for (size_t k = 0; k < sizeof m / sizeof m[0]; k++) vl_int(l, (int64_t)m[k]);
     return;
   }
@@ -208,7 +213,10 @@ static void int_values(vlist *l, kiln_dtype S) {
                        65504,
                        65519,
                        65520,
-                       65535};
+                       65535,
+                       (1ll << 24) + (1ll << 16) + 1,  /* through f32 to bf16: rounded twice */
+                       (1ll << 60) + (1ll << 36) + 1,  /* through f64 to f32 */
+                       (1ll << 60) + (1ll << 52) + 1}; /* through f64 to bf16 */
   for (size_t k = 0; k < sizeof m / sizeof m[0]; k++) {
     if (m[k] > hi) continue;
     vl_int(l, m[k]);

@@ -55,7 +55,8 @@ static kiln_dtype cast_target(const kiln_graph *g, int v) {
 }
 
 /* Writes edge values of one kind into t: every element (a third of the time: a row of
- * values near 100 for a Softmax) or each with chance 1/4, at least one. An input a Cast
+ * values near 100 for a Softmax; of those, three in ten one value everywhere) or each with
+ * chance 1/4, at least one. An input a Cast
  * reads takes, most of the time, values at the edge of that Cast (gen_cast_edge), counted as
  * the narrow kind. */
 static void edge_fill(edge_plan *e, kiln_tensor *t, gen_dom dom, kiln_dtype cast_to) {
@@ -76,8 +77,14 @@ static void edge_fill(edge_plan *e, kiln_tensor *t, gen_dom dom, kiln_dtype cast
   int kind = pick_kind(e->er, kinds);
   bool all = gen_chance(e->er, 1.0 / 3);
   int64_t one = gen_int(e->er, 0, (int)(t->numel - 1 < 1 << 20 ? t->numel - 1 : 1 << 20));
-  for (int64_t i = 0; i < t->numel; i++)
-    if (all || i == one || gen_chance(e->er, 0.25)) gen_edge_store(e->er, t, i, dom, kind);
+  if (all && gen_chance(e->er, 0.3)) { /* one edge value everywhere: a row of minima into a max,
+                                          where a reduction's identity shows */
+    gen_edge_store(e->er, t, 0, dom, kind);
+    size_t sz = kiln_dtype_size(t->dtype);
+    for (int64_t i = 1; i < t->numel; i++) memcpy((char *)t->data + (size_t)i * sz, t->data, sz);
+  } else
+    for (int64_t i = 0; i < t->numel; i++)
+      if (all || i == one || gen_chance(e->er, 0.25)) gen_edge_store(e->er, t, i, dom, kind);
   *e->drawn |= 1u << kind;
 }
 

@@ -53,7 +53,8 @@ static int older_kernel_value(gen *G) {
 }
 
 /* If(cond) with a condition that is a graph input, a constant (a pass may pick its branch)
- * or a Not of a boolean input, and two branches of branch(). */
+ * or a Not of a boolean input, and two branches of branch(); now and then an elementwise op
+ * of the value the branches read after it. */
 bool gen_b_if(gen *G, int op) {
   (void)op;
   int a = older_kernel_value(G);
@@ -83,5 +84,14 @@ bool gen_b_if(gen *G, int op) {
   int y = gen_emit(G, "If", 1, &c, 1, text.data, DOM_ANY, mag);
   G->vals.data[y].dyn = dyn;
   kiln_strbuf_free(&text);
+  /* now and then an elementwise op of a after the If: fusion may put a inside a group whose
+   * one reader outside it is the branch, and the group must still store a */
+  if (!dyn && gen_chance(&G->rng, 0.3)) {
+    kiln_dtype dt = at.dtype;
+    const char *un = dt == KILN_BOOL                              ? "Not"
+                     : kiln_dtype_class_of(dt) == KILN_CLASS_UINT ? "Abs"
+                                                                  : "Neg";
+    gen_emit(G, un, 1, &a, 1, "", DOM_ANY, gen_mag(G, a));
+  }
   return true;
 }

@@ -209,6 +209,10 @@ bool gen_b_split(gen *G, int op) {
     for (int i = 0; i < k - 1; i++)
       parts[i] = gen_int(&G->rng, 1, (int)(left - (k - 1 - i))), left -= parts[i];
     parts[k - 1] = left;
+    if (G->opset >= 13 && gen_chance(&G->rng, 0.15)) { /* an empty part (sizes may be 0) */
+      int z = gen_int(&G->rng, 0, k - 1), o = (z + 1) % k;
+      parts[o] += parts[z], parts[z] = 0;
+    }
     if (G->opset >= 13) {
       in[1] = gen_const_i64(G, k, parts, false);
       ATTR("axis=%d", gen_axis_form(G, axis, r));
@@ -252,6 +256,7 @@ bool gen_b_slice(gen *G, int op) {
   if (x < 0) return false;
   int r = gen_rank(G, x), n = 0;
   int64_t st[KILN_MAX_RANK], en[KILN_MAX_RANK], ax[KILN_MAX_RANK], sp[KILN_MAX_RANK];
+  int64_t axw[KILN_MAX_RANK]; /* the axes as written: d or d - r */
   for (int d = 0; d < r; d++) {
     if (gen_v(G, x)->type.dims[d].value < 0 || !gen_chance(&G->rng, 0.6)) continue;
     int64_t dim = gen_dim(G, x, d);
@@ -263,7 +268,7 @@ bool gen_b_slice(gen *G, int op) {
     else e = gen_int(&G->rng, -1, (int)b - 1);
     /* a start at the last element of a reversal is written as past the end now and then */
     int64_t bp = stp < 0 && b == dim - 1 && gen_chance(&G->rng, 0.5) ? dim : b;
-    ax[n] = d, sp[n] = stp;
+    ax[n] = d, sp[n] = stp, axw[n] = gen_attr_chance(G, 0.3) ? d - r : d;
     st[n] = gen_slice_bound(G, bp, dim), en[n] = gen_slice_bound(G, e, dim);
     if (slice_clamp(st[n], dim, stp) != b || slice_clamp(en[n], dim, stp) != e)
       return false; /* a written form that does not land where meant (a bug here) */
@@ -272,7 +277,7 @@ bool gen_b_slice(gen *G, int op) {
   if (n == 0) return false;
   int in[5] = {x, gen_const_i64(G, n, st, false), gen_const_i64(G, n, en, false), -1, -1};
   int n_in = 3;
-  if (gen_chance(&G->rng, 0.8)) in[3] = gen_const_i64(G, n, ax, false), n_in = 4;
+  if (gen_chance(&G->rng, 0.8)) in[3] = gen_const_i64(G, n, axw, false), n_in = 4;
   if (n_in == 4) {
     bool ones = true;
     for (int i = 0; i < n; i++) ones = ones && sp[i] == 1;
@@ -296,6 +301,9 @@ bool gen_b_pad(gen *G, int op) {
     p[d] = gen_int(&G->rng, 0, (int)(hi < 2 ? hi : 2));
     /* the boundary now and then: a reflection of all it may (dim - 1), a pad of the extent */
     if (dim > 0 && gen_chance(&G->rng, 0.25)) p[d] = mode == 1 || mode == 3 ? dim - 1 : dim;
+    /* past it: a reflection or wrap that goes round more than once, an edge pad of 2 dims */
+    if (dim > 1 && mode > 0 && gen_chance(&G->rng, 0.1))
+      p[d] = gen_int(&G->rng, (int)dim, 2 * (int)dim + 1);
   }
   static const char *modes[] = {"constant", "reflect", "edge", "wrap"};
   int in[3] = {x, gen_const_i64(G, 2 * r, p, false), -1};

@@ -218,7 +218,13 @@ bool gen_b_conv(gen *G, int op) {
   double kk = (double)(c / group);
   for (int d = 0; d < sd; d++) kk *= (double)k[d];
   int y = gen_emit(G, "Conv", in[2] >= 0 ? 3 : 2, in, 1, a, DOM_ANY, gen_mag(G, x) * 2 * kk + 2);
-  if (gen_chance(&G->rng, 0.3)) batchnorm_after(G, y, dt, m);
+  if (gen_chance(&G->rng, 0.3)) {
+    batchnorm_after(G, y, dt, m);
+    /* the filter (and bias) shared with a second Conv that no BatchNormalization follows: a
+     * fold must not change what the other reader sees */
+    if (gen_chance(&G->rng, 0.3))
+      gen_emit(G, "Conv", in[2] >= 0 ? 3 : 2, in, 1, a, DOM_ANY, gen_mag(G, x) * 2 * kk + 2);
+  }
   return true;
 }
 

@@ -244,10 +244,21 @@ static int matrix(gen *G, int64_t *m, int64_t *k) {
   return gen_settle(G) ? y : -1;
 }
 
-/* MatMul(A, constant B) + constant bias [N] or [1, N], the bias on either side. */
+/* MatMul(A, constant B) + constant bias, the bias on either side, in each form that broadcasts:
+ * [N], [1, N], [M, N], a scalar, [P, N] over a result of one row or [P, 1, N] (the sum grows
+ * to P rows or a third dim, which a Gemm's C may not do). */
 static int p_matmul_bias(gen *G) {
   int64_t m, k, n = cols(G);
-  int a = matrix(G, &m, &k);
+  int form = gen_int(&G->rng, 0, 6), rank = 1;
+  int a = -1;
+  if (form == 4 && gen_chance(&G->rng, 0.5)) { /* a result of one row, which [P, N] grows */
+    int64_t d[2] = {1, gen_int(&G->rng, 1, 24)};
+    kiln_type t = gen_tensor_type(gen_pick_dt(G, DT_FLOAT), 2, d);
+    int in = gen_new_input(G, &t, DOM_ANY);
+    m = 1, k = d[1];
+    a = gen_emit(G, "Relu", 1, &in, 1, "", DOM_ANY, 2);
+    if (!gen_settle(G)) return -1;
+  } else a = matrix(G, &m, &k);
   if (a < 0) return -1;
   kiln_dtype dt = gen_dtype(G, a);
   int64_t bd[2] = {k, n}, cd[2] = {1, n};
@@ -255,8 +266,13 @@ static int p_matmul_bias(gen *G) {
   int in[2] = {a, gen_chance(&G->rng, 0.8) ? gen_new_const(G, &bt, DOM_ANY)
                                            : gen_new_input(G, &bt, DOM_ANY)};
   int y = gen_emit(G, "MatMul", 2, in, 1, "", DOM_ANY, gen_mag(G, a) * 2 * (double)k);
-  bool row = gen_chance(&G->rng, 0.3);
-  kiln_type ct = kiln_type_tensor(dt, row ? 2 : 1, row ? cd : cd + 1);
+  int64_t c3[3] = {gen_int(&G->rng, 2, 3), 1, n};
+  if (form == 1) rank = 2;                                                      /* [1, N] */
+  else if (form == 2 && gen_is_static(G, a)) rank = 2, cd[0] = m;               /* [M, N] */
+  else if (form == 3) rank = 0;                                                 /* a scalar */
+  else if (form == 4 && m == 1 && gen_is_static(G, a)) rank = 2, cd[0] = c3[0]; /* grows the rows */
+  else if (form == 4) rank = 3; /* [P, 1, N]: grows the rank */
+  kiln_type ct = kiln_type_tensor(dt, rank, rank == 3 ? c3 : rank == 2 ? cd : cd + 1);
   int c =
       gen_chance(&G->rng, 0.85) ? gen_new_const(G, &ct, DOM_ANY) : gen_new_input(G, &ct, DOM_ANY);
   int add[2] = {gen_chance(&G->rng, 0.7) ? y : c, 0};
@@ -264,7 +280,8 @@ static int p_matmul_bias(gen *G) {
   return gen_emit(G, "Add", 2, add, 1, "", DOM_ANY, gen_mag(G, y) + 2);
 }
 
-/* Gemm (constant B, transB, sometimes C, alpha, beta) + BatchNormalization over N. */
+/* Gemm (B constant or not, transB, sometimes C, constant or not, alpha, beta) +
+ * BatchNormalization over N. */
 static int p_gemm_bn(gen *G) {
   int64_t m, k, n = cols(G);
   int a = matrix(G, &m, &k);
@@ -274,8 +291,14 @@ static int p_gemm_bn(gen *G) {
   int64_t bd[2] = {tb ? n : k, tb ? k : n};
   kiln_type bt = kiln_type_tensor(dt, 2, bd), ct = kiln_type_tensor(dt, 1, &n);
   kiln_type cc = gen_gemm_c_type(G, dt, m, n, gen_is_static(G, a)); /* C: any form */
-  int in[3] = {a, gen_new_const(G, &bt, DOM_ANY),
-               gen_chance(&G->rng, 0.6) ? gen_new_const(G, &cc, DOM_ANY) : -1};
+  /* B and C constants mostly; now and then a graph input, which bnfold must leave alone (B)
+   * or keep as a term of its own (C) */
+  int in[3] = {a,
+               gen_chance(&G->rng, 0.85) ? gen_new_const(G, &bt, DOM_ANY)
+                                         : gen_new_input(G, &bt, DOM_ANY),
+               !gen_chance(&G->rng, 0.6)  ? -1
+               : gen_chance(&G->rng, 0.7) ? gen_new_const(G, &cc, DOM_ANY)
+                                          : gen_new_input(G, &cc, DOM_ANY)};
   char at[96];
   snprintf(at, sizeof at, "alpha=%.3g, beta=%.3g, transB=%d", gen_chance(&G->rng, 0.5) ? 1.0 : 0.75,
            gen_chance(&G->rng, 0.5) ? 1.0 : 0.5, tb);
@@ -290,19 +313,33 @@ static int p_gemm_bn(gen *G) {
  * kind changed, or two operands swapped), combined by a Sub or an Add so that a wrong merge or
  * a missed one changes the result. The node is one of a list of ops with attributes. */
 static int p_near_duplicates(gen *G) {
-  static const char *const ops[] = {"LeakyRelu",      "Elu",
-                                    "HardSigmoid",    "Softmax",
-                                    "ReduceSum",      "Transpose",
-                                    "Gather",         "Cast",
-                                    "Clip",           "Conv",
-                                    "MaxPool",        "Pad",
-                                    "CumSum",         "ArgMax",
-                                    "Concat",         "Flatten",
-                                    "Gemm",           "Trilu",
-                                    "Shrink",         "Celu",
-                                    "Selu",           "LpNormalization",
-                                    "DepthToSpace",   "Sub",
-                                    "ConstantOfShape"};
+  static const char *const ops[] = {"LeakyRelu",
+                                    "Elu",
+                                    "HardSigmoid",
+                                    "Softmax",
+                                    "ReduceSum",
+                                    "Transpose",
+                                    "Gather",
+                                    "Cast",
+                                    "Clip",
+                                    "Conv",
+                                    "MaxPool",
+                                    "Pad",
+                                    "CumSum",
+                                    "ArgMax",
+                                    "Concat",
+                                    "Flatten",
+                                    "Gemm",
+                                    "Trilu",
+                                    "Shrink",
+                                    "Celu",
+                                    "Selu",
+                                    "LpNormalization",
+                                    "DepthToSpace",
+                                    "Sub",
+                                    "ConstantOfShape",
+                                    "Split",
+                                    "TopK"};
   int x = source(G, DT_FLOAT, 0, 4);
   if (x < 0) return -1;
   const char *op = ops[gen_int(&G->rng, 0, (int)(sizeof ops / sizeof ops[0]) - 1)];
@@ -318,6 +355,15 @@ static int p_near_duplicates(gen *G) {
   if (y0 < 0 || !gen_settle(G)) return -1;
   int y1 = gen_copy_last_node(G, gen_attr_int(G, 0, 4));
   if (y1 < 0 || !gen_settle(G)) return -1;
+  /* a node of several outputs: any output of the copy against any of the original (a merge
+   * that maps every output to output 0 shows where they differ) */
+  int n_out = 1;
+  const char *cl = G->lines.data[G->lines.len - 1];
+  for (const char *p = cl; p < strstr(cl, " = "); p++) n_out += *p == ',';
+  if (n_out > 1) {
+    int k1 = gen_int(&G->rng, 0, n_out - 1), k0 = gen_int(&G->rng, 0, n_out - 1);
+    y0 += k0, y1 += k1;
+  }
   if (!kiln_type_equal(&gen_v(G, y0)->type, &gen_v(G, y1)->type) || gen_chance(&G->rng, 0.3)) {
     G->vals.data[y0].keep = G->vals.data[y1].keep = true;
     return -1;
