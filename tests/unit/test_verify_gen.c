@@ -259,5 +259,38 @@ static void test_bad_ops(void) {
   kiln_gen_case_free(&c);
 }
 
+/* About one graph in ten names its nodes with hostile text (comment ends, quotes, line breaks),
+ * each name unique; the others leave node names empty. Split draws an empty part now and then. */
+static void test_hostile_names_and_empty_parts(void) {
+  kiln_gen_opts o;
+  builder_opts(&o);
+  int named = 0, empty = 0;
+  enum { N = 400 };
+  for (uint64_t s = 0; s < N; s++) {
+    kiln_gen_case c;
+    CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(3, s), &c));
+    if (!c.g) continue;
+    bool any = false, all = true;
+    for (int n = 0; n < c.g->nodes.len; n++) {
+      const char *name = c.g->nodes.data[n].name;
+      bool h = name && name[0];
+      any |= h, all &= h;
+      for (int m = 0; h && m < n; m++) CHECK(strcmp(name, c.g->nodes.data[m].name) != 0);
+    }
+    CHECK(any == all);
+    named += any;
+    for (int v = 0; v < c.g->values.len; v++) {
+      const kiln_type *t = &c.g->values.data[v].type;
+      for (int d = 0; t->kind == KILN_TYPE_TENSOR && d < t->rank; d++)
+        empty += t->dims[d].value == 0;
+    }
+    kiln_gen_case_free(&c);
+  }
+  fprintf(stderr, "hostile node names: %d of %d graphs; zero dims: %d\n", named, N, empty);
+  CHECK(named >= N / 40 && named <= N / 4);
+  CHECK(empty > 0);
+}
+
 TEST_MAIN(T(test_deterministic), T(test_valid_and_covering), T(test_shards), T(test_inputs),
-          T(test_type_constraints), T(test_patterns), T(test_bad_ops))
+          T(test_type_constraints), T(test_patterns), T(test_bad_ops),
+          T(test_hostile_names_and_empty_parts))
