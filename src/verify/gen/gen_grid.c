@@ -350,6 +350,14 @@ static void cast_cell(grid *G, kiln_dtype S) {
   }
 }
 
+/* The comparisons of the column a and the row b (every ordered pair), and a select by one. */
+static void compare_select(grid *G) {
+  const char *cmp[] = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
+  for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) g_node(G, cmp[k], "%a, %b", NULL);
+  g_line(G, "", "%%lt = Less(%%a, %%b)");
+  g_node(G, "Where", "%lt, %a, %b", NULL);
+}
+
 static void float_arith(grid *G, kiln_dtype D) {
   vlist e = {0}, nz = {0}, c = {0};
   /* f64's largest is where the reference, itself double, is blind: the binade below it */
@@ -409,11 +417,7 @@ static void float_arith(grid *G, kiln_dtype D) {
   g_node(G, "HardSwish", "%mf", NULL);
   g_node(G, "IsInf", "%a", "detect_negative=0");
   g_node(G, "IsInf", "%a", "detect_positive=0");
-  /* comparisons and a select on every ordered pair (NaN unordered, -0 equal to 0) */
-  const char *cmp[] = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
-  for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) g_node(G, cmp[k], "%a, %b", NULL);
-  g_line(G, "", "%%lt = Less(%%a, %%b)");
-  g_node(G, "Where", "%lt, %a, %b", NULL);
+  compare_select(G); /* NaN unordered, -0 equal to 0 */
   g_node(G, "Div", "%m, %mb", NULL);
   /* a constant Pad whose value is -0, and one of the default 0, on a row with signed zeros */
   g_line(G, "", "%%pads = const i64[2] [2, 1]");
@@ -452,12 +456,8 @@ static void int_arith(grid *G, kiln_dtype D) {
   g_node(G, "Abs", "%a", NULL);
   g_node(G, "Relu", "%a", NULL);
   if (!u) g_node(G, "Neg", "%a", NULL);
-  /* comparisons of every ordered pair (u64 above 2^63 against small values), a select, and
-   * the bitwise ops on the extremes */
-  const char *cmp[] = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
-  for (size_t k = 0; k < sizeof cmp / sizeof cmp[0]; k++) g_node(G, cmp[k], "%a, %b", NULL);
-  g_line(G, "", "%%lt = Less(%%a, %%b)");
-  g_node(G, "Where", "%lt, %a, %b", NULL);
+  compare_select(G); /* u64 above 2^63 against small values */
+  /* the bitwise ops on the extremes */
   const char *bw[] = {"BitwiseAnd", "BitwiseOr", "BitwiseXor"};
   for (size_t k = 0; k < sizeof bw / sizeof bw[0]; k++) g_node(G, bw[k], "%a, %b", NULL);
   g_node(G, "BitwiseNot", "%a", NULL);
