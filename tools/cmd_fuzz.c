@@ -45,7 +45,10 @@ static const char *const fuzz_help =
     "                   SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT), else a Kubernetes\n"
     "                   Indexed Job (JOB_COMPLETION_INDEX of KILN_SHARDS)\n"
     "  --backend LIST   the targets whose layers run ({TARGETS}, comma-separated; default\n"
-    "                   cpu), or none (graph and tile layers only)\n"
+    "                   cpu), or none (graph and tile layers only). cuda: its mapped\n"
+    "                   program in the tile interpreter on every graph, and its CUDA C\n"
+    "                   through NVRTC (where it can be loaded) on the graphs --cpu-every\n"
+    "                   draws\n"
     "  --oracle O       kiln (default): verify Kiln's layers; onnxruntime: also run each model\n"
     "                   in ONNX Runtime and compare it with Kiln's reference\n"
     "  --out DIR        where failure cases go (default fuzz-out); DIR/cache is the kernel\n"
@@ -85,6 +88,14 @@ static const char *const fuzz_help =
     "                   compiled: the C helpers of narrow floats, NaN and remainders, which\n"
     "                   differ by type and value, reached in the first seconds\n"
     "  --ops A,B        draw only these ops (names as in --list-ops)\n"
+    "  --precision-policy drawn|default|RULES\n"
+    "                   the types the lowering computes in (as kiln verify\n"
+    "                   --precision-policy). drawn (default): about one graph in four\n"
+    "                   (not the grid's nor the sweep's) gets some rules for the f16, bf16\n"
+    "                   and f32 values it holds: compute in the storage type or f64,\n"
+    "                   accumulate in f32 or f64 (the half-precision arithmetic of the\n"
+    "                   C code and the bounds of a policy); default: none; RULES: these on\n"
+    "                   every graph\n"
     "  --policy P       what to draw next. bandit (default): a multi-armed bandit over the\n"
     "                   ops, rewarded by new coverage, and a corpus of the graphs that reached\n"
     "                   something new, mutated (nodes inserted, deleted, re-attributed,\n"
@@ -124,6 +135,9 @@ typedef struct fuzz_args {
                      compiled) */
   bool grid;      /* graphs j < kiln_gen_grid_count() are the edge grid's cells (compiled) */
   const char *ops;
+  /* --precision-policy: NULL drawn per graph (kiln_gen_policy), "default", or rules (fixed) */
+  const char *precision;
+  kiln_precision_policy fixed; /* the rules (precision neither NULL nor "default") */
 } fuzz_args;
 
 typedef struct finding {
@@ -154,12 +168,13 @@ typedef struct campaign {
   kiln_status env_last; /* the last of those errors */
   bool env_stop;        /* the campaign stopped: the environment failed on every graph */
   int64_t edge_graphs, edge_seen[KILN_GEN_EDGE_COUNT]; /* valid graphs with edge inputs */
-  uint8_t *fcount; /* compiled graphs per feature (hash mod FUZZ_FEATURE_SLOTS), saturating */
-  bool drawn;      /* the graph at hand compiles whatever its features (drawn by its seed) */
-  int64_t novel;   /* graphs compiled for a feature, not drawn */
-  int64_t swept;   /* graphs of the helper sweep (--sweep) */
-  int64_t gridded; /* cells of the edge grid run */
-  long n_grid;     /* cells of the edge grid (0: off) */
+  uint8_t *fcount;  /* compiled graphs per feature (hash mod FUZZ_FEATURE_SLOTS), saturating */
+  bool drawn;       /* the graph at hand compiles whatever its features (drawn by its seed) */
+  int64_t novel;    /* graphs compiled for a feature, not drawn */
+  int64_t swept;    /* graphs of the helper sweep (--sweep) */
+  int64_t gridded;  /* cells of the edge grid run */
+  long n_grid;      /* cells of the edge grid (0: off) */
+  int64_t policied; /* valid graphs verified under a precision policy other than the default */
 } campaign;
 
 #define FUZZ_FEATURE_SLOTS 65536
@@ -205,6 +220,19 @@ static int parse_backend(const char *v, fuzz_args *a) {
 
 static void list_ops(void) {
   for (int i = 0; i < kiln_gen_op_count(); i++) printf("%s\n", kiln_gen_op_name(i));
+}
+
+/* --precision-policy drawn|default|RULES */
+static int parse_precision(const char *v, fuzz_args *a) {
+  if (!v || !*v) return kiln_cli_usage("fuzz", "--precision-policy needs drawn, default or rules");
+  a->precision = strcmp(v, "drawn") ? v : NULL;
+  kiln_precision_default(&a->fixed);
+  if (!a->precision || !strcmp(v, "default")) return 0;
+  kiln_status st = kiln_precision_parse(&a->fixed, v);
+  if (!st) return 0;
+  kiln_cli_usage("fuzz", "--precision-policy: %s", kiln_status_message(st));
+  kiln_status_free(st);
+  return -1;
 }
 
 /* -1 when the arguments are fine, else the exit status. */
@@ -260,6 +288,8 @@ static int parse_args(int argc, char **argv, fuzz_args *a) {
       while (p < FUZZ_POLICY_COUNT && (!v || strcmp(v, fuzz_policy_names[p]))) p++;
       if (p == FUZZ_POLICY_COUNT) return kiln_cli_usage("fuzz", "--policy needs uniform or bandit");
       a->policy = (fuzz_policy)p;
+    } else if (kiln_cli_opt(argc, argv, &i, "--precision-policy", &v)) {
+      if (parse_precision(v, a)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--ops", &v)) {
       if (!v || !*v) return kiln_cli_usage("fuzz", "--ops needs op names");
       a->ops = v;
@@ -478,6 +508,7 @@ static kiln_status record_death(campaign *c, uint64_t j, const kiln_gen_case *gc
   else snprintf(msg, sizeof msg, "the verification exited with status %d", ch->status);
   kiln_verify_result res = {
       .failed = true, .threads = c->vo.threads, .sched_seed = c->vo.sched_seed};
+  kiln_precision_format(&c->vo.compile.precision, res.precision, sizeof res.precision);
   for (int t = 0; t < KILN_TARGET_COUNT; t++) /* the layers it ran: the replay's --backend */
     if (c->vo.targets[t]) {
       kiln_layer_result l = {.kind = kiln_layer_of_target((kiln_target_id)t), .ran = false};
@@ -577,7 +608,14 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   /* inputs at the edges of their domains (NaN, infinities, limits of narrower types) reach
    * the C helpers of the generated code: half of those graphs not drawn above run it too */
   if (gc.status == KILN_GEN_OK && gc.edges && c->a.cpu_every > 1) compile |= (seed >> 40) & 1;
-  c->drawn = compile; /* the others compile when the gate finds a rare feature (fuzz_gate) */
+  c->drawn = compile;       /* the others compile when the gate finds a rare feature (fuzz_gate) */
+  c->vo.cuda_ptx = compile; /* NVRTC on the CUDA C (--backend cuda): as costly as cc */
+  /* the types the lowering computes in: drawn for the graphs drawn (not the grid's cells nor
+   * the sweep's, which check the default arithmetic at the edges) */
+  kiln_precision_policy *prec = &c->vo.compile.precision;
+  if (c->a.precision) *prec = c->a.fixed;
+  else if (grid || sweep || gc.status != KILN_GEN_OK) kiln_precision_default(prec);
+  else kiln_gen_policy(gc.g, seed, prec);
   bool any = false;
   for (int t = 0; t < KILN_TARGET_COUNT; t++) {
     c->vo.targets[t] = c->a.targets[t];
@@ -597,6 +635,7 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   kiln_status st = KILN_OK;
   if (gc.status == KILN_GEN_OK) {
     c->valid++;
+    c->policied += !kiln_precision_is_default(&c->vo.compile.precision);
     note_graph(c, gc.g);
     c->edge_graphs += gc.edges != 0;
     for (int k = 0; k < KILN_GEN_EDGE_COUNT; k++) c->edge_seen[k] += (gc.edges >> k) & 1;
@@ -651,6 +690,9 @@ static void summary(const campaign *c, double secs) {
     printf("cpu layer (compiled C) on %lld graphs (%lld of them for a rare feature); %lld cells of "
            "the edge grid, %lld graphs of the helper sweep\n",
            (long long)c->compiled, (long long)c->novel, (long long)c->gridded, (long long)c->swept);
+  printf("precision policies: %lld graphs computed in other types than the default's "
+         "(--precision-policy)\n",
+         (long long)c->policied);
   int covered = 0, total = 0;
   kiln_strbuf miss = {0};
   for (int k = 0; k < c->n_ops; k++) {

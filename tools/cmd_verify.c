@@ -21,8 +21,10 @@ static const char *const verify_help =
     "              as kiln run): each runs twice, its memory filled with 0xff bytes then\n"
     "              zeros, and must give the same bits (a value read before it is written or\n"
     "              a data race shows as a difference); no run may change an input\n"
-    "  cuda        the CUDA-mapped program in the tile interpreter (--backend cuda; nothing\n"
-    "              runs on a GPU: that row says so)\n"
+    "  cuda        the CUDA-mapped program in the tile interpreter (--backend cuda), then\n"
+    "              its CUDA C compiled by NVRTC where NVRTC can be loaded (row 'cuda\n"
+    "              (NVRTC)': fails when NVRTC rejects it); nothing runs on a GPU: that\n"
+    "              row says so\n"
     "The tile, cpu and cuda layers are also checked kernel by kernel: each kernel step's\n"
     "values against a reference of its own fusion group computed from the values the layer\n"
     "gave the step (column 'local': worst error/bound), since the end-to-end bounds of a\n"
@@ -50,6 +52,13 @@ static const char *const verify_help =
     "                      register tiles, parallel forms, loop splits) and interpret it: the\n"
     "                      layer 'tile (drawn schedule)' (kiln fuzz draws these; its cases\n"
     "                      replay with the seed)\n"
+    "  --precision-policy RULES\n"
+    "                      the types each op class computes in, as CLASS:STORAGE=COMPUTE\n"
+    "                      [/ACCUMULATE] items, comma-separated (classes elementwise,\n"
+    "                      reduction, contraction, data; e.g. elementwise:f16=f16,\n"
+    "                      reduction:bf16=bf16/f32): the tile and cpu layers compute so and\n"
+    "                      the bounds allow for it (kiln fuzz draws these; its cases replay\n"
+    "                      with them). Default: f16, bf16 and the float8 types compute in f32\n"
     "  --no-local          no kernel-by-kernel checks (end-to-end comparisons only)\n"
     "  --repro DIR         on a failure, write the case to DIR\n"
     "  -q                  no progress lines on stderr\n\n"
@@ -69,6 +78,16 @@ static int parse_backend(const char *v, kiln_verify_opts *o) {
   kiln_status st = kiln_verify_parse_targets(v, o->targets);
   if (!st) return 0;
   kiln_cli_usage("verify", "--backend: %s", kiln_status_message(st));
+  kiln_status_free(st);
+  return -1;
+}
+
+/* --precision-policy RULES: the types each op class computes in (kiln_precision_parse). */
+static int parse_policy(const char *v, kiln_verify_opts *o) {
+  if (!v) return kiln_cli_usage("verify", "--precision-policy needs CLASS:STORAGE=COMPUTE,...");
+  kiln_status st = kiln_precision_parse(&o->compile.precision, v);
+  if (!st) return 0;
+  kiln_cli_usage("verify", "--precision-policy: %s", kiln_status_message(st));
   kiln_status_free(st);
   return -1;
 }
@@ -112,6 +131,8 @@ static int parse_args(int argc, char **argv, verify_args *a) {
       if (kiln_cli_threads("verify", v, &a->o.par_threads)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--sched-seed", &v)) {
       if (kiln_cli_u64("verify", "--sched-seed", v, 1, &a->o.sched_seed)) return 2;
+    } else if (kiln_cli_opt(argc, argv, &i, "--precision-policy", &v)) {
+      if (parse_policy(v, &a->o)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--repro", &v)) {
       if (!v || !*v) return kiln_cli_usage("verify", "--repro needs a folder");
       a->o.repro_dir = v;

@@ -202,7 +202,7 @@ static kiln_status pack_im2col(void *ud, kiln_tkernel *k, kiln_tblock *blk, cons
   window_at(k, cg, pos, &valid, &sidx);
   kiln_texpr *xoff =
       kiln_tadd(k, kiln_tmul(k, b, cg->Cig * cg->Pin), kiln_tmul(k, kiln_tv(k, cv), cg->Pin));
-  kiln_texpr *x = kiln_tload(k, ic->x_buf, kiln_tadd(k, xoff, sidx));
+  kiln_texpr *x = kiln_tcast(k, g->type, kiln_tload(k, ic->x_buf, kiln_tadd(k, xoff, sidx)));
   x = kiln_tselect(k, valid, x, kiln_tfloat(k, x->type, 0));
   kiln_texpr *row = kiln_tadd(k, kiln_tmul(k, kiln_tv(k, cv), cg->KS), kiln_tv(k, kv));
   kiln_texpr *di = kiln_tadd(k, dst_off, kiln_tadd(k, kiln_tmul(k, row, g->NR), kiln_tv(k, jv)));
@@ -250,7 +250,9 @@ static kiln_status prep_padded(void *ud, kiln_tkernel *k, kiln_tblock *blk, kiln
   kiln_texpr *drow = kiln_tmul(k, kiln_tadd(k, kiln_tv(k, hv), kiln_tint(k, row_pad)), rp->Wp);
   kiln_texpr *dst = kiln_tadd(
       k, dbase, kiln_tadd(k, drow, kiln_tadd(k, kiln_tv(k, wv), kiln_tint(k, cg->pb[1]))));
-  kiln_tblock_push(k, &wl->body, kiln_tstore(k, rp->pad_buf, dst, kiln_tload(k, rp->x_buf, src)));
+  kiln_tblock_push(
+      k, &wl->body,
+      kiln_tstore(k, rp->pad_buf, dst, kiln_tcast(k, dt, kiln_tload(k, rp->x_buf, src))));
   return KILN_OK;
 }
 

@@ -66,10 +66,14 @@ static kiln_texpr *sel(kiln_tkernel *k, kiln_texpr *c, kiln_texpr *a, kiln_texpr
 }
 
 /* sigmoid(a) = 1 / (1 + exp(-a)) */
+/* sigmoid(a) = (a >= 0 ? 1 : e) / (1 + e) with e = exp(-|a|): e never overflows, so a
+ * result in the type's subnormal range (a below -88.7 in f32, below -11.1 in f16) is not
+ * flushed to 0 as 1 / (1 + exp(-a)) flushes it. */
 static kiln_texpr *sigmoid(kiln_tkernel *k, kiln_texpr *a) {
   kiln_dtype t = a->type;
-  return bin(k, KILN_TOP_DIV, num(k, t, 1),
-             bin(k, KILN_TOP_ADD, num(k, t, 1), un(k, KILN_TOP_EXP, un(k, KILN_TOP_NEG, a))));
+  kiln_texpr *e = un(k, KILN_TOP_EXP, un(k, KILN_TOP_NEG, un(k, KILN_TOP_ABS, a)));
+  kiln_texpr *top = sel(k, bin(k, KILN_TOP_GE, a, num(k, t, 0)), num(k, t, 1), e);
+  return bin(k, KILN_TOP_DIV, top, bin(k, KILN_TOP_ADD, num(k, t, 1), e));
 }
 
 /* log(1 + e) accurate for tiny e, without a log1p op: with u = 1 + e rounded, log(u) * e /

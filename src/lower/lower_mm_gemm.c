@@ -306,7 +306,7 @@ kiln_status kiln_mm_pack_strided(void *ud, kiln_tkernel *k, kiln_tblock *blk, co
   kiln_texpr *src =
       kiln_tadd(k, kiln_mm_batch_offset(k, b, s->nb, g->bdims, s->bstr),
                 kiln_tadd(k, kiln_tmul(k, kiln_tv(k, kv), s->sk), kiln_tmul(k, ccol, s->sn)));
-  kiln_texpr *x = kiln_tload(k, s->buf, src);
+  kiln_texpr *x = kiln_tcast(k, g->type, kiln_tload(k, s->buf, src)); /* a wider policy type */
   if (tail) x = kiln_tselect(k, valid, x, kiln_tfloat(k, x->type, 0));
   kiln_texpr *di =
       kiln_tadd(k, dst_off, kiln_tadd(k, kiln_tmul(k, kiln_tv(k, kv), g->NR), kiln_tv(k, jv)));

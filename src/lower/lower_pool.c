@@ -154,7 +154,7 @@ kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp) {
                    kiln_tadd(k, kiln_tv(k, cnt),
                              kiln_tselect(k, counted, kiln_tint(k, 1), kiln_tint(k, 0)))));
   kiln_texpr *r = kiln_tv(k, acc);
-  if (!p.max) r = kiln_tbin(k, KILN_TOP_DIV, r, kiln_tcast(k, KILN_F64, kiln_tv(k, cnt)));
+  if (!p.max) r = kiln_tbin(k, KILN_TOP_DIV, r, kiln_tcast(k, at, kiln_tv(k, cnt)));
   kiln_texpr *oi[KILN_MAX_RANK];
   for (int d = 0; d < rank; d++) oi[d] = kiln_tv(k, nest.vars[d]);
   kiln_dtype ot = g->values.data[n->outputs[0]].type.dtype;

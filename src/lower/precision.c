@@ -1,6 +1,7 @@
 /* The precision policy (precision.h): default rules, checks, lookups and the text form. */
 #include "precision.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,4 +205,21 @@ kiln_status kiln_precision_parse(kiln_precision_policy *p, const char *text) {
     s += n + (s[n] == ',');
   }
   return KILN_OK;
+}
+
+void kiln_precision_format(const kiln_precision_policy *p, char *buf, size_t len) {
+  size_t at = 0;
+  if (len) buf[0] = 0;
+  for (int c = 0; p && c < KILN_PREC_CLASS_COUNT; c++)
+    for (int t = 1; t < KILN_DTYPE_COUNT; t++) {
+      kiln_prec_class pc = (kiln_prec_class)c;
+      kiln_dtype st = (kiln_dtype)t, ct = kiln_precision_compute(p, pc, st),
+                 acc = kiln_precision_accumulate(p, pc, st);
+      if (ct == default_compute(st) && acc == default_accumulate(pc, st)) continue;
+      int n =
+          snprintf(buf + at, at < len ? len - at : 0, "%s%s:%s=%s/%s", at ? "," : "",
+                   class_names[c], kiln_dtype_name(st), kiln_dtype_name(ct), kiln_dtype_name(acc));
+      if (n > 0) at += (size_t)n;
+    }
+  if (at >= len && len > 0) buf[0] = 0; /* cut short: nothing rather than a part */
 }

@@ -58,6 +58,10 @@ KILN_MUST_USE kiln_status kiln_precision_set(kiln_precision_policy *p, kiln_prec
 /* Parses "CLASS:STORAGE=COMPUTE[/ACCUMULATE],..." (e.g. "elementwise:f32=f16") into p, on
  * top of what p holds; bad input names the faulty item. */
 KILN_MUST_USE kiln_status kiln_precision_parse(kiln_precision_policy *p, const char *text);
+/* The rules of p that differ from the default, in the form kiln_precision_parse reads
+ * ("elementwise:f16=f16/f16,..."), each with its accumulate type; "" for the default (p NULL
+ * too) and when len cannot hold them all. */
+void kiln_precision_format(const kiln_precision_policy *p, char *buf, size_t len);
 
 /* The types for values of dtype storage in ops of class c (p NULL: the default). */
 kiln_dtype kiln_precision_compute(const kiln_precision_policy *p, kiln_prec_class c,

@@ -40,13 +40,15 @@ static void backend_flag(const kiln_verify_result *res, kiln_strbuf *out) {
 
 const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result *res, char *buf,
                                        size_t len) {
-  char threads[64] = "";
+  char threads[400] = "";
   int at = 0;
   if (res && res->threads > 1)
     at = snprintf(threads, sizeof threads, " --threads %d", res->threads);
   if (res && res->sched_seed)
-    snprintf(threads + at, sizeof threads - (size_t)at, " --sched-seed %llu",
-             (unsigned long long)res->sched_seed);
+    at += snprintf(threads + at, sizeof threads - (size_t)at, " --sched-seed %llu",
+                   (unsigned long long)res->sched_seed);
+  if (res && res->precision[0]) /* letters, digits and ":=/,": no quoting needed */
+    snprintf(threads + at, sizeof threads - (size_t)at, " --precision-policy %s", res->precision);
   kiln_strbuf flag = {0};
   backend_flag(res, &flag);
   snprintf(buf, len, "kiln verify %s%s%s", dir, flag.data ? flag.data : "", threads);
@@ -69,6 +71,7 @@ static kiln_status write_info(const char *dir, const char *named, const kiln_ver
   if (f && f->msg[0]) kiln_strbuf_printf(&b, "\nmessage: "), kiln_esc_line(&b, f->msg);
   kiln_strbuf_printf(&b, "\n");
   if (res && res->threads > 1) kiln_strbuf_printf(&b, "threads: %d\n", res->threads);
+  if (res && res->precision[0]) kiln_strbuf_printf(&b, "precision: %s\n", res->precision);
   char cmd[1200];
   kiln_strbuf_printf(&b, "command: %s\n", kiln_verify_replay_command(named, res, cmd, sizeof cmd));
   char *path = join(dir, "case.txt");

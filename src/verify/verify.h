@@ -156,6 +156,11 @@ typedef struct kiln_verify_opts {
    * count (kiln_compiled_set_fill): a value read before it is written, an output copied
    * short, differ between the two (default true) */
   bool fill;
+  /* A target without a device here (cuda): its CUDA C is also compiled to PTX with NVRTC
+   * where NVRTC can be loaded, the layer "cuda (NVRTC)", which fails when NVRTC rejects the
+   * source (where: the kernel its first error lies in). Default true; kiln fuzz sets it
+   * on the graphs drawn to compile */
+  bool cuda_ptx;
   bool local;                /* local checks (default true): every kernel step of the tile, cpu and
                                 cuda layers (runner_backend_local.c), and the nodes each pass application
                                 changed (runner_pass_local.c, with each_pass) */
@@ -244,6 +249,8 @@ typedef struct kiln_verify_result {
   int threads;             /* the kernel threads to replay with (the larger of opts.threads
                               and opts.par_threads) */
   uint64_t sched_seed;     /* the drawn schedule's seed when that layer ran (replay flag) */
+  char precision[256];     /* opts.compile.precision's rules that differ from the default
+                              (kiln_precision_format; replay flag --precision-policy), "" */
   char paths[512];         /* the lowering paths the tile layer took, comma-separated, each
                               once: "sched:KIND/MICRO/PAR" per kernel schedule and
                               "fallback:OP" per node left to its reference kernel (for the

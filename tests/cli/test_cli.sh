@@ -297,6 +297,15 @@ grep -q "on 3 graphs (0 of them for a rare feature); 3 cells of the edge grid, 0
 expect 0 "fuzz with the helper sweep" "$kiln" fuzz --count 3 --seed 5 --cpu-every 1000000 --no-grid --out "$tmp/fzn" -q
 grep -q "on 3 graphs (0 of them for a rare feature); 0 cells of the edge grid, 3 graphs of the helper sweep" "$tmp/out" && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL fuzz did not compile its helper sweep"; cat "$tmp/out"; }
+# precision policies: drawn by default, fixed rules on every graph, none with default
+expect 2 "fuzz --precision-policy bogus" "$kiln" fuzz --precision-policy elementwise:f32
+expect 2 "fuzz --precision-policy narrower accumulator" "$kiln" fuzz --precision-policy reduction:f32=f32/f16
+expect 0 "fuzz --precision-policy RULES" "$kiln" fuzz --count 3 --seed 5 --max-nodes 4 --no-grid --sweep 0 --precision-policy elementwise:f32=f64,elementwise:f16=f16 --out "$tmp/fzp" -q
+grep -q "^precision policies: 3 graphs" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL fuzz --precision-policy RULES not on every graph"; cat "$tmp/out"; }
+expect 0 "fuzz --precision-policy default" "$kiln" fuzz --count 3 --seed 5 --max-nodes 4 --no-grid --sweep 0 --precision-policy default --out "$tmp/fzp" -q
+grep -q "^precision policies: 0 graphs" "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL fuzz --precision-policy default drew a policy"; cat "$tmp/out"; }
 expect 0 "fuzz --ops: no grid, no sweep" "$kiln" fuzz --count 2 --seed 5 --ops Relu --cpu-every 1000000 --out "$tmp/fzn" -q
 grep -q "0 cells of the edge grid, 0 graphs of the helper sweep" "$tmp/out" && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL fuzz --ops ran the edge grid or the helper sweep"; cat "$tmp/out"; }
@@ -328,6 +337,9 @@ expect 2 "verify --threads 0" "$kiln" verify "$tmp/mlp.kiln" --threads 0
 expect 2 "verify --dim without a value" "$kiln" verify "$tmp/mlp.kiln" --dim batch
 # fuzz case files name schedule seeds of the whole 64-bit range
 expect 0 "verify --sched-seed above 2^63" "$kiln" verify "$tmp/mlp.kiln" -q --backend none --sched-seed 15751677108457757585
+expect 0 "verify --precision-policy" "$kiln" verify "$tmp/mlp.kiln" -q --backend none --precision-policy elementwise:f32=f64,reduction:f32=f32/f32
+expect 2 "verify --precision-policy to an integer" "$kiln" verify "$tmp/mlp.kiln" --precision-policy elementwise:f32=i8
+expect_stderr "precision-policy" "verify --precision-policy names the flag"
 expect 2 "verify --sched-seed 0" "$kiln" verify "$tmp/mlp.kiln" --sched-seed 0
 expect 2 "verify --sched-seed past 2^64" "$kiln" verify "$tmp/mlp.kiln" --sched-seed 18446744073709551616
 expect 2 "verify --input of an unknown input" "$kiln" verify "$tmp/mlp.kiln" --input nosuch="$tmp/x.npy"

@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "lower/lower.h"
 #include "ops/ops.h"
+#include "verify/gen/gen.h"
 #include "verify/verify.h"
 
 static char g_tmp[1024];
@@ -377,6 +378,138 @@ static void test_cuda_f16(void) {
   kiln_graph_free(g);
 }
 
+/* ---- what campaigns under drawn policies found ---- */
+/* Verifies text (every layer: tile, and the cpu layer when cpu) on inputs whose float
+ * elements are vals (repeated) under the policy rules; returns whether every layer agreed. */
+static bool verify_under(const char *text, const char *rules, const double *vals, int nv,
+                         bool cpu) {
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(text, "test", &g));
+  if (!g) return false;
+  CHECK_OK(kiln_ops_infer_graph(g));
+  if (!g_tmp[0]) kiln_test_make_tmp(g_tmp, sizeof g_tmp, "kiln_precision");
+  kiln_verify_opts o;
+  kiln_verify_opts_init(&o);
+  o.compile.cache_dir = g_tmp;
+  o.targets[KILN_TARGET_CPU] = cpu;
+  CHECK_OK(kiln_precision_parse(&o.compile.precision, rules));
+  kiln_val *vin[4] = {0};
+  int n_in = g->inputs.len;
+  for (int i = 0; i < n_in && i < 4; i++) {
+    const kiln_type *t = &g->values.data[g->inputs.data[i]].type;
+    kiln_tensor *x = NULL;
+    int64_t dims[KILN_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) dims[d] = t->dims[d].value;
+    CHECK_OK(kiln_tensor_new(t->dtype, t->rank, dims, &x));
+    for (int64_t e = 0; x && e < x->numel; e++)
+      kiln_store_f64(t->dtype, x->data, (size_t)e, vals[(e + i) % nv]);
+    vin[i] = kiln_val_tensor(x);
+  }
+  kiln_verify_result r;
+  CHECK_OK(kiln_verify_run(g, n_in, vin, &o, &r));
+  bool ok = !r.failed;
+  if (r.failed) {
+    kiln_strbuf t = {0};
+    kiln_verify_print(&r, &t);
+    fprintf(stderr, "under %s:\n%s\n", rules, t.data);
+    kiln_strbuf_free(&t);
+  }
+  char fmt[256];
+  kiln_precision_format(&o.compile.precision, fmt, sizeof fmt);
+  CHECK(!strcmp(r.precision, fmt)); /* the case's replay flag */
+  char cmd[1200], flag[300];
+  snprintf(flag, sizeof flag, " --precision-policy %s", fmt);
+  CHECK(fmt[0] && strstr(kiln_verify_replay_command("case", &r, cmd, sizeof cmd), flag));
+  kiln_verify_result_free(&r);
+  for (int i = 0; i < n_in && i < 4; i++) kiln_val_free(vin[i]);
+  kiln_graph_free(g);
+  return ok;
+}
+
+/* Sigmoid of f16 values below -11.1 computed in f16: 1 / (1 + exp(-x)) overflowed exp and
+ * gave 0 where the result (down to 6e-8 at x = -16.6) is a representable subnormal. */
+static void test_sigmoid_narrow(void) {
+  const double v[] = {-16, -13.5, -12, -11.25, -1, 0, 3, 12, -0.0};
+  CHECK(verify_under("graph @s(%x: f16[3,9]) -> (%y: f16[3,9]) {\n  opset \"\" 17\n"
+                     "  %y = Sigmoid(%x) : f16[3,9]\n  return %y\n}\n",
+                     "elementwise:f16=f16", v, 9, true));
+}
+
+/* Average pools whose sums accumulate in f32 (storage bf16): the window count was converted
+ * to f64 whatever the accumulator's type, and the kernel did not verify. */
+static void test_avgpool_accumulator(void) {
+  const double v[] = {0.5, -1.25, 2, 0.75, -0.375};
+  CHECK(verify_under("graph @p(%x: bf16[1,2,5,5]) -> (%y: bf16[1,2,4,4], %z: bf16[1,2,1,1]) {\n"
+                     "  opset \"\" 17\n"
+                     "  %y = AveragePool(%x) {kernel_shape=[2,2]} : bf16[1,2,4,4]\n"
+                     "  %z = GlobalAveragePool(%x) : bf16[1,2,1,1]\n  return %y, %z\n}\n",
+                     "reduction:bf16=bf16/f32", v, 5, false));
+}
+
+/* Contractions of f32 values computed in f64: the packing of B (and of the convolution's
+ * input) stored f32 loads into f64 panels. */
+static void test_contraction_wider(void) {
+  const double v[] = {0.5, -1.25, 2, 0.75, -0.375, 1.5, -2};
+  const char *rules = "contraction:f32=f64/f64";
+  CHECK(verify_under("graph @m(%a: f32[3,4], %b: f32[4,5], %x: f32[1,2,6,6]) -> (%y: f32[3,5], "
+                     "%z: f32[1,3,6,6]) {\n  opset \"\" 17\n"
+                     "  %w = const f32[3,2,3,3] [" /* 54 weights */
+                     "1,0.5,-1,2,0,1,-0.5,1,0.25,1,0.5,-1,2,0,1,-0.5,1,0.25,"
+                     "1,0.5,-1,2,0,1,-0.5,1,0.25,1,0.5,-1,2,0,1,-0.5,1,0.25,"
+                     "1,0.5,-1,2,0,1,-0.5,1,0.25,1,0.5,-1,2,0,1,-0.5,1,0.25]\n"
+                     "  %y = MatMul(%a, %b) : f32[3,5]\n"
+                     "  %z = Conv(%x, %w) {pads=[1,1,1,1]} : f32[1,3,6,6]\n"
+                     "  return %y, %z\n}\n",
+                     rules, v, 7, false));
+  CHECK(verify_under("graph @g(%a: f32[3,4]) -> (%y: f32[3,2]) {\n  opset \"\" 17\n"
+                     "  %b = const f32[2,4] [1, -0.5, 2, 0.25, -1, 0.75, 0.5, 1.5]\n"
+                     "  %y = Gemm(%a, %b) {transB=1, alpha=0.5} : f32[3,2]\n  return %y\n}\n",
+                     rules, v, 7, false));
+}
+
+/* The policies kiln fuzz draws: about one graph in four gets one; no compute type narrower
+ * than its storage; rules only for the dtypes the graph holds; the text form reads back. */
+static void test_drawn_policies(void) {
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse("graph @d(%x: f16[4], %z: f32[4]) -> (%y: f16[4], %w: f32[4]) {\n"
+                            "  opset \"\" 17\n  %y = Relu(%x) : f16[4]\n"
+                            "  %w = Relu(%z) : f32[4]\n  return %y, %w\n}\n",
+                            "test", &g));
+  if (!g) return;
+  int drawn = 0, n = 400;
+  for (int s = 0; s < n; s++) {
+    kiln_precision_policy p, back;
+    bool any = kiln_gen_policy(g, (uint64_t)s * 0x9e3779b97f4a7c15ull, &p);
+    CHECK(any == !kiln_precision_is_default(&p));
+    drawn += any;
+    for (int c = 0; c < KILN_PREC_CLASS_COUNT; c++) {
+      kiln_dtype st[] = {KILN_F16, KILN_F32, KILN_BF16, KILN_F64};
+      for (int i = 0; i < 4; i++) {
+        kiln_dtype ct = kiln_precision_compute(&p, (kiln_prec_class)c, st[i]);
+        CHECK(ct == kiln_precision_compute(NULL, (kiln_prec_class)c, st[i]) || ct == st[i] ||
+              ct == KILN_F64);
+      }
+      /* bf16 is not in the graph: its rules stay the default */
+      CHECK(kiln_precision_compute(&p, (kiln_prec_class)c, KILN_BF16) == KILN_F32);
+    }
+    char text[256];
+    kiln_precision_format(&p, text, sizeof text);
+    CHECK((text[0] != 0) == any);
+    kiln_precision_default(&back);
+    CHECK_OK(kiln_precision_parse(&back, text));
+    for (int c = 0; c < KILN_PREC_CLASS_COUNT; c++)
+      for (int t = 1; t < KILN_DTYPE_COUNT; t++) {
+        kiln_prec_class pc = (kiln_prec_class)c;
+        CHECK(kiln_precision_compute(&back, pc, (kiln_dtype)t) ==
+                  kiln_precision_compute(&p, pc, (kiln_dtype)t) &&
+              kiln_precision_accumulate(&back, pc, (kiln_dtype)t) ==
+                  kiln_precision_accumulate(&p, pc, (kiln_dtype)t));
+      }
+  }
+  CHECK(drawn > n / 8 && drawn < n / 2);
+  kiln_graph_free(g);
+}
+
 static void cleanup(void) {
   if (g_tmp[0]) kiln_test_remove_dir(g_tmp);
 }
@@ -385,4 +518,7 @@ TEST_MAIN({"policy_checks", test_policy_checks}, {"policy_text", test_policy_tex
           {"default_is_identical", test_default_is_identical},
           {"elementwise_f16", test_elementwise_f16}, {"input_rounding", test_input_rounding},
           {"mixed_policies", test_mixed_policies}, {"verify_run_f16", test_verify_run_f16},
-          {"cuda_f16", test_cuda_f16}, {"cleanup", cleanup})
+          {"cuda_f16", test_cuda_f16}, {"sigmoid_narrow", test_sigmoid_narrow},
+          {"avgpool_accumulator", test_avgpool_accumulator},
+          {"contraction_wider", test_contraction_wider}, {"drawn_policies", test_drawn_policies},
+          {"cleanup", cleanup})

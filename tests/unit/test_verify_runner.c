@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "onnx/onnx.h"
+#include "verify/runner/runner_internal.h"
 #include "verify/verify.h"
 
 static char g_tmp[1024];
@@ -539,8 +540,88 @@ static void cleanup(void) {
   if (g_tmp[0]) kiln_test_remove_dir(g_tmp);
 }
 
+/* ---- NVRTC on the cuda target's CUDA C ---- */
+static const kiln_layer_result *layer_named(const kiln_verify_result *r, const char *name) {
+  for (int i = 0; i < r->layers.len; i++)
+    if (!strcmp(r->layers.data[i].name, name)) return &r->layers.data[i];
+  return NULL;
+}
+
+/* The layer "cuda (NVRTC)": ok on the model; a source NVRTC rejects (here: an architecture
+ * it does not know) fails it, and only it; off with cuda_ptx false. */
+static void test_nvrtc_layer(void) {
+  kiln_graph *g = model();
+  if (!g) return;
+  kiln_val *in = input(3);
+  kiln_verify_opts o;
+  opts(&o);
+  o.targets[KILN_TARGET_CUDA] = true;
+  kiln_verify_result r;
+  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  const kiln_layer_result *l = layer_named(&r, "cuda (NVRTC)");
+  CHECK(l != NULL && !r.failed);
+  bool found = l && l->ran;
+  if (l && !found) {
+    CHECK(strstr(l->msg, "NVRTC cannot be loaded") != NULL);
+    printf("SKIPPED NVRTC layer checks: %s\n", l->msg);
+  }
+  kiln_verify_result_free(&r);
+  if (found) {
+    o.compile.cuda.arch = "compute_1";
+    CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+    l = layer_named(&r, "cuda (NVRTC)");
+    CHECK(l && l->ran && !l->ok && strstr(l->msg, "NVRTC rejected"));
+    CHECK(r.failed && r.first_failing >= 0 && l == &r.layers.data[r.first_failing]);
+    CHECK(!strncmp(r.signature, "cuda|-|", 7));
+    kiln_verify_result_free(&r);
+    o.compile.cuda.arch = NULL;
+  }
+  o.cuda_ptx = false;
+  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  CHECK(layer_named(&r, "cuda (NVRTC)") == NULL && !r.failed);
+  kiln_verify_result_free(&r);
+  kiln_val_free(in);
+  kiln_graph_free(g);
+}
+
+/* An NVRTC error is placed in the kernel whose __global__ function holds its line. */
+static void test_nvrtc_step(void) {
+  kiln_graph *g = model();
+  if (!g) return;
+  kiln_compile_opts co;
+  kiln_compile_opts_init(&co);
+  co.cuda.no_nvrtc = true;
+  kiln_dim_binding n3 = {"N", 3};
+  co.n_dims = 1, co.dims = &n3;
+  kiln_compiled *c = NULL;
+  CHECK_OK(kiln_compile(g, &kiln_target_cuda, &co, &c));
+  const kiln_cuda_build *b = c ? kiln_compiled_cuda(c) : NULL;
+  const kiln_program *p = c ? kiln_compiled_program(c) : NULL;
+  if (b && p && b->source.data) {
+    const char *src = b->source.data;
+    int last = -1, line = 1, kernels = 0;
+    for (int s = 0; s < p->steps.len; s++)
+      if (p->steps.data[s].kind == KILN_STEP_KERNEL) last = s;
+    const char *k = strstr(src, "__global__ void ");
+    for (const char *q = src; k && q < k; q++) line += *q == '\n';
+    for (const char *q = src; (q = strstr(q, "__global__ void ")); q++) kernels++;
+    CHECK(kernels >= 1 && last >= 0);
+    char log[128];
+    snprintf(log, sizeof log, "kiln.cu(%d): error: expected a \";\"\n", line + 1);
+    int s0 = kiln_vrun_nvrtc_step(p, src, log);
+    CHECK(s0 >= 0 && p->steps.data[s0].kind == KILN_STEP_KERNEL);
+    snprintf(log, sizeof log, "kiln.cu(%d): error: x\n", 1000000); /* past the end: the last */
+    CHECK(kiln_vrun_nvrtc_step(p, src, log) == last || kernels == 1);
+    CHECK(kiln_vrun_nvrtc_step(p, src, "kiln.cu(1): error: before every kernel") == -1);
+    CHECK(kiln_vrun_nvrtc_step(p, src, "nvrtc: invalid option") == -1);
+  }
+  kiln_compiled_free(c);
+  kiln_graph_free(g);
+}
+
 TEST_MAIN(T(test_names), T(test_bisect), T(test_trace_reports_each_value_once),
           T(test_compiled_trace_reports_each_value_once), T(test_small_model_passes),
           T(test_pass_layers), T(test_rounded_folds_pass), T(test_tile_fault_localized),
           T(test_cpu_fault_localized), T(test_cuda_fault_localized), T(test_case_round_trip),
-          T(test_bad_arguments), T(test_drawn_schedule), T(cleanup))
+          T(test_bad_arguments), T(test_drawn_schedule), T(test_nvrtc_layer), T(test_nvrtc_step),
+          T(cleanup))

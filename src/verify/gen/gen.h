@@ -120,6 +120,13 @@ KILN_MUST_USE kiln_status kiln_gen_grid(int k, kiln_gen_case *out);
 /* "casts from f16", "elementwise ops of u8" */
 const char *kiln_gen_grid_name(int k, char *buf, size_t len);
 
+/* A precision policy for graph g drawn from seed (gen_policy.c): for about one graph in
+ * four, some of the rules of the op classes for the f16, bf16 and f32 values g holds
+ * (compute in the storage type or f64, accumulate in f32 or f64; never a compute type
+ * narrower than the storage); the default for the others. Returns whether p differs from
+ * the default. */
+bool kiln_gen_policy(const kiln_graph *g, uint64_t seed, kiln_precision_policy *p);
+
 /* The seed of graph j of a campaign with seed s (a mix of both: neighbouring j give
  * unrelated graphs). Shard i of N runs the j with j % N == i. */
 uint64_t kiln_gen_seed(uint64_t s, uint64_t j);

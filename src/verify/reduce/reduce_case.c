@@ -143,6 +143,14 @@ static kiln_status recorded_options(const char *case_dir, kiln_verify_opts *vo) 
     snprintf(num, sizeof num, "%.*s", (int)(n < 31 ? n : 31), t);
     s = kiln_parse_int(num, 1, 1024, "--threads", &vo->threads);
   }
+  const char *pp = s ? NULL : strstr(cmd, "--precision-policy ");
+  if (pp) { /* the precision policy the failure was found under */
+    pp += strlen("--precision-policy ");
+    char rules[300];
+    size_t n = strcspn(pp, " \r");
+    snprintf(rules, sizeof rules, "%.*s", (int)(n < 299 ? n : 299), pp);
+    s = kiln_precision_parse(&vo->compile.precision, rules);
+  }
   free(text);
   return s ? kiln_status_annotate(s, "%s", path) : KILN_OK;
 }

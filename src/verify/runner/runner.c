@@ -74,6 +74,7 @@ void kiln_verify_opts_init(kiln_verify_opts *o) {
   o->threads = 1;
   o->determinism = true;
   o->fill = true;
+  o->cuda_ptx = true;
   o->local = true;
   kiln_compile_opts_init(&o->compile);
 }
@@ -362,6 +363,7 @@ kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inpu
   res->first_failing = -1;
   res->threads = o && o->threads > 0 ? o->threads : 1;
   if (o && o->par_threads > res->threads) res->threads = o->par_threads;
+  if (o) kiln_precision_format(&o->compile.precision, res->precision, sizeof res->precision);
   KILN_TRY(kiln_vrun_check_inputs(g, n_in, inputs));
   kiln_vrun r = {.g = g, .n_in = n_in, .inputs = inputs, .o = o ? o : &dflt, .res = res};
   kiln_status st = setup(&r);

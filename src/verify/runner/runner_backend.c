@@ -384,15 +384,63 @@ static const char *device_note(const kiln_target *t) {
   return "a CUDA driver is present, but running kernels on the device is not supported yet";
 }
 
+/* The step whose kernel the first error of an NVRTC log lies in: the log names lines of
+ * kiln.cu ("kiln.cu(LINE): error: ..."); the kernel is the last __global__ function that
+ * starts before LINE. -1 when the log names none. */
+int kiln_vrun_nvrtc_step(const kiln_program *p, const char *src, const char *log) {
+  const char *at = log ? strstr(log, "kiln.cu(") : NULL;
+  if (!at || !src) return -1;
+  long line = strtol(at + strlen("kiln.cu("), NULL, 10), n = 1;
+  const char *kernel = NULL;
+  for (const char *q = src; *q && n <= line; q++) {
+    if (q[0] == '_' && !strncmp(q, "__global__ void ", 16)) kernel = q + 16;
+    if (*q == '\n') n++;
+  }
+  for (int s = 0; kernel && s < p->steps.len; s++) {
+    const kiln_step *st = &p->steps.data[s];
+    if (st->kind != KILN_STEP_KERNEL) continue;
+    const char *name = p->module->kernels.data[st->kernel]->name;
+    size_t len = strlen(name);
+    if (!strncmp(kernel, name, len) && kernel[len] == '(') return s;
+  }
+  return -1;
+}
+
+/* The layer "cuda (NVRTC)": whether NVRTC took the CUDA C of c (built with NVRTC). */
+static void nvrtc_layer(kiln_vrun *r, const kiln_target *t, const kiln_compiled *c,
+                        const kiln_program *p) {
+  kiln_layer_result *l = kiln_vrun_layer(r, kiln_layer_of_target(t->id), "%s (NVRTC)", t->name);
+  const kiln_cuda_build *b = c ? kiln_compiled_cuda(c) : NULL;
+  if (!b) kiln_vrun_skip(l, "the CUDA C was not built");
+  else if (!b->nvrtc_found) kiln_vrun_skip(l, "NVRTC cannot be loaded");
+  else if (b->nvrtc_ok) l->ok = true;
+  else {
+    const char *log = b->nvrtc_log ? b->nvrtc_log : "";
+    const char *first = strstr(log, "kiln.cu(");
+    l->ok = false;
+    snprintf(l->msg, sizeof l->msg, "NVRTC rejected the CUDA C: %s", first ? first : log);
+    for (char *q = l->msg; *q; q++) /* one line */
+      if (*q == '\n' || *q == '\r') *q = ' ';
+  }
+  if (kiln_vrun_done(r, l)) {
+    int step = kiln_vrun_nvrtc_step(p, b ? b->source.data : NULL, b ? b->nvrtc_log : NULL);
+    if (step >= 0) describe_step(r, p, step, -1);
+    else set_where_error(r, "NVRTC", l);
+  }
+  if (b && b->nvrtc_found) l->seconds = b->seconds_nvrtc;
+}
+
 /* The target's program (mapped: kiln_target.map) in the tile interpreter, then its device
- * (skipped). Its build is not needed for that: NVRTC is not run. */
+ * (skipped); for cuda with opts.cuda_ptx, NVRTC on its CUDA C first (the layer "cuda
+ * (NVRTC)"). */
 static void interp_layers(kiln_vrun *r, const kiln_target *t) {
   kiln_layer_kind kind = kiln_layer_of_target(t->id);
   kiln_layer_result *l = kiln_vrun_layer(r, kind, "%s (tile interpreter)", t->name);
   kiln_graph *g = NULL;
   kiln_compiled *c = NULL;
   kiln_compile_opts co = r->o->compile;
-  co.cuda.no_nvrtc = true;
+  bool ptx = t->id == KILN_TARGET_CUDA && r->o->cuda_ptx;
+  co.cuda.no_nvrtc = !ptx;
   kiln_status st = r->all_tensors ? kiln_vrun_copy(r, &g) : KILN_OK;
   if (!r->all_tensors) kiln_vrun_skip(l, "an input is not a tensor");
   else if (!st) st = kiln_compile(g, t, &co, &c);
@@ -410,6 +458,7 @@ static void interp_layers(kiln_vrun *r, const kiln_target *t) {
   } else {
     kiln_vrun_done(r, l);
   }
+  if (!st && ptx && p) nvrtc_layer(r, t, c, p);
   kiln_compiled_free(c);
   kiln_graph_free(g);
   l = kiln_vrun_layer(r, kind, "%s (device)", t->name);

@@ -59,6 +59,9 @@ void kiln_vrun_interp_program(kiln_vrun *r, const kiln_program *p, kiln_layer_re
  * program of the default schedules (its kernels, kinds and loops are what is drawn for). */
 void kiln_vrun_tile_drawn(kiln_vrun *r, kiln_graph *fused, const kiln_program *p);
 void kiln_vrun_target(kiln_vrun *r, const kiln_target *t);
+/* The step of p whose kernel holds the first error of an NVRTC log on src, the CUDA C of p
+ * ("kiln.cu(LINE): error ..." and the __global__ function that LINE lies in); -1: none. */
+int kiln_vrun_nvrtc_step(const kiln_program *p, const char *src, const char *log);
 /* The hash of the bytes of tensor input i (0 for a string or non-tensor input). */
 uint64_t kiln_vrun_input_hash(const kiln_vrun *r, int i);
 /* runner_features.c: adds the features of program p to res (kiln_verify_result.features). */
