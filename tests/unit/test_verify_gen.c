@@ -291,6 +291,41 @@ static void test_hostile_names_and_empty_parts(void) {
   CHECK(empty > 0);
 }
 
+/* If: most draws are kept (a branch whose nodes were untyped, or that returned a node's value,
+ * failed the text parser's check of its declared output: 1 If in 16 draws survived); a third
+ * of them read a fresh elementwise value that an op after the If reads too. */
+static void test_if_kept(void) {
+  kiln_gen_opts o;
+  builder_opts(&o);
+  o.ops = "If,Relu";
+  int ifs = 0, graphs = 0, fused = 0;
+  for (uint64_t s = 0; s < 200; s++) {
+    kiln_gen_case c;
+    CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(5, s), &c));
+    if (!c.g) continue;
+    graphs++;
+    for (int n = 0; n < c.g->nodes.len; n++) {
+      const kiln_node *nd = &c.g->nodes.data[n];
+      if (strcmp(nd->op_type, "If")) continue;
+      ifs++;
+      /* a branch-read value with an elementwise reader in the outer graph after the If */
+      const kiln_attr *e = kiln_node_attr(nd, "else_branch");
+      const kiln_graph *b = e && e->kind == KILN_ATTR_GRAPH ? e->g : NULL;
+      for (int v = 0; b && v < b->values.len; v++) {
+        if (b->values.data[v].kind != KILN_VALUE_OUTER) continue;
+        int ov = kiln_graph_find(c.g, b->values.data[v].name);
+        for (int m = n + 1; ov >= 0 && m < c.g->nodes.len; m++)
+          fused += c.g->nodes.data[m].n_inputs == 1 && c.g->nodes.data[m].inputs[0] == ov;
+      }
+    }
+    kiln_gen_case_free(&c);
+  }
+  fprintf(stderr, "If: %d nodes in %d graphs (%d outer values read after it)\n", ifs, graphs,
+          fused);
+  CHECK(ifs >= graphs / 2);
+  CHECK(fused >= ifs / 8);
+}
+
 TEST_MAIN(T(test_deterministic), T(test_valid_and_covering), T(test_shards), T(test_inputs),
           T(test_type_constraints), T(test_patterns), T(test_bad_ops),
-          T(test_hostile_names_and_empty_parts))
+          T(test_hostile_names_and_empty_parts), T(test_if_kept))

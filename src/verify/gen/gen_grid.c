@@ -443,6 +443,15 @@ static void int_arith(grid *G, kiln_dtype D) {
   g_input(G, "q", D, 1, dv.n, &dv, true);
   g_node(G, "Min", "%a, %b", NULL);
   g_node(G, "Max", "%b, %a", NULL);
+  /* reductions whose rows hold one extreme throughout (the row of a's minimum in Min(a, b)):
+   * their result is the reduction's identity element unless it is the type's own extreme */
+  g_line(G, "", "%%ax1 = const i64[1] [1]");
+  g_line(G, "", "%%mn = Min(%%a, %%b)");
+  g_line(G, "", "%%mx = Max(%%a, %%b)");
+  g_node(G, "ReduceMax", "%mn, %ax1", "keepdims=0");
+  g_node(G, "ReduceMin", "%mx, %ax1", "keepdims=0");
+  g_node(G, "ArgMax", "%mn", "axis=1");
+  g_node(G, "ArgMin", "%mx", "axis=1, select_last_index=1");
   g_node(G, "Mod", "%a, %d", NULL);
   g_node(G, "Mod", "%a, %d", "fmod=1");
   g_node(G, "Div", "%a, %q", NULL);

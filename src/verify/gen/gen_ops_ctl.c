@@ -20,17 +20,25 @@ static void branch(gen *G, kiln_strbuf *b, const char *name, int a, int o) {
   snprintf(t2, sizeof t2, "v%d", G->next_name++);
   int form = gen_int(&G->rng, 0, o >= 0 ? 3 : 1);
   const char *un = dt == KILN_BOOL ? "Not" : sgn && gen_chance(&G->rng, 0.5) ? "Neg" : "Abs";
-  const char *ret = form == 0 ? va->name : form == 2 ? t1 : t2;
+  /* a branch returns an outer value as it is only when its type is written where it is
+   * defined (an input or a constant): a node's type is known only after inference, and the
+   * text parser checks the branch's declared output before that */
+  bool typed = va->is_input || va->is_const;
+  const char *ret = form == 0 && typed ? va->name : form == 2 ? t1 : t2;
   kiln_strbuf_printf(b, "%s=graph @%s() -> (%%%s: %s) {\n    outer %%%s", name, name, ret, ty,
                      va->name);
   if (o >= 0 && form >= 2) kiln_strbuf_printf(b, ", %%%s", gen_v(G, o)->name);
   kiln_strbuf_printf(b, "\n");
-  if (form == 1) kiln_strbuf_printf(b, "    %%%s = %s(%%%s)\n", t2, un, va->name);
+  /* each node typed: the text parser checks a subgraph's outputs against its declaration */
+  if (form == 1) kiln_strbuf_printf(b, "    %%%s = %s(%%%s) : %s\n", t2, un, va->name, ty);
+  if (form == 0 && !typed)
+    kiln_strbuf_printf(b, "    %%%s = Identity(%%%s) : %s\n", t2, va->name, ty);
   if (form >= 2) {
     const char *bin = dt == KILN_BOOL ? "Or" : "Add";
-    kiln_strbuf_printf(b, "    %%%s = %s(%%%s, %%%s)\n", t1, bin, va->name, gen_v(G, o)->name);
+    kiln_strbuf_printf(b, "    %%%s = %s(%%%s, %%%s) : %s\n", t1, bin, va->name, gen_v(G, o)->name,
+                       ty);
   }
-  if (form == 3) kiln_strbuf_printf(b, "    %%%s = %s(%%%s)\n", t2, un, t1);
+  if (form == 3) kiln_strbuf_printf(b, "    %%%s = %s(%%%s) : %s\n", t2, un, t1, ty);
   kiln_strbuf_printf(b, "    return %%%s\n  }", ret);
 }
 
@@ -55,14 +63,28 @@ static int older_kernel_value(gen *G) {
 /* If(cond) with a condition that is a graph input, a constant (a pass may pick its branch)
  * or a Not of a boolean input, and two branches of branch(); now and then an elementwise op
  * of the value the branches read after it. */
+/* The unary elementwise op of dtype dt that never leaves the domain: Not, Abs or Neg. */
+static const char *tame_unary(kiln_dtype dt) {
+  return dt == KILN_BOOL ? "Not" : kiln_dtype_class_of(dt) == KILN_CLASS_UINT ? "Abs" : "Neg";
+}
+
 bool gen_b_if(gen *G, int op) {
   (void)op;
-  int a = older_kernel_value(G);
+  /* a third of the time the branches read a fresh elementwise value that an elementwise op
+   * after the If reads too: fusion puts both in one group whose only reader outside it is
+   * the branch (a value read by a subgraph is a use: the group must store it) */
+  bool fused = gen_chance(&G->rng, 1.0 / 3);
+  int a = fused ? -1 : older_kernel_value(G);
   if (a < 0) {
     gen_want w = {DT_ALL, 0, 4, DOM_ANY, true, false, 0, false, false};
     a = gen_pick(G, &w);
   }
   if (a < 0) return false;
+  if (fused && !gen_v(G, a)->dyn) {
+    kiln_dtype dt = gen_v(G, a)->type.dtype;
+    a = gen_emit(G, tame_unary(dt), 1, &a, 1, "", DOM_ANY, gen_mag(G, a));
+    if (a < 0) return false;
+  } else fused = false;
   bool dyn = gen_v(G, a)->dyn;
   kiln_type at = gen_v(G, a)->type; /* a copy: picking may grow (move) the values */
   int o = !dyn && gen_chance(&G->rng, 0.6) ? gen_pick_type(G, &at, DOM_ANY) : -1;
@@ -86,12 +108,7 @@ bool gen_b_if(gen *G, int op) {
   kiln_strbuf_free(&text);
   /* now and then an elementwise op of a after the If: fusion may put a inside a group whose
    * one reader outside it is the branch, and the group must still store a */
-  if (!dyn && gen_chance(&G->rng, 0.3)) {
-    kiln_dtype dt = at.dtype;
-    const char *un = dt == KILN_BOOL                              ? "Not"
-                     : kiln_dtype_class_of(dt) == KILN_CLASS_UINT ? "Abs"
-                                                                  : "Neg";
-    gen_emit(G, un, 1, &a, 1, "", DOM_ANY, gen_mag(G, a));
-  }
+  if (!dyn && (fused || gen_chance(&G->rng, 0.3)))
+    gen_emit(G, tame_unary(at.dtype), 1, &a, 1, "", DOM_ANY, gen_mag(G, a));
   return true;
 }
