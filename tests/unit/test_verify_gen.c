@@ -326,6 +326,34 @@ static void test_if_kept(void) {
   CHECK(fused >= ifs / 8);
 }
 
+/* A dead node whose shapes agree only for one extent of N: valid with N symbolic, not with
+ * the inputs' N bound (the verifier's reference layer reported such a graph as a failure). */
+static void test_bound_check(void) {
+  const char *text[2] = {
+      "graph @b(%x: f32[N,16]) -> (%y: ?) {\n  opset \"\" 17\n"
+      "  %y = Relu(%x)\n  %t = Transpose(%x) {perm=[1,0]}\n  %d = Add(%x, %t)\n  return %y\n}\n",
+      "graph @b(%x: f32[N,16]) -> (%y: ?) {\n  opset \"\" 17\n"
+      "  %y = Relu(%x)\n  %t = Transpose(%x) {perm=[1,0]}\n  return %y\n}\n"};
+  for (int k = 0; k < 2; k++) {
+    kiln_gen_case c;
+    memset(&c, 0, sizeof c);
+    CHECK_OK(kiln_graph_parse(text[k], "test", &c.g));
+    if (!c.g) continue;
+    CHECK_OK(kiln_ops_infer_graph(c.g));
+    int64_t dims[2] = {2, 16};
+    kiln_tensor *t = NULL;
+    CHECK_OK(kiln_tensor_new(KILN_F32, 2, dims, &t));
+    c.n_in = 1;
+    c.inputs = kiln_xcalloc(1, sizeof *c.inputs);
+    c.inputs[0] = kiln_val_tensor(t);
+    c.status = KILN_GEN_OK;
+    kiln_gen_check_bound(&c);
+    CHECK(c.status == (k == 0 ? KILN_GEN_INVALID : KILN_GEN_OK));
+    if (k == 0) CHECK(strstr(c.note, "extents bound") != NULL);
+    kiln_gen_case_free(&c);
+  }
+}
+
 TEST_MAIN(T(test_deterministic), T(test_valid_and_covering), T(test_shards), T(test_inputs),
           T(test_type_constraints), T(test_patterns), T(test_bad_ops),
-          T(test_hostile_names_and_empty_parts), T(test_if_kept))
+          T(test_hostile_names_and_empty_parts), T(test_if_kept), T(test_bound_check))

@@ -99,6 +99,10 @@ typedef struct kiln_gen_case {
  * a status of the case. */
 KILN_MUST_USE kiln_status kiln_gen_model(const kiln_gen_opts *o, uint64_t seed, kiln_gen_case *out);
 void kiln_gen_case_free(kiln_gen_case *c);
+/* The last check of the input search: a case (status OK) whose graph fails type inference
+ * once its symbolic dims are bound to its inputs' extents (a dead node whose shapes agree
+ * only for some extent) becomes INVALID, with a note. */
+void kiln_gen_check_bound(kiln_gen_case *c);
 /* Builds the case of a genome (steps that no longer fit are skipped; out->genome holds the
  * steps that were kept). */
 KILN_MUST_USE kiln_status kiln_gen_from_genome(const kiln_gen_opts *o, const kiln_gen_genome *gn,
