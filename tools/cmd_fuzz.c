@@ -96,6 +96,10 @@ static const char *const fuzz_help =
     "                   accumulate in f32 or f64 (the half-precision arithmetic of the\n"
     "                   C code and the bounds of a policy); default: none; RULES: these on\n"
     "                   every graph\n"
+    "                   One compiled graph in six (not the grid's nor the sweep's) also runs\n"
+    "                   one of its ops by the reference kernel (as kiln verify\n"
+    "                   --force-fallback): the executor's host steps and the views\n"
+    "                   around them\n"
     "  --policy P       what to draw next. bandit (default): a multi-armed bandit over the\n"
     "                   ops, rewarded by new coverage, and a corpus of the graphs that reached\n"
     "                   something new, mutated (nodes inserted, deleted, re-attributed,\n"
@@ -168,13 +172,15 @@ typedef struct campaign {
   kiln_status env_last; /* the last of those errors */
   bool env_stop;        /* the campaign stopped: the environment failed on every graph */
   int64_t edge_graphs, edge_seen[KILN_GEN_EDGE_COUNT]; /* valid graphs with edge inputs */
-  uint8_t *fcount;  /* compiled graphs per feature (hash mod FUZZ_FEATURE_SLOTS), saturating */
-  bool drawn;       /* the graph at hand compiles whatever its features (drawn by its seed) */
-  int64_t novel;    /* graphs compiled for a feature, not drawn */
-  int64_t swept;    /* graphs of the helper sweep (--sweep) */
-  int64_t gridded;  /* cells of the edge grid run */
-  long n_grid;      /* cells of the edge grid (0: off) */
-  int64_t policied; /* valid graphs verified under a precision policy other than the default */
+  uint8_t *fcount;      /* compiled graphs per feature (hash mod FUZZ_FEATURE_SLOTS), saturating */
+  bool drawn;           /* the graph at hand compiles whatever its features (drawn by its seed) */
+  int64_t novel;        /* graphs compiled for a feature, not drawn */
+  int64_t swept;        /* graphs of the helper sweep (--sweep) */
+  int64_t gridded;      /* cells of the edge grid run */
+  long n_grid;          /* cells of the edge grid (0: off) */
+  int64_t policied;     /* valid graphs verified under a precision policy other than the default */
+  int64_t fell_back;    /* valid graphs with an op forced to its reference kernel */
+  char fallback_op[64]; /* the op forced on the graph at hand (vo.compile.force_fallback) */
 } campaign;
 
 #define FUZZ_FEATURE_SLOTS 65536
@@ -509,6 +515,8 @@ static kiln_status record_death(campaign *c, uint64_t j, const kiln_gen_case *gc
   kiln_verify_result res = {
       .failed = true, .threads = c->vo.threads, .sched_seed = c->vo.sched_seed};
   kiln_precision_format(&c->vo.compile.precision, res.precision, sizeof res.precision);
+  if (c->vo.compile.force_fallback)
+    snprintf(res.fallback, sizeof res.fallback, "%s", c->vo.compile.force_fallback);
   for (int t = 0; t < KILN_TARGET_COUNT; t++) /* the layers it ran: the replay's --backend */
     if (c->vo.targets[t]) {
       kiln_layer_result l = {.kind = kiln_layer_of_target((kiln_target_id)t), .ran = false};
@@ -616,6 +624,16 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   if (c->a.precision) *prec = c->a.fixed;
   else if (grid || sweep || gc.status != KILN_GEN_OK) kiln_precision_default(prec);
   else kiln_gen_policy(gc.g, seed, prec);
+  /* one compiled graph in six runs one of its ops by the reference kernel: the executor's
+   * host steps, their copies and the views around them (generated graphs rarely hold an op
+   * without a lowering) */
+  c->vo.compile.force_fallback = NULL;
+  if (compile && !grid && !sweep && gc.status == KILN_GEN_OK && gc.g->nodes.len > 0 &&
+      (seed >> 48) % 6 == 0) {
+    const kiln_node *n = &gc.g->nodes.data[(seed >> 24) % (uint64_t)gc.g->nodes.len];
+    snprintf(c->fallback_op, sizeof c->fallback_op, "%s", n->op_type);
+    c->vo.compile.force_fallback = c->fallback_op;
+  }
   bool any = false;
   for (int t = 0; t < KILN_TARGET_COUNT; t++) {
     c->vo.targets[t] = c->a.targets[t];
@@ -636,6 +654,7 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   if (gc.status == KILN_GEN_OK) {
     c->valid++;
     c->policied += !kiln_precision_is_default(&c->vo.compile.precision);
+    c->fell_back += c->vo.compile.force_fallback != NULL;
     note_graph(c, gc.g);
     c->edge_graphs += gc.edges != 0;
     for (int k = 0; k < KILN_GEN_EDGE_COUNT; k++) c->edge_seen[k] += (gc.edges >> k) & 1;
@@ -691,8 +710,8 @@ static void summary(const campaign *c, double secs) {
            "the edge grid, %lld graphs of the helper sweep\n",
            (long long)c->compiled, (long long)c->novel, (long long)c->gridded, (long long)c->swept);
   printf("precision policies: %lld graphs computed in other types than the default's "
-         "(--precision-policy)\n",
-         (long long)c->policied);
+         "(--precision-policy); %lld with an op forced to its reference kernel\n",
+         (long long)c->policied, (long long)c->fell_back);
   int covered = 0, total = 0;
   kiln_strbuf miss = {0};
   for (int k = 0; k < c->n_ops; k++) {

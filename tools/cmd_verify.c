@@ -59,6 +59,10 @@ static const char *const verify_help =
     "                      reduction:bf16=bf16/f32): the tile and cpu layers compute so and\n"
     "                      the bounds allow for it (kiln fuzz draws these; its cases replay\n"
     "                      with them). Default: f16, bf16 and the float8 types compute in f32\n"
+    "  --force-fallback OPS\n"
+    "                      run these ops (comma-separated) with their reference kernel in\n"
+    "                      the compiled layers (kiln fuzz draws one now and then: the\n"
+    "                      executor's host steps and the views around them)\n"
     "  --no-local          no kernel-by-kernel checks (end-to-end comparisons only)\n"
     "  --repro DIR         on a failure, write the case to DIR\n"
     "  -q                  no progress lines on stderr\n\n"
@@ -131,6 +135,9 @@ static int parse_args(int argc, char **argv, verify_args *a) {
       if (kiln_cli_threads("verify", v, &a->o.par_threads)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--sched-seed", &v)) {
       if (kiln_cli_u64("verify", "--sched-seed", v, 1, &a->o.sched_seed)) return 2;
+    } else if (kiln_cli_opt(argc, argv, &i, "--force-fallback", &v)) {
+      if (!v || !*v) return kiln_cli_usage("verify", "--force-fallback needs op names");
+      a->o.compile.force_fallback = v;
     } else if (kiln_cli_opt(argc, argv, &i, "--precision-policy", &v)) {
       if (parse_policy(v, &a->o)) return 2;
     } else if (kiln_cli_opt(argc, argv, &i, "--repro", &v)) {

@@ -40,7 +40,7 @@ static void backend_flag(const kiln_verify_result *res, kiln_strbuf *out) {
 
 const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result *res, char *buf,
                                        size_t len) {
-  char threads[400] = "";
+  char threads[560] = "";
   int at = 0;
   if (res && res->threads > 1)
     at = snprintf(threads, sizeof threads, " --threads %d", res->threads);
@@ -48,7 +48,10 @@ const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result
     at += snprintf(threads + at, sizeof threads - (size_t)at, " --sched-seed %llu",
                    (unsigned long long)res->sched_seed);
   if (res && res->precision[0]) /* letters, digits and ":=/,": no quoting needed */
-    snprintf(threads + at, sizeof threads - (size_t)at, " --precision-policy %s", res->precision);
+    at += snprintf(threads + at, sizeof threads - (size_t)at, " --precision-policy %s",
+                   res->precision);
+  if (res && res->fallback[0] && (size_t)at < sizeof threads) /* op names: letters, commas */
+    snprintf(threads + at, sizeof threads - (size_t)at, " --force-fallback %s", res->fallback);
   kiln_strbuf flag = {0};
   backend_flag(res, &flag);
   snprintf(buf, len, "kiln verify %s%s%s", dir, flag.data ? flag.data : "", threads);
@@ -72,6 +75,7 @@ static kiln_status write_info(const char *dir, const char *named, const kiln_ver
   kiln_strbuf_printf(&b, "\n");
   if (res && res->threads > 1) kiln_strbuf_printf(&b, "threads: %d\n", res->threads);
   if (res && res->precision[0]) kiln_strbuf_printf(&b, "precision: %s\n", res->precision);
+  if (res && res->fallback[0]) kiln_strbuf_printf(&b, "fallback: %s\n", res->fallback);
   char cmd[1200];
   kiln_strbuf_printf(&b, "command: %s\n", kiln_verify_replay_command(named, res, cmd, sizeof cmd));
   char *path = join(dir, "case.txt");

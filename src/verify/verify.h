@@ -251,6 +251,8 @@ typedef struct kiln_verify_result {
   uint64_t sched_seed;     /* the drawn schedule's seed when that layer ran (replay flag) */
   char precision[256];     /* opts.compile.precision's rules that differ from the default
                               (kiln_precision_format; replay flag --precision-policy), "" */
+  char fallback[128];      /* opts.compile.force_fallback: ops run by their reference kernel
+                              (replay flag --force-fallback), "" */
   char paths[512];         /* the lowering paths the tile layer took, comma-separated, each
                               once: "sched:KIND/MICRO/PAR" per kernel schedule and
                               "fallback:OP" per node left to its reference kernel (for the

@@ -338,6 +338,8 @@ expect 2 "verify --dim without a value" "$kiln" verify "$tmp/mlp.kiln" --dim bat
 # fuzz case files name schedule seeds of the whole 64-bit range
 expect 0 "verify --sched-seed above 2^63" "$kiln" verify "$tmp/mlp.kiln" -q --backend none --sched-seed 15751677108457757585
 expect 0 "verify --precision-policy" "$kiln" verify "$tmp/mlp.kiln" -q --backend none --precision-policy elementwise:f32=f64,reduction:f32=f32/f32
+expect 0 "verify --force-fallback" "$kiln" verify "$tmp/mlp.kiln" -q --force-fallback Relu,MatMul
+expect 2 "verify --force-fallback without ops" "$kiln" verify "$tmp/mlp.kiln" --force-fallback ""
 expect 2 "verify --precision-policy to an integer" "$kiln" verify "$tmp/mlp.kiln" --precision-policy elementwise:f32=i8
 expect_stderr "precision-policy" "verify --precision-policy names the flag"
 expect 2 "verify --sched-seed 0" "$kiln" verify "$tmp/mlp.kiln" --sched-seed 0

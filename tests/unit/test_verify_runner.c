@@ -619,9 +619,29 @@ static void test_nvrtc_step(void) {
   kiln_graph_free(g);
 }
 
+/* Ops forced to their reference kernel: the compiled layers still agree, and the case's
+ * replay command carries the flag. */
+static void test_forced_fallback(void) {
+  kiln_graph *g = model();
+  if (!g) return;
+  kiln_val *in = input(3);
+  kiln_verify_opts o;
+  opts(&o);
+  o.compile.force_fallback = "Exp,MatMul";
+  kiln_verify_result r;
+  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  CHECK(!r.failed && !strcmp(r.fallback, "Exp,MatMul"));
+  char cmd[1200];
+  CHECK(strstr(kiln_verify_replay_command("case", &r, cmd, sizeof cmd),
+               " --force-fallback Exp,MatMul") != NULL);
+  kiln_verify_result_free(&r);
+  kiln_val_free(in);
+  kiln_graph_free(g);
+}
+
 TEST_MAIN(T(test_names), T(test_bisect), T(test_trace_reports_each_value_once),
           T(test_compiled_trace_reports_each_value_once), T(test_small_model_passes),
           T(test_pass_layers), T(test_rounded_folds_pass), T(test_tile_fault_localized),
           T(test_cpu_fault_localized), T(test_cuda_fault_localized), T(test_case_round_trip),
           T(test_bad_arguments), T(test_drawn_schedule), T(test_nvrtc_layer), T(test_nvrtc_step),
-          T(cleanup))
+          T(test_forced_fallback), T(cleanup))

@@ -387,13 +387,26 @@ static int copy_line(gen *G, const char *line, int kind) {
   return first;
 }
 
+/* Whether a node line defines several outputs ("%a, %b = Split(...)"). */
+static bool several_outputs(const char *line) {
+  const char *eq = strstr(line, " = ");
+  return eq && memchr(line, ',', (size_t)(eq - line)) != NULL;
+}
+
 bool gen_b_duplicate(gen *G, int op) {
   (void)op;
-  int n = 0, idx[64];
+  int n = 0, idx[64], nm = 0, multi[64];
   for (int i = 0; i < G->lines.len && n < 64; i++)
-    if (!strstr(G->lines.data[i], "= const ")) idx[n++] = i;
+    if (!strstr(G->lines.data[i], "= const ")) {
+      idx[n++] = i;
+      if (several_outputs(G->lines.data[i])) multi[nm++] = i;
+    }
   if (n == 0) return false;
-  const char *line = G->lines.data[idx[gen_int(&G->rng, 0, n - 1)]];
+  /* half the time a node of several outputs where there is one: a merge must map each
+   * output of the copy to the same output of the original */
+  const char *line = nm > 0 && gen_chance(&G->rng, 0.5)
+                         ? G->lines.data[multi[gen_int(&G->rng, 0, nm - 1)]]
+                         : G->lines.data[idx[gen_int(&G->rng, 0, n - 1)]];
   return copy_line(G, line, gen_attr_int(G, 0, 4)) >= 0;
 }
 

@@ -707,7 +707,7 @@ const gen_op kiln_gen_ops[] = {
     OP(Size, .since = 11, .weight = 1, .build = gen_b_shape),
     OP(ConstantOfShape, .since = 11, .weight = 1, .build = gen_b_cos),
     OP(NonZero, .since = 11, .weight = 1, .build = gen_b_nonzero),
-    OP(If, .since = 11, .weight = 1, .build = gen_b_if),
+    OP(If, .since = 11, .weight = 3, .build = gen_b_if), /* subgraph reads: plan, fusion, passes */
     {.name = "(shape chain)", .since = 11, .weight = 1, .build = gen_b_shapechain},
 };
 #undef OP

@@ -151,6 +151,14 @@ static kiln_status recorded_options(const char *case_dir, kiln_verify_opts *vo) 
     snprintf(rules, sizeof rules, "%.*s", (int)(n < 299 ? n : 299), pp);
     s = kiln_precision_parse(&vo->compile.precision, rules);
   }
+  const char *ff = s ? NULL : strstr(cmd, "--force-fallback ");
+  if (ff) { /* the ops forced to their reference kernel: kept for the options' lifetime */
+    ff += strlen("--force-fallback ");
+    static char ops[128];
+    size_t n = strcspn(ff, " \r");
+    snprintf(ops, sizeof ops, "%.*s", (int)(n < 127 ? n : 127), ff);
+    vo->compile.force_fallback = ops;
+  }
   free(text);
   return s ? kiln_status_annotate(s, "%s", path) : KILN_OK;
 }

@@ -364,6 +364,8 @@ kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inpu
   res->threads = o && o->threads > 0 ? o->threads : 1;
   if (o && o->par_threads > res->threads) res->threads = o->par_threads;
   if (o) kiln_precision_format(&o->compile.precision, res->precision, sizeof res->precision);
+  if (o && o->compile.force_fallback)
+    snprintf(res->fallback, sizeof res->fallback, "%s", o->compile.force_fallback);
   KILN_TRY(kiln_vrun_check_inputs(g, n_in, inputs));
   kiln_vrun r = {.g = g, .n_in = n_in, .inputs = inputs, .o = o ? o : &dflt, .res = res};
   kiln_status st = setup(&r);
