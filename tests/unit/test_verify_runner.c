@@ -547,17 +547,28 @@ static const kiln_layer_result *layer_named(const kiln_verify_result *r, const c
   return NULL;
 }
 
+/* Verifies the model on 3 rows with options o into r; false when it could not run (r is
+ * then not to be read or freed). */
+static bool run_model(const kiln_verify_opts *o, kiln_verify_result *r) {
+  kiln_graph *g = model();
+  if (!g) return false;
+  kiln_val *in = input(3);
+  kiln_status st = kiln_verify_run(g, 1, &in, o, r);
+  bool ran = st == KILN_OK;
+  CHECK_OK(st); /* frees st */
+  kiln_val_free(in);
+  kiln_graph_free(g);
+  return ran;
+}
+
 /* The layer "cuda (NVRTC)": ok on the model; a source NVRTC rejects (here: an architecture
  * it does not know) fails it, and only it; off with cuda_ptx false. */
 static void test_nvrtc_layer(void) {
-  kiln_graph *g = model();
-  if (!g) return;
-  kiln_val *in = input(3);
   kiln_verify_opts o;
   opts(&o);
   o.targets[KILN_TARGET_CUDA] = true;
   kiln_verify_result r;
-  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  if (!run_model(&o, &r)) return;
   const kiln_layer_result *l = layer_named(&r, "cuda (NVRTC)");
   CHECK(l != NULL && !r.failed);
   bool found = l && l->ran;
@@ -566,22 +577,19 @@ static void test_nvrtc_layer(void) {
     printf("SKIPPED NVRTC layer checks: %s\n", l->msg);
   }
   kiln_verify_result_free(&r);
-  if (found) {
-    o.compile.cuda.arch = "compute_1";
-    CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  o.compile.cuda.arch = "compute_1";
+  if (found && run_model(&o, &r)) {
     l = layer_named(&r, "cuda (NVRTC)");
     CHECK(l && l->ran && !l->ok && strstr(l->msg, "NVRTC rejected"));
     CHECK(r.failed && r.first_failing >= 0 && l == &r.layers.data[r.first_failing]);
     CHECK(!strncmp(r.signature, "cuda|-|", 7));
     kiln_verify_result_free(&r);
-    o.compile.cuda.arch = NULL;
   }
+  o.compile.cuda.arch = NULL;
   o.cuda_ptx = false;
-  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  if (!run_model(&o, &r)) return;
   CHECK(layer_named(&r, "cuda (NVRTC)") == NULL && !r.failed);
   kiln_verify_result_free(&r);
-  kiln_val_free(in);
-  kiln_graph_free(g);
 }
 
 /* An NVRTC error is placed in the kernel whose __global__ function holds its line. */
@@ -622,21 +630,16 @@ static void test_nvrtc_step(void) {
 /* Ops forced to their reference kernel: the compiled layers still agree, and the case's
  * replay command carries the flag. */
 static void test_forced_fallback(void) {
-  kiln_graph *g = model();
-  if (!g) return;
-  kiln_val *in = input(3);
   kiln_verify_opts o;
   opts(&o);
   o.compile.force_fallback = "Exp,MatMul";
   kiln_verify_result r;
-  CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+  if (!run_model(&o, &r)) return;
   CHECK(!r.failed && !strcmp(r.fallback, "Exp,MatMul"));
   char cmd[1200];
   CHECK(strstr(kiln_verify_replay_command("case", &r, cmd, sizeof cmd),
                " --force-fallback Exp,MatMul") != NULL);
   kiln_verify_result_free(&r);
-  kiln_val_free(in);
-  kiln_graph_free(g);
 }
 
 TEST_MAIN(T(test_names), T(test_bisect), T(test_trace_reports_each_value_once),
