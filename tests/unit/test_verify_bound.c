@@ -520,6 +520,38 @@ static void test_overflow_select(void) {
   fixture_free(&f);
 }
 
+/* ReduceLogSum whose sum of terms passes f32's range while its log does not: a kernel that
+ * accumulates in f32 (a precision policy's reduction:f32=f32/f32) gives +inf. The sum is an
+ * intermediate the rule bounds, so the element counts as non-finite by its bound and the
+ * input search draws smaller inputs. */
+static void test_logsum_overflow(void) {
+  fixture f;
+  if (fixture_make(&f,
+                   "graph @l(%x: f32[17]) -> (%y: f32[1]) {\n"
+                   "  opset \"\" 18\n"
+                   "  %c = const f32[] [3.0e38]\n"
+                   "  %a = const i64[1] [0]\n"
+                   "  %s = Mul(%x, %c) : f32[17]\n"
+                   "  %y = ReduceLogSum(%s, %a) : f32[1]\n"
+                   "  return %y\n}\n",
+                   0.5, 1)) {
+    CHECK(f.r->n_nonfinite == 1 && strstr(f.r->note, "ReduceLogSum"));
+    CHECK(isfinite(((double *)f.r->val[f.g->outputs.data[0]]->t->data)[0]));
+  }
+  fixture_free(&f);
+  if (fixture_make(&f, /* far from the range: nothing counted */
+                   "graph @m(%x: f32[17]) -> (%y: f32[1]) {\n"
+                   "  opset \"\" 18\n"
+                   "  %c = const f32[] [1.0e36]\n"
+                   "  %a = const i64[1] [0]\n"
+                   "  %s = Mul(%x, %c) : f32[17]\n"
+                   "  %y = ReduceLogSum(%s, %a) : f32[1]\n"
+                   "  return %y\n}\n",
+                   0.5, 1))
+    CHECK(f.r->n_nonfinite == 0 && check_out(&f, 0).ok);
+  fixture_free(&f);
+}
+
 /* Softmax of inputs whose errors are far above 1: x 2^40 + 2^64 rounds to 2^64 in f32 on
  * 2^64 or 2^64 - 2^40 in f32, so an implementation ties elements where the exact result is 1 or 0
  * (the shifts, about -2^40, underflow exp in the reference). The bound must cover the tie. */
@@ -848,7 +880,8 @@ static void teardown(void) {
 }
 
 TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds), T(test_unstable),
-          T(test_zero_sign), T(test_overflow_select), T(test_softmax_wide),
+          T(test_zero_sign), T(test_overflow_select), T(test_logsum_overflow),
+          T(test_softmax_wide),
           T(test_overflow_beside_inf), T(test_cast_round_once), T(test_sound_bn_training),
           T(test_mod_and_inf_times_zero), T(test_exact), T(test_unstable_zero),
           T(test_cast_rounding), T(test_local), T(test_sound_unary), T(test_sound_contractions),

@@ -187,7 +187,11 @@ static void logsum_own(bnd_node *b, kiln_tensor *e, kiln_val **m) {
     if (b->n->op == KILN_OP_ReduceLogSumExp) {
       ed[i] += 2 * kiln_bnd_gamma(K + 4, u) * (1 + fabs(yv));
     } else if (mt && mt->numel == e->numel) { /* log S: relative error of S is gamma M / S */
-      ed[i] += kiln_bnd_gamma(K + 2, u) * exp(((double *)mt->data)[i] - yv) + 4 * u * fabs(yv);
+      double lm = ((double *)mt->data)[i];
+      ed[i] += kiln_bnd_gamma(K + 2, u) * exp(lm - yv) + 4 * u * fabs(yv);
+      /* M = sum |x| is a running sum a kernel holds (in f32 under a policy's f32
+       * accumulator): past the range, log M is finite and the kernel's is not */
+      ed[i] = kiln_bnd_inter_err(b, 0, exp(lm), ed[i]);
     }
   }
 }
