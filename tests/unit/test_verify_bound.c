@@ -880,8 +880,7 @@ static void teardown(void) {
 }
 
 TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds), T(test_unstable),
-          T(test_zero_sign), T(test_overflow_select), T(test_logsum_overflow),
-          T(test_softmax_wide),
+          T(test_zero_sign), T(test_overflow_select), T(test_logsum_overflow), T(test_softmax_wide),
           T(test_overflow_beside_inf), T(test_cast_round_once), T(test_sound_bn_training),
           T(test_mod_and_inf_times_zero), T(test_exact), T(test_unstable_zero),
           T(test_cast_rounding), T(test_local), T(test_sound_unary), T(test_sound_contractions),
