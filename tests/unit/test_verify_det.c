@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "harness.h"
+#include "runtime/runtime.h"
+#include "verify/runner/runner_internal.h"
 #include "verify/verify.h"
 
 static char g_tmp[1024];
@@ -162,6 +164,43 @@ static void test_inputs_kept(void) {
   kiln_verify_result_free(&r);
 }
 
+/* The untraced run (kiln_vdet_untraced: kiln_compiled_run, as kiln run and the C API
+ * execute): the outputs of a traced run pass it; one bit changed in them is caught and named
+ * by output and element. */
+static void test_untraced_run(void) {
+  kiln_graph *g = NULL;
+  CHECK_OK(kiln_graph_parse(MODEL, "test", &g));
+  if (!g) return;
+  CHECK_OK(kiln_ops_infer_graph(g));
+  kiln_tensor *t;
+  if (kiln_tensor_new(KILN_F32, 2, (int64_t[]){5, 3}, &t)) abort();
+  for (int64_t i = 0; i < t->numel; i++) ((float *)t->data)[i] = (float)(i % 5 - 2) / 3.0f;
+  kiln_val *in = kiln_val_tensor(t);
+  kiln_compile_opts co;
+  kiln_compile_opts_init(&co);
+  co.cache_dir = g_tmp;
+  kiln_compiled *c = NULL;
+  CHECK_OK(kiln_compile(g, NULL, &co, &c));
+  kiln_val *first[2] = {NULL, NULL};
+  if (c) CHECK_OK(kiln_compiled_run_vals(c, 1, &in, first));
+  if (c && first[0] && first[1]) {
+    kiln_vrun r;
+    memset(&r, 0, sizeof r);
+    r.g = g, r.n_in = 1, r.inputs = &in;
+    kiln_layer_result l;
+    memset(&l, 0, sizeof l);
+    l.ok = true;
+    CHECK(!kiln_vdet_untraced(&r, c, 1, first, &l) && l.ok);
+    ((uint32_t *)first[1]->t->data)[7] ^= 1u; /* one ulp */
+    CHECK(kiln_vdet_untraced(&r, c, 1, first, &l) && !l.ok);
+    CHECK(strstr(l.msg, "untraced run") && strstr(l.msg, "output 's' element 7"));
+  }
+  kiln_val_free(first[0]), kiln_val_free(first[1]);
+  kiln_compiled_free(c);
+  kiln_val_free(in);
+  kiln_graph_free(g);
+}
+
 static void setup(void) {
   kiln_test_make_tmp(g_tmp, sizeof g_tmp, "kiln_verify_det");
 }
@@ -172,4 +211,4 @@ static void cleanup(void) {
 
 TEST_MAIN(T(setup), T(test_second_run_differs), T(test_one_thread_runs_once),
           T(test_same_bits_pass), T(test_par_threads_layer), T(test_fill_one_thread),
-          T(test_inputs_kept), T(cleanup))
+          T(test_inputs_kept), T(test_untraced_run), T(cleanup))

@@ -308,9 +308,10 @@ void kiln_vrun_tile(kiln_vrun *r, kiln_graph *fused) {
 
 /* ---- a target that runs ---- */
 /* Runs c once (traced: local checks, and the determinism record at several threads), then
- * again at several threads; fills l. Returns the determinism check (or NULL). */
+ * again at several threads, then once untraced as users run it (*untraced: its outputs
+ * differ); fills l. Returns the determinism check (or NULL). */
 static kiln_vdet *run_compiled(kiln_vrun *r, kiln_compiled *c, int threads, kiln_layer_result *l,
-                               kiln_vlocal *lc) {
+                               kiln_vlocal *lc, bool *untraced) {
   int n_out = kiln_compiled_graph(c)->outputs.len;
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
   kiln_layer_kind kind = l->kind;
@@ -331,6 +332,9 @@ static kiln_vdet *run_compiled(kiln_vrun *r, kiln_compiled *c, int threads, kiln
   if (refill) kiln_compiled_set_fill(c, 0x00);
   if (!st && det && !kiln_vdet_rerun(det, r, c, threads, refill, injector(r, kind), outs, l))
     kiln_vdet_free(det), det = NULL; /* the same bits: nothing to report */
+  /* only where every traced run agreed (a fault injected into the traced runs is not in it) */
+  *untraced =
+      !st && !det && l->ok && !injector(r, kind) && kiln_vdet_untraced(r, c, threads, outs, l);
   for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
   free(outs);
   return det;
@@ -356,10 +360,12 @@ static void compiled_layer(kiln_vrun *r, const kiln_target *t, int threads, bool
   }
   const kiln_program *p = kiln_compiled_program(c);
   kiln_vlocal *lc = local_new(r, p, kind);
-  kiln_vdet *det = run_compiled(r, c, threads, l, lc);
+  bool untraced = false;
+  kiln_vdet *det = run_compiled(r, c, threads, l, lc, &untraced);
   int step, value;
   if (kiln_vrun_done(r, l)) {
-    if (det && kiln_vdet_where(det, &step, &value)) describe_step(r, p, step, value);
+    if (untraced) kiln_vrun_set_where(r, "the outputs of the untraced run", "");
+    else if (det && kiln_vdet_where(det, &step, &value)) describe_step(r, p, step, value);
     else if (det) kiln_vrun_set_where(r, "the outputs (every step's values were the same)", "");
     else localize_layer(r, p, trace_compiled, c, l, lc);
   }

@@ -127,6 +127,61 @@ bool kiln_vdet_rerun(kiln_vdet *d, kiln_vrun *r, kiln_compiled *c, int threads, 
   return bad;
 }
 
+/* Every input a tensor and every graph output a tensor: the run can go through
+ * kiln_compiled_run, the C API's entry. */
+static bool tensors_only(const kiln_vrun *r, const kiln_compiled *c) {
+  const kiln_graph *g = kiln_compiled_graph(c);
+  for (int i = 0; i < r->n_in; i++)
+    if (r->inputs[i] && (r->inputs[i]->kind != KILN_TYPE_TENSOR || !r->inputs[i]->t)) return false;
+  for (int i = 0; i < g->outputs.len; i++)
+    if (g->values.data[g->outputs.data[i]].type.kind != KILN_TYPE_TENSOR) return false;
+  return true;
+}
+
+bool kiln_vdet_untraced(kiln_vrun *r, kiln_compiled *c, int threads, kiln_val *const *first,
+                        kiln_layer_result *l) {
+  int n_out = kiln_compiled_graph(c)->outputs.len;
+  kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
+  kiln_status st;
+  if (tensors_only(r, c)) {
+    kiln_tensor **in = kiln_xcalloc((size_t)r->n_in + 1, sizeof *in);
+    kiln_tensor **ot = kiln_xcalloc((size_t)n_out + 1, sizeof *ot);
+    for (int i = 0; i < r->n_in; i++) in[i] = r->inputs[i] ? r->inputs[i]->t : NULL;
+    st = kiln_compiled_run(c, r->n_in, in, ot);
+    for (int i = 0; i < n_out; i++) outs[i] = ot[i] ? kiln_val_tensor(ot[i]) : NULL;
+    free(in), free(ot);
+  } else {
+    st = kiln_compiled_run_vals(c, r->n_in, r->inputs, outs);
+  }
+  bool bad = false;
+  if (st) {
+    snprintf(l->msg, sizeof l->msg,
+             "the untraced run (as kiln run and the C API execute) failed where the traced one "
+             "worked: %s",
+             kiln_status_message(st));
+    kiln_status_free(st);
+    bad = true;
+  }
+  for (int i = 0; !bad && i < n_out && i < r->g->outputs.len; i++) {
+    int64_t at = first_diff(first[i], outs[i]);
+    if (at < 0) continue;
+    const kiln_val *a = first[i], *b = outs[i];
+    double x = kiln_load_f64(a->t->dtype, a->t->data, (size_t)at);
+    double y =
+        b && b->t && at < b->t->numel ? kiln_load_f64(b->t->dtype, b->t->data, (size_t)at) : NAN;
+    snprintf(l->msg, sizeof l->msg,
+             "the untraced run (as kiln run and the C API execute, %d threads) gives other bits "
+             "than the traced one: output '%s' element %lld: %.9g, then %.9g (a value the "
+             "trace keeps alive, or a step loop that differs from the traced one?)",
+             threads, r->g->values.data[r->g->outputs.data[i]].name, (long long)at, x, y);
+    bad = true;
+  }
+  if (bad) l->ok = false, l->max_ratio = INFINITY;
+  for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
+  free(outs);
+  return bad;
+}
+
 bool kiln_vdet_where(const kiln_vdet *d, int *step, int *value) {
   *step = d->step, *value = d->value;
   return d->differs;

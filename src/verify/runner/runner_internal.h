@@ -79,6 +79,13 @@ void kiln_vdet_observe(void *user, int step, int value, const kiln_tensor *t);
 bool kiln_vdet_rerun(kiln_vdet *d, kiln_vrun *r, kiln_compiled *c, int threads, bool refilled,
                      kiln_step_trace_fn inject, kiln_val *const *first, kiln_layer_result *l);
 bool kiln_vdet_where(const kiln_vdet *d, int *step, int *value);
+/* Runs c once more the way users run it: untraced, through kiln_compiled_run (the C API's
+ * entry) when inputs and outputs are tensors, else kiln_compiled_run_vals. The traced runs
+ * take another step loop (run_steps_traced) and keep each step's values until the observer
+ * saw them; the outputs must be `first`'s bits. True when they differ or the run fails (l
+ * fails, with the message). */
+bool kiln_vdet_untraced(kiln_vrun *r, kiln_compiled *c, int threads, kiln_val *const *first,
+                        kiln_layer_result *l);
 void kiln_vdet_free(kiln_vdet *d);
 
 /* What node n of g computes, by names (op, attributes, inputs with constants by content,
