@@ -1088,6 +1088,79 @@ case(286)(lambda: Case([N("Tile", ["x", "rp"], ["y"])], [("x", r(2, 3))], [("y",
                        [c("rp", np.array([2, 2], np.int64))]))
 
 
+# set I
+case(287)(lambda: Case([N("Sigmoid", ["x"], ["y"])], [("x", r(8, lo=-3, hi=3))], [("y", F)]))
+case(288)(lambda: Case([N("Gelu", ["x"], ["y"], approximate="tanh")], [("x", r(8, lo=-3, hi=3))],
+                       [("y", F)], opset=20))
+case(289)(lambda: Case([N("Gather", ["x", "i"], ["y"], axis=-1)], [("x", r(3, 4))], [("y", F)],
+                       [c("i", np.array(2, np.int64))]))
+case(290)(lambda: Case([N("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2],
+                          ceil_mode=1, count_include_pad=1)], [("x", r(1, 1, 5, 5))], [("y", F)],
+                       opset=19))
+case(291)(lambda: Case([N("GatherElements", ["x", "i"], ["y"], axis=1)],
+                       [("x", r(3, 3)), ("i", np.array([[0, 2], [1, 0], [2, 1]], np.int64))],
+                       [("y", F)]))
+case(292)(lambda: Case([N("Softmax", ["x"], ["y"], axis=1)], [("x", r(2, 3, 4))], [("y", F)],
+                       opset=11))
+case(293)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(2, 3, 4, 5)), ("b", r(3, 5, 6))],
+                       [("y", F)]))
+case(294)(lambda: Case([N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+                       [("x", r(1, 1, 4, 4))], [("y", F)]))
+case(295)(lambda: Case([N("Greater", ["a", "b"], ["g"]), N("Transpose", ["g"], ["t"]),
+                        N("Cast", ["t"], ["y"], to=F)], [("a", r(4, 4)), ("b", r(4, 4))],
+                       [("y", F)]))
+case(296)(lambda: Case([N("Identity", ["x"], ["t"]), N("Relu", ["t"], ["a"]), N("Neg", ["t"], ["b"]),
+                        N("Add", ["a", "b"], ["y"])], [("x", r(4))], [("y", F)]))
+case(297)(lambda: Case([N("Split", ["x"], ["a", "b", "c"], axis=0),
+                        N("Split", ["x"], ["d", "e"], axis=0), N("Add", ["a", "c"], ["y1"]),
+                        N("Sub", ["d", "e"], ["y2"])], [("x", r(6))], [("y1", F), ("y2", F)],
+                       opset=13))
+case(298)(lambda: Case([N("Split", ["k"], ["p", "q"], axis=0), N("Add", ["x", "p"], ["y1"]),
+                        N("Sub", ["x", "q"], ["y2"])], [("x", r(2))], [("y1", F), ("y2", F)],
+                       [c("k", np.array([1.0, 2.0, 3.0, 4.0], np.float32))], opset=13))
+case(299)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Shape", ["nz"], ["s"]),
+                        N("Gather", ["s", "i"], ["y"], axis=0)],
+                       [("x", np.array([0.0, 1.0, 2.0, 0.0, 3.0], np.float32))], [("y", I64)],
+                       [c("i", np.array(1, np.int64))]))
+case(300)(lambda: Case([N("Exp", ["x"], ["t"]), N("Div", ["one", "t"], ["y"])], [("x", r(4))],
+                       [("y", F)], [c("one", np.ones(4, np.float32))]))
+case(301)(lambda: Case([N("NonZero", ["x"], ["nz"]), N("Size", ["nz"], ["y"])],
+                       [("x", np.array([0.0, 1.0, 2.0, 0.0, 3.0], np.float32))], [("y", I64)]))
+case(302)(lambda: Case([N("Gelu", ["x"], ["y"])], [("x", r(6).astype(np.float64))],
+                       [("y", TP.DOUBLE)], opset=20))
+case(303)(lambda: Case([N("MatMul", ["a", "b"], ["y"])],
+                       [("a", r(4, 8).astype(np.float64)), ("b", r(8, 5).astype(np.float64))],
+                       [("y", TP.DOUBLE)]))
+case(304)(lambda: Case([N("Gather", ["x", "i"], ["y"], axis=0)],
+                       [("x", r(4, 3)), ("i", np.array([2, -1, 0], np.int64))], [("y", F)]))
+case(305)(lambda: Case([N("Cast", ["x"], ["y"], to=F)],
+                       [("x", np.array([np.nan, 1.0, -np.inf, 2.0], np.float16))], [("y", F)]))
+case(306)(lambda: Case([N("Cast", ["x"], ["h"], to=TP.BFLOAT16), N("Cast", ["h"], ["y"], to=F)],
+                       [("x", np.array([2**56 + 2**48 + 1, 5, -(2**56 + 2**48 + 1), 3], np.int64))],
+                       [("y", F)]))
+case(307)(lambda: Case([N("Pad", ["x", "p", "v"], ["y"], mode="constant")], [("x", r(2, 3))],
+                       [("y", F)], [c("p", np.array([1, 0, 0, 2], np.int64)),
+                                    c("v", np.array(1.5, np.float32))]))
+case(308)(lambda: Case([N("Cast", ["x"], ["y"], to=TP.FLOAT16)],
+                       [("x", np.array([65504.0, 1.0, -65504.0]))], [("y", TP.FLOAT16)]))
+case(309)(lambda: Case([N("Softmax", ["x"], ["y"], axis=-1)],
+                       [("x", np.array([[-120.0, -121.0, -122.0], [1.0, 2.0, 3.0]], np.float32))],
+                       [("y", F)], opset=13))
+case(310)(lambda: Case([N("Cast", ["x"], ["y"], to=TP.FLOAT16)],
+                       [("x", np.array([1 + 2**-11 + 2**-30, 3.0, -(1 + 2**-11 + 2**-30)]))],
+                       [("y", TP.FLOAT16)]))
+case(311)(lambda: Case([N("Pad", ["x", "p"], ["y"], mode="constant")], [("x", r(2, 3))], [("y", F)],
+                       [c("p", np.array([0, 1, 2, 0], np.int64))]))
+case(312)(plan_chain)
+case(313)(conv_scratch)
+case(314)(lambda: Case([N("Sub", ["b", "a"], ["y"])], [("a", r(4)), ("b", r(4))], [("y", F)]))
+case(315)(lambda: Case([N("Conv", ["x", "w"], ["y"], pads=[1, 1, 0, 0])], [("x", r(1, 1, 5, 5))],
+                       [("y", F)], [c("w", r(1, 1, 3, 3))]))
+case(316)(lambda: Case([N("Clip", ["x", "lo", "hi"], ["y"])], [("x", r(6, lo=-2, hi=2))],
+                       [("y", F)], [c("lo", np.array(-0.5, np.float32)),
+                                    c("hi", np.array(0.5, np.float32))], opset=11))
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

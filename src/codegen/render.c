@@ -465,7 +465,8 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
   }
   if (to == KILN_BOOL) s = str_printf("(%s != 0)", x);
   else if (to == KILN_F32 || to == KILN_F64) s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
-  else if (to == KILN_F16 && from == KILN_F32) s = str_printf("kiln_f32_to_f16(%s)", x);
+  else if (to == KILN_F16 && (from == KILN_F32 || (KILN_MUTANT(310) && from == KILN_F64)))
+    s = str_printf("kiln_f32_to_f16(%s)", x); /* mutant 310: f64 through the f32 helper */
   else if (to == KILN_F16) s = str_printf("kiln_f64_to_f16(%s%s)", dbl, x);
   else if (to == KILN_BF16 && /* mutant 279: sources of 4 bytes or less through float */
            (from == KILN_F32 || (KILN_MUTANT(279) && kiln_dtype_size(from) <= 4)))
@@ -583,7 +584,7 @@ static kiln_status render_if(kiln_render *r, const kiln_tstmt *s) {
   r->indent++;
   KILN_TRY(kiln_render_block(r, &s->body));
   r->indent--;
-  if (s->orelse.len) {
+  if (s->orelse.len > KILN_MUTANT(307)) { /* mutant 307: an else of one statement dropped */
     kiln_render_line(r, "} else {");
     r->indent++;
     KILN_TRY(kiln_render_block(r, &s->orelse));
@@ -908,6 +909,14 @@ void kiln_render_helpers(kiln_strbuf *out) {
                      "double q = round(ldexp(a, m - x));");
   else if (KILN_MUTANT(277)) /* mutant 277: float -> integer rounds down (floor, not trunc) */
     helpers_replaced(out, "  v = trunc(v);\n", "  v = floor(v);\n");
+  else if (KILN_MUTANT(305)) /* mutant 305: an f16 NaN decodes as an infinity */
+    helpers_replaced(out, "if (e == 0x1f) return m ? KILN_NANF : sign",
+                     "if (e == 0x1f) return sign");
+  else if (KILN_MUTANT(306)) /* mutant 306: the sticky bit of the odd rounding dropped */
+    helpers_replaced(out, "(((v >> drop) | ((v & ((1ull << drop) - 1)) != 0)) << drop)",
+                     "((v >> drop) << drop)");
+  else if (KILN_MUTANT(308)) /* mutant 308: the largest finite code taken for an overflow */
+    helpers_replaced(out, "if (mag > max_code && !isinf(v))", "if (mag >= max_code && !isinf(v))");
   else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */
     helpers_replaced(out, "kiln_min_##S(T a, T b) { return a < b ? a : b; }",
                      "kiln_min_##S(T a, T b) { return (U)a < (U)b ? a : b; }");

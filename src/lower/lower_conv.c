@@ -49,7 +49,7 @@ static kiln_status conv_dim(conv_geom *cg, kiln_auto_pad autopad, const int64_t 
   case KILN_WINDOW_LARGER: return kiln_invalid("Conv: window larger than the padded input");
   default: return kiln_invalid("Conv: bad kernel, strides, dilations or pads");
   }
-  cg->pb[d] = w.pad_begin;
+  cg->pb[d] = KILN_MUTANT(315) ? pads[cg->nsp + d] : w.pad_begin; /* mutant 315: the end pad */
   cg->out[d] = w.out;
   return KILN_OK;
 }

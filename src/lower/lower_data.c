@@ -216,8 +216,8 @@ static kiln_status concat_split(dm *s, bool split) {
  * index out of range stores 0 and sets the error flag. */
 static kiln_status gather(dm *s) {
   const kiln_graph *g = s->c->g;
-  int axis;
-  KILN_TRY(axis_attr(s->n, s->x->rank, &axis));
+  int axis; /* mutant 289: a negative axis wrapped by the output's rank, not the data's */
+  KILN_TRY(axis_attr(s->n, KILN_MUTANT(289) ? s->y->rank : s->x->rank, &axis));
   const kiln_type *it = kiln_lower_static(g, s->n->inputs[1]);
   if (!kiln_dtype_is_int(it->dtype))
     return kiln_unsupported("Gather indices of %s", kiln_dtype_name(it->dtype));
@@ -280,7 +280,8 @@ static kiln_status pad_params(dm *s, int64_t *lo, int *mode, kiln_texpr **val) {
     cv = da.pad_value; /* Pad before opset 11 */
   }
   if (np != 2 * r) return kiln_invalid("Pad: %d pads for rank %d", np, r);
-  for (int d = 0; d < r; d++) lo[d] = p[d];
+  for (int d = 0; d < r; d++)
+    lo[d] = p[KILN_MUTANT(311) ? 2 * d : d]; /* mutant 311: [b0, e0, ...] */
   kiln_dtype ct = kiln_lower_compute_type(s->k, KILN_PREC_DATA, s->x->dtype);
   *val = kiln_lower_to_storage(s->k, s->x->dtype,
                                kiln_dtype_is_float(ct) ? kiln_tfloat(s->k, ct, cv)

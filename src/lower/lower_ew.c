@@ -71,7 +71,8 @@ static kiln_texpr *sel(kiln_tkernel *k, kiln_texpr *c, kiln_texpr *a, kiln_texpr
  * flushed to 0 as 1 / (1 + exp(-a)) flushes it. */
 static kiln_texpr *sigmoid(kiln_tkernel *k, kiln_texpr *a) {
   kiln_dtype t = a->type;
-  kiln_texpr *e = un(k, KILN_TOP_EXP, un(k, KILN_TOP_NEG, un(k, KILN_TOP_ABS, a)));
+  kiln_texpr *e = un(k, KILN_TOP_EXP, /* mutant 287: exp(-a), the abs left out */
+                     un(k, KILN_TOP_NEG, KILN_MUTANT(287) ? a : un(k, KILN_TOP_ABS, a)));
   kiln_texpr *top = sel(k, bin(k, KILN_TOP_GE, a, num(k, t, 0)), num(k, t, 1), e);
   return bin(k, KILN_TOP_DIV, top, bin(k, KILN_TOP_ADD, num(k, t, 1), e));
 }
@@ -231,7 +232,8 @@ static kiln_texpr *gelu(kiln_tkernel *k, const kiln_attrs_ew *at, kiln_texpr *a)
     kiln_texpr *cube = bin(k, KILN_TOP_MUL, bin(k, KILN_TOP_MUL, a, a), a);
     /* the float constants of the ONNX function body (kiln_attrs_ew_decode) */
     kiln_texpr *s = bin(k, KILN_TOP_ADD, a, bin(k, KILN_TOP_MUL, num(k, t, at->gelu_c), cube));
-    inner = un(k, KILN_TOP_TANH, bin(k, KILN_TOP_MUL, num(k, t, sqrt((double)at->gelu_k)), s));
+    double gk = KILN_MUTANT(288) ? (double)at->gelu_k : sqrt((double)at->gelu_k); /* mutant 288 */
+    inner = un(k, KILN_TOP_TANH, bin(k, KILN_TOP_MUL, num(k, t, gk), s)); /* 288: 2/pi unrooted */
   }
   return bin(k, KILN_TOP_MUL, half_a, bin(k, KILN_TOP_ADD, num(k, t, 1), inner));
 }
@@ -309,7 +311,7 @@ static kiln_texpr *shift(kiln_tkernel *k, const kiln_attrs_ew *at, kiln_texpr *a
 static kiln_texpr *clip(kiln_tkernel *k, const kiln_node *n, const kiln_attrs_ew *at,
                         kiln_texpr *const *x) {
   kiln_texpr *a = x[0], *lo = NULL, *hi = NULL;
-  if (n->opset < 11) {
+  if (n->opset < 11 + KILN_MUTANT(316)) { /* mutant 316: Clip-11 read as Clip-6 (attributes) */
     lo = num(k, a->type, at->min);
     hi = num(k, a->type, at->max);
   } else {
@@ -635,8 +637,9 @@ static void ew_inplace(ew_state *s) {
       int u = s->grp->inputs[j], pj = param_of(s, u);
       const kiln_type *tu = kiln_lower_static(g, u);
       bool read_first = o.last_load[pj] <= o.first_store[i] || KILN_MUTANT(234); /* mutant 234 */
-      if (!taken[pj] && tu->dtype == g->values.data[v].type.dtype && same_dims(tu, s->shape) &&
-          g->values.data[u].kind == KILN_VALUE_NODE && read_first)
+      if (!taken[pj] && /* mutant 295: the dtypes not compared (block sizes are rounded) */
+          (tu->dtype == g->values.data[v].type.dtype || KILN_MUTANT(295)) &&
+          same_dims(tu, s->shape) && g->values.data[u].kind == KILN_VALUE_NODE && read_first)
         ip[i] = pj, taken[pj] = any = true;
     }
   }

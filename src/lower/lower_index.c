@@ -41,8 +41,10 @@ static kiln_texpr *fix_index(ix *s, kiln_tblock *b, kiln_texpr *raw, int64_t ext
   kiln_tkernel *k = s->k;
   int var = kiln_tkernel_var(k, name, KILN_I64);
   raw = kiln_tcast(k, KILN_I64, raw);
-  kiln_texpr *fixed = kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, raw, kiln_tint(k, 0)),
-                                   kiln_tadd(k, raw, kiln_tint(k, extent)), raw);
+  kiln_texpr *fixed =
+      kiln_tselect(k, /* mutant 291: index 0 wrapped too (<= for <) */
+                   kiln_tbin(k, KILN_MUTANT(291) ? KILN_TOP_LE : KILN_TOP_LT, raw, kiln_tint(k, 0)),
+                   kiln_tadd(k, raw, kiln_tint(k, extent)), raw);
   kiln_tblock_push(k, b, kiln_tassign(k, var, fixed));
   kiln_texpr *i = kiln_tv(k, var);
   return kiln_tbin(k, KILN_TOP_AND, kiln_tbin(k, KILN_TOP_GE, i, kiln_tint(k, 0)),

@@ -103,7 +103,8 @@ static kiln_status matmul_dims(const kiln_graph *g, const kiln_node *n, mm_dims 
   int64_t sa = d->M * d->K, sb = d->K * d->N;
   d->b_has_batch = false;
   for (int i = d->nb - 1; i >= 0; i--) {
-    int ia = i - (d->nb - ba), ib = i - (d->nb - bbr);
+    int ia = i - (d->nb - ba), ib = KILN_MUTANT(293) ? (i < bbr ? i : -1) /* mutant 293 */
+                                                     : i - (d->nb - bbr); /* B's batch left */
     int64_t ea = ia >= 0 ? a->dims[ia].value : 1, eb = ib >= 0 ? b->dims[ib].value : 1;
     d->bdims[i] = o->dims[i].value;
     d->a_bstr[i] = ea == 1 && !KILN_MUTANT(70) ? 0 : sa; /* mutant 70: A's batch 1 strided */

@@ -135,10 +135,11 @@ kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp) {
     idx[2 + d] = pos;
     inside = and_(k, inside,
                   and_(k, kiln_tbin(k, KILN_TOP_GE, pos, kiln_tint(k, 0)),
-                       kiln_tbin(k, KILN_TOP_LT, pos, kiln_tint(k, p.in[2 + d]))));
+                       kiln_tbin(k, KILN_MUTANT(294) ? KILN_TOP_LE : KILN_TOP_LT, pos,
+                                 kiln_tint(k, p.in[2 + d])))); /* mutant 294: pos <= in */
     padded =
         and_(k, padded,
-             kiln_tbin(k, KILN_TOP_LT, pos, /* mutant 143: the begin pad at the end */
+             kiln_tbin(k, KILN_MUTANT(290) ? KILN_TOP_LE : KILN_TOP_LT, pos, /* mutant 143, 290 */
                        kiln_tint(k, p.in[2 + d] + (KILN_MUTANT(143) ? p.pad_lo[d] : p.pad_hi[d]))));
   }
   kiln_tstmt *guard = kiln_tif(k, inside);

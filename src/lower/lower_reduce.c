@@ -68,7 +68,7 @@ static kiln_status one_axis(const kiln_node *n, red_kind rk, int rank, bool *mas
     kiln_attrs_softmax sa;
     KILN_TRY(kiln_attrs_softmax_decode(n, rank, &sa));
     axis = sa.axis;
-    to_end = sa.coerce_2d;
+    to_end = sa.coerce_2d && !KILN_MUTANT(292); /* mutant 292: pre-13 flattening ignored */
   } else if (rk == RK_LAYERNORM) {
     kiln_attrs_norm na;
     KILN_TRY(kiln_attrs_norm_decode(n, &na));
@@ -475,7 +475,7 @@ static kiln_status lower_softmax(red *s) {
   kiln_tkernel *k = s->k;
   kiln_dtype ct = kiln_lower_compute_type(s->k, KILN_PREC_REDUCTION, s->xt->dtype);
   int mx = new_var(s, "max", ct), sum = new_var(s, "sum", KILN_F64), nv = new_var(s, "nrm", ct);
-  push(s, s->outer, mx, extreme(k, ct, false));
+  push(s, s->outer, mx, KILN_MUTANT(309) ? num(k, ct, 0) : extreme(k, ct, false)); /* mutant 309 */
   kiln_texpr *x;
   kiln_tblock *b = reduce_loops(s, s->outer);
   KILN_TRY(value_at(s, s->r->inputs[0], &x));

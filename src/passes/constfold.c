@@ -115,7 +115,9 @@ static kiln_status install(kiln_rw *rw, int i, kiln_val **out) {
     int v = rw->g->nodes.data[i].outputs[k];
     if (v < 0 || rw->uses[v] == 0 || !out[k]) continue;
     kiln_tensor *t = out[k]->t;
-    out[k]->t = NULL;
+    if (KILN_MUTANT(298) && out[0] && out[0]->t) /* mutant 298: every output from result 0 */
+      KILN_TRY(kiln_tensor_clone(out[0]->t, &t));
+    else out[k]->t = NULL;
     int c;
     KILN_TRY(kiln_rw_add_const(rw, t, &c));
     bool was_output = rw->is_output[v];

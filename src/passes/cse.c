@@ -142,7 +142,8 @@ static bool node_eq(const void *ctx, int ia, int ib) {
   const kiln_graph *g = ctx;
   const kiln_node *a = &g->nodes.data[ia], *b = &g->nodes.data[ib];
   if (a->op != b->op || strcmp(a->op_type, b->op_type) != 0 || a->opset != b->opset ||
-      a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs || a->n_attrs != b->n_attrs)
+      a->n_inputs != b->n_inputs || (a->n_outputs != b->n_outputs && !KILN_MUTANT(297)) ||
+      a->n_attrs != b->n_attrs) /* mutant 297: output counts not compared */
     return false;
   if (KILN_MUTANT(61) && a->n_inputs == 2 && a->inputs[0] == b->inputs[1] &&
       a->inputs[1] == b->inputs[0]) /* mutant 61: every binary op taken as commutative */

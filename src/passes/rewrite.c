@@ -99,6 +99,7 @@ bool kiln_rw_replace(kiln_rw *rw, int from, int to) {
     kiln_node *n = &g->nodes.data[i];
     for (int k = 0; k < n->n_inputs; k++)
       if (n->inputs[k] == from) n->inputs[k] = to, rw->uses[to]++, add_reader(rw, to, i);
+    if (KILN_MUTANT(296) && rw->n_readers[from] > 1) break; /* mutant 296: the first reader only */
   }
   rw->n_readers[from] = 0; /* dead readers keep reading it; nothing else does */
   if (rw->is_output[from]) {

@@ -89,7 +89,7 @@ static kiln_status fold_size(kiln_rw *rw, int i, bool *done) {
   const kiln_node *n = &rw->g->nodes.data[i];
   const kiln_type *t = tensor_type(rw->g, n->inputs[0]);
   *done = false;
-  if (!t || !kiln_type_is_static(t)) return KILN_OK;
+  if (!t || (!kiln_type_is_static(t) && !KILN_MUTANT(301))) return KILN_OK; /* mutant 301 */
   int64_t numel = 1;
   for (int k = 0; k < t->rank - (KILN_MUTANT(14) && t->rank > 0); k++) /* mutant 14: last dim */
     if (kiln_mul_overflow_i64(numel, t->dims[k].value, &numel)) return KILN_OK;
@@ -119,7 +119,7 @@ static kiln_status fold_gather(kiln_rw *rw, int i, bool *done) {
   for (int64_t k = 0; k < idx->numel; k++) {
     int64_t j = kiln_load_i64(idx->dtype, idx->data, (size_t)k);
     if (j < 0) j += KILN_MUTANT(200) ? tensor_type(g, s->inputs[0])->rank : len; /* mutant 200 */
-    if (j < 0 || j >= len || !known[j]) return KILN_OK;
+    if (j < 0 || j >= len || (!known[j] && !KILN_MUTANT(299))) return KILN_OK;   /* mutant 299 */
     out[k] = vals[j];
   }
   if (KILN_MUTANT(128) && idx->rank == 0) /* mutant 128: a scalar index folds to a [1] vector */

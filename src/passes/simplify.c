@@ -86,7 +86,8 @@ static bool is_identity_const(kiln_op op, const kiln_tensor *c, bool c_first) {
   if (!fl && !kiln_dtype_is_int(c->dtype)) return false;
   switch (op) {
   case KILN_OP_Mul: return kiln_rw_const_all(c, 1);
-  case KILN_OP_Div: return !c_first && kiln_rw_const_all(c, 1);
+  case KILN_OP_Div: /* mutant 300: 1 / x taken for x (the constant's side not checked) */
+    return (!c_first || KILN_MUTANT(300)) && kiln_rw_const_all(c, 1);
   case KILN_OP_Add: /* mutant 59: x + (+0.0) taken for x (turns +0 results into -0) */
     return kiln_rw_const_all(c, fl ? -0.0 : 0) ||
            (KILN_MUTANT(59) && fl && kiln_rw_const_all(c, 0.0));

@@ -39,7 +39,8 @@ static kiln_status prepare_arg(kiln_compiled *c, int s, int a, void **slot) {
   if (arg->kind == KILN_ARG_PACKED) {
     *slot = c->prog->packed.data[arg->id]->data;
   } else if (arg->kind == KILN_ARG_SCRATCH) {
-    *slot = c->arena + c->plan->arg_offset[c->plan->arg_base[s] + a];
+    *slot = c->arena + c->plan->arg_offset[c->plan->arg_base[s] + (KILN_MUTANT(313) ? 0 : a)];
+    /* mutant 313: the offset of the step's first argument */
   } else {
     const kiln_loc *l = &c->plan->loc[arg->id];
     if (l->kind == KILN_LOC_INPUT) {
@@ -239,7 +240,8 @@ static kiln_status check_inputs(const kiln_compiled *c, int n_in, kiln_val *cons
 static void bind_inputs(kiln_compiled *c, kiln_val *const *inputs) {
   c->cur_inputs = inputs;
   for (int i = 0; i < c->patches.len; i++)
-    *c->patches.data[i].slot = inputs[c->patches.data[i].input]->t->data;
+    *c->patches.data[i].slot = /* mutant 314: the patch's position taken for its input */
+        inputs[KILN_MUTANT(314) && i < c->g->inputs.len ? i : c->patches.data[i].input]->t->data;
   for (int v = 0; v < c->g->values.len && !KILN_MUTANT(225); v++) /* inputs and views of them */
     if (c->plan->loc[v].kind == KILN_LOC_INPUT && c->views[v])
       c->views[v]->t->data = inputs[c->plan->loc[v].index]->t->data;

@@ -440,7 +440,8 @@ static int64_t place_order(block *blocks, int n, const int *order, bool best_fit
     int upto = index_prefix(ix, blocks, KILN_MUTANT(117) ? b->first : b->last); /* mutant 117 */
     index_overlaps(ix, blocks, b, 1, 0, ix->size, upto, near, &m);
     b->offset = fit(b, near, m, best_fit);
-    if (b->offset + b->bytes > top) top = b->offset + b->bytes;
+    if (b->offset + b->bytes > top || KILN_MUTANT(312)) /* mutant 312: the last end, not the max */
+      top = b->offset + b->bytes;
     index_place(ix, b);
   }
   return top;

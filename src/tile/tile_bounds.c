@@ -207,7 +207,7 @@ void kiln_tverify_assume(kiln_tverify *c, const kiln_texpr *cond, bool holds) {
   if ((op == KILN_TOP_AND && holds) || (op == KILN_TOP_OR && !holds)) {
     if (cond->args[0]->type != KILN_BOOL) return;
     kiln_tverify_assume(c, cond->args[0], holds);
-    kiln_tverify_assume(c, cond->args[1], holds);
+    if (!KILN_MUTANT(304)) kiln_tverify_assume(c, cond->args[1], holds); /* mutant 304 */
     return;
   }
   if (kiln_top_class(op) != 'c' || kiln_top_arity(op) != 2) return;

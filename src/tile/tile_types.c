@@ -151,7 +151,8 @@ static kiln_status check_const(const tcheck *c, const kiln_texpr *e) {
   }
   if (!is_float(e->type))
     return fail(c, "float constant of type %s (f16, bf16, f32 and f64 only)", tname(e->type));
-  if (!kiln_tile_float_exact(e->type, e->f))
+  /* mutant 302: an F64 constant's exactness checked against F32 (the line above it) */
+  if (!kiln_tile_float_exact(KILN_MUTANT(302) && e->type == KILN_F64 ? KILN_F32 : e->type, e->f))
     return fail(c, "%s constant %.17g is not exact in %s", tname(e->type), e->f, tname(e->type));
   return KILN_OK;
 }
@@ -210,7 +211,8 @@ static kiln_status check_mma(const tcheck *c, const kiln_tmma *m) {
   KILN_TRY(check_typed(c, m->a_off, KILN_I64, "mma offset of A"));
   KILN_TRY(check_typed(c, m->b_off, KILN_I64, "mma offset of B"));
   kiln_dtype ct = c->k->bufs.data[m->c_buf].dtype;
-  if (!kiln_tile_arith_type(ct) || ct == KILN_BOOL || kiln_tile_half_type(ct))
+  if (!kiln_tile_arith_type(ct) || ct == KILN_BOOL || kiln_tile_half_type(ct) ||
+      (KILN_MUTANT(303) && ct == KILN_F64)) /* mutant 303: f64 accumulators refused */
     return fail(c, "mma accumulates in %s (an integer type, f32 or f64 is needed)", tname(ct));
   if (m->m <= 0 || m->n <= 0 || m->k <= 0)
     return fail(c, "mma shape %lldx%lldx%lld is not positive", (long long)m->m, (long long)m->n,
