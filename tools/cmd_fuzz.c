@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,7 +116,9 @@ static const char *const fuzz_help =
     "  --list-ops       print the generator's ops and exit\n\n"
     "One compiled graph in six (not the grid's nor the sweep's) also runs one of its ops by\n"
     "the reference kernel (as kiln verify --force-fallback): the executor's host steps and the\n"
-    "views around them.\n\n"
+    "views around them. One in 64 (not the grid's nor the sweep's) is also written as the\n"
+    "standalone C program of kiln compile --emit-c, built and run (as kiln verify\n"
+    "--standalone): its own step loop, weights file and main.c.\n\n"
     "A layer that cannot run because the environment failed (no C compiler, a full disk) is a\n"
     "runner error, never a finding; after 3 of them in a row the campaign stops (exit 1).\n\n"
     "Exit status: 0 nothing found, 1 failures found or the environment failed, 2 bad usage.\n";
@@ -151,6 +154,19 @@ typedef struct finding {
   uint64_t first_j;
 } finding;
 
+/* Where an isolated child's verification is, in memory it shares with the parent: a child
+ * that dies leaves the layer it died in (record_death names it). */
+typedef struct fuzz_progress {
+  int kind; /* kiln_layer_kind; -1: no layer started */
+  char name[48];
+} fuzz_progress;
+
+static void note_layer(void *user, kiln_layer_kind kind, const char *name) {
+  fuzz_progress *p = user;
+  p->kind = (int)kind;
+  snprintf(p->name, sizeof p->name, "%s", name);
+}
+
 typedef struct campaign {
   fuzz_args a;
   kiln_gen_opts go;
@@ -172,15 +188,17 @@ typedef struct campaign {
   kiln_status env_last; /* the last of those errors */
   bool env_stop;        /* the campaign stopped: the environment failed on every graph */
   int64_t edge_graphs, edge_seen[KILN_GEN_EDGE_COUNT]; /* valid graphs with edge inputs */
-  uint8_t *fcount;      /* compiled graphs per feature (hash mod FUZZ_FEATURE_SLOTS), saturating */
-  bool drawn;           /* the graph at hand compiles whatever its features (drawn by its seed) */
-  int64_t novel;        /* graphs compiled for a feature, not drawn */
-  int64_t swept;        /* graphs of the helper sweep (--sweep) */
-  int64_t gridded;      /* cells of the edge grid run */
-  long n_grid;          /* cells of the edge grid (0: off) */
-  int64_t policied;     /* valid graphs verified under a precision policy other than the default */
-  int64_t fell_back;    /* valid graphs with an op forced to its reference kernel */
-  char fallback_op[64]; /* the op forced on the graph at hand (vo.compile.force_fallback) */
+  uint8_t *fcount;    /* compiled graphs per feature (hash mod FUZZ_FEATURE_SLOTS), saturating */
+  bool drawn;         /* the graph at hand compiles whatever its features (drawn by its seed) */
+  int64_t novel;      /* graphs compiled for a feature, not drawn */
+  int64_t swept;      /* graphs of the helper sweep (--sweep) */
+  int64_t gridded;    /* cells of the edge grid run */
+  long n_grid;        /* cells of the edge grid (0: off) */
+  int64_t policied;   /* valid graphs verified under a precision policy other than the default */
+  int64_t fell_back;  /* valid graphs with an op forced to its reference kernel */
+  int64_t standalone; /* compiled graphs whose standalone C program ran too */
+  fuzz_progress *progress; /* shared with the children (NULL: not isolated or no mapping) */
+  char fallback_op[64];    /* the op forced on the graph at hand (vo.compile.force_fallback) */
 } campaign;
 
 #define FUZZ_FEATURE_SLOTS 65536
@@ -447,6 +465,7 @@ typedef struct verify_report {
   int64_t files;              /* case folders written (with --reduce, the reduced one too) */
   char err_msg[512], signature[256], fired[256], paths[512];
   int compiled, n_features; /* the compiled layers ran; the program's features */
+  int standalone;           /* the standalone C layer ran */
   uint32_t features[KILN_VERIFY_FEATURES];
 } verify_report;
 
@@ -468,6 +487,7 @@ static void verify_work(void *user, void *report) {
     snprintf(r->fired, sizeof r->fired, "%s", res.fired);
     snprintf(r->paths, sizeof r->paths, "%s", res.paths);
     r->compiled = res.compiled_ran, r->n_features = res.n_features;
+    r->standalone = res.standalone;
     memcpy(r->features, res.features, sizeof r->features);
     snprintf(r->signature, sizeof r->signature, "%s", res.signature);
     r->failed = res.failed;
@@ -512,8 +532,10 @@ static kiln_status record_death(campaign *c, uint64_t j, const kiln_gen_case *gc
     snprintf(msg, sizeof msg, "the verification ran past %lld s", (long long)c->a.graph_timeout);
   else if (ch->signal) snprintf(msg, sizeof msg, "the verification died: %s", sig);
   else snprintf(msg, sizeof msg, "the verification exited with status %d", ch->status);
-  kiln_verify_result res = {
-      .failed = true, .threads = c->vo.threads, .sched_seed = c->vo.sched_seed};
+  kiln_verify_result res = {.failed = true,
+                            .threads = c->vo.threads,
+                            .sched_seed = c->vo.sched_seed,
+                            .standalone = c->vo.standalone};
   kiln_precision_format(&c->vo.compile.precision, res.precision, sizeof res.precision);
   if (c->vo.compile.force_fallback)
     snprintf(res.fallback, sizeof res.fallback, "%s", c->vo.compile.force_fallback);
@@ -525,6 +547,13 @@ static kiln_status record_death(campaign *c, uint64_t j, const kiln_gen_case *gc
     }
   kiln_layer_result d = {.kind = KILN_LAYER_REFERENCE, .ran = true, .ok = false};
   snprintf(d.name, sizeof d.name, "%s", hang ? "hang" : "crash");
+  const fuzz_progress *p = c->progress;
+  if (p && p->kind >= 0 && p->name[0]) { /* the layer it was in: "cpu (2 threads), crash" */
+    d.kind = (kiln_layer_kind)p->kind;
+    snprintf(d.name, sizeof d.name, "%s, %s", p->name, hang ? "hang" : "crash");
+    size_t n = strlen(msg);
+    snprintf(msg + n, sizeof msg - n, " in the layer '%s'", p->name);
+  }
   snprintf(d.msg, sizeof d.msg, "%s", msg);
   kiln_vec_push(&res.layers, d);
   res.first_failing = res.layers.len - 1;
@@ -544,6 +573,7 @@ static kiln_status verify_case(campaign *c, uint64_t j, const kiln_gen_case *gc,
   verify_report r;
   if (c->a.isolate) {
     fuzz_child ch;
+    if (c->progress) c->progress->kind = -1, c->progress->name[0] = 0;
     KILN_TRY(fuzz_child_run(verify_work, &job, &r, sizeof r, (int)c->a.graph_timeout, &ch));
     if (ch.how != FUZZ_CHILD_DONE) {
       if (any) c->env_streak = 0, c->env_ok++;
@@ -556,7 +586,7 @@ static kiln_status verify_case(campaign *c, uint64_t j, const kiln_gen_case *gc,
   note_fired(c, r.fired);
   fuzz_feedback_note(&c->fb, gc, r.fired, r.paths);
   if (r.compiled) {
-    c->compiled++, c->novel += !c->drawn;
+    c->compiled++, c->novel += !c->drawn, c->standalone += r.standalone;
     for (int i = 0; i < r.n_features; i++) {
       uint8_t *n = &c->fcount[r.features[i] % FUZZ_FEATURE_SLOTS];
       if (*n < 255) ++*n;
@@ -634,6 +664,10 @@ static kiln_status run_one(campaign *c, uint64_t j) {
     snprintf(c->fallback_op, sizeof c->fallback_op, "%s", n->op_type);
     c->vo.compile.force_fallback = c->fallback_op;
   }
+  /* one drawn compiled graph in 64 is also written as the standalone C program, built and
+   * run (its own step loop and weights file: what kiln compile --emit-c gives users); its
+   * build (main.c and the whole model in one unit, about 0.5 s) costs several cpu layers */
+  c->vo.standalone = compile && !grid && !sweep && (seed >> 52) % 64 == 0;
   bool any = false;
   for (int t = 0; t < KILN_TARGET_COUNT; t++) {
     c->vo.targets[t] = c->a.targets[t];
@@ -710,8 +744,9 @@ static void summary(const campaign *c, double secs) {
            "the edge grid, %lld graphs of the helper sweep\n",
            (long long)c->compiled, (long long)c->novel, (long long)c->gridded, (long long)c->swept);
   printf("precision policies: %lld graphs computed in other types than the default's "
-         "(--precision-policy); %lld with an op forced to its reference kernel\n",
-         (long long)c->policied, (long long)c->fell_back);
+         "(--precision-policy); %lld with an op forced to its reference kernel; %lld also "
+         "run as the standalone C program\n",
+         (long long)c->policied, (long long)c->fell_back, (long long)c->standalone);
   int covered = 0, total = 0;
   kiln_strbuf miss = {0};
   for (int k = 0; k < c->n_ops; k++) {
@@ -807,6 +842,12 @@ static kiln_status setup(campaign *c) {
   memcpy(c->vo.targets, c->a.targets, sizeof c->vo.targets);
   c->vo.each_pass = true, c->vo.threads = 1;
   c->vo.gate = fuzz_gate, c->vo.gate_user = c; /* which graphs compile */
+  if (c->a.isolate) {
+    void *m =
+        mmap(NULL, sizeof *c->progress, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    c->progress = m == MAP_FAILED ? NULL : m; /* without it a death names no layer */
+    if (c->progress) c->vo.layer_started = note_layer, c->vo.layer_started_user = c->progress;
+  }
   c->fcount = kiln_xcalloc(FUZZ_FEATURE_SLOTS, 1);
   KILN_TRY(kiln_make_dirs(c->a.out));
   snprintf(c->cache, sizeof c->cache, "%s/cache", c->a.out);
@@ -825,6 +866,7 @@ static kiln_status setup(campaign *c) {
 }
 
 static void teardown(campaign *c) {
+  if (c->progress) munmap(c->progress, sizeof *c->progress);
   kiln_status_free(c->env_last);
   kiln_ort_close(c->ort);
   free(c->op_seen);

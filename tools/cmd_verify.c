@@ -65,6 +65,10 @@ static const char *const verify_help =
     "                      run these ops (comma-separated) with their reference kernel in\n"
     "                      the compiled layers (kiln fuzz draws one now and then: the\n"
     "                      executor's host steps and the views around them)\n"
+    "  --standalone        also the layer 'cpu (standalone C)': the program kiln compile\n"
+    "                      --emit-c writes, built with cc -O2 main.c model.c -lm and run on\n"
+    "                      the inputs (skipped where a step runs a reference kernel or an\n"
+    "                      input or output has no .npy dtype)\n"
     "  --no-local          no kernel-by-kernel checks (end-to-end comparisons only)\n"
     "  --repro DIR         on a failure, write the case to DIR\n"
     "  -q                  no progress lines on stderr\n\n"
@@ -121,6 +125,7 @@ static int parse_args(int argc, char **argv, verify_args *a) {
     if (!strcmp(argv[i], "-q")) a->o.log = NULL;
     else if (!strcmp(argv[i], "--bisect-only")) a->o.each_pass = false;
     else if (!strcmp(argv[i], "--no-local")) a->o.local = false;
+    else if (!strcmp(argv[i], "--standalone")) a->o.standalone = true;
     else if (kiln_cli_opt(argc, argv, &i, "--input", &v)) {
       if (kiln_cli_named_arg("verify", "--input", a->inputs.data, a->inputs.len, v)) return 2;
       kiln_vec_push(&a->inputs, v);

@@ -47,6 +47,8 @@ const char *kiln_verify_replay_command(const char *dir, const kiln_verify_result
   if (res && res->sched_seed)
     at += snprintf(threads + at, sizeof threads - (size_t)at, " --sched-seed %llu",
                    (unsigned long long)res->sched_seed);
+  if (res && res->standalone)
+    at += snprintf(threads + at, sizeof threads - (size_t)at, " --standalone");
   if (res && res->precision[0]) /* letters, digits and ":=/,": no quoting needed */
     at += snprintf(threads + at, sizeof threads - (size_t)at, " --precision-policy %s",
                    res->precision);
@@ -76,6 +78,7 @@ static kiln_status write_info(const char *dir, const char *named, const kiln_ver
   if (res && res->threads > 1) kiln_strbuf_printf(&b, "threads: %d\n", res->threads);
   if (res && res->precision[0]) kiln_strbuf_printf(&b, "precision: %s\n", res->precision);
   if (res && res->fallback[0]) kiln_strbuf_printf(&b, "fallback: %s\n", res->fallback);
+  if (res && res->standalone) kiln_strbuf_printf(&b, "standalone: yes\n");
   char cmd[1200];
   kiln_strbuf_printf(&b, "command: %s\n", kiln_verify_replay_command(named, res, cmd, sizeof cmd));
   char *path = join(dir, "case.txt");

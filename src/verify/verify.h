@@ -180,6 +180,12 @@ typedef struct kiln_verify_opts {
    * "tile (drawn schedule)". A set the lowering refuses is redrawn, never a finding. 0
    * (default): none. */
   uint64_t sched_seed;
+  /* The layer "cpu (standalone C)" after the first cpu layer (runner_standalone.c): the
+   * compiled model written as the standalone program of `kiln compile --emit-c`, built with
+   * the C compiler, run on the inputs and compared with the reference; skipped where the
+   * program cannot be written (a reference-kernel step, an input or output without a .npy
+   * dtype). Default false: one more C compile and a process. */
+  bool standalone;
   /* Called after the tile layer with the result so far (its features: what the lowered
    * program's code is made of, runner_features.c); when it returns false, the layers of the
    * targets whose code runs here (the cpu, a cuda with a GPU) are left out for this graph;
@@ -187,6 +193,10 @@ typedef struct kiln_verify_opts {
    * what it has rarely compiled. NULL (default): they run. */
   bool (*gate)(void *user, const struct kiln_verify_result *res);
   void *gate_user;
+  /* Called as each layer starts, with its kind and name (a fuzzer's child records in memory
+   * it shares with the parent where it was, should it die there). NULL (default): none. */
+  void (*layer_started)(void *user, kiln_layer_kind kind, const char *name);
+  void *layer_started_user;
 } kiln_verify_opts;
 void kiln_verify_opts_init(kiln_verify_opts *o);
 /* A list of registered target names ("cpu,cuda"), or "none": sets targets (every entry).
@@ -249,6 +259,7 @@ typedef struct kiln_verify_result {
   int threads;             /* the kernel threads to replay with (the larger of opts.threads
                               and opts.par_threads) */
   uint64_t sched_seed;     /* the drawn schedule's seed when that layer ran (replay flag) */
+  bool standalone;         /* the standalone C layer ran (replay flag --standalone) */
   char precision[256];     /* opts.compile.precision's rules that differ from the default
                               (kiln_precision_format; replay flag --precision-policy), "" */
   char fallback[128];      /* opts.compile.force_fallback: ops run by their reference kernel

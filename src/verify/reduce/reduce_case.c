@@ -151,6 +151,7 @@ static kiln_status recorded_options(const char *case_dir, kiln_verify_opts *vo) 
     snprintf(rules, sizeof rules, "%.*s", (int)(n < 299 ? n : 299), pp);
     s = kiln_precision_parse(&vo->compile.precision, rules);
   }
+  if (!s && strstr(cmd, " --standalone")) vo->standalone = true; /* the standalone C layer */
   const char *ff = s ? NULL : strstr(cmd, "--force-fallback ");
   if (ff) { /* the ops forced to their reference kernel: kept for the options' lifetime */
     ff += strlen("--force-fallback ");

@@ -154,6 +154,7 @@ kiln_layer_result *kiln_vrun_layer(kiln_vrun *r, kiln_layer_kind kind, const cha
   va_end(ap);
   kiln_vec_push(&r->res->layers, l);
   if (r->o->log) fprintf(r->o->log, "[verify] %s ...\n", l.name), fflush(r->o->log);
+  if (r->o->layer_started) r->o->layer_started(r->o->layer_started_user, kind, l.name);
   r->t0 = kiln_clock_seconds();
   return &r->res->layers.data[r->res->layers.len - 1];
 }

@@ -371,6 +371,9 @@ static void compiled_layer(kiln_vrun *r, const kiln_target *t, int threads, bool
   }
   kiln_vdet_free(det);
   kiln_vlocal_free(lc);
+  /* once, after the first layer of the cpu target (its threads do not matter: no OpenMP) */
+  if (r->o->standalone && t->id == KILN_TARGET_CPU && !r->res->standalone)
+    kiln_vrun_standalone(r, c);
   kiln_compiled_free(c);
 }
 

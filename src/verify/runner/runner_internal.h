@@ -58,6 +58,8 @@ void kiln_vrun_interp_program(kiln_vrun *r, const kiln_program *p, kiln_layer_re
 /* The tile layer under a drawn schedule set (opts sched_seed; runner_sched.c): p is the
  * program of the default schedules (its kernels, kinds and loops are what is drawn for). */
 void kiln_vrun_tile_drawn(kiln_vrun *r, kiln_graph *fused, const kiln_program *p);
+/* runner_standalone.c: the layer "cpu (standalone C)" of compiled model c (opts.standalone). */
+void kiln_vrun_standalone(kiln_vrun *r, const kiln_compiled *c);
 void kiln_vrun_target(kiln_vrun *r, const kiln_target *t);
 /* The step of p whose kernel holds the first error of an NVRTC log on src, the CUDA C of p
  * ("kiln.cu(LINE): error ..." and the __global__ function that LINE lies in); -1: none. */
