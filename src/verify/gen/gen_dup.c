@@ -2,9 +2,9 @@
  * an exact copy (must be merged), the copy with its attributes written differently but meaning
  * the same (a default written out or left out: may be merged), or a near-copy that must stay
  * apart: one attribute of any kind changed (an int moved, a float, another value of an
- * enumerated attribute, one element of a list), two operands swapped, or a constant operand
- * replaced by one that differs in a single element. Inference decides
- * whether the variant is valid; a rejected draw is redrawn. */
+ * enumerated attribute, one element of a list), two operands swapped, a constant operand
+ * replaced by one that differs in a single element, or a Split into another number of parts.
+ * Inference decides whether the variant is valid; a rejected draw is redrawn. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,19 +349,38 @@ static char *with_near_const(gen *G, const char *line) {
   return b.data;
 }
 
+/* A Split's line with its output count n written into num_outputs where it has one (opset
+ * 18); without it the count alone sets the parts (opset 13-17) or the split input does (the
+ * other count is then invalid and redrawn). */
+static char *with_output_count(const char *line, int n) {
+  const char *a = strstr(line, "num_outputs=");
+  kiln_strbuf b = {0};
+  if (!a) kiln_strbuf_printf(&b, "%s", line);
+  else {
+    const char *e = a + strlen("num_outputs=");
+    e += strspn(e, "0123456789");
+    kiln_strbuf_printf(&b, "%.*snum_outputs=%d%s", (int)(a - line), line, n, e);
+  }
+  return b.data;
+}
+
 /* A copy of node line `line` of kind 0 exact, 1 same meaning, 2 an attribute changed, 3 two
- * operands swapped, 4 a constant operand replaced by one that differs in one element; the index of
- * its first output, -1 when that variant does not exist. */
+ * operands swapped, 4 a constant operand replaced by one that differs in one element, 5 (Split)
+ * another number of outputs, so other parts of the same input; the index of its first output,
+ * -1 when that variant does not exist. */
 static int copy_line(gen *G, const char *line, int kind) {
   const char *eq = strstr(line, " = ");
   char opname[64];
   snprintf(opname, sizeof opname, "%.*s", (int)strcspn(eq + 3, "("), eq + 3);
   int n_out = 1;
   for (const char *p = line; p < eq; p++) n_out += *p == ',';
+  if (kind == 5 && strcmp(opname, "Split")) return -1;
+  int n_copy = kind != 5 ? n_out : n_out == 1 || gen_chance(&G->rng, 0.5) ? n_out + 1 : n_out - 1;
   char *body = kind == 2   ? with_changed_attr(G, line, opname)
                : kind == 3 ? with_swapped_operands(G, line)
                : kind == 4 ? with_near_const(G, line)
                : kind == 1 ? with_defaults_varied(G, line, opname)
+               : kind == 5 ? with_output_count(line, n_copy)
                            : NULL;
   if (kind >= 2 && !body) return -1;
   gen_val src = G->vals.data[0];
@@ -373,10 +392,11 @@ static int copy_line(gen *G, const char *line, int kind) {
   if (kind >= 2) src.dom = DOM_ANY, src.mag = src.mag * 4 + 4; /* another value: what is known */
   kiln_strbuf b = {0};
   int first = G->vals.len;
-  for (int k = 0; k < n_out; k++) {
+  for (int k = 0; k < n_copy; k++) {
     gen_val v = src;
     snprintf(v.name, sizeof v.name, "v%d", G->next_name++);
     v.is_input = v.is_const = false;
+    if (kind == 5) memset(&v.type, 0, sizeof v.type); /* other parts: inference types them */
     kiln_vec_push(&G->vals, v);
     kiln_strbuf_printf(&b, "%s%%%s", k ? ", " : "", v.name);
   }
@@ -407,7 +427,11 @@ bool gen_b_duplicate(gen *G, int op) {
   const char *line = nm > 0 && gen_chance(&G->rng, 0.5)
                          ? G->lines.data[multi[gen_int(&G->rng, 0, nm - 1)]]
                          : G->lines.data[idx[gen_int(&G->rng, 0, n - 1)]];
-  return copy_line(G, line, gen_attr_int(G, 0, 4)) >= 0;
+  /* a Split: now and then another number of parts of the same input (its outputs are not
+   * those of the original: a merge must compare the output counts) */
+  int kind = strstr(line, " = Split(") && gen_chance(&G->rng, 0.3) ? 5 : gen_attr_int(G, 0, 4);
+  int first = copy_line(G, line, kind);
+  return first >= 0 && (kind != 5 || gen_settle(G));
 }
 
 int gen_copy_last_node(gen *G, int kind) {

@@ -63,11 +63,13 @@ static void window_attrs(gen *G, char *a, size_t n, int sd, const int64_t *k, co
 
 /* Batch dims for B of a MatMul A x B (A's batch dims are all but its last two): each of A's
  * taken as it is, or as 1 (broadcast against A's), or where A's is 1 as a larger extent (A's
- * broadcast against B's), and now and then one more leading dim. Returns their count. */
+ * broadcast against B's), and now and then one more leading dim, or fewer than A's but some
+ * (B's aligned with A's last ones). Returns their count. */
 static int batch_dims(gen *G, int a, int64_t *bd) {
   int ra = gen_rank(G, a), na = ra > 2 ? ra - 2 : 0, nb = 0;
+  int from = na >= 2 && gen_chance(&G->rng, 0.3) ? gen_int(&G->rng, 1, na - 1) : 0;
   if (na < 2 && gen_chance(&G->rng, na == 0 ? 0.7 : 0.3)) bd[nb++] = gen_int(&G->rng, 1, 3);
-  for (int d = 0; d < na; d++) {
+  for (int d = from; d < na; d++) {
     const kiln_dim *x = &gen_v(G, a)->type.dims[d];
     int form = gen_int(&G->rng, 0, 2);
     if (x->value == 1) bd[nb++] = form == 0 ? 1 : gen_int(&G->rng, 2, 3);
@@ -318,6 +320,20 @@ bool gen_b_pool(gen *G, int op) {
       while (k[d] > 1 && (k[d] - 1) * dl[d] >= in + 1) k[d]--;
   }
   int ceil_mode = ap ? 0 : gen_attr_chance(G, 0.2);
+  if (ceil_mode && sd > 0 && gen_chance(&G->rng, 0.7)) { /* make it matter in one dim: */
+    int d = gen_int(&G->rng, 0, sd - 1);                 /* a last window past the end, which */
+    int64_t in = gen_dim(G, x, 2 + d);                   /* starts inside the input */
+    for (int t = 0; t < 8; t++) {
+      int64_t kk = gen_int(&G->rng, 1, in < 4 ? (int)in : 4), ss = gen_int(&G->rng, 2, 3);
+      int64_t pb = gen_int(&G->rng, 0, 1), pe = gen_int(&G->rng, 0, 1);
+      if (pb >= kk) pb = kk - 1;
+      if (pe >= kk) pe = kk - 1;
+      int64_t span = in + pb + pe - kk;
+      if (span < 0 || span % ss == 0 || (span + ss - 1) / ss * ss >= in + pb) continue;
+      k[d] = kk, s[d] = ss, pads[d] = pb, pads[sd + d] = pe, dl[d] = 1;
+      break;
+    }
+  }
   for (int d = 0; d < sd && ceil_mode; d++) { /* a last window that starts in the end padding: */
     int64_t in = gen_dim(G, x, 2 + d),
             span = in + pads[d] + pads[sd + d] - ((k[d] - 1) * dl[d] + 1);

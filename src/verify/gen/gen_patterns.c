@@ -86,7 +86,8 @@ static kiln_type bcast_type(gen *G, int x, bool larger) {
   return t;
 }
 
-/* x op c, c op x with c all 0, -0, 1, -1 or 2 (identities, Neg forms, near-identities).
+/* x op c, c op x with c all 0, -0, 1, -1 or 2 (identities, Neg forms, near-identities; c / x
+ * of an x away from 0, which is no identity for any c).
  * A float x is often first multiplied by a mask of 0, -0, 1 and -1, so that it holds zeros of
  * both signs: an identity that holds for every number may not for -0 (x + 0 is +0). */
 static int p_identity(gen *G) {
@@ -108,9 +109,15 @@ static int p_identity(gen *G) {
   double c = masked && gen_chance(&G->rng, 0.7) ? vals[gen_int(&G->rng, 0, 1)]
                                                 : vals[gen_int(&G->rng, 0, 5)];
   if (!strcmp(op, "Div") && c == 0) c = 1;
+  bool c_first = gen_chance(&G->rng, 0.4);
+  if (c_first && !strcmp(op, "Div")) { /* c / x: x away from 0 (Exp of it), float only */
+    gen_dom d = is_float(G, x) ? gen_v(G, x)->dom : DOM_ANY;
+    if (is_float(G, x) && d != DOM_POS && d != DOM_GE1 && d != DOM_NONZERO)
+      x = build_on(G, "Exp", x);
+    if (x < 0 || !is_float(G, x) || !gen_settle(G)) return -1;
+  }
   kiln_type t = bcast_type(G, x, gen_chance(&G->rng, 0.5));
   int k = gen_const_fill(G, &t, c);
-  bool c_first = strcmp(op, "Div") && gen_chance(&G->rng, 0.4);
   int in[2] = {c_first ? k : x, c_first ? x : k};
   int y = gen_emit(G, op, 2, in, 1, "", DOM_ANY, 2 * gen_mag(G, x) + 2);
   if (masked && y >= 0) G->vals.data[y].keep = true; /* its zeros are seen */
@@ -312,6 +319,40 @@ static int p_gemm_bn(gen *G) {
 /* cse: a node on an inner value and its copy (exact, written differently, one attribute of any
  * kind changed, or two operands swapped), combined by a Sub or an Add so that a wrong merge or
  * a missed one changes the result. The node is one of a list of ops with attributes. */
+/* Two Splits of x along one axis into different numbers of equal parts (each count divides
+ * the extent; at opset 18 written as num_outputs): equal in op, operands and (before opset 18)
+ * attributes, apart in their output counts. Each Split's first and last parts meet in a Sub,
+ * a graph output; returns the first of those. */
+static int split_counts(gen *G, int x) {
+  int r = gen_rank(G, x);
+  if (r < 1) return -1;
+  int axis = gen_int(&G->rng, 0, r - 1);
+  int64_t d = gen_dim(G, x, axis), div[8];
+  int nd = 0;
+  for (int64_t c = 1; c <= d && c <= 6 && nd < 8; c++)
+    if (d % c == 0 && gen_v(G, x)->type.dims[axis].value == d) div[nd++] = c;
+  if (nd < 2) return -1;
+  int i = gen_int(&G->rng, 0, nd - 1), j = gen_int(&G->rng, 0, nd - 2);
+  int64_t counts[2] = {div[i], div[j >= i ? j + 1 : j]};
+  int first = -1;
+  for (int k = 0; k < 2; k++) {
+    char a[64];
+    int len = snprintf(a, sizeof a, "axis=%d", gen_chance(&G->rng, 0.3) ? axis - r : axis);
+    if (G->opset >= 18)
+      snprintf(a + len, sizeof a - (size_t)len, ", num_outputs=%lld", (long long)counts[k]);
+    int y = gen_emit(G, "Split", 1, &x, (int)counts[k], a, gen_v(G, x)->dom, gen_mag(G, x));
+    if (y < 0) return -1;
+    /* its first and last parts read by a node (a graph output that is a part would keep cse
+     * from merging the Splits at all) */
+    int in[2] = {y, y + (int)counts[k] - 1};
+    int z = gen_emit(G, counts[k] > 1 ? "Sub" : "Neg", counts[k] > 1 ? 2 : 1, in, 1, "", DOM_ANY,
+                     2 * gen_mag(G, x));
+    G->vals.data[z].keep = true;
+    if (first < 0) first = z;
+  }
+  return gen_settle(G) ? first : -1;
+}
+
 static int p_near_duplicates(gen *G) {
   static const char *const ops[] = {"LeakyRelu",
                                     "Elu",
@@ -351,6 +392,8 @@ static int p_near_duplicates(gen *G) {
     y0 = gen_emit(G, op, 1, &s, 1,
                   ATTR("value=%s[1] [%d]", kiln_dtype_name(dt), gen_int(&G->rng, -3, 3)), DOM_ANY,
                   4);
+  } else if (!strcmp(op, "Split") && gen_chance(&G->rng, 0.4)) {
+    return split_counts(G, x); /* the same input into two numbers of parts */
   } else y0 = build_on(G, op, x);
   if (y0 < 0 || !gen_settle(G)) return -1;
   int y1 = gen_copy_last_node(G, gen_attr_int(G, 0, 4));
@@ -461,7 +504,8 @@ static int p_shape(gen *G) {
   if (x < 0) return -1;
   int r = gen_rank(G, x), s;
   char a[48] = "";
-  if (!part && gen_chance(&G->rng, 0.4)) s = gen_emit(G, "Size", 1, &x, 1, "", DOM_POS, 4096);
+  if (gen_chance(&G->rng, part ? 0.3 : 0.4)) /* of a known shape or of one known in part */
+    s = gen_emit(G, "Size", 1, &x, 1, "", DOM_POS, 4096);
   else {
     int len = r; /* entries of the shape */
     if (G->opset >= 15 && r >= 2 && gen_chance(&G->rng, part ? 0.4 : 0.6)) {
