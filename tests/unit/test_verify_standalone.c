@@ -13,6 +13,7 @@
 #include "verify/verify.h"
 
 static char g_tmp[1024];
+static int g_par; /* opts.par_threads of run() */
 
 static const char *MODEL = "graph @sa(%x: f32[3,3]) -> (%y: f32[3,4], %s: f32[3,4]) {\n"
                            "  opset \"\" 17\n"
@@ -50,6 +51,7 @@ static kiln_verify_result run(const char *cc, const char *fallback) {
   o.compile.cc = cc;
   o.compile.force_fallback = fallback;
   o.standalone = true;
+  o.par_threads = g_par;
   CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
   kiln_val_free(in);
   kiln_graph_free(g);
@@ -95,10 +97,17 @@ static void test_broken_program_fails(void) {
   kiln_verify_result_free(&r);
 }
 
+/* skipped, one row even with a second cpu layer (par_threads) */
 static void test_fallback_skips(void) {
+  g_par = 2;
   kiln_verify_result r = run(NULL, "Exp");
+  g_par = 0;
   const kiln_layer_result *l = standalone_layer(&r);
   CHECK(l && !l->ran && strstr(l->msg, "reference kernel") && !r.failed && !r.standalone);
+  int rows = 0;
+  for (int i = 0; i < r.layers.len; i++)
+    rows += !strcmp(r.layers.data[i].name, "cpu (standalone C)");
+  CHECK(rows == 1);
   kiln_verify_result_free(&r);
 }
 

@@ -372,8 +372,8 @@ static void compiled_layer(kiln_vrun *r, const kiln_target *t, int threads, bool
   kiln_vdet_free(det);
   kiln_vlocal_free(lc);
   /* once, after the first layer of the cpu target (its threads do not matter: no OpenMP) */
-  if (r->o->standalone && t->id == KILN_TARGET_CPU && !r->res->standalone)
-    kiln_vrun_standalone(r, c);
+  if (r->o->standalone && t->id == KILN_TARGET_CPU && !r->standalone_tried)
+    r->standalone_tried = true, kiln_vrun_standalone(r, c);
   kiln_compiled_free(c);
 }
 

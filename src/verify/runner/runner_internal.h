@@ -22,6 +22,7 @@ typedef struct kiln_vrun {
   double looseness;  /* of the end-to-end bounds of the graph's outputs */
   kiln_status env;   /* the first layer error caused by the environment (runner_check.c) */
   int env_layer;     /* the index of its layer in res->layers */
+  bool standalone_tried; /* the standalone C layer has its row (runner_standalone.c) */
 } kiln_vrun;
 
 /* A new copy of g with its symbolic input dims bound to the inputs (as the compiler does). */
