@@ -45,6 +45,7 @@ static const enum_attr enums[] = {
     {NULL, "transB", {"0", "1"}},
     {NULL, "upper", {"0", "1"}},
     {NULL, "largest", {"0", "1"}},
+    {NULL, "saturate", {"0", "1"}}, /* a near-duplicate moved it to 2: no valid Cast */
 };
 
 /* Cells of the universe the generator does not produce, with the reason (listed apart by

@@ -388,15 +388,20 @@ static bool b_cast(gen *G, int op) {
   if (kiln_dtype_is_float(gen_dtype(G, x)) && (to == KILN_I8 || to == KILN_U8) &&
       !(gen_mag(G, x) < 127))
     to = KILN_I32;
+  /* saturate (opset 19 on) written out, either value: it changes only casts to float8, which
+   * Kiln leaves to the reference kernel; elsewhere it must change nothing */
+  char sat[16] = "";
+  if (G->opset >= 19 && gen_chance(&G->rng, 0.25))
+    snprintf(sat, sizeof sat, "saturate=%d", gen_int(&G->rng, 0, 1));
   if (!strcmp(op_name(op), "CastLike")) {
     int64_t d1[1] = {1};
     kiln_type t = kiln_type_tensor(to, 1, d1);
     int in[2] = {x, gen_new_const(G, &t, DOM_ANY)};
-    int y = gen_emit(G, "CastLike", 2, in, 1, "", DOM_ANY, gen_mag(G, x) + 1);
+    int y = gen_emit(G, "CastLike", 2, in, 1, sat, DOM_ANY, gen_mag(G, x) + 1);
     G->vals.data[y].dyn = gen_v(G, x)->dyn;
     return true;
   }
-  int y = gen_emit(G, "Cast", 1, &x, 1, ATTR("to=%d", (int)to),
+  int y = gen_emit(G, "Cast", 1, &x, 1, ATTR("to=%d%s%s", (int)to, sat[0] ? ", " : "", sat),
                    gen_v(G, x)->dom == DOM_POS && kiln_dtype_is_float(to) ? DOM_POS : DOM_ANY,
                    gen_mag(G, x) + 1);
   G->vals.data[y].dyn = gen_v(G, x)->dyn;
