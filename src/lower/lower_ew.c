@@ -77,14 +77,16 @@ static kiln_texpr *sigmoid(kiln_tkernel *k, kiln_texpr *a) {
   return bin(k, KILN_TOP_DIV, top, bin(k, KILN_TOP_ADD, num(k, t, 1), e));
 }
 
-/* log(1 + e) accurate for tiny e, without a log1p op: with u = 1 + e rounded, log(u) * e /
- * (u - 1) (e itself when u == 1) is within a few ulps (Goldberg's formula); log(1 + e) alone
- * is 0 for e below the unit roundoff, which Pow or Div after it turns into Inf. */
+/* log(1 + e) accurate for tiny e, without a log1p op: with u = 1 + e rounded, e * (log(u) /
+ * (u - 1)) (e itself when u == 1) is within a few ulps (Goldberg's formula); log(1 + e) alone
+ * is 0 for e below the unit roundoff, which Pow or Div after it turns into Inf. The quotient
+ * first: log(u) * e is about e^2, an f16 subnormal for e near 1e-3 (5% spacing), where the
+ * quotient is near 1. */
 static kiln_texpr *log1p_(kiln_tkernel *k, kiln_texpr *e) {
   kiln_dtype t = e->type;
   kiln_texpr *u = bin(k, KILN_TOP_ADD, num(k, t, 1), e);
   kiln_texpr *d = bin(k, KILN_TOP_SUB, u, num(k, t, 1));
-  kiln_texpr *q = bin(k, KILN_TOP_DIV, bin(k, KILN_TOP_MUL, un(k, KILN_TOP_LOG, u), e), d);
+  kiln_texpr *q = bin(k, KILN_TOP_MUL, e, bin(k, KILN_TOP_DIV, un(k, KILN_TOP_LOG, u), d));
   return sel(k, bin(k, KILN_TOP_EQ, d, num(k, t, 0)), e, q);
 }
 

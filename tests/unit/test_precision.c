@@ -435,6 +435,17 @@ static void test_sigmoid_narrow(void) {
                      "elementwise:f16=f16", v, 9, true));
 }
 
+/* Softplus (and Mish) of f16 values near -7 computed in f16: log1p(e) as log(u) e / (u - 1)
+ * multiplied log(u) by e first, about 1e-6, an f16 subnormal with 5% spacing (26 ulps off at
+ * -6.8, found by a campaign); e (log(u) / (u - 1)) keeps every factor near 1 or e. */
+static void test_softplus_narrow(void) {
+  const double v[] = {-6.8, -7.5, -9, -6, -4, -0.5, 0, 2, 9};
+  CHECK(verify_under("graph @s(%x: f16[3,9]) -> (%y: f16[3,9], %z: f16[3,9]) {\n"
+                     "  opset \"\" 18\n  %y = Softplus(%x) : f16[3,9]\n"
+                     "  %z = Mish(%x) : f16[3,9]\n  return %y, %z\n}\n",
+                     "elementwise:f16=f16", v, 9, true));
+}
+
 /* Average pools whose sums accumulate in f32 (storage bf16): the window count was converted
  * to f64 whatever the accumulator's type, and the kernel did not verify. */
 static void test_avgpool_accumulator(void) {
@@ -519,6 +530,7 @@ TEST_MAIN({"policy_checks", test_policy_checks}, {"policy_text", test_policy_tex
           {"elementwise_f16", test_elementwise_f16}, {"input_rounding", test_input_rounding},
           {"mixed_policies", test_mixed_policies}, {"verify_run_f16", test_verify_run_f16},
           {"cuda_f16", test_cuda_f16}, {"sigmoid_narrow", test_sigmoid_narrow},
+          {"softplus_narrow", test_softplus_narrow},
           {"avgpool_accumulator", test_avgpool_accumulator},
           {"contraction_wider", test_contraction_wider}, {"drawn_policies", test_drawn_policies},
           {"cleanup", cleanup})
