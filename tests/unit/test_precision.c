@@ -446,6 +446,19 @@ static void test_softplus_narrow(void) {
                      "elementwise:f16=f16", v, 9, true));
 }
 
+/* Float attributes under an f16 compute type: the kernel holds them rounded to f16, so Shrink
+ * adds a bias of -0.52490234 (x + bias cancels at x = 0.52490234: 0 for -9.8e-5) and
+ * ThresholdedRelu compares with 0.30004883 (x = 0.30004883 is kept by the f32 alpha 0.3, not
+ * by the rounded one). The bound counts the rounded attributes (kiln_bnd_policy_attrs). */
+static void test_attrs_narrow(void) {
+  const double v[] = {0.52490234375, 0.525390625, 0.300048828125, 0.2998046875, -1.25, 2, 0};
+  CHECK(verify_under("graph @s(%x: f16[2,7]) -> (%y: f16[2,7], %z: f16[2,7]) {\n"
+                     "  opset \"\" 13\n"
+                     "  %y = Shrink(%x) {bias=-0.525, lambd=-1.05} : f16[2,7]\n"
+                     "  %z = ThresholdedRelu(%x) {alpha=0.3} : f16[2,7]\n  return %y, %z\n}\n",
+                     "elementwise:f16=f16/f16", v, 7, true));
+}
+
 /* Average pools whose sums accumulate in f32 (storage bf16): the window count was converted
  * to f64 whatever the accumulator's type, and the kernel did not verify. */
 static void test_avgpool_accumulator(void) {
@@ -530,7 +543,7 @@ TEST_MAIN({"policy_checks", test_policy_checks}, {"policy_text", test_policy_tex
           {"elementwise_f16", test_elementwise_f16}, {"input_rounding", test_input_rounding},
           {"mixed_policies", test_mixed_policies}, {"verify_run_f16", test_verify_run_f16},
           {"cuda_f16", test_cuda_f16}, {"sigmoid_narrow", test_sigmoid_narrow},
-          {"softplus_narrow", test_softplus_narrow},
+          {"softplus_narrow", test_softplus_narrow}, {"attrs_narrow", test_attrs_narrow},
           {"avgpool_accumulator", test_avgpool_accumulator},
           {"contraction_wider", test_contraction_wider}, {"drawn_policies", test_drawn_policies},
           {"cleanup", cleanup})

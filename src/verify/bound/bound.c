@@ -649,6 +649,7 @@ static kiln_status bound_node(kiln_vref *r, const ext_source *ext, int ni) {
   if (!st) bind_outers(r, ext, n);
   if (!st) st = kiln_op_check(r->g, n);
   if (!st) st = kiln_node_has_subgraph(n) ? bound_sub_node(&b) : kiln_bnd_apply(&b);
+  if (!st && !kiln_node_has_subgraph(n)) kiln_bnd_policy_attrs(&b);
   if (!st) kiln_bnd_note_dtypes(r, n, b.out);
   if (!st) count_nonfinite(&b);
   if (!st) count_near_limit(&b);
