@@ -892,7 +892,7 @@ int kiln_cmd_fuzz(int argc, char **argv) {
                      .sweep = 24,
                      .grid = true,
                      .policy = FUZZ_POLICY_BANDIT,
-                     .isolate = !kiln_edges_enabled(),
+                     .isolate = !kiln_edges_gcov(), /* gcov loses a dead child's counts */
                      .graph_timeout = 120};
   int rc = parse_args(argc, argv, &c->a);
   kiln_status st = rc < 0 ? setup(c) : KILN_OK;

@@ -1,5 +1,5 @@
 /* Edge coverage map (see edges.h). CMake defines KILN_EDGES for this file only in a
- * KILN_COVERAGE build and compiles it without instrumentation (no trace-pc, no gcov counters):
+ * KILN_COVERAGE or KILN_EDGE_FEEDBACK build and compiles it without instrumentation (no trace-pc, no gcov counters):
  * the callback must not call itself, and a counter per block of the callback would only slow
  * every block of the compiler down.
  *
@@ -18,15 +18,34 @@
  * visitors, and a lock or an atomic add per basic block would cost more than the map is worth. */
 #include "edges.h"
 
+#include <stdlib.h>
 #include <string.h>
+#ifdef KILN_EDGES
+#include <sys/mman.h>
+#endif
 
 #ifdef KILN_EDGES
 
-static uint8_t edge_map[KILN_EDGE_MAP];
+/* Shared anonymous memory: a child forked to verify one graph writes the map its parent reads.
+ * Set up before main; blocks that run earlier (none of the compiler's) are not counted. */
+static uint8_t *edge_map;
 static _Thread_local uint32_t prev_block;
 
+__attribute__((constructor)) static void edges_init(void) {
+  void *p = mmap(NULL, KILN_EDGE_MAP, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  edge_map = p == MAP_FAILED ? calloc(KILN_EDGE_MAP, 1) : p;
+}
+
 bool kiln_edges_enabled(void) {
+  return edge_map != NULL;
+}
+
+bool kiln_edges_gcov(void) {
+#ifdef KILN_EDGES_GCOV
   return true;
+#else
+  return false;
+#endif
 }
 
 const uint8_t *kiln_edges_map(void) {
@@ -34,7 +53,7 @@ const uint8_t *kiln_edges_map(void) {
 }
 
 void kiln_edges_reset(void) {
-  memset(edge_map, 0, sizeof edge_map);
+  if (edge_map) memset(edge_map, 0, KILN_EDGE_MAP);
   prev_block = 0;
 }
 
@@ -49,6 +68,7 @@ static uint32_t block_id(uintptr_t pc) {
  * in a header: it is the compiler's name (hence no "kiln_" prefix). */
 void __sanitizer_cov_trace_pc(void);
 void __sanitizer_cov_trace_pc(void) {
+  if (!edge_map) return;
   uint32_t cur = block_id((uintptr_t)__builtin_return_address(0));
   uint8_t *slot = &edge_map[(cur ^ prev_block) & (KILN_EDGE_MAP - 1)];
   uint8_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
@@ -59,6 +79,10 @@ void __sanitizer_cov_trace_pc(void) {
 #else
 
 bool kiln_edges_enabled(void) {
+  return false;
+}
+
+bool kiln_edges_gcov(void) {
   return false;
 }
 

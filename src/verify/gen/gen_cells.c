@@ -10,6 +10,7 @@
  *   rank:Conv=3                  the rank of the first input
  *   bcast:Add=both               how the operands of a multi-input elementwise node broadcast
  *                                (same, scalar, lower-rank, ones, both)
+ *   empty:Concat                 an input holds no element (an extent of 0)
  *
  * The universe (kiln_gen_cell_universe) is the set of enumerated attribute values and absent
  * attributes of the ops the generator draws, from the op schemas (op_attrs.h) and the table of
@@ -161,6 +162,16 @@ static void node_cells(const kiln_graph *g, const kiln_node *nd, int64_t opset,
     cb(user, key);
     snprintf(key, sizeof key, "rank:%s=%d", nd->op_type, rank);
     cb(user, key);
+  }
+  for (int k = 0; k < nd->n_inputs; k++) {
+    const kiln_type *t = nd->inputs[k] >= 0 ? value_type(g, nd->inputs[k]) : NULL;
+    bool empty = false;
+    for (int d = 0; t && t->kind == KILN_TYPE_TENSOR && d < t->rank; d++)
+      empty |= t->dims[d].value == 0;
+    if (!empty) continue;
+    snprintf(key, sizeof key, "empty:%s", nd->op_type);
+    cb(user, key);
+    break;
   }
   if (is_elementwise(nd) && nd->n_inputs > 1) {
     const char *f = bcast_form(g, nd);

@@ -289,6 +289,7 @@ static bool b_binary(gen *G, int op) {
 static bool b_where(gen *G, int op) {
   (void)op;
   gen_want wx = want(DT_ALL, 0, 4, DOM_ANY);
+  wx.empty_ok = true;
   int x = gen_pick(G, &wx);
   if (x < 0) return false;
   int c = gen_chance(&G->rng, 0.15) ? gen_pick_mutual(G, x, DOM_ANY, KILN_BOOL)
@@ -357,6 +358,7 @@ static bool b_cast(gen *G, int op) {
     return cast4_island(G);
   gen_want w = want(DT_ALL, 0, 4, DOM_ANY);
   w.dyn_ok = true; /* extents unknown to the generator stay unknown */
+  w.empty_ok = true;
   int x = gen_pick(G, &w);
   if (x >= 0 && !gen_v(G, x)->dyn && gen_chance(&G->rng, 0.25)) {
     /* an input of a wide float type of x's shape: what a model casts down on its way in */
@@ -425,6 +427,9 @@ static bool b_reduce(gen *G, int op) {
           : DT_FLOAT;
   gen_want w = want(dts, 1, 4, log ? DOM_POS : DOM_ANY);
   if (prod) w.max_mag = 2.5;
+  /* an empty reduction is defined where the op has an identity: a sum is 0, a product 1 */
+  w.empty_ok = prod || !strcmp(name, "ReduceSum") || !strcmp(name, "ReduceSumSquare") ||
+               !strcmp(name, "ReduceL1") || !strcmp(name, "ReduceL2");
   int x = gen_pick(G, &w);
   if (x < 0) return false;
   int r = gen_rank(G, x), n;
@@ -484,6 +489,7 @@ static bool b_argmax(gen *G, int op) {
  * on, the input coerced to 2-D) */
 static bool b_softmax(gen *G, int op) {
   gen_want w = want(DT_FLOAT, 1, 4, DOM_ANY);
+  w.empty_ok = true;
   int x = gen_pick(G, &w);
   int r = gen_rank(G, x);
   char a[32] = "";
@@ -497,6 +503,7 @@ static bool b_cumsum(gen *G, int op) {
   bool prod = !strcmp(op_name(op), "CumProd");
   gen_want w = want(prod ? DT_FLOAT : DT_NUM, 1, 4, DOM_ANY);
   if (prod) w.max_mag = 2.5;
+  w.empty_ok = true;
   int x = gen_pick(G, &w);
   int r = gen_rank(G, x);
   int64_t ax = gen_attr_int(G, -r, r - 1);

@@ -19,6 +19,12 @@ static int pick_any(gen *G, int rmin, int rmax, bool static_shape) {
   return gen_pick(G, &w);
 }
 
+/* pick_any where the op takes a zero extent (Transpose, Tile, Concat): an empty tensor may come */
+static int pick_any_empty(gen *G, int rmin, int rmax) {
+  gen_want w = {DT_ALL, rmin, rmax, DOM_ANY, false, false, 0, true, false};
+  return gen_pick(G, &w);
+}
+
 static int64_t numel(const gen *G, int x) {
   int64_t n = 1;
   for (int d = 0; d < gen_rank(G, x); d++) n *= gen_dim(G, x, d);
@@ -55,7 +61,7 @@ static void emit_like(gen *G, const char *op, int n_in, const int *in, const cha
 }
 
 bool gen_b_transpose(gen *G, int op) {
-  int x = pick_any(G, 2, 4, false);
+  int x = pick_any_empty(G, 2, 4);
   if (x < 0) return false;
   int r = gen_rank(G, x);
   int64_t p[KILN_MAX_RANK];
@@ -175,13 +181,15 @@ bool gen_b_unsqueeze(gen *G, int op) {
 
 bool gen_b_concat(gen *G, int op) {
   (void)op;
-  int x = pick_any(G, 1, 4, false);
+  int x = pick_any_empty(G, 1, 4);
   if (x < 0) return false;
   int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
   int in[3] = {x, x, -1}, n = 2;
   if (!gen_chance(&G->rng, 0.2)) {
     kiln_type t = gen_v(G, x)->type;
-    t.dims[axis].value = gen_int(&G->rng, 1, 4), t.dims[axis].sym = NULL;
+    /* an operand empty along the axis now and then: it adds nothing */
+    t.dims[axis].value = gen_chance(&G->rng, 0.06) ? 0 : gen_int(&G->rng, 1, 4);
+    t.dims[axis].sym = NULL;
     in[1] = gen_pick_type(G, &t, DOM_ANY);
     if (gen_chance(&G->rng, 0.5)) in[0] = in[1], in[1] = x;
     if (gen_chance(&G->rng, 0.2)) in[2] = gen_pick_type(G, &t, DOM_ANY), n = 3;
@@ -323,7 +331,7 @@ bool gen_b_pad(gen *G, int op) {
 
 bool gen_b_tile(gen *G, int op) {
   (void)op;
-  int x = pick_any(G, 1, 4, false);
+  int x = pick_any_empty(G, 1, 4);
   if (x < 0) return false;
   int r = gen_rank(G, x);
   int64_t rep[KILN_MAX_RANK];
