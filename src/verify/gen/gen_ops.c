@@ -288,7 +288,7 @@ static bool b_binary(gen *G, int op) {
 /* Where(cond, x, y): cond and y broadcast to x (or x to y when swapped). */
 static bool b_where(gen *G, int op) {
   (void)op;
-  gen_want wx = want(DT_ALL, 0, 4, DOM_ANY);
+  gen_want wx = want(DT_ALL, 0, 6, DOM_ANY);
   wx.empty_ok = true;
   int x = gen_pick(G, &wx);
   if (x < 0) return false;
@@ -356,7 +356,7 @@ static bool cast4_island(gen *G) {
 static bool b_cast(gen *G, int op) {
   if (G->opset >= 21 && !strcmp(op_name(op), "Cast") && gen_chance(&G->rng, 0.15))
     return cast4_island(G);
-  gen_want w = want(DT_ALL, 0, 4, DOM_ANY);
+  gen_want w = want(DT_ALL, 0, 6, DOM_ANY);
   w.dyn_ok = true; /* extents unknown to the generator stay unknown */
   w.empty_ok = true;
   int x = gen_pick(G, &w);
@@ -425,7 +425,7 @@ static bool b_reduce(gen *G, int op) {
       !strcmp(name, "ReduceMax") || !strcmp(name, "ReduceMin") || !strcmp(name, "ReduceSum") || prod
           ? DT_NUM
           : DT_FLOAT;
-  gen_want w = want(dts, 1, 4, log ? DOM_POS : DOM_ANY);
+  gen_want w = want(dts, 1, 6, log ? DOM_POS : DOM_ANY);
   if (prod) w.max_mag = 2.5;
   /* an empty reduction is defined where the op has an identity: a sum is 0, a product 1 */
   w.empty_ok = prod || !strcmp(name, "ReduceSum") || !strcmp(name, "ReduceSumSquare") ||
@@ -475,7 +475,7 @@ static bool b_reduce(gen *G, int op) {
 }
 
 static bool b_argmax(gen *G, int op) {
-  gen_want w = want(DT_NUM, 1, 4, DOM_ANY);
+  gen_want w = want(DT_NUM, 1, 6, DOM_ANY);
   int x = gen_pick(G, &w);
   int r = gen_rank(G, x);
   char a[96];
@@ -488,7 +488,7 @@ static bool b_argmax(gen *G, int op) {
 /* Softmax, LogSoftmax, Hardmax (from opset 13 over one axis; before, over the dims from the axis
  * on, the input coerced to 2-D) */
 static bool b_softmax(gen *G, int op) {
-  gen_want w = want(DT_FLOAT, 1, 4, DOM_ANY);
+  gen_want w = want(DT_FLOAT, 1, 6, DOM_ANY);
   w.empty_ok = true;
   int x = gen_pick(G, &w);
   int r = gen_rank(G, x);
@@ -501,7 +501,7 @@ static bool b_softmax(gen *G, int op) {
 
 static bool b_cumsum(gen *G, int op) {
   bool prod = !strcmp(op_name(op), "CumProd");
-  gen_want w = want(prod ? DT_FLOAT : DT_NUM, 1, 4, DOM_ANY);
+  gen_want w = want(prod ? DT_FLOAT : DT_NUM, 1, 6, DOM_ANY);
   if (prod) w.max_mag = 2.5;
   w.empty_ok = true;
   int x = gen_pick(G, &w);

@@ -61,7 +61,7 @@ static void emit_like(gen *G, const char *op, int n_in, const int *in, const cha
 }
 
 bool gen_b_transpose(gen *G, int op) {
-  int x = pick_any_empty(G, 2, 4);
+  int x = pick_any_empty(G, 2, 6);
   if (x < 0) return false;
   int r = gen_rank(G, x);
   int64_t p[KILN_MAX_RANK];
@@ -181,7 +181,7 @@ bool gen_b_unsqueeze(gen *G, int op) {
 
 bool gen_b_concat(gen *G, int op) {
   (void)op;
-  int x = pick_any_empty(G, 1, 4);
+  int x = pick_any_empty(G, 1, 6);
   if (x < 0) return false;
   int r = gen_rank(G, x), axis = gen_int(&G->rng, 0, r - 1);
   int in[3] = {x, x, -1}, n = 2;
