@@ -710,9 +710,10 @@ static bool *allowed_ops(const kiln_gen_opts *o, kiln_status *st) {
 }
 
 /* Every opset from 11 on (an op's behaviour changes at its versions: each version and the one
- * before it must be drawn), with 13, 17 and 18, the ones most models use, more often. */
+ * before it must be drawn), with 13, 17 and 18, the ones most models use, and 26, the first
+ * of the newest ops (CumProd), more often. */
 static const int opsets[] = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
-                             23, 24, 25, 26, 13, 17, 18, 18};
+                             23, 24, 25, 26, 13, 17, 18, 26};
 
 /* The opset of the graph: one of `opsets`, at least the first version of some allowed op. */
 static void pick_opset(gen *G, gen_rng *r, const bool *allowed) {
