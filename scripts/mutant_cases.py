@@ -1161,6 +1161,62 @@ case(316)(lambda: Case([N("Clip", ["x", "lo", "hi"], ["y"])], [("x", r(6, lo=-2,
                                     c("hi", np.array(0.5, np.float32))], opset=11))
 
 
+
+# set J
+def gemm_col_bias():
+    return Case([N("Gemm", ["a", "b", "cc"], ["y"])], [("a", r(3, 4))], [("y", F)],
+                [c("b", r(4, 5)), c("cc", r(3, 1))])
+
+
+def inplace_bcast():
+    return Case([N("Transpose", ["x"], ["t"]), N("Add", ["a", "t"], ["y"])],
+                [("x", r(4, 1)), ("a", r(4, 4))], [("y", F)])
+
+
+case(317)(lambda: Case([N("Neg", ["b"], ["nb"]), N("Sub", ["a", "nb"], ["y"])],
+                       [("a", r(5)), ("b", r(5))], [("y", F)]))
+case(318)(lambda: Case([N("Mul", ["x", "m"], ["y"])], [("x", r(4))], [("y", F)],
+                       [c("m", -np.ones((2, 4), np.float32))]))
+case(319)(lambda: Case([N("Exp", ["x"], ["y"])], [("x", r(4))], [("y", F)]))
+case(320)(lambda: Case([N("Transpose", ["x"], ["t"]), N("Transpose", ["t"], ["y"])],
+                       [("x", r(3, 4))], [("y", F)]))
+case(321)(lambda: Case([N("Shrink", ["x"], ["y"], lambd=0.5, bias=0.25)],
+                       [("x", np.array([-0.5, 0.5, -1.0, 0.2, 0.75], np.float32))], [("y", F)]))
+case(322)(lambda: Case([N("Mean", ["a", "b", "d"], ["y"])], [("a", r(4)), ("b", r(4)), ("d", r(4))],
+                       [("y", F)]))
+case(323)(lambda: Case([N("Cast", ["x"], ["y"], to=F)],
+                       [("x", np.array([-3e-6, 2e-6, -1.0, -5e-7], np.float16))], [("y", F)]))
+case(324)(inplace_bcast)
+case(325)(lambda: Case([N("ReduceMax", ["x"], ["y"], axes=[1], keepdims=0)], [("x", r(3, 4))],
+                       [("y", F)], opset=17))
+case(326)(lambda: Case([N("ScatterElements", ["x", "i", "u"], ["y"], axis=0, reduction="mul")],
+                       [("x", r(3, 2)), ("i", np.array([[1, 0], [2, 2]], np.int64)),
+                        ("u", r(2, 2))], [("y", F)], opset=16))
+case(327)(lambda: Case([N("Slice", ["x"], ["y"], starts=[1], ends=[3], axes=[1])],
+                       [("x", r(2, 4))], [("y", F)], opset=9))
+case(328)(lambda: Case([N("LpNormalization", ["x"], ["y"], p=1)], [("x", r(3, 4))], [("y", F)]))
+case(329)(lambda: Case([N("Trilu", ["x", "k"], ["y"])],
+                       [("x", r(4, 4)), ("k", np.array(1, np.int64))], [("y", F)], opset=14))
+case(330)(lambda: Case([N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
+                       [("x", np.array([[[[-np.inf, -np.inf, 1, 2], [-np.inf, -np.inf, 3, 4],
+                                          [5, 6, 7, 8], [9, 1, 2, 3]]]], np.float32))],
+                       [("y", F)]))
+case(331)(gemm_col_bias)
+case(332)(lambda: Case([N("ReduceMax", ["x", "ax"], ["y"], keepdims=0)],
+                       [("x", np.array([[3, -5, 7], [-9, 2, 4]], np.int32))], [("y", I32)],
+                       [c("ax", np.array([1], np.int64))], opset=18))
+case(333)(lambda: Case([N("ReduceSum", ["x"], ["y"], keepdims=0)], [("x", r(3, 4))], [("y", F)],
+                       opset=13))
+
+case(334)(lambda: Case([N("SpaceToDepth", ["x"], ["y"], blocksize=1)], [("x", r(1, 2, 3, 3))],
+                       [("y", F)]))
+case(335)(lambda: Case([N("Cast", ["x"], ["h"], to=TP.BFLOAT16), N("Cast", ["h"], ["y"], to=F)],
+                       [("x", np.array([2**53 + 2**45 + 1, 7, -(2**53 + 2**45 + 1)], np.int64))],
+                       [("y", F)]))
+case(336)(lambda: Case([N("Cast", ["x"], ["y"], to=TP.FLOAT16)],
+                       [("x", np.array([3.2e-5, 4.5e-5, 1.0, -5.0e-5], np.float32))],
+                       [("y", TP.FLOAT16)]))
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

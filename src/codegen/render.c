@@ -917,6 +917,13 @@ void kiln_render_helpers(kiln_strbuf *out) {
                      "((v >> drop) << drop)");
   else if (KILN_MUTANT(308)) /* mutant 308: the largest finite code taken for an overflow */
     helpers_replaced(out, "if (mag > max_code && !isinf(v))", "if (mag >= max_code && !isinf(v))");
+  else if (KILN_MUTANT(335)) /* mutant 335: integers below 2^54 converted directly (2^53 on) */
+    helpers_replaced(out, "if (v < (1ull << 53)) return (double)v;",
+                     "if (v < (1ull << 54)) return (double)v;");
+  else if (KILN_MUTANT(336)) /* mutant 336: f32 -> f16 takes [2^-15, 2^-14) for normal */
+    helpers_replaced(out, "if (a >= 0x38800000)\n", "if (a >= 0x38000000)\n");
+  else if (KILN_MUTANT(323)) /* mutant 323: negative f16 subnormals decode positive */
+    helpers_replaced(out, "-((float)m * 0x1p-24f) : (float)m", "(float)m * 0x1p-24f : (float)m");
   else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */
     helpers_replaced(out, "kiln_min_##S(T a, T b) { return a < b ? a : b; }",
                      "kiln_min_##S(T a, T b) { return (U)a < (U)b ? a : b; }");

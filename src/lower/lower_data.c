@@ -134,6 +134,7 @@ static kiln_status slice_params(dm *s, int64_t *start, int64_t *step) {
     KILN_TRY(kiln_node_ints(n, "starts", &a, &ns));
     for (int i = 0; i < ns && i < KILN_MAX_RANK; i++) st[i] = a[i];
     KILN_TRY(kiln_node_ints(n, "axes", &a, &na));
+    if (KILN_MUTANT(327)) na = -1; /* mutant 327: Slice-1's axes attribute taken as absent */
     for (int i = 0; i < na && i < KILN_MAX_RANK; i++) ax[i] = a[i];
   }
   for (int i = 0; i < ns; i++) {

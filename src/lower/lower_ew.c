@@ -217,7 +217,8 @@ static kiln_texpr *activation(kiln_tkernel *k, const kiln_node *n, const kiln_at
     double l = at->lambd, b = at->bias;
     kiln_texpr *hi =
         sel(k, bin(k, KILN_TOP_GT, a, num(k, t, l)), bin(k, KILN_TOP_SUB, a, num(k, t, b)), zero);
-    return sel(k, bin(k, KILN_TOP_LT, a, num(k, t, -l)), /* mutant 137: bias subtracted */
+    return sel(k, bin(k, KILN_MUTANT(321) ? KILN_TOP_LE : KILN_TOP_LT, a, num(k, t, -l)),
+               /* mutant 137: bias subtracted; mutant 321: x == -lambd shrunk (<= for <) */
                bin(k, KILN_MUTANT(137) ? KILN_TOP_SUB : KILN_TOP_ADD, a, num(k, t, b)), hi);
   }
   default: return NULL;
@@ -412,7 +413,8 @@ static kiln_status expr_of(kiln_tkernel *k, const kiln_node *n, kiln_texpr *cons
   case KILN_OP_Sum: *out = fold(k, KILN_TOP_ADD, n->n_inputs, x); break;
   case KILN_OP_Mean:
     *out =
-        bin(k, KILN_TOP_DIV, fold(k, KILN_TOP_ADD, n->n_inputs, x), num(k, a->type, n->n_inputs));
+        bin(k, KILN_TOP_DIV, fold(k, KILN_TOP_ADD, n->n_inputs, x), /* mutant 322: by 2 */
+            num(k, a->type, KILN_MUTANT(322) && n->n_inputs > 2 ? 2 : n->n_inputs));
     break;
   case KILN_OP_Where: /* mutant 21: the two branches swapped */
     *out = KILN_MUTANT(21) ? sel(k, a, x[2], b) : sel(k, a, b, x[2]);
@@ -641,7 +643,8 @@ static void ew_inplace(ew_state *s) {
       bool read_first = o.last_load[pj] <= o.first_store[i] || KILN_MUTANT(234); /* mutant 234 */
       if (!taken[pj] && /* mutant 295: the dtypes not compared (block sizes are rounded) */
           (tu->dtype == g->values.data[v].type.dtype || KILN_MUTANT(295)) &&
-          same_dims(tu, s->shape) && g->values.data[u].kind == KILN_VALUE_NODE && read_first)
+          (same_dims(tu, s->shape) || KILN_MUTANT(324)) && /* mutant 324: broadcast inputs too */
+          g->values.data[u].kind == KILN_VALUE_NODE && read_first)
         ip[i] = pj, taken[pj] = any = true;
     }
   }

@@ -196,6 +196,8 @@ static kiln_status reduction_of(const kiln_node *n, kiln_top *op) {
   };
   *op = of[da.reduction];
   if (KILN_MUTANT(174) && da.reduction == KILN_SCATTER_MAX) *op = KILN_TOP_MIN; /* mutant 174 */
+  if (KILN_MUTANT(326) && da.reduction == KILN_SCATTER_MUL) /* mutant 326: "mul" as "none" */
+    *op = KILN_TOP_COUNT;
   return KILN_OK;
 }
 

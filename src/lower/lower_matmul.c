@@ -268,7 +268,7 @@ static kiln_status lower_gemm(kiln_lower_ctx *c, const kiln_group *grp, const ki
                                 : d - (2 - ct->rank); /* mutant 212: C aligned to the rows */
       int64_t e = cd >= 0 ? ct->dims[cd].value : 1;
       if (e != 1 && e != ot->dims[d].value) return kiln_invalid("Gemm C does not broadcast");
-      head.bias_strides[d] = e == 1 ? 0 : s;
+      head.bias_strides[d] = e == 1 ? 0 : KILN_MUTANT(331) ? (d ? 1 : N) : s; /* mutant 331 */
       s *= e;
     }
     head.bias = cv;

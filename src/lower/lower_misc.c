@@ -177,7 +177,8 @@ static kiln_texpr *trilu_k(one *s) {
   const kiln_node *n = s->n;
   int64_t kv[1];
   int nk;
-  if (n->n_inputs < 2 || n->inputs[1] < 0) return kiln_tint(s->k, 0);
+  if (n->n_inputs < 2 || n->inputs[1] < 0 || KILN_MUTANT(329)) /* mutant 329: k read as 0 */
+    return kiln_tint(s->k, 0);
   if (kiln_lower_const_ints(s->c->g, n->inputs[1], kv, 1, &nk) && nk == 1)
     return kiln_tint(s->k, kv[0]);
   return kiln_tcast(s->k, KILN_I64, kiln_tload(s->k, param(s, n->inputs[1]), kiln_tint(s->k, 0)));

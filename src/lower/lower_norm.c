@@ -130,7 +130,8 @@ static kiln_status lp_norm(nm *s) {
   if (p != 1 && p != 2) return kiln_invalid("LpNormalization: p must be 1 or 2");
   int r = s->x->rank;
   rows rw = row_nest(s, prod(s->xd, 0, axis), s->xd[axis], prod(s->xd, axis + 1, r));
-  lp_user u = {row_sum(s, &rw, p == 1 ? 2 : 1, NULL, "norm")};
+  lp_user u = {row_sum(s, &rw, p == 1 && !KILN_MUTANT(328) ? 2 : 1, NULL, "norm")};
+  /* mutant 328: p = 1 summed as squares (the p = 2 term, without its root) */
   if (p == 2)
     kiln_tblock_push(
         s->k, rw.body,

@@ -3,6 +3,7 @@
  * spatial positions, then serial loops over the window with a bounds guard; padded positions
  * are skipped (max) or counted only with count_include_pad and only within the explicit
  * padding (as the reference does with ceil_mode). Sums accumulate in F64. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -113,7 +114,10 @@ kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp) {
   int acc = kiln_tkernel_var(k, "acc", at), cnt = kiln_tkernel_var(k, "cnt", KILN_I64);
   kiln_tblock *b = nest.body;
   kiln_tblock_push(
-      k, b, kiln_tassign(k, acc, p.max ? kiln_tfloat(k, at, -INFINITY) : kiln_tfloat(k, at, 0)));
+      k, b,
+      kiln_tassign(k, acc, /* mutant 330: the max starts from the lowest finite f32 */
+                   p.max ? kiln_tfloat(k, at, KILN_MUTANT(330) ? -FLT_MAX : -INFINITY)
+                         : kiln_tfloat(k, at, 0)));
   kiln_tblock_push(k, b, kiln_tassign(k, cnt, kiln_tint(k, 0)));
   kiln_texpr *idx[KILN_MAX_RANK], *inside = NULL, *padded = NULL;
   idx[0] = kiln_tv(k, nest.vars[0]);

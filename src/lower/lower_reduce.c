@@ -101,7 +101,8 @@ static kiln_status reduced_axes(const kiln_graph *g, const kiln_node *n, int ran
   if (n->n_inputs > 1 && n->inputs[1] >= 0) {
     if (!kiln_lower_const_ints(g, n->inputs[1], axes, KILN_MAX_RANK, &na))
       return kiln_unsupported("%s: axes are not a constant", n->op_type);
-  } else if (!ra.axes_input) {
+  } else if (!ra.axes_input && (n->opset < 13 || !KILN_MUTANT(325))) {
+    /* mutant 325: the axes attribute read only before opset 13 (ReduceSum's boundary) */
     na = ra.n_axes;
     for (int i = 0; i < na && i < KILN_MAX_RANK; i++) axes[i] = ra.axes[i];
     if (na > KILN_MAX_RANK) return kiln_invalid("%s: too many axes", n->op_type);

@@ -21,7 +21,10 @@ kiln_status kiln_pass_dce(kiln_pass_ctx *ctx, kiln_graph *g) {
   kiln_rw_begin(&rw, g);
   for (int i = g->nodes.len - 1; i >= 0; i--) {
     if (g->nodes.data[i].n_outputs == 0) continue;
-    if (!kiln_rw_node_unused(&rw, i)) {
+    int o = g->nodes.data[i].outputs[0]; /* mutant 319: a graph output's own count not a use */
+    bool only_out = KILN_MUTANT(319) && g->nodes.data[i].n_outputs == 1 && o >= 0 &&
+                    rw.is_output[o] && rw.uses[o] == 1;
+    if (!kiln_rw_node_unused(&rw, i) && !only_out) {
       int o0 = g->nodes.data[i].outputs[0]; /* mutant 8: only output 0 decides */
       if (!KILN_MUTANT(8) || o0 < 0 || rw.uses[o0] > 0 || rw.is_output[o0]) continue;
     }

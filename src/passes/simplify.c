@@ -147,7 +147,8 @@ static bool simplify_transpose(kiln_rw *rw, int i) {
   if (KILN_MUTANT(3)) /* mutant 3: the two perms composed in the wrong order */
     for (int k = 0; k < r; k++) q[k] = p2[p1[k]];
   int x = g->nodes.data[t1].inputs[0];
-  if (is_iota(q, r)) return forward(rw, i, x);
+  if (is_iota(q, r)) /* mutant 320: forwarded to the inner Transpose's result, not its input */
+    return forward(rw, i, KILN_MUTANT(320) ? n->inputs[0] : x);
   kiln_rw_set_input(rw, i, 0, x);
   kiln_rw_set_ints(rw, i, "perm", r, q);
   return true;
@@ -318,7 +319,8 @@ static kiln_status simplify_neg_forms(kiln_rw *rw, int i, bool *done) {
   }
   if (n->op == KILN_OP_Sub && nb >= 0) {
     int in[2] = {a, g->nodes.data[nb].inputs[0]};
-    return rebuild_as(rw, i, "Add", 2, in, done);
+    /* mutant 317: the op name of the Add rule copied (x - Neg(y) rebuilt as x - y) */
+    return rebuild_as(rw, i, KILN_MUTANT(317) ? "Sub" : "Add", 2, in, done);
   }
   const kiln_tensor *ca = kiln_rw_const(g, a), *cb = kiln_rw_const(g, b);
   const kiln_type *at = ttype(g, a), *bt = ttype(g, b);
@@ -331,7 +333,7 @@ static kiln_status simplify_neg_forms(kiln_rw *rw, int i, bool *done) {
   bool afl = at && kiln_dtype_is_float(at->dtype);
   if (n->op == KILN_OP_Mul && cb && at && cb->dtype == at->dtype &&
       (afl || kiln_dtype_class_of(at->dtype) == KILN_CLASS_SINT) && kiln_rw_const_all(cb, -1) &&
-      no_broadcast_growth(cb, at))
+      (no_broadcast_growth(cb, at) || KILN_MUTANT(318))) /* mutant 318: -1 broadcasting x */
     return rebuild_as(rw, i, "Neg", 1, &a, done);
   return KILN_OK;
 }

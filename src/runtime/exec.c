@@ -401,7 +401,9 @@ static kiln_status copy_output(kiln_compiled *c, int v, kiln_val **out) {
   if (l->kind == KILN_LOC_ARENA && c->views[v] && c->views[v]->t->dtype != KILN_STRING) {
     const kiln_tensor *d = c->views[v]->t; /* in the target's arena */
     kiln_tensor *copy;
-    KILN_TRY(kiln_tensor_new(d->dtype, d->rank, d->dims, &copy));
+    static const int64_t one[1] = {1}; /* mutant 333: a scalar output copied as a [1] tensor */
+    if (KILN_MUTANT(333) && d->rank == 0) KILN_TRY(kiln_tensor_new(d->dtype, 1, one, &copy));
+    else KILN_TRY(kiln_tensor_new(d->dtype, d->rank, d->dims, &copy));
     if (c->fill_on) memset(copy->data, c->fill, kiln_tensor_nbytes(copy));
     c->target->copy_out(c, copy->data, d->data, /* mutant 246: the element count as bytes */
                         KILN_MUTANT(246) ? (size_t)d->numel : kiln_tensor_nbytes(d));

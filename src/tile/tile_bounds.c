@@ -67,7 +67,7 @@ static kiln_tival mul(kiln_tival a, kiln_tival b) {
 
 /* Truncating division; a divisor range containing 0 or -1 with INT64_MIN gives FULL. */
 static kiln_tival divide(kiln_tival a, kiln_tival b) {
-  if (b.lo <= 0 && b.hi >= 0) return FULL;
+  if (b.lo <= KILN_MUTANT(334) && b.hi >= 0) return FULL; /* mutant 334: a divisor 1 as 0 */
   if (a.lo == INT64_MIN && b.lo <= -1 && b.hi >= -1) return FULL;
   kiln_tival r = iv(a.lo / b.lo, a.lo / b.lo);
   r = join(r, iv(a.lo / b.hi, a.lo / b.hi));

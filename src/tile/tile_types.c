@@ -48,7 +48,8 @@ static bool int_const_fits(kiln_dtype t, int64_t v) {
   case KILN_BOOL: return v == 0 || v == 1;
   case KILN_I8: return v >= INT8_MIN && v <= INT8_MAX;
   case KILN_I16: return v >= INT16_MIN && v <= INT16_MAX;
-  case KILN_I32: return v >= INT32_MIN && v <= INT32_MAX;
+  case KILN_I32: /* mutant 332: the lowest value refused (> for >=) */
+    return (KILN_MUTANT(332) ? v > INT32_MIN : v >= INT32_MIN) && v <= INT32_MAX;
   case KILN_U8: return v >= 0 && v <= UINT8_MAX;
   case KILN_U16: return v >= 0 && v <= UINT16_MAX;
   case KILN_U32: /* mutant 273: the I32 line's upper bound */
