@@ -457,6 +457,12 @@ static void test_attrs_narrow(void) {
                      "  %y = Shrink(%x) {bias=-0.525, lambd=-1.05} : f16[2,7]\n"
                      "  %z = ThresholdedRelu(%x) {alpha=0.3} : f16[2,7]\n  return %y, %z\n}\n",
                      "elementwise:f16=f16/f16", v, 7, true));
+  /* Clip-6 holds min and max as float attributes: with f16 data, a result that is one of them
+   * is stored rounded to f16 (0.86 as 0.859863), whatever the compute type (f16 values keep
+   * the default policy here) */
+  CHECK(verify_under("graph @c(%x: f16[2,7]) -> (%y: f16[2,7]) {\n  opset \"\" 9\n"
+                     "  %y = Clip(%x) {min=-0.589, max=0.86} : f16[2,7]\n  return %y\n}\n",
+                     "elementwise:f32=f64/f64", v, 7, true));
 }
 
 /* Average pools whose sums accumulate in f32 (storage bf16): the window count was converted

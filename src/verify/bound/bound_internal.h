@@ -145,9 +145,10 @@ double kiln_bnd_policy_tiny(const bnd_node *b, kiln_dtype t);
  * (one slot per input, NULL where unchanged; the caller frees them), or NULL when none. */
 kiln_tensor **kiln_bnd_policy_inputs(bnd_node *b);
 /* Float attributes enter the node rounded to its compute type (a kernel holds Shrink's bias
- * and lambd, HardSigmoid's alpha and beta there): where that type is coarser than f32, the
- * node runs again with them rounded and |y' - y| joins each float output's error. Call after
- * the rule filled b->eout. */
+ * and lambd, HardSigmoid's alpha and beta there), or without a policy to the storage type (a
+ * result that is an attribute, Clip-6's min or max, is stored rounded): where that type is
+ * coarser than f32, the node runs again with them rounded and |y' - y| joins each float
+ * output's error. Call after the rule filled b->eout. */
 void kiln_bnd_policy_attrs(bnd_node *b);
 
 /* ---- helpers of the rules (bound_generic.c) ---- */

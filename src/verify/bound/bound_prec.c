@@ -111,10 +111,15 @@ static int64_t fold_attr_diff(const kiln_tensor *y, const kiln_tensor *y2, kiln_
 
 void kiln_bnd_policy_attrs(bnd_node *b) {
   const kiln_node *n = b->n;
-  if (!b->r->precision || n->n_attrs == 0 || n->n_inputs == 0 || n->inputs[0] < 0) return;
+  if (n->n_attrs == 0 || n->n_inputs == 0 || n->inputs[0] < 0) return;
   kiln_dtype t = b->r->dtype[n->inputs[0]];
   if (!kiln_dtype_is_float(t)) return;
-  kiln_dtype ct = kiln_precision_compute(b->r->precision, kiln_precision_class_of(n->op), t);
+  /* the coarser of the compute type and the storage type: a result that is an attribute
+   * (Clip-6's min and max) is stored rounded to the latter */
+  kiln_dtype ct = b->r->precision
+                      ? kiln_precision_compute(b->r->precision, kiln_precision_class_of(n->op), t)
+                      : t;
+  if (kiln_bnd_unit_roundoff(t) > kiln_bnd_unit_roundoff(ct)) ct = t;
   if (kiln_bnd_unit_roundoff(ct) <= kiln_bnd_unit_roundoff(KILN_F32)) return;
   float **lists = NULL;
   kiln_attr *attrs = rounded_attrs(n, ct, &lists);

@@ -58,10 +58,19 @@ static kiln_dtype cast_target(const kiln_graph *g, int v) {
  * values near 100 for a Softmax; of those, three in ten one value everywhere) or each with
  * chance 1/4, at least one. An input a Cast
  * reads takes, most of the time, values at the edge of that Cast (gen_cast_edge), counted as
- * the narrow kind. */
+ * the narrow kind. Of the draws not on every element, about a third put one edge value on
+ * whole rows instead of scattered elements. */
 static void edge_fill(edge_plan *e, kiln_tensor *t, gen_dom dom, kiln_dtype cast_to) {
   unsigned kinds = gen_edge_kinds(t->dtype, dom);
   if (!kinds || t->numel == 0 || !gen_chance(e->er, e->p_input)) return;
+  if (cast_to && kiln_dtype_is_int(t->dtype) && kiln_dtype_size(t->dtype) == 8 &&
+      kiln_dtype_is_float(cast_to) && gen_chance(e->er, 0.3)) {
+    /* 64-bit integers past 2^53 at a tie of the float type: the rounding a double loses */
+    for (int64_t i = 0; i < t->numel; i++)
+      if (i == 0 || gen_chance(e->er, 0.5)) gen_cast_edge_wide(e->er, t, i, cast_to, dom);
+    *e->drawn |= 1u << KILN_GEN_EDGE_NARROW;
+    return;
+  }
   if (cast_to && t->dtype != KILN_BOOL && gen_chance(e->er, 0.7)) {
     bool all = gen_chance(e->er, 0.5);
     /* NaNs of any payload now and then where the Cast keeps them (to a float type) */
@@ -77,11 +86,19 @@ static void edge_fill(edge_plan *e, kiln_tensor *t, gen_dom dom, kiln_dtype cast
   int kind = pick_kind(e->er, kinds);
   bool all = gen_chance(e->er, 1.0 / 3);
   int64_t one = gen_int(e->er, 0, (int)(t->numel - 1 < 1 << 20 ? t->numel - 1 : 1 << 20));
+  size_t sz = kiln_dtype_size(t->dtype);
   if (all && gen_chance(e->er, 0.3)) { /* one edge value everywhere: a row of minima into a max,
                                           where a reduction's identity shows */
     gen_edge_store(e->er, t, 0, dom, kind);
-    size_t sz = kiln_dtype_size(t->dtype);
     for (int64_t i = 1; i < t->numel; i++) memcpy((char *)t->data + (size_t)i * sz, t->data, sz);
+  } else if (!all && t->rank >= 1 && gen_chance(e->er, 0.35)) {
+    /* one edge value over whole rows (1 to 3 of the last dim, from a row's start): a window
+     * of a pool, a row of a reduction or a softmax that holds nothing else (-inf throughout) */
+    int64_t row = t->dims[t->rank - 1] > 0 ? t->dims[t->rank - 1] : 1;
+    int64_t start = one / row * row, len = row * gen_int(e->er, 1, 3);
+    gen_edge_store(e->er, t, start, dom, kind);
+    for (int64_t i = start + 1; i < start + len && i < t->numel; i++)
+      memcpy((char *)t->data + (size_t)i * sz, (char *)t->data + (size_t)start * sz, sz);
   } else
     for (int64_t i = 0; i < t->numel; i++)
       if (all || i == one || gen_chance(e->er, 0.25)) gen_edge_store(e->er, t, i, dom, kind);

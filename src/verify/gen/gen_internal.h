@@ -305,6 +305,10 @@ void gen_edge_nan(gen_rng *r, kiln_tensor *t, int64_t i);
  * source holds exactly, halves to truncate, large integers exact only in f64 (integers). Before the
  * rounding to `from`. */
 double gen_cast_edge(gen_rng *r, kiln_dtype from, kiln_dtype to, gen_dom dom);
+/* Element i of t (a 64-bit integer dtype) becomes an integer past 2^53, which no double holds,
+ * at a rounding tie of the float type `to` (2^q + 2^(q-p), p its significand bits), with a
+ * sticky low bit or without: a conversion that goes through a double rounds twice. In dom. */
+void gen_cast_edge_wide(gen_rng *r, kiln_tensor *t, int64_t i, kiln_dtype to, gen_dom dom);
 /* Whether element i of t lies in dom (finite for floats; -0.0 counts as 0). */
 bool gen_edge_in_dom(const kiln_tensor *t, int64_t i, gen_dom dom);
 

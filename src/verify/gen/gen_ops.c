@@ -150,6 +150,17 @@ static bool b_clip(gen *G, int op) {
   int x = gen_pick(G, &w);
   kiln_dtype dt = gen_dtype(G, x);
   int in[3] = {x, -1, -1};
+  if (G->opset < 11) { /* Clip-6: min and max are float attributes (absent: no bound) */
+    if (!kiln_dtype_is_float(dt)) return false;
+    char a[64] = "";
+    int len = 0;
+    if (gen_attr_chance(G, 0.8))
+      len = snprintf(a, sizeof a, "min=%.3g", -gen_attr_unif(G));
+    if (gen_attr_chance(G, 0.8))
+      snprintf(a + len, sizeof a - (size_t)len, "%smax=%.3g", len ? ", " : "", gen_attr_unif(G));
+    gen_emit(G, "Clip", 1, in, 1, a, DOM_ANY, gen_mag(G, x));
+    return true;
+  }
   kiln_type st = kiln_type_tensor(dt, 0, NULL);
   if (gen_chance(&G->rng, 0.8)) in[1] = gen_new_const(G, &st, DOM_ANY);
   if (gen_chance(&G->rng, 0.8)) in[2] = gen_new_const(G, &st, DOM_POS);
@@ -580,31 +591,31 @@ bool gen_b_diamond(gen *G, int op) {
 #define OP(nm, ...)                                                                                \
   { .name = #nm, .op = KILN_OP_##nm, __VA_ARGS__ }
 const gen_op kiln_gen_ops[] = {
-    OP(Abs, .since = 11, .weight = 2, .build = b_unary),
-    OP(Neg, .since = 11, .weight = 2, .build = b_unary),
+    OP(Abs, .since = 9, .weight = 2, .build = b_unary),
+    OP(Neg, .since = 9, .weight = 2, .build = b_unary),
     OP(Sign, .since = 11, .weight = 1, .build = b_unary),
-    OP(Relu, .since = 11, .weight = 4, .build = b_unary),
+    OP(Relu, .since = 9, .weight = 4, .build = b_unary),
     OP(Acos, .since = 11, .weight = 1, .build = b_unary),
     OP(Acosh, .since = 11, .weight = 1, .build = b_unary),
     OP(Asin, .since = 11, .weight = 1, .build = b_unary),
     OP(Asinh, .since = 11, .weight = 1, .build = b_unary),
     OP(Atan, .since = 11, .weight = 1, .build = b_unary),
     OP(Atanh, .since = 11, .weight = 1, .build = b_unary),
-    OP(Ceil, .since = 11, .weight = 1, .build = b_unary),
-    OP(Floor, .since = 11, .weight = 1, .build = b_unary),
+    OP(Ceil, .since = 9, .weight = 1, .build = b_unary),
+    OP(Floor, .since = 9, .weight = 1, .build = b_unary),
     OP(Round, .since = 11, .weight = 1, .build = b_unary),
     OP(Cos, .since = 11, .weight = 1, .build = b_unary),
     OP(Sin, .since = 11, .weight = 1, .build = b_unary),
     OP(Tan, .since = 11, .weight = 1, .build = b_unary),
     OP(Cosh, .since = 11, .weight = 1, .build = b_unary),
     OP(Sinh, .since = 11, .weight = 1, .build = b_unary),
-    OP(Tanh, .since = 11, .weight = 2, .build = b_unary),
+    OP(Tanh, .since = 9, .weight = 2, .build = b_unary),
     OP(Erf, .since = 11, .weight = 1, .build = b_unary),
-    OP(Exp, .since = 11, .weight = 2, .build = b_unary),
-    OP(Log, .since = 11, .weight = 2, .build = b_unary),
-    OP(Sqrt, .since = 11, .weight = 2, .build = b_unary),
-    OP(Reciprocal, .since = 11, .weight = 1, .build = b_unary),
-    OP(Sigmoid, .since = 11, .weight = 2, .build = b_unary),
+    OP(Exp, .since = 9, .weight = 2, .build = b_unary),
+    OP(Log, .since = 9, .weight = 2, .build = b_unary),
+    OP(Sqrt, .since = 9, .weight = 2, .build = b_unary),
+    OP(Reciprocal, .since = 9, .weight = 1, .build = b_unary),
+    OP(Sigmoid, .since = 9, .weight = 2, .build = b_unary),
     OP(Softplus, .since = 11, .weight = 1, .build = b_unary),
     OP(Softsign, .since = 11, .weight = 1, .build = b_unary),
     OP(Mish, .since = 18, .weight = 1, .build = b_unary),
@@ -624,11 +635,11 @@ const gen_op kiln_gen_ops[] = {
     OP(BitwiseNot, .since = 18, .weight = 1, .build = b_unary),
     OP(Identity, .since = 11, .weight = 2, .build = b_unary),
     OP(Dropout, .since = 11, .weight = 1, .build = b_dropout),
-    OP(Clip, .since = 11, .weight = 2, .build = b_clip),
-    OP(Add, .since = 11, .weight = 6, .build = b_binary),
-    OP(Sub, .since = 11, .weight = 3, .build = b_binary),
-    OP(Mul, .since = 11, .weight = 5, .build = b_binary),
-    OP(Div, .since = 11, .weight = 3, .build = b_binary),
+    OP(Clip, .since = 9, .weight = 2, .build = b_clip),
+    OP(Add, .since = 9, .weight = 6, .build = b_binary),
+    OP(Sub, .since = 9, .weight = 3, .build = b_binary),
+    OP(Mul, .since = 9, .weight = 5, .build = b_binary),
+    OP(Div, .since = 9, .weight = 3, .build = b_binary),
     OP(Mod, .since = 11, .weight = 1, .build = b_binary),
     OP(Pow, .since = 11, .weight = 2, .build = b_binary),
     OP(PRelu, .since = 11, .weight = 1, .build = b_binary),
@@ -673,7 +684,7 @@ const gen_op kiln_gen_ops[] = {
     {.name = "(diamond)", .since = 11, .weight = 2, .build = gen_b_diamond},
     {.name = "(pattern)", .since = 11, .weight = 36, .build = gen_b_pattern},
     /* gen_ops_nn.c */
-    OP(MatMul, .since = 11, .weight = 4, .build = gen_b_matmul),
+    OP(MatMul, .since = 9, .weight = 4, .build = gen_b_matmul),
     OP(Gemm, .since = 11, .weight = 2, .build = gen_b_gemm),
     OP(Conv, .since = 11, .weight = 3, .build = gen_b_conv),
     OP(ConvTranspose, .since = 11, .weight = 1, .build = gen_b_conv_transpose),
@@ -694,14 +705,14 @@ const gen_op kiln_gen_ops[] = {
     OP(LSTM, .since = 11, .weight = 1, .build = gen_b_rnn),
     OP(Einsum, .since = 12, .weight = 1, .build = gen_b_einsum),
     /* gen_ops_data.c */
-    OP(Transpose, .since = 11, .weight = 3, .build = gen_b_transpose),
+    OP(Transpose, .since = 9, .weight = 3, .build = gen_b_transpose),
     OP(Reshape, .since = 11, .weight = 3, .build = gen_b_reshape),
     OP(Flatten, .since = 11, .weight = 1, .build = gen_b_flatten),
     OP(Squeeze, .since = 11, .weight = 1, .build = gen_b_squeeze),
     OP(Unsqueeze, .since = 11, .weight = 1, .build = gen_b_unsqueeze),
     OP(Concat, .since = 11, .weight = 2, .build = gen_b_concat),
     OP(Split, .since = 11, .weight = 1, .build = gen_b_split),
-    OP(Slice, .since = 11, .weight = 2, .build = gen_b_slice),
+    OP(Slice, .since = 9, .weight = 2, .build = gen_b_slice),
     OP(Pad, .since = 11, .weight = 1, .build = gen_b_pad),
     OP(Tile, .since = 11, .weight = 1, .build = gen_b_tile),
     OP(Expand, .since = 11, .weight = 1, .build = gen_b_expand),

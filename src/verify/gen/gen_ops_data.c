@@ -283,6 +283,24 @@ bool gen_b_slice(gen *G, int op) {
     n++;
   }
   if (n == 0) return false;
+  if (G->opset < 10) { /* Slice-1: starts, ends and axes (non-negative) are attributes; no steps */
+    char a[256];
+    int len = 0;
+    const char *names[3] = {"starts", "ends", "axes"};
+    const int64_t *lists[3] = {st, en, ax};
+    bool axes = gen_attr_chance(G, 0.8);
+    for (int i = 0; i < n; i++)
+      if (sp[i] != 1 || (!axes && ax[i] != i)) return false;
+    for (int l = 0; l < (axes ? 3 : 2); l++) {
+      len += snprintf(a + len, sizeof a - (size_t)len, "%s%s=[", l ? ", " : "", names[l]);
+      for (int i = 0; i < n; i++)
+        len += snprintf(a + len, sizeof a - (size_t)len, "%s%lld", i ? "," : "",
+                        (long long)lists[l][i]);
+      len += snprintf(a + len, sizeof a - (size_t)len, "]");
+    }
+    emit_like(G, "Slice", 1, &x, a, x);
+    return true;
+  }
   int in[5] = {x, gen_const_i64(G, n, st, false), gen_const_i64(G, n, en, false), -1, -1};
   int n_in = 3;
   if (gen_chance(&G->rng, 0.8)) in[3] = gen_const_i64(G, n, axw, false), n_in = 4;

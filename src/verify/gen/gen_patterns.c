@@ -64,8 +64,9 @@ static void consume(gen *G, int r) {
   build_on(G, ops[gen_int(&G->rng, 0, (int)(sizeof ops / sizeof ops[0]) - 1)], r);
 }
 
-/* A static type that x broadcasts to, or that broadcasts to x: the same, lower rank, a
- * leading dim more, or a 1 of x grown. Symbolic dims become 1. */
+/* A static type that x broadcasts to (larger: one that makes x's result larger: a leading dim
+ * more or a 1 of x grown), or that broadcasts to x (the same or lower rank, 1s). Symbolic dims
+ * become 1. */
 static kiln_type bcast_type(gen *G, int x, bool larger) {
   kiln_type t = gen_v(G, x)->type;
   for (int d = 0; d < t.rank; d++)
@@ -75,9 +76,14 @@ static kiln_type bcast_type(gen *G, int x, bool larger) {
     memmove(t.dims + 1, t.dims, sizeof t.dims[0] * (size_t)t.rank);
     t.rank++, t.dims[0].value = gen_int(&G->rng, 2, 3), t.dims[0].sym = NULL;
   } else if (larger) { /* a static 1 of x grown (a symbolic dim may be bound to anything) */
+    bool grown = false;
     for (int d = 0; d < t.rank; d++)
       if (gen_v(G, x)->type.dims[d].value == 1 && gen_chance(&G->rng, 0.7))
-        t.dims[d].value = gen_int(&G->rng, 2, 3);
+        t.dims[d].value = gen_int(&G->rng, 2, 3), grown = true;
+    if (!grown && t.rank < 6) { /* none to grow: a leading dim more, so x does broadcast */
+      memmove(t.dims + 1, t.dims, sizeof t.dims[0] * (size_t)t.rank);
+      t.rank++, t.dims[0].value = gen_int(&G->rng, 2, 3), t.dims[0].sym = NULL;
+    }
   } else if (gen_chance(&G->rng, 0.4)) {
     int drop = gen_int(&G->rng, 0, t.rank);
     memmove(t.dims, t.dims + drop, sizeof t.dims[0] * (size_t)(t.rank - drop));

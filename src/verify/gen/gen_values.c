@@ -129,6 +129,16 @@ static double int_top(kiln_dtype to) {
   return is_unsigned_int(to) ? ldexp(1, bits) - 1 : ldexp(1, bits - 1) - 1;
 }
 
+void gen_cast_edge_wide(gen_rng *r, kiln_tensor *t, int64_t i, kiln_dtype to, gen_dom dom) {
+  bool uns = is_unsigned_int(t->dtype);
+  int p = to == KILN_F16 ? 11 : to == KILN_BF16 ? 8 : to == KILN_F32 ? 24 : 53;
+  int q = gen_int(r, 53, uns ? 63 : 62);
+  uint64_t v = (1ull << q) + (1ull << (q - p)) + (gen_chance(r, 0.7) ? (uint64_t)gen_int(r, 1, 3) : 0);
+  bool neg = !uns && (dom == DOM_ANY || dom == DOM_NONZERO) && gen_chance(r, 0.5);
+  if (uns) kiln_store_u64(t->dtype, t->data, (size_t)i, v);
+  else kiln_store_i64(t->dtype, t->data, (size_t)i, neg ? -(int64_t)v : (int64_t)v);
+}
+
 double gen_cast_edge(gen_rng *r, kiln_dtype from, kiln_dtype to, gen_dom dom) {
   bool neg = (dom == DOM_ANY || dom == DOM_NONZERO || dom == DOM_UNIT) && !is_unsigned_int(to) &&
              gen_chance(r, 0.5);
