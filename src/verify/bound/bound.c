@@ -456,9 +456,18 @@ static bool any_posinf(const kiln_val *v) {
   return false;
 }
 
+static bool any_nan(const kiln_val *v) {
+  if (!kiln_bnd_is_float_val(v) || v->t->dtype != KILN_F64) return false;
+  const double *d = v->t->data;
+  for (int64_t i = 0; i < v->t->numel; i++)
+    if (isnan(d[i])) return true;
+  return false;
+}
+
 /* Ops whose result on a NaN or an infinity ONNX leaves open or a correct kernel may compute
  * another way: which index a NaN takes in an order (ArgMax, TopK, Hardmax), whether a max over
- * a window or axes skips a NaN (the reference does, a kernel may not), rows whose max or
+ * a window or axes skips a NaN (the reference does, a kernel may not; their infinities are
+ * ordered numbers, not open), rows whose max or
  * mean is infinite (Softmax with +inf, the row normalizations: inf - inf in one formula, not in
  * another; ReduceLogSumExp is defined on all of them: -inf for a row of -inf, +inf beside +inf),
  * Conv's padding (0 * inf where a kernel multiplies it)
@@ -466,14 +475,14 @@ static bool any_posinf(const kiln_val *v) {
  * propagate them one way (a NaN stays NaN), and the reference is compared exactly. */
 static bool nonfinite_open(const bnd_node *b) {
   switch (b->n->op) {
-  case KILN_OP_ArgMax:
-  case KILN_OP_ArgMin:
-  case KILN_OP_Hardmax:
+  case KILN_OP_ArgMax: /* orders and maxima: infinities are ordered like any number (a  */
+  case KILN_OP_ArgMin: /* window or row of -inf has the max -inf, which a running max   */
+  case KILN_OP_Hardmax: /* started from the lowest finite number misses); NaN is open */
   case KILN_OP_TopK:
   case KILN_OP_ReduceMax:
   case KILN_OP_ReduceMin:
   case KILN_OP_MaxPool:
-  case KILN_OP_GlobalMaxPool:
+  case KILN_OP_GlobalMaxPool: return any_nan(b->in[0]);
   case KILN_OP_LpNormalization:
   case KILN_OP_LayerNormalization:
   case KILN_OP_InstanceNormalization:

@@ -374,7 +374,8 @@ static bool b_cast(gen *G, int op) {
   if (x >= 0 && !gen_v(G, x)->dyn && gen_chance(&G->rng, 0.25)) {
     /* an input of a wide float type of x's shape: what a model casts down on its way in */
     kiln_type t = gen_v(G, x)->type;
-    t.dtype = gen_chance(&G->rng, 0.6) ? KILN_F64 : KILN_F32;
+    double u = gen_unif(&G->rng); /* or a 64-bit integer input (ids, counts) made a float */
+    t.dtype = u < 0.45 ? KILN_F64 : u < 0.75 ? KILN_F32 : KILN_I64;
     x = gen_new_input(G, &t, gen_chance(&G->rng, 0.4) ? DOM_NONNEG : DOM_ANY);
   }
   kiln_dtype to = gen_pick_dt(G, DT_ALL), from = gen_dtype(G, x);
@@ -390,6 +391,12 @@ static bool b_cast(gen *G, int op) {
     if (from == KILN_F64) to = from64[gen_int(&G->rng, 0, 6 + 2 * u)];
     else if (from == KILN_F32) to = from32[gen_int(&G->rng, 0, 5 + 2 * u)];
     else to = from16[gen_int(&G->rng, from == KILN_F16 ? 0 : 1, 4 + u)];
+  }
+  if (kiln_dtype_is_int(from) && kiln_dtype_size(from) >= 4 && gen_chance(&G->rng, 0.4)) {
+    /* a wide integer into a float type that holds fewer significant bits: rounding (past 2^53
+     * for 64-bit integers, where no double holds them) */
+    static const kiln_dtype to_float[] = {KILN_BF16, KILN_F32, KILN_F64, KILN_F16};
+    to = to_float[gen_int(&G->rng, 0, kiln_dtype_size(from) == 8 ? 3 : 2)];
   }
   char a[64];
   /* a float to an integer type is defined only within the target's range */
