@@ -298,7 +298,7 @@ void fuzz_feedback_universe(const fuzz_feedback *f, int *reached, int *total) {
 
 /* Cells reached per kind ("attr", "dtype", ...). */
 static void count_kinds(const kiln_strmap *cells, FILE *out) {
-  static const char *const kinds[] = {"op",   "attr", "dtype", "rank", "bcast",
+  static const char *const kinds[] = {"op",    "attr", "dtype", "rank", "bcast",
                                       "empty", "pass", "lower", "value"};
   fprintf(out, "cells reached:");
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {

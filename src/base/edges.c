@@ -1,7 +1,7 @@
 /* Edge coverage map (see edges.h). CMake defines KILN_EDGES for this file only in a
- * KILN_COVERAGE or KILN_EDGE_FEEDBACK build and compiles it without instrumentation (no trace-pc, no gcov counters):
- * the callback must not call itself, and a counter per block of the callback would only slow
- * every block of the compiler down.
+ * KILN_COVERAGE or KILN_EDGE_FEEDBACK build and compiles it without instrumentation (no trace-pc,
+ * no gcov counters): the callback must not call itself, and a counter per block of the callback
+ * would only slow every block of the compiler down.
  *
  * An edge is AFL's: each block gets a 16-bit id from its address, and the edge into block cur
  * from block prev counts at map[cur ^ prev]; prev is stored shifted right by one so that A->B

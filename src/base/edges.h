@@ -1,7 +1,8 @@
 /* Edge coverage of the compiler, for feedback (a campaign keeps what reaches new edges).
  *
- * In a KILN_COVERAGE or KILN_EDGE_FEEDBACK build the compiler stages (src/passes, src/lower, src/tile, src/codegen,
- * src/runtime) are compiled with -fsanitize-coverage=trace-pc: every basic block calls
+ * In a KILN_COVERAGE or KILN_EDGE_FEEDBACK build the compiler stages (src/passes, src/lower,
+ * src/tile, src/codegen, src/runtime) are compiled with -fsanitize-coverage=trace-pc: every basic
+ * block calls
  * __sanitizer_cov_trace_pc (edges.c), which counts the edge (previous block, this block) in
  * one map of KILN_EDGE_MAP saturating 8-bit counters, AFL style:
  *

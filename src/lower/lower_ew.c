@@ -412,9 +412,8 @@ static kiln_status expr_of(kiln_tkernel *k, const kiln_node *n, kiln_texpr *cons
   case KILN_OP_Min: *out = fold(k, KILN_TOP_MIN, n->n_inputs, x); break;
   case KILN_OP_Sum: *out = fold(k, KILN_TOP_ADD, n->n_inputs, x); break;
   case KILN_OP_Mean:
-    *out =
-        bin(k, KILN_TOP_DIV, fold(k, KILN_TOP_ADD, n->n_inputs, x), /* mutant 322: by 2 */
-            num(k, a->type, KILN_MUTANT(322) && n->n_inputs > 2 ? 2 : n->n_inputs));
+    *out = bin(k, KILN_TOP_DIV, fold(k, KILN_TOP_ADD, n->n_inputs, x), /* mutant 322: by 2 */
+               num(k, a->type, KILN_MUTANT(322) && n->n_inputs > 2 ? 2 : n->n_inputs));
     break;
   case KILN_OP_Where: /* mutant 21: the two branches swapped */
     *out = KILN_MUTANT(21) ? sel(k, a, x[2], b) : sel(k, a, b, x[2]);

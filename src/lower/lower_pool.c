@@ -113,11 +113,10 @@ kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp) {
   kiln_lower_nest(k, &k->body, rank, p.out, "o", false, &nest);
   int acc = kiln_tkernel_var(k, "acc", at), cnt = kiln_tkernel_var(k, "cnt", KILN_I64);
   kiln_tblock *b = nest.body;
-  kiln_tblock_push(
-      k, b,
-      kiln_tassign(k, acc, /* mutant 330: the max starts from the lowest finite f32 */
-                   p.max ? kiln_tfloat(k, at, KILN_MUTANT(330) ? -FLT_MAX : -INFINITY)
-                         : kiln_tfloat(k, at, 0)));
+  kiln_tblock_push(k, b,
+                   kiln_tassign(k, acc, /* mutant 330: the max starts from the lowest finite f32 */
+                                p.max ? kiln_tfloat(k, at, KILN_MUTANT(330) ? -FLT_MAX : -INFINITY)
+                                      : kiln_tfloat(k, at, 0)));
   kiln_tblock_push(k, b, kiln_tassign(k, cnt, kiln_tint(k, 0)));
   kiln_texpr *idx[KILN_MAX_RANK], *inside = NULL, *padded = NULL;
   idx[0] = kiln_tv(k, nest.vars[0]);

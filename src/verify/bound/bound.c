@@ -475,8 +475,8 @@ static bool any_nan(const kiln_val *v) {
  * propagate them one way (a NaN stays NaN), and the reference is compared exactly. */
 static bool nonfinite_open(const bnd_node *b) {
   switch (b->n->op) {
-  case KILN_OP_ArgMax: /* orders and maxima: infinities are ordered like any number (a  */
-  case KILN_OP_ArgMin: /* window or row of -inf has the max -inf, which a running max   */
+  case KILN_OP_ArgMax:  /* orders and maxima: infinities are ordered like any number (a  */
+  case KILN_OP_ArgMin:  /* window or row of -inf has the max -inf, which a running max   */
   case KILN_OP_Hardmax: /* started from the lowest finite number misses); NaN is open */
   case KILN_OP_TopK:
   case KILN_OP_ReduceMax:

@@ -710,10 +710,11 @@ static bool *allowed_ops(const kiln_gen_opts *o, kiln_status *st) {
 }
 
 /* Every opset from 9 on (an op's behaviour changes at its versions: each version and the one
- * before it must be drawn; at 9 and 10 only the ops whose rows start there, in their old forms), with 13, 17 and 18, the ones most models use, and 26, the first
- * of the newest ops (CumProd), more often. */
-static const int opsets[] = {9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-                             21, 22, 23, 24, 25, 26, 13, 17, 18, 26};
+ * before it must be drawn; at 9 and 10 only the ops whose rows start there, in their old
+ * forms), with 13, 17 and 18, the ones most models use, and 26, the first of the newest ops
+ * (CumProd), more often. */
+static const int opsets[] = {9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+                             20, 21, 22, 23, 24, 25, 26, 13, 17, 18, 26};
 
 /* The opset of the graph: one of `opsets`, at least the first version of some allowed op. */
 static void pick_opset(gen *G, gen_rng *r, const bool *allowed) {

@@ -154,8 +154,7 @@ static bool b_clip(gen *G, int op) {
     if (!kiln_dtype_is_float(dt)) return false;
     char a[64] = "";
     int len = 0;
-    if (gen_attr_chance(G, 0.8))
-      len = snprintf(a, sizeof a, "min=%.3g", -gen_attr_unif(G));
+    if (gen_attr_chance(G, 0.8)) len = snprintf(a, sizeof a, "min=%.3g", -gen_attr_unif(G));
     if (gen_attr_chance(G, 0.8))
       snprintf(a + len, sizeof a - (size_t)len, "%smax=%.3g", len ? ", " : "", gen_attr_unif(G));
     gen_emit(G, "Clip", 1, in, 1, a, DOM_ANY, gen_mag(G, x));

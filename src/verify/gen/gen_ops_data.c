@@ -284,7 +284,7 @@ bool gen_b_slice(gen *G, int op) {
   }
   if (n == 0) return false;
   if (G->opset < 10) { /* Slice-1: starts, ends and axes (non-negative) are attributes; no steps */
-    char a[256];
+    char a[512];       /* 3 lists of at most 4 small integers */
     int len = 0;
     const char *names[3] = {"starts", "ends", "axes"};
     const int64_t *lists[3] = {st, en, ax};

@@ -134,7 +134,8 @@ void gen_cast_edge_wide(gen_rng *r, kiln_tensor *t, int64_t i, kiln_dtype to, ge
   int p = to == KILN_F16 ? 11 : to == KILN_BF16 ? 8 : to == KILN_F32 ? 24 : 53;
   /* half the time at 2^53, the first binade no double holds exactly, or the next */
   int q = gen_chance(r, 0.5) ? gen_int(r, 53, 54) : gen_int(r, 55, uns ? 63 : 62);
-  uint64_t v = (1ull << q) + (1ull << (q - p)) + (gen_chance(r, 0.7) ? (uint64_t)gen_int(r, 1, 3) : 0);
+  uint64_t v =
+      (1ull << q) + (1ull << (q - p)) + (gen_chance(r, 0.7) ? (uint64_t)gen_int(r, 1, 3) : 0);
   bool neg = !uns && (dom == DOM_ANY || dom == DOM_NONZERO) && gen_chance(r, 0.5);
   if (uns) kiln_store_u64(t->dtype, t->data, (size_t)i, v);
   else kiln_store_i64(t->dtype, t->data, (size_t)i, neg ? -(int64_t)v : (int64_t)v);
