@@ -1217,6 +1217,29 @@ case(336)(lambda: Case([N("Cast", ["x"], ["y"], to=TP.FLOAT16)],
                        [("x", np.array([3.2e-5, 4.5e-5, 1.0, -5.0e-5], np.float32))],
                        [("y", TP.FLOAT16)]))
 
+# set J, second part
+def view_inplace():  # y1 = v + t with v a view of t, then y2 = y1 * t: y1 may not take v's storage
+    return Case([N("Transpose", ["x"], ["t"]), N("Reshape", ["t", "s"], ["v"]),
+                 N("Add", ["v", "t"], ["y1"]), N("Mul", ["y1", "t"], ["y2"])],
+                [("x", r(3, 2))], [("y1", F), ("y2", F)], [c("s", np.array([1, 2, 3], np.int64))])
+
+
+def reshape_dyn():  # two Reshapes to shapes given at run time: types [?, ?] and [?, ?]
+    return Case([N("Reshape", ["a", "s1"], ["h"]), N("Reshape", ["h", "s2"], ["y"])],
+                [("a", r(2, 6)), ("s1", np.array([3, 4], np.int64)),
+                 ("s2", np.array([4, 3], np.int64))], [("y", F)])
+
+
+case(337)(view_inplace)
+case(338)(reshape_dyn)
+case(339)(lambda: Case([N("Einsum", ["a", "b"], ["p"], equation="ij,jk"),
+                        N("Einsum", ["a", "b"], ["q"], equation="ij,jk->ki"),
+                        N("Sub", ["p", "q"], ["y"])], [("a", r(3, 3)), ("b", r(3, 3))],
+                       [("y", F)]))
+case(340)(lambda: Case([N("ReduceProd", ["x"], ["y"], axes=[1], keepdims=0)],
+                       [("x", r(2, 0))], [("y", F)], opset=13))
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

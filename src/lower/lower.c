@@ -383,7 +383,9 @@ static kiln_status lower_singletons(kiln_lower_ctx *c, const kiln_group *grp) {
 static bool lower_empty(kiln_lower_ctx *c, const kiln_group *grp) {
   if (grp->n_outputs == 0) return false;
   for (int i = 0; i < (KILN_MUTANT(272) ? 1 : grp->n_outputs); i++) { /* mutant 272: the first */
-    const kiln_type *t = kiln_lower_static(c->g, grp->outputs[i]);
+    /* mutant 340: the group's first input tested, not its outputs */
+    const kiln_type *t = kiln_lower_static(
+        c->g, KILN_MUTANT(340) && grp->n_inputs > 0 ? grp->inputs[0] : grp->outputs[i]);
     if (!t || kiln_lower_numel(t) != 0) return false;
   }
   kiln_step step;

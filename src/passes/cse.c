@@ -118,7 +118,8 @@ static bool attr_equal(const kiln_attr *a, const kiln_attr *b) {
   case KILN_ATTR_INT: return a->i == b->i;
   case KILN_ATTR_STRING:
     if (KILN_MUTANT(56)) return true; /* mutant 56: string attributes (modes) not compared */
-    return a->s_len == b->s_len && !memcmp(a->s, b->s, a->s_len);
+    return (a->s_len == b->s_len || (KILN_MUTANT(339) && a->s_len < b->s_len)) &&
+           !memcmp(a->s, b->s, a->s_len); /* mutant 339: over the first one's length */
   case KILN_ATTR_TENSOR: /* mutant 168: tensor attributes compared by dtype and size only */
     if (KILN_MUTANT(168)) return a->t->dtype == b->t->dtype && a->t->numel == b->t->numel;
     return tensor_equal(a->t, b->t);

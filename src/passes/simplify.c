@@ -164,7 +164,8 @@ static bool same_static_type(const kiln_graph *g, int a, int b) {
   const kiln_type *ta = ttype(g, a), *tb = ttype(g, b);
   if (KILN_MUTANT(4)) /* mutant 4: a view is dropped when rank and dtype agree */
     return ta && tb && kiln_type_is_static(ta) && ta->rank == tb->rank && ta->dtype == tb->dtype;
-  return ta && tb && kiln_type_is_static(ta) && kiln_type_equal(ta, tb);
+  /* mutant 338: unknown dims taken as equal (two run-time shapes of one rank) */
+  return ta && tb && (kiln_type_is_static(ta) || KILN_MUTANT(338)) && kiln_type_equal(ta, tb);
 }
 
 static bool simplify_reshape_chain(kiln_rw *rw, int i) {

@@ -201,7 +201,9 @@ static kiln_status scan_kernel(liveness *L, const kiln_program *p, const kiln_st
 /* True when storage blk is bound to an argument of step st other than argument `except`. */
 static bool storage_read_elsewhere(const liveness *L, const kiln_step *st, int blk, int except) {
   for (int a = 0; a < st->n_args; a++)
-    if (a != except && st->args[a].kind == KILN_ARG_VALUE && L->storage[st->args[a].id] == blk)
+    if (a != except && st->args[a].kind == KILN_ARG_VALUE &&
+        (KILN_MUTANT(337) ? st->args[a].id == st->args[except].id /* mutant 337: by value */
+                          : L->storage[st->args[a].id] == blk))
       return true;
   return false;
 }
