@@ -163,6 +163,20 @@ static void float_to_int(vlist *l, kiln_dtype S, kiln_dtype T) {
   l->n = w;
 }
 
+/* 64-bit integers no double holds (from 2^53 on) one above and one below a tie of bf16 or
+ * f32, in the binades a conversion through a double rounds twice: 2^53, 2^54, 2^55 and 2^62
+ * (2^63 too for unsigned), both signs for signed types. */
+static void wide_ties(vlist *l, bool uns) {
+  static const int q[] = {53, 54, 55, 62, 63}, p[] = {8, 24};
+  for (int i = 0; i < 5 - !uns; i++)
+    for (int j = 0; j < 2; j++)
+      for (int d = -1; d <= 1; d += 2) {
+        uint64_t v = (1ull << q[i]) + (1ull << (q[i] - p[j])) + (uint64_t)(int64_t)d;
+        vl_int(l, (int64_t)v);
+        if (!uns) vl_int(l, -(int64_t)v);
+      }
+}
+
 /* Integers of type S: extremes and neighbours, small values, the first integers past each
  * float's significand (2^p + 1 and 2^p + 3 are ties) and f16's overflow edges. */
 static void int_values(vlist *l, kiln_dtype S) {
@@ -191,6 +205,7 @@ static void int_values(vlist *l, kiln_dtype S) {
                           (1ull << 60) + (1ull << 36) + 1,
                           (1ull << 60) + (1ull << 52) + 1};
     for (size_t k = 0; k < sizeof m / sizeof m[0]; k++) vl_int(l, (int64_t)m[k]);
+    wide_ties(l, true);
     return;
   }
   bool u = is_unsigned(S);
@@ -223,6 +238,7 @@ static void int_values(vlist *l, kiln_dtype S) {
     if (!u && m[k] > 0) vl_int(l, -m[k]);
   }
   if (!u) vl_int(l, lo), vl_int(l, lo + 1);
+  if (bits == 64) wide_ties(l, u);
 }
 
 /* ---- a cell under construction ---- */
