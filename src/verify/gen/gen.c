@@ -206,6 +206,17 @@ int gen_new_ranged_input(gen *G, const kiln_type *t, int64_t lo, int64_t hi) {
   return v;
 }
 
+int gen_new_fixed_input(gen *G, kiln_dtype dt, int n, const int64_t *vals, bool scalar) {
+  int64_t d = n, lo = 0, hi = 0;
+  kiln_type t = gen_tensor_type(dt, scalar ? 0 : 1, &d);
+  for (int i = 0; i < n; i++) lo = vals[i] < lo ? vals[i] : lo, hi = vals[i] > hi ? vals[i] : hi;
+  int v = gen_new_ranged_input(G, &t, lo, hi);
+  gen_val *x = &G->vals.data[v];
+  x->n_fix = n < 16 ? n : 16;
+  memcpy(x->fix, vals, sizeof(int64_t) * (size_t)x->n_fix);
+  return v;
+}
+
 /* One random element of domain dom for dtype dt, scaled by s (ANY and UNIT only). */
 double kiln_gen_draw(gen_rng *r, kiln_dtype dt, gen_dom dom, double s) {
   if (dt == KILN_BOOL) return (double)gen_int(r, 0, 1);
@@ -587,7 +598,8 @@ static bool accept_from(gen *G, int from, bool settle) {
         v->type.dims[d].sym = v->dyn                                   ? NULL
                               : !strcmp(v->type.dims[d].sym, GEN_SYM2) ? GEN_SYM2
                                                                        : "N";
-    if (kiln_dtype_is_int(v->type.dtype) && !(v->mag <= INT_MAG_LIMIT)) {
+    /* (a run-time shape's end may be INT64_MAX: it is read as a bound only, never added) */
+    if (kiln_dtype_is_int(v->type.dtype) && !(v->mag <= INT_MAG_LIMIT) && !v->n_fix) {
       kiln_graph_free(g);
       return false;
     }
@@ -744,6 +756,9 @@ static int graph_choices(gen *G, uint64_t seed, const bool *allowed) {
   int n_themes = (int)(sizeof themes / sizeof themes[0]);
   G->theme = gen_chance(&r, 0.5) ? themes[gen_int(&r, 0, n_themes - 1)] : KILN_UNDEFINED;
   G->scale = gen_chance(&r, 0.04) ? 64 : 1;
+  /* a third of the graphs have a focus op (the weights of the table and the policy): a form
+     of one op that is rare in a campaign over every op is then drawn many times per graph */
+  G->focus = gen_chance(&r, 0.35) ? draw_op(G, &r, allowed) : -1;
   return target;
 }
 
@@ -753,7 +768,7 @@ static void grow_fresh(gen *G, uint64_t seed, const bool *allowed, int target, i
   gen_rng_seed(&r, seed ^ 0x5851f42d4c957f2dull);
   for (int a = 0; a < target * MAX_ATTEMPTS + 100 && (G->g ? G->g->nodes.len : 0) < target; a++) {
     if (a >= target * MAX_ATTEMPTS && G->g) break; /* the extra draws only for a first node */
-    int op = draw_op(G, &r, allowed);
+    int op = G->focus >= 0 && gen_chance(&r, 0.5) ? G->focus : draw_op(G, &r, allowed);
     if (op < 0) break;
     kiln_gen_step s = random_step(&r, op);
     grow(G, &s, rejected);

@@ -61,9 +61,31 @@ static bool change_value(gen *G, const char *op, const char *s, const char *e, k
     kiln_strbuf_printf(b, quoted ? "%s=\"%s\"" : "%s=%s", name, to);
     return true;
   }
+  size_t vl = strlen(val);
+  if (val[0] == '"' && vl >= 3 && val[vl - 1] == '"') { /* a free string: an Einsum equation */
+    char t[512];
+    int n = (int)vl - 2, kind = gen_attr_int(G, 0, 3), i = gen_attr_int(G, 0, n - 1);
+    memcpy(t, val + 1, (size_t)n), t[n] = 0;
+    if (kind == 0 && n >= 2) t[gen_attr_int(G, 1, n - 1)] = 0; /* a prefix of it */
+    else if (kind == 1 && n < 200) { /* extended: an output written out, or one more label */
+      size_t l = strlen(t);
+      if (!strstr(t, "->")) t[l++] = '-', t[l++] = '>', t[l] = 0;
+      const char *out = strstr(t, "->") + 2;
+      for (int k = gen_attr_int(G, 1, 2); k > 0; k--) {
+        int j = gen_attr_int(G, 0, n - 1);
+        if (t[j] >= 'a' && t[j] <= 'z' && !strchr(out, t[j])) t[l++] = t[j], t[l] = 0;
+      }
+    } else if (kind == 2 && n >= 2 && i + 1 < n && t[i] != t[i + 1]) { /* two neighbours swapped */
+      char c = t[i];
+      t[i] = t[i + 1], t[i + 1] = c;
+    } else if (n >= 2) memmove(t + i, t + i + 1, (size_t)(n - i)); /* one character dropped */
+    else return false;
+    if (strlen(t) == (size_t)n && !strncmp(t, val + 1, (size_t)n)) return false; /* unchanged */
+    kiln_strbuf_printf(b, "%s=\"%s\"", name, t);
+    return true;
+  }
   char *endp;
   const char *lb = strstr(val, "] [");
-  size_t vl = strlen(val);
   if (lb && val[0] != '[' && vl > 0 && val[vl - 1] == ']') {
     /* a tensor attribute "dt[dims] [e0, e1, ...]" (ConstantOfShape's value): one element
      * changed */

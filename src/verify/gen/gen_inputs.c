@@ -116,6 +116,12 @@ static kiln_status draw_input(gen *G, const kiln_graph *g, int id, double scale,
   kiln_tensor *t;
   KILN_TRY(kiln_tensor_new(in->type.dtype, in->type.rank, dims, &t));
   gen_rng *r = e->er ? e->er : &G->rng;
+  if (gv && gv->n_fix > 0) { /* a run-time shape or count: the values the builder chose */
+    for (int64_t i = 0; i < t->numel; i++)
+      kiln_store_i64(t->dtype, t->data, (size_t)i, gv->fix[i % gv->n_fix]);
+    *out = kiln_val_tensor(t);
+    return KILN_OK;
+  }
   if (gv && gv->ranged) { /* indices or an axis: uniform in their range, never edge values */
     for (int64_t i = 0; i < t->numel; i++)
       kiln_store_i64(t->dtype, t->data, (size_t)i,

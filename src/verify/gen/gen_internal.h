@@ -69,6 +69,8 @@ typedef struct gen_val {
                        builder that made it reads it */
   bool ranged;      /* an integer graph input that holds indices or axes: drawn uniformly in */
   int64_t ilo, ihi; /* [ilo, ihi] (no edge values), never picked as an ordinary operand */
+  int n_fix;        /* > 0: a ranged input whose elements are fix[0..n_fix) as written (a shape, */
+  int64_t fix[16];  /* repeats, starts or a count known only at run time: gen_new_fixed_input) */
   int64_t ext[KILN_MAX_RANK]; /* an input's extents where its type has an unnamed dim other
                                  than the first (0: from the type, gen_dim_extent) */
 } gen_val;
@@ -90,6 +92,8 @@ typedef struct gen {
   int64_t sym_m;    /* the extent bound to symbol GEN_SYM2 (fewer inputs take it) */
   kiln_dtype theme; /* graph-level: the dtype most values take where an op allows it (real
                        models are mostly of one dtype), KILN_UNDEFINED: none */
+  int focus;        /* graph-level: an op row drawn for half of the fresh node draws, so that
+                       one op meets itself and its neighbours in many forms (-1: none) */
   int scale;        /* graph-level: 1, or 64 for a large graph (value and new-input limits
                        times 64: races, thresholds on bytes, plans of large blocks) */
   KILN_VEC(gen_val) vals;
@@ -146,6 +150,10 @@ int gen_new_const(gen *G, const kiln_type *t, gen_dom dom);
 /* A new integer graph input of type t whose elements are drawn in [lo, hi] (indices or an
  * axis known only at run time). */
 int gen_new_ranged_input(gen *G, const kiln_type *t, int64_t lo, int64_t hi);
+/* A new integer graph input (dtype dt, rank 1 of n elements, or a scalar) holding vals
+ * (n <= 16) in every case: an operand the compiler sees only at run time (a shape, repeats,
+ * starts, a count), never picked as an ordinary operand. */
+int gen_new_fixed_input(gen *G, kiln_dtype dt, int n, const int64_t *vals, bool scalar);
 /* A constant of type t (static) with every element x. */
 int gen_const_fill(gen *G, const kiln_type *t, double x);
 /* An I64 constant of rank 1 (rank 0 when scalar) holding vals. */
@@ -255,6 +263,8 @@ bool gen_b_squeeze(gen *G, int op);
 /* A written Slice bound for position p (-1 <= p <= dim): itself, its negative form, or past an
  * end (dim + k, INT64_MAX, -dim - 1 - k, INT64_MIN). */
 int64_t gen_slice_bound(gen *G, int64_t p, int64_t dim);
+/* Where a written Slice bound v lands on an axis of extent dim for the step's sign. */
+int64_t gen_slice_clamp(int64_t v, int64_t dim, int64_t step);
 int gen_emit_axes(gen *G, const char *op, int x, int n, const int64_t *ax);
 bool gen_b_unsqueeze(gen *G, int op);
 bool gen_b_concat(gen *G, int op);
@@ -278,6 +288,9 @@ bool gen_b_nonzero(gen *G, int op);
 /* gen_ops_ctl.c */
 bool gen_b_if(gen *G, int op);
 bool gen_b_shapechain(gen *G, int op);
+/* gen_ops_rt.c: run-time shapes, aliases of one storage */
+bool gen_b_rtshape(gen *G, int op);
+bool gen_b_alias(gen *G, int op);
 /* patterns of gen_ops.c used by the table */
 bool gen_b_chain(gen *G, int op);
 /* gen_patterns.c: a pass pattern on an inner value, its result read by another node */

@@ -239,7 +239,7 @@ bool gen_b_split(gen *G, int op) {
 
 /* Where a Slice bound v lands on an axis of extent dim (ONNX: negative values count from the
  * end, then clamped to [0, dim] for a positive step, [-1, dim - 1] for a negative one). */
-static int64_t slice_clamp(int64_t v, int64_t dim, int64_t step) {
+int64_t gen_slice_clamp(int64_t v, int64_t dim, int64_t step) {
   if (v < 0) v = v < -dim ? (step > 0 ? 0 : -1) : v + dim;
   int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
   return v < lo ? lo : v > hi ? hi : v;
@@ -278,7 +278,7 @@ bool gen_b_slice(gen *G, int op) {
     int64_t bp = stp < 0 && b == dim - 1 && gen_chance(&G->rng, 0.5) ? dim : b;
     ax[n] = d, sp[n] = stp, axw[n] = gen_attr_chance(G, 0.3) ? d - r : d;
     st[n] = gen_slice_bound(G, bp, dim), en[n] = gen_slice_bound(G, e, dim);
-    if (slice_clamp(st[n], dim, stp) != b || slice_clamp(en[n], dim, stp) != e)
+    if (gen_slice_clamp(st[n], dim, stp) != b || gen_slice_clamp(en[n], dim, stp) != e)
       return false; /* a written form that does not land where meant (a bug here) */
     n++;
   }

@@ -429,19 +429,66 @@ bool gen_b_topk(gen *G, int op) {
   return true;
 }
 
+/* Einsum with a drawn equation: one to three operands of rank 0-3 over a few shared labels
+ * (a label repeated within a term now and then: a diagonal), an ellipsis over leading batch
+ * dims now and then, and the output written out (any subset of the labels in any order, the
+ * empty output of a full sum) or left implicit. The first operand is an existing value when
+ * one fits. */
 bool gen_b_einsum(gen *G, int op) {
   (void)op;
-  int x = pick_float(G, 2, 2, true);
+  int x = pick_float(G, 1, 3, true);
   if (x < 0) return false;
-  char a[64];
-  if (gen_chance(&G->rng, 0.3)) {
-    gen_emit(G, "Einsum", 1, &x, 1, ATTR("equation=\"ij->ji\""), gen_v(G, x)->dom, gen_mag(G, x));
-    return true;
+  kiln_dtype dt = gen_dtype(G, x);
+  int n_ops = gen_chance(&G->rng, 0.3) ? 1 : gen_chance(&G->rng, 0.8) ? 2 : 3;
+  int64_t size[8]; /* the labels 'a'.. and their extents: x's dims first */
+  int n_lab = 0, ell = gen_chance(&G->rng, 0.2) ? gen_int(&G->rng, 1, 2) : 0;
+  int64_t ell_dims[2] = {gen_int(&G->rng, 1, 3), gen_int(&G->rng, 1, 2)};
+  char eq[96], term[3][16];
+  int len = 0, rank[3], in[3];
+  int64_t dims[3][6];
+  double mag = 1;
+  for (int k = 0; k < n_ops; k++) {
+    int tl = 0, r = k == 0 ? gen_rank(G, x) : gen_int(&G->rng, 0, 3);
+    if (ell) term[k][tl++] = '.', term[k][tl++] = '.', term[k][tl++] = '.';
+    rank[k] = 0; /* the batch dims of "...": the first operand has none (they broadcast) */
+    for (int e = 0; e < ell && k > 0; e++) dims[k][rank[k]++] = ell_dims[e];
+    for (int i = 0; i < r; i++) {
+      int l;
+      int64_t ext = k == 0 ? gen_dim(G, x, i) : 0;
+      if (k == 0) { /* a repeat of an earlier label of the same extent, or a new one */
+        for (l = 0; l < n_lab && !(size[l] == ext && gen_chance(&G->rng, 0.15)); l++) {
+        }
+        if (l == n_lab) size[n_lab++] = ext;
+      } else {
+        l = n_lab < 6 && (n_lab == 0 || gen_chance(&G->rng, 0.3)) ? n_lab
+                                                                  : gen_int(&G->rng, 0, n_lab - 1);
+        if (l == n_lab) size[n_lab++] = gen_int(&G->rng, 1, 4);
+      }
+      term[k][tl++] = (char)('a' + l);
+      dims[k][rank[k]++] = size[l];
+    }
+    term[k][tl] = 0;
+    len += snprintf(eq + len, sizeof eq - (size_t)len, "%s%s", k ? "," : "", term[k]);
   }
-  int64_t d[2] = {gen_dim(G, x, 1), gen_int(&G->rng, 1, 6)};
-  int in[2] = {x, new_value(G, gen_dtype(G, x), 2, d, DOM_ANY, 0.5)};
-  gen_emit(G, "Einsum", 2, in, 1, ATTR("equation=\"ij,jk->ik\""), DOM_ANY,
-           gen_mag(G, x) * 2 * (double)d[0]);
+  in[0] = x;
+  for (int k = 1; k < n_ops; k++) in[k] = new_value(G, dt, rank[k], dims[k], DOM_ANY, 0.5);
+  for (int k = 0; k < n_ops; k++) mag *= k ? 2 : gen_mag(G, x);
+  for (int l = 0; l < n_lab; l++) mag *= (double)size[l];
+  for (int e = 0; e < ell; e++) mag *= (double)ell_dims[e];
+  if (gen_chance(&G->rng, 0.7)) { /* explicit: a subset of the labels, in any order */
+    int order[8], n = 0;
+    for (int l = 0; l < n_lab; l++)
+      if (gen_chance(&G->rng, 0.6)) order[n++] = l;
+    for (int i = n - 1; i > 0; i--) {
+      int j = gen_int(&G->rng, 0, i), t = order[i];
+      order[i] = order[j], order[j] = t;
+    }
+    len += snprintf(eq + len, sizeof eq - (size_t)len, "->%s", ell ? "..." : "");
+    for (int i = 0; i < n; i++) eq[len++] = (char)('a' + order[i]);
+    eq[len] = 0;
+  }
+  char a[128];
+  gen_emit(G, "Einsum", n_ops, in, 1, ATTR("equation=\"%s\"", eq), DOM_ANY, mag);
   return true;
 }
 

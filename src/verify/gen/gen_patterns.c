@@ -386,7 +386,8 @@ static int p_near_duplicates(gen *G) {
                                     "Sub",
                                     "ConstantOfShape",
                                     "Split",
-                                    "TopK"};
+                                    "TopK",
+                                    "Einsum"};
   int x = source(G, DT_FLOAT, 0, 4);
   if (x < 0) return -1;
   const char *op = ops[gen_int(&G->rng, 0, (int)(sizeof ops / sizeof ops[0]) - 1)];

@@ -1,0 +1,120 @@
+/* The generator's structures aimed at the runtime (gen_ops_rt.c) and its near-copies of free
+ * strings (gen_dup.c): shapes known only at run time hold the values the builder chose (the
+ * reference runs the graphs), one storage read through a value and a view of it in one
+ * elementwise node, and Einsum copies whose equation differs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "verify/gen/gen.h"
+
+enum { N = 120 };
+
+static bool is_view(kiln_op op) {
+  return op == KILN_OP_Reshape || op == KILN_OP_Unsqueeze || op == KILN_OP_Squeeze ||
+         op == KILN_OP_Flatten || op == KILN_OP_Identity || op == KILN_OP_Expand;
+}
+
+/* The node defining value v, NULL for a graph input or constant. */
+static const kiln_node *producer(const kiln_graph *g, int v) {
+  for (int i = 0; i < g->nodes.len; i++)
+    for (int k = 0; k < g->nodes.data[i].n_outputs; k++)
+      if (g->nodes.data[i].outputs[k] == v) return &g->nodes.data[i];
+  return NULL;
+}
+
+/* Whether v is computed from a graph input with no constant or node in between other than
+ * Cast and Concat (a shape operand known only at run time). */
+static bool from_input(const kiln_graph *g, int v) {
+  if (g->values.data[v].kind == KILN_VALUE_INPUT) return true;
+  const kiln_node *p = producer(g, v);
+  if (!p || (p->op != KILN_OP_Cast && p->op != KILN_OP_Concat)) return false;
+  for (int k = 0; k < p->n_inputs; k++)
+    if (p->inputs[k] >= 0 && from_input(g, p->inputs[k])) return true;
+  return false;
+}
+
+static void test_runtime_shapes(void) {
+  kiln_gen_opts o;
+  kiln_gen_opts_init(&o);
+  o.ops = "(run-time shapes)";
+  int usable = 0, runtime = 0;
+  for (uint64_t s = 0; s < N; s++) {
+    kiln_gen_case c;
+    CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(11, s), &c));
+    if (c.status != KILN_GEN_OK)
+      fprintf(stderr, "seed %llu: status %d %s\n", (unsigned long long)s, c.status, c.note);
+    usable += c.status == KILN_GEN_OK;
+    bool rt = false;
+    for (int i = 0; c.g && i < c.g->nodes.len; i++) {
+      const kiln_node *n = &c.g->nodes.data[i];
+      bool shaped = n->op == KILN_OP_Reshape || n->op == KILN_OP_Expand || n->op == KILN_OP_Tile ||
+                    n->op == KILN_OP_Slice;
+      if (shaped && n->n_inputs >= 2 && from_input(c.g, n->inputs[1])) rt = true;
+    }
+    runtime += rt;
+    kiln_gen_case_free(&c);
+  }
+  fprintf(stderr, "run-time shapes: %d of %d graphs usable, %d with a run-time shape operand\n",
+          usable, N, runtime);
+  CHECK(usable * 100 >= N * 95); /* the fixed inputs hold shapes the reference accepts */
+  CHECK(runtime * 10 >= N * 9);
+}
+
+static void test_aliases(void) {
+  kiln_gen_opts o;
+  kiln_gen_opts_init(&o);
+  o.ops = "(aliases)";
+  int both = 0;
+  for (uint64_t s = 0; s < N; s++) {
+    kiln_gen_case c;
+    CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(12, s), &c));
+    bool found = false;
+    for (int i = 0; c.g && i < c.g->nodes.len && !found; i++) {
+      const kiln_node *n = &c.g->nodes.data[i];
+      if (n->n_inputs != 2 || n->inputs[0] == n->inputs[1]) continue;
+      for (int k = 0; k < 2 && !found; k++) {
+        const kiln_node *p = producer(c.g, n->inputs[k]);
+        found = p && is_view(p->op) && p->inputs[0] == n->inputs[1 - k];
+      }
+    }
+    both += found;
+    kiln_gen_case_free(&c);
+  }
+  fprintf(stderr, "aliases: %d of %d graphs read a value and a view of it in one node\n", both, N);
+  CHECK(both * 10 >= N * 8);
+}
+
+static void test_einsum_near_copies(void) {
+  kiln_gen_opts o;
+  kiln_gen_opts_init(&o);
+  o.ops = "Einsum,(duplicate)";
+  o.check_inputs = false;
+  int pairs = 0, prefix = 0;
+  for (uint64_t s = 0; s < 400; s++) {
+    kiln_gen_case c;
+    kiln_status st = kiln_gen_model(&o, kiln_gen_seed(13, s), &c);
+    if (st) { /* an opset before Einsum's (12) leaves no op to draw */
+      kiln_status_free(st);
+      continue;
+    }
+    for (int i = 0; c.g && i < c.g->nodes.len; i++)
+      for (int j = 0; j < i; j++) {
+        const kiln_node *a = &c.g->nodes.data[j], *b = &c.g->nodes.data[i];
+        if (a->op != KILN_OP_Einsum || b->op != KILN_OP_Einsum || a->n_inputs != b->n_inputs ||
+            memcmp(a->inputs, b->inputs, sizeof(int) * (size_t)a->n_inputs))
+          continue;
+        const char *ea = a->attrs[0].s, *eb = b->attrs[0].s;
+        if (!strcmp(ea, eb)) continue;
+        pairs++;
+        prefix += !strncmp(ea, eb, strlen(ea)) || !strncmp(ea, eb, strlen(eb));
+      }
+    kiln_gen_case_free(&c);
+  }
+  fprintf(stderr, "Einsum near-copies: %d pairs, %d where one equation extends the other\n", pairs,
+          prefix);
+  CHECK(pairs >= 10);
+  CHECK(prefix >= 3);
+}
+
+TEST_MAIN(T(test_runtime_shapes), T(test_aliases), T(test_einsum_near_copies))
