@@ -775,6 +775,22 @@ static void grow_fresh(gen *G, uint64_t seed, const bool *allowed, int target, i
   }
 }
 
+/* One graph in 16 gets a graph input that no node reads, at any position of the input
+ * list (models keep inputs they no longer use): inputs are bound by position, and nothing
+ * may assume that every input is read or that the read ones come first. */
+static void unread_input(gen *G) {
+  if (G->inputs.len == 0 || !gen_chance(&G->frng, 1.0 / 16)) return;
+  static const kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_I64, KILN_BOOL, KILN_U8};
+  int64_t d[2] = {gen_int(&G->frng, 1, 4), gen_int(&G->frng, 1, 3)};
+  kiln_type t = gen_tensor_type(dts[gen_int(&G->frng, 0, 4)], gen_int(&G->frng, 0, 2), d);
+  gen_new_input(G, &t, DOM_ANY);
+  int at = gen_int(&G->frng, 0, G->inputs.len - 1);
+  char *last = G->inputs.data[G->inputs.len - 1];
+  memmove(G->inputs.data + at + 1, G->inputs.data + at,
+          sizeof(char *) * (size_t)(G->inputs.len - 1 - at));
+  G->inputs.data[at] = last;
+}
+
 /* Builds the graph of the case (no inputs yet): fresh steps, or those of `replay`. */
 static kiln_status build(gen *G, uint64_t seed, const kiln_gen_genome *replay, kiln_gen_case *out) {
   kiln_status st;
@@ -800,6 +816,7 @@ static kiln_status build(gen *G, uint64_t seed, const kiln_gen_genome *replay, k
     return KILN_OK;
   }
   if (!G->g) return KILN_BUG("generator: no node accepted (%s)", G->why);
+  unread_input(G);
   int *outs = kiln_xmalloc(sizeof(int) * (size_t)(G->vals.len + 1));
   int n_out = choose_outputs(G, outs);
   st = build_graph(G, outs, n_out, &out->g);
