@@ -1240,6 +1240,22 @@ case(340)(lambda: Case([N("ReduceProd", ["x"], ["y"], axes=[1], keepdims=0)],
                        [("x", r(2, 0))], [("y", F)], opset=13))
 
 
+# set K
+case(341)(lambda: Case([N("Gemm", ["a", "b", "d"], ["p"], alpha=1.0, beta=1.0),
+                        N("Gemm", ["a", "b", "d"], ["q"], alpha=1.0, beta=0.5),
+                        N("Sub", ["p", "q"], ["y"])],
+                       [("a", r(3, 3)), ("b", r(3, 3)), ("d", r(3, 3))], [("y", F)]))
+case(342)(lambda: Case([N("Add", ["a", "b"], ["y"], broadcast=1, axis=1)],
+                       [("a", r(2, 3, 3)), ("b", r(3))], [("y", F)], opset=6))
+case(343)(lambda: Case([N("GatherND", ["x", "i"], ["y"], batch_dims=1)],
+                       [("x", r(2, 3, 4)), ("i", np.array([[2], [1]], np.int64))], [("y", F)],
+                       opset=12))
+case(344)(lambda: Case([N("Abs", ["x"], ["y"])],
+                       [("x", np.array([-5, 3, -100, 0, 127, -1], np.int8))], [("y", TP.INT8)]))
+case(345)(lambda: Case([N("ReduceSum", ["x"], ["s"], keepdims=0), N("Neg", ["s"], ["y"])],
+                       [("x", r(3, 4))], [("y", F)], opset=13))
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

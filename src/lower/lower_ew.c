@@ -24,7 +24,8 @@ static kiln_ew_dtypes class_of(kiln_op op) {
 
 static bool legacy_broadcast(const kiln_node *n) {
   const kiln_attr *a = kiln_node_attr(n, "broadcast");
-  return n->opset < 7 && a && a->kind == KILN_ATTR_INT && a->i != 0;
+  /* mutant 342: the boundary taken as opset 6 (Add-6 still has the broadcast attribute) */
+  return n->opset < (KILN_MUTANT(342) ? 6 : 7) && a && a->kind == KILN_ATTR_INT && a->i != 0;
 }
 
 bool kiln_lower_is_elementwise(const kiln_graph *g, const kiln_node *n) {
@@ -382,7 +383,11 @@ static kiln_status expr_of(kiln_tkernel *k, const kiln_node *n, kiln_texpr *cons
   switch (n->op) {
   case KILN_OP_Identity: *out = a; break;
   case KILN_OP_Abs:
-    *out = is_signed(a->type) || kiln_dtype_is_float(a->type) ? un(k, KILN_TOP_ABS, a) : a;
+    /* mutant 344: only 32- and 64-bit signed integers taken as signed (i8, i16 left as is) */
+    *out = (is_signed(a->type) && (!KILN_MUTANT(344) || kiln_dtype_size(a->type) >= 4)) ||
+                   kiln_dtype_is_float(a->type)
+               ? un(k, KILN_TOP_ABS, a)
+               : a;
     break;
   case KILN_OP_Neg: *out = un(k, KILN_TOP_NEG, a); break;
   case KILN_OP_Sign: *out = sign(k, a); break;

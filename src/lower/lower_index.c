@@ -179,7 +179,9 @@ static kiln_status gather_nd(ix *s) {
   add_flag(s, -1);
   kiln_nest nest = nest_over(s, &s->k->body, s->y->rank, s->yd, "o", false);
   kiln_texpr *src[KILN_MAX_RANK];
-  kiln_texpr *ok = nd_coords(s, nest.body, &nest, ib, b, kk, s->idx->rank - 1, src);
+  /* mutant 343: the data's trailing dims placed after the batch dims a second time */
+  kiln_texpr *ok =
+      nd_coords(s, nest.body, &nest, ib, b, kk, s->idx->rank - 1 - (KILN_MUTANT(343) ? b : 0), src);
   guarded_copy(s, nest.body, yb, nest_index(s, &nest), xb,
                kiln_lower_index(s->k, s->x->rank, s->xd, src), ok);
   return KILN_OK;

@@ -19,7 +19,7 @@ static kiln_tensor *view_tensor(const kiln_type *t, void *data) {
   kiln_tensor *v = kiln_xcalloc(1, sizeof *v);
   v->dtype = t->dtype;
   v->rank = t->rank;
-  v->numel = 1;
+  v->numel = KILN_MUTANT(345) && t->rank == 0 ? 0 : 1; /* mutant 345: a scalar view as empty */
   for (int d = 0; d < t->rank; d++) v->dims[d] = t->dims[d].value, v->numel *= v->dims[d];
   v->data = data;
   v->owns_data = false;
