@@ -17,7 +17,7 @@ import onnx.defs as d
 here = os.path.dirname(os.path.abspath(__file__))
 src = open(os.path.join(here, "../src/verify/gen/gen_ops.c")).read()
 ops = sorted(set(re.findall(r"^ *(?:UN|BIN|OP)\(([A-Za-z0-9]+),", src, re.M)))
-MIN_OPSET = 11  # the generator's lowest opset: older versions are left out
+MIN_OPSET = 6  # the generator's lowest opset: older versions are left out
 codes = {name.lower(): int(v) for name, v in onnx.TensorProto.DataType.items()}
 
 

@@ -721,12 +721,12 @@ static bool *allowed_ops(const kiln_gen_opts *o, kiln_status *st) {
   return ok;
 }
 
-/* Every opset from 9 on (an op's behaviour changes at its versions: each version and the one
- * before it must be drawn; at 9 and 10 only the ops whose rows start there, in their old
- * forms), with 13, 17 and 18, the ones most models use, and 26, the first of the newest ops
- * (CumProd), more often. */
-static const int opsets[] = {9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
-                             20, 21, 22, 23, 24, 25, 26, 13, 17, 18, 26};
+/* Every opset from 6 on (an op's behaviour changes at its versions: each version and the one
+ * before it must be drawn; below 11 only the ops whose rows start there, in their old forms:
+ * before 7 the binary ops' broadcast and axis attributes), with 13, 17 and 18, the ones most
+ * models use, and 26, the first of the newest ops (CumProd), more often. */
+static const int opsets[] = {6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18,
+                             19, 20, 21, 22, 23, 24, 25, 26, 13, 17, 18, 26};
 
 /* The opset of the graph: one of `opsets`, at least the first version of some allowed op. */
 static void pick_opset(gen *G, gen_rng *r, const bool *allowed) {
@@ -736,6 +736,19 @@ static void pick_opset(gen *G, gen_rng *r, const bool *allowed) {
   for (int i = 0; i < n; i++)
     if (opsets[i] >= lo) cand[k++] = opsets[i];
   G->opset = k ? cand[gen_int(r, 0, k - 1)] : lo;
+}
+
+int gen_seed_opset(const kiln_gen_opts *o, uint64_t seed) {
+  kiln_status st;
+  bool *allowed = allowed_ops(o, &st);
+  kiln_status_free(st);
+  gen G = {0};
+  G.o = o;
+  gen_rng r;
+  gen_rng_seed(&r, seed);
+  pick_opset(&G, &r, allowed);
+  free(allowed);
+  return G.opset;
 }
 
 /* The graph-level choices of the genome seed: opset, symbol extent, node count; the finishing

@@ -204,6 +204,9 @@ double kiln_gen_draw(gen_rng *r, kiln_dtype dt, gen_dom dom, double s);
 /* The input search (gen_inputs.c): fills c->inputs and c->status. */
 KILN_MUST_USE kiln_status kiln_gen_inputs(gen *G, kiln_gen_case *c);
 
+/* The opset a genome seed draws (its graph-level choices) under o's op list. */
+int gen_seed_opset(const kiln_gen_opts *o, uint64_t seed);
+
 /* ---- the op table (gen_ops.c) ---- */
 typedef bool (*gen_build_fn)(gen *G, int op_index);
 typedef struct gen_op {

@@ -100,7 +100,17 @@ static void mutate_one(const kiln_gen_opts *o, kiln_gen_genome *g, const kiln_ge
     if (s) s->op = draw_row(o, r);
     break;
   case KILN_GEN_MUT_SPLICE: splice(g, other, r); break;
-  case KILN_GEN_MUT_GRAPH: g->seed = gen_rng_next(r); break;
+  case KILN_GEN_MUT_GRAPH: { /* a seed whose opset holds every step (an old opset drawn for a
+                                 graph of newer ops would skip them all) */
+    int need = 0;
+    for (int i = 0; i < g->n; i++)
+      if (g->steps[i].op >= 0 && g->steps[i].op < kiln_gen_n_ops)
+        need =
+            kiln_gen_ops[g->steps[i].op].since > need ? kiln_gen_ops[g->steps[i].op].since : need;
+    for (int t = 0; t < 16; t++)
+      if (gen_seed_opset(o, g->seed = gen_rng_next(r)) >= need) break;
+    break;
+  }
   default: break;
   }
 }

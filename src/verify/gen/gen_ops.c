@@ -240,6 +240,30 @@ static int identity_operand(gen *G, const char *op, kiln_dtype dt) {
   return c;
 }
 
+/* Add, Sub, Mul, Div before opset 7: operands of one shape, or B (never larger) broadcast by
+ * the attributes broadcast=1 and axis: B's dims are A's dims from axis on (axis left out: the
+ * suffix), or B is a scalar. Numpy broadcasting of the same operands means something else
+ * wherever B does not match A's suffix. */
+static bool b_binary_legacy(gen *G, const bin_spec *s, int a) {
+  kiln_dtype dt = gen_dtype(G, a);
+  int r = gen_rank(G, a), form = gen_int(&G->rng, 0, 3), axis = 0, len = 0;
+  int64_t d[KILN_MAX_RANK];
+  char at[48] = "";
+  if (r > 0 && gen_is_static(G, a) && form > 0) {
+    axis = gen_int(&G->rng, 0, r - 1), len = gen_int(&G->rng, 1, r - axis);
+    if (form == 1) axis = r - len; /* the suffix: axis left out */
+    for (int i = 0; i < len; i++) d[i] = gen_dim(G, a, axis + i);
+    snprintf(at, sizeof at, form == 1 ? "broadcast=1" : "broadcast=1, axis=%d", axis);
+  } else if (form == 0 && gen_chance(&G->rng, 0.5)) {
+    snprintf(at, sizeof at, "broadcast=1"); /* a scalar B */
+  } else len = -1;                          /* A's own shape */
+  kiln_type t = len < 0 ? gen_v(G, a)->type : gen_tensor_type(dt, len, d);
+  int b = gen_pick_type(G, &t, s->b);
+  int in[2] = {a, b};
+  gen_emit(G, s->name, 2, in, 1, at, DOM_ANY, bin_mag(s->mag, gen_mag(G, a), gen_mag(G, b)));
+  return true;
+}
+
 static bool b_binary(gen *G, int op) {
   const bin_spec *s = find_binary(kiln_gen_ops[op].op);
   gen_want w = want(s->dts, 0, 6, s->a);
@@ -247,6 +271,8 @@ static bool b_binary(gen *G, int op) {
   int a = gen_pick(G, &w);
   if (a < 0) return false;
   kiln_dtype dt = gen_dtype(G, a);
+  if (G->opset < 7) /* the rows that start before 7: Add, Sub, Mul, Div */
+    return strchr("+*/", s->mag) && !strchr("PS", s->name[0]) && b_binary_legacy(G, s, a);
   if (kiln_dtype_is_int(dt) && (s->name[0] == 'P')) return false;
   int b = -1;
   bool ident = false;
@@ -597,31 +623,31 @@ bool gen_b_diamond(gen *G, int op) {
 #define OP(nm, ...)                                                                                \
   { .name = #nm, .op = KILN_OP_##nm, __VA_ARGS__ }
 const gen_op kiln_gen_ops[] = {
-    OP(Abs, .since = 9, .weight = 2, .build = b_unary),
-    OP(Neg, .since = 9, .weight = 2, .build = b_unary),
+    OP(Abs, .since = 6, .weight = 2, .build = b_unary),
+    OP(Neg, .since = 6, .weight = 2, .build = b_unary),
     OP(Sign, .since = 11, .weight = 1, .build = b_unary),
-    OP(Relu, .since = 9, .weight = 4, .build = b_unary),
+    OP(Relu, .since = 6, .weight = 4, .build = b_unary),
     OP(Acos, .since = 11, .weight = 1, .build = b_unary),
     OP(Acosh, .since = 11, .weight = 1, .build = b_unary),
     OP(Asin, .since = 11, .weight = 1, .build = b_unary),
     OP(Asinh, .since = 11, .weight = 1, .build = b_unary),
     OP(Atan, .since = 11, .weight = 1, .build = b_unary),
     OP(Atanh, .since = 11, .weight = 1, .build = b_unary),
-    OP(Ceil, .since = 9, .weight = 1, .build = b_unary),
-    OP(Floor, .since = 9, .weight = 1, .build = b_unary),
+    OP(Ceil, .since = 6, .weight = 1, .build = b_unary),
+    OP(Floor, .since = 6, .weight = 1, .build = b_unary),
     OP(Round, .since = 11, .weight = 1, .build = b_unary),
     OP(Cos, .since = 11, .weight = 1, .build = b_unary),
     OP(Sin, .since = 11, .weight = 1, .build = b_unary),
     OP(Tan, .since = 11, .weight = 1, .build = b_unary),
     OP(Cosh, .since = 11, .weight = 1, .build = b_unary),
     OP(Sinh, .since = 11, .weight = 1, .build = b_unary),
-    OP(Tanh, .since = 9, .weight = 2, .build = b_unary),
+    OP(Tanh, .since = 6, .weight = 2, .build = b_unary),
     OP(Erf, .since = 11, .weight = 1, .build = b_unary),
-    OP(Exp, .since = 9, .weight = 2, .build = b_unary),
-    OP(Log, .since = 9, .weight = 2, .build = b_unary),
-    OP(Sqrt, .since = 9, .weight = 2, .build = b_unary),
-    OP(Reciprocal, .since = 9, .weight = 1, .build = b_unary),
-    OP(Sigmoid, .since = 9, .weight = 2, .build = b_unary),
+    OP(Exp, .since = 6, .weight = 2, .build = b_unary),
+    OP(Log, .since = 6, .weight = 2, .build = b_unary),
+    OP(Sqrt, .since = 6, .weight = 2, .build = b_unary),
+    OP(Reciprocal, .since = 6, .weight = 1, .build = b_unary),
+    OP(Sigmoid, .since = 6, .weight = 2, .build = b_unary),
     OP(Softplus, .since = 11, .weight = 1, .build = b_unary),
     OP(Softsign, .since = 11, .weight = 1, .build = b_unary),
     OP(Mish, .since = 18, .weight = 1, .build = b_unary),
@@ -641,11 +667,11 @@ const gen_op kiln_gen_ops[] = {
     OP(BitwiseNot, .since = 18, .weight = 1, .build = b_unary),
     OP(Identity, .since = 11, .weight = 2, .build = b_unary),
     OP(Dropout, .since = 11, .weight = 1, .build = b_dropout),
-    OP(Clip, .since = 9, .weight = 2, .build = b_clip),
-    OP(Add, .since = 9, .weight = 6, .build = b_binary),
-    OP(Sub, .since = 9, .weight = 3, .build = b_binary),
-    OP(Mul, .since = 9, .weight = 5, .build = b_binary),
-    OP(Div, .since = 9, .weight = 3, .build = b_binary),
+    OP(Clip, .since = 6, .weight = 2, .build = b_clip),
+    OP(Add, .since = 6, .weight = 6, .build = b_binary),
+    OP(Sub, .since = 6, .weight = 3, .build = b_binary),
+    OP(Mul, .since = 6, .weight = 5, .build = b_binary),
+    OP(Div, .since = 6, .weight = 3, .build = b_binary),
     OP(Mod, .since = 11, .weight = 1, .build = b_binary),
     OP(Pow, .since = 11, .weight = 2, .build = b_binary),
     OP(PRelu, .since = 11, .weight = 1, .build = b_binary),
@@ -690,7 +716,7 @@ const gen_op kiln_gen_ops[] = {
     {.name = "(diamond)", .since = 11, .weight = 2, .build = gen_b_diamond},
     {.name = "(pattern)", .since = 11, .weight = 36, .build = gen_b_pattern},
     /* gen_ops_nn.c */
-    OP(MatMul, .since = 9, .weight = 4, .build = gen_b_matmul),
+    OP(MatMul, .since = 6, .weight = 4, .build = gen_b_matmul),
     OP(Gemm, .since = 11, .weight = 2, .build = gen_b_gemm),
     OP(Conv, .since = 11, .weight = 3, .build = gen_b_conv),
     OP(ConvTranspose, .since = 11, .weight = 1, .build = gen_b_conv_transpose),
@@ -711,14 +737,14 @@ const gen_op kiln_gen_ops[] = {
     OP(LSTM, .since = 11, .weight = 1, .build = gen_b_rnn),
     OP(Einsum, .since = 12, .weight = 1, .build = gen_b_einsum),
     /* gen_ops_data.c */
-    OP(Transpose, .since = 9, .weight = 3, .build = gen_b_transpose),
+    OP(Transpose, .since = 6, .weight = 3, .build = gen_b_transpose),
     OP(Reshape, .since = 11, .weight = 3, .build = gen_b_reshape),
     OP(Flatten, .since = 11, .weight = 1, .build = gen_b_flatten),
     OP(Squeeze, .since = 11, .weight = 1, .build = gen_b_squeeze),
     OP(Unsqueeze, .since = 11, .weight = 1, .build = gen_b_unsqueeze),
     OP(Concat, .since = 11, .weight = 2, .build = gen_b_concat),
     OP(Split, .since = 11, .weight = 1, .build = gen_b_split),
-    OP(Slice, .since = 9, .weight = 2, .build = gen_b_slice),
+    OP(Slice, .since = 6, .weight = 2, .build = gen_b_slice),
     OP(Pad, .since = 11, .weight = 1, .build = gen_b_pad),
     OP(Tile, .since = 11, .weight = 1, .build = gen_b_tile),
     OP(Expand, .since = 11, .weight = 1, .build = gen_b_expand),

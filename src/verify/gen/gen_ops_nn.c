@@ -109,7 +109,7 @@ bool gen_b_matmul(gen *G, int op) {
   if (br == 2 && gen_chance(&G->rng, 0.4)) {
     int64_t nd[1] = {n};
     int bias[2] = {y, new_value(G, dt, 1, nd, DOM_ANY, 0.9)};
-    gen_emit(G, "Add", 2, bias, 1, "", DOM_ANY, mag + 2);
+    gen_emit(G, "Add", 2, bias, 1, G->opset < 7 ? "broadcast=1" : "", DOM_ANY, mag + 2);
   }
   return true;
 }

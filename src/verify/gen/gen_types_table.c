@@ -22,26 +22,26 @@ static const uint32_t t15[] = {0x3014u, 0x3014u};
 static const uint32_t t16[] = {0x3014u};
 static const uint32_t t17[] = {0x30fcu, 0x30fcu};
 static const uint32_t t18[] = {0x30fcu};
-static const uint32_t t19[] = {0x3ffeu};
-static const uint32_t t20[] = {0x13ffeu};
-static const uint32_t t21[] = {0x1f3ffeu};
-static const uint32_t t22[] = {0x7f3ffeu};
-static const uint32_t t23[] = {0xff3ffeu};
-static const uint32_t t24[] = {0x1ff3ffeu};
-static const uint32_t t25[] = {0x7ff3ffeu};
-static const uint32_t t26[] = {0x13ffeu, 0x13ffeu};
-static const uint32_t t27[] = {0x1f3ffeu, 0x1f3ffeu};
-static const uint32_t t28[] = {0x7f3ffeu, 0x7f3ffeu};
-static const uint32_t t29[] = {0xff3ffeu, 0xff3ffeu};
-static const uint32_t t30[] = {0x1ff3ffeu, 0x1ff3ffeu};
-static const uint32_t t31[] = {0x7ff3ffeu, 0x7ff3ffeu};
-static const uint32_t t32[] = {0x2u};
-static const uint32_t t33[] = {0xc02u, 0xc02u, 0xc02u};
-static const uint32_t t34[] = {0x3cfeu, 0x3cfeu, 0x3cfeu};
-static const uint32_t t35[] = {0x13cfeu, 0x13cfeu, 0x13cfeu};
-static const uint32_t t36[] = {0xfffeu};
-static const uint32_t t37[] = {0x1fffeu};
-static const uint32_t t38[] = {0x3efeu};
+static const uint32_t t19[] = {0x3efeu};
+static const uint32_t t20[] = {0x3ffeu};
+static const uint32_t t21[] = {0x13ffeu};
+static const uint32_t t22[] = {0x1f3ffeu};
+static const uint32_t t23[] = {0x7f3ffeu};
+static const uint32_t t24[] = {0xff3ffeu};
+static const uint32_t t25[] = {0x1ff3ffeu};
+static const uint32_t t26[] = {0x7ff3ffeu};
+static const uint32_t t27[] = {0x13ffeu, 0x13ffeu};
+static const uint32_t t28[] = {0x1f3ffeu, 0x1f3ffeu};
+static const uint32_t t29[] = {0x7f3ffeu, 0x7f3ffeu};
+static const uint32_t t30[] = {0xff3ffeu, 0xff3ffeu};
+static const uint32_t t31[] = {0x1ff3ffeu, 0x1ff3ffeu};
+static const uint32_t t32[] = {0x7ff3ffeu, 0x7ff3ffeu};
+static const uint32_t t33[] = {0x2u};
+static const uint32_t t34[] = {0xc02u, 0xc02u, 0xc02u};
+static const uint32_t t35[] = {0x3cfeu, 0x3cfeu, 0x3cfeu};
+static const uint32_t t36[] = {0x13cfeu, 0x13cfeu, 0x13cfeu};
+static const uint32_t t37[] = {0xfffeu};
+static const uint32_t t38[] = {0x1fffeu};
 static const uint32_t t39[] = {0x1f3efeu};
 static const uint32_t t40[] = {0x7f3efeu};
 static const uint32_t t41[] = {0xff3efeu};
@@ -50,76 +50,77 @@ static const uint32_t t43[] = {0x7ff3efeu};
 static const uint32_t t44[] = {0x13cc2u, 0xc0u};
 static const uint32_t t45[] = {0x38c2u, 0xc0u};
 static const uint32_t t46[] = {0x38c2u};
-static const uint32_t t47[] = {0xc02u, 0x200u};
-static const uint32_t t48[] = {0xc02u, 0xc02u, 0x200u};
-static const uint32_t t49[] = {0x10c02u, 0xc02u, 0x200u};
-static const uint32_t t50[] = {0x10c02u, 0x200u};
-static const uint32_t t51[] = {0x1f0c02u, 0x1f0c02u, 0x200u};
-static const uint32_t t52[] = {0x1f0c02u, 0x200u};
-static const uint32_t t53[] = {0x3efeu, 0x3efeu};
-static const uint32_t t54[] = {0x13efeu, 0x13efeu};
-static const uint32_t t55[] = {0xfffeu, 0x80u};
-static const uint32_t t56[] = {0x1fffeu, 0x80u};
-static const uint32_t t57[] = {0x13efeu};
-static const uint32_t t58[] = {0x7ffffeu};
-static const uint32_t t59[] = {0xfffffeu};
-static const uint32_t t60[] = {0x1fffffeu};
-static const uint32_t t61[] = {0x7fffffeu};
-static const uint32_t t62[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
-static const uint32_t t63[] = {0xc02u, 0xc02u};
-static const uint32_t t64[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u};
-static const uint32_t t65[] = {0x10c02u, 0x10c02u};
-static const uint32_t t66[] = {0xfffeu, 0xc0u};
-static const uint32_t t67[] = {0x1fffeu, 0xc0u};
-static const uint32_t t68[] = {0x3cc2u, 0x3cc2u, 0x3cc2u};
-static const uint32_t t69[] = {0x13cc2u, 0x13cc2u, 0x13cc2u};
-static const uint32_t t70[] = {0x3cfeu, 0x3cfeu};
-static const uint32_t t71[] = {0x1ffffeu};
-static const uint32_t t72[] = {0x802u};
-static const uint32_t t73[] = {0x1f0c02u};
-static const uint32_t t74[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u, 0xc02u, 0xc02u};
-static const uint32_t t75[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u, 0x10c02u, 0x10c02u};
-static const uint32_t t76[] = {0x10c02u, 0x10002u, 0x10002u};
-static const uint32_t t77[] = {0xc02u, 0x80u};
-static const uint32_t t78[] = {0xc0eu};
-static const uint32_t t79[] = {0xc0eu, 0x80u};
-static const uint32_t t80[] = {0x10c0eu};
-static const uint32_t t81[] = {0x10c0eu, 0x80u};
-static const uint32_t t82[] = {0xceau};
-static const uint32_t t83[] = {0x10ceau};
-static const uint32_t t84[] = {0x3cfeu, 0x3cfeu, 0xfffeu};
-static const uint32_t t85[] = {0x3cfeu, 0x80u, 0x3cfeu};
-static const uint32_t t86[] = {0x1fffeu, 0x80u, 0x1fffeu};
-static const uint32_t t87[] = {0x1fffeu, 0x80u, 0x1fffeu, 0xc0u};
-static const uint32_t t88[] = {0x7ffffeu, 0x80u, 0x7ffffeu, 0xc0u};
-static const uint32_t t89[] = {0xfffffeu, 0x80u, 0xfffffeu, 0xc0u};
-static const uint32_t t90[] = {0x1fffffeu, 0x80u, 0x1fffffeu, 0xc0u};
-static const uint32_t t91[] = {0x7fffffeu, 0x80u, 0x7fffffeu, 0xc0u};
-static const uint32_t t92[] = {0xcc2u, 0x3cfeu};
-static const uint32_t t93[] = {0xcc2u};
-static const uint32_t t94[] = {0x10cc2u, 0x3cfeu};
-static const uint32_t t95[] = {0x10cc2u};
-static const uint32_t t96[] = {0x10cc2u, 0x13cfeu};
-static const uint32_t t97[] = {0x13cc2u, 0x80u};
-static const uint32_t t98[] = {0x3cceu};
-static const uint32_t t99[] = {0x13cceu};
-static const uint32_t t100[] = {0x13cceu, 0x80u};
-static const uint32_t t101[] = {0x13eceu, 0x80u};
-static const uint32_t t102[] = {0x13eceu};
-static const uint32_t t103[] = {0x1ffffeu, 0x80u};
-static const uint32_t t104[] = {0x7ffffeu, 0x80u};
-static const uint32_t t105[] = {0xfffffeu, 0x80u};
-static const uint32_t t106[] = {0x1fffffeu, 0x80u};
-static const uint32_t t107[] = {0x7fffffeu, 0x80u};
-static const uint32_t t108[] = {0xfffeu, 0xc0u, 0xfffeu};
-static const uint32_t t109[] = {0x1fffeu, 0xc0u, 0x1fffeu};
-static const uint32_t t110[] = {0xfffeu, 0x80u, 0xfffeu};
-static const uint32_t t111[] = {0xfffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
-static const uint32_t t112[] = {0x1fffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
-static const uint32_t t113[] = {0x3cfeu, 0x80u};
-static const uint32_t t114[] = {0x13cfeu, 0x80u};
-static const uint32_t t115[] = {0x200u, 0xfffeu, 0xfffeu};
-static const uint32_t t116[] = {0x200u, 0x1fffeu, 0x1fffeu};
+static const uint32_t t47[] = {0xc02u, 0xc02u};
+static const uint32_t t48[] = {0xc02u, 0x200u};
+static const uint32_t t49[] = {0xc02u, 0xc02u, 0x200u};
+static const uint32_t t50[] = {0x10c02u, 0xc02u, 0x200u};
+static const uint32_t t51[] = {0x10c02u, 0x200u};
+static const uint32_t t52[] = {0x1f0c02u, 0x1f0c02u, 0x200u};
+static const uint32_t t53[] = {0x1f0c02u, 0x200u};
+static const uint32_t t54[] = {0x2c0u, 0x2c0u};
+static const uint32_t t55[] = {0x3efeu, 0x3efeu};
+static const uint32_t t56[] = {0x13efeu, 0x13efeu};
+static const uint32_t t57[] = {0xfffeu, 0x80u};
+static const uint32_t t58[] = {0x1fffeu, 0x80u};
+static const uint32_t t59[] = {0x13efeu};
+static const uint32_t t60[] = {0x7ffffeu};
+static const uint32_t t61[] = {0xfffffeu};
+static const uint32_t t62[] = {0x1fffffeu};
+static const uint32_t t63[] = {0x7fffffeu};
+static const uint32_t t64[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u};
+static const uint32_t t65[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u};
+static const uint32_t t66[] = {0x10c02u, 0x10c02u};
+static const uint32_t t67[] = {0xfffeu, 0xc0u};
+static const uint32_t t68[] = {0x1fffeu, 0xc0u};
+static const uint32_t t69[] = {0x3cc2u, 0x3cc2u, 0x3cc2u};
+static const uint32_t t70[] = {0x13cc2u, 0x13cc2u, 0x13cc2u};
+static const uint32_t t71[] = {0x3cfeu, 0x3cfeu};
+static const uint32_t t72[] = {0x1ffffeu};
+static const uint32_t t73[] = {0x802u};
+static const uint32_t t74[] = {0x1f0c02u};
+static const uint32_t t75[] = {0xc02u, 0xc02u, 0xc02u, 0xc02u, 0x40u, 0xc02u, 0xc02u, 0xc02u};
+static const uint32_t t76[] = {0x10c02u, 0x10c02u, 0x10c02u, 0x10c02u, 0x40u, 0x10c02u, 0x10c02u, 0x10c02u};
+static const uint32_t t77[] = {0x10c02u, 0x10002u, 0x10002u};
+static const uint32_t t78[] = {0xc02u, 0x80u};
+static const uint32_t t79[] = {0xc0eu};
+static const uint32_t t80[] = {0xc0eu, 0x80u};
+static const uint32_t t81[] = {0x10c0eu};
+static const uint32_t t82[] = {0x10c0eu, 0x80u};
+static const uint32_t t83[] = {0xceau};
+static const uint32_t t84[] = {0x10ceau};
+static const uint32_t t85[] = {0x3cfeu, 0x3cfeu, 0xfffeu};
+static const uint32_t t86[] = {0x3cfeu, 0x80u, 0x3cfeu};
+static const uint32_t t87[] = {0x1fffeu, 0x80u, 0x1fffeu};
+static const uint32_t t88[] = {0x1fffeu, 0x80u, 0x1fffeu, 0xc0u};
+static const uint32_t t89[] = {0x7ffffeu, 0x80u, 0x7ffffeu, 0xc0u};
+static const uint32_t t90[] = {0xfffffeu, 0x80u, 0xfffffeu, 0xc0u};
+static const uint32_t t91[] = {0x1fffffeu, 0x80u, 0x1fffffeu, 0xc0u};
+static const uint32_t t92[] = {0x7fffffeu, 0x80u, 0x7fffffeu, 0xc0u};
+static const uint32_t t93[] = {0xcc2u, 0x3cfeu};
+static const uint32_t t94[] = {0xcc2u};
+static const uint32_t t95[] = {0x10cc2u, 0x3cfeu};
+static const uint32_t t96[] = {0x10cc2u};
+static const uint32_t t97[] = {0x10cc2u, 0x13cfeu};
+static const uint32_t t98[] = {0x13cc2u, 0x80u};
+static const uint32_t t99[] = {0x3cceu};
+static const uint32_t t100[] = {0x13cceu};
+static const uint32_t t101[] = {0x13cceu, 0x80u};
+static const uint32_t t102[] = {0x13eceu, 0x80u};
+static const uint32_t t103[] = {0x13eceu};
+static const uint32_t t104[] = {0x1ffffeu, 0x80u};
+static const uint32_t t105[] = {0x7ffffeu, 0x80u};
+static const uint32_t t106[] = {0xfffffeu, 0x80u};
+static const uint32_t t107[] = {0x1fffffeu, 0x80u};
+static const uint32_t t108[] = {0x7fffffeu, 0x80u};
+static const uint32_t t109[] = {0xfffeu, 0xc0u, 0xfffeu};
+static const uint32_t t110[] = {0x1fffeu, 0xc0u, 0x1fffeu};
+static const uint32_t t111[] = {0xfffeu, 0x80u, 0xfffeu};
+static const uint32_t t112[] = {0xfffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
+static const uint32_t t113[] = {0x1fffeu, 0xc0u, 0xc0u, 0xc0u, 0xc0u};
+static const uint32_t t114[] = {0x3cfeu, 0x80u};
+static const uint32_t t115[] = {0x13cfeu, 0x80u};
+static const uint32_t t116[] = {0x200u, 0xfffeu, 0xfffeu};
+static const uint32_t t117[] = {0x200u, 0x1fffeu, 0x1fffeu};
 
 static const gen_type_version v_Abs[] = {
     {6, 1, 0, 1, 0, t0, t0},
@@ -137,22 +138,26 @@ static const gen_type_version v_Acosh[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Add[] = {
+    {6, 2, 0, 1, 0, t4, t5},
     {7, 2, 0, 1, 0, t4, t5},
     {13, 2, 0, 1, 0, t6, t7},
     {14, 2, 0, 1, 0, t8, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_And[] = {
+    {1, 2, 0, 1, 0, t9, t10},
     {7, 2, 0, 1, 0, t9, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ArgMax[] = {
+    {1, 1, 0, 1, 0, t0, t11},
     {11, 1, 0, 1, 0, t0, t11},
     {12, 1, 0, 1, 0, t0, t11},
     {13, 1, 0, 1, 0, t1, t11},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ArgMin[] = {
+    {1, 1, 0, 1, 0, t0, t11},
     {11, 1, 0, 1, 0, t0, t11},
     {12, 1, 0, 1, 0, t0, t11},
     {13, 1, 0, 1, 0, t1, t11},
@@ -179,12 +184,17 @@ static const gen_type_version v_Atanh[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_AveragePool[] = {
+    {1, 1, 0, 1, 0, t2, t2},
+    {7, 1, 0, 1, 0, t2, t2},
+    {10, 1, 0, 1, 0, t2, t2},
     {11, 1, 0, 1, 0, t2, t2},
     {19, 1, 0, 1, 0, t2, t2},
     {22, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_BatchNormalization[] = {
+    {6, 5, 0, 5, 0, t12, t12},
+    {7, 5, 0, 5, 0, t12, t12},
     {9, 5, 0, 5, 0, t12, t12},
     {14, 5, 0, 3, 0, t13, t14},
     {15, 5, 0, 3, 0, t13, t14},
@@ -211,22 +221,23 @@ static const gen_type_version v_BitwiseXor[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Cast[] = {
-    {9, 1, 0, 1, 0, t19, t19},
-    {13, 1, 0, 1, 0, t20, t20},
-    {19, 1, 0, 1, 0, t21, t21},
-    {21, 1, 0, 1, 0, t22, t22},
-    {23, 1, 0, 1, 0, t23, t23},
-    {24, 1, 0, 1, 0, t24, t24},
-    {25, 1, 0, 1, 0, t25, t25},
+    {6, 1, 0, 1, 0, t19, t19},
+    {9, 1, 0, 1, 0, t20, t20},
+    {13, 1, 0, 1, 0, t21, t21},
+    {19, 1, 0, 1, 0, t22, t22},
+    {21, 1, 0, 1, 0, t23, t23},
+    {23, 1, 0, 1, 0, t24, t24},
+    {24, 1, 0, 1, 0, t25, t25},
+    {25, 1, 0, 1, 0, t26, t26},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_CastLike[] = {
-    {15, 2, 0, 1, 0, t26, t20},
-    {19, 2, 0, 1, 0, t27, t21},
-    {21, 2, 0, 1, 0, t28, t22},
-    {23, 2, 0, 1, 0, t29, t23},
-    {24, 2, 0, 1, 0, t30, t24},
-    {25, 2, 0, 1, 0, t31, t25},
+    {15, 2, 0, 1, 0, t27, t21},
+    {19, 2, 0, 1, 0, t28, t22},
+    {21, 2, 0, 1, 0, t29, t23},
+    {23, 2, 0, 1, 0, t30, t24},
+    {24, 2, 0, 1, 0, t31, t25},
+    {25, 2, 0, 1, 0, t32, t26},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Ceil[] = {
@@ -235,22 +246,24 @@ static const gen_type_version v_Ceil[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Celu[] = {
-    {12, 1, 0, 1, 0, t32, t32},
+    {12, 1, 0, 1, 0, t33, t33},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Clip[] = {
-    {11, 3, 0, 1, 0, t33, t2},
-    {12, 3, 0, 1, 0, t34, t0},
-    {13, 3, 0, 1, 0, t35, t1},
+    {6, 1, 0, 1, 0, t2, t2},
+    {11, 3, 0, 1, 0, t34, t2},
+    {12, 3, 0, 1, 0, t35, t0},
+    {13, 3, 0, 1, 0, t36, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Concat[] = {
-    {11, 1, 1, 1, 0, t36, t36},
-    {13, 1, 1, 1, 0, t37, t37},
+    {4, 1, 1, 1, 0, t37, t37},
+    {11, 1, 1, 1, 0, t37, t37},
+    {13, 1, 1, 1, 0, t38, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ConstantOfShape[] = {
-    {9, 1, 0, 1, 0, t11, t38},
+    {9, 1, 0, 1, 0, t11, t19},
     {20, 1, 0, 1, 0, t11, t39},
     {21, 1, 0, 1, 0, t11, t40},
     {23, 1, 0, 1, 0, t11, t41},
@@ -259,12 +272,14 @@ static const gen_type_version v_ConstantOfShape[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Conv[] = {
-    {11, 3, 0, 1, 0, t33, t2},
+    {1, 3, 0, 1, 0, t34, t2},
+    {11, 3, 0, 1, 0, t34, t2},
     {22, 3, 0, 1, 0, t14, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ConvTranspose[] = {
-    {11, 3, 0, 1, 0, t33, t2},
+    {1, 3, 0, 1, 0, t34, t2},
+    {11, 3, 0, 1, 0, t34, t2},
     {22, 3, 0, 1, 0, t14, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -288,21 +303,25 @@ static const gen_type_version v_CumSum[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_DepthToSpace[] = {
-    {11, 1, 0, 1, 0, t36, t36},
-    {13, 1, 0, 1, 0, t37, t37},
+    {1, 1, 0, 1, 0, t37, t37},
+    {11, 1, 0, 1, 0, t37, t37},
+    {13, 1, 0, 1, 0, t38, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Div[] = {
+    {6, 2, 0, 1, 0, t4, t5},
     {7, 2, 0, 1, 0, t4, t5},
     {13, 2, 0, 1, 0, t6, t7},
     {14, 2, 0, 1, 0, t8, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Dropout[] = {
-    {10, 1, 0, 2, 0, t2, t47},
-    {12, 3, 0, 2, 0, t48, t47},
-    {13, 3, 0, 2, 0, t49, t50},
-    {22, 3, 0, 2, 0, t51, t52},
+    {6, 1, 0, 2, 0, t2, t47},
+    {7, 1, 0, 2, 0, t2, t47},
+    {10, 1, 0, 2, 0, t2, t48},
+    {12, 3, 0, 2, 0, t49, t48},
+    {13, 3, 0, 2, 0, t50, t51},
+    {22, 3, 0, 2, 0, t52, t53},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Einsum[] = {
@@ -315,9 +334,11 @@ static const gen_type_version v_Elu[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Equal[] = {
-    {11, 2, 0, 1, 0, t53, t10},
-    {13, 2, 0, 1, 0, t54, t10},
-    {19, 2, 0, 1, 0, t26, t10},
+    {1, 2, 0, 1, 0, t54, t10},
+    {7, 2, 0, 1, 0, t54, t10},
+    {11, 2, 0, 1, 0, t55, t10},
+    {13, 2, 0, 1, 0, t56, t10},
+    {19, 2, 0, 1, 0, t27, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Erf[] = {
@@ -331,22 +352,24 @@ static const gen_type_version v_Exp[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Expand[] = {
-    {8, 2, 0, 1, 0, t55, t36},
-    {13, 2, 0, 1, 0, t56, t37},
+    {8, 2, 0, 1, 0, t57, t37},
+    {13, 2, 0, 1, 0, t58, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_EyeLike[] = {
-    {9, 1, 0, 1, 0, t38, t38},
-    {22, 1, 0, 1, 0, t57, t57},
+    {9, 1, 0, 1, 0, t19, t19},
+    {22, 1, 0, 1, 0, t59, t59},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Flatten[] = {
-    {11, 1, 0, 1, 0, t36, t36},
-    {13, 1, 0, 1, 0, t37, t37},
-    {21, 1, 0, 1, 0, t58, t58},
-    {23, 1, 0, 1, 0, t59, t59},
-    {24, 1, 0, 1, 0, t60, t60},
-    {25, 1, 0, 1, 0, t61, t61},
+    {1, 1, 0, 1, 0, t2, t2},
+    {9, 1, 0, 1, 0, t37, t37},
+    {11, 1, 0, 1, 0, t37, t37},
+    {13, 1, 0, 1, 0, t38, t38},
+    {21, 1, 0, 1, 0, t60, t60},
+    {23, 1, 0, 1, 0, t61, t61},
+    {24, 1, 0, 1, 0, t62, t62},
+    {25, 1, 0, 1, 0, t63, t63},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Floor[] = {
@@ -355,25 +378,27 @@ static const gen_type_version v_Floor[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_GRU[] = {
-    {7, 6, 0, 2, 0, t62, t63},
-    {14, 6, 0, 2, 0, t62, t63},
-    {22, 6, 0, 2, 0, t64, t65},
+    {3, 6, 0, 2, 0, t64, t47},
+    {7, 6, 0, 2, 0, t64, t47},
+    {14, 6, 0, 2, 0, t64, t47},
+    {22, 6, 0, 2, 0, t65, t66},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Gather[] = {
-    {11, 2, 0, 1, 0, t66, t36},
-    {13, 2, 0, 1, 0, t67, t37},
+    {1, 2, 0, 1, 0, t67, t37},
+    {11, 2, 0, 1, 0, t67, t37},
+    {13, 2, 0, 1, 0, t68, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_GatherElements[] = {
-    {11, 2, 0, 1, 0, t66, t36},
-    {13, 2, 0, 1, 0, t67, t37},
+    {11, 2, 0, 1, 0, t67, t37},
+    {13, 2, 0, 1, 0, t68, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_GatherND[] = {
-    {11, 2, 0, 1, 0, t55, t36},
-    {12, 2, 0, 1, 0, t55, t36},
-    {13, 2, 0, 1, 0, t56, t37},
+    {11, 2, 0, 1, 0, t57, t37},
+    {12, 2, 0, 1, 0, t57, t37},
+    {13, 2, 0, 1, 0, t58, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Gelu[] = {
@@ -381,8 +406,11 @@ static const gen_type_version v_Gelu[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Gemm[] = {
-    {11, 3, 0, 1, 0, t68, t5},
-    {13, 3, 0, 1, 0, t69, t7},
+    {6, 3, 0, 1, 0, t34, t2},
+    {7, 3, 0, 1, 0, t34, t2},
+    {9, 3, 0, 1, 0, t69, t5},
+    {11, 3, 0, 1, 0, t69, t5},
+    {13, 3, 0, 1, 0, t70, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_GlobalAveragePool[] = {
@@ -396,12 +424,14 @@ static const gen_type_version v_GlobalMaxPool[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Greater[] = {
-    {9, 2, 0, 1, 0, t70, t10},
+    {1, 2, 0, 1, 0, t47, t10},
+    {7, 2, 0, 1, 0, t47, t10},
+    {9, 2, 0, 1, 0, t71, t10},
     {13, 2, 0, 1, 0, t8, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_GreaterOrEqual[] = {
-    {12, 2, 0, 1, 0, t70, t10},
+    {12, 2, 0, 1, 0, t71, t10},
     {16, 2, 0, 1, 0, t8, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -421,47 +451,49 @@ static const gen_type_version v_HardSwish[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Hardmax[] = {
+    {1, 1, 0, 1, 0, t2, t2},
     {11, 1, 0, 1, 0, t2, t2},
     {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Identity[] = {
-    {1, 1, 0, 1, 0, t36, t36},
-    {13, 1, 0, 1, 0, t37, t37},
-    {14, 1, 0, 1, 0, t37, t37},
-    {16, 1, 0, 1, 0, t37, t37},
-    {19, 1, 0, 1, 0, t71, t71},
-    {21, 1, 0, 1, 0, t58, t58},
-    {23, 1, 0, 1, 0, t59, t59},
-    {24, 1, 0, 1, 0, t60, t60},
-    {25, 1, 0, 1, 0, t61, t61},
+    {1, 1, 0, 1, 0, t37, t37},
+    {13, 1, 0, 1, 0, t38, t38},
+    {14, 1, 0, 1, 0, t38, t38},
+    {16, 1, 0, 1, 0, t38, t38},
+    {19, 1, 0, 1, 0, t72, t72},
+    {21, 1, 0, 1, 0, t60, t60},
+    {23, 1, 0, 1, 0, t61, t61},
+    {24, 1, 0, 1, 0, t62, t62},
+    {25, 1, 0, 1, 0, t63, t63},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_If[] = {
-    {11, 1, 0, 1, 1, t10, t36},
-    {13, 1, 0, 1, 1, t10, t36},
-    {16, 1, 0, 1, 1, t10, t37},
-    {19, 1, 0, 1, 1, t10, t71},
-    {21, 1, 0, 1, 1, t10, t58},
-    {23, 1, 0, 1, 1, t10, t59},
-    {24, 1, 0, 1, 1, t10, t60},
-    {25, 1, 0, 1, 1, t10, t61},
+    {1, 1, 0, 1, 1, t10, t37},
+    {11, 1, 0, 1, 1, t10, t37},
+    {13, 1, 0, 1, 1, t10, t37},
+    {16, 1, 0, 1, 1, t10, t38},
+    {19, 1, 0, 1, 1, t10, t72},
+    {21, 1, 0, 1, 1, t10, t60},
+    {23, 1, 0, 1, 1, t10, t61},
+    {24, 1, 0, 1, 1, t10, t62},
+    {25, 1, 0, 1, 1, t10, t63},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_InstanceNormalization[] = {
-    {6, 3, 0, 1, 0, t33, t2},
+    {6, 3, 0, 1, 0, t34, t2},
     {22, 3, 0, 1, 0, t14, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_IsInf[] = {
-    {10, 1, 0, 1, 0, t72, t10},
-    {20, 1, 0, 1, 0, t73, t10},
+    {10, 1, 0, 1, 0, t73, t10},
+    {20, 1, 0, 1, 0, t74, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_IsNaN[] = {
     {9, 1, 0, 1, 0, t2, t10},
     {13, 1, 0, 1, 0, t3, t10},
-    {20, 1, 0, 1, 0, t73, t10},
+    {20, 1, 0, 1, 0, t74, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_LRN[] = {
@@ -470,13 +502,14 @@ static const gen_type_version v_LRN[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_LSTM[] = {
-    {7, 8, 0, 3, 0, t74, t33},
-    {14, 8, 0, 3, 0, t74, t33},
-    {22, 8, 0, 3, 0, t75, t14},
+    {1, 8, 0, 3, 0, t75, t34},
+    {7, 8, 0, 3, 0, t75, t34},
+    {14, 8, 0, 3, 0, t75, t34},
+    {22, 8, 0, 3, 0, t76, t14},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_LayerNormalization[] = {
-    {17, 3, 0, 3, 0, t14, t76},
+    {17, 3, 0, 3, 0, t14, t77},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_LeakyRelu[] = {
@@ -485,12 +518,14 @@ static const gen_type_version v_LeakyRelu[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Less[] = {
-    {9, 2, 0, 1, 0, t70, t10},
+    {1, 2, 0, 1, 0, t47, t10},
+    {7, 2, 0, 1, 0, t47, t10},
+    {9, 2, 0, 1, 0, t71, t10},
     {13, 2, 0, 1, 0, t8, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_LessOrEqual[] = {
-    {12, 2, 0, 1, 0, t70, t10},
+    {12, 2, 0, 1, 0, t71, t10},
     {16, 2, 0, 1, 0, t8, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
@@ -500,6 +535,7 @@ static const gen_type_version v_Log[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_LogSoftmax[] = {
+    {1, 1, 0, 1, 0, t2, t2},
     {11, 1, 0, 1, 0, t2, t2},
     {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
@@ -510,28 +546,35 @@ static const gen_type_version v_LpNormalization[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_MatMul[] = {
+    {1, 2, 0, 1, 0, t47, t2},
     {9, 2, 0, 1, 0, t4, t5},
     {13, 2, 0, 1, 0, t6, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Max[] = {
+    {6, 1, 1, 1, 0, t2, t2},
     {8, 1, 1, 1, 0, t2, t2},
     {12, 1, 1, 1, 0, t0, t0},
     {13, 1, 1, 1, 0, t1, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_MaxPool[] = {
-    {11, 1, 0, 2, 0, t2, t77},
-    {12, 1, 0, 2, 0, t78, t79},
-    {22, 1, 0, 2, 0, t80, t81},
+    {1, 1, 0, 1, 0, t2, t2},
+    {8, 1, 0, 2, 0, t2, t78},
+    {10, 1, 0, 2, 0, t2, t78},
+    {11, 1, 0, 2, 0, t2, t78},
+    {12, 1, 0, 2, 0, t79, t80},
+    {22, 1, 0, 2, 0, t81, t82},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Mean[] = {
+    {6, 1, 1, 1, 0, t2, t2},
     {8, 1, 1, 1, 0, t2, t2},
     {13, 1, 1, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Min[] = {
+    {6, 1, 1, 1, 0, t2, t2},
     {8, 1, 1, 1, 0, t2, t2},
     {12, 1, 1, 1, 0, t0, t0},
     {13, 1, 1, 1, 0, t1, t1},
@@ -543,24 +586,25 @@ static const gen_type_version v_Mish[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Mod[] = {
-    {10, 2, 0, 1, 0, t70, t0},
+    {10, 2, 0, 1, 0, t71, t0},
     {13, 2, 0, 1, 0, t8, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Mul[] = {
+    {6, 2, 0, 1, 0, t4, t5},
     {7, 2, 0, 1, 0, t4, t5},
     {13, 2, 0, 1, 0, t6, t7},
     {14, 2, 0, 1, 0, t8, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Neg[] = {
-    {6, 1, 0, 1, 0, t82, t82},
-    {13, 1, 0, 1, 0, t83, t83},
+    {6, 1, 0, 1, 0, t83, t83},
+    {13, 1, 0, 1, 0, t84, t84},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_NonZero[] = {
-    {9, 1, 0, 1, 0, t36, t11},
-    {13, 1, 0, 1, 0, t37, t11},
+    {9, 1, 0, 1, 0, t37, t11},
+    {13, 1, 0, 1, 0, t38, t11},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Not[] = {
@@ -568,44 +612,51 @@ static const gen_type_version v_Not[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_OneHot[] = {
-    {11, 3, 0, 1, 0, t84, t36},
+    {9, 3, 0, 1, 0, t85, t37},
+    {11, 3, 0, 1, 0, t85, t37},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Or[] = {
+    {1, 2, 0, 1, 0, t9, t10},
     {7, 2, 0, 1, 0, t9, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_PRelu[] = {
+    {6, 2, 0, 1, 0, t47, t2},
+    {7, 2, 0, 1, 0, t47, t2},
     {9, 2, 0, 1, 0, t4, t5},
     {16, 2, 0, 1, 0, t6, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Pad[] = {
-    {11, 3, 0, 1, 0, t85, t0},
-    {13, 3, 0, 1, 0, t86, t37},
-    {18, 4, 0, 1, 0, t87, t37},
-    {19, 4, 0, 1, 0, t87, t37},
-    {21, 4, 0, 1, 0, t88, t58},
-    {23, 4, 0, 1, 0, t89, t59},
-    {24, 4, 0, 1, 0, t90, t60},
-    {25, 4, 0, 1, 0, t91, t61},
+    {2, 1, 0, 1, 0, t2, t2},
+    {11, 3, 0, 1, 0, t86, t0},
+    {13, 3, 0, 1, 0, t87, t38},
+    {18, 4, 0, 1, 0, t88, t38},
+    {19, 4, 0, 1, 0, t88, t38},
+    {21, 4, 0, 1, 0, t89, t60},
+    {23, 4, 0, 1, 0, t90, t61},
+    {24, 4, 0, 1, 0, t91, t62},
+    {25, 4, 0, 1, 0, t92, t63},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Pow[] = {
-    {7, 2, 0, 1, 0, t63, t2},
-    {12, 2, 0, 1, 0, t92, t93},
-    {13, 2, 0, 1, 0, t94, t95},
-    {15, 2, 0, 1, 0, t96, t95},
+    {1, 2, 0, 1, 0, t47, t2},
+    {7, 2, 0, 1, 0, t47, t2},
+    {12, 2, 0, 1, 0, t93, t94},
+    {13, 2, 0, 1, 0, t95, t96},
+    {15, 2, 0, 1, 0, t97, t96},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_RMSNormalization[] = {
-    {23, 2, 0, 1, 0, t65, t3},
+    {23, 2, 0, 1, 0, t66, t3},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_RNN[] = {
-    {7, 6, 0, 2, 0, t62, t63},
-    {14, 6, 0, 2, 0, t62, t63},
-    {22, 6, 0, 2, 0, t64, t65},
+    {1, 6, 0, 2, 0, t64, t47},
+    {7, 6, 0, 2, 0, t64, t47},
+    {14, 6, 0, 2, 0, t64, t47},
+    {22, 6, 0, 2, 0, t65, t66},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Reciprocal[] = {
@@ -614,83 +665,93 @@ static const gen_type_version v_Reciprocal[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ReduceL1[] = {
+    {1, 1, 0, 1, 0, t5, t5},
     {11, 1, 0, 1, 0, t5, t5},
     {13, 1, 0, 1, 0, t7, t7},
-    {18, 2, 0, 1, 0, t97, t7},
+    {18, 2, 0, 1, 0, t98, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ReduceL2[] = {
+    {1, 1, 0, 1, 0, t5, t5},
     {11, 1, 0, 1, 0, t5, t5},
     {13, 1, 0, 1, 0, t7, t7},
-    {18, 2, 0, 1, 0, t97, t7},
+    {18, 2, 0, 1, 0, t98, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ReduceLogSum[] = {
+    {1, 1, 0, 1, 0, t5, t5},
     {11, 1, 0, 1, 0, t5, t5},
     {13, 1, 0, 1, 0, t7, t7},
-    {18, 2, 0, 1, 0, t97, t7},
+    {18, 2, 0, 1, 0, t98, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ReduceLogSumExp[] = {
+    {1, 1, 0, 1, 0, t5, t5},
     {11, 1, 0, 1, 0, t5, t5},
     {13, 1, 0, 1, 0, t7, t7},
-    {18, 2, 0, 1, 0, t97, t7},
+    {18, 2, 0, 1, 0, t98, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ReduceMax[] = {
+    {1, 1, 0, 1, 0, t5, t5},
     {11, 1, 0, 1, 0, t5, t5},
-    {12, 1, 0, 1, 0, t98, t98},
-    {13, 1, 0, 1, 0, t99, t99},
-    {18, 2, 0, 1, 0, t100, t99},
-    {20, 2, 0, 1, 0, t101, t102},
+    {12, 1, 0, 1, 0, t99, t99},
+    {13, 1, 0, 1, 0, t100, t100},
+    {18, 2, 0, 1, 0, t101, t100},
+    {20, 2, 0, 1, 0, t102, t103},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ReduceMean[] = {
+    {1, 1, 0, 1, 0, t5, t5},
     {11, 1, 0, 1, 0, t5, t5},
     {13, 1, 0, 1, 0, t7, t7},
-    {18, 2, 0, 1, 0, t97, t7},
+    {18, 2, 0, 1, 0, t98, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ReduceMin[] = {
+    {1, 1, 0, 1, 0, t5, t5},
     {11, 1, 0, 1, 0, t5, t5},
-    {12, 1, 0, 1, 0, t98, t98},
-    {13, 1, 0, 1, 0, t99, t99},
-    {18, 2, 0, 1, 0, t100, t99},
-    {20, 2, 0, 1, 0, t101, t102},
+    {12, 1, 0, 1, 0, t99, t99},
+    {13, 1, 0, 1, 0, t100, t100},
+    {18, 2, 0, 1, 0, t101, t100},
+    {20, 2, 0, 1, 0, t102, t103},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ReduceProd[] = {
+    {1, 1, 0, 1, 0, t5, t5},
     {11, 1, 0, 1, 0, t5, t5},
     {13, 1, 0, 1, 0, t7, t7},
-    {18, 2, 0, 1, 0, t97, t7},
+    {18, 2, 0, 1, 0, t98, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ReduceSum[] = {
+    {1, 1, 0, 1, 0, t5, t5},
     {11, 1, 0, 1, 0, t5, t5},
-    {13, 2, 0, 1, 0, t97, t7},
+    {13, 2, 0, 1, 0, t98, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ReduceSumSquare[] = {
+    {1, 1, 0, 1, 0, t5, t5},
     {11, 1, 0, 1, 0, t5, t5},
     {13, 1, 0, 1, 0, t7, t7},
-    {18, 2, 0, 1, 0, t97, t7},
+    {18, 2, 0, 1, 0, t98, t7},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Relu[] = {
     {6, 1, 0, 1, 0, t2, t2},
     {13, 1, 0, 1, 0, t3, t3},
-    {14, 1, 0, 1, 0, t83, t83},
+    {14, 1, 0, 1, 0, t84, t84},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Reshape[] = {
-    {5, 2, 0, 1, 0, t55, t36},
-    {13, 2, 0, 1, 0, t56, t37},
-    {14, 2, 0, 1, 0, t56, t37},
-    {19, 2, 0, 1, 0, t103, t71},
-    {21, 2, 0, 1, 0, t104, t58},
-    {23, 2, 0, 1, 0, t105, t59},
-    {24, 2, 0, 1, 0, t106, t60},
-    {25, 2, 0, 1, 0, t107, t61},
+    {5, 2, 0, 1, 0, t57, t37},
+    {13, 2, 0, 1, 0, t58, t38},
+    {14, 2, 0, 1, 0, t58, t38},
+    {19, 2, 0, 1, 0, t104, t72},
+    {21, 2, 0, 1, 0, t105, t60},
+    {23, 2, 0, 1, 0, t106, t61},
+    {24, 2, 0, 1, 0, t107, t62},
+    {25, 2, 0, 1, 0, t108, t63},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Round[] = {
@@ -699,17 +760,17 @@ static const gen_type_version v_Round[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ScatterElements[] = {
-    {11, 3, 0, 1, 0, t108, t36},
-    {13, 3, 0, 1, 0, t109, t37},
-    {16, 3, 0, 1, 0, t109, t37},
-    {18, 3, 0, 1, 0, t109, t37},
+    {11, 3, 0, 1, 0, t109, t37},
+    {13, 3, 0, 1, 0, t110, t38},
+    {16, 3, 0, 1, 0, t110, t38},
+    {18, 3, 0, 1, 0, t110, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_ScatterND[] = {
-    {11, 3, 0, 1, 0, t110, t36},
-    {13, 3, 0, 1, 0, t86, t37},
-    {16, 3, 0, 1, 0, t86, t37},
-    {18, 3, 0, 1, 0, t86, t37},
+    {11, 3, 0, 1, 0, t111, t37},
+    {13, 3, 0, 1, 0, t87, t38},
+    {16, 3, 0, 1, 0, t87, t38},
+    {18, 3, 0, 1, 0, t87, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Selu[] = {
@@ -718,14 +779,14 @@ static const gen_type_version v_Selu[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Shape[] = {
-    {1, 1, 0, 1, 0, t36, t11},
-    {13, 1, 0, 1, 0, t37, t11},
-    {15, 1, 0, 1, 0, t37, t11},
-    {19, 1, 0, 1, 0, t71, t11},
-    {21, 1, 0, 1, 0, t58, t11},
-    {23, 1, 0, 1, 0, t59, t11},
-    {24, 1, 0, 1, 0, t60, t11},
-    {25, 1, 0, 1, 0, t61, t11},
+    {1, 1, 0, 1, 0, t37, t11},
+    {13, 1, 0, 1, 0, t38, t11},
+    {15, 1, 0, 1, 0, t38, t11},
+    {19, 1, 0, 1, 0, t72, t11},
+    {21, 1, 0, 1, 0, t60, t11},
+    {23, 1, 0, 1, 0, t61, t11},
+    {24, 1, 0, 1, 0, t62, t11},
+    {25, 1, 0, 1, 0, t63, t11},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Shrink[] = {
@@ -753,21 +814,24 @@ static const gen_type_version v_Sinh[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Size[] = {
-    {1, 1, 0, 1, 0, t36, t11},
-    {13, 1, 0, 1, 0, t37, t11},
-    {19, 1, 0, 1, 0, t71, t11},
-    {21, 1, 0, 1, 0, t58, t11},
-    {23, 1, 0, 1, 0, t59, t11},
-    {24, 1, 0, 1, 0, t60, t11},
-    {25, 1, 0, 1, 0, t61, t11},
+    {1, 1, 0, 1, 0, t37, t11},
+    {13, 1, 0, 1, 0, t38, t11},
+    {19, 1, 0, 1, 0, t72, t11},
+    {21, 1, 0, 1, 0, t60, t11},
+    {23, 1, 0, 1, 0, t61, t11},
+    {24, 1, 0, 1, 0, t62, t11},
+    {25, 1, 0, 1, 0, t63, t11},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Slice[] = {
-    {11, 5, 0, 1, 0, t111, t36},
-    {13, 5, 0, 1, 0, t112, t37},
+    {1, 1, 0, 1, 0, t37, t37},
+    {10, 5, 0, 1, 0, t112, t37},
+    {11, 5, 0, 1, 0, t112, t37},
+    {13, 5, 0, 1, 0, t113, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Softmax[] = {
+    {1, 1, 0, 1, 0, t2, t2},
     {11, 1, 0, 1, 0, t2, t2},
     {13, 1, 0, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
@@ -783,14 +847,15 @@ static const gen_type_version v_Softsign[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_SpaceToDepth[] = {
-    {1, 1, 0, 1, 0, t36, t36},
-    {13, 1, 0, 1, 0, t37, t37},
+    {1, 1, 0, 1, 0, t37, t37},
+    {13, 1, 0, 1, 0, t38, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Split[] = {
-    {11, 1, 0, 1, 1, t36, t36},
-    {13, 2, 0, 1, 1, t56, t37},
-    {18, 2, 0, 1, 1, t56, t37},
+    {2, 1, 0, 1, 1, t37, t37},
+    {11, 1, 0, 1, 1, t37, t37},
+    {13, 2, 0, 1, 1, t58, t38},
+    {18, 2, 0, 1, 1, t58, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Sqrt[] = {
@@ -799,21 +864,24 @@ static const gen_type_version v_Sqrt[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Squeeze[] = {
-    {11, 1, 0, 1, 0, t36, t36},
-    {13, 2, 0, 1, 0, t56, t37},
-    {21, 2, 0, 1, 0, t104, t58},
-    {23, 2, 0, 1, 0, t105, t59},
-    {24, 2, 0, 1, 0, t106, t60},
-    {25, 2, 0, 1, 0, t107, t61},
+    {1, 1, 0, 1, 0, t37, t37},
+    {11, 1, 0, 1, 0, t37, t37},
+    {13, 2, 0, 1, 0, t58, t38},
+    {21, 2, 0, 1, 0, t105, t60},
+    {23, 2, 0, 1, 0, t106, t61},
+    {24, 2, 0, 1, 0, t107, t62},
+    {25, 2, 0, 1, 0, t108, t63},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Sub[] = {
+    {6, 2, 0, 1, 0, t4, t5},
     {7, 2, 0, 1, 0, t4, t5},
     {13, 2, 0, 1, 0, t6, t7},
     {14, 2, 0, 1, 0, t8, t1},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Sum[] = {
+    {6, 1, 1, 1, 0, t2, t2},
     {8, 1, 1, 1, 0, t2, t2},
     {13, 1, 1, 1, 0, t3, t3},
     {0, 0, 0, 0, 0, 0, 0}};
@@ -838,43 +906,47 @@ static const gen_type_version v_ThresholdedRelu[] = {
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Tile[] = {
-    {6, 2, 0, 1, 0, t55, t36},
-    {13, 2, 0, 1, 0, t56, t37},
+    {6, 2, 0, 1, 0, t57, t37},
+    {13, 2, 0, 1, 0, t58, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_TopK[] = {
-    {11, 2, 0, 2, 0, t113, t113},
-    {24, 2, 0, 2, 0, t114, t114},
+    {1, 1, 0, 2, 0, t2, t78},
+    {10, 2, 0, 2, 0, t78, t78},
+    {11, 2, 0, 2, 0, t114, t114},
+    {24, 2, 0, 2, 0, t115, t115},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Transpose[] = {
-    {1, 1, 0, 1, 0, t36, t36},
-    {13, 1, 0, 1, 0, t37, t37},
-    {21, 1, 0, 1, 0, t58, t58},
-    {23, 1, 0, 1, 0, t59, t59},
-    {24, 1, 0, 1, 0, t60, t60},
-    {25, 1, 0, 1, 0, t61, t61},
+    {1, 1, 0, 1, 0, t37, t37},
+    {13, 1, 0, 1, 0, t38, t38},
+    {21, 1, 0, 1, 0, t60, t60},
+    {23, 1, 0, 1, 0, t61, t61},
+    {24, 1, 0, 1, 0, t62, t62},
+    {25, 1, 0, 1, 0, t63, t63},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Trilu[] = {
-    {14, 2, 0, 1, 0, t56, t37},
+    {14, 2, 0, 1, 0, t58, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Unsqueeze[] = {
-    {11, 1, 0, 1, 0, t36, t36},
-    {13, 2, 0, 1, 0, t56, t37},
-    {21, 2, 0, 1, 0, t104, t58},
-    {23, 2, 0, 1, 0, t105, t59},
-    {24, 2, 0, 1, 0, t106, t60},
-    {25, 2, 0, 1, 0, t107, t61},
+    {1, 1, 0, 1, 0, t37, t37},
+    {11, 1, 0, 1, 0, t37, t37},
+    {13, 2, 0, 1, 0, t58, t38},
+    {21, 2, 0, 1, 0, t105, t60},
+    {23, 2, 0, 1, 0, t106, t61},
+    {24, 2, 0, 1, 0, t107, t62},
+    {25, 2, 0, 1, 0, t108, t63},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Where[] = {
-    {9, 3, 0, 1, 0, t115, t36},
-    {16, 3, 0, 1, 0, t116, t37},
+    {9, 3, 0, 1, 0, t116, t37},
+    {16, 3, 0, 1, 0, t117, t38},
     {0, 0, 0, 0, 0, 0, 0}};
 
 static const gen_type_version v_Xor[] = {
+    {1, 2, 0, 1, 0, t9, t10},
     {7, 2, 0, 1, 0, t9, t10},
     {0, 0, 0, 0, 0, 0, 0}};
 
