@@ -1255,6 +1255,22 @@ case(344)(lambda: Case([N("Abs", ["x"], ["y"])],
 case(345)(lambda: Case([N("ReduceSum", ["x"], ["s"], keepdims=0), N("Neg", ["s"], ["y"])],
                        [("x", r(3, 4))], [("y", F)], opset=13))
 
+# set K, second part
+F16 = TP.FLOAT16
+
+
+def inplace_cast():  # y1 stored before y2 loads a (f16: every load is under a cast)
+    return Case([N("Transpose", ["x"], ["a"]), N("Relu", ["z"], ["y1"]),
+                 N("Add", ["y1", "a"], ["y2"])],
+                [("x", r(6, 4).astype(np.float16)), ("z", r(4, 6).astype(np.float16))],
+                [("y1", F16), ("y2", F16)])
+
+
+case(346)(inplace_cast)
+case(347)(lambda: Case([N("ReduceSum", ["x", "ax"], ["y"], noop_with_empty_axes=1)],
+                       [("x", r(3, 4))], [("y", F)], [c("ax", np.zeros(0, np.int64))], opset=13))
+case(348)(lambda: Case([N("LpNormalization", ["x"], ["y"])], [("x", r(3, 4))], [("y", F)]))
+
 
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

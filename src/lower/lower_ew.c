@@ -598,8 +598,8 @@ typedef struct ew_order {
 static void order_expr(ew_order *o, const kiln_texpr *e) {
   if (!e) return;
   if (e->kind == KILN_TE_LOAD) o->last_load[e->buf] = o->seq, order_expr(o, e->index);
-  if (e->kind == KILN_TE_OP || e->kind == KILN_TE_CAST)
-    for (int a = 0; a < 3; a++) order_expr(o, e->args[a]);
+  if (e->kind == KILN_TE_OP || (e->kind == KILN_TE_CAST && !KILN_MUTANT(346))) /* mutant 346 */
+    for (int a = 0; a < 3; a++) order_expr(o, e->args[a]); /* a load under a cast not seen */
 }
 
 static void order_block(ew_order *o, const kiln_tblock *b) {

@@ -101,7 +101,7 @@ static kiln_status axis_attr(nm *s, int *out) {
   kiln_attrs_norm na;
   KILN_TRY(kiln_attrs_norm_decode(s->n, &na));
   int64_t a = na.axis;
-  if (a < 0) a += s->x->rank;
+  if (a < 0 && !KILN_MUTANT(348)) a += s->x->rank; /* mutant 348: a negative axis not wrapped */
   if (a < 0 || a >= s->x->rank) return kiln_invalid("%s: axis out of range", s->n->op_type);
   *out = (int)a;
   return KILN_OK;

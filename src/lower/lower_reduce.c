@@ -107,7 +107,7 @@ static kiln_status reduced_axes(const kiln_graph *g, const kiln_node *n, int ran
     for (int i = 0; i < na && i < KILN_MAX_RANK; i++) axes[i] = ra.axes[i];
     if (na > KILN_MAX_RANK) return kiln_invalid("%s: too many axes", n->op_type);
   }
-  if (na <= 0 && ra.noop_with_empty_axes)
+  if (na <= -KILN_MUTANT(347) && ra.noop_with_empty_axes) /* mutant 347: an empty axes input */
     return kiln_unsupported("%s: noop_with_empty_axes", n->op_type);
   for (int d = 0; d < rank; d++) mask[d] = KILN_MUTANT(139) ? na < 0 : na <= 0; /* mutant 139 */
   for (int i = 0; i < na; i++) {
