@@ -731,8 +731,9 @@ static const int opsets[] = {6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18,
 /* The opset of the graph: one of `opsets`, at least the first version of some allowed op. */
 static void pick_opset(gen *G, gen_rng *r, const bool *allowed) {
   int lo = 1000, n = (int)(sizeof opsets / sizeof opsets[0]), cand[32], k = 0;
-  for (int i = 0; i < kiln_gen_n_ops; i++)
-    if (allowed[i] && kiln_gen_ops[i].since < lo) lo = kiln_gen_ops[i].since;
+  for (int i = 0; i < kiln_gen_n_ops; i++) /* (a duplicate needs a node of another row) */
+    if (allowed[i] && kiln_gen_ops[i].since < lo && kiln_gen_ops[i].build != gen_b_duplicate)
+      lo = kiln_gen_ops[i].since;
   for (int i = 0; i < n; i++)
     if (opsets[i] >= lo) cand[k++] = opsets[i];
   G->opset = k ? cand[gen_int(r, 0, k - 1)] : lo;

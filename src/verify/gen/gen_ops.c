@@ -764,8 +764,8 @@ const gen_op kiln_gen_ops[] = {
     OP(NonZero, .since = 11, .weight = 1, .build = gen_b_nonzero),
     OP(If, .since = 11, .weight = 3, .build = gen_b_if), /* subgraph reads: plan, fusion, passes */
     {.name = "(shape chain)", .since = 11, .weight = 1, .build = gen_b_shapechain},
-    {.name = "(run-time shapes)", .since = 11, .weight = 2, .build = gen_b_rtshape},
-    {.name = "(aliases)", .since = 9, .weight = 2, .build = gen_b_alias},
+    {.name = "(run-time shapes)", .since = 11, .weight = 3, .build = gen_b_rtshape},
+    {.name = "(aliases)", .since = 9, .weight = 3, .build = gen_b_alias},
 };
 #undef OP
 const int kiln_gen_n_ops = (int)(sizeof kiln_gen_ops / sizeof kiln_gen_ops[0]);

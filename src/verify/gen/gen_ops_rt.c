@@ -47,8 +47,11 @@ static int rt_operand(gen *G, int n, const int64_t *vals) {
  * (a -1, or 0 for a kept dim, now and then), an Expand (1s grown, a leading dim added), a Tile
  * or a Slice of run-time starts and ends; d and *r updated. The result is marked as of
  * unknown extents (dyn): only this builder reads it. -1 when nothing fits. */
-static int rt_step(gen *G, int y, int64_t *d, int *r, double mag) {
-  int kind = gen_int(&G->rng, 0, 3), n = 0;
+static int rt_step(gen *G, int y, int64_t *d, int *r, double mag, int *last) {
+  /* half the time the step before's kind again: two run-time Reshapes in a row are a view of
+     a view, whose types say nothing of their extents */
+  int kind = *last >= 0 && gen_chance(&G->rng, 0.5) ? *last : gen_int(&G->rng, 0, 3), n = 0;
+  *last = kind;
   int64_t s[KILN_MAX_RANK * 2], nd[KILN_MAX_RANK], total = count(d, *r);
   int nr = 0, z = -1;
   if (kind == 0 || *r == 0) { /* Reshape */
@@ -87,6 +90,7 @@ static int rt_step(gen *G, int y, int64_t *d, int *r, double mag) {
     z = gen_emit(G, "Tile", 2, in, 1, "", gen_v(G, y)->dom, mag);
   } else { /* Slice: starts and ends at run time, axes and steps constant or absent */
     int64_t st[KILN_MAX_RANK], en[KILN_MAX_RANK], ax[KILN_MAX_RANK], sp[KILN_MAX_RANK];
+    if (*r < 1 || *r > KILN_MAX_RANK) return -1;
     memcpy(nd, d, sizeof(int64_t) * (size_t)*r), nr = *r;
     bool all = gen_chance(&G->rng, 0.3); /* every axis in order: axes may be left out */
     for (int i = 0; i < *r; i++) {
@@ -131,14 +135,14 @@ bool gen_b_rtshape(gen *G, int op) {
   int64_t d[KILN_MAX_RANK * 2];
   for (int i = 0; i < r; i++) d[i] = gen_dim(G, x, i);
   double mag = gen_mag(G, x);
-  int y = x, steps = gen_int(&G->rng, 1, 3);
+  int y = x, steps = gen_int(&G->rng, 1, 3), last = -1;
   for (int k = 0; k < steps; k++) {
-    int z = rt_step(G, y, d, &r, mag);
+    int z = rt_step(G, y, d, &r, mag, &last);
     if (z >= 0) y = z;
   }
   if (y == x) return false;
   kiln_dtype dt = gen_dtype(G, x);
-  int end = gen_int(&G->rng, 0, 3);
+  int end = gen_chance(&G->rng, 0.25) ? 0 : gen_int(&G->rng, 1, 3);
   if (end == 0) {                                   /* static again */
     int in[2] = {y, gen_const_i64(G, r, d, false)}; /* a scalar: the empty shape */
     gen_emit(G, "Reshape", 2, in, 1, "", gen_v(G, x)->dom, mag);
