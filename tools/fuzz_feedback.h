@@ -11,8 +11,9 @@
  *
  * Policies: uniform (the op table's own weights, every graph fresh: the campaign of a seed is
  * the same graphs whatever happened before) and bandit: a discounted UCB1 multi-armed bandit
- * over the op rows rewarded by new coverage, and a share of the graphs mutated from the corpus
- * that follows what mutants pay against fresh graphs (5% to 60%). */
+ * over the op rows rewarded by new coverage, half of the fresh graphs drawn by the table's
+ * weights, and a share of the graphs mutated from the corpus that follows what mutants pay
+ * against fresh graphs (5% to 60%). */
 #ifndef KILN_FUZZ_FEEDBACK_H
 #define KILN_FUZZ_FEEDBACK_H
 
@@ -40,6 +41,7 @@ typedef struct fuzz_feedback {
   double *reward, *pulls;
   double total_pulls;
   int64_t fresh, mutated, kept;
+  int64_t fresh_table;       /* fresh graphs drawn by the table's weights (TABLE_SHARE) */
   double ema_fresh, ema_mut; /* share of graphs with new points, moving averages (mutants) */
   int64_t mut_used[KILN_GEN_MUT_COUNT], mut_paid[KILN_GEN_MUT_COUNT];
   int last_entry; /* corpus entry the current case was mutated from, -1: fresh */

@@ -458,7 +458,7 @@ static kiln_status lower_program(kiln_graph *g, const kiln_lower_opts *opts, boo
   kiln_program *p = kiln_xcalloc(1, sizeof *p);
   p->graph = g;
   p->module = kiln_tmodule_new();
-  stress = stress && opts->threads > 1;
+  stress = (stress || opts->stress) && opts->threads > 1;
   p->module->lower_precision = opts->precision;
   p->target = opts->target;
   kiln_lower_ctx c = {g, opts, p, kiln_arena_new(), stress, sched, NULL, NULL};

@@ -88,6 +88,9 @@ struct kiln_sched_facts; /* schedule.h */
 typedef struct kiln_lower_opts {
   kiln_target_id target;
   int threads; /* the CPU threads the schedule may plan for (>= 1) */
+  /* Every parallel schedule however small the work, when threads > 1 (verification: the
+   * parallel forms of small models run; kiln_lower_stress sets it too). */
+  bool stress;
   /* Names of ops forced to fall back (comma-separated), for tests; NULL for none. */
   const char *force_fallback;
   /* ---- precision (src/lower/precision.h) ---- */

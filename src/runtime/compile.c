@@ -85,6 +85,7 @@ static kiln_status lower(kiln_compiled *c, const kiln_compile_opts *o) {
   lo.sched_defaults = t->sched_defaults;
   lo.supports_node = t->supports_node;
   KILN_TRY(t->lower_opts(o, &lo));
+  lo.stress = o->par_stress;
   KILN_TRY(kiln_lower_scheduled(c->g, &lo, o->schedule, &c->prog));
   if (t->map) KILN_TRY(t->map(c, o));
   count_steps(c);

@@ -70,10 +70,11 @@ typedef struct kiln_cuda_opts {
 /* The target is an argument of kiln_compile, not an option: options that a target does not
  * read (threads for cuda, cuda for cpu) are ignored by it. */
 typedef struct kiln_compile_opts {
-  int threads;                     /* CPU threads the kernels use (OpenMP); 0: all cores */
-  int jobs;                        /* compiler processes run in parallel; 0: number of cores */
-  kiln_pass_opts passes;           /* the pass pipeline (fusion included unless passes.no_fusion) */
-  const char *force_fallback;      /* op names forced to run their reference kernel (tests) */
+  int threads;                /* CPU threads the kernels use (OpenMP); 0: all cores */
+  bool par_stress;            /* every parallel schedule however small the work (verification) */
+  int jobs;                   /* compiler processes run in parallel; 0: number of cores */
+  kiln_pass_opts passes;      /* the pass pipeline (fusion included unless passes.no_fusion) */
+  const char *force_fallback; /* op names forced to run their reference kernel (tests) */
   struct kiln_sched_set *schedule; /* kernel schedules set from outside (lower/schedule.h) */
   int n_dims;                      /* symbolic dims to bind before compiling */
   const kiln_dim_binding *dims;

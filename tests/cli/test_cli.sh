@@ -297,6 +297,10 @@ grep -q "on 3 graphs (0 of them for a rare feature); 3 cells of the edge grid, 0
 expect 0 "fuzz with the helper sweep" "$kiln" fuzz --count 3 --seed 5 --cpu-every 1000000 --no-grid --out "$tmp/fzn" -q
 grep -q "on 3 graphs (0 of them for a rare feature); 0 cells of the edge grid, 3 graphs of the helper sweep" "$tmp/out" && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL fuzz did not compile its helper sweep"; cat "$tmp/out"; }
+# the bandit draws part of its fresh graphs by the table's own weights (fuzz_feedback.c)
+expect 0 "fuzz bandit with table draws" "$kiln" fuzz --count 60 --seed 5 --backend none --max-nodes 4 --no-grid --sweep 0 --out "$tmp/fzb" -q
+awk '/^feedback: / { n = $2; m = substr($5, 2); exit !(m > 0 && m < n) } END { if (!n) exit 1 }' "$tmp/out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL fuzz bandit: fresh graphs not split between the table and the bandit"; cat "$tmp/out"; }
 # precision policies: drawn by default, fixed rules on every graph, none with default
 expect 2 "fuzz --precision-policy bogus" "$kiln" fuzz --precision-policy elementwise:f32
 expect 2 "fuzz --precision-policy narrower accumulator" "$kiln" fuzz --precision-policy reduction:f32=f32/f16

@@ -632,6 +632,30 @@ static void test_keep_sources(void) {
   free(text);
 }
 
+/* par_stress (verification): a model far below the parallel threshold gets OpenMP loops
+ * with several threads, none with one thread or without it, and computes the same. */
+static void test_par_stress(void) {
+  for (int stress = 0; stress < 2; stress++)
+    for (int threads = 1; threads <= 3; threads += 2) {
+      kiln_compile_opts o = opts();
+      char dir[1100];
+      snprintf(dir, sizeof dir, "%s/stress%d_%d", g_cache, stress, threads);
+      o.keep_sources = dir;
+      o.threads = threads;
+      o.par_stress = stress;
+      o.no_cache = true;
+      CHECK(compile_and_compare(EW, &o, NULL));
+      char path[1200];
+      snprintf(path, sizeof path, "%s/unit0.c", dir);
+      char *text = NULL;
+      size_t n;
+      CHECK_OK(kiln_read_file(path, &text, &n));
+      bool omp = text && strstr(text, "omp parallel for");
+      CHECK(omp == (stress && threads > 1));
+      free(text);
+    }
+}
+
 /* The convenience API of kiln.h: interpreter before compiling, compiled code after. */
 static void test_model_api(void) {
   make_cache_dir();
@@ -672,4 +696,4 @@ TEST_MAIN(T(test_eval_node), T(test_elementwise_end_to_end), T(test_mixed_steps)
           T(test_sequence_values), T(test_release_weights), T(test_release_weights_dead_subgraph),
           T(test_dedup_kernels), T(test_input_checks), T(test_symbolic_dims),
           T(test_cache_hits_and_corruption), T(test_no_cache), T(test_module_build_and_errors),
-          T(test_keep_sources), T(test_model_api), T(test_cleanup))
+          T(test_keep_sources), T(test_par_stress), T(test_model_api), T(test_cleanup))

@@ -308,6 +308,23 @@ static void test_drawn_schedule(void) {
   }
   fprintf(stderr, "drawn schedules accepted on %d of 12 seeds\n", ran);
   CHECK(ran >= 6);
+  /* seeds whose bits 17-18 are 0 (all of these) compile an accepted set to C too */
+  o.targets[KILN_TARGET_CPU] = true;
+  int compiled = 0;
+  for (uint64_t seed = 1; seed <= 6; seed++) {
+    o.sched_seed = seed;
+    kiln_verify_result r;
+    CHECK_OK(kiln_verify_run(g, 1, &in, &o, &r));
+    CHECK(!r.failed);
+    for (int i = 0; i < r.layers.len; i++)
+      if (!strcmp(r.layers.data[i].name, "cpu (drawn schedule)") && r.layers.data[i].ran) {
+        compiled++;
+        CHECK(r.layers.data[i].ok);
+      }
+    kiln_verify_result_free(&r);
+  }
+  CHECK(compiled >= 2);
+  o.targets[KILN_TARGET_CPU] = false;
   /* the fault in the drawn layer only */
   late_fault f = {.skip = 1 << 30};
   o.inject = corrupt_late, o.inject_user = &f, o.inject_layers = 1u << KILN_LAYER_TILE;

@@ -380,6 +380,7 @@ kiln_status kiln_verify_run(const kiln_graph *g, int n_in, kiln_val *const *inpu
   kiln_vref_free(r.ref);
   kiln_strbuf_free(&r.onnx);
   kiln_strbuf_free(&r.text);
+  free(r.drawn_sched);
   free(r.tin);
   free(r.in_hash);
   if (st) kiln_verify_result_free(res);

@@ -340,19 +340,41 @@ static kiln_vdet *run_compiled(kiln_vrun *r, kiln_compiled *c, int threads, kiln
   return det;
 }
 
+/* The drawn schedule set the tile layer took (runner_sched.c) for the cpu layer that lowers
+ * for the tile layer's threads, parsed; NULL for none. */
+static kiln_sched_set *drawn_set(const kiln_vrun *r, const kiln_target *t, int threads) {
+  kiln_sched_set *set = NULL;
+  if (!r->drawn_sched || t->id != KILN_TARGET_CPU || threads != kiln_vrun_tile_threads(r))
+    return NULL;
+  kiln_status st = kiln_sched_set_parse(r->drawn_sched, "drawn", &set);
+  if (!st) return set;
+  kiln_status_free(st); /* it parsed once already */
+  return NULL;
+}
+
 static void compiled_layer(kiln_vrun *r, const kiln_target *t, int threads, bool named) {
   kiln_layer_kind kind = kiln_layer_of_target(t->id);
-  kiln_layer_result *l = named ? kiln_vrun_layer(r, kind, "%s (%d threads)", t->name, threads)
-                               : kiln_vrun_layer(r, kind, "%s", t->name);
+  kiln_sched_set *drawn = drawn_set(r, t, threads);
+  const char *how = drawn ? "drawn schedule" : "";
+  kiln_layer_result *l = named   ? kiln_vrun_layer(r, kind, "%s (%d threads%s%s)", t->name, threads,
+                                                 drawn ? ", " : "", how)
+                         : drawn ? kiln_vrun_layer(r, kind, "%s (%s)", t->name, how)
+                                 : kiln_vrun_layer(r, kind, "%s", t->name);
   kiln_graph *g = NULL;
   kiln_status st = kiln_vrun_copy(r, &g);
   kiln_compile_opts co = r->o->compile;
   co.threads = threads;
+  co.schedule = drawn;
+  /* several threads: the parallel forms of the kernels (OpenMP loops, their private
+   * variables) run even on a small model, as in the tile layer (a drawn set was taken by a
+   * lowering of the default thresholds: so is this one) */
+  co.par_stress = threads > 1 && !drawn;
   co.take_graph = true;
   co.release_weights = false;
   kiln_compiled *c = NULL;
   if (!st) st = kiln_compile(g, t, &co, &c);
   if (st) {
+    kiln_sched_set_free(drawn);
     kiln_graph_free(g);
     kiln_vrun_errored(r, l, st);
     if (kiln_vrun_done(r, l)) set_where_error(r, "compiling", l);
@@ -375,6 +397,7 @@ static void compiled_layer(kiln_vrun *r, const kiln_target *t, int threads, bool
   if (r->o->standalone && t->id == KILN_TARGET_CPU && !r->standalone_tried)
     r->standalone_tried = true, kiln_vrun_standalone(r, c);
   kiln_compiled_free(c);
+  kiln_sched_set_free(drawn);
 }
 
 static void run_layers(kiln_vrun *r, const kiln_target *t) {

@@ -23,6 +23,8 @@ typedef struct kiln_vrun {
   kiln_status env;   /* the first layer error caused by the environment (runner_check.c) */
   int env_layer;     /* the index of its layer in res->layers */
   bool standalone_tried; /* the standalone C layer has its row (runner_standalone.c) */
+  char *drawn_sched;     /* a drawn schedule set the tile layer took, for the cpu layer to compile
+                            (one graph in four of those with one), or NULL */
 } kiln_vrun;
 
 /* A new copy of g with its symbolic input dims bound to the inputs (as the compiler does). */

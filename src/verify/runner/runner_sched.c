@@ -10,6 +10,7 @@
 
 #include "lower/schedule.h"
 #include "runner_internal.h"
+#include "tile/tile_sched.h"
 
 enum { DRAWS = 6, MAX_KERNELS = 64, MAX_LINES = 3 };
 
@@ -52,21 +53,60 @@ static void draw_gemm(const kiln_sched *d, uint64_t *s, kiln_strbuf *b) {
   if (pick(s, 2)) kiln_strbuf_printf(b, " par=%s", par[pick(s, 4)]);
 }
 
-/* A loop nest: a parallel threshold, then a split of one loop with its inner loop vectorized
- * or unrolled, or a reorder. */
+static bool stores_to(const kiln_tblock *b, int buf) {
+  for (int i = 0; i < b->len; i++) {
+    const kiln_tstmt *s = b->data[i];
+    if ((s->kind == KILN_TS_STORE && s->buf == buf) ||
+        (s->kind == KILN_TS_MMA && s->mma.c_buf == buf))
+      return true;
+    if (stores_to(&s->body, buf) || stores_to(&s->orelse, buf)) return true;
+  }
+  return false;
+}
+
+/* A global buffer of k to stage: a parameter the kernel only reads, small enough for a local
+ * copy; NULL when there is none. */
+static const char *stage_buf(const kiln_tkernel *k, uint64_t *s) {
+  const char *names[16];
+  int n = 0;
+  for (int b = 0; b < k->bufs.len && n < 16; b++)
+    if (k->bufs.data[b].scope == KILN_SCOPE_GLOBAL &&
+        k->bufs.data[b].size <= KILN_TSCHED_STAGE_MAX && !stores_to(&k->body, b))
+      names[n++] = k->bufs.data[b].name;
+  return n ? names[pick(s, n)] : NULL;
+}
+
+/* One directive on loop l of k: a split with its inner loop vectorized or unrolled, a
+ * reorder, a loop bound to the parallel, vector or unrolled kind as it is, a buffer staged
+ * into a local copy, or a tensorized nest. A directive that does not apply refuses the set,
+ * which is redrawn. */
+static void draw_dir(const kiln_tkernel *k, const char *l, uint64_t *s, kiln_strbuf *b) {
+  const char *buf;
+  switch (pick(s, 20) / 2) { /* tensorize (8) 1 in 20: few nests take it */
+  case 0: kiln_strbuf_printf(b, " split=%s:%d", l, 2 + pick(s, 4)); break;
+  case 1: kiln_strbuf_printf(b, " split=%s:%d vector=%s_i", l, 2 + pick(s, 7), l); break;
+  case 2: kiln_strbuf_printf(b, " split=%s:%d unroll=%s_i", l, 2 + pick(s, 3), l); break;
+  case 3: kiln_strbuf_printf(b, " split=%s:%d parallel=%s_o", l, 2 + pick(s, 5), l); break;
+  case 4: kiln_strbuf_printf(b, " parallel=%s", l); break;
+  case 5: kiln_strbuf_printf(b, " %s=%s", pick(s, 2) ? "vector" : "unroll", l); break;
+  case 6:
+  case 7:
+    if ((buf = stage_buf(k, s))) kiln_strbuf_printf(b, " stage=%s:%s:local", l, buf);
+    break;
+  case 8: kiln_strbuf_printf(b, " %s=%s", pick(s, 2) ? "tensorize" : "reorder", l); break;
+  default: kiln_strbuf_printf(b, " reorder=%s", l); break;
+  }
+}
+
+/* A loop nest: a parallel threshold, then one or two directives on loops drawn. */
 static void draw_nest(const kiln_tkernel *k, uint64_t *s, kiln_strbuf *b) {
   static const long long mins[] = {1, 64, 1 << 20};
   if (pick(s, 2)) kiln_strbuf_printf(b, " par_min_elements=%lld", mins[pick(s, 3)]);
   const char *names[16];
   int n = loops(k, &k->body, names, 0, 16);
   if (n == 0) return;
-  const char *l = names[pick(s, n)];
-  switch (pick(s, 4)) {
-  case 0: kiln_strbuf_printf(b, " split=%s:%d", l, 2 + pick(s, 4)); break;
-  case 1: kiln_strbuf_printf(b, " split=%s:%d vector=%s_i", l, 2 + pick(s, 7), l); break;
-  case 2: kiln_strbuf_printf(b, " split=%s:%d unroll=%s_i", l, 2 + pick(s, 3), l); break;
-  default: kiln_strbuf_printf(b, " reorder=%s", l); break;
-  }
+  draw_dir(k, names[pick(s, n)], s, b);
+  if (!pick(s, 3)) draw_dir(k, names[pick(s, n)], s, b);
 }
 
 /* One schedule set for the kernels of p, in the text form: a line for one to MAX_LINES
@@ -129,6 +169,10 @@ void kiln_vrun_tile_drawn(kiln_vrun *r, kiln_graph *fused, const kiln_program *p
     r->res->sched_seed = r->o->sched_seed;
     kiln_vrun_interp_program(r, q, l);
     kiln_program_free(q);
+    /* one graph in four compiles the set to C too (the cpu layer, instead of the defaults):
+     * staged copies, loops bound by hand and unrolled or vector loops of any kernel in C */
+    if (l->ran && l->ok && ((r->o->sched_seed >> 17) & 3) == 0)
+      r->drawn_sched = kiln_xstrdup(text.data);
     if (kiln_vrun_done(r, l)) { /* where: the drawn set, on one line */
       for (char *c = text.data; *c; c++) *c = *c == '\n' ? ';' : *c;
       char where[160];
