@@ -104,6 +104,10 @@ void kiln_cli_backends(kiln_strbuf *b);
  * "{TARGETS}" by the registered targets ("cpu|cuda") and "{COMPILED}" by "NAME: SUMMARY" of
  * each target that runs ("cpu: compiled C kernels"), so that it names what is registered. */
 void kiln_cli_put_help(const char *text);
+/* OpenMP threads of verified code sleep at barriers (OMP_WAIT_POLICY=passive unless set):
+ * the verifier runs many tiny parallel loops (every parallel form of a small model) on
+ * shared cores, where spinning threads cost a scheduler slice per barrier. */
+void kiln_cli_omp_passive(void);
 /* The usage error of a --backend value that names no backend (exit status 2). */
 int kiln_cli_unknown_backend(const char *cmd, const char *v);
 

@@ -879,6 +879,7 @@ static void teardown(campaign *c) {
 }
 
 int kiln_cmd_fuzz(int argc, char **argv) {
+  kiln_cli_omp_passive();
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--merge")) return kiln_fuzz_merge_main(argc, argv);
   campaign *c = kiln_xcalloc(1, sizeof *c);

@@ -378,6 +378,7 @@ static int report(const verify_args *a, const kiln_verify_result *res, const cha
 }
 
 int kiln_cmd_verify(int argc, char **argv) {
+  kiln_cli_omp_passive();
   verify_args a;
   memset(&a, 0, sizeof a);
   a.seed = 1;

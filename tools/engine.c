@@ -58,6 +58,10 @@ static void compiled_summaries(kiln_strbuf *b) {
   }
 }
 
+void kiln_cli_omp_passive(void) {
+  setenv("OMP_WAIT_POLICY", "passive", 0);
+}
+
 void kiln_cli_put_help(const char *text) {
   static const char *const keys[3] = {"{BACKENDS}", "{TARGETS}", "{COMPILED}"};
   kiln_strbuf lists[3] = {{0}, {0}, {0}};

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "harness.h"
 #include "verify/gen/gen.h"
 
@@ -58,7 +59,58 @@ static void test_runtime_shapes(void) {
   fprintf(stderr, "run-time shapes: %d of %d graphs usable, %d with a run-time shape operand\n",
           usable, N, runtime);
   CHECK(usable * 100 >= N * 95); /* the fixed inputs hold shapes the reference accepts */
-  CHECK(runtime * 10 >= N * 9);
+  CHECK(runtime * 10 >= N * 8);  /* the others: NonZero indices reshaped by their own Shape */
+}
+
+/* Whether v is computed from a Shape node through Gather, Slice, Concat and Shape only. */
+static bool from_shape(const kiln_graph *g, int v) {
+  const kiln_node *p = producer(g, v);
+  if (!p) return false;
+  if (p->op == KILN_OP_Shape) return true;
+  if (p->op != KILN_OP_Gather && p->op != KILN_OP_Slice && p->op != KILN_OP_Concat) return false;
+  for (int k = 0; k < (p->op == KILN_OP_Concat ? p->n_inputs : 1); k++)
+    if (p->inputs[k] < 0 || !from_shape(g, p->inputs[k])) return false;
+  return true;
+}
+
+/* A run-time shape read back: Reshape(y, Concat(Gather/Slice of Shape(y))) with a Slice
+ * (or Shape with start) and a Gather among the pieces now and then; the reference runs them. */
+static void test_shape_arith(void) {
+  kiln_gen_opts o;
+  kiln_gen_opts_init(&o);
+  o.ops = "(run-time shapes)";
+  int usable = 0, arith = 0, sliced = 0, gathered = 0;
+  for (uint64_t s = 0; s < N; s++) {
+    kiln_gen_case c;
+    CHECK_OK(kiln_gen_model(&o, kiln_gen_seed(14, s), &c));
+    usable += c.status == KILN_GEN_OK;
+    bool found = false, sl = false, ga = false;
+    for (int i = 0; c.g && i < c.g->nodes.len; i++) {
+      const kiln_node *n = &c.g->nodes.data[i];
+      if (n->op == KILN_OP_Reshape && n->n_inputs == 2 && from_shape(c.g, n->inputs[1]))
+        found = true;
+      if (n->op == KILN_OP_Slice && n->inputs[0] >= 0 && producer(c.g, n->inputs[0]) &&
+          producer(c.g, n->inputs[0])->op == KILN_OP_Shape)
+        sl = true;
+      if (n->op == KILN_OP_Gather && n->inputs[0] >= 0 && producer(c.g, n->inputs[0]) &&
+          producer(c.g, n->inputs[0])->op == KILN_OP_Shape)
+        ga = true;
+      if (n->op == KILN_OP_Shape && n->n_attrs > 0) sl = true;
+    }
+    if (getenv("SHOW_ARITH") && found && c.g) {
+      kiln_strbuf t = {0};
+      kiln_graph_print(c.g, &t, 8);
+      fprintf(stderr, "%s\n", t.data);
+      kiln_strbuf_free(&t);
+    }
+    arith += found, sliced += found && sl, gathered += found && ga;
+    kiln_gen_case_free(&c);
+  }
+  fprintf(stderr, "shape arithmetic: %d of %d graphs (%d usable), %d with a slice, %d a gather\n",
+          arith, N, usable, sliced, gathered);
+  CHECK(usable * 100 >= N * 95);
+  CHECK(arith * 10 >= N);
+  CHECK(sliced >= 3 && gathered >= 3);
 }
 
 static void test_aliases(void) {
@@ -117,4 +169,4 @@ static void test_einsum_near_copies(void) {
   CHECK(prefix >= 3);
 }
 
-TEST_MAIN(T(test_runtime_shapes), T(test_aliases), T(test_einsum_near_copies))
+TEST_MAIN(T(test_runtime_shapes), T(test_shape_arith), T(test_aliases), T(test_einsum_near_copies))

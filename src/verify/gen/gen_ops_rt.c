@@ -18,6 +18,13 @@ static int64_t count(const int64_t *d, int r) {
   return n;
 }
 
+/* The extents of static value x of rank r (in a buffer that lives until the next call). */
+static const int64_t *d_of(gen *G, int x, int r) {
+  static _Thread_local int64_t d[KILN_MAX_RANK];
+  for (int i = 0; i < r && i < KILN_MAX_RANK; i++) d[i] = gen_dim(G, x, i);
+  return d;
+}
+
 /* A shape-like operand of n int64 entries vals that the compiler sees only at run time: one
  * run-time input; a Concat of run-time pieces and constant ones (as exporters build a shape
  * from a batch dim and fixed dims); or a run-time int32 input cast to int64. */
@@ -120,6 +127,86 @@ static int rt_step(gen *G, int y, int64_t *d, int *r, double mag, int *last) {
   return z;
 }
 
+/* One piece of a shape built from y's (s = Shape(y), r entries): entries p[0..n) of y's
+ * shape as a 1-D int64 value, written as exporters write such arithmetic: a Gather of s (an
+ * index of one entry, negative now and then), a Slice of s (an ascending run, or a descending
+ * one with step -1, bounds in their negative or past-the-end forms, axes and steps left out
+ * now and then), or Shape(y) with start and end (opset 15) for an ascending run. */
+static int shape_piece(gen *G, int y, int s, int r, const int64_t *p, int n) {
+  bool up = true, down = n > 1;
+  for (int i = 1; i < n; i++) up = up && p[i] == p[i - 1] + 1, down = down && p[i] == p[i - 1] - 1;
+  char a[64];
+  if (up && G->opset >= 15 && gen_chance(&G->rng, 0.3)) {
+    int64_t st = gen_chance(&G->rng, 0.5) ? p[0] - r : p[0], en = p[n - 1] + 1;
+    if (en == r && gen_chance(&G->rng, 0.5))
+      return gen_emit(G, "Shape", 1, &y, 1, ATTR("start=%lld", (long long)st), DOM_ANY, 1e6);
+    return gen_emit(G, "Shape", 1, &y, 1,
+                    ATTR("start=%lld end=%lld", (long long)st,
+                         (long long)(en < r && gen_chance(&G->rng, 0.5) ? en - r : en)),
+                    DOM_ANY, 1e6);
+  }
+  if (n == 1 || (!up && !down)) { /* a Gather of the entries, in any order */
+    int64_t idx[KILN_MAX_RANK];
+    for (int i = 0; i < n; i++) idx[i] = gen_chance(&G->rng, 0.3) ? p[i] - r : p[i];
+    int in[2] = {s, gen_const_i64(G, n, idx, false)};
+    return gen_emit(G, "Gather", 2, in, 1, gen_chance(&G->rng, 0.5) ? "axis=0" : "", DOM_ANY, 1e6);
+  }
+  int64_t step = up ? 1 : -1, b = p[0], e = p[n - 1] + step; /* e may be -1 or r */
+  int64_t st = gen_slice_bound(G, b, r), en = gen_slice_bound(G, e, r);
+  if (gen_slice_clamp(st, r, step) != b) st = b;
+  if (gen_slice_clamp(en, r, step) != e) en = e < 0 ? INT64_MIN : e;
+  int64_t ax = gen_chance(&G->rng, 0.5) ? 0 : -1;
+  int in[5] = {s, gen_const_i64(G, 1, &st, false), gen_const_i64(G, 1, &en, false), -1, -1};
+  int n_in = 3;
+  if (step < 0 || gen_chance(&G->rng, 0.5)) in[3] = gen_const_i64(G, 1, &ax, false), n_in = 4;
+  if (step < 0 || (n_in == 4 && gen_chance(&G->rng, 0.3)))
+    in[4] = gen_const_i64(G, 1, &step, false), n_in = 5;
+  return gen_emit(G, "Slice", n_in, in, 1, "", DOM_ANY, 1e6);
+}
+
+/* y (extents d[0..r) known only at run time) reshaped to a permutation of its own extents,
+ * the shape computed from Shape(y) by pieces (shape_piece) joined by a Concat; d permuted.
+ * -1 when it does not fit. The graph passes fold what of it they know (shapefold). */
+static int shape_arith(gen *G, int y, int64_t *d, int r, double mag) {
+  if (r < 1 || r > KILN_MAX_RANK) return -1;
+  int64_t p[KILN_MAX_RANK], nd[KILN_MAX_RANK];
+  for (int i = 0; i < r; i++) p[i] = i;
+  /* kept, reversed, shuffled; an extent that may be 0 (d NULL) is kept in place unless
+     allowzero says that a 0 is an extent, not "copy the input's" */
+  bool zero = !d, allowzero = zero && G->opset >= 14;
+  int kind = zero && !allowzero ? 0 : gen_int(&G->rng, 0, 2);
+  for (int i = 0; kind == 1 && i < r / 2; i++) {
+    int64_t t = p[i];
+    p[i] = p[r - 1 - i], p[r - 1 - i] = t;
+  }
+  for (int i = r - 1; kind == 2 && i > 0; i--) {
+    int j = gen_int(&G->rng, 0, i);
+    int64_t t = p[i];
+    p[i] = p[j], p[j] = t;
+  }
+  int s = gen_emit(G, "Shape", 1, &y, 1, "", DOM_ANY, 1e6);
+  if (s < 0) return -1;
+  G->vals.data[s].dyn = true;
+  int parts[KILN_MAX_RANK], np = 0;
+  for (int i = 0; i < r;) {
+    int len = gen_int(&G->rng, 1, r - i);
+    int q = shape_piece(G, y, s, r, p + i, len);
+    if (q < 0) return -1;
+    G->vals.data[q].dyn = true;
+    parts[np++] = q, i += len;
+  }
+  int sh = np == 1 ? parts[0] : gen_emit(G, "Concat", np, parts, 1, "axis=0", DOM_ANY, 1e6);
+  if (sh < 0) return -1;
+  G->vals.data[sh].dyn = true;
+  int in[2] = {y, sh};
+  int z = gen_emit(G, "Reshape", 2, in, 1, allowzero ? "allowzero=1" : "", gen_v(G, y)->dom, mag);
+  if (z < 0) return -1;
+  for (int i = 0; d && i < r; i++) nd[i] = d[p[i]];
+  if (d) memcpy(d, nd, sizeof(int64_t) * (size_t)r);
+  G->vals.data[z].dyn = true;
+  return z;
+}
+
 /* x (any dtype, static) through one to three run-time shape steps; then either back to a
  * static shape (a Reshape to a constant shape, so the rest of the graph reads it as any
  * value), or read at its run-time shape by an elementwise op: a unary op, an Add of a
@@ -132,6 +219,26 @@ bool gen_b_rtshape(gen *G, int op) {
   int x = gen_pick(G, &w);
   if (x < 0) return false;
   int r = gen_rank(G, x);
+  if (r >= 1 && gen_chance(&G->rng, 0.15)) {
+    /* the indices of NonZero(x) ([rank, count], the count known at run time only, perhaps
+       0), transposed now and then, reshaped by a shape computed from their own Shape: the
+       rank is a known entry of that Shape, which the graph passes fold */
+    int nz = gen_emit(G, "NonZero", 1, &x, 1, "", DOM_POS, (double)count(d_of(G, x, r), r));
+    if (nz < 0) return false;
+    G->vals.data[nz].dyn = true;
+    if (gen_chance(&G->rng, 0.5)) {
+      nz = gen_emit(G, "Transpose", 1, &nz, 1, "perm=[1, 0]", DOM_POS, gen_mag(G, nz));
+      if (nz < 0) return false;
+      G->vals.data[nz].dyn = true;
+    }
+    int z = shape_arith(G, nz, NULL, 2, gen_mag(G, nz));
+    if (z < 0) return false;
+    z = gen_emit(G, "Neg", 1, &z, 1, "", DOM_ANY, gen_mag(G, nz));
+    if (z < 0) return false;
+    G->vals.data[z].dyn = true;
+    G->vals.data[z].keep = true;
+    return true;
+  }
   int64_t d[KILN_MAX_RANK * 2];
   for (int i = 0; i < r; i++) d[i] = gen_dim(G, x, i);
   double mag = gen_mag(G, x);
@@ -141,6 +248,10 @@ bool gen_b_rtshape(gen *G, int op) {
     if (z >= 0) y = z;
   }
   if (y == x) return false;
+  if (gen_chance(&G->rng, 0.35)) { /* a shape computed from the run-time shape itself */
+    int z = shape_arith(G, y, d, r, mag);
+    if (z >= 0) y = z;
+  }
   kiln_dtype dt = gen_dtype(G, x);
   int end = gen_chance(&G->rng, 0.25) ? 0 : gen_int(&G->rng, 1, 3);
   if (end == 0) {                                   /* static again */

@@ -12,7 +12,9 @@
 #include "runner_internal.h"
 #include "tile/tile_sched.h"
 
-enum { DRAWS = 6, MAX_KERNELS = 64, MAX_LINES = 3 };
+/* STAGE_COPIES: elements a staged buffer's copies may move in all (the tile interpreter runs
+ * them; KILN_TSCHED_STAGE_MAX bounds one copy) */
+enum { DRAWS = 6, MAX_KERNELS = 64, MAX_LINES = 3, STAGE_COPIES = 4096 };
 
 static uint64_t next(uint64_t *s) { /* splitmix64 */
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -64,14 +66,33 @@ static bool stores_to(const kiln_tblock *b, int buf) {
   return false;
 }
 
-/* A global buffer of k to stage: a parameter the kernel only reads, small enough for a local
- * copy; NULL when there is none. */
-static const char *stage_buf(const kiln_tkernel *k, uint64_t *s) {
+/* The iterations of loop `name`'s body: the product of the extents of the loops around it
+ * and its own (a run-time extent counts as 64); 0 when there is no such loop. */
+static int64_t trips(const kiln_tkernel *k, const kiln_tblock *b, const char *name, int64_t outer) {
+  for (int i = 0; i < b->len; i++) {
+    const kiln_tstmt *s = b->data[i];
+    int64_t n = outer;
+    if (s->kind == KILN_TS_FOR) {
+      n *= s->extent->kind == KILN_TE_INT ? (s->extent->i > 0 ? s->extent->i : 1) : 64;
+      if (!strcmp(k->vars.data[s->var].name, name)) return n;
+    }
+    int64_t t = trips(k, &s->body, name, n);
+    if (!t) t = trips(k, &s->orelse, name, n);
+    if (t) return t;
+  }
+  return 0;
+}
+
+/* A global buffer of k to stage in loop l: a parameter the kernel only reads, small enough
+ * for a local copy, and whose copies (one per iteration of l's body) stay cheap to
+ * interpret; NULL when there is none. */
+static const char *stage_buf(const kiln_tkernel *k, const char *l, uint64_t *s) {
   const char *names[16];
   int n = 0;
+  int64_t t = trips(k, &k->body, l, 1);
   for (int b = 0; b < k->bufs.len && n < 16; b++)
-    if (k->bufs.data[b].scope == KILN_SCOPE_GLOBAL &&
-        k->bufs.data[b].size <= KILN_TSCHED_STAGE_MAX && !stores_to(&k->body, b))
+    if (k->bufs.data[b].scope == KILN_SCOPE_GLOBAL && t > 0 &&
+        k->bufs.data[b].size * t <= STAGE_COPIES && !stores_to(&k->body, b))
       names[n++] = k->bufs.data[b].name;
   return n ? names[pick(s, n)] : NULL;
 }
@@ -91,7 +112,7 @@ static void draw_dir(const kiln_tkernel *k, const char *l, uint64_t *s, kiln_str
   case 5: kiln_strbuf_printf(b, " %s=%s", pick(s, 2) ? "vector" : "unroll", l); break;
   case 6:
   case 7:
-    if ((buf = stage_buf(k, s))) kiln_strbuf_printf(b, " stage=%s:%s:local", l, buf);
+    if ((buf = stage_buf(k, l, s))) kiln_strbuf_printf(b, " stage=%s:%s:local", l, buf);
     break;
   case 8: kiln_strbuf_printf(b, " %s=%s", pick(s, 2) ? "tensorize" : "reorder", l); break;
   default: kiln_strbuf_printf(b, " reorder=%s", l); break;
