@@ -287,6 +287,15 @@ static kiln_texpr *chain_expr(const int *vals, kiln_texpr *const *exprs, int n, 
   return NULL;
 }
 
+/* Whether no node reads value v and it is no graph output. */
+static bool value_unread(const kiln_graph *g, int v) {
+  if (kiln_graph_is_output(g, v)) return false;
+  for (int i = 0; i < g->nodes.len; i++)
+    for (int j = 0; j < g->nodes.data[i].n_inputs; j++)
+      if (g->nodes.data[i].inputs[j] == v) return false;
+  return true;
+}
+
 /* Applies the epilogue nodes (after the reduction in the group) to value e of value v and
  * stores the result; pos (of length rank) indexes the result's shape, dims of 1 ignored.
  * A value of the chain that is read outside the group (a group output) is stored too. */
@@ -315,7 +324,10 @@ static kiln_status epilogue(red *s, kiln_tblock *b, int v, kiln_texpr *e, kiln_t
     if (kiln_lower_expr_large(e)) e = bind(s, b, e); /* a long chain: 2^n subtrees inlined */
     vals[n_chain] = v, exprs[n_chain++] = e;
   }
-  if (param_of(s, v) < 0) return KILN_BUG("reduction result is not bound");
+  if (param_of(s, v) < 0) { /* unread (LayerNormalization read for its Mean alone): no store */
+    if (!value_unread(g, v)) return KILN_BUG("reduction result is not bound");
+    return KILN_OK;
+  }
   store_value(s, b, v, e, pos, rank);
   return KILN_OK;
 }

@@ -632,6 +632,20 @@ static void test_keep_sources(void) {
   free(text);
 }
 
+/* A LayerNormalization (with a fused prologue) read for its Mean alone: its Y has no
+ * storage, and the kernel stores the statistics only (the lowering refused it: "reduction
+ * result is not bound"). */
+static void test_layernorm_stats_only(void) {
+  kiln_compile_opts o = opts();
+  CHECK(compile_and_compare(
+      "graph @ln(%a: f32[2,1,4], %b: f32[1,4,1], %s: f32[4,4]) -> (%m: f32[2,1,1]) {\n"
+      "  opset \"\" 17\n"
+      "  %x = Add(%a, %b) : f32[2,4,4]\n"
+      "  %y, %m = LayerNormalization(%x, %s) {axis=-2} : f32[2,4,4], f32[2,1,1]\n"
+      "  return %m\n}\n",
+      &o, NULL));
+}
+
 /* par_stress (verification): a model far below the parallel threshold gets OpenMP loops
  * with several threads, none with one thread or without it, and computes the same. */
 static void test_par_stress(void) {
@@ -696,4 +710,5 @@ TEST_MAIN(T(test_eval_node), T(test_elementwise_end_to_end), T(test_mixed_steps)
           T(test_sequence_values), T(test_release_weights), T(test_release_weights_dead_subgraph),
           T(test_dedup_kernels), T(test_input_checks), T(test_symbolic_dims),
           T(test_cache_hits_and_corruption), T(test_no_cache), T(test_module_build_and_errors),
-          T(test_keep_sources), T(test_par_stress), T(test_model_api), T(test_cleanup))
+          T(test_keep_sources), T(test_par_stress), T(test_layernorm_stats_only), T(test_model_api),
+          T(test_cleanup))

@@ -133,13 +133,27 @@ static bool b_unary(gen *G, int op) {
   return true;
 }
 
-/* Dropout: inference mode (no ratio input, or training_mode false), sometimes the mask. */
+/* Dropout in inference mode, sometimes the mask: before opset 12 a ratio attribute left out
+ * or written; from 12 the optional inputs: none, a constant ratio (of x's type or f32), a
+ * constant training_mode false (after the ratio, or after an absent one), or training_mode
+ * true with ratio 0 (the identity too). */
 static bool b_dropout(gen *G, int op) {
   (void)op;
   gen_want w = want(DT_FLOAT, 0, 4, DOM_ANY);
-  int in[1] = {gen_pick(G, &w)};
-  gen_emit(G, "Dropout", 1, in, gen_chance(&G->rng, 0.2) ? 2 : 1, "", gen_v(G, in[0])->dom,
-           gen_mag(G, in[0]));
+  int x = gen_pick(G, &w);
+  if (x < 0) return false;
+  int in[3] = {x, -1, -1}, n_in = 1, form = gen_int(&G->rng, 0, 4);
+  const char *a = "";
+  if (G->opset < 12 && form > 0) a = form == 1 ? "ratio=0.5" : "ratio=0.25";
+  else if (form > 0) {
+    kiln_type rt = gen_tensor_type(gen_chance(&G->rng, 0.5) ? gen_dtype(G, x) : KILN_F32, 0, NULL);
+    kiln_type bt = gen_tensor_type(KILN_BOOL, 0, NULL);
+    double ratio = form == 4 ? 0 : gen_chance(&G->rng, 0.5) ? 0.5 : 0.125;
+    if (form != 3) in[1] = gen_const_fill(G, &rt, ratio), n_in = 2;
+    if (form >= 3) in[2] = gen_const_fill(G, &bt, form == 4 ? 1 : 0), n_in = 3;
+  }
+  gen_emit(G, "Dropout", n_in, in, gen_chance(&G->rng, 0.2) ? 2 : 1, a, gen_v(G, x)->dom,
+           gen_mag(G, x));
   return true;
 }
 
