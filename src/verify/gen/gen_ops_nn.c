@@ -413,9 +413,8 @@ bool gen_b_norm(gen *G, int op) {
   }
   /* LayerNormalization's optional outputs Mean and InvStdDev, one or both now and then (the
      graph outputs them, or a later node reads them) */
-  int n_out = !strcmp(name, "LayerNormalization") && gen_chance(&G->rng, 0.3)
-                  ? gen_int(&G->rng, 2, 3)
-                  : 1;
+  int n_out =
+      !strcmp(name, "LayerNormalization") && gen_chance(&G->rng, 0.3) ? gen_int(&G->rng, 2, 3) : 1;
   int y = gen_emit(G, name, n_in, in, n_out, a, DOM_ANY, INFINITY);
   for (int k = 1; y >= 0 && k < n_out; k++) G->vals.data[y + k].dom = k == 2 ? DOM_POS : DOM_ANY;
   return true;
