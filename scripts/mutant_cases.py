@@ -1309,6 +1309,27 @@ def check(kiln, n, backend, work, env):
     return rc_mut != 0, rc_ctl != 0, why
 
 
+# ---- set L, first part (349-356) ----
+case(349)(lambda: Case([N("Conv", ["x", "w", "cb"], ["y"], pads=[0, 0, 1, 1])],
+                       [("x", r(1, 2, 4, 4))], [("y", F)], [c("w", r(3, 2, 1, 1)), c("cb", r(3))]))
+case(350)(lambda: Case([N("Cast", ["x"], ["y"], to=TP.FLOAT16)],  # f64 ties for f32, not for f16
+                       [("x", np.array([1 + 2.0**-11 + 2.0**-40, -(3 + 2.0**-9 + 2.0**-35),
+                                        0.5 + 2.0**-12 + 2.0**-45, 2.0], np.float64))],
+                       [("y", TP.FLOAT16)]))
+case(351)(lambda: Case([N("Conv", ["x", "w"], ["y"])], [("x", r(1, 2, 4, 4, 4))], [("y", F)],
+                       [c("w", r(3, 2, 2, 2, 2))]))
+case(352)(lambda: Case([N("ReduceSum", ["x", "ax"], ["y"], keepdims=0)], [("x", r(2, 3, 4))],
+                       [("y", F)], [c("ax", np.array([-1], np.int64))]))
+case(353)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(2, 3, 4))], [("y", F)],
+                       [c("b", r(4))]))
+case(354)(lambda: Case([N("Relu", ["x"], ["t"]), N("Mul", ["t", "one"], ["y"])], [("x", r(3, 1))],
+                       [("y", F)], [c("one", np.ones((3, 4), np.float32))]))
+case(355)(lambda: Case([N("Gemm", ["a", "b"], ["y"], alpha=0.5)], [("a", r(3, 4))], [("y", F)],
+                       [c("b", r(4, 5))]))
+case(356)(lambda: Case([N("MatMul", ["a", "b"], ["m"]), N("Add", ["m", "bias"], ["y"])],
+                       [("a", r(3, 4))], [("m", F), ("y", F)], [c("b", r(4, 5)), c("bias", r(5))]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kiln", required=True)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "base/mutate.h"
 
 /* ---- outer reads ---- */
 kiln_outer_iter kiln_outer_reads(const kiln_graph *g, const kiln_node *n) {
@@ -74,7 +75,8 @@ void kiln_uses_compute(const kiln_graph *g, kiln_uses *out) {
   for (int i = 0; i < g->outputs.len; i++) {
     int v = g->outputs.data[i];
     if (v < 0 || v >= nv) continue;
-    out->count[v]++;
+    if (!KILN_MUTANT(356) || !out->count[v]) /* mutant 356: not counted when a node reads it */
+      out->count[v]++;
     out->last[v] = g->nodes.len;
     out->output[v] = true;
   }

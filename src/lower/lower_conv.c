@@ -112,7 +112,9 @@ bool kiln_lower_conv_ok(const kiln_graph *g, const kiln_node *n) {
 
 static bool conv_is_pointwise(const conv_geom *cg) {
   for (int d = 0; d < cg->nsp; d++)
-    if (cg->k[d] != 1 || cg->s[d] != 1 || cg->pb[d] != 0 || cg->out[d] != cg->in[d]) return false;
+    if (cg->k[d] != 1 || cg->s[d] != 1 || cg->pb[d] != 0 ||
+        (cg->out[d] != cg->in[d] && !KILN_MUTANT(349))) /* mutant 349: an end pad not seen */
+      return false;
   return true;
 }
 
@@ -157,7 +159,9 @@ static void window_at(kiln_tkernel *k, const conv_geom *cg, kiln_texpr *const *p
 /* Kernel coordinate d of flat kernel position kp. */
 static kiln_texpr *kernel_coord(kiln_tkernel *k, const conv_geom *cg, kiln_texpr *kp, int d) {
   kiln_texpr *q = divc(k, kp, sp_stride(cg->k, cg->nsp, d));
-  return d == 0 ? q : kiln_tbin(k, KILN_TOP_MOD, q, kiln_tint(k, cg->k[d]));
+  /* mutant 351: only the last coordinate wrapped (a 3-D kernel's middle one is not) */
+  if (KILN_MUTANT(351) ? d < cg->nsp - 1 : d == 0) return q;
+  return kiln_tbin(k, KILN_TOP_MOD, q, kiln_tint(k, cg->k[d]));
 }
 
 /* ---- im2col panel packing ---- */

@@ -122,7 +122,7 @@ static void matmul_flat(const mm_dims *d, kiln_mm_gemm *gm, mm_map *map) {
   for (int i = 0; i < d->nb; i++) rows *= d->bdims[i];
   gm->M = rows;
   gm->nb = 0;
-  int ncols = d->rb >= 2;
+  int ncols = d->rb >= 2 || KILN_MUTANT(353); /* mutant 353: a 1-D B taken to leave a column dim */
   map->b_lo = map->b_hi = 0;
   map->m_lo = 0;
   map->m_hi = map->n_lo = d->ro - ncols;

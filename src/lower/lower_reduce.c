@@ -111,7 +111,8 @@ static kiln_status reduced_axes(const kiln_graph *g, const kiln_node *n, int ran
     return kiln_unsupported("%s: noop_with_empty_axes", n->op_type);
   for (int d = 0; d < rank; d++) mask[d] = KILN_MUTANT(139) ? na < 0 : na <= 0; /* mutant 139 */
   for (int i = 0; i < na; i++) {
-    int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    /* mutant 352: a negative axis wrapped by the output's rank when the dims are not kept */
+    int64_t a = axes[i] < 0 ? axes[i] + (KILN_MUTANT(352) && !*keep ? rank - na : rank) : axes[i];
     if (a < 0 || a >= rank) return kiln_invalid("%s: axis out of range", n->op_type);
     mask[a] = true;
   }

@@ -59,7 +59,8 @@ static bool no_broadcast_growth(const kiln_tensor *c, const kiln_type *x) {
   if (!x || (c->rank > x->rank && !KILN_MUTANT(201))) return false;
   for (int i = 0; i < c->rank && i < x->rank; i++) { /* mutant 201: c's extra leading dims */
     int64_t cd = c->dims[c->rank - 1 - i], xd = x->dims[x->rank - 1 - i].value;
-    if (cd != 1 && cd != xd) return false;
+    if (cd != 1 && cd != xd && !(KILN_MUTANT(354) && xd == 1)) /* mutant 354: x's 1 grows */
+      return false;
   }
   return true;
 }
