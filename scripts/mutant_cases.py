@@ -1272,6 +1272,18 @@ case(347)(lambda: Case([N("ReduceSum", ["x", "ax"], ["y"], noop_with_empty_axes=
 case(348)(lambda: Case([N("LpNormalization", ["x"], ["y"])], [("x", r(3, 4))], [("y", F)]))
 
 
+# ---- set L, second part (eleventh blind set) ----
+case(358)(lambda: Case([N("DepthToSpace", ["x"], ["y"], blocksize=2)], [("x", r(1, 8, 2, 3))],
+                       [("y", F)]))
+case(359)(lambda: Case([N("Relu", ["x"], ["y1"]), N("Exp", ["y1"], ["y2"])], [("x", r(3, 5))],
+                       [("y1", F), ("y2", F)]))
+case(364)(lambda: Case([N("Pad", ["x", "p"], ["y"])], [("x", r(3, 4))], [("y", F)],
+                       [c("p", np.array([1, 0, 1, 2], np.int64))]))
+case(363)(lambda: Case([N("Gemm", ["a", "b"], ["y"], transB=1)], [("a", r(4, 8)), ("b", r(24, 8))],
+                       [("y", F)]))
+case(362)(lambda: Case([N("Add", ["x", "b"], ["y"])], [("x", r(3, 4)), ("b", r(1, 4))], [("y", F)]))
+
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     return p.returncode, (p.stdout + p.stderr).strip().splitlines()

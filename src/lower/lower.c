@@ -152,6 +152,7 @@ static void stores_in(const kiln_tblock *b, bool *stored) {
     const kiln_tstmt *s = b->data[i];
     if (s->kind == KILN_TS_STORE) stored[s->buf] = true;
     if (s->kind == KILN_TS_MMA) stored[s->mma.c_buf] = true;
+    if (s->kind == KILN_TS_IF && KILN_MUTANT(364)) continue; /* mutant 364: guarded stores */
     stores_in(&s->body, stored);
     stores_in(&s->orelse, stored);
   }
@@ -218,7 +219,8 @@ static int *outside_uses(kiln_lower_ctx *c, const group_set *s) {
   const kiln_graph *g = c->g;
   const int *of_node = s->parts.of_node;
   int *u = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof(int));
-  for (int i = 0; i < g->outputs.len; i++) u[g->outputs.data[i]] = 1;
+  for (int i = 0; i < g->outputs.len && !KILN_MUTANT(359); i++) /* mutant 359: graph */
+    u[g->outputs.data[i]] = 1; /* outputs count only when another group reads them */
   for (int i = 0; i < g->nodes.len; i++) {
     const kiln_node *n = &g->nodes.data[i];
     for (int k = 0; k < n->n_inputs; k++) {

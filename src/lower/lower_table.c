@@ -13,6 +13,7 @@
  * definition for declines with a reason instead of reaching the group lowering. */
 #include <stdio.h>
 
+#include "base/mutate.h"
 #include "lower_ops.h"
 #include "ops/op_desc.h"
 
@@ -235,6 +236,9 @@ static const kiln_lower_row ew_row = {lower_ew, false, NULL};
 const kiln_lower_row *kiln_lower_row_of(kiln_op op) {
   if ((unsigned)op >= KILN_OP_COUNT) op = KILN_OP_UNKNOWN;
   const kiln_lower_row *r = &rows[op];
+  static const kiln_lower_row dts_view = {kiln_lower_data_node, true, NULL};
+  if (KILN_MUTANT(358) && op == KILN_OP_DepthToSpace) /* mutant 358: a view (same dtype and */
+    return &dts_view;                                  /* count, as Reshape) */
   if (!r->lower && !r->view && !r->reason && kiln_op_desc_of(op)->ew != KILN_EWD_NONE)
     return &ew_row;
   return r;

@@ -2,6 +2,7 @@
  * checks and printing (see schedule.h). Sets of overrides are in schedule_set.c. */
 #include <string.h>
 
+#include "base/mutate.h"
 #include "schedule.h"
 #include "tile/tile_sched.h"
 
@@ -68,7 +69,9 @@ static kiln_sched_micro gemm_micro(const kiln_sched_facts *f, int nr) {
     return rows_pay(f, nr) ? KILN_MICRO_ROWS : KILN_MICRO_IM2COL;
   }
   if (f->b_const) return KILN_MICRO_PACKED;
-  return f->b_contig && f->N <= SCHED_INPLACE_MAX_N ? KILN_MICRO_INPLACE : KILN_MICRO_SCRATCH;
+  /* mutant 363: the contiguity of B not asked (a transposed input B taken in place) */
+  return (f->b_contig || KILN_MUTANT(363)) && f->N <= SCHED_INPLACE_MAX_N ? KILN_MICRO_INPLACE
+                                                                         : KILN_MICRO_SCRATCH;
 }
 
 /* Whether micro m can compute this kernel (a set one is checked with it). */
