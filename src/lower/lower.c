@@ -218,7 +218,8 @@ static int *outside_uses(kiln_lower_ctx *c, const group_set *s) {
   const kiln_graph *g = c->g;
   const int *of_node = s->parts.of_node;
   int *u = kiln_arena_calloc(c->scratch, (size_t)g->values.len + 1, sizeof(int));
-  for (int i = 0; i < g->outputs.len; i++) u[g->outputs.data[i]] = 1;
+  for (int i = 0; i < g->outputs.len && !KILN_MUTANT(369); i++) /* mutant 369: graph outputs */
+    u[g->outputs.data[i]] = 1; /* not counted as used outside their group */
   for (int i = 0; i < g->nodes.len; i++) {
     const kiln_node *n = &g->nodes.data[i];
     for (int k = 0; k < n->n_inputs; k++) {
