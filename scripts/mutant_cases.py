@@ -1271,6 +1271,41 @@ case(347)(lambda: Case([N("ReduceSum", ["x", "ax"], ["y"], noop_with_empty_axes=
                        [("x", r(3, 4))], [("y", F)], [c("ax", np.zeros(0, np.int64))], opset=13))
 case(348)(lambda: Case([N("LpNormalization", ["x"], ["y"])], [("x", r(3, 4))], [("y", F)]))
 
+# set L, third part
+
+
+def race_static_tile():  # the row blocks of the product on 4 threads, each with its C tile
+    k = Case([N("MatMul", ["a", "w"], ["y"])], [("a", r(4096, 8))], [("y", F)],
+             [c("w", r(8, 64))])
+    k.threads, k.runs = 4, 5
+    return k
+
+
+def local_search_plan():  # seven fallback values whose lives only the local search packs
+    sizes = [96, 96, 80, 32, 48, 80, 64]
+    reads = [["x"], ["v0"], ["v1"], ["v2"], ["v1", "v3"], ["v4"], ["v2", "v3", "v4", "v5"]]
+    nodes, inits = [], []
+    for s, rd in enumerate(reads):
+        n_in = sum(5 if v == "x" else sizes[int(v[1:])] for v in rd)
+        inits.append(c(f"c{s}", r(sizes[s], lo=0.5, hi=1.0) / np.float32(n_in)))
+        nodes.append(N("Einsum", [f"c{s}"] + rd, [f"v{s}"],
+                       equation="i," + ",".join("jklmn"[:len(rd)]) + "->i"))
+    return Case(nodes, [("x", r(5, lo=0.5, hi=1.0))], [("v6", F)], inits)
+
+
+def alias_then_kernels():  # step 1 is kernel 0 (an alias step first)
+    return Case([N("Reshape", ["x", "sh"], ["r"]), N("MatMul", ["r", "w"], ["h"]),
+                 N("MatMul", ["h", "w2"], ["y"])], [("x", r(4, 6))], [("y", F)],
+                [c("sh", np.array([6, 4], np.int64)), c("w", r(4, 5)), c("w2", r(5, 3))])
+
+
+case(365)(race_static_tile)
+case(366)(lambda: Case([N("Pow", ["a", "b"], ["y"])],
+                       [("a", rng.uniform(1.001, 1.02, 6)), ("b", rng.uniform(1000, 3000, 6))],
+                       [("y", TP.DOUBLE)]))  # near 1 to a high power: float's rounding shows
+case(367)(local_search_plan)
+case(368)(alias_then_kernels)
+
 
 # ---- set L, second part (eleventh blind set) ----
 case(358)(lambda: Case([N("DepthToSpace", ["x"], ["y"], blocksize=2)], [("x", r(1, 8, 2, 3))],

@@ -357,8 +357,9 @@ static kiln_status render_binary(kiln_render *r, const kiln_texpr *e, bool index
   if (h) {
     if (!suffix(t)) return kiln_unsupported("%s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
     kiln_strbuf_printf(b, "kiln_%s_%s(", h, suffix(t));
-  } else if (fn && is_fp(t)) {
-    kiln_strbuf_printf(b, "%s%s(", fn, t == KILN_F32 ? "f" : "");
+  } else if (fn && is_fp(t)) { /* mutant 366: pow of doubles through powf */
+    kiln_strbuf_printf(b, "%s%s(", fn,
+                       t == KILN_F32 || (KILN_MUTANT(366) && e->op == KILN_TOP_POW) ? "f" : "");
   } else if (wrap) {
     /* BOOL arithmetic keeps one bit, as the interpreter's */
     kiln_strbuf_printf(b, "((%s)(%s(%s)", kiln_render_ctype(t), t == KILN_BOOL ? "(" : "",

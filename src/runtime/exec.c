@@ -65,7 +65,9 @@ static kiln_status find_kernels(kiln_compiled *c) {
   for (int s = 0; s < p->steps.len; s++) {
     const kiln_step *st = &p->steps.data[s];
     if (st->kind != KILN_STEP_KERNEL) continue;
-    KILN_TRY(kiln_module_sym(c->mod, c->symbols[st->kernel], (void **)&c->xsteps[s].fn));
+    /* mutant 368: the symbol of the kernel whose index is the step's */
+    int kn = KILN_MUTANT(368) && s < c->prog->module->kernels.len ? s : st->kernel;
+    KILN_TRY(kiln_module_sym(c->mod, c->symbols[kn], (void **)&c->xsteps[s].fn));
     if (st->check_msg && st->check_arg >= 0 &&
         (st->check_arg >= st->n_args || st->args[st->check_arg].kind != KILN_ARG_SCRATCH ||
          st->args[st->check_arg].bytes < (int64_t)sizeof(int32_t)))

@@ -490,7 +490,8 @@ static void local_search(placer *P, const int *start, int64_t start_size, int64_
     int j = 1 + (int)(rng % (uint64_t)(n - 1)), i = (int)((rng >> 32) % (uint64_t)j);
     memcpy(P->trial, P->order, (size_t)n * sizeof *P->order);
     int moved = P->trial[j];
-    memmove(P->trial + i + 1, P->trial + i, (size_t)(j - i) * sizeof *P->trial);
+    /* mutant 367: one block too few shifted (the moved block twice, the one before it lost) */
+    memmove(P->trial + i + 1, P->trial + i, (size_t)(j - i - KILN_MUTANT(367)) * sizeof *P->trial);
     P->trial[i] = moved;
     int64_t size = place_order(P->blocks, n, P->trial, true, &P->ix, P->near);
     if (size > cur) continue;

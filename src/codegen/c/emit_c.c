@@ -200,8 +200,11 @@ static kiln_status declare_buf(kiln_render *r, int b) {
     return kiln_unsupported("kernel '%s': %s buffer '%s' of %lld elements does not fit the stack",
                             r->k->name, kiln_tscope_name(buf->scope), buf->name,
                             (long long)buf->size);
-  kiln_render_line(r, "_Alignas(64) %s %s[%lld];", kiln_render_ctype(buf->dtype), r->buf_names[b],
-                   (long long)buf->size);
+  /* mutant 365: a buffer of 1 KiB or more kept off the stack (static: one copy, shared by the
+   * threads of an OpenMP loop) */
+  const char *storage = KILN_MUTANT(365) && bytes >= 1024 ? "static " : "";
+  kiln_render_line(r, "_Alignas(64) %s%s %s[%lld];", storage, kiln_render_ctype(buf->dtype),
+                   r->buf_names[b], (long long)buf->size);
   return KILN_OK;
 }
 
