@@ -345,7 +345,7 @@ static kiln_status cast_to(kiln_tkernel *k, kiln_dtype to, kiln_texpr *a, kiln_t
   else if (KILN_MUTANT(22) && kiln_dtype_is_float(a->type) && kiln_dtype_is_int(ct))
     *out = kiln_tcast(k, ct, un(k, KILN_TOP_ROUND, a)); /* mutant 22: rounds, not truncates */
   else if (kiln_dtype_is_float(to) && to != ct && a->type != to &&
-           !(KILN_MUTANT(350) && to == KILN_F16)) /* mutant 350: only bf16 rounded */
+           !(KILN_MUTANT(350) && to == KILN_F16))   /* mutant 350: only bf16 rounded */
     *out = kiln_tcast(k, ct, kiln_tcast(k, to, a)); /* round to the storage type (f16, bf16) */
   else *out = kiln_tcast(k, ct, a);
   return KILN_OK;

@@ -82,8 +82,9 @@ kiln_texpr *kiln_lower_bcast_index(kiln_tkernel *k, const kiln_nest *n, const ki
   for (int d = t->rank - 1; d >= 0; d--) {
     int od = KILN_MUTANT(20) ? d : n->rank - t->rank + d; /* mutant 20: left-aligned broadcast */
     int64_t ext = t->dims[d].value;
-    if ((ext != 1 || KILN_MUTANT(362)) && od >= 0) idx = /* mutant 362: size-1 dims indexed */
-        kiln_tadd(k, kiln_tmul(k, kiln_tv(k, n->vars[od]), stride), idx);
+    if ((ext != 1 || KILN_MUTANT(362)) && od >= 0)
+      idx = /* mutant 362: size-1 dims indexed */
+          kiln_tadd(k, kiln_tmul(k, kiln_tv(k, n->vars[od]), stride), idx);
     stride *= ext;
   }
   return idx;

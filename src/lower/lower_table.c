@@ -238,7 +238,7 @@ const kiln_lower_row *kiln_lower_row_of(kiln_op op) {
   const kiln_lower_row *r = &rows[op];
   static const kiln_lower_row dts_view = {kiln_lower_data_node, true, NULL};
   if (KILN_MUTANT(358) && op == KILN_OP_DepthToSpace) /* mutant 358: a view (same dtype and */
-    return &dts_view;                                  /* count, as Reshape) */
+    return &dts_view;                                 /* count, as Reshape) */
   if (!r->lower && !r->view && !r->reason && kiln_op_desc_of(op)->ew != KILN_EWD_NONE)
     return &ew_row;
   return r;

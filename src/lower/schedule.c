@@ -71,7 +71,7 @@ static kiln_sched_micro gemm_micro(const kiln_sched_facts *f, int nr) {
   if (f->b_const) return KILN_MICRO_PACKED;
   /* mutant 363: the contiguity of B not asked (a transposed input B taken in place) */
   return (f->b_contig || KILN_MUTANT(363)) && f->N <= SCHED_INPLACE_MAX_N ? KILN_MICRO_INPLACE
-                                                                         : KILN_MICRO_SCRATCH;
+                                                                          : KILN_MICRO_SCRATCH;
 }
 
 /* Whether micro m can compute this kernel (a set one is checked with it). */

@@ -120,10 +120,12 @@ static int largest_value(const kiln_plan *p) {
 
 static kiln_status plan(kiln_compiled *c, const kiln_compile_opts *o) {
   double t0 = kiln_clock_seconds();
-  KILN_TRY(kiln_plan_program(c->prog, NULL, &c->plan));
-#ifndef NDEBUG
-  KILN_TRY(kiln_plan_check(c->prog, c->plan));
+  kiln_plan_opts po = {.heuristic = -1, .search_stress = o->plan_stress};
+  KILN_TRY(kiln_plan_program(c->prog, &po, &c->plan));
+#ifdef NDEBUG
+  if (o->plan_stress)
 #endif
+    KILN_TRY(kiln_plan_check(c->prog, c->plan));
   /* The arena is made at the first run; it must fit then, next to what is held now (the
    * graph's constants, packed weights). */
   int big = largest_value(c->plan);

@@ -503,7 +503,8 @@ static void local_search(placer *P, const int *start, int64_t start_size, int64_
 
 /* Every heuristic (or the one asked for), then a local search from the best; the smallest
  * arena's offsets are left in the blocks. */
-static void place_best(block *blocks, int n, int only, int64_t bound, int64_t *size, int *h_out) {
+static void place_best(block *blocks, int n, int only, bool stress, int64_t bound, int64_t *size,
+                       int *h_out) {
   placer P = {blocks, n, NULL, NULL, {0, 0, NULL, NULL}, NULL, INT64_MAX, NULL, -1};
   P.order = kiln_xcalloc((size_t)n + 1, sizeof *P.order);
   P.trial = kiln_xcalloc((size_t)n + 1, sizeof *P.trial);
@@ -511,13 +512,21 @@ static void place_best(block *blocks, int n, int only, int64_t bound, int64_t *s
   P.near = kiln_xcalloc((size_t)n + 1, sizeof *P.near);
   P.best_off = kiln_xcalloc((size_t)n + 1, sizeof *P.best_off);
   int *best_order = kiln_xcalloc((size_t)n + 1, sizeof *best_order);
+  int worst_h = -1;
+  int64_t worst = -1;
   for (int h = 0; h < N_HEURISTICS; h++) {
     if (only >= 0 && h != only) continue;
     int64_t s = place_heuristic(&P, &HEURISTICS[h], P.order);
     if (s < P.best) memcpy(best_order, P.order, (size_t)n * sizeof *best_order);
+    if (s > worst) worst = s, worst_h = h;
     keep_if_better(&P, s, h);
   }
-  if (only < 0) local_search(&P, best_order, P.best, bound);
+  if (only < 0 && stress && n >= 3) { /* verification: the search from the worst order */
+    int64_t s = place_heuristic(&P, &HEURISTICS[worst_h], best_order);
+    P.best = INT64_MAX;
+    keep_if_better(&P, s, worst_h);
+    local_search(&P, best_order, s, -1);
+  } else if (only < 0) local_search(&P, best_order, P.best, bound);
   for (int i = 0; i < n; i++) blocks[i].offset = P.best_off[i];
   *size = P.best == INT64_MAX ? 0 : P.best;
   *h_out = P.best_h;
@@ -571,7 +580,7 @@ static kiln_status check_total(const liveness *L) {
 }
 
 kiln_status kiln_plan_program(const kiln_program *p, const kiln_plan_opts *o, kiln_plan **out) {
-  kiln_plan_opts dflt = {false, -1};
+  kiln_plan_opts dflt = {false, -1, false};
   if (!o) o = &dflt;
   if (o->heuristic >= N_HEURISTICS)
     return kiln_invalid("memory plan: no heuristic %d", o->heuristic);
@@ -589,7 +598,7 @@ kiln_status kiln_plan_program(const kiln_program *p, const kiln_plan_opts *o, ki
   }
   int64_t bound = lower_bound(&L), size;
   int best_h;
-  place_best(L.blocks.data, L.blocks.len, o->heuristic, bound, &size, &best_h);
+  place_best(L.blocks.data, L.blocks.len, o->heuristic, o->search_stress, bound, &size, &best_h);
   kiln_plan *plan = kiln_xcalloc(1, sizeof *plan);
   fill_plan(&L, p, plan);
   plan->arena_bytes = size;

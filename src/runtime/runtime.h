@@ -72,6 +72,7 @@ typedef struct kiln_cuda_opts {
 typedef struct kiln_compile_opts {
   int threads;                /* CPU threads the kernels use (OpenMP); 0: all cores */
   bool par_stress;            /* every parallel schedule however small the work (verification) */
+  bool plan_stress;           /* the memory plan from its local search, checked (verification) */
   int jobs;                   /* compiler processes run in parallel; 0: number of cores */
   kiln_pass_opts passes;      /* the pass pipeline (fusion included unless passes.no_fusion) */
   const char *force_fallback; /* op names forced to run their reference kernel (tests) */
@@ -219,6 +220,11 @@ struct kiln_plan {
 typedef struct kiln_plan_opts {
   bool no_inplace; /* take no in-place reuse */
   int heuristic;   /* -1: try all, keep the best; else only that one (tests) */
+  /* Verification: the local search runs on every plan of three blocks or more, from the
+   * worst heuristic's order to its whole budget (not stopped at the lower bound), and the
+   * plan is what it found: a small model's plan reaches the bound by a heuristic at once,
+   * so the search would otherwise never run. */
+  bool search_stress;
 } kiln_plan_opts;
 
 KILN_MUST_USE kiln_status kiln_plan_program(const kiln_program *p, const kiln_plan_opts *o,

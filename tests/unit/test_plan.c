@@ -97,7 +97,7 @@ static int fx_alias(fixture *f, int src) {
 
 static kiln_plan *fx_plan(fixture *f, bool inplace) {
   kiln_plan *plan = NULL;
-  kiln_plan_opts o = {!inplace, -1};
+  kiln_plan_opts o = {!inplace, -1, false};
   CHECK_OK(kiln_plan_program(&f->p, &o, &plan));
   if (plan) CHECK_OK(kiln_plan_check(&f->p, plan));
   return plan;
@@ -314,16 +314,39 @@ static void test_each_heuristic_is_valid(void) {
     random_program(&f, 40);
     for (int h = 0; h < 5; h++) {
       kiln_plan *plan = NULL;
-      kiln_plan_opts o = {false, h};
+      kiln_plan_opts o = {false, h, false};
       CHECK_OK(kiln_plan_program(&f.p, &o, &plan));
       if (plan) CHECK_OK(kiln_plan_check(&f.p, plan));
       kiln_plan_free(plan);
     }
     kiln_plan *plan = NULL;
-    kiln_plan_opts o = {false, 99};
+    kiln_plan_opts o = {false, 99, false};
     CHECK_ERR(kiln_plan_program(&f.p, &o, &plan), KILN_ERR_INVALID);
     fx_free(&f);
   }
+}
+
+/* search_stress: the local search from the worst heuristic's order, to its budget; its plan
+ * is valid, named "local search" when it improved on that order, and on random programs it
+ * improves at least once. */
+static void test_search_stress(void) {
+  int improved = 0;
+  for (int t = 0; t < 10; t++) {
+    fixture f;
+    random_program(&f, 12 + 3 * t);
+    kiln_plan *plan = NULL;
+    kiln_plan_opts o = {false, -1, true};
+    CHECK_OK(kiln_plan_program(&f.p, &o, &plan));
+    if (plan) {
+      CHECK_OK(kiln_plan_check(&f.p, plan));
+      CHECK(plan->arena_bytes >= plan->lower_bound);
+      improved += !strcmp(plan->heuristic, "local search");
+    }
+    kiln_plan_free(plan);
+    fx_free(&f);
+  }
+  printf("search stress: the local search improved %d of 10 plans\n", improved);
+  CHECK(improved >= 1);
 }
 
 static void test_check_catches_overlap(void) {
@@ -562,7 +585,7 @@ TEST_MAIN(T(test_chain_reuses_two_buffers), T(test_inplace_chain_uses_one_buffer
           T(test_graph_output_not_overwritten_in_place), T(test_alias_extends_life),
           T(test_alias_of_input_points_at_input), T(test_scratch_lives_one_step),
           T(test_heap_for_unknown_shapes), T(test_bad_programs_are_errors), T(test_random_programs),
-          T(test_each_heuristic_is_valid), T(test_check_catches_overlap), T(test_exported_models),
-          T(test_verifier_catches_unwritten_output),
+          T(test_each_heuristic_is_valid), T(test_search_stress), T(test_check_catches_overlap),
+          T(test_exported_models), T(test_verifier_catches_unwritten_output),
           T(test_reduction_group_stores_values_read_outside), T(test_subgraph_reads_order_groups),
           T(test_empty_tensors_lower_to_empty_kernels))

@@ -201,12 +201,15 @@ bool gen_b_conv(gen *G, int op) {
   }
   int64_t k[3], s[3], dl[3], pads[6], wd[5] = {m, c / group};
   int ap = gen_attr_int(G, 0, 4);
+  /* a pointwise (1x1) Conv a quarter of the time, as networks have them: with pads (one
+     side only now and then, so the output outgrows the input) it is no longer pointwise */
+  bool pointwise = gen_chance(&G->rng, 0.25);
   for (int d = 0; d < sd; d++) {
     int64_t in = gen_dim(G, x, 2 + d);
     pads[d] = ap ? 0 : gen_attr_int(G, 0, 1), pads[sd + d] = ap ? 0 : gen_attr_int(G, 0, 1);
     dl[d] = gen_attr_chance(G, 0.2) ? 2 : 1, s[d] = gen_attr_int(G, 1, 2);
     int64_t room = ap == 1 || ap == 2 ? in + 2 : in + pads[d] + pads[sd + d]; /* SAME pads */
-    k[d] = gen_attr_int(G, 1, 4);
+    k[d] = pointwise ? 1 : gen_attr_int(G, 1, 4);
     while (k[d] > 1 && (k[d] - 1) * dl[d] + 1 > room) k[d]--;
     if ((k[d] - 1) * dl[d] + 1 > room) dl[d] = 1;
     wd[2 + d] = k[d];

@@ -72,7 +72,9 @@ static kiln_type bcast_type(gen *G, int x, bool larger) {
   for (int d = 0; d < t.rank; d++)
     if (t.dims[d].value < 0 || (!larger && gen_chance(&G->rng, 0.3)))
       t.dims[d].value = 1, t.dims[d].sym = NULL;
-  if (larger && t.rank < 4 && gen_chance(&G->rng, 0.6)) {
+  bool has_one = false; /* a static 1 of x: growing it is the harder case (a dim, not a rank) */
+  for (int d = 0; d < t.rank; d++) has_one = has_one || gen_v(G, x)->type.dims[d].value == 1;
+  if (larger && t.rank < 4 && gen_chance(&G->rng, has_one ? 0.25 : 0.6)) {
     memmove(t.dims + 1, t.dims, sizeof t.dims[0] * (size_t)t.rank);
     t.rank++, t.dims[0].value = gen_int(&G->rng, 2, 3), t.dims[0].sym = NULL;
   } else if (larger) { /* a static 1 of x grown (a symbolic dim may be bound to anything) */

@@ -371,6 +371,9 @@ static void compiled_layer(kiln_vrun *r, const kiln_target *t, int threads, bool
    * taken by a lowering of the default thresholds: so is its layer) */
   uint64_t ss = r->o->sched_seed;
   co.par_stress = threads > 1 && !drawn && (ss == 0 || ((ss >> 19) & 1));
+  /* the memory plan from its local search (checked), on half of a campaign's graphs: small
+   * plans reach their lower bound by a heuristic, and the search never ran otherwise */
+  co.plan_stress = ss != 0 && ((ss >> 21) & 1);
   co.take_graph = true;
   co.release_weights = false;
   kiln_compiled *c = NULL;
