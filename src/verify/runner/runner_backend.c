@@ -366,13 +366,14 @@ static void compiled_layer(kiln_vrun *r, const kiln_target *t, int threads, bool
   co.threads = threads;
   co.schedule = drawn;
   /* several threads: the parallel forms of the kernels (OpenMP loops, their private
-   * variables) run even on a small model, as in the tile layer; with a schedule seed (a
-   * campaign) on half of the graphs, as they cost a fifth of its speed (a drawn set was
-   * taken by a lowering of the default thresholds: so is its layer) */
+   * variables) run even on a small model, as in the tile layer; of the graphs with a schedule
+   * seed (half of a campaign's) on half, as they cost compile time (a drawn set was taken by
+   * a lowering of the default thresholds: so is its layer) */
   uint64_t ss = r->o->sched_seed;
   co.par_stress = threads > 1 && !drawn && (ss == 0 || ((ss >> 19) & 1));
-  /* the memory plan from its local search (checked), on half of a campaign's graphs: small
-   * plans reach their lower bound by a heuristic, and the search never ran otherwise */
+  /* the memory plan from its local search (checked), on half of the graphs with a schedule
+   * seed: small plans reach their lower bound by a heuristic, and the search never ran
+   * otherwise */
   co.plan_stress = ss != 0 && ((ss >> 21) & 1);
   co.take_graph = true;
   co.release_weights = false;

@@ -74,6 +74,7 @@ static int64_t trips(const kiln_tkernel *k, const kiln_tblock *b, const char *na
     int64_t n = outer;
     if (s->kind == KILN_TS_FOR) {
       n *= s->extent->kind == KILN_TE_INT ? (s->extent->i > 0 ? s->extent->i : 1) : 64;
+      if (n > ((int64_t)1 << 40)) n = (int64_t)1 << 40; /* no overflow with the size below */
       if (!strcmp(k->vars.data[s->var].name, name)) return n;
     }
     int64_t t = trips(k, &s->body, name, n);
