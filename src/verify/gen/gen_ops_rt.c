@@ -18,13 +18,6 @@ static int64_t count(const int64_t *d, int r) {
   return n;
 }
 
-/* The extents of static value x of rank r (in a buffer that lives until the next call). */
-static const int64_t *d_of(gen *G, int x, int r) {
-  static _Thread_local int64_t d[KILN_MAX_RANK];
-  for (int i = 0; i < r && i < KILN_MAX_RANK; i++) d[i] = gen_dim(G, x, i);
-  return d;
-}
-
 /* A shape-like operand of n int64 entries vals that the compiler sees only at run time: one
  * run-time input; a Concat of run-time pieces and constant ones (as exporters build a shape
  * from a batch dim and fixed dims); or a run-time int32 input cast to int64. */
@@ -223,7 +216,9 @@ bool gen_b_rtshape(gen *G, int op) {
     /* the indices of NonZero(x) ([rank, count], the count known at run time only, perhaps
        0), transposed now and then, reshaped by a shape computed from their own Shape: the
        rank is a known entry of that Shape, which the graph passes fold */
-    int nz = gen_emit(G, "NonZero", 1, &x, 1, "", DOM_POS, (double)count(d_of(G, x, r), r));
+    int64_t n = 1; /* the largest index is below every extent */
+    for (int i = 0; i < r; i++) n *= gen_dim(G, x, i);
+    int nz = gen_emit(G, "NonZero", 1, &x, 1, "", DOM_POS, (double)n);
     if (nz < 0) return false;
     G->vals.data[nz].dyn = true;
     if (gen_chance(&G->rng, 0.5)) {
