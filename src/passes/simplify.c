@@ -341,6 +341,14 @@ static kiln_status simplify_neg_forms(kiln_rw *rw, int i, bool *done) {
 }
 
 /* ---- driver ---- */
+/* Add, Sub, Mul and Div before opset 7 with broadcast=1: B is aligned at `axis`, not at the
+ * end. Every rewrite above assumes numpy broadcasting (and some swap the operands, which the
+ * legacy form does not allow), so such a node is left as it is. */
+static bool legacy_broadcast(const kiln_node *n) {
+  const kiln_attr *a = kiln_node_attr(n, "broadcast");
+  return n->opset < 7 && a && a->kind == KILN_ATTR_INT && a->i != 0;
+}
+
 static kiln_status simplify_node(kiln_rw *rw, int i, bool *done) {
   const kiln_node *n = &rw->g->nodes.data[i];
   *done = false;
@@ -353,6 +361,7 @@ static kiln_status simplify_node(kiln_rw *rw, int i, bool *done) {
   case KILN_OP_Sub:
   case KILN_OP_Mul:
   case KILN_OP_Div:
+    if (legacy_broadcast(n)) return KILN_OK;
     if ((*done = simplify_identity_operand(rw, i))) return KILN_OK;
     if (op == KILN_OP_Add) KILN_TRY(matmul_bias_to_gemm(rw, i, done));
     if (*done || op == KILN_OP_Div) return KILN_OK;
