@@ -617,17 +617,23 @@ static void test_module_build_and_errors(void) {
   kiln_graph_free(g);
 }
 
-static void test_keep_sources(void) {
-  kiln_compile_opts o = opts();
-  char dir[1100];
-  snprintf(dir, sizeof dir, "%s/sources", g_cache);
-  o.keep_sources = dir;
-  CHECK(compile_and_compare(EW, &o, NULL));
-  char path[1200];
+/* Compiles EW with options o, its C sources kept in g_cache/sub, and returns the first
+ * unit's text (the caller frees it; NULL when it failed). */
+static char *compiled_source(kiln_compile_opts *o, const char *sub) {
+  char dir[1100], path[1200];
+  snprintf(dir, sizeof dir, "%s/%s", g_cache, sub);
+  o->keep_sources = dir;
+  CHECK(compile_and_compare(EW, o, NULL));
   snprintf(path, sizeof path, "%s/unit0.c", dir);
   char *text = NULL;
   size_t n;
   CHECK_OK(kiln_read_file(path, &text, &n));
+  return text;
+}
+
+static void test_keep_sources(void) {
+  kiln_compile_opts o = opts();
+  char *text = compiled_source(&o, "sources");
   CHECK(text && strstr(text, "kiln_"));
   free(text);
 }
@@ -652,18 +658,12 @@ static void test_par_stress(void) {
   for (int stress = 0; stress < 2; stress++)
     for (int threads = 1; threads <= 3; threads += 2) {
       kiln_compile_opts o = opts();
-      char dir[1100];
-      snprintf(dir, sizeof dir, "%s/stress%d_%d", g_cache, stress, threads);
-      o.keep_sources = dir;
       o.threads = threads;
       o.par_stress = stress;
       o.no_cache = true;
-      CHECK(compile_and_compare(EW, &o, NULL));
-      char path[1200];
-      snprintf(path, sizeof path, "%s/unit0.c", dir);
-      char *text = NULL;
-      size_t n;
-      CHECK_OK(kiln_read_file(path, &text, &n));
+      char sub[64];
+      snprintf(sub, sizeof sub, "stress%d_%d", stress, threads);
+      char *text = compiled_source(&o, sub);
       bool omp = text && strstr(text, "omp parallel for");
       CHECK(omp == (stress && threads > 1));
       free(text);
