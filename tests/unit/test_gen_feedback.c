@@ -179,6 +179,9 @@ static void test_universe_reached(void) {
       "attr:ScatterND.reduction=min",
       "attr:ReduceSum.keepdims=absent",
       "attr:Gelu.approximate=tanh",
+      "attr:LSTM.direction=bidirectional",
+      "attr:GRU.direction=reverse",
+      "attr:RNN.direction=forward",
   };
   for (size_t i = 0; i < sizeof must / sizeof must[0]; i++) {
     if (!has(&got, must[i])) fprintf(stderr, "missing: %s\n", must[i]);

@@ -169,4 +169,42 @@ static void test_einsum_near_copies(void) {
   CHECK(prefix >= 3);
 }
 
-TEST_MAIN(T(test_runtime_shapes), T(test_shape_arith), T(test_aliases), T(test_einsum_near_copies))
+/* The direction of a recurrent op in a near-copy: forward and reverse swapped, never to or from
+ * bidirectional (whose weights have another shape, which inference does not check). */
+static const char *direction_of(const kiln_node *n) {
+  const kiln_attr *a = kiln_node_attr(n, "direction");
+  return a ? a->s : "forward";
+}
+
+static void test_rnn_near_copies(void) {
+  kiln_gen_opts o;
+  kiln_gen_opts_init(&o);
+  o.ops = "RNN,GRU,LSTM,(duplicate)";
+  o.check_inputs = false;
+  int pairs = 0, turned = 0;
+  for (uint64_t s = 0; s < 400; s++) {
+    kiln_gen_case c;
+    kiln_status st = kiln_gen_model(&o, kiln_gen_seed(14, s), &c);
+    if (st) {
+      kiln_status_free(st);
+      continue;
+    }
+    for (int i = 0; c.g && i < c.g->nodes.len; i++)
+      for (int j = 0; j < i; j++) {
+        const kiln_node *a = &c.g->nodes.data[j], *b = &c.g->nodes.data[i];
+        if (a->op != b->op || a->n_inputs != b->n_inputs ||
+            memcmp(a->inputs, b->inputs, sizeof(int) * (size_t)a->n_inputs))
+          continue;
+        pairs++;
+        const char *da = direction_of(a), *db = direction_of(b);
+        if (strcmp(da, db)) turned++;
+        CHECK((strcmp(da, "bidirectional") == 0) == (strcmp(db, "bidirectional") == 0));
+      }
+    kiln_gen_case_free(&c);
+  }
+  fprintf(stderr, "recurrent near-copies: %d pairs, %d with the direction turned\n", pairs, turned);
+  CHECK(turned >= 2);
+}
+
+TEST_MAIN(T(test_runtime_shapes), T(test_shape_arith), T(test_aliases), T(test_einsum_near_copies),
+          T(test_rnn_near_copies))

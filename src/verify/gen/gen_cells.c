@@ -34,6 +34,7 @@ static const enum_attr enums[] = {
     {NULL, "reduction", {"none", "add", "mul", "max", "min"}},
     {"Gelu", "approximate", {"none", "tanh"}},
     {"BitShift", "direction", {"LEFT", "RIGHT"}},
+    {NULL, "direction", {"forward", "reverse", "bidirectional"}}, /* RNN, GRU, LSTM */
     {"LpNormalization", "p", {"1", "2"}},
     {NULL, "keepdims", {"0", "1"}},
     {NULL, "noop_with_empty_axes", {"0", "1"}},

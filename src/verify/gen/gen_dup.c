@@ -51,6 +51,14 @@ static bool change_value(gen *G, const char *op, const char *s, const char *e, k
   snprintf(name, sizeof name, "%.*s", (int)(eq - s), s);
   snprintf(val, sizeof val, "%.*s", (int)(e - eq - 1), eq + 1);
   const char *const *ev = gen_enum_values(op, name);
+  if (ev && !strcmp(name, "direction") && strcmp(op, "BitShift")) {
+    /* a recurrent op's direction: forward and reverse alone, whose weights have the same
+     * shape (bidirectional doubles their first extent, and inference of the seqmodel family
+     * does not check it: only the reference would refuse the node) */
+    if (strstr(val, "bidirectional")) return false;
+    kiln_strbuf_printf(b, "%s=\"%s\"", name, strstr(val, "reverse") ? "forward" : "reverse");
+    return true;
+  }
   if (ev) { /* another value of the enumeration, written as the original was */
     int n = 0;
     while (n < 6 && ev[n]) n++;
