@@ -66,10 +66,19 @@ static void update_weights(fuzz_feedback *f) {
   for (int i = 0; i < n; i++) f->weights[i] = 0.25 + (sum > 0 ? v[i] * n / sum : 1.0);
 }
 
+/* A cell reached by fewer graphs than this before is rare: a row that reaches one earns
+ * RARE_CREDIT. New cells of the schema run out within minutes, and a bandit whose arms all
+ * earn 0 draws uniformly again; rare cells keep steering it to the values, dtypes, ranks and
+ * broadcast forms of each op that the campaign has seldom drawn (the frontier where new cells
+ * and rare compiler paths lie), as rare-branch fuzzers favour inputs that hit rare edges. */
+#define RARE 4
+#define RARE_CREDIT 0.5
+
 /* Credits each op row of the graph: 1 when a new cell names its op (the cells of a node carry
  * the op's name, so the credit is exact), else 1 when the graph found something that no op owns
- * (a new edge, pass or lowering path) and the row is a pattern of several ops, else 0. */
-static void reward_ops(fuzz_feedback *f, const kiln_gen_genome *g, const bool *row_new,
+ * (a new edge, pass or lowering path) and the row is a pattern of several ops, else RARE_CREDIT
+ * when a rare cell names its op, else 0. */
+static void reward_ops(fuzz_feedback *f, const kiln_gen_genome *g, const uint8_t *row_new,
                        bool graph_new) {
   bool seen[1024] = {0};
   for (int i = 0; i < f->n_ops; i++) f->reward[i] *= DECAY, f->pulls[i] *= DECAY;
@@ -79,7 +88,10 @@ static void reward_ops(fuzz_feedback *f, const kiln_gen_genome *g, const bool *r
     if (op < 0 || op >= f->n_ops || op >= 1024 || seen[op]) continue;
     seen[op] = true;
     bool pattern = kiln_gen_op_name(op)[0] == '(';
-    double r = row_new[op] ? 1.0 : pattern && graph_new ? 1.0 : 0.0;
+    double r = row_new[op] == 2             ? 1.0
+               : pattern && graph_new         ? 1.0
+               : row_new[op] == 1             ? RARE_CREDIT
+                                              : 0.0;
     f->pulls[op] += 1, f->reward[op] += r, f->total_pulls += 1;
   }
   update_weights(f);
@@ -159,7 +171,7 @@ kiln_status fuzz_feedback_next(fuzz_feedback *f, kiln_gen_opts *o, uint64_t seed
 typedef struct note_ctx {
   fuzz_feedback *f;
   int64_t fresh, owned; /* new cells, and of those the ones that name an op row */
-  bool *row_new;        /* per op row: a new cell names its op */
+  uint8_t *row_new;     /* per op row: 2 a new cell names its op, 1 a rare one (RARE) */
 } note_ctx;
 
 /* The op row a cell names ("attr:Conv.group=1" -> Conv), -1 for none. */
@@ -180,7 +192,10 @@ static void note_cell(void *user, const char *key) {
   if (!kiln_strmap_get(&c->f->cells, key, &n)) {
     c->fresh++;
     int row = cell_row(c->f, key);
-    if (row >= 0 && c->row_new) c->row_new[row] = true, c->owned++;
+    if (row >= 0 && c->row_new) c->row_new[row] = 2, c->owned++;
+  } else if (n < RARE && c->row_new) {
+    int row = cell_row(c->f, key);
+    if (row >= 0 && !c->row_new[row]) c->row_new[row] = 1;
   }
   kiln_strmap_put(&c->f->cells, key, n + 1);
 }
@@ -226,7 +241,7 @@ static void note_list(note_ctx *x, const char *prefix, const char *items) {
 
 int64_t fuzz_feedback_note(fuzz_feedback *f, const kiln_gen_case *c, const char *fired,
                            const char *paths) {
-  bool *row_new = kiln_xcalloc((size_t)f->n_ops + 1, 1);
+  uint8_t *row_new = kiln_xcalloc((size_t)f->n_ops + 1, 1);
   note_ctx x = {f, 0, 0, row_new};
   if (c->g) kiln_gen_cells(c->g, c->opset, note_cell, &x);
   for (int k = 0; k < KILN_GEN_EDGE_COUNT; k++) /* inputs at the edges of their domains */
