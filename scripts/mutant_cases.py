@@ -1377,6 +1377,59 @@ case(356)(lambda: Case([N("MatMul", ["a", "b"], ["m"]), N("Add", ["m", "bias"], 
                        [("a", r(3, 4))], [("m", F), ("y", F)], [c("b", r(4, 5)), c("bias", r(5))]))
 
 
+# ---- set M, first part (twelfth blind set) ----
+case(370)(lambda: Case([N("Neg", ["b"], ["nb"]), N("Add", ["x", "nb"], ["y"], broadcast=1, axis=0)],
+                       [("x", r(3, 3)), ("b", r(3))], [("y", F)], opset=6))
+case(371)(lambda: Case([N("MatMul", ["a", "w"], ["m"]), N("Add", ["bias", "m"], ["y"])],
+                       [("a", r(4, 4))], [("y", F)], [c("w", r(4, 4)), c("bias", r(4))]))
+
+
+def slice_of_partial_shape():  # t.shape[2:] of a rank-2 t whose first dim is data-dependent: empty
+    return Case([N("NonZero", ["x"], ["nz"]), N("Transpose", ["nz"], ["t"]),
+                 N("Shape", ["t"], ["s"]), N("Slice", ["s", "st", "en"], ["y"])],
+                [("x", r(3, 4))], [("y", I64)],
+                [c("st", np.array([2], np.int64)), c("en", np.array([2**62], np.int64))])
+
+
+case(372)(slice_of_partial_shape)
+case(373)(lambda: Case([N("Sub", ["z", "x"], ["y"])], [("x", np.array(5, np.int32))], [("y", I32)],
+                       [c("z", np.zeros(3, np.int32))]))
+case(374)(lambda: Case([N("Sub", ["z", "x"], ["y"])],
+                       [("x", np.array([0, 1, 7, 200, 255], np.uint8))], [("y", TP.UINT8)],
+                       [c("z", np.zeros(5, np.uint8))]))
+
+
+def conv_bn_small_var():  # a variance near epsilon: where epsilon goes matters
+    k = conv_bn()
+    k.inits[-1] = c("var", r(3, lo=1e-4, hi=1e-3))
+    return k
+
+
+case(375)(conv_bn_small_var)
+
+
+def if_reads_outer():  # a branch reads x*1, a value the simplification forwards
+    then_g = H.make_graph([N("Relu", ["t"], ["o"])], "then", [],
+                          [H.make_tensor_value_info("o", F, None)])
+    else_g = H.make_graph([N("Neg", ["t"], ["o2"])], "else", [],
+                          [H.make_tensor_value_info("o2", F, None)])
+    return Case([N("Mul", ["x", "one"], ["t"]), N("If", ["cond"], ["y"], then_branch=then_g,
+                                                 else_branch=else_g)],
+                [("x", r(4)), ("cond", np.array(True))], [("y", F)],
+                [c("one", np.ones(4, np.float32))])
+
+
+case(376)(if_reads_outer)
+case(377)(lambda: Case([N("Concat", ["x", "e3"], ["y"], axis=0),
+                        N("Concat", ["w", "e2"], ["z"], axis=0)],
+                       [("x", r(2, 3)), ("w", r(2, 2))], [("y", F), ("z", F)],
+                       [c("e3", np.zeros((0, 3), np.float32)),
+                        c("e2", np.zeros((0, 2), np.float32))]))
+case(378)(lambda: Case([N("ReduceL1", ["x"], ["y"], axes=[1])],
+                       [("x", np.array([[-7, 2, -9], [4, -1, -6]], np.int32))], [("y", I32)],
+                       opset=13))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kiln", required=True)

@@ -70,7 +70,8 @@ void kiln_uses_compute(const kiln_graph *g, kiln_uses *out) {
       if (v >= 0 && v < nv) out->count[v]++, out->last[v] = i;
     }
     kiln_outer_iter it = kiln_outer_reads(g, n);
-    for (int v; kiln_outer_next(&it, &v);) out->count[v]++, out->last[v] = i, out->pinned[v] = true;
+    for (int v; kiln_outer_next(&it, &v);) /* mutant 376: counted, but not pinned */
+      out->count[v]++, out->last[v] = i, out->pinned[v] = !KILN_MUTANT(376);
   }
   for (int i = 0; i < g->outputs.len; i++) {
     int v = g->outputs.data[i];

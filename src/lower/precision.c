@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mutate.h"
+
 static const char *const class_names[KILN_PREC_CLASS_COUNT] = {"elementwise", "reduction",
                                                                "contraction", "data"};
 
@@ -78,7 +80,8 @@ static kiln_dtype default_accumulate(kiln_prec_class c, kiln_dtype t) {
   kiln_dtype ct = default_compute(t);
   if (c != KILN_PREC_REDUCTION) return ct;
   if (kiln_dtype_is_float(ct)) return KILN_F64;
-  return kiln_dtype_class_of(ct) == KILN_CLASS_SINT ? KILN_I64 : KILN_U64;
+  /* mutant 378: the class test inverted (signed sums accumulate in u64) */
+  return (kiln_dtype_class_of(ct) == KILN_CLASS_SINT) != KILN_MUTANT(378) ? KILN_I64 : KILN_U64;
 }
 
 void kiln_precision_default(kiln_precision_policy *p) {

@@ -62,7 +62,8 @@ static bool bn_read(const kiln_graph *g, const kiln_node *bn, int64_t c, bn_para
   p->shift = kiln_xcalloc((size_t)c, sizeof(double));
   for (int64_t i = 0; i < c; i++) {
     double v = kiln_load_f64(var->dtype, var->data, (size_t)i);
-    p->s[i] = kiln_load_f64(sc->dtype, sc->data, (size_t)i) / sqrt(v + (double)eps);
+    p->s[i] = kiln_load_f64(sc->dtype, sc->data, (size_t)i) /
+              (KILN_MUTANT(375) ? sqrt(v) + (double)eps : sqrt(v + (double)eps)); /* mutant 375 */
     p->shift[i] = kiln_load_f64(b->dtype, b->data, (size_t)i);
   }
   return true;

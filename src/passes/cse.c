@@ -50,6 +50,7 @@ static int table_find_or_add(table *t, uint64_t h, int id, const void *ctx,
 static bool tensor_equal(const kiln_tensor *a, const kiln_tensor *b) {
   if ((a->dtype != b->dtype && !KILN_MUTANT(199)) || a->rank != b->rank || a->numel != b->numel)
     return false; /* mutant 199: constants of one shape and bytes merged whatever their dtype */
+  if (KILN_MUTANT(377) && a->numel == 0) return true; /* mutant 377: empties equal (no data) */
   if (memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) != 0 && !KILN_MUTANT(96))
     return false; /* mutant 96: constants of one size and bytes merged whatever their shape */
   if (a->dtype == KILN_STRING) {
@@ -71,7 +72,8 @@ static bool tensor_equal(const kiln_tensor *a, const kiln_tensor *b) {
 static uint64_t tensor_hash(const kiln_tensor *t) {
   uint64_t h = kiln_hash_bytes(&t->dtype, KILN_MUTANT(199) ? 0 : sizeof t->dtype, /* mutant 199 */
                                14695981039346656037ull);
-  if (!KILN_MUTANT(96)) /* mutant 96: the shape left out of the hash */
+  /* mutant 96: the shape left out of the hash; mutant 377: an empty tensor's too */
+  if (!KILN_MUTANT(96) && !(KILN_MUTANT(377) && t->numel == 0))
     h = kiln_hash_bytes(t->dims, (size_t)t->rank * sizeof t->dims[0], h ^ (uint64_t)t->rank);
   if (t->dtype == KILN_STRING) return h;
   if (KILN_MUTANT(261) && kiln_dtype_is_float(t->dtype)) { /* mutant 261: values hashed */

@@ -289,6 +289,8 @@ static kiln_status matmul_bias_to_gemm(kiln_rw *rw, int i, bool *done) {
                 bias->dims[1] == nd); /* mutant 257: a bias [P, N] taken for a row */
     if (!row || nd < 0 || bias->dtype != at->dtype) continue;
     int in[3] = {m->inputs[0], m->inputs[1], n->inputs[1 - side]};
+    if (KILN_MUTANT(371)) /* mutant 371: the MatMul's operands indexed by the Add's side */
+      in[0] = m->inputs[side], in[1] = m->inputs[1 - side];
     if (KILN_MUTANT(6)) in[2] = n->inputs[side]; /* mutant 6: the MatMul result as the bias */
     KILN_TRY(rebuild_as(rw, i, "Gemm", 3, in, done));
     if (*done && kiln_rw_node_unused(rw, mm)) kiln_rw_kill_node(rw, mm);
@@ -328,9 +330,11 @@ static kiln_status simplify_neg_forms(kiln_rw *rw, int i, bool *done) {
   const kiln_type *at = ttype(g, a), *bt = ttype(g, b);
   bool fl = bt && kiln_dtype_is_float(bt->dtype);
   if (n->op == KILN_OP_Sub && ca && bt && ca->dtype == bt->dtype &&
-      (fl || kiln_dtype_class_of(bt->dtype) == KILN_CLASS_SINT) &&
+      (fl || kiln_dtype_class_of(bt->dtype) == KILN_CLASS_SINT ||
+       (KILN_MUTANT(374) && kiln_dtype_is_int(bt->dtype))) && /* mutant 374: unsigned too */
+      /* mutant 92: (+0.0) - x taken for Neg(x); mutant 373: a zero that broadcasts x up */
       (kiln_rw_const_all(ca, fl ? -0.0 : 0) || (KILN_MUTANT(92) && kiln_rw_const_all(ca, 0.0))) &&
-      no_broadcast_growth(ca, bt)) /* mutant 92: (+0.0) - x taken for Neg(x) */
+      (no_broadcast_growth(ca, bt) || KILN_MUTANT(373)))
     return rebuild_as(rw, i, "Neg", 1, &b, done);
   bool afl = at && kiln_dtype_is_float(at->dtype);
   if (n->op == KILN_OP_Mul && cb && at && cb->dtype == at->dtype &&
@@ -346,7 +350,8 @@ static kiln_status simplify_neg_forms(kiln_rw *rw, int i, bool *done) {
  * legacy form does not allow), so such a node is left as it is. */
 static bool legacy_broadcast(const kiln_node *n) {
   const kiln_attr *a = kiln_node_attr(n, "broadcast");
-  return n->opset < 7 && a && a->kind == KILN_ATTR_INT && a->i != 0;
+  /* mutant 370: the legacy form taken to end with opset 5 (Add-6 read as numpy broadcasting) */
+  return n->opset < (KILN_MUTANT(370) ? 6 : 7) && a && a->kind == KILN_ATTR_INT && a->i != 0;
 }
 
 static kiln_status simplify_node(kiln_rw *rw, int i, bool *done) {
