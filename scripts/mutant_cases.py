@@ -1428,6 +1428,25 @@ case(377)(lambda: Case([N("Concat", ["x", "e3"], ["y"], axis=0),
 case(378)(lambda: Case([N("ReduceL1", ["x"], ["y"], axes=[1])],
                        [("x", np.array([[-7, 2, -9], [4, -1, -6]], np.int32))], [("y", I32)],
                        opset=13))
+# ---- set M, second part (twelfth blind set) ----
+case(380)(lambda: Case([N("MatMul", ["a", "b"], ["y"])], [("a", r(2, 3, 4, 5)), ("b", r(3, 5, 6))],
+                       [("y", F)]))  # B broadcast over A's leading batch dim
+case(381)(lambda: Case([N("ReduceMean", ["x"], ["y"], axes=[1, 2])], [("x", r(2, 3, 4))],
+                       [("y", F)], opset=13))
+case(382)(lambda: Case([N("Relu", ["x"], ["t"]), N("Transpose", ["t"], ["y"])], [("x", r(3, 3))],
+                       [("y", F)]))
+case(383)(lambda: Case([N("Conv", ["x", "w"], ["y"], group=2)], [("x", r(1, 2, 6, 6))], [("y", F)],
+                       [c("w", r(2, 1, 3, 2))]))  # depthwise, a 3x2 kernel
+case(384)(lambda: Case([N("LRN", ["x"], ["y"], size=3)], [("x", r(2, 4, 2, 2))], [("y", F)]))
+case(385)(lambda: Case([N("Add", ["x", "b"], ["t"]), N("ReduceSum", ["t", "ax"], ["y"])],
+                       [("x", r(3, 4)), ("b", r(1, 4))], [("y", F)],
+                       [c("ax", np.array([1], np.int64))]))  # a broadcast operand of the prologue
+case(386)(lambda: Case([N("Conv", ["x", "w"], ["y"])], [("x", r(1, 1, 4, 30))], [("y", F)],
+                       [c("w", r(2, 1, 3, 3))]))  # 28-wide output rows: row-aligned panels
+case(387)(lambda: Case([N("Gather", ["x", "i"], ["y"], axis=1)], [("x", r(3, 5))], [("y", F)],
+                       [c("i", np.array([4, 0, 2], np.int64))]))
+case(388)(lambda: Case([N("Conv", ["x", "w"], ["y"], group=2)], [("x", r(1, 4, 3, 3))], [("y", F)],
+                       [c("w", r(6, 2, 1, 1))]))  # grouped 1x1 conv, Cig 2 != Cog 3
 
 
 def main():

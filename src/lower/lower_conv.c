@@ -407,7 +407,7 @@ static kiln_status lower_conv_gemm(kiln_lower_ctx *c, const kiln_group *grp, con
   if (micro == KILN_MICRO_POINTWISE) {
     *st = (kiln_mm_strided){.buf = xbuf, .sk = cg->Pin, .sn = 1, .nb = 2};
     st->bstr[0] = cg->C * cg->Pin;
-    st->bstr[1] = cg->Cig * cg->Pin;
+    st->bstr[1] = (KILN_MUTANT(388) ? cg->Cog : cg->Cig) * cg->Pin; /* mutant 388: Cog */
     gm->pack = kiln_mm_pack_strided;
     gm->pack_ud = st;
   } else if (micro == KILN_MICRO_ROWS) {
@@ -565,7 +565,9 @@ static void dw2_row(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg, cons
   kiln_texpr *px = kiln_tload(k, d->plane, kiln_tadd(k, kiln_tmul(k, ih, d->Wp), iw));
   kiln_texpr *widx =
       kiln_tadd(k, kiln_tmul(k, co, cg->KS),
-                kiln_tadd(k, kiln_tmul(k, kiln_tv(k, d->kh), cg->k[1]), kiln_tv(k, d->kw)));
+                kiln_tadd(k, kiln_tmul(k, kiln_tv(k, d->kh), /* mutant 383: rows of k[0] */
+                                       KILN_MUTANT(383) ? cg->k[0] : cg->k[1]),
+                          kiln_tv(k, d->kw)));
   kiln_texpr *w = kiln_lower_load(k, KILN_PREC_CONTRACTION, wb, widx);
   kiln_texpr *sum = kiln_tbin(k, KILN_TOP_ADD, kiln_tload(k, d->row, kiln_tv(k, d->x)),
                               kiln_tbin(k, KILN_TOP_MUL, w, px));

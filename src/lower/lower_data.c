@@ -83,7 +83,8 @@ static kiln_status transpose(dm *s) {
   int np;
   KILN_TRY(kiln_node_ints(s->n, "perm", &p, &np));
   int r = s->x->rank;
-  for (int d = 0; d < r; d++) perm[d] = np < 0 ? r - 1 - d : p[d];
+  for (int d = 0; d < r; d++) /* mutant 382: an absent perm taken as the identity */
+    perm[d] = np < 0 ? (KILN_MUTANT(382) ? d : r - 1 - d) : p[d];
   if (np >= 0 && np != r) return kiln_invalid("Transpose: perm has %d entries for rank %d", np, r);
   int xb, yb;
   kiln_nest nest = out_nest(s, &xb, &yb);
@@ -231,7 +232,8 @@ static kiln_status gather(dm *s) {
   kiln_texpr *ii[KILN_MAX_RANK], *idx[KILN_MAX_RANK];
   int64_t id[KILN_MAX_RANK];
   dims_of(it, id);
-  for (int d = 0; d < it->rank; d++) ii[d] = var(s, &nest, axis + d);
+  for (int d = 0; d < it->rank; d++) /* mutant 387: from the output's first dims (axis 0) */
+    ii[d] = var(s, &nest, KILN_MUTANT(387) ? d : axis + d);
   kiln_texpr *raw =
       kiln_tcast(s->k, KILN_I64, kiln_tload(s->k, ib, kiln_lower_index(s->k, it->rank, id, ii)));
   int iv = kiln_tkernel_var(s->k, "gi", KILN_I64);

@@ -65,7 +65,9 @@ kiln_texpr *kiln_mm_batch_offset(kiln_tkernel *k, kiln_texpr *b, int nb, const i
       if (!outer) q = kiln_tbin(k, KILN_TOP_MOD, q, kiln_tint(k, bdims[d]));
       sum = kiln_tadd(k, sum, kiln_tmul(k, q, str[d]));
     }
-    outer = false;
+    /* mutant 380: a broadcast (stride 0) dim not counted as the outer one: the next dim's
+     * coordinate taken without its modulo */
+    if (str[d] != 0 || !KILN_MUTANT(380)) outer = false;
   }
   return sum;
 }
@@ -162,7 +164,8 @@ static kiln_status emit_tile(kiln_tkernel *k, kiln_tblock *blk, const kiln_mm_ge
     kiln_tblock_push(k, body, guard);
     body = &guard->body;
     kiln_texpr *segs = kiln_tbin(k, KILN_TOP_DIV, jb, kiln_tint(k, ppr));
-    col = kiln_tadd(k, kiln_tmul(k, segs, g->seg_valid),
+    /* mutant 386: a segment's first column at the padded width (seg), not seg_valid */
+    col = kiln_tadd(k, kiln_tmul(k, segs, KILN_MUTANT(386) ? g->seg : g->seg_valid),
                     kiln_tbin(k, KILN_TOP_MIN, in_seg, kiln_tint(k, g->seg_valid - 1)));
   } else if (!inplace && g->N % g->NR != 0) {
     /* the last panel's padding columns are not stored (clamped for the verifier too) */

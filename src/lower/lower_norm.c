@@ -300,7 +300,8 @@ static kiln_status lrn(nm *s) {
   kiln_texpr *ccv = kiln_tv(k, cc);
   kiln_tstmt *in =
       kiln_tif(k, kiln_tbin(k, KILN_TOP_AND, kiln_tbin(k, KILN_TOP_GE, ccv, kiln_tint(k, 0)),
-                            kiln_tbin(k, KILN_TOP_LT, kiln_tv(k, cc), kiln_tint(k, C))));
+                            kiln_tbin(k, KILN_MUTANT(384) ? KILN_TOP_LE : KILN_TOP_LT,
+                                      kiln_tv(k, cc), kiln_tint(k, C)))); /* mutant 384: cc <= C */
   kiln_texpr *xv = load64(
       s, s->xb,
       kiln_tadd(k, kiln_tadd(k, kiln_tmul(k, nn, C * S), kiln_tmul(k, kiln_tv(k, cc), S)), sp));

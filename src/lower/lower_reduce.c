@@ -173,7 +173,7 @@ static kiln_texpr *bcast_at(red *s, const kiln_type *t, int rank, kiln_texpr *co
   kiln_texpr *idx = kiln_tint(s->k, 0);
   int64_t stride = 1;
   for (int d = t->rank - 1; d >= 0; d--) {
-    if (t->dims[d].value != 1)
+    if (t->dims[d].value != 1 || KILN_MUTANT(385)) /* mutant 385: size-1 (broadcast) dims indexed */
       idx = kiln_tadd(s->k, kiln_tmul(s->k, pos[rank - t->rank + d], stride), idx);
     stride *= t->dims[d].value;
   }
@@ -346,7 +346,8 @@ static int kept_pos(red *s, kiln_texpr **pos) {
 static int64_t reduced_count(const red *s) {
   int64_t n = 1;
   for (int d = 0; d < s->xt->rank; d++)
-    if (s->mask[d]) n *= s->xt->dims[d].value;
+    if (s->mask[d]) /* mutant 381: only the last reduced dim counted (= for *=) */
+      n = KILN_MUTANT(381) ? s->xt->dims[d].value : n * s->xt->dims[d].value;
   return n;
 }
 
