@@ -1447,6 +1447,44 @@ case(387)(lambda: Case([N("Gather", ["x", "i"], ["y"], axis=1)], [("x", r(3, 5))
                        [c("i", np.array([4, 0, 2], np.int64))]))
 case(388)(lambda: Case([N("Conv", ["x", "w"], ["y"], group=2)], [("x", r(1, 4, 3, 3))], [("y", F)],
                        [c("w", r(6, 2, 1, 1))]))  # grouped 1x1 conv, Cig 2 != Cog 3
+# ---- set M, third part (twelfth blind set) ----
+def contract_fma():  # a*b + c, c = -fl(a*b): 0 in float, the product's rounding error when fused
+    g = np.random.default_rng(390)
+    a = g.uniform(1000, 9000, 16).astype(np.float32)
+    b = g.uniform(1000, 9000, 16).astype(np.float32)
+    return Case([N("Mul", ["a", "b"], ["t"]), N("Add", ["t", "c"], ["y"])],
+                [("a", a), ("b", b), ("c", -(a * b))], [("y", F)])
+
+
+def int64_to_bf16(dtype, vals):  # through bf16 and back: the rounding of one conversion
+    return Case([N("Cast", ["x"], ["h"], to=TP.BFLOAT16), N("Cast", ["h"], ["y"], to=F)],
+                [("x", np.array(vals, dtype))], [("y", F)])
+
+
+def residual_from_input_zero():  # value 0 (input x) read after the packed B (packed id 0)
+    g = np.random.default_rng(395)
+    w = g.uniform(-1, 1, (8, 16)).astype(np.float32)
+    return Case([N("Constant", [], ["w"], value=NH.from_array(w)), N("MatMul", ["a", "w"], ["m"]),
+                 N("Add", ["m", "x"], ["y"])], [("x", r(4, 16)), ("a", r(4, 8))], [("y", F)])
+
+
+case(390)(contract_fma)
+case(391)(lambda: int64_to_bf16(np.int64, [2**60 + 2**52 + 1, -(2**60 + 2**52 + 1), 12345, -7,
+                                           2**55 + 2**47 + 3, 2**62 + 2**54 + 5]))
+case(392)(lambda: Case([N("IsInf", ["x"], ["y"])],  # -inf: isinf gives -1 (glibc, GCC)
+                       [("x", np.array([1, -np.inf, np.inf, 0, -2.5, np.nan, -np.inf, 3],
+                                       np.float32))], [("y", TP.BOOL)]))
+case(393)(lambda: Case([N("Shrink", ["x"], ["t"], bias=-1e8, lambd=0.0),  # x + 1e8, then - 1e8
+                        N("Shrink", ["t"], ["y"], bias=1e8, lambd=0.5)],
+                       [("x", r(16, lo=0.5, hi=3.0))], [("y", F)]))
+case(394)(lambda: Case([N("MatMul", ["a", "w"], ["y"])], [("a", r(6, 8))], [("y", F)],
+                       [c("w", r(8, 32))]))
+case(395)(residual_from_input_zero)
+case(396)(lambda: Case([N("MatMul", ["a", "w"], ["m"]), N("Relu", ["x"], ["r"]),
+                        N("Add", ["m", "r"], ["y"])],  # the Add joins the MatMul's group
+                       [("x", r(4, 16)), ("a", r(4, 8))], [("y", F)], [c("w", r(8, 16))]))
+case(397)(lambda: int64_to_bf16(np.uint64, [2**63 + 2**55 + 1, 2**63 + 3 * 2**55 + 5, 12345, 7,
+                                            2**62 + 2**54 + 1, 2**63]))
 
 
 def main():

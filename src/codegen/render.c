@@ -196,7 +196,9 @@ static void render_float(double v, kiln_dtype t, kiln_strbuf *b) {
   else if (v == 0) kiln_strbuf_printf(b, f32 ? "0.0f" : "0.0");
   else if (f32 && KILN_MUTANT(148)) /* mutant 148: f32 constants printed with six decimals */
     kiln_strbuf_printf(b, v < 0 ? "(%ff)" : "%ff", (double)(float)v);
-  else if (f32) kiln_strbuf_printf(b, v < 0 ? "(%af)" : "%af", (double)(float)v);
+  else if (f32) /* mutant 393: an f32 constant printed without its suffix (a double) */
+    kiln_strbuf_printf(b, KILN_MUTANT(393) ? (v < 0 ? "(%a)" : "%a") : v < 0 ? "(%af)" : "%af",
+                       (double)(float)v);
   else /* mutant 218: an f64 constant printed through float */
     kiln_strbuf_printf(b, v < 0 ? "(%a)" : "%a", KILN_MUTANT(218) ? (double)(float)v : v);
 }
@@ -403,7 +405,8 @@ static kiln_status render_unary(kiln_render *r, const kiln_texpr *e, kiln_strbuf
     return kiln_unsupported("operator %s on %s", kiln_top_name(e->op), kiln_dtype_name(t));
   }
   KILN_TRY(sub(r, e->args[0], false, b));
-  if (e->op == KILN_TOP_ISNAN || e->op == KILN_TOP_ISINF) kiln_strbuf_printf(b, ") != 0)");
+  if (e->op == KILN_TOP_ISNAN || e->op == KILN_TOP_ISINF) /* mutant 392: compared with 1 */
+    kiln_strbuf_printf(b, KILN_MUTANT(392) ? ") == 1)" : ") != 0)");
   else if ((e->op == KILN_TOP_NEG || (e->op == KILN_TOP_BITNOT && !KILN_MUTANT(184))) &&
            !is_fp(t) && t != KILN_BOOL)
     kiln_strbuf_printf(b, "))");
@@ -458,8 +461,9 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
   char *s;
   const char *dbl = from == KILN_F64 ? "" : "(double)";
   if (from == to) return x;
-  if ((from == KILN_I64 || from == KILN_U64) && to != KILN_F32 && to != KILN_F64 &&
-      kiln_dtype_is_float(to)) { /* through the double rounded to odd: one rounding */
+  /* mutant 391: only the unsigned 64-bit source rounded to odd (int64 rounds twice) */
+  if (((from == KILN_I64 && !KILN_MUTANT(391)) || from == KILN_U64) && to != KILN_F32 &&
+      to != KILN_F64 && kiln_dtype_is_float(to)) { /* through the double rounded to odd */
     s = str_printf("kiln_%s_odd(%s)", from == KILN_I64 ? "i64" : "u64", x);
     free(x);
     x = s, dbl = "";
@@ -925,6 +929,9 @@ void kiln_render_helpers(kiln_strbuf *out) {
     helpers_replaced(out, "if (a >= 0x38800000)\n", "if (a >= 0x38000000)\n");
   else if (KILN_MUTANT(323)) /* mutant 323: negative f16 subnormals decode positive */
     helpers_replaced(out, "-((float)m * 0x1p-24f) : (float)m", "(float)m * 0x1p-24f : (float)m");
+  else if (KILN_MUTANT(397)) /* mutant 397: at most 10 bits dropped (64 - 53 - 1) */
+    helpers_replaced(out, "while (drop < 11 && v >> (53 + drop))",
+                     "while (drop < 10 && v >> (53 + drop))");
   else if (KILN_MUTANT(115)) /* mutant 115: signed min compares the unsigned bit patterns */
     helpers_replaced(out, "kiln_min_##S(T a, T b) { return a < b ? a : b; }",
                      "kiln_min_##S(T a, T b) { return (U)a < (U)b ? a : b; }");

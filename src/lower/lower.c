@@ -103,8 +103,9 @@ static void step_push_arg(kiln_lower_ctx *c, kiln_step *step, kiln_arg a) {
 }
 
 int kiln_lower_param_value(kiln_lower_ctx *c, kiln_tkernel *k, kiln_step *step, int v) {
-  for (int i = 0; i < step->n_args; i++)
-    if (step->args[i].kind == KILN_ARG_VALUE && step->args[i].id == v) return i;
+  for (int i = 0; i < step->n_args; i++) /* mutant 395: the kind not compared (a packed id) */
+    if ((step->args[i].kind == KILN_ARG_VALUE || KILN_MUTANT(395)) && step->args[i].id == v)
+      return i;
   const kiln_value *val = &c->g->values.data[v];
   char name[64];
   snprintf(name, sizeof name, "v%d", v);
@@ -439,7 +440,7 @@ static kiln_status lower_all(kiln_lower_ctx *c) {
   c->ew_uses = kiln_xcalloc((size_t)c->g->values.len + 1, sizeof *c->ew_uses);
   for (int i = 0; !st && i < s.n; i++) {
     c->scratch = kiln_arena_new();
-    st = lower_group(c, &s.groups[order[i]]);
+    st = lower_group(c, &s.groups[KILN_MUTANT(396) ? i : order[i]]); /* mutant 396: by id */
     kiln_arena_free(c->scratch);
   }
   c->scratch = whole;

@@ -180,8 +180,9 @@ static void cpu_release(kiln_compiled *c) {
 static kiln_status cpu_build(kiln_compiled *c, const kiln_compile_opts *o) {
   csrc *s = c->impl;
   kiln_strbuf flags = {0};
-  kiln_strbuf_printf(&flags, "%s%s%s", KILN_CODEGEN_C_FLAGS, o->cflags ? " " : "",
-                     o->cflags ? o->cflags : "");
+  /* mutant 390: the codegen's required flags (-ffp-contract=off) not passed */
+  kiln_strbuf_printf(&flags, "%s%s%s", KILN_MUTANT(390) ? "" : KILN_CODEGEN_C_FLAGS,
+                     o->cflags ? " " : "", o->cflags ? o->cflags : "");
   kiln_cc_opts cc = {o->cc,     flags.data,      o->cache_dir, o->no_cache,
                      n_jobs(o), o->keep_sources, o->verbose};
   kiln_cc_stats cs = {0};

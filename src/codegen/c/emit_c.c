@@ -128,7 +128,11 @@ kiln_status kiln_codegen_c_prelude(const kiln_codegen_opts *o, kiln_strbuf *out)
   if (o->isa == KILN_ISA_GENERIC) kiln_strbuf_printf(out, "#define KILN_GENERIC 1\n");
   kiln_strbuf_append(out, c_prelude_head, sizeof c_prelude_head - 1);
   kiln_render_helpers(out);
-  kiln_strbuf_append(out, c_prelude_vec, sizeof c_prelude_vec - 1);
+  const char *mask = strstr(c_prelude_vec, "(unsigned short)0xFFFF");
+  if (KILN_MUTANT(394) && mask) { /* mutant 394: the 512-bit FMA's lane mask of 8 lanes */
+    kiln_strbuf_append(out, c_prelude_vec, (size_t)(mask - c_prelude_vec));
+    kiln_strbuf_printf(out, "(unsigned short)0xFF%s", mask + strlen("(unsigned short)0xFFFF"));
+  } else kiln_strbuf_append(out, c_prelude_vec, sizeof c_prelude_vec - 1);
   return KILN_OK;
 }
 
