@@ -156,6 +156,12 @@ typedef struct kiln_verify_opts {
    * count (kiln_compiled_set_fill): a value read before it is written, an output copied
    * short, differ between the two (default true) */
   bool fill;
+  /* default true: after a cpu layer passed, its compiled code runs once more, traced, and
+   * the tile interpreter runs the same program: at the first step whose values differ bit
+   * for bit, a kernel of exactly rounded operations only fails the layer (what a bound
+   * cannot see: f32 arithmetic done in double, an fma the C compiler fused;
+   * runner_exact.c) */
+  bool exact;
   /* A target without a device here (cuda): its CUDA C is also compiled to PTX with NVRTC
    * where NVRTC can be loaded, the layer "cuda (NVRTC)", which fails when NVRTC rejects the
    * source (where: the kernel its first error lies in). Default true; kiln fuzz sets it

@@ -659,9 +659,111 @@ static void test_forced_fallback(void) {
   kiln_verify_result_free(&r);
 }
 
+
+/* ---- the compiled code against the tile interpreter, bit for bit ---- */
+static float g_fa[64], g_fb[64], g_fc[64];
+
+/* Replaces y = a * b + c (each rounded) by fmaf(a, b, c): what the C compiler makes of the
+ * expression when contraction is allowed. Closer to the reference, so within every bound. */
+static void fuse_fma(void *user, int step, int value, const kiln_tensor *t) {
+  int *hits = user;
+  (void)step, (void)value;
+  if (t->dtype != KILN_F32 || t->numel != 64) return;
+  float *p = t->data;
+  for (int i = 0; i < 64; i++)
+    if (p[i] != g_fa[i] * g_fb[i] + g_fc[i]) return; /* not y */
+  for (int i = 0; i < 64; i++) p[i] = fmaf(g_fa[i], g_fb[i], g_fc[i]);
+  (*hits)++;
+}
+
+/* One ulp more on the result of Exp + c: libm's exp is not correctly rounded, so that
+ * kernel is not judged bit for bit. */
+static void exp_ulp(void *user, int step, int value, const kiln_tensor *t) {
+  int *hits = user;
+  (void)step, (void)value;
+  if (t->dtype != KILN_F32 || t->numel != 64) return;
+  float *p = t->data;
+  for (int i = 0; i < 64; i++)
+    if (p[i] != expf(g_fa[i]) + g_fc[i]) return;
+  for (int i = 0; i < 64; i++) p[i] = nextafterf(p[i], INFINITY);
+  (*hits)++;
+}
+
+static kiln_verify_result exact_run(const char *op, kiln_step_trace_fn inject, bool exact,
+                                    int *hits) {
+  char text[512];
+  if (!strcmp(op, "Exp"))
+    snprintf(text, sizeof text,
+             "graph @e(%%a: f32[64], %%b: f32[64], %%c: f32[64]) -> (%%y: f32[64]) {\n"
+             "  opset \"\" 17\n  %%m = Exp(%%a) : f32[64]\n  %%y = Add(%%m, %%c) : f32[64]\n"
+             "  %%z = Mul(%%b, %%b) : f32[64]\n  return %%y\n}\n");
+  else
+    snprintf(text, sizeof text,
+             "graph @f(%%a: f32[64], %%b: f32[64], %%c: f32[64]) -> (%%y: f32[64]) {\n"
+             "  opset \"\" 17\n  %%m = Mul(%%a, %%b) : f32[64]\n"
+             "  %%y = Add(%%m, %%c) : f32[64]\n  return %%y\n}\n");
+  kiln_graph *g = NULL;
+  kiln_verify_result r;
+  memset(&r, 0, sizeof r);
+  CHECK_OK(kiln_graph_parse(text, "test", &g));
+  if (!g) return r;
+  CHECK_OK(kiln_ops_infer_graph(g));
+  uint64_t s = 12345;
+  kiln_val *in[3];
+  float *src[3] = {g_fa, g_fb, g_fc};
+  for (int k = 0; k < 3; k++) {
+    kiln_tensor *t;
+    int64_t d = 64;
+    if (kiln_tensor_new(KILN_F32, 1, &d, &t)) abort();
+    for (int i = 0; i < 64; i++) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      src[k][i] = (float)((double)(s >> 11) / 9007199254740992.0 * 4 - 2);
+    }
+    memcpy(t->data, src[k], sizeof g_fa);
+    in[k] = kiln_val_tensor(t);
+  }
+  kiln_verify_opts o;
+  opts(&o);
+  o.exact = exact;
+  o.inject = inject, o.inject_user = hits, o.inject_layers = 1u << KILN_LAYER_CPU;
+  CHECK_OK(kiln_verify_run(g, 3, in, &o, &r));
+  for (int k = 0; k < 3; k++) kiln_val_free(in[k]);
+  kiln_graph_free(g);
+  return r;
+}
+
+/* An fma where the program says a rounded product and a rounded sum passes every bound, and
+ * the bit-for-bit comparison with the tile interpreter names it at the cpu layer; a kernel
+ * with a transcendental operator is not judged bit for bit. */
+static void test_exact_against_interpreter(void) {
+  int hits = 0;
+  kiln_verify_result r = exact_run("Mul", fuse_fma, false, &hits);
+  CHECK(hits >= 1);
+  int differ = 0; /* fmaf gives other bits than the two roundings somewhere */
+  for (int i = 0; i < 64; i++) differ += fmaf(g_fa[i], g_fb[i], g_fc[i]) != g_fa[i] * g_fb[i] + g_fc[i];
+  CHECK(differ > 0);
+  CHECK(!r.failed); /* within the bounds */
+  kiln_verify_result_free(&r);
+  hits = 0;
+  r = exact_run("Mul", fuse_fma, true, &hits);
+  CHECK(hits >= 1);
+  CHECK(r.failed && r.fail_kind == KILN_LAYER_CPU);
+  CHECK(r.first_failing >= 0 &&
+        strstr(r.layers.data[r.first_failing].msg, "exactly rounded kernel differs") != NULL);
+  CHECK(strstr(r.where, "kernel") && strstr(r.where, "value 'y'"));
+  if (!r.failed) fprintf(stderr, "exact: not failed (%s)\n", r.where);
+  kiln_verify_result_free(&r);
+  hits = 0;
+  r = exact_run("Exp", exp_ulp, true, &hits);
+  CHECK(hits >= 1);
+  CHECK(!r.failed);
+  if (r.failed) fprintf(stderr, "exp: %s\n", r.where);
+  kiln_verify_result_free(&r);
+}
+
 TEST_MAIN(T(test_names), T(test_bisect), T(test_trace_reports_each_value_once),
           T(test_compiled_trace_reports_each_value_once), T(test_small_model_passes),
           T(test_pass_layers), T(test_rounded_folds_pass), T(test_tile_fault_localized),
           T(test_cpu_fault_localized), T(test_cuda_fault_localized), T(test_case_round_trip),
           T(test_bad_arguments), T(test_drawn_schedule), T(test_nvrtc_layer), T(test_nvrtc_step),
-          T(test_forced_fallback), T(cleanup))
+          T(test_forced_fallback), T(test_exact_against_interpreter), T(cleanup))

@@ -74,6 +74,7 @@ void kiln_verify_opts_init(kiln_verify_opts *o) {
   o->threads = 1;
   o->determinism = true;
   o->fill = true;
+  o->exact = true;
   o->cuda_ptx = true;
   o->local = true;
   kiln_compile_opts_init(&o->compile);

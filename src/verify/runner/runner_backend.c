@@ -390,9 +390,12 @@ static void compiled_layer(kiln_vrun *r, const kiln_target *t, int threads, bool
   kiln_vlocal *lc = local_new(r, p, kind);
   bool untraced = false;
   kiln_vdet *det = run_compiled(r, c, threads, l, lc, &untraced);
-  int step, value;
+  int step, value, x_step = -1, x_value = -1;
+  bool inexact = !det && !untraced && l->ran && l->ok &&
+                 kiln_vrun_exact(r, c, injector(r, kind), r->o->inject_user, l, &x_step, &x_value);
   if (kiln_vrun_done(r, l)) {
-    if (untraced) kiln_vrun_set_where(r, "the outputs of the untraced run", "");
+    if (inexact) describe_step(r, p, x_step, x_value);
+    else if (untraced) kiln_vrun_set_where(r, "the outputs of the untraced run", "");
     else if (det && kiln_vdet_where(det, &step, &value)) describe_step(r, p, step, value);
     else if (det) kiln_vrun_set_where(r, "the outputs (every step's values were the same)", "");
     else localize_layer(r, p, trace_compiled, c, l, lc);
