@@ -88,10 +88,10 @@ static void reward_ops(fuzz_feedback *f, const kiln_gen_genome *g, const uint8_t
     if (op < 0 || op >= f->n_ops || op >= 1024 || seen[op]) continue;
     seen[op] = true;
     bool pattern = kiln_gen_op_name(op)[0] == '(';
-    double r = row_new[op] == 2             ? 1.0
-               : pattern && graph_new         ? 1.0
-               : row_new[op] == 1             ? RARE_CREDIT
-                                              : 0.0;
+    double r = row_new[op] == 2       ? 1.0
+               : pattern && graph_new ? 1.0
+               : row_new[op] == 1     ? RARE_CREDIT
+                                      : 0.0;
     f->pulls[op] += 1, f->reward[op] += r, f->total_pulls += 1;
   }
   update_weights(f);

@@ -197,7 +197,10 @@ static void render_float(double v, kiln_dtype t, kiln_strbuf *b) {
   else if (f32 && KILN_MUTANT(148)) /* mutant 148: f32 constants printed with six decimals */
     kiln_strbuf_printf(b, v < 0 ? "(%ff)" : "%ff", (double)(float)v);
   else if (f32) /* mutant 393: an f32 constant printed without its suffix (a double) */
-    kiln_strbuf_printf(b, KILN_MUTANT(393) ? (v < 0 ? "(%a)" : "%a") : v < 0 ? "(%af)" : "%af",
+    kiln_strbuf_printf(b,
+                       KILN_MUTANT(393) ? (v < 0 ? "(%a)" : "%a")
+                       : v < 0          ? "(%af)"
+                                        : "%af",
                        (double)(float)v);
   else /* mutant 218: an f64 constant printed through float */
     kiln_strbuf_printf(b, v < 0 ? "(%a)" : "%a", KILN_MUTANT(218) ? (double)(float)v : v);

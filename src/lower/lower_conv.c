@@ -565,8 +565,9 @@ static void dw2_row(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg, cons
   kiln_texpr *px = kiln_tload(k, d->plane, kiln_tadd(k, kiln_tmul(k, ih, d->Wp), iw));
   kiln_texpr *widx =
       kiln_tadd(k, kiln_tmul(k, co, cg->KS),
-                kiln_tadd(k, kiln_tmul(k, kiln_tv(k, d->kh), /* mutant 383: rows of k[0] */
-                                       KILN_MUTANT(383) ? cg->k[0] : cg->k[1]),
+                kiln_tadd(k,
+                          kiln_tmul(k, kiln_tv(k, d->kh), /* mutant 383: rows of k[0] */
+                                    KILN_MUTANT(383) ? cg->k[0] : cg->k[1]),
                           kiln_tv(k, d->kw)));
   kiln_texpr *w = kiln_lower_load(k, KILN_PREC_CONTRACTION, wb, widx);
   kiln_texpr *sum = kiln_tbin(k, KILN_TOP_ADD, kiln_tload(k, d->row, kiln_tv(k, d->x)),

@@ -142,7 +142,7 @@ static int slice_indices(int64_t len, int64_t start, int64_t end, int64_t step, 
   int cnt = 0;
   if (step > 0) {
     start = clamp_i64(start, 0, len - KILN_MUTANT(372)); /* mutant 372: start clamped to len - 1 */
-    end = clamp_i64(end, 0, len - KILN_MUTANT(132)); /* mutant 132: end clamped to len - 1 */
+    end = clamp_i64(end, 0, len - KILN_MUTANT(132));     /* mutant 132: end clamped to len - 1 */
     for (int64_t j = start; j < end && cnt < KILN_MAX_RANK; j += step) idx[cnt++] = j;
   } else {
     start = clamp_i64(start, -1, len - 1);

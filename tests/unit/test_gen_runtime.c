@@ -206,5 +206,76 @@ static void test_rnn_near_copies(void) {
   CHECK(turned >= 2);
 }
 
+/* Forms drawn since the set M measurement, each at a rate a campaign reaches within seconds:
+ * Slice ranges that are empty on an axis, ReduceL1 and ReduceSumSquare of integers, Convs
+ * with wide rows, MatMul epilogues that read a residual. */
+static int count_forms(const char *ops, uint64_t seed,
+                       bool (*hit)(const kiln_graph *, const kiln_node *)) {
+  kiln_gen_opts o;
+  kiln_gen_opts_init(&o);
+  o.ops = ops;
+  o.check_inputs = false;
+  int n = 0;
+  for (uint64_t s = 0; s < 300; s++) {
+    kiln_gen_case c;
+    kiln_status st = kiln_gen_model(&o, kiln_gen_seed(seed, s), &c);
+    if (st) {
+      kiln_status_free(st);
+      continue;
+    }
+    for (int i = 0; c.g && i < c.g->nodes.len; i++) n += hit(c.g, &c.g->nodes.data[i]);
+    kiln_gen_case_free(&c);
+  }
+  return n;
+}
+
+static const kiln_type *vtype(const kiln_graph *g, int v) {
+  return v >= 0 ? &g->values.data[v].type : NULL;
+}
+
+static bool empty_slice(const kiln_graph *g, const kiln_node *n) {
+  if (n->op != KILN_OP_Slice) return false;
+  const kiln_type *x = vtype(g, n->inputs[0]), *y = vtype(g, n->outputs[0]);
+  bool in_empty = false, out_empty = false;
+  for (int d = 0; d < x->rank; d++) in_empty |= x->dims[d].value == 0;
+  for (int d = 0; y && d < y->rank; d++) out_empty |= y->dims[d].value == 0;
+  return !in_empty && out_empty;
+}
+
+static bool int_l1(const kiln_graph *g, const kiln_node *n) {
+  return (n->op == KILN_OP_ReduceL1 || n->op == KILN_OP_ReduceSumSquare) &&
+         kiln_dtype_is_int(vtype(g, n->inputs[0])->dtype);
+}
+
+static bool wide_conv(const kiln_graph *g, const kiln_node *n) {
+  const kiln_type *x = n->op == KILN_OP_Conv ? vtype(g, n->inputs[0]) : NULL;
+  return x && x->rank >= 3 && x->dims[x->rank - 1].value >= 16;
+}
+
+static bool residual(const kiln_graph *g, const kiln_node *n) {
+  if (n->op != KILN_OP_Add) return false;
+  for (int k = 0; k < 2; k++) {
+    const kiln_value *v = &g->values.data[n->inputs[k]], *o = &g->values.data[n->inputs[1 - k]];
+    if (v->kind == KILN_VALUE_NODE && g->nodes.data[v->node].op == KILN_OP_MatMul &&
+        o->kind != KILN_VALUE_CONST && vtype(g, n->inputs[1 - k])->rank == 2)
+      return true;
+  }
+  return false;
+}
+
+static void test_widened_forms(void) {
+  int e = count_forms("Slice", 15, empty_slice),
+      l1 = count_forms("ReduceL1,ReduceSumSquare", 16, int_l1),
+      w = count_forms("Conv", 17, wide_conv), r = count_forms("MatMul", 18, residual);
+  fprintf(stderr,
+          "in 300 graphs each: %d empty Slices, %d integer L1/SumSquare, %d wide Convs, "
+          "%d MatMul residuals\n",
+          e, l1, w, r);
+  CHECK(e >= 10);
+  CHECK(l1 >= 20);
+  CHECK(w >= 20);
+  CHECK(r >= 10);
+}
+
 TEST_MAIN(T(test_runtime_shapes), T(test_shape_arith), T(test_aliases), T(test_einsum_near_copies),
-          T(test_rnn_near_copies))
+          T(test_rnn_near_copies), T(test_widened_forms))

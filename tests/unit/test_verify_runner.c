@@ -659,7 +659,6 @@ static void test_forced_fallback(void) {
   kiln_verify_result_free(&r);
 }
 
-
 /* ---- the compiled code against the tile interpreter, bit for bit ---- */
 static float g_fa[64], g_fb[64], g_fc[64];
 
@@ -740,7 +739,8 @@ static void test_exact_against_interpreter(void) {
   kiln_verify_result r = exact_run("Mul", fuse_fma, false, &hits);
   CHECK(hits >= 1);
   int differ = 0; /* fmaf gives other bits than the two roundings somewhere */
-  for (int i = 0; i < 64; i++) differ += fmaf(g_fa[i], g_fb[i], g_fc[i]) != g_fa[i] * g_fb[i] + g_fc[i];
+  for (int i = 0; i < 64; i++)
+    differ += fmaf(g_fa[i], g_fb[i], g_fc[i]) != g_fa[i] * g_fb[i] + g_fc[i];
   CHECK(differ > 0);
   CHECK(!r.failed); /* within the bounds */
   kiln_verify_result_free(&r);

@@ -475,13 +475,20 @@ static void axes_list(gen *G, int rank, int64_t *axes, int *n) {
   if (*n == 0 && rank > 0) axes[(*n)++] = gen_int(&G->rng, 0, rank - 1);
 }
 
+static bool abs_or_square_sum(const char *name) {
+  return !strcmp(name, "ReduceL1") || !strcmp(name, "ReduceSumSquare");
+}
+
 static bool b_reduce(gen *G, int op) {
   const char *name = op_name(op);
   bool log = !strcmp(name, "ReduceLogSum"), prod = !strcmp(name, "ReduceProd");
-  int dts =
-      !strcmp(name, "ReduceMax") || !strcmp(name, "ReduceMin") || !strcmp(name, "ReduceSum") || prod
-          ? DT_NUM
-          : DT_FLOAT;
+  /* the integer types of the schema where the result is exact: sums of absolute values and of
+   * squares too (L2, the means and the logs round: floats only) */
+  int dts = !strcmp(name, "ReduceMax") || !strcmp(name, "ReduceMin") ||
+                    !strcmp(name, "ReduceSum") || prod || !strcmp(name, "ReduceL1") ||
+                    !strcmp(name, "ReduceSumSquare")
+                ? DT_NUM
+                : DT_FLOAT;
   gen_want w = want(dts, 1, 6, log ? DOM_POS : DOM_ANY);
   if (prod) w.max_mag = 2.5;
   /* an empty reduction is defined where the op has an identity: a sum is 0, a product 1 */
@@ -523,6 +530,9 @@ static bool b_reduce(gen *G, int op) {
                : (!strcmp(name, "ReduceMax") || !strcmp(name, "ReduceMin")) ? m
                                                                             : m * cnt + 8;
   if (kiln_dtype_is_int(gen_dtype(G, x)) && prod && mag > 1e6) return false;
+  if (!strcmp(name, "ReduceSumSquare")) mag = m * m * cnt + 8;
+  if (kiln_dtype_is_int(gen_dtype(G, x)) && abs_or_square_sum(name) && mag > 1e9)
+    return false; /* an absolute value or a square wraps only past this: left out */
   gen_dom dom =
       !strcmp(name, "ReduceL2") || !strcmp(name, "ReduceL1") || !strcmp(name, "ReduceSumSquare")
           ? DOM_NONNEG

@@ -257,7 +257,9 @@ int64_t gen_slice_bound(gen *G, int64_t p, int64_t dim) {
 }
 
 /* Slice on a random subset of the static axes: steps 1, 2, 3 and -1, -2, -3, bounds in range
- * or past either end, in positive or negative form; never an empty result. */
+ * or past either end, in positive or negative form; now and then an empty range on an axis
+ * (a start at or past the end, or an end at or before the start: ONNX gives an extent of 0,
+ * and a fold of the Slice of a Shape must too). */
 bool gen_b_slice(gen *G, int op) {
   (void)op;
   int x = pick_any(G, 1, 4, false);
@@ -272,7 +274,11 @@ bool gen_b_slice(gen *G, int op) {
     int64_t stp = steps[gen_int(&G->rng, 0, 9)];
     /* positions: start b and end e with b < e (step > 0) or b > e (step < 0) */
     int64_t b = gen_int(&G->rng, 0, (int)dim - 1), e;
-    if (stp > 0) e = gen_int(&G->rng, (int)b + 1, (int)dim);
+    bool empty = gen_chance(&G->rng, 0.06);
+    if (empty && stp > 0) b = gen_int(&G->rng, 0, (int)dim), e = gen_int(&G->rng, 0, (int)b);
+    else if (empty)
+      b = gen_int(&G->rng, -1, (int)dim - 1), e = gen_int(&G->rng, (int)b, (int)dim - 1);
+    else if (stp > 0) e = gen_int(&G->rng, (int)b + 1, (int)dim);
     else e = gen_int(&G->rng, -1, (int)b - 1);
     /* a start at the last element of a reversal is written as past the end now and then */
     int64_t bp = stp < 0 && b == dim - 1 && gen_chance(&G->rng, 0.5) ? dim : b;

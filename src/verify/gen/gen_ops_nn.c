@@ -109,7 +109,24 @@ bool gen_b_matmul(gen *G, int op) {
   if (br == 2 && gen_chance(&G->rng, 0.4)) {
     int64_t nd[1] = {n};
     int bias[2] = {y, new_value(G, dt, 1, nd, DOM_ANY, 0.9)};
-    gen_emit(G, "Add", 2, bias, 1, G->opset < 7 ? "broadcast=1" : "", DOM_ANY, mag + 2);
+    y = gen_emit(G, "Add", 2, bias, 1, G->opset < 7 ? "broadcast=1" : "", DOM_ANY, mag + 2);
+  }
+  if (y >= 0 && r == 2 && br == 2 && G->opset >= 7 && gen_chance(&G->rng, 0.25)) {
+    /* a residual the product's epilogue reads: A itself (k == n), a graph input, or an
+     * elementwise result of one, which a group after the product's computes */
+    int res = a;
+    if (k != n || gen_chance(&G->rng, 0.5)) {
+      int64_t od[2] = {gen_dim(G, a, 0), n};
+      if (gen_v(G, a)->type.dims[0].value < 0) return true;
+      res = new_value(G, dt, 2, od, DOM_ANY, 0);
+      if (gen_chance(&G->rng, 0.5))
+        res = gen_emit(G, gen_chance(&G->rng, 0.5) ? "Relu" : "Neg", 1, &res, 1, "", DOM_ANY,
+                       gen_mag(G, res));
+    }
+    if (res < 0) return true;
+    int sum[2] = {y, res};
+    if (gen_chance(&G->rng, 0.5)) sum[0] = res, sum[1] = y;
+    gen_emit(G, "Add", 2, sum, 1, "", DOM_ANY, mag + gen_mag(G, res) + 2);
   }
   return true;
 }
@@ -184,6 +201,9 @@ bool gen_b_conv(gen *G, int op) {
   if (x < 0 || gen_rank(G, x) < 3) {
     int64_t dims[5] = {n, c};
     for (int d = 0; d < sd; d++) dims[2 + d] = gen_int(&G->rng, 1, (int)sp);
+    /* wide rows now and then (a 1-d signal, an image row): the convolution schedules that
+     * tile an output row in segments need more columns than the small extents give */
+    if (sd <= 2 && gen_chance(&G->rng, 0.15)) dims[1 + sd] = gen_int(&G->rng, 16, 40);
     if (G->o->symbolic && gen_chance(&G->rng, 0.2)) dims[0] = -1;
     x = new_value(G, gen_pick_dt(G, DT_FLOAT), 2 + sd, dims, DOM_ANY, 0);
   }

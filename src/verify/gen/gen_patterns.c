@@ -117,14 +117,16 @@ static int p_identity(gen *G) {
   double c = masked && gen_chance(&G->rng, 0.7) ? vals[gen_int(&G->rng, 0, 1)]
                                                 : vals[gen_int(&G->rng, 0, 5)];
   if (!strcmp(op, "Div") && c == 0) c = 1;
-  bool c_first = gen_chance(&G->rng, 0.4);
+  bool c_first = gen_chance(&G->rng, 0.5);
   if (c_first && !strcmp(op, "Div")) { /* c / x: x away from 0 (Exp of it), float only */
     gen_dom d = is_float(G, x) ? gen_v(G, x)->dom : DOM_ANY;
     if (is_float(G, x) && d != DOM_POS && d != DOM_GE1 && d != DOM_NONZERO)
       x = build_on(G, "Exp", x);
     if (x < 0 || !is_float(G, x) || !gen_settle(G)) return -1;
   }
-  kiln_type t = bcast_type(G, x, gen_chance(&G->rng, 0.5));
+  /* a constant that grows the result two times in three: each rewrite of an identity must
+   * check that dropping the constant keeps the shape */
+  kiln_type t = bcast_type(G, x, gen_chance(&G->rng, 0.65));
   int k = gen_const_fill(G, &t, c);
   int in[2] = {c_first ? k : x, c_first ? x : k};
   int y = gen_emit(G, op, 2, in, 1, "", DOM_ANY, 2 * gen_mag(G, x) + 2);

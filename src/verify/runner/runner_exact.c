@@ -163,8 +163,7 @@ bool kiln_vrun_exact(kiln_vrun *r, kiln_compiled *c, kiln_step_trace_fn inject, 
       }
       if (v_bad < 0) continue;
       const kiln_step *ps = &p->steps.data[s];
-      if (ps->kind != KILN_STEP_KERNEL ||
-          !block_exact(&p->module->kernels.data[ps->kernel]->body))
+      if (ps->kind != KILN_STEP_KERNEL || !block_exact(&p->module->kernels.data[ps->kernel]->body))
         break; /* a value that may differ: nothing after it is judged */
       const kiln_tensor *a = ci.copy[v_bad], *b = ti.copy[v_bad];
       char ta[64], tb[64];

@@ -50,8 +50,8 @@ void kiln_vrun_set_where(kiln_vrun *r, const char *where, const char *ops);
 /* runner_exact.c: compiled c against the tile interpreter on its own program, bit for bit
  * (opts exact). true: a kernel of exactly rounded operations gave other bits (l failed, its
  * message set; *step and *value name where). inject runs first in the compiled run. */
-bool kiln_vrun_exact(kiln_vrun *r, kiln_compiled *c, kiln_step_trace_fn inject,
-                     void *inject_user, kiln_layer_result *l, int *step, int *value);
+bool kiln_vrun_exact(kiln_vrun *r, kiln_compiled *c, kiln_step_trace_fn inject, void *inject_user,
+                     kiln_layer_result *l, int *step, int *value);
 
 /* runner_pass.c: the pass layers. *final receives the graph after the whole pipeline
  * (fused, bound), or NULL when the passes failed. */
