@@ -354,6 +354,38 @@ static void test_bound_check(void) {
   }
 }
 
+/* A dead Reshape whose -1 meets 0 elements (NonZero of a zero constant finds none): the
+ * bounded reference never runs it, the verifier's reference layer refuses it (a false report
+ * of a 600-s campaign); the whole-graph check calls the case invalid. */
+static void test_whole_graph_check(void) {
+  const char *text[2] = {
+      "graph @w(%x: f32[3]) -> (%y: ?) {\n  opset \"\" 17\n"
+      "  %z = const i64[1] [0]\n  %s = const i64[2] [0, -1]\n  %y = Relu(%x)\n"
+      "  %n = NonZero(%z)\n  %t = Transpose(%n)\n  %d = Reshape(%t, %s)\n  return %y\n}\n",
+      "graph @w(%x: f32[3]) -> (%y: ?) {\n  opset \"\" 17\n"
+      "  %z = const i64[1] [1]\n  %s = const i64[2] [0, -1]\n  %y = Relu(%x)\n"
+      "  %n = NonZero(%z)\n  %t = Transpose(%n)\n  %d = Reshape(%t, %s)\n  return %y\n}\n"};
+  for (int k = 0; k < 2; k++) {
+    kiln_gen_case c;
+    memset(&c, 0, sizeof c);
+    CHECK_OK(kiln_graph_parse(text[k], "test", &c.g));
+    if (!c.g) continue;
+    CHECK_OK(kiln_ops_infer_graph(c.g));
+    int64_t dims[1] = {3};
+    kiln_tensor *t = NULL;
+    CHECK_OK(kiln_tensor_new(KILN_F32, 1, dims, &t));
+    c.n_in = 1;
+    c.inputs = kiln_xcalloc(1, sizeof *c.inputs);
+    c.inputs[0] = kiln_val_tensor(t);
+    c.status = KILN_GEN_OK;
+    kiln_gen_check_whole(&c);
+    CHECK(c.status == (k == 0 ? KILN_GEN_INVALID : KILN_GEN_OK));
+    if (k == 0) CHECK(strstr(c.note, "cannot infer -1") != NULL);
+    kiln_gen_case_free(&c);
+  }
+}
+
 TEST_MAIN(T(test_deterministic), T(test_valid_and_covering), T(test_shards), T(test_inputs),
           T(test_type_constraints), T(test_patterns), T(test_bad_ops),
-          T(test_hostile_names_and_empty_parts), T(test_if_kept), T(test_bound_check))
+          T(test_hostile_names_and_empty_parts), T(test_if_kept), T(test_bound_check),
+          T(test_whole_graph_check))

@@ -103,6 +103,10 @@ void kiln_gen_case_free(kiln_gen_case *c);
  * once its symbolic dims are bound to its inputs' extents (a dead node whose shapes agree
  * only for some extent) becomes INVALID, with a note. */
 void kiln_gen_check_bound(kiln_gen_case *c);
+/* And after it: a case whose graph the reference interpreter refuses when it runs every node
+ * (the bounded reference of the search runs only the nodes an output needs: a dead Reshape
+ * whose -1 meets 0 elements passes it) becomes INVALID, with a note. */
+void kiln_gen_check_whole(kiln_gen_case *c);
 /* Builds the case of a genome (steps that no longer fit are skipped; out->genome holds the
  * steps that were kept). */
 KILN_MUST_USE kiln_status kiln_gen_from_genome(const kiln_gen_opts *o, const kiln_gen_genome *gn,
