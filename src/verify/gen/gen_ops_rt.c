@@ -180,13 +180,23 @@ static int shape_arith(gen *G, int y, int64_t *d, int r, double mag) {
   int s = gen_emit(G, "Shape", 1, &y, 1, "", DOM_ANY, 1e6);
   if (s < 0) return -1;
   G->vals.data[s].dyn = true;
-  int parts[KILN_MAX_RANK], np = 0;
+  int parts[KILN_MAX_RANK + 1], np = 0;
   for (int i = 0; i < r;) {
     int len = gen_int(&G->rng, 1, r - i);
     int q = shape_piece(G, y, s, r, p + i, len);
     if (q < 0) return -1;
     G->vals.data[q].dyn = true;
     parts[np++] = q, i += len;
+  }
+  if (gen_chance(&G->rng, 0.15)) { /* an empty piece: a Slice of s from its end (s[r:]) */
+    int64_t st = gen_chance(&G->rng, 0.5) ? r : r + gen_int(&G->rng, 1, 3), en = INT64_MAX;
+    int in[3] = {s, gen_const_i64(G, 1, &st, false), gen_const_i64(G, 1, &en, false)};
+    int q = gen_emit(G, "Slice", 3, in, 1, "", DOM_ANY, 1e6);
+    if (q < 0) return -1;
+    G->vals.data[q].dyn = true;
+    int at = gen_int(&G->rng, 0, np);
+    memmove(parts + at + 1, parts + at, sizeof parts[0] * (size_t)(np - at));
+    parts[at] = q, np++;
   }
   int sh = np == 1 ? parts[0] : gen_emit(G, "Concat", np, parts, 1, "axis=0", DOM_ANY, 1e6);
   if (sh < 0) return -1;
