@@ -482,6 +482,25 @@ static void test_unstable(void) {
                    -1, 1))
     CHECK(f.r->n_unstable == 1);
   fixture_free(&f);
+  /* NonZero of Log(Exp(k)) - k: an ulp of k (never 0 for these k) in f32, within a bound of
+   * a few ulps, so either side of 0 (the perturbation's two corners, both away from 0 where
+   * the value is not 0, missed it) */
+  if (fixture_make(&f,
+                   "graph @u(%x: f32[4]) -> (%y: ?) {\n"
+                   "  opset \"\" 17\n"
+                   "  %k = const f32[8] [0.010309278, 0.0206185561, 0.030927835, 0.0412371121, "
+                   "0.0515463911, "
+                   "0.0618556701, 0.0721649453, 0.0824742243]\n"
+                   "  %e = Exp(%k)\n"
+                   "  %l = Log(%e)\n"
+                   "  %v = Sub(%l, %k)\n"
+                   "  %y = NonZero(%v)\n"
+                   "  return %y\n}\n",
+                   -1, 1)) {
+    CHECK(f.r->n_unstable >= 1 && strstr(f.r->note, "NonZero"));
+    if (!f.r->n_unstable) fprintf(stderr, "NonZero: note %s\n", f.r->note);
+  }
+  fixture_free(&f);
 }
 
 /* A result beyond the dtype's range is Inf, as the dtype stores it, and counts as non-finite;

@@ -394,6 +394,7 @@ static bool intermediates_known(kiln_op op) {
   case BND_ARGMINMAX:
   case BND_TOPK:
   case BND_HARDMAX:
+  case BND_NONZERO:
   case BND_REDUCE_MONO: return true;
   default: return false;
   }

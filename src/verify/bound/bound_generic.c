@@ -485,6 +485,7 @@ static kiln_status apply_rule(bnd_node *b) {
   case BND_ARGMINMAX: return kiln_bnd_argminmax(b);
   case BND_TOPK: return kiln_bnd_topk(b);
   case BND_HARDMAX: return kiln_bnd_hardmax(b);
+  case BND_NONZERO: return kiln_bnd_nonzero(b);
   case BND_SOFTMAX: return kiln_bnd_softmax(b);
   case BND_NORM: return kiln_bnd_norm(b);
   case BND_LRN: return kiln_bnd_lrn(b);

@@ -27,6 +27,7 @@ typedef enum bnd_rule {
   BND_ARGMINMAX,   /* ArgMax/ArgMin: exact indices, unstable where a rival is within error */
   BND_TOPK,        /* TopK: values move, indices unstable where candidates overlap */
   BND_HARDMAX,     /* Hardmax: exact one-hot, unstable where a rival is within error */
+  BND_NONZERO,     /* NonZero: exact indices, unstable where an element is within error of 0 */
   BND_SOFTMAX,     /* Softmax, LogSoftmax (bound_norm.c) */
   BND_NORM,        /* LayerNormalization, RMSNormalization, InstanceNormalization, GroupNorm */
   BND_LRN,         /* LRN (bound_norm.c) */
@@ -184,6 +185,7 @@ void kiln_bnd_cast_range(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_argminmax(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_topk(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_hardmax(bnd_node *b);
+KILN_MUST_USE kiln_status kiln_bnd_nonzero(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_softmax(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_norm(bnd_node *b);
 KILN_MUST_USE kiln_status kiln_bnd_mod(bnd_node *b);

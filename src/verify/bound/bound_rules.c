@@ -200,7 +200,7 @@ static const bnd_opinfo table[KILN_OP_COUNT] = {
     P(Multinomial, "random: no rule, perturbation of all inputs"),
     P(NegativeLogLikelihoodLoss, "losses: no rule yet, perturbation of all inputs"),
     P(NonMaxSuppression, "detection: no rule yet, perturbation of all inputs"),
-    P(NonZero, "no rule yet, perturbation of all inputs"),
+    [KILN_OP_NonZero] = {.rule = BND_NONZERO},
     P(Not, "integer, bool or raw bits: no float error to bound"),
     P(Optional, "control flow, sequences and optionals: no arithmetic of its own; bodies are "
                 "bounded node by node"),

@@ -102,3 +102,18 @@ kiln_status kiln_bnd_hardmax(bnd_node *b) {
   kiln_bnd_unstable(b, bad, "Hardmax: a rival within the error of the max");
   return KILN_OK;
 }
+
+/* ---- NONZERO: the indices are exact; an element whose interval [x - e, x + e] holds 0 (and
+ * that is not an exact 0) may land on either side, which changes the count. The perturbation
+ * fallback's two corners missed such an interval with neither end at 0: an LSTM cell state of
+ * 1e-64 with a bound of 0.06 that f32 computes as exactly 0 (a false report of a 30-minute
+ * campaign). ---- */
+kiln_status kiln_bnd_nonzero(bnd_node *b) {
+  if (!kiln_bnd_has_err(b, 0)) return KILN_OK;
+  const kiln_tensor *x = b->in[0]->t;
+  const double *xd = x->data, *ed = b->ein[0]->data;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < x->numel; i++) bad += ed[i] > 0 && fabs(xd[i]) <= ed[i];
+  kiln_bnd_unstable(b, bad, "NonZero: an element within its error of 0");
+  return KILN_OK;
+}
