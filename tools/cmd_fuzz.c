@@ -646,8 +646,7 @@ static kiln_status run_one(campaign *c, uint64_t j) {
   } else KILN_TRY(fuzz_feedback_next(&c->fb, &c->go, seed, &gc));
   /* inputs at the edges of their domains (NaN, infinities, limits of narrower types) reach
    * the C helpers of the generated code: a third of those graphs not drawn above run it too */
-  if (gc.status == KILN_GEN_OK && gc.edges && c->a.cpu_every > 1)
-    compile |= (seed >> 40) % 3 == 0;
+  if (gc.status == KILN_GEN_OK && gc.edges && c->a.cpu_every > 1) compile |= (seed >> 40) % 3 == 0;
   c->drawn = compile;       /* the others compile when the gate finds a rare feature (fuzz_gate) */
   c->vo.cuda_ptx = compile; /* NVRTC on the CUDA C (--backend cuda): as costly as cc */
   /* the types the lowering computes in: drawn for the graphs drawn (not the grid's cells nor
