@@ -80,6 +80,9 @@ static void run(kiln_layer_kind kind, bool local, bool inject, kiln_verify_resul
   kiln_verify_opts o;
   opts(&o);
   o.local = local;
+  /* the bit-for-bit check would see the nudge of an exactly rounded kernel (and run the
+   * injector once more): these tests are about the bounds, end to end and local */
+  o.exact = false;
   if (inject) o.inject = nudge_y, o.inject_user = hits, o.inject_layers = 1u << kind;
   memset(r, 0, sizeof *r);
   if (g) CHECK_OK(kiln_verify_run(g, 1, &in, &o, r));
