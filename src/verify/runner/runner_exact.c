@@ -138,11 +138,27 @@ static kiln_status run_compiled(const kiln_vrun *r, kiln_compiled *c, rec *x) {
   return st;
 }
 
+/* The bytes of the program's tensor values whose shapes are known (unknown extents count 1):
+ * above EXACT_MAX_BYTES the two runs are not made at all (a large model's second interpreter
+ * run costs minutes; its copies would not be kept anyway). */
+static double static_bytes(const kiln_graph *g) {
+  double total = 0;
+  for (int v = 0; v < g->values.len; v++) {
+    const kiln_type *t = &g->values.data[v].type;
+    if (t->kind != KILN_TYPE_TENSOR || t->rank < 0) continue;
+    double n = (double)kiln_dtype_size(t->dtype);
+    for (int d = 0; d < t->rank; d++) n *= t->dims[d].value > 0 ? (double)t->dims[d].value : 1;
+    total += n;
+  }
+  return total;
+}
+
 bool kiln_vrun_exact(kiln_vrun *r, kiln_compiled *c, kiln_step_trace_fn inject, void *inject_user,
                      kiln_layer_result *l, int *fail_step, int *fail_value) {
   *fail_step = *fail_value = -1;
   const kiln_program *p = kiln_compiled_program(c);
   if (!r->o->exact || !r->all_tensors || !p || !p->graph) return false;
+  if (static_bytes(p->graph) > (double)EXACT_MAX_BYTES) return false;
   int nv = p->graph->values.len;
   rec ci, ti;
   rec_init(&ci, nv), rec_init(&ti, nv);
