@@ -326,62 +326,55 @@ static void test_if_kept(void) {
   CHECK(fused >= ifs / 8);
 }
 
+/* Runs `check` on the case of graph `text` (one f32 input of the given dims, status OK) and
+ * expects `want`; an INVALID case's note must hold `note`. */
+static void check_case(const char *text, int rank, const int64_t *dims,
+                       void (*check)(kiln_gen_case *), kiln_gen_status want, const char *note) {
+  kiln_gen_case c;
+  memset(&c, 0, sizeof c);
+  CHECK_OK(kiln_graph_parse(text, "test", &c.g));
+  if (!c.g) return;
+  CHECK_OK(kiln_ops_infer_graph(c.g));
+  kiln_tensor *t = NULL;
+  CHECK_OK(kiln_tensor_new(KILN_F32, rank, dims, &t));
+  c.n_in = 1;
+  c.inputs = kiln_xcalloc(1, sizeof *c.inputs);
+  c.inputs[0] = kiln_val_tensor(t);
+  c.status = KILN_GEN_OK;
+  check(&c);
+  CHECK(c.status == want);
+  if (want == KILN_GEN_INVALID) CHECK(strstr(c.note, note) != NULL);
+  kiln_gen_case_free(&c);
+}
+
 /* A dead node whose shapes agree only for one extent of N: valid with N symbolic, not with
  * the inputs' N bound (the verifier's reference layer reported such a graph as a failure). */
 static void test_bound_check(void) {
-  const char *text[2] = {
-      "graph @b(%x: f32[N,16]) -> (%y: ?) {\n  opset \"\" 17\n"
-      "  %y = Relu(%x)\n  %t = Transpose(%x) {perm=[1,0]}\n  %d = Add(%x, %t)\n  return %y\n}\n",
-      "graph @b(%x: f32[N,16]) -> (%y: ?) {\n  opset \"\" 17\n"
-      "  %y = Relu(%x)\n  %t = Transpose(%x) {perm=[1,0]}\n  return %y\n}\n"};
-  for (int k = 0; k < 2; k++) {
-    kiln_gen_case c;
-    memset(&c, 0, sizeof c);
-    CHECK_OK(kiln_graph_parse(text[k], "test", &c.g));
-    if (!c.g) continue;
-    CHECK_OK(kiln_ops_infer_graph(c.g));
-    int64_t dims[2] = {2, 16};
-    kiln_tensor *t = NULL;
-    CHECK_OK(kiln_tensor_new(KILN_F32, 2, dims, &t));
-    c.n_in = 1;
-    c.inputs = kiln_xcalloc(1, sizeof *c.inputs);
-    c.inputs[0] = kiln_val_tensor(t);
-    c.status = KILN_GEN_OK;
-    kiln_gen_check_bound(&c);
-    CHECK(c.status == (k == 0 ? KILN_GEN_INVALID : KILN_GEN_OK));
-    if (k == 0) CHECK(strstr(c.note, "extents bound") != NULL);
-    kiln_gen_case_free(&c);
-  }
+  const int64_t dims[2] = {2, 16};
+  check_case("graph @b(%x: f32[N,16]) -> (%y: ?) {\n  opset \"\" 17\n"
+             "  %y = Relu(%x)\n  %t = Transpose(%x) {perm=[1,0]}\n  %d = Add(%x, %t)\n"
+             "  return %y\n}\n",
+             2, dims, kiln_gen_check_bound, KILN_GEN_INVALID, "extents bound");
+  check_case("graph @b(%x: f32[N,16]) -> (%y: ?) {\n  opset \"\" 17\n"
+             "  %y = Relu(%x)\n  %t = Transpose(%x) {perm=[1,0]}\n  return %y\n}\n",
+             2, dims, kiln_gen_check_bound, KILN_GEN_OK, NULL);
 }
 
 /* A dead Reshape whose -1 meets 0 elements (NonZero of a zero constant finds none): the
  * bounded reference never runs it, the verifier's reference layer refuses it (a false report
  * of a 600-s campaign); the whole-graph check calls the case invalid. */
 static void test_whole_graph_check(void) {
-  const char *text[2] = {
-      "graph @w(%x: f32[3]) -> (%y: ?) {\n  opset \"\" 17\n"
-      "  %z = const i64[1] [0]\n  %s = const i64[2] [0, -1]\n  %y = Relu(%x)\n"
-      "  %n = NonZero(%z)\n  %t = Transpose(%n)\n  %d = Reshape(%t, %s)\n  return %y\n}\n",
-      "graph @w(%x: f32[3]) -> (%y: ?) {\n  opset \"\" 17\n"
-      "  %z = const i64[1] [1]\n  %s = const i64[2] [0, -1]\n  %y = Relu(%x)\n"
-      "  %n = NonZero(%z)\n  %t = Transpose(%n)\n  %d = Reshape(%t, %s)\n  return %y\n}\n"};
+  const int64_t dims[1] = {3};
   for (int k = 0; k < 2; k++) {
-    kiln_gen_case c;
-    memset(&c, 0, sizeof c);
-    CHECK_OK(kiln_graph_parse(text[k], "test", &c.g));
-    if (!c.g) continue;
-    CHECK_OK(kiln_ops_infer_graph(c.g));
-    int64_t dims[1] = {3};
-    kiln_tensor *t = NULL;
-    CHECK_OK(kiln_tensor_new(KILN_F32, 1, dims, &t));
-    c.n_in = 1;
-    c.inputs = kiln_xcalloc(1, sizeof *c.inputs);
-    c.inputs[0] = kiln_val_tensor(t);
-    c.status = KILN_GEN_OK;
-    kiln_gen_check_whole(&c);
-    CHECK(c.status == (k == 0 ? KILN_GEN_INVALID : KILN_GEN_OK));
-    if (k == 0) CHECK(strstr(c.note, "cannot infer -1") != NULL);
-    kiln_gen_case_free(&c);
+    char text[512];
+    snprintf(text, sizeof text,
+             "graph @w(%%x: f32[3]) -> (%%y: ?) {\n  opset \"\" 17\n"
+             "  %%z = const i64[1] [%d]\n  %%s = const i64[2] [0, -1]\n  %%y = Relu(%%x)\n"
+             "  %%n = NonZero(%%z)\n  %%t = Transpose(%%n)\n  %%d = Reshape(%%t, %%s)\n"
+             "  return %%y\n}\n",
+             k);
+    check_case(text, 1, dims, kiln_gen_check_whole, k == 0 ? KILN_GEN_INVALID : KILN_GEN_OK,
+               "cannot infer -1");
   }
 }
 

@@ -111,24 +111,32 @@ static void observe(void *user, int step, int value, const kiln_tensor *t) {
 
 typedef kiln_status (*traced_run)(void *prog, kiln_vrun *r, observer *ob);
 
-static kiln_status trace_interp(void *prog, kiln_vrun *r, observer *ob) {
-  const kiln_program *p = prog;
+kiln_status kiln_vrun_trace_interp(const kiln_vrun *r, const kiln_program *p, kiln_step_trace_fn fn,
+                                   void *user) {
   int n_out = p->graph->outputs.len;
   kiln_tensor **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
-  kiln_status st = kiln_program_interp_trace(p, r->n_in, r->tin, outs, observe, ob);
+  kiln_status st = kiln_program_interp_trace(p, r->n_in, r->tin, outs, fn, user);
   for (int i = 0; i < n_out; i++) kiln_tensor_free(outs[i]);
   free(outs);
   return st;
 }
 
-static kiln_status trace_compiled(void *prog, kiln_vrun *r, observer *ob) {
-  kiln_compiled *c = prog;
+kiln_status kiln_vrun_trace_compiled(const kiln_vrun *r, kiln_compiled *c, kiln_step_trace_fn fn,
+                                     void *user) {
   int n_out = kiln_compiled_graph(c)->outputs.len;
   kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
-  kiln_status st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs, observe, ob);
+  kiln_status st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs, fn, user);
   for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
   free(outs);
   return st;
+}
+
+static kiln_status trace_interp(void *prog, kiln_vrun *r, observer *ob) {
+  return kiln_vrun_trace_interp(r, prog, observe, ob);
+}
+
+static kiln_status trace_compiled(void *prog, kiln_vrun *r, observer *ob) {
+  return kiln_vrun_trace_compiled(r, prog, observe, ob);
 }
 
 /* Localizes the first failure of a backend layer: the first step whose value fails. */

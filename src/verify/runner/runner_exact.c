@@ -120,27 +120,6 @@ static int64_t first_diff(const kiln_tensor *a, const kiln_tensor *b) {
   return -1;
 }
 
-static kiln_status run_interp(const kiln_vrun *r, const kiln_program *p, rec *x) {
-  int n_out = p->graph->outputs.len;
-  kiln_tensor **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
-  kiln_status st = kiln_program_interp_trace(p, r->n_in, r->tin, outs, record, x);
-  for (int i = 0; i < n_out; i++) kiln_tensor_free(outs[i]);
-  free(outs);
-  return st;
-}
-
-static kiln_status run_compiled(const kiln_vrun *r, kiln_compiled *c, rec *x) {
-  int n_out = kiln_compiled_graph(c)->outputs.len;
-  kiln_val **outs = kiln_xcalloc((size_t)n_out + 1, sizeof *outs);
-  kiln_status st = kiln_compiled_run_trace(c, r->n_in, r->inputs, outs, record, x);
-  for (int i = 0; i < n_out; i++) kiln_val_free(outs[i]);
-  free(outs);
-  return st;
-}
-
-/* The bytes of the program's tensor values whose shapes are known (unknown extents count 1):
- * above EXACT_MAX_BYTES the two runs are not made at all (a large model's second interpreter
- * run costs minutes; its copies would not be kept anyway). */
 static double static_bytes(const kiln_graph *g) {
   double total = 0;
   for (int v = 0; v < g->values.len; v++) {
@@ -163,8 +142,8 @@ bool kiln_vrun_exact(kiln_vrun *r, kiln_compiled *c, kiln_step_trace_fn inject, 
   rec ci, ti;
   rec_init(&ci, nv), rec_init(&ti, nv);
   ci.inject = inject, ci.inject_user = inject_user;
-  kiln_status st = run_compiled(r, c, &ci);
-  if (!st) st = run_interp(r, p, &ti);
+  kiln_status st = kiln_vrun_trace_compiled(r, c, record, &ci);
+  if (!st) st = kiln_vrun_trace_interp(r, p, record, &ti);
   bool failed = false;
   if (st) { /* the layer's own runs succeeded: a run that fails now is no bit-for-bit finding */
     kiln_status_free(st);

@@ -47,6 +47,12 @@ bool kiln_vrun_done(kiln_vrun *r, kiln_layer_result *l);
  * a comma-separated list (any order, repeats allowed), or "" for "-". */
 void kiln_vrun_set_where(kiln_vrun *r, const char *where, const char *ops);
 
+/* One traced run of program p in the tile interpreter, or of compiled c, on the run's inputs
+ * (outputs dropped): fn(user, ...) after each step. */
+KILN_MUST_USE kiln_status kiln_vrun_trace_interp(const kiln_vrun *r, const kiln_program *p,
+                                                 kiln_step_trace_fn fn, void *user);
+KILN_MUST_USE kiln_status kiln_vrun_trace_compiled(const kiln_vrun *r, kiln_compiled *c,
+                                                   kiln_step_trace_fn fn, void *user);
 /* runner_exact.c: compiled c against the tile interpreter on its own program, bit for bit
  * (opts exact). true: a kernel of exactly rounded operations gave other bits (l failed, its
  * message set; *step and *value name where). inject runs first in the compiled run. */
