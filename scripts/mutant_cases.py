@@ -1486,6 +1486,71 @@ case(396)(lambda: Case([N("MatMul", ["a", "w"], ["m"]), N("Relu", ["x"], ["r"]),
 case(397)(lambda: int64_to_bf16(np.uint64, [2**63 + 2**55 + 1, 2**63 + 3 * 2**55 + 5, 12345, 7,
                                             2**62 + 2**54 + 1, 2**63]))
 
+# ---- set N, first part (thirteenth blind set) ----
+case(400)(lambda: Case([N("Gemm", ["a", "w", "cc"], ["t"], transB=1),
+                        N("BatchNormalization", ["t", "s", "bb", "mu", "var"], ["y"])],
+                       [("a", r(2, 4))], [("y", F)],
+                       [c("w", r(4, 4)), c("cc", r(4)), c("s", r(4, lo=0.5, hi=2)), c("bb", r(4)),
+                        c("mu", r(4)), c("var", r(4, lo=0.1, hi=2))]))
+
+
+def fusion_side_path():  # b reaches the group directly (d) and through a Transpose (t -> c)
+    return Case([N("Relu", ["x"], ["a"]), N("Exp", ["x"], ["b"]), N("Transpose", ["b"], ["t"]),
+                 N("Add", ["a", "t"], ["c"]), N("Add", ["c", "b"], ["y"])],
+                [("x", r(3, 3))], [("y", F)])
+
+
+case(401)(fusion_side_path)
+
+
+def slice_back_past_start():  # shape [2, ?][-3::-1] (before the start, step -1): empty
+    return Case([N("NonZero", ["x"], ["nz"]), N("Shape", ["nz"], ["s"]),
+                 N("Slice", ["s", "st", "en", "ax", "sp"], ["t"]),
+                 N("Concat", ["t", "k"], ["y"], axis=0)],
+                [("x", r(3, 4))], [("y", I64)],
+                [c("st", np.array([-3], np.int64)), c("en", np.array([-9], np.int64)),
+                 c("ax", np.array([0], np.int64)), c("sp", np.array([-1], np.int64)),
+                 c("k", np.array([7], np.int64))])
+
+
+case(402)(slice_back_past_start)
+
+
+def if_reads_fused():  # the If reads a, which joins a group that waits for the Transpose
+    then_g = H.make_graph([N("Neg", ["a"], ["o1"])], "then", [],
+                          [H.make_tensor_value_info("o1", F, None)])
+    else_g = H.make_graph([N("Exp", ["a"], ["o2"])], "else", [],
+                          [H.make_tensor_value_info("o2", F, None)])
+    return Case([N("Relu", ["x"], ["a"]), N("If", ["cond"], ["o"], then_branch=then_g,
+                                            else_branch=else_g),
+                 N("Transpose", ["x"], ["t"]), N("Add", ["a", "t"], ["c"]),
+                 N("Add", ["c", "o"], ["y"])],
+                [("x", r(3, 3)), ("cond", np.array(True))], [("y", F)])
+
+
+case(403)(if_reads_fused)
+case(404)(lambda: Case([N("Relu", ["x"], ["a"]), N("Add", ["a", "a"], ["d"]),  # d: read by no one
+                        N("Exp", ["a"], ["y"])], [("x", r(4))], [("y", F)]))
+case(405)(lambda: Case([N("Split", ["x"], ["a1", "b1"], axis=0),
+                        N("Split", ["x"], ["a2", "b2"], axis=0), N("Sub", ["a1", "b2"], ["y"])],
+                       [("x", r(6))], [("y", F)]))
+
+
+def if_reads_member():  # the If reads a (a member) and feeds the Add that would join a's group
+    then_g = H.make_graph([N("Neg", ["a"], ["o1"])], "then", [],
+                          [H.make_tensor_value_info("o1", F, [3, 3])])
+    else_g = H.make_graph([N("Exp", ["a"], ["o2"])], "else", [],
+                          [H.make_tensor_value_info("o2", F, [3, 3])])
+    return Case([N("Relu", ["x"], ["a"]), N("If", ["cond"], ["o"], then_branch=then_g,
+                                            else_branch=else_g),
+                 N("Add", ["a", "o"], ["y"])],
+                [("x", r(3, 3)), ("cond", np.array(True))], [("y", F)])
+
+
+case(406)(if_reads_member)
+case(407)(lambda: Case([N("Shape", ["x"], ["y"], start=1)], [("x", r(2, 3, 4))], [("y", I64)],
+                       opset=15))
+
 
 def main():
     ap = argparse.ArgumentParser()

@@ -67,7 +67,10 @@ void kiln_uses_compute(const kiln_graph *g, kiln_uses *out) {
     const kiln_node *n = &g->nodes.data[i];
     for (int k = 0; k < n->n_inputs; k++) {
       int v = n->inputs[k];
-      if (v >= 0 && v < nv) out->count[v]++, out->last[v] = i;
+      /* mutant 404: readers counted, not reads (a node reading v twice counts once) */
+      if (v < 0 || v >= nv) continue;
+      out->count[v] += !(KILN_MUTANT(404) && out->last[v] == i);
+      out->last[v] = i;
     }
     kiln_outer_iter it = kiln_outer_reads(g, n);
     for (int v; kiln_outer_next(&it, &v);) /* mutant 376: counted, but not pinned */
@@ -168,7 +171,8 @@ static void node_edges(const kiln_graph *g, const kiln_groups *s, int i, edges *
   kiln_outer_iter it = kiln_outer_reads(g, n);
   for (int k = 0, v;; k++) {
     if (k < n->n_inputs) v = n->inputs[k];
-    else if (!kiln_outer_next(&it, &v)) break;
+    else if (KILN_MUTANT(403) || !kiln_outer_next(&it, &v)) /* mutant 403: no subgraph edges */
+      break;
     int from = producer_group(g, s, v, i);
     if (from < 0) continue;
     if (fill) e->to[e->start[from] + fill[from]++] = to;

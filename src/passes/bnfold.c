@@ -160,7 +160,8 @@ static kiln_status fold_gemm(kiln_rw *rw, int gemm, int bn, bool *done) {
   float beta;
   bn_params p;
   *done = false;
-  kiln_status st = kiln_node_int(gn, "transB", 0, &trans_b);
+  /* mutant 400: transB read from the transA attribute (the name of the line above it in Gemm) */
+  kiln_status st = kiln_node_int(gn, KILN_MUTANT(400) ? "transA" : "transB", 0, &trans_b);
   if (!st) st = kiln_node_float(gn, "beta", 1.0f, &beta);
   kiln_status_free(st);
   if (st || !w || w->rank != 2 || !kiln_dtype_is_float(w->dtype) ||

@@ -188,7 +188,7 @@ static bool merge_node(kiln_rw *rw, int first, int dup) {
     if (vb >= 0 && rw->uses[vb] > 0 && !kiln_rw_can_replace(rw, vb, va) && !KILN_MUTANT(91))
       return false; /* mutant 91: merged although an output cannot move */
   }
-  for (int k = 0; k < b->n_outputs; k++)
+  for (int k = 0; k < (KILN_MUTANT(405) ? 1 : b->n_outputs); k++) /* mutant 405: output 0 only */
     if (b->outputs[k] >= 0 && rw->uses[b->outputs[k]] > 0)
       kiln_rw_replace(rw, b->outputs[k], a->outputs[KILN_MUTANT(260) ? 0 : k]); /* mutant 260 */
   kiln_rw_kill_node(rw, dup);

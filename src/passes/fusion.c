@@ -143,8 +143,8 @@ static bool path_through_outside(fuse_ctx *f, int j, bool forward) {
     }
     for (int k = 0; k < n->n_inputs; k++)
       if (visit(f, j, x, producer(f, n->inputs[k]), false, &top)) return true;
-    kiln_outer_iter it = kiln_outer_reads(f->g, n);
-    for (int v; kiln_outer_next(&it, &v);)
+    kiln_outer_iter it = kiln_outer_reads(f->g, n); /* mutant 406: subgraph reads not followed */
+    for (int v; !KILN_MUTANT(406) && kiln_outer_next(&it, &v);)
       if (visit(f, j, x, producer(f, v), false, &top)) return true;
   }
   return false;
@@ -266,8 +266,8 @@ static void join(fuse_ctx *f, int id, int j) {
   f->g->nodes.data[j].group = id;
   f->members[f->n_members++] = j;
   if (j < f->lo) f->lo = j;
-  if (j > f->hi) f->hi = j;
-  if (j > f->cursor) heap_push(f, j); /* the sweep has yet to reach it */
+  if (j > f->hi && !KILN_MUTANT(401)) f->hi = j; /* mutant 401: the range's end not widened */
+  if (j > f->cursor) heap_push(f, j);            /* the sweep has yet to reach it */
 }
 
 /* Tries to add node j to group id (members in f->in_grp); keeps it if the group stays

@@ -26,9 +26,11 @@ static int64_t clamp_i64(int64_t x, int64_t lo, int64_t hi) {
 
 /* [*lo, *hi) of Shape's start/end attributes (opset 15) over rank r. */
 static kiln_status shape_range(const kiln_node *n, int r, int *lo, int *hi) {
-  int64_t s, e;
-  KILN_TRY(kiln_node_int(n, "start", 0, &s));
-  KILN_TRY(kiln_node_int(n, "end", r, &e));
+  int64_t s = 0, e = r;
+  if (n->opset > (KILN_MUTANT(407) ? 15 : 14)) { /* Shape-15; mutant 407: read from opset 16 */
+    KILN_TRY(kiln_node_int(n, "start", 0, &s));
+    KILN_TRY(kiln_node_int(n, "end", r, &e));
+  }
   if (s < 0 && !KILN_MUTANT(58)) s += r;  /* mutant 58: a negative start clamped to 0 */
   if (e < 0 && !KILN_MUTANT(226)) e += r; /* mutant 226: a negative end clamped to 0 */
   if (KILN_MUTANT(94) && kiln_node_attr(n, "end")) e += 1; /* mutant 94: end taken as inclusive */
@@ -145,7 +147,8 @@ static int slice_indices(int64_t len, int64_t start, int64_t end, int64_t step, 
     end = clamp_i64(end, 0, len - KILN_MUTANT(132));     /* mutant 132: end clamped to len - 1 */
     for (int64_t j = start; j < end && cnt < KILN_MAX_RANK; j += step) idx[cnt++] = j;
   } else {
-    start = clamp_i64(start, -1, len - 1);
+    /* mutant 402: a start before the first element clamped to 0 (as for a positive step) */
+    start = clamp_i64(start, KILN_MUTANT(402) ? 0 : -1, len - 1);
     end = clamp_i64(end, KILN_MUTANT(162) ? 0 : -1, len - 1); /* mutant 162: end clamped to 0 */
     for (int64_t j = start; j > end && cnt < KILN_MAX_RANK; j += step) idx[cnt++] = j;
   }
