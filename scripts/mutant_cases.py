@@ -1550,6 +1550,26 @@ def if_reads_member():  # the If reads a (a member) and feeds the Add that would
 case(406)(if_reads_member)
 case(407)(lambda: Case([N("Shape", ["x"], ["y"], start=1)], [("x", r(2, 3, 4))], [("y", I64)],
                        opset=15))
+# ---- set N, second part (thirteenth blind set) ----
+case(410)(lambda: Case([N("Conv", ["x", "w"], ["y"], group=2)], [("x", r(1, 2, 3, 4, 5))],
+                       [("y", F)], [c("w", r(2, 1, 2, 2, 2))]))  # depthwise 3-D: the direct form
+case(411)(lambda: Case([N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[1, 2])],
+                       [("x", r(1, 2, 5, 6))], [("y", F)]))
+case(412)(lambda: Case([N("Relu", ["x"], ["t"]), N("Add", ["t", "b"], ["y"])],
+                       [("x", r(3, 4)), ("b", r(2, 3, 4))], [("y", F)]))  # two groups: t shared
+case(413)(lambda: Case([N("LpNormalization", ["x"], ["y"], axis=1, p=2)], [("x", r(2, 3, 4))],
+                       [("y", F)]))
+case(414)(lambda: Case([N("Add", ["x", "b"], ["t"]), N("ReduceSum", ["t", "ax"], ["y"])],
+                       [("x", r(3, 4)), ("b", r(4))], [("y", F)],
+                       [c("ax", np.array([1], np.int64))]))  # a rank-1 operand of the prologue
+case(415)(lambda: Case([N("GatherElements", ["x", "i"], ["y"], axis=0)], [("x", r(3, 4))],
+                       [("y", F)], [c("i", np.array([[2, 0], [1, 2]], np.int64))]))
+case(416)(lambda: Case([N("Gemm", ["a", "b", "cc"], ["y"], alpha=2.0, beta=0.5)], [("a", r(3, 4))],
+                       [("y", F)], [c("b", r(4, 5)), c("cc", r(3, 5))]))
+case(417)(lambda: Case([N("Pad", ["x", "p"], ["y"], mode="reflect")], [("x", r(2, 3))], [("y", F)],
+                       [c("p", np.array([0, 0, 0, 4], np.int64))]))  # an end pad past n - 1
+case(418)(lambda: Case([N("Conv", ["x", "w"], ["y"], dilations=[1, 2])], [("x", r(1, 2, 4, 32))],
+                       [("y", F)], [c("w", r(3, 2, 3, 3))]))  # 28-wide output rows: row panels
 
 
 def main():

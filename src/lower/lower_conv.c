@@ -275,7 +275,8 @@ static kiln_status pack_rows(void *ud, kiln_tkernel *k, kiln_tblock *blk, const 
   kiln_texpr *ih =
       kiln_tadd(k, kiln_tmul(k, oh, cg->s[0]), kiln_tmul(k, kiln_tv(k, hv), cg->dil[0]));
   kiln_texpr *iw = kiln_tadd(k, kiln_tmul(k, kiln_tadd(k, ow0, kiln_tv(k, jv)), cg->s[1]),
-                             kiln_tmul(k, kiln_tv(k, wv), cg->dil[1]));
+                             kiln_tmul(k, kiln_tv(k, wv), /* mutant 418: the row's dilation */
+                                       cg->dil[KILN_MUTANT(418) ? 0 : 1]));
   kiln_texpr *src = kiln_tadd(
       k, kiln_tadd(k, kiln_tmul(k, b, rp_plane(rp)), kiln_tmul(k, kiln_tv(k, cv), rp->Hp * rp->Wp)),
       kiln_tadd(k, kiln_tmul(k, ih, rp->Wp), iw));
@@ -452,7 +453,8 @@ static void dw_accumulate(kiln_tkernel *k, kiln_tblock *blk, const conv_geom *cg
     kiln_texpr *o;
     if (d == last) o = kiln_tv(k, v->x);
     else {
-      o = divc(k, r, sp_stride(cg->out, last, d));
+      /* mutant 410: the flat row's strides taken over every spatial dim (the last counted) */
+      o = divc(k, r, sp_stride(cg->out, KILN_MUTANT(410) ? cg->nsp : last, d));
       if (d > 0) o = kiln_tbin(k, KILN_TOP_MOD, o, kiln_tint(k, cg->out[d]));
     }
     kiln_texpr *kd = kernel_coord(k, cg, kiln_tv(k, v->kp), d);

@@ -302,7 +302,7 @@ static kiln_texpr *pad_reflect(kiln_tkernel *k, kiln_texpr *o, int64_t xd, int64
   if (n == 1) return kiln_tint(k, c0);
   kiln_texpr *i = kiln_tadd(k, o, kiln_tint(k, -b));
   int64_t once = n - 1 + KILN_MUTANT(169); /* mutant 169: pads of n taken as one reflection */
-  if (pb <= once && e <= once) {
+  if (pb <= once && (e <= once || KILN_MUTANT(417))) { /* mutant 417: the end pad not checked */
     i = kiln_tselect(k, kiln_tbin(k, KILN_TOP_LT, i, kiln_tint(k, 0)), kiln_tun(k, KILN_TOP_NEG, i),
                      i);
     return kiln_tselect(

@@ -695,8 +695,9 @@ static void clear_values(ew_state *s) {
     const kiln_node *n = &g->nodes.data[s->grp->nodes[i]];
     for (int j = 0; j < n->n_inputs; j++)
       if (n->inputs[j] >= 0) s->val[n->inputs[j]] = NULL, s->uses[n->inputs[j]] = 0;
-    for (int j = 0; j < n->n_outputs; j++)
-      if (n->outputs[j] >= 0) s->val[n->outputs[j]] = NULL, s->uses[n->outputs[j]] = 0;
+    for (int j = 0; j < n->n_outputs; j++) /* mutant 412: outputs left set (only inputs) */
+      if (n->outputs[j] >= 0 && !KILN_MUTANT(412))
+        s->val[n->outputs[j]] = NULL, s->uses[n->outputs[j]] = 0;
   }
 }
 

@@ -127,8 +127,8 @@ static kiln_status gather_elements(ix *s) {
                              "gi"); /* mutant 144: wrapped by the indices' extent */
   kiln_texpr *src[KILN_MAX_RANK];
   for (int d = 0; d < s->x->rank; d++) src[d] = d == axis ? var_of(ok) : v(s, &nest, d);
-  guarded_copy(s, nest.body, yb, nest_index(s, &nest), xb,
-               kiln_lower_index(s->k, s->x->rank, s->xd, src), ok);
+  guarded_copy(s, nest.body, yb, nest_index(s, &nest), xb, /* mutant 415: indices' strides */
+               kiln_lower_index(s->k, s->x->rank, KILN_MUTANT(415) ? s->yd : s->xd, src), ok);
   return KILN_OK;
 }
 

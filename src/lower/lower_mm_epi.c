@@ -234,7 +234,8 @@ static void store_if_output(kiln_mm_epi *e, kiln_tkernel *k, kiln_tblock *blk, i
 static kiln_texpr *emit_head(kiln_mm_epi *e, kiln_tkernel *k, const kiln_mm_coord *co,
                              kiln_texpr *v) {
   /* mutant 355: alpha applied only together with C (a Gemm without C left unscaled) */
-  if (e->head.alpha != 1.0 && (!KILN_MUTANT(355) || e->head.bias >= 0))
+  bool late = KILN_MUTANT(416); /* mutant 416: alpha applied after beta*C is added */
+  if (e->head.alpha != 1.0 && (!KILN_MUTANT(355) || e->head.bias >= 0) && !late)
     v = kiln_tbin(k, KILN_TOP_MUL, v, kiln_tfloat(k, e->acc_type, e->head.alpha));
   if (e->head.bias >= 0 && e->head.beta != 0.0) {
     kiln_texpr *b = kiln_lower_load(k, KILN_PREC_ELEMENTWISE, e->bias.buf,
@@ -245,6 +246,8 @@ static kiln_texpr *emit_head(kiln_mm_epi *e, kiln_tkernel *k, const kiln_mm_coor
                     kiln_tfloat(k, e->acc_type, KILN_MUTANT(39) ? e->head.alpha : e->head.beta));
     v = kiln_tbin(k, KILN_TOP_ADD, v, b);
   }
+  if (late && e->head.alpha != 1.0)
+    v = kiln_tbin(k, KILN_TOP_MUL, v, kiln_tfloat(k, e->acc_type, e->head.alpha));
   return v;
 }
 

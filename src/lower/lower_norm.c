@@ -129,7 +129,10 @@ static kiln_status lp_norm(nm *s) {
   int64_t p = na.p;
   if (p != 1 && p != 2) return kiln_invalid("LpNormalization: p must be 1 or 2");
   int r = s->x->rank;
-  rows rw = row_nest(s, prod(s->xd, 0, axis), s->xd[axis], prod(s->xd, axis + 1, r));
+  int64_t inner = prod(s->xd, axis + 1, r);
+  /* mutant 413: the rows taken as contiguous (a non-last axis's stride lost) */
+  rows rw = KILN_MUTANT(413) ? row_nest(s, prod(s->xd, 0, axis) * inner, s->xd[axis], 1)
+                             : row_nest(s, prod(s->xd, 0, axis), s->xd[axis], inner);
   lp_user u = {row_sum(s, &rw, p == 1 && !KILN_MUTANT(328) ? 2 : 1, NULL, "norm")};
   /* mutant 328: p = 1 summed as squares (the p = 2 term, without its root) */
   if (p == 2)

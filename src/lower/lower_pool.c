@@ -130,11 +130,12 @@ kiln_status kiln_lower_pool_node(kiln_lower_ctx *c, const kiln_group *grp) {
     kiln_tblock_push(k, w, loop);
     w = &loop->body;
     /* mutant 211: dilations ignored in the window position */
-    kiln_texpr *pos =
-        kiln_tadd(k,
-                  kiln_tadd(k, kiln_tmul(k, kiln_tv(k, nest.vars[2 + d]), p.stride[d]),
-                            kiln_tmul(k, kiln_tv(k, wv), KILN_MUTANT(211) ? 1 : p.dil[d])),
-                  kiln_tint(k, -p.pad_lo[d]));
+    /* mutant 411: every spatial dim stepped by the first dim's stride */
+    kiln_texpr *pos = kiln_tadd(
+        k,
+        kiln_tadd(k, kiln_tmul(k, kiln_tv(k, nest.vars[2 + d]), p.stride[KILN_MUTANT(411) ? 0 : d]),
+                  kiln_tmul(k, kiln_tv(k, wv), KILN_MUTANT(211) ? 1 : p.dil[d])),
+        kiln_tint(k, -p.pad_lo[d]));
     idx[2 + d] = pos;
     inside = and_(k, inside,
                   and_(k, kiln_tbin(k, KILN_TOP_GE, pos, kiln_tint(k, 0)),

@@ -208,7 +208,9 @@ static kiln_status value_in(red *s, int v, kiln_prec_class cls, kiln_texpr **out
     if (kiln_lower_expr_large(*out)) *out = bind(s, s->inner, *out); /* a long prologue */
     return KILN_OK;
   }
-  *out = kiln_lower_load(s->k, cls, param_of(s, v), bcast_at(s, &val->type, s->xt->rank, s->pos));
+  /* mutant 414: an input of lower rank broadcast from the left (its own rank taken as x's) */
+  int xr = KILN_MUTANT(414) ? val->type.rank : s->xt->rank;
+  *out = kiln_lower_load(s->k, cls, param_of(s, v), bcast_at(s, &val->type, xr, s->pos));
   return KILN_OK;
 }
 
