@@ -1570,6 +1570,43 @@ case(417)(lambda: Case([N("Pad", ["x", "p"], ["y"], mode="reflect")], [("x", r(2
                        [c("p", np.array([0, 0, 0, 4], np.int64))]))  # an end pad past n - 1
 case(418)(lambda: Case([N("Conv", ["x", "w"], ["y"], dilations=[1, 2])], [("x", r(1, 2, 4, 32))],
                        [("y", F)], [c("w", r(3, 2, 3, 3))]))  # 28-wide output rows: row panels
+# ---- set N, third part (thirteenth blind set) ----
+case(420)(lambda: Case([N("Cast", ["x"], ["y"], to=TP.UINT32)],  # u32 values from 2^31 on
+                       [("x", np.array([3e9, 1.5, 2.0**31, 4e9, 7.0, 2147483520.0], np.float32))],
+                       [("y", TP.UINT32)]))
+case(421)(lambda: Case([N("Cast", ["x"], ["y"], to=F)],  # u64 values from 2^63 on
+                       [("x", np.array([2**63 + 2**40, 5, 2**64 - 2**12, 2**62, 12345, 2**63],
+                                       np.uint64))], [("y", F)]))
+case(422)(lambda: Case([N("Max", ["a", "b"], ["y"])],  # a NaN on either side
+                       [("a", np.array([1, np.nan, 3, -np.inf, 0, 2, np.nan, -1], np.float32)),
+                        ("b", np.array([2, 0, np.nan, 1, -0.0, np.inf, 5, -2], np.float32))],
+                       [("y", F)]))
+
+
+def matmul_rounding_residue():  # y[i, i] = a0*b0 - fl(a0*b0): 0 unless one rounding (fma)
+    g = np.random.default_rng(423)
+    a0 = g.uniform(1000, 9000, 20).astype(np.float32)
+    b0 = g.uniform(1000, 9000, 20).astype(np.float32)
+    p = (a0 * b0).astype(np.float32)
+    a = np.stack([-p, a0], 1).astype(np.float32)  # [20, 2]
+    b = np.stack([np.ones(20, np.float32), b0], 0).astype(np.float32)  # [2, 20]: B in place
+    return Case([N("MatMul", ["a", "b"], ["y"])], [("a", a), ("b", b)], [("y", F)])
+
+
+case(423)(matmul_rounding_residue)
+case(424)(lambda: Case([N("ReduceMax", ["x"], ["y"], axes=[1], keepdims=0)],  # a row of -inf
+                       [("x", np.array([[1, 2, 3, 4], [-np.inf] * 4, [-np.inf, -5, 0.5, -np.inf]],
+                                       np.float32))], [("y", F)], opset=13))
+
+
+def int64_to_f32_minus_exact():  # Cast(x) - fl32(x): 0 when rounded once, 2^37 off through double
+    x = np.array([2**60 + 2**36 + 1, -(2**60 + 2**36 + 1), 12345, 2**40 + 2**16 + 1, -7,
+                  2**62 + 2**38 + 3], np.int64)
+    return Case([N("Cast", ["x"], ["t"], to=F), N("Sub", ["t", "c"], ["y"])], [("x", x)],
+                [("y", F)], [c("c", x.astype(np.float32))])
+
+
+case(425)(int64_to_f32_minus_exact)
 
 
 def main():

@@ -472,6 +472,10 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
     x = s, dbl = "";
   }
   if (to == KILN_BOOL) s = str_printf("(%s != 0)", x);
+  else if ((to == KILN_F32 || to == KILN_F64) && from == KILN_U64 && KILN_MUTANT(421))
+    s = str_printf("((%s)(int64_t)%s)", kiln_render_ctype(to), x); /* mutant 421: u64 signed */
+  else if (to == KILN_F32 && from == KILN_I64 && KILN_MUTANT(425))
+    s = str_printf("((float)(double)%s)", x); /* mutant 425: int64 to f32 through double */
   else if (to == KILN_F32 || to == KILN_F64) s = str_printf("((%s)%s)", kiln_render_ctype(to), x);
   else if (to == KILN_F16 && (from == KILN_F32 || (KILN_MUTANT(310) && from == KILN_F64)))
     s = str_printf("kiln_f32_to_f16(%s)", x); /* mutant 310: f64 through the f32 helper */
@@ -485,6 +489,9 @@ static char *convert_text(kiln_dtype from, kiln_dtype to, char *x) {
     s = str_printf(is_fp(from) ? "((uint8_t)(kiln_f64_to_bits(%s%s) & %s))"
                                : "((uint8_t)((uint64_t)%s%s & %s))",
                    is_fp(from) ? dbl : "", x, to == KILN_I4 || to == KILN_U4 ? "0xF" : "0x3");
+  /* mutant 420: a float to an integer of 4 bytes or less through (int32_t) (u32 from 2^31) */
+  else if (is_fp(from) && KILN_MUTANT(420) && kiln_dtype_size(to) <= 4)
+    s = str_printf("((%s)(int32_t)%s)", kiln_render_ctype(to), x);
   else if (is_fp(from)) /* mutant 146: the value passed through float (f64 loses its low bits) */
     s = str_printf("((%s)kiln_f64_to_bits(%s%s))", kiln_render_ctype(to),
                    KILN_MUTANT(146) ? "(float)" : dbl, x);
@@ -688,13 +695,17 @@ kiln_status kiln_render_mma_loops(kiln_render *r, const kiln_tstmt *s) {
   kiln_render_line(r, "    for (int64_t kiln_p = 0; kiln_p < %lld; kiln_p++) {", (long long)m->k);
   kiln_strbuf b = {0};
   kiln_strbuf_printf(&b, "      kiln_acc = ");
-  if (is_fp(ct)) /* mutant 149: the float fma for every float type */
+  /* mutant 423: the float accumulation as acc + a * b (two roundings, no fma) */
+  bool fused = is_fp(ct) && !KILN_MUTANT(423);
+  if (fused) /* mutant 149: the float fma for every float type */
     kiln_strbuf_printf(&b, "%s(", ct == KILN_F32 || KILN_MUTANT(149) ? "fmaf" : "fma");
+  else if (is_fp(ct)) kiln_strbuf_printf(&b, "(kiln_acc + ");
   else kiln_strbuf_printf(&b, "(%s)(kiln_acc + (%s)", cty, wrap_type(ct));
   mma_operand(r, m->a_buf, ct, aidx, &b);
-  kiln_strbuf_printf(&b, is_fp(ct) ? ", " : " * (%s)", wrap_type(ct));
+  if (is_fp(ct)) kiln_strbuf_printf(&b, fused ? ", " : " * ");
+  else kiln_strbuf_printf(&b, " * (%s)", wrap_type(ct));
   mma_operand(r, m->b_buf, ct, bidx, &b);
-  kiln_strbuf_printf(&b, is_fp(ct) ? ", kiln_acc);" : ");");
+  kiln_strbuf_printf(&b, fused ? ", kiln_acc);" : ");");
   kiln_render_line(r, "%s", b.data);
   kiln_strbuf_free(&b);
   kiln_render_line(r, "    }");

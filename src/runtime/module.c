@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/mutate.h"
 #include "runtime.h"
 
 extern char **environ;
@@ -512,7 +513,9 @@ static kiln_status build_init(build *b, const kiln_cc_opts *o, const char *cache
   KILN_TRY(probe_compiler(b->cc, &b->pr));
   /* GCC 12 vectorizes the epilogue of an `omp simd` loop of guarded 64-bit loads wrongly with
    * AVX2 (a constant Pad of u64 lost elements); epilogues stay scalar where the flag exists */
-  kiln_strbuf_printf(&b->flags, "-O2 -march=native -fPIC%s%s%s%s", b->pr.openmp ? " -fopenmp" : "",
+  /* mutant 422: the kernels built with -ffast-math (NaN, infinities and -0 assumed away) */
+  kiln_strbuf_printf(&b->flags, "-O2 -march=native -fPIC%s%s%s%s%s",
+                     KILN_MUTANT(422) ? " -ffast-math" : "", b->pr.openmp ? " -fopenmp" : "",
                      b->pr.gcc_params ? " --param vect-epilogues-nomask=0" : "",
                      o->cflags ? " " : "", o->cflags ? o->cflags : "");
   return KILN_OK;

@@ -126,7 +126,12 @@ kiln_status kiln_codegen_c_prelude(const kiln_codegen_opts *o, kiln_strbuf *out)
                      "-march=native -fPIC -shared [-fopenmp] -lm). */\n",
                      isa[o->isa], KILN_CODEGEN_C_FLAGS);
   if (o->isa == KILN_ISA_GENERIC) kiln_strbuf_printf(out, "#define KILN_GENERIC 1\n");
-  kiln_strbuf_append(out, c_prelude_head, sizeof c_prelude_head - 1);
+  const char *inf = strstr(c_prelude_head, "#define KILN_INFF ((float)INFINITY)");
+  if (KILN_MUTANT(424) && inf) { /* mutant 424: the f32 infinity defined as the largest float */
+    kiln_strbuf_append(out, c_prelude_head, (size_t)(inf - c_prelude_head));
+    kiln_strbuf_printf(out, "#define KILN_INFF 0x1.fffffep+127f%s",
+                       inf + strlen("#define KILN_INFF ((float)INFINITY)"));
+  } else kiln_strbuf_append(out, c_prelude_head, sizeof c_prelude_head - 1);
   kiln_render_helpers(out);
   const char *mask = strstr(c_prelude_vec, "(unsigned short)0xFFFF");
   if (KILN_MUTANT(394) && mask) { /* mutant 394: the 512-bit FMA's lane mask of 8 lanes */
