@@ -28,6 +28,24 @@ static bool legacy_broadcast(const kiln_node *n) {
   return n->opset < (KILN_MUTANT(342) ? 6 : 7) && a && a->kind == KILN_ATTR_INT && a->i != 0;
 }
 
+static bool is_f8(kiln_dtype t) {
+  return t == KILN_F8E4M3FN || t == KILN_F8E4M3FNUZ || t == KILN_F8E5M2 || t == KILN_F8E5M2FNUZ;
+}
+
+/* A type this node may load or store. float8 values are storage only: no ONNX operator other
+ * than the conversions computes on them, so Cast and CastLike take them (the tile IR's casts
+ * and the C helpers decode exactly and encode with one rounding to nearest even); a cast to
+ * float8 with saturate=0 (out of range gives NaN or infinity, not the largest finite value)
+ * is left to the reference kernel, as the helpers saturate. */
+static bool ew_dtype_ok(const kiln_node *n, kiln_dtype t) {
+  if (kiln_lower_dtype_ok(t)) return true;
+  if (!is_f8(t) || (n->op != KILN_OP_Cast && n->op != KILN_OP_CastLike)) return false;
+  kiln_attrs_cast ca;
+  kiln_status st = kiln_attrs_cast_decode(n, &ca);
+  if (st) return kiln_status_free(st), false;
+  return ca.saturate;
+}
+
 bool kiln_lower_is_elementwise(const kiln_graph *g, const kiln_node *n) {
   kiln_ew_dtypes c = class_of(n->op);
   if (c == KILN_EWD_NONE || n->n_outputs < 1 || n->outputs[0] < 0 || legacy_broadcast(n))
@@ -36,11 +54,11 @@ bool kiln_lower_is_elementwise(const kiln_graph *g, const kiln_node *n) {
     if (n->outputs[k] >= 0) return false;
   if (!kiln_lower_node_static(g, n)) return false;
   const kiln_type *out = kiln_lower_static(g, n->outputs[0]);
-  if (!kiln_lower_dtype_ok(out->dtype)) return false;
+  if (!ew_dtype_ok(n, out->dtype)) return false;
   for (int k = 0; k < n->n_inputs; k++) {
     if (n->inputs[k] < 0) continue;
     const kiln_type *t = kiln_lower_static(g, n->inputs[k]);
-    if (!kiln_lower_dtype_ok(t->dtype)) return false;
+    if (!ew_dtype_ok(n, t->dtype)) return false;
     bool data = !(n->op == KILN_OP_Where && k == 0) && !(n->op == KILN_OP_Pow && k == 1) &&
                 !(n->op == KILN_OP_CastLike && k == 1);
     if (data && !kiln_ew_dtypes_take(c, t->dtype)) return false;

@@ -28,6 +28,20 @@ static kiln_status decline(kiln_lower_ctx *c, const kiln_node *n) {
   }
   for (int i = 0; i < n->n_inputs; i++) {
     const kiln_type *t = n->inputs[i] >= 0 ? kiln_lower_static(c->g, n->inputs[i]) : NULL;
+    if (t && !kiln_lower_dtype_ok(t->dtype) && !kiln_dtype_is_float(t->dtype))
+      return kiln_unsupported("no lowering for %s of %s", n->op_type, kiln_dtype_name(t->dtype));
+  }
+  const kiln_type *y =
+      n->n_outputs > 0 && n->outputs[0] >= 0 ? kiln_lower_static(c->g, n->outputs[0]) : NULL;
+  if ((n->op == KILN_OP_Cast || n->op == KILN_OP_CastLike) && y && !kiln_lower_dtype_ok(y->dtype))
+    return kiln_unsupported(kiln_dtype_bits(y->dtype) == 8 && kiln_dtype_is_float(y->dtype) &&
+                                    y->dtype != KILN_F8E8M0
+                                ? "no lowering for %s to %s with saturate=0 (the compiled "
+                                  "float8 conversions saturate)"
+                                : "no lowering for %s to %s",
+                            n->op_type, kiln_dtype_name(y->dtype));
+  for (int i = 0; i < n->n_inputs; i++) {
+    const kiln_type *t = n->inputs[i] >= 0 ? kiln_lower_static(c->g, n->inputs[i]) : NULL;
     if (t && !kiln_lower_dtype_ok(t->dtype))
       return kiln_unsupported("no lowering for %s of %s", n->op_type, kiln_dtype_name(t->dtype));
   }

@@ -87,11 +87,23 @@ static void test_fallback_reasons(void) {
   if (strcmp(why, want)) fprintf(stderr, "Det: '%s'\n", why);
   CHECK(strcmp(why, want) == 0);
   /* a family lowering that has no compute definition for the node's types declines */
-  fallback_reason("graph @c(%x: f32[4]) -> (%y: f8e4m3fn[4]) {\n  opset \"\" 21\n"
-                  "  %y = Cast(%x) {to=17} : f8e4m3fn[4]\n  return %y\n}\n",
+  fallback_reason("graph @c(%x: f32[4]) -> (%y: i4[4]) {\n  opset \"\" 21\n"
+                  "  %y = Cast(%x) {to=22} : i4[4]\n  return %y\n}\n",
                   why, sizeof why);
   if (!strstr(why, "Cast")) fprintf(stderr, "Cast: '%s'\n", why);
-  CHECK(strstr(why, "no lowering for Cast") != NULL);
+  CHECK(strstr(why, "no lowering for Cast to i4") != NULL);
+  /* float8 casts are lowered when they saturate (the default), not when they do not */
+#define F8_CAST(SAT)                                                                               \
+  "graph @c(%x: f32[4]) -> (%y: f8e4m3fn[4], %z: f16[4]) {\n  opset \"\" 21\n"                     \
+  "  %y = Cast(%x) {to=17" SAT "} : f8e4m3fn[4]\n"                                                 \
+  "  %z = Cast(%y) {to=10} : f16[4]\n  return %y, %z\n}\n"
+  fallback_reason(F8_CAST(""), why, sizeof why);
+  if (why[0]) fprintf(stderr, "Cast to f8: '%s'\n", why);
+  CHECK(why[0] == '\0');
+  fallback_reason(F8_CAST(", saturate=0"), why, sizeof why);
+  if (!strstr(why, "saturate=0")) fprintf(stderr, "Cast to f8, saturate=0: '%s'\n", why);
+  CHECK(strstr(why, "no lowering for Cast to f8e4m3fn with saturate=0") != NULL);
+#undef F8_CAST
   /* a reduction over an empty extent: the family lowering says the input is empty */
   fallback_reason("graph @r(%x: f32[2,0]) -> (%y: f32[2,1]) {\n  opset \"\" 17\n"
                   "  %y = ReduceMax(%x) {axes=[1]} : f32[2,1]\n  return %y\n}\n",
