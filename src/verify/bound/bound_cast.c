@@ -256,8 +256,9 @@ kiln_status kiln_bnd_cast(bnd_node *b) {
       continue;
     }
     bool normal = isfinite(xv) && isfinite(r) && fabs(r - xv) <= u * fabs(xv) + tiny;
-    yd[i] = normal ? xv : r;
-    bool same = ev == 0 && r == xv; /* an exact input that converts exactly */
+    yd[i] = normal && xv != 0 ? xv : r; /* a zero is exact, with the target's sign (the
+                                            float8 "uz" types have no -0) */
+    bool same = ev == 0 && r == xv;     /* an exact input that converts exactly */
     ed[i] = isfinite(yd[i]) && !same ? ev * (1 + u) + u * fabs(xv) + tiny : 0;
     if (!normal && isfinite(xv) && ev > 0) unstable++;
   }
