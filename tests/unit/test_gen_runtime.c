@@ -208,7 +208,7 @@ static void test_rnn_near_copies(void) {
 
 /* Forms drawn since the set M measurement, each at a rate a campaign reaches within seconds:
  * Slice ranges that are empty on an axis, ReduceL1 and ReduceSumSquare of integers, Convs
- * with wide rows, MatMul epilogues that read a residual. */
+ * with wide rows, MatMul epilogues that read a residual, casts to float8. */
 static int count_forms(const char *ops, uint64_t seed,
                        bool (*hit)(const kiln_graph *, const kiln_node *)) {
   kiln_gen_opts o;
@@ -263,18 +263,33 @@ static bool residual(const kiln_graph *g, const kiln_node *n) {
   return false;
 }
 
+/* A cast to a float8 type (cast8_island), and of those the ones that saturate (the compiled
+ * ones: the others fall back). */
+static bool f8_cast(const kiln_graph *g, const kiln_node *n) {
+  if (n->op != KILN_OP_Cast) return false;
+  kiln_dtype t = vtype(g, n->outputs[0])->dtype;
+  return t == KILN_F8E4M3FN || t == KILN_F8E4M3FNUZ || t == KILN_F8E5M2 || t == KILN_F8E5M2FNUZ;
+}
+
+static bool f8_cast_sat(const kiln_graph *g, const kiln_node *n) {
+  const kiln_attr *a = kiln_node_attr(n, "saturate");
+  return f8_cast(g, n) && (!a || a->i != 0);
+}
+
 static void test_widened_forms(void) {
   int e = count_forms("Slice", 15, empty_slice),
       l1 = count_forms("ReduceL1,ReduceSumSquare", 16, int_l1),
-      w = count_forms("Conv", 17, wide_conv), r = count_forms("MatMul", 18, residual);
+      w = count_forms("Conv", 17, wide_conv), r = count_forms("MatMul", 18, residual),
+      f8 = count_forms("Cast,Add", 19, f8_cast), f8s = count_forms("Cast,Add", 19, f8_cast_sat);
   fprintf(stderr,
           "in 300 graphs each: %d empty Slices, %d integer L1/SumSquare, %d wide Convs, "
-          "%d MatMul residuals\n",
-          e, l1, w, r);
+          "%d MatMul residuals, %d float8 casts (%d saturating)\n",
+          e, l1, w, r, f8, f8s);
   CHECK(e >= 10);
   CHECK(l1 >= 20);
   CHECK(w >= 20);
   CHECK(r >= 10);
+  CHECK(f8s >= 8 && f8 >= f8s);
 }
 
 TEST_MAIN(T(test_runtime_shapes), T(test_shape_arith), T(test_aliases), T(test_einsum_near_copies),

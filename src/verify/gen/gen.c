@@ -539,7 +539,10 @@ static void graph_text(const gen *G, const int *outs, int n_outs, kiln_strbuf *b
 /* True when every dim is known or the symbol N (any unknown dim for a value of data-dependent
  * dims, which stands for at most the symbol's bound here), and the value is small enough. */
 static bool type_usable(const gen *G, const kiln_type *t, bool dyn) {
-  bool nibble = t->dtype == KILN_I4 || t->dtype == KILN_U4; /* cast4_island's, never picked */
+  /* cast4_island's and cast8_island's, never picked */
+  bool nibble = t->dtype == KILN_I4 || t->dtype == KILN_U4 || t->dtype == KILN_F8E4M3FN ||
+                t->dtype == KILN_F8E4M3FNUZ || t->dtype == KILN_F8E5M2 ||
+                t->dtype == KILN_F8E5M2FNUZ;
   if (t->kind != KILN_TYPE_TENSOR || t->rank < 0 || (!gen_dt_bit(t->dtype) && !nibble))
     return false;
   int64_t n = 1;

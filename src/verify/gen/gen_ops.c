@@ -401,11 +401,65 @@ static bool cast4_island(gen *G) {
   return true;
 }
 
+/* A float8 island (opset 19 on), as a model quantized to float8 holds one: a float value,
+ * scaled now and then into the range where the format saturates or is subnormal, cast to one
+ * of the four float8 types (saturate written out or not; saturate=0 now and then, which
+ * gives NaN or an infinity out of range), moved or not (Reshape and Identity carry float8
+ * from opset 19, Transpose from 21), and cast back to a float type; the float8 value is a
+ * graph output now and then. The other builders never pick a float8 value. */
+static bool cast8_island(gen *G) {
+  gen_want w = want(DT_FLOAT, 0, 4, DOM_ANY);
+  int x = gen_pick(G, &w);
+  if (x < 0 || gen_v(G, x)->dyn) return false;
+  static const double scales[] = {1, 1, 1.0 / 64, 16, 300, 20000};
+  double sc = scales[gen_int(&G->rng, 0, 5)];
+  if (gen_dtype(G, x) == KILN_F16 && sc > 300) sc = 300; /* f16 ends at 65504 */
+  if (sc != 1) {
+    kiln_type t = gen_v(G, x)->type;
+    t.rank = 0;
+    int in[2] = {x, gen_const_fill(G, &t, sc)};
+    x = gen_emit(G, "Mul", 2, in, 1, "", DOM_ANY, gen_mag(G, x) * sc);
+  }
+  static const kiln_dtype f8[] = {KILN_F8E4M3FN, KILN_F8E4M3FNUZ, KILN_F8E5M2, KILN_F8E5M2FNUZ};
+  kiln_dtype to = f8[gen_int(&G->rng, 0, 3)];
+  char a[64], sat[16] = "";
+  double u = gen_unif(&G->rng);
+  if (u < 0.3) snprintf(sat, sizeof sat, ", saturate=1");
+  else if (u < 0.4) snprintf(sat, sizeof sat, ", saturate=0");
+  int y = gen_emit(G, "Cast", 1, &x, 1, ATTR("to=%d%s", (int)to, sat), DOM_ANY, 57344);
+  int r = gen_v(G, y)->type.rank;
+  switch (gen_int(&G->rng, 0, G->opset >= 21 ? 3 : 2)) {
+  case 0: {
+    int64_t m1 = -1;
+    int in[2] = {y, gen_const_i64(G, 1, &m1, false)};
+    y = gen_emit(G, "Reshape", 2, in, 1, "", DOM_ANY, 57344);
+    break;
+  }
+  case 1: y = gen_emit(G, "Identity", 1, &y, 1, "", DOM_ANY, 57344); break;
+  case 3: {
+    kiln_strbuf p = {0};
+    kiln_strbuf_printf(&p, "perm=[");
+    for (int d = 0; d < r; d++) kiln_strbuf_printf(&p, "%s%d", d ? "," : "", r - 1 - d);
+    kiln_strbuf_printf(&p, "]");
+    y = gen_emit(G, "Transpose", 1, &y, 1, p.data, DOM_ANY, 57344);
+    kiln_strbuf_free(&p);
+    break;
+  }
+  default: break;
+  }
+  if (gen_chance(&G->rng, 0.2)) G->vals.data[y].keep = true;
+  static const kiln_dtype back[] = {KILN_F32, KILN_F16, KILN_BF16, KILN_F64};
+  gen_emit(G, "Cast", 1, &y, 1, ATTR("to=%d", (int)back[gen_int(&G->rng, 0, 3)]), DOM_ANY, 57344);
+  return true;
+}
+
 /* Cast to another generated dtype; float -> int only from small values (truncation near
  * an integer is unstable: the input search redraws). */
 static bool b_cast(gen *G, int op) {
   if (G->opset >= 21 && !strcmp(op_name(op), "Cast") && gen_chance(&G->rng, 0.15))
     return cast4_island(G);
+  if (G->opset >= 19 && !strcmp(op_name(op), "Cast") && gen_chance(&G->rng, 0.2) && cast8_island(G))
+    return true;
   gen_want w = want(DT_ALL, 0, 6, DOM_ANY);
   w.dyn_ok = true; /* extents unknown to the generator stay unknown */
   w.empty_ok = true;
@@ -615,9 +669,12 @@ bool gen_b_chain(gen *G, int op) {
   return any;
 }
 
-/* a = f(x); Add(a, g(a)) with g a Transpose or a reduction: a path through a node that
- * an elementwise group must not swallow (fusion's convexity), and a value used inside and
- * outside a reduction's prologue. */
+/* Paths that leave an elementwise group and come back (fusion's convexity), and a value used
+ * inside and outside a reduction's prologue: a = f(x) and now and then a second member
+ * b = f(x) or f(a); an outside node t = g(m) of one member m (a Transpose or a reduction, which
+ * no elementwise group swallows); c = a member op t; now and then c op the other member, so
+ * that the member that joins last reads the path back (a group's range must widen as members
+ * join, and its search must follow every path out of it). */
 bool gen_b_diamond(gen *G, int op) {
   (void)op;
   int64_t k = gen_int(&G->rng, 2, 6), dims[2] = {k, k};
@@ -628,16 +685,28 @@ bool gen_b_diamond(gen *G, int op) {
     x = gen_new_input(G, &t, DOM_ANY);
   }
   static const char *const f[] = {"Relu", "Exp", "Neg", "Sigmoid", "Tanh"};
-  int a = gen_emit(G, f[gen_int(&G->rng, 0, 4)], 1, &x, 1, "", DOM_ANY, 8);
-  int b;
-  if (gen_chance(&G->rng, 0.5)) b = gen_emit(G, "Transpose", 1, &a, 1, "perm=[1,0]", DOM_ANY, 8);
+  static const char *const bin[] = {"Add", "Mul", "Sub", "Max"};
+  int a = gen_emit(G, f[gen_int(&G->rng, 0, 4)], 1, &x, 1, "", DOM_ANY, 8), b = -1;
+  if (gen_chance(&G->rng, 0.5)) {
+    int from = gen_chance(&G->rng, 0.5) ? x : a;
+    b = gen_emit(G, f[gen_int(&G->rng, 0, 4)], 1, &from, 1, "", DOM_ANY, 8);
+  }
+  int m = b >= 0 && gen_chance(&G->rng, 0.5) ? b : a, other = m == a ? b : a, t;
+  if (gen_chance(&G->rng, 0.5)) t = gen_emit(G, "Transpose", 1, &m, 1, "perm=[1,0]", DOM_ANY, 8);
   else {
     int64_t ax = gen_int(&G->rng, 0, 1);
-    int in[2] = {a, gen_const_i64(G, 1, &ax, false)};
-    b = gen_emit(G, "ReduceSum", 2, in, 1, "keepdims=1", DOM_ANY, 64);
+    int in[2] = {m, gen_const_i64(G, 1, &ax, false)};
+    t = gen_emit(G, "ReduceSum", 2, in, 1, "keepdims=1", DOM_ANY, 64);
   }
-  int in[2] = {a, b};
-  gen_emit(G, gen_chance(&G->rng, 0.5) ? "Add" : "Mul", 2, in, 1, "", DOM_ANY, 600);
+  /* c reads t and a member: the one t came from, or the other */
+  int j = other >= 0 && gen_chance(&G->rng, 0.5) ? other : m;
+  int in[2] = {j, t};
+  if (gen_chance(&G->rng, 0.3)) in[0] = t, in[1] = j;
+  int c = gen_emit(G, bin[gen_int(&G->rng, 0, 1)], 2, in, 1, "", DOM_ANY, 600);
+  if (c >= 0 && gen_chance(&G->rng, 0.5)) { /* back to a member that c did not read */
+    int back[2] = {c, j == m && other >= 0 ? other : m};
+    gen_emit(G, bin[gen_int(&G->rng, 0, 3)], 2, back, 1, "", DOM_ANY, 5000);
+  }
   return true;
 }
 

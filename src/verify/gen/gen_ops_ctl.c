@@ -108,7 +108,16 @@ bool gen_b_if(gen *G, int op) {
   kiln_strbuf_free(&text);
   /* now and then an elementwise op of a after the If: fusion may put a inside a group whose
    * one reader outside it is the branch, and the group must still store a */
+  int u = -1;
   if (!dyn && (fused || gen_chance(&G->rng, 0.3)))
-    gen_emit(G, tame_unary(at.dtype), 1, &a, 1, "", DOM_ANY, gen_mag(G, a));
+    u = gen_emit(G, tame_unary(at.dtype), 1, &a, 1, "", DOM_ANY, gen_mag(G, a));
+  /* now and then the If's result combined elementwise with a (or with the op of a above): a
+   * group that held a and that node would both feed the If and read it, so the If's reads of a
+   * are edges that fusion and the group order must follow */
+  if (!dyn && y >= 0 && gen_chance(&G->rng, 0.35)) {
+    int m = u >= 0 && gen_chance(&G->rng, 0.5) ? u : a, in[2] = {m, y};
+    if (gen_chance(&G->rng, 0.5)) in[0] = y, in[1] = m;
+    gen_emit(G, at.dtype == KILN_BOOL ? "Or" : "Add", 2, in, 1, "", DOM_ANY, 2 * mag + 1);
+  }
   return true;
 }

@@ -146,6 +146,8 @@ kiln_type gen_gemm_c_type(gen *G, kiln_dtype dt, int64_t m, int64_t n, bool m_kn
   }
 }
 
+static void batchnorm_after(gen *G, int y, kiln_dtype dt, int64_t c);
+
 bool gen_b_gemm(gen *G, int op) {
   (void)op;
   int x = pick_float(G, 2, 2, false);
@@ -164,7 +166,10 @@ bool gen_b_gemm(gen *G, int op) {
   ATTR("alpha=%.3g, beta=%.3g, transA=%d, transB=%d",
        gen_attr_chance(G, 0.5) ? 1.0 : 0.5 + gen_attr_unif(G),
        gen_attr_chance(G, 0.5) ? 1.0 : gen_attr_unif(G), ta, tb);
-  gen_emit(G, "Gemm", in[2] >= 0 ? 3 : 2, in, 1, a, DOM_ANY, gen_mag(G, x) * 6 * (double)k + 6);
+  int y =
+      gen_emit(G, "Gemm", in[2] >= 0 ? 3 : 2, in, 1, a, DOM_ANY, gen_mag(G, x) * 6 * (double)k + 6);
+  /* sometimes BatchNormalization of its columns, which bnfold folds into op(B) and C */
+  if (y >= 0 && gen_chance(&G->rng, 0.2)) batchnorm_after(G, y, dt, n);
   return true;
 }
 

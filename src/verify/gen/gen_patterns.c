@@ -501,7 +501,7 @@ static int p_const_fold(gen *G) {
 /* Shape(x) with start (and end) or Size(x), cast to a float and used in arithmetic; x now
  * and then of unknown extents (a NonZero's result: the shape folds in part); the shape now
  * and then sliced, forwards or backwards, its bounds past either end (shapefold folds a Slice
- * of the known part). */
+ * of the known part), now and then empty (a start past the end the step walks away from). */
 static int p_shape(gen *G) {
   gen_want w = {DT_ALL, 1, 4, DOM_ANY, false, false, 0, false, true};
   int x = gen_chance(&G->rng, 0.3) ? gen_pick(G, &w) : source(G, DT_ALL, 1, 4);
@@ -538,6 +538,10 @@ static int p_shape(gen *G) {
       b = gen_int(&G->rng, 0, r - 1);
       e = stp > 0 ? gen_int(&G->rng, (int)b + 1, r) : gen_int(&G->rng, -1, (int)b - 1);
       int64_t st = gen_slice_bound(G, b, r), en = gen_slice_bound(G, e, r), ax = 0;
+      if (gen_chance(&G->rng, 0.2)) { /* empty: starts past the end it walks away from */
+        st = stp > 0 ? gen_int(&G->rng, r, r + 3) : gen_int(&G->rng, -r - 4, -r - 1);
+        en = gen_int(&G->rng, -r - 4, r + 3);
+      }
       int in[5] = {s, gen_const_i64(G, 1, &st, false), gen_const_i64(G, 1, &en, false),
                    gen_const_i64(G, 1, &ax, false), gen_const_i64(G, 1, &stp, false)};
       s = gen_emit(G, "Slice", 5, in, 1, "", DOM_POS, 64);
