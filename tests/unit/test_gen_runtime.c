@@ -276,6 +276,62 @@ static bool f8_cast_sat(const kiln_graph *g, const kiln_node *n) {
   return f8_cast(g, n) && (!a || a->i != 0);
 }
 
+/* The structures added after set N: BatchNormalization of a Gemm; an If's result joined
+ * elementwise with a value of the same type; an empty Slice of a shape; a diamond's path back
+ * (an elementwise node reading a join of a Transpose or ReduceSum and an elementwise member). */
+static bool gemm_bn(const kiln_graph *g, const kiln_node *n) {
+  const kiln_node *p = n->op == KILN_OP_BatchNormalization ? producer(g, n->inputs[0]) : NULL;
+  return p && p->op == KILN_OP_Gemm;
+}
+
+static bool if_join(const kiln_graph *g, const kiln_node *n) {
+  if ((n->op != KILN_OP_Add && n->op != KILN_OP_Or) || n->n_inputs != 2) return false;
+  for (int k = 0; k < 2; k++) {
+    const kiln_node *p = producer(g, n->inputs[k]);
+    if (p && p->op == KILN_OP_If) return true;
+  }
+  return false;
+}
+
+static bool empty_shape_slice(const kiln_graph *g, const kiln_node *n) {
+  const kiln_node *p = n->op == KILN_OP_Slice ? producer(g, n->inputs[0]) : NULL;
+  const kiln_type *y = p && p->op == KILN_OP_Shape ? vtype(g, n->outputs[0]) : NULL;
+  return y && y->rank == 1 && y->dims[0].value == 0;
+}
+
+static bool binary_ew(const kiln_node *n) {
+  return n && n->n_inputs == 2 &&
+         (n->op == KILN_OP_Add || n->op == KILN_OP_Mul || n->op == KILN_OP_Sub ||
+          n->op == KILN_OP_Max);
+}
+
+static bool diamond_back(const kiln_graph *g, const kiln_node *n) {
+  if (!binary_ew(n)) return false;
+  for (int k = 0; k < 2; k++) {
+    const kiln_node *c = producer(g, n->inputs[k]);
+    if (!binary_ew(c)) continue;
+    for (int j = 0; j < 2; j++) {
+      const kiln_node *t = producer(g, c->inputs[j]);
+      if (t && (t->op == KILN_OP_Transpose || t->op == KILN_OP_ReduceSum)) return true;
+    }
+  }
+  return false;
+}
+
+static void test_set_n_forms(void) {
+  int bn = count_forms("Gemm", 20, gemm_bn), ij = count_forms("If", 21, if_join),
+      es = count_forms("(pattern)", 22, empty_shape_slice),
+      db = count_forms("(diamond)", 23, diamond_back);
+  fprintf(stderr,
+          "in 300 graphs each: %d Gemm -> BatchNormalization, %d If results joined, %d empty "
+          "Slices of shapes, %d diamond paths back\n",
+          bn, ij, es, db);
+  CHECK(bn >= 20);
+  CHECK(ij >= 20);
+  CHECK(es >= 2);
+  CHECK(db >= 30);
+}
+
 static void test_widened_forms(void) {
   int e = count_forms("Slice", 15, empty_slice),
       l1 = count_forms("ReduceL1,ReduceSumSquare", 16, int_l1),
@@ -293,4 +349,4 @@ static void test_widened_forms(void) {
 }
 
 TEST_MAIN(T(test_runtime_shapes), T(test_shape_arith), T(test_aliases), T(test_einsum_near_copies),
-          T(test_rnn_near_copies), T(test_widened_forms))
+          T(test_rnn_near_copies), T(test_widened_forms), T(test_set_n_forms))

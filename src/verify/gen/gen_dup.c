@@ -467,7 +467,21 @@ bool gen_b_duplicate(gen *G, int op) {
    * those of the original: a merge must compare the output counts) */
   int kind = strstr(line, " = Split(") && gen_chance(&G->rng, 0.3) ? 5 : gen_attr_int(G, 0, 4);
   int first = copy_line(G, line, kind);
-  return first >= 0 && (kind != 5 || gen_settle(G));
+  if (first < 0 || (kind == 5 && !gen_settle(G))) return false;
+  /* now and then a reader of a later output of the copy: a merge must move every output's
+   * readers to the original, not the first output's alone */
+  int n_copy = G->vals.len - first;
+  if (n_copy > 1 && gen_chance(&G->rng, 0.5) && gen_settle(G)) {
+    int v = first + gen_int(&G->rng, 1, n_copy - 1);
+    kiln_dtype dt = gen_dtype(G, v);
+    if (gen_dt_bit(dt))
+      gen_emit(G,
+               dt == KILN_BOOL                              ? "Not"
+               : kiln_dtype_class_of(dt) == KILN_CLASS_UINT ? "Abs"
+                                                            : "Neg",
+               1, &v, 1, "", DOM_ANY, gen_mag(G, v));
+  }
+  return true;
 }
 
 int gen_copy_last_node(gen *G, int kind) {
