@@ -11,6 +11,7 @@
  * still checks the values when it runs. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ops.h"
 
@@ -314,8 +315,43 @@ static const check_fn checks[KILN_OP_COUNT] = {
     [KILN_OP_DequantizeLinear] = check_quant_axis,
 };
 
+/* Attributes that are flags wherever an op has them: the decoders (attr_decode.c, attr_flag)
+ * take 0 or 1 and nothing else. Checked for every op, so that a flag of any value other than
+ * 0 and 1 is rejected before anything is compiled, whichever op carries it (a
+ * BatchNormalization with training_mode=-1 was accepted and failed only in the reference). */
+static const char *const flag_attrs[] = {"allowzero",
+                                         "ceil_mode",
+                                         "count_include_pad",
+                                         "detect_negative",
+                                         "detect_positive",
+                                         "exclusive",
+                                         "fmod",
+                                         "is_test",
+                                         "keepdims",
+                                         "new_axis",
+                                         "noop_with_empty_axes",
+                                         "reverse",
+                                         "select_last_index",
+                                         "storage_order",
+                                         "training_mode",
+                                         "transA",
+                                         "transB",
+                                         "upper"};
+
+static kiln_status check_flags(const check_ctx *c) {
+  for (int a = 0; a < c->n->n_attrs; a++) {
+    const kiln_attr *at = &c->n->attrs[a];
+    if (at->kind != KILN_ATTR_INT || at->i == 0 || at->i == 1) continue;
+    for (size_t f = 0; f < sizeof flag_attrs / sizeof flag_attrs[0]; f++)
+      if (!strcmp(at->name, flag_attrs[f]))
+        return bad(c, "attribute '%s' must be 0 or 1, not %lld", at->name, (long long)at->i);
+  }
+  return KILN_OK;
+}
+
 kiln_status kiln_op_check_values(const kiln_graph *g, const kiln_node *n) {
-  if ((unsigned)n->op >= KILN_OP_COUNT || !checks[n->op]) return KILN_OK;
   check_ctx c = {g, n};
+  KILN_TRY(check_flags(&c));
+  if ((unsigned)n->op >= KILN_OP_COUNT || !checks[n->op]) return KILN_OK;
   return checks[n->op](&c);
 }

@@ -162,6 +162,14 @@ static void test_invalid_attributes_rejected(void) {
   /* elementwise attributes out of their range or set (a near-duplicate of the fuzzer moved
    * an IsInf flag to -2: only the reference kernel had refused it) */
   check_rejected("f32[2,4]", "", "IsInf(%x) {detect_negative=-2}");
+  /* a flag of any op other than 0 or 1 (a near-copy moved BatchNormalization's training_mode
+   * to -1: only the reference kernel refused it) */
+  check_rejected("f32[2,4]",
+                 "  %s = const f32[4] [1, 1, 1, 1]\n  %b = const f32[4] [0, 0, 0, 0]\n",
+                 "BatchNormalization(%x, %s, %b, %b, %s) {training_mode=-1}");
+  check_rejected("f32[2,4]", "", "ReduceMax(%x) {keepdims=2}");
+  check_rejected("f32[2,4]", "  %w = const f32[4,4] [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]\n",
+                 "Gemm(%x, %w) {transB=3}");
   check_rejected("u8[2,4]", "", "BitShift(%x, %x) {direction=\"UP\"}");
   check_rejected("f32[2,4]", "  %i = const i64[2,4] [0, 0, 0, 0, 0, 0, 0, 0]\n",
                  "GatherElements(%x, %i) {axis=4}");
