@@ -428,7 +428,7 @@ static bool cast8_island(gen *G) {
   else if (u < 0.4) snprintf(sat, sizeof sat, ", saturate=0");
   int y = gen_emit(G, "Cast", 1, &x, 1, ATTR("to=%d%s", (int)to, sat), DOM_ANY, 57344);
   int r = gen_v(G, y)->type.rank;
-  switch (gen_int(&G->rng, 0, G->opset >= 21 ? 3 : 2)) {
+  switch (gen_int(&G->rng, 0, G->opset >= 21 && r >= 1 ? 3 : 2)) {
   case 0: {
     int64_t m1 = -1;
     int in[2] = {y, gen_const_i64(G, 1, &m1, false)};
