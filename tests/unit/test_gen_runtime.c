@@ -278,7 +278,8 @@ static bool f8_cast_sat(const kiln_graph *g, const kiln_node *n) {
 
 /* The structures added after set N: BatchNormalization of a Gemm; an If's result joined
  * elementwise with a value of the same type; an empty Slice of a shape; a diamond's path back
- * (an elementwise node reading a join of a Transpose or ReduceSum and an elementwise member). */
+ * (an elementwise node reading a join of a Transpose or ReduceSum and an elementwise member);
+ * the value an If reads joined, after it, with a Softmax computed after it. */
 static bool gemm_bn(const kiln_graph *g, const kiln_node *n) {
   const kiln_node *p = n->op == KILN_OP_BatchNormalization ? producer(g, n->inputs[0]) : NULL;
   return p && p->op == KILN_OP_Gemm;
@@ -291,6 +292,12 @@ static bool if_join(const kiln_graph *g, const kiln_node *n) {
     if (p && p->op == KILN_OP_If) return true;
   }
   return false;
+}
+
+static bool max_of_softmax(const kiln_graph *g, const kiln_node *n) {
+  if (n->op != KILN_OP_Max || n->n_inputs != 2) return false;
+  const kiln_node *p = producer(g, n->inputs[1]);
+  return p && p->op == KILN_OP_Softmax;
 }
 
 static bool empty_shape_slice(const kiln_graph *g, const kiln_node *n) {
@@ -320,16 +327,18 @@ static bool diamond_back(const kiln_graph *g, const kiln_node *n) {
 
 static void test_set_n_forms(void) {
   int bn = count_forms("Gemm", 20, gemm_bn), ij = count_forms("If", 21, if_join),
+      ms = count_forms("If", 24, max_of_softmax),
       es = count_forms("(pattern)", 22, empty_shape_slice),
       db = count_forms("(diamond)", 23, diamond_back);
   fprintf(stderr,
           "in 300 graphs each: %d Gemm -> BatchNormalization, %d If results joined, %d empty "
-          "Slices of shapes, %d diamond paths back\n",
-          bn, ij, es, db);
+          "Slices of shapes, %d diamond paths back, %d Max of a Softmax after an If\n",
+          bn, ij, es, db, ms);
   CHECK(bn >= 20);
   CHECK(ij >= 20);
   CHECK(es >= 2);
   CHECK(db >= 30);
+  CHECK(ms >= 20);
 }
 
 static void test_widened_forms(void) {

@@ -109,8 +109,17 @@ bool gen_b_if(gen *G, int op) {
   /* now and then an elementwise op of a after the If: fusion may put a inside a group whose
    * one reader outside it is the branch, and the group must still store a */
   int u = -1;
-  if (!dyn && (fused || gen_chance(&G->rng, 0.3)))
-    u = gen_emit(G, tame_unary(at.dtype), 1, &a, 1, "", DOM_ANY, gen_mag(G, a));
+  if (!dyn && (fused || gen_chance(&G->rng, 0.3))) {
+    if (kiln_dtype_is_float(at.dtype) && at.rank >= 1 && gen_chance(&G->rng, 0.4)) {
+      /* Max(a, t), t a Softmax computed after the If (no elementwise group takes it): a's
+       * group then runs after t, so after the If, unless the If's read of a orders them */
+      int s = gen_new_input(G, &at, DOM_ANY);
+      int t = gen_emit(G, "Softmax", 1, &s, 1, "axis=-1", DOM_POS, 1);
+      int in[2] = {a, t};
+      /* Max: simplify would fold an Add of Neg(x) into a Sub of x, and a leave the group */
+      if (t >= 0) u = gen_emit(G, "Max", 2, in, 1, "", DOM_ANY, gen_mag(G, a) + 1);
+    } else u = gen_emit(G, tame_unary(at.dtype), 1, &a, 1, "", DOM_ANY, gen_mag(G, a));
+  }
   /* now and then the If's result combined elementwise with a (or with the op of a above): a
    * group that held a and that node would both feed the If and read it, so the If's reads of a
    * are edges that fusion and the group order must follow */

@@ -538,7 +538,7 @@ static int p_shape(gen *G) {
       b = gen_int(&G->rng, 0, r - 1);
       e = stp > 0 ? gen_int(&G->rng, (int)b + 1, r) : gen_int(&G->rng, -1, (int)b - 1);
       int64_t st = gen_slice_bound(G, b, r), en = gen_slice_bound(G, e, r), ax = 0;
-      if (gen_chance(&G->rng, 0.2)) { /* empty: starts past the end it walks away from */
+      if (gen_chance(&G->rng, 0.3)) { /* empty: starts past the end it walks away from */
         st = stp > 0 ? gen_int(&G->rng, r, r + 3) : gen_int(&G->rng, -r - 4, -r - 1);
         en = gen_int(&G->rng, -r - 4, r + 3);
       }
