@@ -683,6 +683,35 @@ static void test_cast_round_once(void) {
   }
 }
 
+/* float8 casts: with saturate=0 a value out of range becomes NaN, not the largest finite
+ * value (a bound that saturated it judged a correct NaN wrong); a -0 cast to a "uz" type, which
+ * has no -0, comes back as +0. */
+static void test_cast_f8(void) {
+  fixture f;
+  if (fixture_make(&f,
+                   "graph @c(%x: f32[4]) -> (%y: f32[4], %w: f32[4]) {\n"
+                   "  opset \"\" 21\n"
+                   "  %z = const f32[] [0.0]\n"
+                   "  %a = const f32[4] [1000, -1000, 3, -0]\n"
+                   "  %m = Mul(%x, %z) : f32[4]\n"
+                   "  %s = Add(%m, %a) : f32[4]\n"
+                   "  %q = Cast(%s) {to=17, saturate=0} : f8e4m3fn[4]\n"
+                   "  %y = Cast(%q) {to=1} : f32[4]\n"
+                   "  %u = Cast(%a) {to=20} : f8e5m2fnuz[4]\n"
+                   "  %w = Cast(%u) {to=1} : f32[4]\n"
+                   "  return %y, %w\n}\n",
+                   -1, 1)) {
+    float *y = f.out[0]->t->data, *w = f.out[1]->t->data;
+    CHECK(isnan(y[0]) && isnan(y[1]) && y[2] == 3);
+    CHECK(check_out(&f, 0).ok);
+    CHECK(w[3] == 0 && !signbit(w[3]));
+    CHECK(check_out(&f, 1).ok);
+    y[0] = 448; /* saturated */
+    CHECK(!check_out(&f, 0).ok);
+  }
+  fixture_free(&f);
+}
+
 /* Mod of floats (fmod) is exact, but jumps where x / d truncates to another integer: an
  * element whose quotient may move within the errors is unstable (3 / 1.5 with 3 from Exp),
  * the others are bounded (2.5 / 1.5). An infinity times a value whose interval holds 0 (Exp(0)
@@ -900,7 +929,7 @@ static void teardown(void) {
 
 TEST_MAIN(T(setup), T(test_values), T(test_power_matmul), T(test_power_kinds), T(test_unstable),
           T(test_zero_sign), T(test_overflow_select), T(test_logsum_overflow), T(test_softmax_wide),
-          T(test_overflow_beside_inf), T(test_cast_round_once), T(test_sound_bn_training),
-          T(test_mod_and_inf_times_zero), T(test_exact), T(test_unstable_zero),
-          T(test_cast_rounding), T(test_local), T(test_sound_unary), T(test_sound_contractions),
-          T(test_sound_composite), T(test_sound_k4096), T(teardown))
+          T(test_overflow_beside_inf), T(test_cast_round_once), T(test_cast_f8),
+          T(test_sound_bn_training), T(test_mod_and_inf_times_zero), T(test_exact),
+          T(test_unstable_zero), T(test_cast_rounding), T(test_local), T(test_sound_unary),
+          T(test_sound_contractions), T(test_sound_composite), T(test_sound_k4096), T(teardown))

@@ -134,12 +134,24 @@ kiln_status kiln_bnd_discrete(bnd_node *b, double ulps) {
  * through f32 it can round twice (1 + 2^-11 + 2^-40 becomes 1 + 2^-11 in f32, a tie that rounds
  * to 1 in f16, where the direct rounding gives 1 + 2^-10). A corner that leaves the target's
  * range while x does not is unstable. f8/f4 targets (saturation modes) keep the looser model: the
- * reference stays x and the error grows by the rounding, e (1 + u) + u |x| + tiny. To other types:
- * DISCRETE. ---- */
+ * reference stays x and the error grows by the rounding, e (1 + u) + u |x| + tiny; a float8 cast
+ * with saturate=0 rounds out-of-range values to NaN (or an infinity), and is unstable where a
+ * corner of the input's interval would. To other types: DISCRETE. ---- */
 static double round_to(kiln_dtype to, double v) {
   uint64_t tmp = 0;
   kiln_store_f64(to, &tmp, 0, v);
   return kiln_load_f64(to, &tmp, 0);
+}
+
+/* A float8 cast with saturate=0: out of range is NaN (or an infinity), not the largest
+ * finite value that round_to's encoding saturates to. */
+static double round_f8_nosat(kiln_dtype to, double v) {
+  uint8_t c = kiln_f64_to_f8(to, v, false);
+  return kiln_load_f64(to, &c, 0);
+}
+
+static bool is_f8(kiln_dtype t) {
+  return t == KILN_F8E4M3FN || t == KILN_F8E4M3FNUZ || t == KILN_F8E5M2 || t == KILN_F8E5M2FNUZ;
 }
 
 static bool exact_rounding(kiln_dtype to) {
@@ -237,11 +249,19 @@ kiln_status kiln_bnd_cast(bnd_node *b) {
   double *yd = y->data, *ed = e->data;
   const double *ex = kiln_bnd_has_err(b, 0) ? b->ein[0]->data : NULL;
   int64_t unstable = 0;
+  const kiln_attr *sa = kiln_node_attr(b->n, "saturate");
+  bool nosat = is_f8(to) && sa && sa->kind == KILN_ATTR_INT && sa->i == 0;
   for (int64_t i = 0; i < y->numel; i++) {
     double xv = kiln_load_f64(x->dtype, x->data, (size_t)i), ev = ex ? ex[i] : 0;
     /* the reference kernels keep floats in double: round to the target here (a 64-bit
      * integer into a narrower float through its value rounded to odd: rounded once) */
-    double r = to == KILN_F64 ? round_to(to, xv) : round_to(to, load_odd(x, i));
+    double r = to == KILN_F64 ? round_to(to, xv)
+               : nosat        ? round_f8_nosat(to, load_odd(x, i))
+                              : round_to(to, load_odd(x, i));
+    /* without saturation a corner of the input's interval may leave the range (NaN) */
+    if (nosat && isfinite(r) && ev > 0 &&
+        !(isfinite(round_f8_nosat(to, xv - ev)) && isfinite(round_f8_nosat(to, xv + ev))))
+      unstable++;
     if (isnan(xv)) {
       yd[i] = r, ed[i] = 0;
       continue;
