@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attr_decode.h"
 #include "ops.h"
 
 typedef struct check_ctx {
@@ -286,6 +287,13 @@ static kiln_status check_quant_axis(const check_ctx *c) {
   return axis_in(c, "axis", a, x->rank);
 }
 
+/* Cast and CastLike: round_mode one of its three names, saturate a flag (a near-copy moved
+ * round_mode "up" to "u": only the reference kernel refused it). */
+static kiln_status check_cast(const check_ctx *c) {
+  kiln_attrs_cast a;
+  return kiln_attrs_cast_decode(c->n, &a);
+}
+
 typedef kiln_status (*check_fn)(const check_ctx *c);
 
 static const check_fn checks[KILN_OP_COUNT] = {
@@ -313,6 +321,8 @@ static const check_fn checks[KILN_OP_COUNT] = {
     [KILN_OP_Conv] = check_conv,
     [KILN_OP_QuantizeLinear] = check_quant_axis,
     [KILN_OP_DequantizeLinear] = check_quant_axis,
+    [KILN_OP_Cast] = check_cast,
+    [KILN_OP_CastLike] = check_cast,
 };
 
 /* Attributes that are flags wherever an op has them: the decoders (attr_decode.c, attr_flag)

@@ -168,6 +168,7 @@ static void test_invalid_attributes_rejected(void) {
                  "  %s = const f32[4] [1, 1, 1, 1]\n  %b = const f32[4] [0, 0, 0, 0]\n",
                  "BatchNormalization(%x, %s, %b, %b, %s) {training_mode=-1}");
   check_rejected("f32[2,4]", "", "ReduceMax(%x) {keepdims=2}");
+  check_rejected("f32[2,4]", "", "Cast(%x) {to=6, round_mode=\"u\"}");
   check_rejected("f32[2,4]", "  %w = const f32[4,4] [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]\n",
                  "Gemm(%x, %w) {transB=3}");
   check_rejected("u8[2,4]", "", "BitShift(%x, %x) {direction=\"UP\"}");
