@@ -164,8 +164,7 @@ static void test_invalid_attributes_rejected(void) {
   check_rejected("f32[2,4]", "", "IsInf(%x) {detect_negative=-2}");
   /* a flag of any op other than 0 or 1 (a near-copy moved BatchNormalization's training_mode
    * to -1: only the reference kernel refused it) */
-  check_rejected("f32[2,4]",
-                 "  %s = const f32[4] [1, 1, 1, 1]\n  %b = const f32[4] [0, 0, 0, 0]\n",
+  check_rejected("f32[2,4]", "  %s = const f32[4] [1, 1, 1, 1]\n  %b = const f32[4] [0, 0, 0, 0]\n",
                  "BatchNormalization(%x, %s, %b, %b, %s) {training_mode=-1}");
   check_rejected("f32[2,4]", "", "ReduceMax(%x) {keepdims=2}");
   check_rejected("f32[2,4]", "", "Cast(%x) {to=6, round_mode=\"u\"}");
