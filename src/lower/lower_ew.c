@@ -37,9 +37,10 @@ static bool is_f8(kiln_dtype t) {
  * and the C helpers decode exactly and encode with one rounding to nearest even); a cast to
  * float8 with saturate=0 (out of range gives NaN or infinity, not the largest finite value)
  * is left to the reference kernel, as the helpers saturate. */
-static bool ew_dtype_ok(const kiln_node *n, kiln_dtype t) {
+static bool ew_dtype_ok(const kiln_node *n, kiln_dtype t, kiln_dtype out) {
   if (kiln_lower_dtype_ok(t)) return true;
   if (!is_f8(t) || (n->op != KILN_OP_Cast && n->op != KILN_OP_CastLike)) return false;
+  if (!is_f8(out)) return true; /* from float8: saturate does not apply */
   kiln_attrs_cast ca;
   kiln_status st = kiln_attrs_cast_decode(n, &ca);
   if (st) return kiln_status_free(st), false;
@@ -54,11 +55,11 @@ bool kiln_lower_is_elementwise(const kiln_graph *g, const kiln_node *n) {
     if (n->outputs[k] >= 0) return false;
   if (!kiln_lower_node_static(g, n)) return false;
   const kiln_type *out = kiln_lower_static(g, n->outputs[0]);
-  if (!ew_dtype_ok(n, out->dtype)) return false;
+  if (!ew_dtype_ok(n, out->dtype, out->dtype)) return false;
   for (int k = 0; k < n->n_inputs; k++) {
     if (n->inputs[k] < 0) continue;
     const kiln_type *t = kiln_lower_static(g, n->inputs[k]);
-    if (!ew_dtype_ok(n, t->dtype)) return false;
+    if (!ew_dtype_ok(n, t->dtype, out->dtype)) return false;
     bool data = !(n->op == KILN_OP_Where && k == 0) && !(n->op == KILN_OP_Pow && k == 1) &&
                 !(n->op == KILN_OP_CastLike && k == 1);
     if (data && !kiln_ew_dtypes_take(c, t->dtype)) return false;

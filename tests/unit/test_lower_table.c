@@ -103,6 +103,12 @@ static void test_fallback_reasons(void) {
   fallback_reason(F8_CAST(", saturate=0"), why, sizeof why);
   if (!strstr(why, "saturate=0")) fprintf(stderr, "Cast to f8, saturate=0: '%s'\n", why);
   CHECK(strstr(why, "no lowering for Cast to f8e4m3fn with saturate=0") != NULL);
+  /* saturate says nothing about a cast from float8 */
+  fallback_reason("graph @c(%x: f8e5m2[4]) -> (%y: f16[4]) {\n  opset \"\" 21\n"
+                  "  %y = Cast(%x) {to=10, saturate=0} : f16[4]\n  return %y\n}\n",
+                  why, sizeof why);
+  if (why[0]) fprintf(stderr, "Cast from f8, saturate=0: '%s'\n", why);
+  CHECK(why[0] == '\0');
 #undef F8_CAST
   /* a reduction over an empty extent: the family lowering says the input is empty */
   fallback_reason("graph @r(%x: f32[2,0]) -> (%y: f32[2,1]) {\n  opset \"\" 17\n"
