@@ -351,6 +351,18 @@ static bool b_where(gen *G, int op) {
   return true;
 }
 
+/* Transpose(y) with its r axes reversed (magnitude bound mag): the islands' move of a value
+ * whose type few ops carry. */
+static int reversed_transpose(gen *G, int y, int r, double mag) {
+  kiln_strbuf p = {0};
+  kiln_strbuf_printf(&p, "perm=[");
+  for (int d = 0; d < r; d++) kiln_strbuf_printf(&p, "%s%d", d ? "," : "", r - 1 - d);
+  kiln_strbuf_printf(&p, "]");
+  int t = gen_emit(G, "Transpose", 1, &y, 1, p.data, DOM_ANY, mag);
+  kiln_strbuf_free(&p);
+  return t;
+}
+
 /* A 4-bit island (opset 21 on): integers within the range of int4 or uint4 cast to it,
  * moved or not (Transpose, Reshape, Flatten, Identity, Unsqueeze: the ops that carry 4-bit
  * types), and cast back to a generated type; the 4-bit value is a graph output now and then.
@@ -368,15 +380,7 @@ static bool cast4_island(gen *G) {
   char a[64];
   int y = gen_emit(G, "Cast", 1, &x, 1, ATTR("to=%d", (int)(sgn ? KILN_I4 : KILN_U4)), DOM_ANY, 15);
   switch (gen_int(&G->rng, 0, 5)) {
-  case 0: {
-    kiln_strbuf p = {0};
-    kiln_strbuf_printf(&p, "perm=[");
-    for (int d = 0; d < r; d++) kiln_strbuf_printf(&p, "%s%d", d ? "," : "", r - 1 - d);
-    kiln_strbuf_printf(&p, "]");
-    y = gen_emit(G, "Transpose", 1, &y, 1, p.data, DOM_ANY, 15);
-    kiln_strbuf_free(&p);
-    break;
-  }
+  case 0: y = reversed_transpose(G, y, r, 15); break;
   case 1: {
     int64_t m1 = -1;
     int in[2] = {y, gen_const_i64(G, 1, &m1, false)};
@@ -436,15 +440,7 @@ static bool cast8_island(gen *G) {
     break;
   }
   case 1: y = gen_emit(G, "Identity", 1, &y, 1, "", DOM_ANY, 57344); break;
-  case 3: {
-    kiln_strbuf p = {0};
-    kiln_strbuf_printf(&p, "perm=[");
-    for (int d = 0; d < r; d++) kiln_strbuf_printf(&p, "%s%d", d ? "," : "", r - 1 - d);
-    kiln_strbuf_printf(&p, "]");
-    y = gen_emit(G, "Transpose", 1, &y, 1, p.data, DOM_ANY, 57344);
-    kiln_strbuf_free(&p);
-    break;
-  }
+  case 3: y = reversed_transpose(G, y, r, 57344); break;
   default: break;
   }
   if (gen_chance(&G->rng, 0.2)) G->vals.data[y].keep = true;
